@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# Homework router network bring-up: the OVS bridge the controller drives, the LAN
+# ports, router sysctls and NAT out of the WAN interface.
+#
+#   scripts/router-net.sh up   [options]    # idempotent: safe to run again
+#   scripts/router-net.sh down [options]    # removes what `up` made
+#   scripts/router-net.sh status [options]
+#
+# Used unchanged by the emulated home (inside the router's network namespace, with
+# OVS_RUNDIR pointing at that run's private OVS) and by the real image (root
+# namespace, system OVS).
+#
+# Options (each also read from the environment variable in brackets):
+#   --bridge NAME          [BRIDGE]          default br0
+#   --datapath-type T      [DATAPATH_TYPE]   netdev | system, default netdev
+#   --wan IF               [WAN_IF]          default wan0; empty: no NAT
+#   --lan-ports "P1 P2"    [LAN_PORTS]       ports added to the bridge (space or comma separated)
+#   --controller TARGET    [CONTROLLER]      default tcp:127.0.0.1:6653; "none": standalone
+#                                            bridge with one NORMAL flow (benchmark baseline)
+#   --hwaddr MAC           [HWADDR]          pinned MAC of the LOCAL interface, default 02:68:77:00:00:01
+#   --state-dir DIR        [ROUTER_NET_STATE] where `up` remembers sysctl values for `down`,
+#                                            default /run/homework
+set -euo pipefail
+
+BRIDGE=${BRIDGE:-br0}
+DATAPATH_TYPE=${DATAPATH_TYPE:-netdev}
+WAN_IF=${WAN_IF-wan0}
+LAN_PORTS=${LAN_PORTS:-}
+CONTROLLER=${CONTROLLER:-tcp:127.0.0.1:6653}
+HWADDR=${HWADDR:-02:68:77:00:00:01}
+ROUTER_NET_STATE=${ROUTER_NET_STATE:-/run/homework}
+NFT_TABLE=homework
+
+usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+
+action=${1:-}
+[ -n "$action" ] || usage 2
+shift
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bridge) BRIDGE=$2; shift 2 ;;
+    --datapath-type) DATAPATH_TYPE=$2; shift 2 ;;
+    --wan) WAN_IF=$2; shift 2 ;;
+    --lan-ports) LAN_PORTS=$2; shift 2 ;;
+    --controller) CONTROLLER=$2; shift 2 ;;
+    --hwaddr) HWADDR=$2; shift 2 ;;
+    --state-dir) ROUTER_NET_STATE=$2; shift 2 ;;
+    -h|--help) usage 0 ;;
+    *) echo "router-net: unknown option $1" >&2; usage 2 ;;
+  esac
+done
+
+die() { echo "router-net: $*" >&2; exit 1; }
+log() { echo "router-net: $*" >&2; }
+
+case "$DATAPATH_TYPE" in netdev|system) ;; *) die "DATAPATH_TYPE must be netdev or system, got '$DATAPATH_TYPE'" ;; esac
+[[ "$BRIDGE" =~ ^[A-Za-z0-9_.-]{1,15}$ ]] || die "bad bridge name '$BRIDGE'"
+[[ "$HWADDR" =~ ^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$ ]] || die "bad HWADDR '$HWADDR'"
+LAN_PORTS=${LAN_PORTS//,/ }
+
+VSCTL=(ovs-vsctl --timeout=10)
+SYSCTL_FILE="$ROUTER_NET_STATE/router-net.$BRIDGE.sysctl"
+
+sysctl_keys() {
+  echo net.ipv4.ip_forward
+  echo net.ipv4.conf.all.send_redirects
+  echo net.ipv4.conf.default.send_redirects
+  echo "net.ipv4.conf.$BRIDGE.send_redirects"
+  echo net.ipv4.conf.all.accept_redirects
+  echo net.ipv4.conf.default.accept_redirects
+}
+
+wait_for_link() {
+  local i
+  for i in $(seq 1 100); do
+    ip link show dev "$1" >/dev/null 2>&1 && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
+up() {
+  # 1. The bridge. Every setting is re-applied, so `up` after a partial `up` converges.
+  "${VSCTL[@]}" --may-exist add-br "$BRIDGE" \
+    -- set bridge "$BRIDGE" datapath_type="$DATAPATH_TYPE" protocols=OpenFlow13 \
+       other-config:hwaddr="$HWADDR" other-config:disable-in-band=true
+  if [ "$CONTROLLER" = none ]; then
+    "${VSCTL[@]}" del-controller "$BRIDGE" -- set bridge "$BRIDGE" fail_mode=standalone
+  else
+    "${VSCTL[@]}" set bridge "$BRIDGE" fail_mode=secure -- set-controller "$BRIDGE" "$CONTROLLER"
+  fi
+  local p
+  for p in $LAN_PORTS; do
+    ip link show dev "$p" >/dev/null 2>&1 || die "LAN port $p does not exist"
+    "${VSCTL[@]}" --may-exist add-port "$BRIDGE" "$p"
+    ip link set dev "$p" up
+    # The userspace datapath never completes partial checksums (see sandbox notes).
+    if [ "$DATAPATH_TYPE" = netdev ]; then ethtool -K "$p" tx off >/dev/null 2>&1 || true; fi
+  done
+  if [ "$CONTROLLER" = none ]; then
+    ovs-ofctl -O OpenFlow13 replace-flows "$BRIDGE" - <<<"priority=0,actions=NORMAL"
+  fi
+
+  # 2. The LOCAL interface is the router's own stack; the controller adds one .1/30 per lease.
+  wait_for_link "$BRIDGE" || die "bridge interface $BRIDGE did not appear"
+  ip link set dev "$BRIDGE" up
+  if [ "$DATAPATH_TYPE" = netdev ]; then ethtool -K "$BRIDGE" tx off >/dev/null 2>&1 || true; fi
+
+  # 3. Sysctls; first `up` remembers the old values so `down` can put them back.
+  mkdir -p "$ROUTER_NET_STATE"
+  if [ ! -f "$SYSCTL_FILE" ]; then
+    local k tmp="$SYSCTL_FILE.tmp"
+    : >"$tmp"
+    for k in $(sysctl_keys); do echo "$k=$(sysctl -n "$k")" >>"$tmp"; done
+    mv "$tmp" "$SYSCTL_FILE"
+  fi
+  sysctl -q -w net.ipv4.ip_forward=1 \
+    net.ipv4.conf.all.send_redirects=0 net.ipv4.conf.default.send_redirects=0 \
+    "net.ipv4.conf.$BRIDGE.send_redirects=0" \
+    net.ipv4.conf.all.accept_redirects=0 net.ipv4.conf.default.accept_redirects=0 >/dev/null
+
+  # 4. NAT in our own nftables table: never touches anyone else's rules.
+  if [ -n "$WAN_IF" ]; then
+    nft -f - <<EOF
+table inet $NFT_TABLE
+delete table inet $NFT_TABLE
+table inet $NFT_TABLE {
+  chain postrouting {
+    type nat hook postrouting priority srcnat; policy accept;
+    oifname "$WAN_IF" masquerade
+  }
+}
+EOF
+  fi
+  log "up: bridge $BRIDGE ($DATAPATH_TYPE, controller $CONTROLLER, ports: ${LAN_PORTS:-none}), NAT via ${WAN_IF:-none}"
+}
+
+down() {
+  nft delete table inet "$NFT_TABLE" 2>/dev/null || true
+  "${VSCTL[@]}" --if-exists del-br "$BRIDGE" || true
+  if [ -f "$SYSCTL_FILE" ]; then
+    local line
+    while IFS= read -r line; do
+      [ -n "$line" ] || continue
+      sysctl -q -w "$line" >/dev/null 2>&1 || true
+    done <"$SYSCTL_FILE"
+    rm -f "$SYSCTL_FILE"
+  fi
+  log "down: bridge $BRIDGE and table inet $NFT_TABLE removed"
+}
+
+status() {
+  "${VSCTL[@]}" show
+  ovs-ofctl -O OpenFlow13 dump-flows "$BRIDGE" || true
+  ip -br addr show dev "$BRIDGE" || true
+  nft list table inet "$NFT_TABLE" 2>/dev/null || echo "(no table inet $NFT_TABLE)"
+}
+
+case "$action" in
+  up) up ;;
+  down) down ;;
+  status) status ;;
+  *) usage 2 ;;
+esac
