@@ -430,6 +430,7 @@ class Home:
         self.connect_timeout = connect_timeout
         self._say = log or (lambda msg: None)
         self.devices: list[Device] = []
+        self._next_index = 0
         self._namespaces: list[str] = []
         self._procs: list[subprocess.Popen] = []
         self._controller: subprocess.Popen | None = None
@@ -726,7 +727,9 @@ class Home:
     # -- devices ---------------------------------------------------------------------------
     def add_device(self, name: str | None = None, mac: str | None = None) -> Device:
         with self._lock:
-            index = len(self.devices) + 1
+            # Never reuse an index within a run: the controller remembers MACs.
+            self._next_index += 1
+            index = self._next_index
             name = name or f"dev{index}"
             mac = (mac or f"02:68:77:01:{index >> 8:02x}:{index & 0xff:02x}").lower()
             dev = Device(self, index, name, mac)
@@ -735,7 +738,7 @@ class Home:
         return dev
 
     def add_devices(self, n: int, prefix: str = "dev") -> list[Device]:
-        return [self.add_device(name=f"{prefix}{len(self.devices) + 1}") for _ in range(n)]
+        return [self.add_device(name=f"{prefix}{self._next_index + 1}") for _ in range(n)]
 
     def remove_device(self, dev: Device) -> None:
         dev.close()

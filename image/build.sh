@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# Build the flashable Homework router image:
+#   out/homework-<version>-amd64.img       raw GPT disk (UEFI: systemd-boot, legacy BIOS: GRUB)
+#   out/homework-<version>-amd64.img.zst   compressed copy (what people download and flash)
+# from Debian bookworm with mmdebstrap, without loop devices, as root.
+#
+# Stages: prep, rootfs (cached on image/packages.txt), overlay, esp, root-fs, data-fs, disk,
+# bootloader, compress. The finished image is cached too, keyed on a hash of every input
+# (image/, conf/, nox-modules/, hwdb binaries + schema, guestboard-ui/, scripts/router-net.sh):
+# a second `make image` with nothing changed takes a second.
+#
+# Environment: HOMEWORK_IMAGE_NOCACHE=1 rebuilds everything; HOMEWORK_IMAGE_NOCOMPRESS=1 skips
+# the .zst (the boot test uses the raw image).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TOP=$PWD
+WORK=$TOP/image/work
+OUT=$TOP/out
+LOGS=$WORK/logs
+mkdir -p "$WORK" "$OUT" "$LOGS"
+T0=$(date +%s)
+
+# ---- layout (fixed, so an upgrade can rewrite partitions 1-3 and keep 4; see image/README.md)
+SECTOR=512
+ESP_START_MIB=1;    ESP_MIB=128      # p2: FAT32, label HWBOOT (kernel, initrd, systemd-boot)
+ROOT_START_MIB=129; ROOT_MIB=2048    # p3: ext4, label hw-root (the system, replaced on upgrade)
+DATA_START_MIB=2177; DATA_MIB=64     # p4: ext4, label hw-data (/var/lib/homework; grows at first boot)
+DISK_MIB=$((DATA_START_MIB + DATA_MIB + 1))   # + room for the backup GPT
+# p1: BIOS boot partition, LBA 34..2047 (GRUB core.img for legacy BIOS)
+CMDLINE="root=LABEL=hw-root rw console=tty0 console=ttyS0,115200n8 net.ifnames=1"
+
+say() { printf '%s\n' "$*"; }
+stage() {   # stage NAME FUNCTION: run with its output in image/work/logs/NAME.log
+  local name=$1 fn=$2 s=$(date +%s) log=$LOGS/$1.log
+  printf '[image] %-10s ... ' "$name"
+  if ( set -euo pipefail; "$fn" ) >"$log" 2>&1; then
+    printf 'ok (%ss)\n' "$(( $(date +%s) - s ))"
+  else
+    printf 'FAILED\n'
+    say "[image] stage '$name' failed; log: $log" >&2
+    tail -n 25 "$log" | sed 's/^/    /' >&2
+    exit 1
+  fi
+}
+
+# ---- version: VERSION file, else git describe of the last commit touching an input path
+INPUT_PATHS=(image conf nox-modules hwdb/schema hwdb/src guestboard-ui scripts/router-net.sh)
+version() {
+  if [ -f VERSION ]; then tr -d ' \n' < VERSION; return; fi
+  local c v
+  c=$(git log -1 --format=%H -- "${INPUT_PATHS[@]}" 2>/dev/null || true)
+  [ -n "$c" ] || c=$(git rev-parse -q --verify HEAD 2>/dev/null || true)
+  if [ -z "$c" ]; then echo "0.0.0-dev"; return; fi
+  v=$(git describe --always --tags "$c" 2>/dev/null || git rev-parse --short "$c")
+  if [ -n "$(git status --porcelain -- "${INPUT_PATHS[@]}" 2>/dev/null | grep -v '^??' || true)" ]; then
+    v="$v-dirty"
+  fi
+  echo "$v"
+}
+VERSION=$(version)
+
+hash_tree() {   # stable hash of file names + contents under the given paths (missing paths ok)
+  local p
+  for p in "$@"; do
+    [ -e "$p" ] || { echo "absent $p"; continue; }
+    find "$p" \( -name __pycache__ -o -name node_modules -o -name '*.pyc' -o -name .pytest_cache \
+                 -o -path image/work -o -path 'hwdb/target' \) -prune -o -type f -print0 \
+      | LC_ALL=C sort -z | xargs -0 -r sha256sum
+    find "$p" \( -name __pycache__ -o -name node_modules -o -path image/work \) -prune -o -type f \
+      -perm -u+x -print | LC_ALL=C sort | sed 's/^/exec /'
+  done | sha256sum | cut -c1-16
+}
+
+HWDB_BINS=()
+for b in hwdb/target/release/hwdbd hwdb/target/release/hwdb; do [ -x "$b" ] && HWDB_BINS+=("$b"); done
+BASE_KEY=$( (cat image/packages.txt; sed -n '/^BASE-BEGIN/,/^BASE-END/p' "$0"; cat /etc/apt/sources.list.d/debian.sources 2>/dev/null) | sha256sum | cut -c1-16)
+IMAGE_KEY=$( (echo "$BASE_KEY $VERSION"; hash_tree image/build.sh image/install-overlay.sh image/packages.txt image/README.md image/guest conf nox-modules \
+             guestboard-ui hwdb/schema "${HWDB_BINS[@]}" scripts/router-net.sh) | sha256sum | cut -c1-16)
+NAME=homework-$VERSION-amd64
+IMG=$OUT/$NAME.img
+CACHE=$WORK/cache/$IMAGE_KEY
+
+say "[image] version $VERSION, inputs $IMAGE_KEY, base rootfs $BASE_KEY"
+say "[image] installs: nox-modules/$( [ -d nox-modules/homework ] && echo ' yes' || echo ' (absent)'), hwdb binaries: ${HWDB_BINS[*]:-(not built)}, guestboard-ui: $( [ -n "$(ls -A guestboard-ui 2>/dev/null)" ] && echo yes || echo '(empty)'), router-net.sh: $( [ -f scripts/router-net.sh ] && echo yes || echo '(absent, built-in fallback)')"
+
+if [ -z "${HOMEWORK_IMAGE_NOCACHE:-}" ] && [ -f "$CACHE/disk.img" ]; then
+  say "[image] inputs unchanged: reusing cached build $CACHE"
+  cp --sparse=always --reflink=auto "$CACHE/disk.img" "$IMG.tmp" && mv "$IMG.tmp" "$IMG"
+  if [ -z "${HOMEWORK_IMAGE_NOCOMPRESS:-}" ]; then
+    if [ -f "$CACHE/disk.img.zst" ]; then cp "$CACHE/disk.img.zst" "$IMG.zst"
+    else zstd -q -T0 -6 -f "$IMG" -o "$IMG.zst" && cp "$IMG.zst" "$CACHE/disk.img.zst"; fi
+  fi
+  ln -sfn "$NAME.img" "$OUT/homework-latest-amd64.img"
+  say "[image] $IMG ($(du -h --apparent-size "$IMG" | cut -f1) raw, $(du -h "$IMG" | cut -f1) allocated)"
+  exit 0
+fi
+
+# ---------------------------------------------------------------- stages
+BASE=$WORK/base-$BASE_KEY
+ROOTFS=$WORK/rootfs
+PARTS=$WORK/parts
+
+# BASE-BEGIN (this block is part of the base rootfs cache key)
+st_rootfs() {
+  if [ -f "$BASE/.complete" ] && [ -z "${HOMEWORK_IMAGE_NOCACHE:-}" ]; then echo "cached: $BASE"; return; fi
+  rm -rf "$WORK"/base-*
+  local pkgs
+  pkgs=$(grep -v '^\s*#' image/packages.txt | grep -v '^\s*$' | paste -sd, -)
+  local mirror=/etc/apt/sources.list.d/debian.sources
+  local mirrors=()
+  if [ -f "$mirror" ]; then mirrors=("$mirror")
+  else mirrors=("deb http://deb.debian.org/debian bookworm main" "deb http://deb.debian.org/debian bookworm-updates main"
+                "deb http://deb.debian.org/debian-security bookworm-security main"); fi
+  mmdebstrap --mode=root --variant=minbase --format=directory \
+    --include="$pkgs" \
+    --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
+    --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+    --dpkgopt='path-exclude=/usr/share/info/*' \
+    --customize-hook='rm -f "$1"/etc/hostname "$1"/etc/ssh/ssh_host_*' \
+    bookworm "$BASE.tmp" "${mirrors[@]}"
+  rm -rf "$BASE"; mv "$BASE.tmp" "$BASE"; touch "$BASE/.complete"
+}
+# BASE-END
+
+st_overlay() {
+  rm -rf "$ROOTFS"
+  cp -a --reflink=auto "$BASE" "$ROOTFS"; rm -f "$ROOTFS/.complete"
+  bash image/install-overlay.sh "$TOP" "$ROOTFS" "$VERSION" "$IMAGE_KEY"
+}
+
+st_esp() {
+  rm -rf "$PARTS"; mkdir -p "$PARTS"
+  local kernel initrd
+  kernel=$(ls "$ROOTFS"/boot/vmlinuz-* | sort -V | tail -1)
+  initrd=$(ls "$ROOTFS"/boot/initrd.img-* | sort -V | tail -1)
+  [ -f "$kernel" ] && [ -f "$initrd" ]
+  mkfs.vfat -C -F 32 -n HWBOOT "$PARTS/esp.img" $((ESP_MIB * 1024))
+  export MTOOLS_SKIP_CHECK=1
+  local E=(-i "$PARTS/esp.img")
+  mmd "${E[@]}" ::/EFI ::/EFI/BOOT ::/loader ::/loader/entries
+  mcopy "${E[@]}" /usr/lib/systemd/boot/efi/systemd-bootx64.efi ::/EFI/BOOT/BOOTX64.EFI
+  mcopy "${E[@]}" "$kernel" ::/vmlinuz
+  mcopy "${E[@]}" "$initrd" ::/initrd.img
+  printf 'default homework.conf\ntimeout 0\nconsole-mode keep\neditor no\n' > "$PARTS/loader.conf"
+  printf 'title Homework router %s\nlinux /vmlinuz\ninitrd /initrd.img\noptions %s\n' "$VERSION" "$CMDLINE" > "$PARTS/homework.conf"
+  mcopy "${E[@]}" "$PARTS/loader.conf" ::/loader/loader.conf
+  mcopy "${E[@]}" "$PARTS/homework.conf" ::/loader/entries/homework.conf
+  echo "homework $VERSION" > "$PARTS/homework.id"; mcopy "${E[@]}" "$PARTS/homework.id" ::/homework.id
+  mdir "${E[@]}" -/ ::/
+}
+
+st_rootfs_img() {
+  mkfs.ext4 -q -F -L hw-root -E lazy_itable_init=0 -d "$ROOTFS" "$PARTS/root.img" "${ROOT_MIB}M"
+  rm -rf "$ROOTFS"   # 1 GB we no longer need
+}
+
+st_data_img() {
+  mkdir -p "$PARTS/data"
+  cat > "$PARTS/data/README" <<EOF
+Homework router state (partition hw-data, mounted at /var/lib/homework).
+Kept across reboots and image upgrades: an upgrade rewrites partitions 1-3 only.
+EOF
+  mkfs.ext4 -q -F -L hw-data -d "$PARTS/data" "$PARTS/data.img" "${DATA_MIB}M"
+}
+
+st_disk() {
+  local tmp=$IMG.tmp
+  rm -f "$tmp"; truncate -s "${DISK_MIB}M" "$tmp"
+  sfdisk -q --label gpt "$tmp" <<EOF
+label: gpt
+first-lba: 34
+start=34, size=2014, type=21686148-6449-6E6F-744E-656564454649, name="bios-boot"
+start=$((ESP_START_MIB*2048)), size=$((ESP_MIB*2048)), type=C12A7328-F81F-11D2-BA4B-00A0C93EC93B, name="HWBOOT"
+start=$((ROOT_START_MIB*2048)), size=$((ROOT_MIB*2048)), type=4F68BCE3-E8CD-4DB1-96E7-FBCAF984B709, name="hw-root"
+start=$((DATA_START_MIB*2048)), size=$((DATA_MIB*2048)), type=0FC63DAF-8483-4772-8E79-3D69D8477DE4, name="hw-data"
+EOF
+  sfdisk -d "$tmp"
+  dd if="$PARTS/esp.img"  of="$tmp" bs=1M seek=$ESP_START_MIB  conv=notrunc,sparse status=none
+  dd if="$PARTS/root.img" of="$tmp" bs=1M seek=$ROOT_START_MIB conv=notrunc,sparse status=none
+  dd if="$PARTS/data.img" of="$tmp" bs=1M seek=$DATA_START_MIB conv=notrunc,sparse status=none
+  mv "$tmp" "$IMG.part"
+}
+
+st_bootloader() {
+  # Legacy BIOS: GRUB boot.img in the MBR code area, core.img in the BIOS boot partition (LBA 34),
+  # with an embedded config that boots the same kernel/initrd from the ESP. No grub-install needed.
+  local g=/usr/lib/grub/i386-pc
+  cat > "$PARTS/grub-embed.cfg" <<EOF
+set timeout=0
+search --no-floppy --label HWBOOT --set=root
+linux /vmlinuz $CMDLINE
+initrd /initrd.img
+boot
+EOF
+  grub-mkimage -O i386-pc -p '(hd0,gpt2)/grub' -c "$PARTS/grub-embed.cfg" -o "$PARTS/core.img" \
+    biosdisk part_gpt fat ext2 search search_label normal linux echo test boot
+  local n=$(( ($(stat -c %s "$PARTS/core.img") + 511) / 512 ))
+  [ "$n" -le 2014 ] || { echo "core.img too big: $n sectors"; return 1; }
+  python3 - "$g/boot.img" "$PARTS/core.img" "$IMG.part" <<'PY'
+import struct, sys
+boot = bytearray(open(sys.argv[1], 'rb').read())
+core = bytearray(open(sys.argv[2], 'rb').read())
+core += b'\0' * (-len(core) % 512)
+n = len(core) // 512
+# boot.img: LBA of core.img's first sector (GRUB_BOOT_MACHINE_KERNEL_SECTOR = 0x5c)
+struct.pack_into('<Q', boot, 0x5c, 34)
+# diskboot.img (first sector of core.img): blocklist for the rest, at 0x200-12: start, length
+struct.pack_into('<QH', core, 0x200 - 12, 35, n - 1)
+with open(sys.argv[3], 'r+b') as f:
+    f.seek(0); f.write(boot[:440])          # keep disk signature and the protective MBR table
+    f.seek(34 * 512); f.write(core)
+print("core.img", n, "sectors at LBA 34")
+PY
+  mv "$IMG.part" "$IMG"
+}
+
+st_compress() {
+  rm -f "$IMG.zst"
+  if [ -n "${HOMEWORK_IMAGE_NOCOMPRESS:-}" ]; then echo "skipped (HOMEWORK_IMAGE_NOCOMPRESS)"; return; fi
+  zstd -q -T0 -6 "$IMG" -o "$IMG.zst"
+}
+
+st_cache() {
+  rm -rf "$WORK/cache"; mkdir -p "$CACHE"
+  cp --sparse=always --reflink=auto "$IMG" "$CACHE/disk.img"
+  [ -f "$IMG.zst" ] && cp "$IMG.zst" "$CACHE/disk.img.zst" || true
+  # keep only this build's image in out/
+  find "$OUT" -maxdepth 1 -name 'homework-*-amd64.img*' ! -name "$NAME.img" ! -name "$NAME.img.zst" \
+    ! -name homework-latest-amd64.img -delete
+  rm -rf "$PARTS"
+}
+
+stage rootfs     st_rootfs
+stage overlay    st_overlay
+stage esp        st_esp
+stage root-fs    st_rootfs_img
+stage data-fs    st_data_img
+stage disk       st_disk
+stage bootloader st_bootloader
+stage compress   st_compress
+stage cache      st_cache
+ln -sfn "$NAME.img" "$OUT/homework-latest-amd64.img"
+
+say "[image] done in $(( $(date +%s) - T0 ))s: $IMG"
+say "[image] raw $(du -h --apparent-size "$IMG" | cut -f1) (allocated $(du -h "$IMG" | cut -f1))$( [ -f "$IMG.zst" ] && echo ", compressed $(du -h "$IMG.zst" | cut -f1) ($IMG.zst)")"

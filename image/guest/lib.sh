@@ -1,0 +1,42 @@
+# Shared helpers for the Homework image scripts (sourced, POSIX sh).
+STATE=/var/lib/homework
+RUN=/run/homework
+HW=/usr/lib/homework
+mkdir -p "$RUN"
+
+# Settings: image defaults, then the household's overrides (persistent, on the data partition;
+# /etc/homework/router.conf is a symlink to it).
+load_router_conf() {
+  WAN=auto; BRIDGE=br0; DATAPATH=system; WIFI=auto; WIFI_COUNTRY=GB; LAN_EXCLUDE=""
+  [ -f /usr/share/homework/image/router.conf.default ] && . /usr/share/homework/image/router.conf.default
+  [ -f "$STATE/etc/router.conf" ] && . "$STATE/etc/router.conf"
+  [ -f "$RUN/router.conf" ] && . "$RUN/router.conf"    # runtime override (tests)
+  return 0
+}
+
+# Physical wired Ethernet ports (a device behind them, ARP type 1, not Wi-Fi).
+wired_ifaces() {
+  for d in /sys/class/net/*; do
+    n=${d##*/}
+    [ -e "$d/device" ] || continue
+    [ -e "$d/phy80211" ] && continue
+    [ -d "$d/wireless" ] && continue
+    [ "$(cat "$d/type" 2>/dev/null)" = 1 ] || continue
+    echo "$n"
+  done
+}
+
+wifi_ifaces() {
+  for d in /sys/class/net/*; do
+    [ -e "$d/phy80211" ] && echo "${d##*/}"
+  done
+  return 0
+}
+
+# Print to the console and to the second serial port (read by the boot test; harmless elsewhere).
+announce() {
+  msg="$*"
+  echo "$msg"
+  [ -w /dev/console ] && echo "$msg" > /dev/console 2>/dev/null || true
+  if [ -c /dev/ttyS1 ]; then timeout 2 sh -c 'echo "$1" > /dev/ttyS1' _ "$msg" 2>/dev/null || true; fi
+}

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Put Homework into a bookworm rootfs directory: whatever the source tree has at build time.
+#   install-overlay.sh TOP ROOTFS VERSION INPUT_HASH
+set -euo pipefail
+TOP=$1 R=$2 VERSION=$3 KEY=$4
+cd "$TOP"
+inst() { install -D -m "$1" "$2" "$R$3"; }
+copytree() {   # copytree SRC DEST: copy without caches, tests' node_modules, bytecode
+  mkdir -p "$R$2"
+  tar -C "$1" --exclude=__pycache__ --exclude='*.pyc' --exclude=node_modules --exclude=.pytest_cache \
+      --owner=0 --group=0 -cf - . | tar -C "$R$2" -xf -
+}
+
+# --- our software
+if [ -d nox-modules ] && [ -n "$(ls -A nox-modules)" ]; then
+  copytree nox-modules /usr/lib/homework/nox-modules
+  echo "installed nox-modules -> /usr/lib/homework/nox-modules"
+fi
+for b in hwdbd hwdb; do
+  if [ -x "hwdb/target/release/$b" ]; then
+    inst 755 "hwdb/target/release/$b" "/usr/bin/$b"; echo "installed $b"
+  fi
+done
+[ -d hwdb/schema ] && [ -n "$(ls -A hwdb/schema)" ] && copytree hwdb/schema /usr/share/homework/hwdb/schema
+if [ -d guestboard-ui ] && [ -n "$(ls -A guestboard-ui)" ]; then
+  copytree guestboard-ui /usr/share/homework/guestboard-ui
+  echo "installed guestboard-ui"
+else
+  mkdir -p "$R/usr/share/homework/guestboard-ui"
+  cat > "$R/usr/share/homework/guestboard-ui/index.html" <<'EOF'
+<!doctype html><meta charset="utf-8"><title>Homework router</title>
+<h1>Homework router</h1><p>The Guest Board is not part of this build. The ws.v1 API is at <a href="/ws.v1/">/ws.v1/</a>.</p>
+EOF
+fi
+# conf/: the controller's templates (conf/*.toml etc.) for reference, the image's own files in /etc/homework
+mkdir -p "$R/usr/share/homework/conf" "$R/etc/homework"
+find conf -maxdepth 1 -type f -exec install -m 644 {} "$R/usr/share/homework/conf/" \;
+install -m 644 conf/image/homework.toml.in conf/image/dnsmasq.conf conf/image/lighttpd.conf "$R/etc/homework/"
+if [ -f scripts/router-net.sh ]; then inst 755 scripts/router-net.sh /usr/lib/homework/scripts/router-net.sh; fi
+
+# --- image scripts and units
+mkdir -p "$R/usr/lib/homework/image"
+for f in image/guest/*; do install -m 755 "$f" "$R/usr/lib/homework/image/"; done
+chmod 644 "$R/usr/lib/homework/image/lib.sh" "$R/usr/lib/homework/image/router.conf.default"
+inst 644 image/guest/router.conf.default /usr/share/homework/image/router.conf.default
+for f in conf/systemd/*.service conf/systemd/*.target; do inst 644 "$f" "/usr/lib/systemd/system/${f##*/}"; done
+inst 644 conf/systemd/90-homework-wifi.rules /usr/lib/udev/rules.d/90-homework-wifi.rules
+inst 644 image/README.md /usr/share/doc/homework/README.image.md
+ln -sfn /var/lib/homework/etc/router.conf "$R/etc/homework/router.conf"
+printf '%s\ninputs %s\nbuilt %s\n' "$VERSION" "$KEY" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$R/etc/homework/version"
+
+# --- system configuration
+echo homework > "$R/etc/hostname"
+cat > "$R/etc/hosts" <<'EOF'
+127.0.0.1	localhost
+127.0.1.1	homework homework.lan
+::1		localhost ip6-localhost ip6-loopback
+EOF
+cat > "$R/etc/fstab" <<'EOF'
+# Homework router. Partitions: 1 BIOS boot, 2 ESP (HWBOOT), 3 system (hw-root), 4 state (hw-data).
+LABEL=hw-root  /                  ext4  defaults,noatime,errors=remount-ro  0 1
+LABEL=hw-data  /var/lib/homework  ext4  defaults,noatime,nofail,x-systemd.device-timeout=15s  0 2
+LABEL=HWBOOT   /boot/efi          vfat  noauto,nofail,umask=0077  0 0
+EOF
+mkdir -p "$R/var/lib/homework" "$R/boot/efi"
+# The router itself resolves through its own dnsmasq.
+rm -f "$R/etc/resolv.conf"; echo "nameserver 127.0.0.1" > "$R/etc/resolv.conf"
+cat > "$R/etc/sysctl.d/90-homework.conf" <<'EOF'
+net.ipv4.ip_forward = 1
+net.ipv4.conf.all.send_redirects = 0
+net.ipv4.conf.default.send_redirects = 0
+kernel.panic = 10
+EOF
+# Journald: keep logs in RAM-sized bounds; persistent journal on the root fs is fine but capped.
+mkdir -p "$R/etc/systemd/journald.conf.d"
+printf '[Journal]\nSystemMaxUse=64M\nForwardToConsole=no\n' > "$R/etc/systemd/journald.conf.d/homework.conf"
+# Boot must not wait for "network online" (openvswitch pulls it in).
+mkdir -p "$R/etc/systemd/system"
+ln -sfn /dev/null "$R/etc/systemd/system/systemd-networkd-wait-online.service"
+# Per-machine identity is created on first boot; no shared secrets or passwords in the image.
+: > "$R/etc/machine-id"; rm -f "$R/var/lib/dbus/machine-id"
+rm -f "$R/etc/openvswitch/conf.db" "$R/etc/openvswitch/system-id.conf" "$R/var/lib/openvswitch/conf.db"
+sed -i 's/^root:[^:]*:/root:*:/' "$R/etc/shadow"   # root locked: no login password at all
+rm -rf "$R/var/cache/apt/archives/"*.deb "$R/var/lib/apt/lists/"* 2>/dev/null || true
+
+# --- units: ours on, Debian's own instances of the same daemons off (ours replace them)
+systemctl --root="$R" enable homework.target homework-firstboot.service homework-net.service \
+  homework-wan.service homework-hwdbd.service homework-controller.service homework-dns.service \
+  homework-web.service homework-ready.service homework-test-agent.service openvswitch-switch.service
+for u in hostapd.service lighttpd.service radvd.service wpa_supplicant.service systemd-networkd.service \
+         apt-daily.timer apt-daily-upgrade.timer e2scrub_reap.service; do
+  systemctl --root="$R" disable "$u" 2>/dev/null || true
+done
+systemctl --root="$R" mask hostapd.service lighttpd.service 2>/dev/null || true
+systemctl --root="$R" set-default multi-user.target
+echo "overlay done: $(du -sh "$R" | cut -f1)"

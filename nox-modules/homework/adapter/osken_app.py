@@ -1,0 +1,174 @@
+"""os-ken glue: turns OpenFlow 1.3 events into Core calls and decisions into messages.
+
+Every handler catches and logs exceptions: with os-ken an exception escaping a handler
+can silently stop the app's event loop (see notes/sandbox.md)."""
+from __future__ import annotations
+
+import functools
+import logging
+
+from os_ken.base import app_manager
+from os_ken.controller import ofp_event
+from os_ken.controller.handler import CONFIG_DISPATCHER, DEAD_DISPATCHER, MAIN_DISPATCHER, set_ev_cls
+from os_ken.ofproto import ofproto_v1_3
+
+from .. import flows as F
+from ..core import Core
+
+log = logging.getLogger("homework.adapter")
+
+CORE: Core | None = None   # set by homework.main before os-ken instantiates the app
+
+_REMOVED_REASONS = {0: "idle_timeout", 1: "hard_timeout", 2: "delete", 3: "group_delete"}
+_PACKET_IN_REASONS = {0: "no_match", 1: "action", 2: "invalid_ttl"}
+
+
+def guarded(fn):
+    @functools.wraps(fn)
+    def wrapper(self, ev):
+        try:
+            fn(self, ev)
+        except Exception:
+            log.exception("handler %s failed", fn.__name__)
+    return wrapper
+
+
+class HomeworkApp(app_manager.OSKenApp):
+    OFP_VERSIONS = [ofproto_v1_3.OFP_VERSION]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if CORE is None:
+            raise RuntimeError("homework.adapter.osken_app.CORE must be set before loading the app")
+        self.core = CORE
+        self.datapath = None
+        self.core._send = self.send_decisions
+
+    # -- switch life cycle -------------------------------------------------------------
+    @set_ev_cls(ofp_event.EventOFPSwitchFeatures, CONFIG_DISPATCHER)
+    @guarded
+    def on_features(self, ev):
+        dp = ev.msg.datapath
+        parser = dp.ofproto_parser
+        # Whole packets to the controller: DHCP and DNS need the payload.
+        dp.send_msg(parser.OFPSetConfig(dp, dp.ofproto.OFPC_FRAG_NORMAL, 0xFFFF))
+        dp.send_msg(parser.OFPPortDescStatsRequest(dp, 0))
+
+    @set_ev_cls(ofp_event.EventOFPPortDescStatsReply, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
+    @guarded
+    def on_port_desc(self, ev):
+        dp = ev.msg.datapath
+        ports = {p.name.decode(errors="replace"): p.port_no for p in ev.msg.body}
+        first = self.datapath is not dp
+        self.datapath = dp
+        if first:
+            self.core.datapath_up(F.Datapath(dpid=dp.id, ports=ports))
+
+    @set_ev_cls(ofp_event.EventOFPStateChange, [DEAD_DISPATCHER])
+    @guarded
+    def on_state_change(self, ev):
+        if ev.datapath is self.datapath:
+            self.datapath = None
+            self.core.datapath_down()
+
+    @set_ev_cls(ofp_event.EventOFPPortStatus, MAIN_DISPATCHER)
+    @guarded
+    def on_port_status(self, ev):
+        msg = ev.msg
+        ofp = msg.datapath.ofproto
+        port = msg.desc
+        up = msg.reason != ofp.OFPPR_DELETE and not (port.state & ofp.OFPPS_LINK_DOWN)
+        self.core.port_status(port.name.decode(errors="replace"), port.port_no, up)
+
+    # -- events --------------------------------------------------------------------------
+    @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)
+    @guarded
+    def on_packet_in(self, ev):
+        msg = ev.msg
+        self.core.packet_in(F.PacketIn(in_port=msg.match.get("in_port", 0), data=bytes(msg.data),
+                                       reason=_PACKET_IN_REASONS.get(msg.reason, str(msg.reason)),
+                                       table_id=msg.table_id, cookie=msg.cookie, buffer_id=msg.buffer_id))
+
+    @set_ev_cls(ofp_event.EventOFPFlowRemoved, MAIN_DISPATCHER)
+    @guarded
+    def on_flow_removed(self, ev):
+        msg = ev.msg
+        self.core.flow_removed(F.FlowRemoved(
+            match=_match_dict(msg.match), cookie=msg.cookie, priority=msg.priority,
+            reason=_REMOVED_REASONS.get(msg.reason, str(msg.reason)), duration_sec=msg.duration_sec,
+            packet_count=msg.packet_count, byte_count=msg.byte_count, table_id=msg.table_id))
+
+    @set_ev_cls(ofp_event.EventOFPFlowStatsReply, MAIN_DISPATCHER)
+    @guarded
+    def on_flow_stats(self, ev):
+        stats = [F.FlowStats(match=_match_dict(s.match), cookie=s.cookie, priority=s.priority,
+                             duration_sec=s.duration_sec, packet_count=s.packet_count,
+                             byte_count=s.byte_count, table_id=s.table_id, idle_timeout=s.idle_timeout)
+                 for s in ev.msg.body]
+        self.core.flow_stats(stats)
+
+    @set_ev_cls(ofp_event.EventOFPErrorMsg, MAIN_DISPATCHER)
+    @guarded
+    def on_error(self, ev):
+        msg = ev.msg
+        log.error("switch error type=%s code=%s data=%s", msg.type, msg.code, bytes(msg.data)[:64].hex())
+
+    # -- decisions out -------------------------------------------------------------------
+    def send_decisions(self, decisions):
+        dp = self.datapath
+        if dp is None:
+            log.debug("no switch connected: %d decisions dropped", len(decisions))
+            return
+        for decision in decisions:
+            try:
+                dp.send_msg(to_message(dp, decision))
+            except Exception:
+                log.exception("could not send %r", decision)
+
+
+def _match_dict(match) -> dict:
+    return {k: v for k, v in match.items()}
+
+
+def _actions(parser, actions):
+    out = []
+    for action in actions:
+        if isinstance(action, F.Output):
+            out.append(parser.OFPActionOutput(action.port, action.max_len))
+        elif isinstance(action, F.SetField):
+            out.append(parser.OFPActionSetField(**{action.field: action.value}))
+        elif isinstance(action, F.DecTTL):
+            out.append(parser.OFPActionDecNwTtl())
+        else:
+            raise TypeError(f"unknown action {action!r}")
+    return out
+
+
+def to_message(dp, decision):
+    ofp, parser = dp.ofproto, dp.ofproto_parser
+    if isinstance(decision, F.FlowMod):
+        inst = []
+        if decision.actions:
+            inst.append(parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, _actions(parser, decision.actions)))
+        if decision.goto is not None:
+            inst.append(parser.OFPInstructionGotoTable(decision.goto))
+        flags = ofp.OFPFF_SEND_FLOW_REM if decision.send_flow_removed else 0
+        return parser.OFPFlowMod(dp, cookie=decision.cookie, table_id=decision.table_id,
+                                 command=ofp.OFPFC_ADD, idle_timeout=decision.idle_timeout,
+                                 hard_timeout=decision.hard_timeout, priority=decision.priority,
+                                 buffer_id=ofp.OFP_NO_BUFFER, flags=flags,
+                                 match=parser.OFPMatch(**decision.match), instructions=inst)
+    if isinstance(decision, F.FlowDelete):
+        return parser.OFPFlowMod(dp, cookie=decision.cookie, cookie_mask=decision.cookie_mask,
+                                 table_id=decision.table_id,
+                                 command=ofp.OFPFC_DELETE_STRICT if decision.strict else ofp.OFPFC_DELETE,
+                                 priority=decision.priority, out_port=decision.out_port,
+                                 out_group=ofp.OFPG_ANY, match=parser.OFPMatch(**decision.match))
+    if isinstance(decision, F.PacketOut):
+        return parser.OFPPacketOut(dp, buffer_id=ofp.OFP_NO_BUFFER, in_port=decision.in_port,
+                                   actions=_actions(parser, decision.actions), data=decision.data)
+    if isinstance(decision, F.FlowStatsRequest):
+        return parser.OFPFlowStatsRequest(dp, 0, decision.table_id, ofp.OFPP_ANY, ofp.OFPG_ANY,
+                                          decision.cookie, decision.cookie_mask,
+                                          parser.OFPMatch(**decision.match))
+    raise TypeError(f"unknown decision {decision!r}")

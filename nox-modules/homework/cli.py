@@ -1,0 +1,108 @@
+"""`homework`: the local admin CLI. Talks to the running controller over its control
+socket, so every change goes through the same component methods as the API."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+import time
+
+DEFAULT_SOCKET = os.environ.get("HOMEWORK_SOCKET", "/run/homework/control.sock")
+
+
+def call(sock_path: str, cmd: str, timeout: float = 10.0, **args):
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(sock_path)
+        s.sendall((json.dumps({"cmd": cmd, "args": args}) + "\n").encode())
+        buf = b""
+        while b"\n" not in buf:
+            chunk = s.recv(65536)
+            if not chunk:
+                raise ConnectionError("controller closed the connection")
+            buf += chunk
+    reply = json.loads(buf.split(b"\n", 1)[0])
+    if not reply.get("ok"):
+        raise RuntimeError(reply.get("error", "unknown error"))
+    return reply["result"]
+
+
+def _ago(ts: float) -> str:
+    if not ts:
+        return "-"
+    delta = ts - time.time()
+    return f"{int(delta)}s" if delta > 0 else "expired"
+
+
+def print_devices(rows: list[dict]) -> None:
+    if not rows:
+        print("no devices yet")
+        return
+    print(f"{'MAC':17}  {'STATE':11}  {'ADDRESS':15}  {'LEASE':8}  NAME")
+    for d in rows:
+        lease = d.get("lease") or {}
+        name = d.get("name") or d.get("hostname") or ""
+        address = lease.get("ip", "-") if lease.get("active") else "-"
+        print(f"{d['mac']:17}  {d['state']:11}  {address:15}  {_ago(lease.get('expires', 0)):8}  {name}")
+
+
+# name -> (positional argument names, how to print the result)
+SIMPLE = {
+    "devices": ((), print_devices),
+    "permit": (("mac",), None), "deny": (("mac",), None),
+    "blacklist": (("mac",), None), "whitelist": (("mac",), None),
+    "status": (("mac?",), None), "dhcp-status": ((), None), "leases": ((), None),
+    "blacklist-status": ((), None), "stats": ((), None),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="homework", description="Homework router admin CLI")
+    parser.add_argument("--socket", default=DEFAULT_SOCKET, help="controller control socket")
+    parser.add_argument("--json", action="store_true", help="print raw JSON")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    for name, (params, _) in SIMPLE.items():
+        p = sub.add_parser(name)
+        for param in params:
+            p.add_argument(param.rstrip("?"), nargs="?" if param.endswith("?") else None)
+    meta = sub.add_parser("name", help="set a device's name, owner and type")
+    meta.add_argument("mac")
+    meta.add_argument("--name")
+    meta.add_argument("--owner")
+    meta.add_argument("--type")
+    raw = sub.add_parser("call", help="call any controller command with key=value arguments")
+    raw.add_argument("command")
+    raw.add_argument("args", nargs="*")
+    args = parser.parse_args(argv)
+
+    try:
+        if args.cmd == "name":
+            result = call(args.socket, "set-meta", mac=args.mac, name=args.name, owner=args.owner, type=args.type)
+            printer = None
+        elif args.cmd == "call":
+            kv = dict(a.split("=", 1) for a in args.args if "=" in a)
+            result, printer = call(args.socket, args.command, **kv), None
+        else:
+            params, printer = SIMPLE[args.cmd]
+            kwargs = {p.rstrip("?"): getattr(args, p.rstrip("?")) for p in params
+                      if getattr(args, p.rstrip("?")) is not None}
+            result = call(args.socket, args.cmd, **kwargs)
+    except FileNotFoundError:
+        print(f"homework: no controller at {args.socket} (is it running? --socket PATH)", file=sys.stderr)
+        return 2
+    except (RuntimeError, ConnectionError, OSError) as exc:
+        print(f"homework: {exc}", file=sys.stderr)
+        return 1
+    if printer and not args.json:
+        printer(result)
+    elif isinstance(result, dict) and "mac" in result and "state" in result and not args.json:
+        print(f"{result['mac']} is now {result['state']}")
+    else:
+        print(json.dumps(result, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

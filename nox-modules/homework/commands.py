@@ -1,0 +1,71 @@
+"""The controller's command table: one place that names every operation the CLI (over
+the control socket) and the ws.v1 API may call. Components add theirs at start()."""
+from __future__ import annotations
+
+from typing import Callable
+
+from .devices import UnknownDevice
+from .macaddr import BadMac
+
+
+class CommandError(Exception):
+    """A command was called wrongly (bad argument, unknown device); the message says why."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
+class Commands:
+    def __init__(self):
+        self._table: dict[str, Callable] = {}
+
+    def register(self, name: str, fn: Callable) -> None:
+        if name in self._table:
+            raise ValueError(f"command {name!r} registered twice")
+        self._table[name] = fn
+
+    def names(self) -> list[str]:
+        return sorted(self._table)
+
+    def call(self, name: str, **kwargs):
+        fn = self._table.get(name)
+        if fn is None:
+            raise CommandError(f"unknown command {name!r}", 404)
+        try:
+            return fn(**kwargs)
+        except TypeError as exc:
+            raise CommandError(f"{name}: {exc}") from None
+        except UnknownDevice as exc:
+            raise CommandError(str(exc), 404) from None
+        except (BadMac, ValueError) as exc:
+            raise CommandError(str(exc)) from None
+
+
+def register_core_commands(core) -> None:
+    devices = core.devices
+    cmd = core.commands
+
+    def dhcp():
+        return core.ctx.component("dhcp")
+
+    def device_view(device) -> dict:
+        view = device.as_dict()
+        lease = dhcp().lease_of(device.mac) if dhcp() else None
+        view["lease"] = lease
+        return view
+
+    cmd.register("devices", lambda: [device_view(d) for d in devices.all()])
+    cmd.register("status", lambda mac=None: device_view(devices.get(mac)) if mac
+                 else [device_view(d) for d in devices.all() if d.state == "permitted"])
+    cmd.register("permit", lambda mac: device_view(devices.permit(mac)))
+    cmd.register("deny", lambda mac: device_view(devices.deny(mac)))
+    cmd.register("blacklist", lambda mac: device_view(devices.blacklist(mac)))
+    cmd.register("whitelist", lambda mac: device_view(devices.whitelist(mac)))
+    cmd.register("blacklist-status", lambda: [device_view(d) for d in devices.all() if d.state == "blacklisted"])
+    cmd.register("set-meta", lambda mac, name=None, owner=None, type=None:
+                 device_view(devices.set_meta(mac, name=name, owner=owner, type=type)))
+    cmd.register("dhcp-status", lambda: dhcp().active_leases() if dhcp() else [])
+    cmd.register("leases", lambda: dhcp().leases() if dhcp() else [])
+    cmd.register("stats", lambda: {"core": dict(core.counters),
+                                   "dhcp": dict(dhcp().stats) if dhcp() else {}})

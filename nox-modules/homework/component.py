@@ -1,0 +1,75 @@
+"""The NOX-style component interface.
+
+A component receives parsed events and returns decisions (flows.*). It never imports
+os-ken: the core hands it a Context with the state store, the event bus, the router's
+host networking and a `send` for decisions made outside an event (API calls, timers).
+"""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Callable, Iterable
+
+from .flows import Datapath, Decision, FlowRemoved, FlowStats, PacketIn
+from .packets import Frame
+
+if TYPE_CHECKING:
+    from .bus import EventBus
+    from .config import Config
+    from .hostnet import HostNet
+    from .state import StateStore
+
+
+class Context:
+    """What the core gives every component."""
+
+    def __init__(self, config: "Config", state: "StateStore", bus: "EventBus", host: "HostNet",
+                 send: Callable[[Iterable[Decision]], None], schedule: Callable[[float, Callable], None],
+                 clock: Callable[[], float]):
+        self.config = config
+        self.state = state
+        self.bus = bus
+        self.host = host
+        self.send = send
+        self.every = schedule        # every(seconds, fn): run fn periodically (exceptions logged)
+        self.now = clock
+        self.components: dict[str, Component] = {}
+        self.datapath: Datapath | None = None
+
+    def component(self, name: str) -> "Component | None":
+        return self.components.get(name)
+
+
+class Component:
+    """Base class: override what you need. Every hook may return a list of decisions."""
+
+    name = "component"
+
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+        self.log = logging.getLogger(f"homework.{self.name}")
+
+    def start(self) -> None:
+        """Called once, after every component is constructed."""
+
+    def stop(self) -> None:
+        """Called at shutdown."""
+
+    def datapath_up(self, dp: Datapath) -> list[Decision]:
+        return []
+
+    def datapath_down(self) -> None:
+        pass
+
+    def packet_in(self, pkt: PacketIn, frame: Frame) -> list[Decision] | None:
+        """Return None if the packet is not this component's business; a list (maybe empty)
+        if it was handled, which stops the dispatch to later components."""
+        return None
+
+    def flow_removed(self, ev: FlowRemoved) -> list[Decision]:
+        return []
+
+    def flow_stats(self, stats: list[FlowStats]) -> list[Decision]:
+        return []
+
+    def port_status(self, name: str, port_no: int, up: bool) -> list[Decision]:
+        return []

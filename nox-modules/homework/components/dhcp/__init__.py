@@ -1,0 +1,1 @@
+from .server import DhcpServer as COMPONENT  # noqa: F401

@@ -1,0 +1,140 @@
+"""Address management (seed §4.4.1): every MAC gets its own /30 from the pool.
+
+Inside block k of the pool: .0 network, .1 router, .2 device, .3 broadcast. A MAC keeps its
+block for good (sticky), even after its lease expires, unless the pool runs out; then the
+block whose lease ended longest ago is reclaimed. Everything is in memory; the DHCP
+component persists assignments through the state store.
+"""
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Block:
+    index: int
+    network: ipaddress.IPv4Address
+
+    @property
+    def router(self) -> str:
+        return str(self.network + 1)
+
+    @property
+    def device(self) -> str:
+        return str(self.network + 2)
+
+    @property
+    def broadcast(self) -> str:
+        return str(self.network + 3)
+
+    @property
+    def cidr(self) -> str:
+        return f"{self.network}/30"
+
+
+class PoolExhausted(RuntimeError):
+    pass
+
+
+class Allocator:
+    def __init__(self, pool: ipaddress.IPv4Network):
+        self.pool = pool
+        self.size = pool.num_addresses // 4
+        self._by_mac: dict[str, int] = {}
+        self._by_block: dict[int, str] = {}
+        self._expires: dict[str, float] = {}
+        self._quarantine: dict[int, float] = {}     # declined blocks -> until
+        self._next_fresh = 0
+
+    # -- lookups ---------------------------------------------------------------------
+    def block(self, index: int) -> Block:
+        if not 0 <= index < self.size:
+            raise ValueError(f"block {index} outside the pool")
+        return Block(index, self.pool.network_address + 4 * index)
+
+    def block_for(self, mac: str) -> Block | None:
+        index = self._by_mac.get(mac)
+        return None if index is None else self.block(index)
+
+    def block_of_address(self, address: str) -> Block | None:
+        try:
+            ip = ipaddress.IPv4Address(address)
+        except ValueError:
+            return None
+        if ip not in self.pool:
+            return None
+        return self.block((int(ip) - int(self.pool.network_address)) // 4)
+
+    def owner(self, index: int) -> str | None:
+        return self._by_block.get(index)
+
+    def assignments(self) -> dict[str, int]:
+        return dict(self._by_mac)
+
+    # -- changes ---------------------------------------------------------------------
+    def restore(self, mac: str, index: int, expires: float) -> None:
+        """Reload an assignment from persistent state."""
+        self.block(index)
+        self._by_mac[mac] = index
+        self._by_block[index] = mac
+        self._expires[mac] = expires
+
+    def allocate(self, mac: str, now: float, preferred: int | None = None) -> Block:
+        """The MAC's block, assigning one if it has none. Raises PoolExhausted."""
+        index = self._by_mac.get(mac)
+        if index is not None:
+            return self.block(index)
+        if preferred is not None and 0 <= preferred < self.size and preferred not in self._by_block \
+                and self._quarantine.get(preferred, 0) <= now:
+            index = preferred
+        else:
+            index = self._fresh_block(now)
+        if index is None:
+            index = self._reclaim(now)
+        self._by_mac[mac] = index
+        self._by_block[index] = mac
+        self._expires[mac] = 0.0
+        return self.block(index)
+
+    def set_expiry(self, mac: str, expires: float) -> None:
+        if mac in self._by_mac:
+            self._expires[mac] = expires
+
+    def expiry(self, mac: str) -> float:
+        return self._expires.get(mac, 0.0)
+
+    def forget(self, mac: str) -> None:
+        index = self._by_mac.pop(mac, None)
+        if index is not None:
+            self._by_block.pop(index, None)
+        self._expires.pop(mac, None)
+
+    def decline(self, mac: str, now: float, quarantine_seconds: float = 600) -> None:
+        """The client found the address in use: never hand this block out for a while."""
+        index = self._by_mac.get(mac)
+        if index is not None:
+            self.forget(mac)
+            self._quarantine[index] = now + quarantine_seconds
+
+    # -- internals -------------------------------------------------------------------
+    def _fresh_block(self, now: float) -> int | None:
+        while self._next_fresh < self.size:
+            index = self._next_fresh
+            self._next_fresh += 1
+            if index not in self._by_block and self._quarantine.get(index, 0) <= now:
+                return index
+        return None
+
+    def _reclaim(self, now: float) -> int:
+        expired = [(exp, mac) for mac, exp in self._expires.items() if exp <= now]
+        if expired:
+            _, victim = min(expired)
+            index = self._by_mac[victim]
+            self.forget(victim)
+            return index
+        for index, until in sorted(self._quarantine.items(), key=lambda kv: kv[1]):
+            if until <= now and index not in self._by_block:
+                del self._quarantine[index]
+                return index
+        raise PoolExhausted(f"all {self.size} /30 blocks of {self.pool} hold live leases")

@@ -1,0 +1,1 @@
+from .gateway import Routing as COMPONENT  # noqa: F401

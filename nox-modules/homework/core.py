@@ -1,0 +1,154 @@
+"""The controller core: loads the configured components and dispatches events to them.
+
+Framework-neutral: the os-ken adapter (or a unit test) supplies `send` (decisions -> switch)
+and `spawn_periodic`. Every dispatch is wrapped so one bad packet or one buggy component
+never stops the controller.
+"""
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+import time
+from collections import Counter
+from typing import Callable, Iterable
+
+from .bus import EventBus
+from .commands import Commands, register_core_commands
+from .component import Component, Context
+from .config import Config
+from .devices import DeviceRegistry
+from .flows import Datapath, Decision, FlowRemoved, FlowStats, PacketIn
+from .hostnet import HostNet
+from .packets import PacketError, parse_ethernet
+from .state import StateStore
+
+log = logging.getLogger("homework.core")
+
+# Packet-in dispatch order: the most specific protocol handlers first.
+DISPATCH_ORDER = ("eapol", "dhcp", "dns", "routing")
+
+
+class Core:
+    def __init__(self, config: Config, *, state: StateStore | None = None, host: HostNet | None = None,
+                 send: Callable[[list[Decision]], None] | None = None,
+                 spawn_periodic: Callable[[float, Callable], None] | None = None,
+                 clock: Callable[[], float] = time.time, bus: EventBus | None = None):
+        self.config = config
+        self.counters: Counter = Counter()
+        self._send = send or (lambda decisions: None)
+        self._spawn_periodic = spawn_periodic or _thread_periodic
+        self._lock = threading.RLock()
+        self.state = state or StateStore(config.state_db)
+        self.bus = bus or EventBus()
+        self.ctx = Context(config, self.state, self.bus, host or HostNet(config.bridge),
+                           self.send, self.every, clock)
+        self.devices = DeviceRegistry(self.state, self.bus)
+        self.ctx.devices = self.devices
+        self.commands = Commands()
+        self.ctx.commands = self.commands
+        register_core_commands(self)
+        self.components: list[Component] = []
+        self._dispatch: list[Component] = []
+
+    # -- set-up --------------------------------------------------------------------
+    def load_components(self) -> None:
+        for name in self.config.components:
+            module = importlib.import_module(f"homework.components.{name}")
+            component = module.COMPONENT(self.ctx)
+            self.components.append(component)
+            self.ctx.components[name] = component
+        ordered = [self.ctx.components[n] for n in DISPATCH_ORDER if n in self.ctx.components]
+        self._dispatch = ordered + [c for c in self.components if c not in ordered]
+        for component in self.components:
+            self._safe(f"{component.name}.start", component.start)
+        log.info("components loaded: %s", ", ".join(c.name for c in self.components))
+
+    def stop(self) -> None:
+        for component in reversed(self.components):
+            self._safe(f"{component.name}.stop", component.stop)
+
+    # -- decisions out -------------------------------------------------------------
+    def send(self, decisions: Iterable[Decision] | None) -> None:
+        if not decisions:
+            return
+        decisions = list(decisions)
+        if decisions:
+            self._send(decisions)
+
+    def every(self, seconds: float, fn: Callable) -> None:
+        def guarded():
+            self._safe(getattr(fn, "__qualname__", "timer"), fn)
+        self._spawn_periodic(seconds, guarded)
+
+    # -- events in -----------------------------------------------------------------
+    def datapath_up(self, dp: Datapath) -> None:
+        self.ctx.datapath = dp
+        log.info("datapath %016x connected with ports %s", dp.dpid, dp.ports)
+        for component in self.components:
+            self.send(self._safe(f"{component.name}.datapath_up", component.datapath_up, dp))
+
+    def datapath_down(self) -> None:
+        self.ctx.datapath = None
+        log.warning("datapath disconnected")
+        for component in self.components:
+            self._safe(f"{component.name}.datapath_down", component.datapath_down)
+
+    def packet_in(self, pkt: PacketIn) -> None:
+        self.counters["packet_in"] += 1
+        try:
+            frame = parse_ethernet(pkt.data)
+        except PacketError as exc:
+            self.counters["malformed_frames"] += 1
+            log.debug("dropping malformed frame from port %s: %s", pkt.in_port, exc)
+            return
+        for component in self._dispatch:
+            try:
+                decisions = component.packet_in(pkt, frame)
+            except PacketError as exc:
+                self.counters[f"{component.name}.malformed"] += 1
+                log.info("%s: malformed packet from port %s (%s) dropped", component.name, pkt.in_port, exc)
+                return
+            except Exception:
+                self.counters[f"{component.name}.errors"] += 1
+                log.exception("%s: error handling packet from port %s", component.name, pkt.in_port)
+                return
+            if decisions is not None:
+                self.send(decisions)
+                return
+        self.counters["unhandled_packets"] += 1
+
+    def flow_removed(self, ev: FlowRemoved) -> None:
+        for component in self.components:
+            self.send(self._safe(f"{component.name}.flow_removed", component.flow_removed, ev))
+
+    def flow_stats(self, stats: list[FlowStats]) -> None:
+        for component in self.components:
+            self.send(self._safe(f"{component.name}.flow_stats", component.flow_stats, stats))
+
+    def port_status(self, name: str, port_no: int, up: bool) -> None:
+        dp = self.ctx.datapath
+        if dp is not None:
+            if up:
+                dp.ports[name] = port_no
+            else:
+                dp.ports.pop(name, None)
+        for component in self.components:
+            self.send(self._safe(f"{component.name}.port_status", component.port_status, name, port_no, up))
+
+    # -- helpers ---------------------------------------------------------------------
+    def _safe(self, what: str, fn: Callable, *args):
+        try:
+            return fn(*args)
+        except Exception:
+            self.counters["errors"] += 1
+            log.exception("%s failed", what)
+            return None
+
+
+def _thread_periodic(seconds: float, fn: Callable) -> None:
+    def loop():
+        while True:
+            time.sleep(seconds)
+            fn()
+    threading.Thread(target=loop, daemon=True, name=f"every-{seconds}s").start()

@@ -1,0 +1,142 @@
+"""Framework-neutral OpenFlow 1.3 decisions. Components return these; the os-ken adapter
+turns them into messages, and unit tests apply them to a fake flow table (as Faucet does).
+
+Match fields use the OpenFlow 1.3 OXM names (in_port, eth_src, eth_type, ipv4_src, ...).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Reserved port numbers (OpenFlow 1.3).
+IN_PORT = 0xFFFFFFF8
+FLOOD = 0xFFFFFFFB
+ALL = 0xFFFFFFFC
+CONTROLLER = 0xFFFFFFFD
+LOCAL = 0xFFFFFFFE
+ANY = 0xFFFFFFFF
+
+ETH_IP = 0x0800
+ETH_ARP = 0x0806
+ETH_IPV6 = 0x86DD
+ETH_EAPOL = 0x888E
+PROTO_ICMP = 1
+PROTO_IGMP = 2
+PROTO_TCP = 6
+PROTO_UDP = 17
+
+# Cookies say which component owns a flow, so each can delete only its own.
+COOKIE_MASK_OWNER = 0xFF00_0000_0000_0000
+COOKIE_BASE = 0x0100_0000_0000_0000
+COOKIE_DHCP = 0x0200_0000_0000_0000
+COOKIE_ROUTING = 0x0300_0000_0000_0000
+COOKIE_DNS = 0x0400_0000_0000_0000
+COOKIE_EAPOL = 0x0500_0000_0000_0000
+
+
+@dataclass(frozen=True)
+class Output:
+    port: int
+    max_len: int = 0xFFFF
+
+
+@dataclass(frozen=True)
+class SetField:
+    field: str
+    value: object
+
+
+@dataclass(frozen=True)
+class DecTTL:
+    pass
+
+
+@dataclass(frozen=True)
+class GotoTable:
+    table_id: int
+
+
+@dataclass
+class FlowMod:
+    """Add (or overwrite) a flow."""
+    match: dict
+    actions: tuple = ()          # empty tuple = drop
+    priority: int = 100
+    table_id: int = 0
+    idle_timeout: int = 0
+    hard_timeout: int = 0
+    cookie: int = 0
+    send_flow_removed: bool = False
+    goto: int | None = None       # goto-table instruction after the actions
+
+
+@dataclass
+class FlowDelete:
+    """Delete flows matching `match` (non-strict) owned by `cookie` under `cookie_mask`.
+    With `strict` and `priority`, only the exactly matching flow."""
+    match: dict = field(default_factory=dict)
+    cookie: int = 0
+    cookie_mask: int = 0
+    table_id: int = 0xFF         # all tables
+    strict: bool = False
+    priority: int = 0
+    out_port: int = ANY
+
+
+@dataclass
+class PacketOut:
+    data: bytes
+    actions: tuple
+    in_port: int = CONTROLLER
+
+
+@dataclass
+class FlowStatsRequest:
+    match: dict = field(default_factory=dict)
+    cookie: int = 0
+    cookie_mask: int = 0
+    table_id: int = 0xFF
+
+
+Decision = FlowMod | FlowDelete | PacketOut | FlowStatsRequest
+
+
+@dataclass
+class PacketIn:
+    """A packet the switch sent us, already freed of framework types."""
+    in_port: int
+    data: bytes
+    reason: str = "no_match"     # no_match | action | invalid_ttl
+    table_id: int = 0
+    cookie: int = 0
+    buffer_id: int = 0xFFFFFFFF
+
+
+@dataclass
+class FlowRemoved:
+    match: dict
+    cookie: int
+    priority: int
+    reason: str                  # idle_timeout | hard_timeout | delete | group_delete
+    duration_sec: int
+    packet_count: int
+    byte_count: int
+    table_id: int = 0
+
+
+@dataclass
+class FlowStats:
+    match: dict
+    cookie: int
+    priority: int
+    duration_sec: int
+    packet_count: int
+    byte_count: int
+    table_id: int = 0
+    idle_timeout: int = 0
+
+
+@dataclass
+class Datapath:
+    """What components know about the connected switch."""
+    dpid: int
+    ports: dict = field(default_factory=dict)   # port name -> port number

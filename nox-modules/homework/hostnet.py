@@ -1,0 +1,103 @@
+"""The router's own Linux networking: the bridge's LOCAL interface holds the .1 router
+address of every live /30. Kept behind a small class so unit tests can use a fake."""
+from __future__ import annotations
+
+import logging
+import queue
+import subprocess
+import threading
+import time
+
+log = logging.getLogger(__name__)
+
+
+class HostNet:
+    """Address changes are queued and applied in batches by one worker running
+    `ip -force -batch -`: a burst of 100 new leases costs one process, not 100, and the
+    DHCP reply never waits for the kernel."""
+
+    def __init__(self, bridge: str):
+        self.bridge = bridge
+        self._queue: "queue.Queue[str]" = queue.Queue()
+        self._worker: threading.Thread | None = None
+        self._worker_lock = threading.Lock()
+
+    def _enqueue(self, line: str) -> None:
+        with self._worker_lock:
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._apply_loop, daemon=True, name="hostnet")
+                self._worker.start()
+        self._queue.put(line)
+
+    def _apply_loop(self) -> None:
+        while True:
+            lines = [self._queue.get()]
+            while True:
+                try:
+                    lines.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            try:
+                res = subprocess.run(["ip", "-force", "-batch", "-"], input="\n".join(lines) + "\n",
+                                     capture_output=True, text=True, timeout=30)
+                for err in res.stderr.splitlines():
+                    if "Cannot assign" not in err and "Command failed" not in err and err.strip():
+                        log.warning("ip: %s", err.strip())
+            except Exception:
+                log.exception("applying %d address changes failed", len(lines))
+            finally:
+                for _ in lines:
+                    self._queue.task_done()
+
+    def flush(self, timeout: float = 5.0) -> None:
+        """Wait until queued address changes are applied (tests, shutdown)."""
+        deadline = time.monotonic() + timeout
+        while self._queue.unfinished_tasks and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    def _ip(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=10)
+
+    def add_router_address(self, address: str, prefixlen: int = 30) -> None:
+        self._enqueue(f"addr replace {address}/{prefixlen} dev {self.bridge}")
+
+    def remove_router_address(self, address: str, prefixlen: int = 30) -> None:
+        self._enqueue(f"addr del {address}/{prefixlen} dev {self.bridge}")
+
+    def router_addresses(self) -> set[str]:
+        res = self._ip("-4", "-o", "addr", "show", "dev", self.bridge)
+        found = set()
+        for line in res.stdout.splitlines():
+            parts = line.split()
+            if "inet" in parts:
+                found.add(parts[parts.index("inet") + 1])
+        return found
+
+    def local_mac(self) -> str | None:
+        try:
+            with open(f"/sys/class/net/{self.bridge}/address") as fh:
+                return fh.read().strip()
+        except OSError:
+            return None
+
+
+class FakeHost(HostNet):
+    """Records address changes instead of running `ip` (unit tests)."""
+
+    def __init__(self, bridge: str = "br0", mac: str = "02:00:00:00:00:01"):
+        super().__init__(bridge)
+        self.flush = lambda timeout=0: None
+        self.addresses: set[str] = set()
+        self.mac = mac
+
+    def add_router_address(self, address: str, prefixlen: int = 30) -> None:
+        self.addresses.add(f"{address}/{prefixlen}")
+
+    def remove_router_address(self, address: str, prefixlen: int = 30) -> None:
+        self.addresses.discard(f"{address}/{prefixlen}")
+
+    def router_addresses(self) -> set[str]:
+        return set(self.addresses)
+
+    def local_mac(self) -> str | None:
+        return self.mac

@@ -1,0 +1,88 @@
+"""`homework-controller --config FILE`: one process, the configured components, os-ken
+listening for the bridge on 127.0.0.1:6653 (OpenFlow 1.3)."""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+
+from .config import ConfigError, load
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="homework-controller", description=__doc__)
+    parser.add_argument("--config", required=True, help="TOML configuration file")
+    parser.add_argument("--log-level", default=os.environ.get("HOMEWORK_LOG_LEVEL", "INFO"))
+    parser.add_argument("--check", action="store_true", help="validate the configuration and exit")
+    args = parser.parse_args(argv)
+
+    try:
+        config = load(args.config)
+    except ConfigError as exc:
+        print(f"homework-controller: {exc}", file=sys.stderr)
+        sys.exit(2)
+    if args.check:
+        print("configuration ok")
+        return
+
+    # eventlet must patch the standard library before anything else creates sockets/threads.
+    from os_ken.lib import hub
+    hub.patch(thread=True)
+
+    logging.basicConfig(level=getattr(logging, args.log_level.upper(), logging.INFO),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    for noisy in ("os_ken.controller.controller", "os_ken.base.app_manager", "os_ken.lib.hub"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    log = logging.getLogger("homework")
+
+    from os_ken import cfg
+    from os_ken.base.app_manager import AppManager
+    from os_ken.controller import controller as _registers_ofp_options  # noqa: F401
+
+    from . import control
+    from .adapter import osken_app
+    from .core import Core
+
+    def spawn_periodic(seconds, fn):
+        def loop():
+            while True:
+                hub.sleep(seconds)
+                fn()
+        hub.spawn(loop)
+
+    core = Core(config, spawn_periodic=spawn_periodic)
+    osken_app.CORE = core
+    core.load_components()
+    control_server = control.ControlServer(core, config.control_socket)
+    hub.spawn(control_server.serve_forever)
+
+    cfg.CONF(args=["--ofp-listen-host", config.of_listen, "--ofp-tcp-listen-port", str(config.of_port)],
+             project="os_ken", default_config_files=[])
+    manager = AppManager.get_instance()
+    manager.load_apps(["homework.adapter.osken_app"])
+    services = list(manager.instantiate_apps(**manager.create_contexts()))
+    log.info("controller listening on %s:%d (OpenFlow 1.3); control socket %s",
+             config.of_listen, config.of_port, config.control_socket)
+
+    def shutdown(signum, frame):
+        # Under eventlet an exception raised here lands in the hub, not in joinall, so
+        # stop explicitly. Every state write is already committed, so exiting is safe.
+        log.info("signal %d: stopping", signum)
+        try:
+            core.stop()
+            control_server.close()
+        finally:
+            logging.shutdown()
+            os._exit(0)
+    signal.signal(signal.SIGTERM, shutdown)
+    signal.signal(signal.SIGINT, shutdown)
+    try:
+        hub.joinall(services)
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    finally:
+        core.stop()
+        control_server.close()
+        manager.close()

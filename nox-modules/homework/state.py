@@ -1,0 +1,164 @@
+"""The controller's persistent state (SQLite): devices, leases and anything a component
+registers. One source of truth per fact: decisions and leases live here; hwdb is only the log.
+
+Other components add their own tables with `StateStore.ensure_schema`, so each keeps its
+schema next to its logic.
+"""
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+DEVICE_STATES = ("pending", "permitted", "denied", "blacklisted")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS devices (
+    mac TEXT PRIMARY KEY,
+    state TEXT NOT NULL CHECK (state IN ('pending','permitted','denied','blacklisted')),
+    hostname TEXT NOT NULL DEFAULT '',
+    name TEXT NOT NULL DEFAULT '',
+    owner TEXT NOT NULL DEFAULT '',
+    type TEXT NOT NULL DEFAULT '',
+    first_seen REAL NOT NULL,
+    last_seen REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS leases (
+    mac TEXT PRIMARY KEY,
+    block INTEGER NOT NULL UNIQUE,      -- index of the /30 inside the pool
+    expires REAL NOT NULL,              -- epoch seconds; 0 = offered only / released
+    port INTEGER NOT NULL DEFAULT 0,    -- OpenFlow port the device was last seen on
+    hostname TEXT NOT NULL DEFAULT ''
+);
+"""
+
+
+@dataclass
+class Device:
+    mac: str
+    state: str
+    hostname: str = ""
+    name: str = ""
+    owner: str = ""
+    type: str = ""
+    first_seen: float = 0.0
+    last_seen: float = 0.0
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class LeaseRow:
+    mac: str
+    block: int
+    expires: float
+    port: int
+    hostname: str
+
+
+class StateStore:
+    """Thread-safe wrapper around one SQLite database in WAL mode."""
+
+    def __init__(self, path: Path | str):
+        path = Path(path)
+        if str(path) != ":memory:":
+            path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self.db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA journal_mode=WAL")
+        # NORMAL keeps committed data across a process crash; only power loss may lose
+        # the last transactions, which a DHCP client recovers from by re-requesting.
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.ensure_schema(_SCHEMA)
+
+    # -- generic -------------------------------------------------------------------
+    def ensure_schema(self, sql: str) -> None:
+        with self._lock:
+            self.db.executescript(sql)
+
+    def execute(self, sql: str, args=()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self.db.execute(sql, args).fetchall()
+
+    def transaction(self):
+        """Context manager: one atomic write of several statements."""
+        return _Transaction(self)
+
+    def close(self) -> None:
+        with self._lock:
+            self.db.close()
+
+    # -- devices ---------------------------------------------------------------------
+    def get_device(self, mac: str) -> Device | None:
+        rows = self.execute("SELECT * FROM devices WHERE mac=?", (mac,))
+        return Device(**dict(rows[0])) if rows else None
+
+    def devices(self) -> list[Device]:
+        return [Device(**dict(r)) for r in self.execute("SELECT * FROM devices ORDER BY first_seen")]
+
+    def touch_device(self, mac: str, hostname: str = "", now: float | None = None) -> tuple[Device, bool]:
+        """Record that a device was seen; returns (device, created)."""
+        now = time.time() if now is None else now
+        with self._lock:
+            existing = self.get_device(mac)
+            if existing is None:
+                self.execute("INSERT INTO devices (mac,state,hostname,first_seen,last_seen) VALUES (?,?,?,?,?)",
+                             (mac, "pending", hostname, now, now))
+                return self.get_device(mac), True
+            if hostname and hostname != existing.hostname:
+                self.execute("UPDATE devices SET hostname=?, last_seen=? WHERE mac=?", (hostname, now, mac))
+            else:
+                self.execute("UPDATE devices SET last_seen=? WHERE mac=?", (now, mac))
+            return self.get_device(mac), False
+
+    def set_device_state(self, mac: str, state: str, now: float | None = None) -> Device:
+        if state not in DEVICE_STATES:
+            raise ValueError(f"unknown device state {state!r}")
+        now = time.time() if now is None else now
+        with self._lock:
+            self.execute("INSERT INTO devices (mac,state,first_seen,last_seen) VALUES (?,?,?,?) "
+                         "ON CONFLICT(mac) DO UPDATE SET state=excluded.state", (mac, state, now, now))
+            return self.get_device(mac)
+
+    def set_device_meta(self, mac: str, **fields: str) -> Device:
+        allowed = {"name", "owner", "type"}
+        with self._lock:
+            for key, value in fields.items():
+                if key not in allowed:
+                    raise ValueError(f"unknown device field {key!r}")
+                self.execute(f"UPDATE devices SET {key}=? WHERE mac=?", (value, mac))
+            return self.get_device(mac)
+
+    # -- leases ----------------------------------------------------------------------
+    def leases(self) -> list[LeaseRow]:
+        return [LeaseRow(**dict(r)) for r in self.execute("SELECT * FROM leases")]
+
+    def save_lease(self, row: LeaseRow) -> None:
+        self.execute("INSERT INTO leases (mac,block,expires,port,hostname) VALUES (?,?,?,?,?) "
+                     "ON CONFLICT(mac) DO UPDATE SET block=excluded.block, expires=excluded.expires, "
+                     "port=excluded.port, hostname=excluded.hostname",
+                     (row.mac, row.block, row.expires, row.port, row.hostname))
+
+    def delete_lease(self, mac: str) -> None:
+        self.execute("DELETE FROM leases WHERE mac=?", (mac,))
+
+
+class _Transaction:
+    def __init__(self, store: StateStore):
+        self.store = store
+
+    def __enter__(self):
+        self.store._lock.acquire()
+        self.store.db.execute("BEGIN IMMEDIATE")
+        return self.store
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            self.store.db.execute("ROLLBACK" if exc_type else "COMMIT")
+        finally:
+            self.store._lock.release()
+        return False

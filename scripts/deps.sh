@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Idempotent set-up of everything Homework needs on a Debian 12 machine:
+# Debian packages (the real daemons and clients we build on), a Python venv that
+# sees Debian's os-ken, Node packages for the browser tests, and the hwdb build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  # data plane and controller
+  openvswitch-switch python3-os-ken python3-venv iproute2 iputils-ping ethtool nftables iptables
+  # router services
+  dnsmasq-base hostapd wpasupplicant lighttpd libjs-jquery ieee-data radvd sqlite3 openssl
+  # real DHCP clients used by the emulated home and tests
+  isc-dhcp-client udhcpc dhcpcd-base
+  # test and benchmark tools
+  python3-scapy kea-admin bind9-dnsutils dnsperf iperf3 hping3 wrk curl procps psmisc
+  # image build and boot test
+  mmdebstrap qemu-system-x86 qemu-utils ovmf grub-pc-bin grub-efi-amd64-bin systemd-boot-efi
+  dosfstools mtools fdisk e2fsprogs zstd
+  # browser tests
+  chromium
+)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# Python venv on Debian's interpreter so Debian's os-ken is importable.
+VENV=.venv
+if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import os_ken' 2>/dev/null; then
+  rm -rf "$VENV"
+  /usr/bin/python3 -m venv --system-site-packages "$VENV"
+fi
+"$VENV/bin/python" - <<'PY' || "$VENV/bin/pip" install -q -r tests/requirements.txt
+import importlib, sys
+for m in ("pytest", "requests", "hypothesis", "schemathesis", "pytest_timeout"):
+    importlib.import_module(m)
+PY
+
+# Node: playwright-core drives Debian's chromium (no browser download).
+if [ -f tests/package.json ] && [ ! -d tests/node_modules/playwright-core ]; then
+  (cd tests && npm install --no-audit --no-fund --silent)
+fi
+
+# hwdb: the Rust database daemon, CLI and its library.
+if [ -f hwdb/Cargo.toml ]; then
+  (cd hwdb && cargo build --release -q)
+fi
+echo "deps: ok"

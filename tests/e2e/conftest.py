@@ -1,0 +1,63 @@
+"""Fixtures for end-to-end tests on real Open vSwitch with real DHCP clients.
+
+`home` is one emulated home (router + internet + controller) per test module; the
+autouse `clean_home` fixture removes every device a test added and makes sure the
+controller is running again before the next test. Logs of every run are copied to
+test-artifacts/<run id>/ (set HOMELAB_ARTIFACTS= to switch that off).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from homelab import REPO, Home
+
+os.environ.setdefault("HOMELAB_ARTIFACTS", str(REPO / "test-artifacts"))
+
+
+def _can_run_home() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (network namespaces, OVS)"
+    for tool in ("ovs-vswitchd", "ovsdb-server", "ip", "ethtool"):
+        if not shutil.which(tool):
+            return f"{tool} not installed (make deps)"
+    return None
+
+
+@pytest.fixture(scope="module")
+def home():
+    why = _can_run_home()
+    if why:
+        pytest.skip(why)
+    with Home() as h:
+        yield h
+
+
+@pytest.fixture(autouse=True)
+def clean_home(request):
+    if "home" not in request.fixturenames:
+        yield
+        return
+    h: Home = request.getfixturevalue("home")
+    yield h
+    h.remove_devices()
+    if not h.controller_running():
+        h.start_controller()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" and report.failed:
+        h = item.funcargs.get("home") if hasattr(item, "funcargs") else None
+        if isinstance(h, Home):
+            report.sections.append(("controller log (last 60 lines)",
+                                    "\n".join(h.controller_log().splitlines()[-60:])))
+            try:
+                report.sections.append(("flows", h.dump_flows()))
+            except Exception as exc:  # the switch may be what broke
+                report.sections.append(("flows", f"dump-flows failed: {exc}"))

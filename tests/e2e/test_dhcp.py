@@ -1,0 +1,152 @@
+"""End to end: real DHCP clients in device namespaces get their own /30 from the
+controller through a real Open vSwitch (issue 2)."""
+from __future__ import annotations
+
+import ipaddress
+import os
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from homelab import GARBAGE, REPO, Device, Home
+
+CLIENTS = ("dhclient", "udhcpc", "dhcpcd")
+POOL = ipaddress.IPv4Network("10.2.0.0/16")
+
+
+def check_slash30(dev: Device, home: Home, lease_time: int | None = 30) -> ipaddress.IPv4Network:
+    """The device holds .2 of its own /30, with router and DNS .1 and broadcast .3."""
+    addr, prefix = dev.wait_for_ipv4(15)
+    assert prefix == 30, f"{dev.client} got {addr}/{prefix}"
+    net = ipaddress.IPv4Network(f"{addr}/30", strict=False)
+    assert net.subnet_of(POOL)
+    router, device, bcast = (str(net.network_address + i) for i in (1, 2, 3))
+    assert addr == device
+    lease = dev.wait_for_lease(10)
+    assert lease.ip == device
+    assert lease.mask == "255.255.255.252"
+    assert lease.router == router
+    assert lease.dns == [router]
+    assert lease.broadcast == bcast
+    assert lease.server_id in (None, router)  # dhclient's script does not pass it on
+    if lease_time is not None:
+        assert lease.lease_time == lease_time
+    assert dev.default_gateway() == router
+    assert f"{router}/30" in home.router_addresses()
+    assert dev.ping(router, count=2), f"{dev.client} on {device} cannot ping its gateway {router}"
+    return net
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_client_gets_its_own_slash30(home: Home, client: str):
+    dev = home.add_device(name=f"{client}-1"[:15])
+    dev.start_dhcp(client)
+    check_slash30(dev, home, lease_time=30)
+    assert "nameserver" in dev.resolv_conf()
+    devices = home.homework("--json", "devices")
+    assert devices.returncode == 0, devices.stderr
+    assert dev.mac in devices.stdout
+
+
+def test_three_clients_get_distinct_blocks_and_cannot_bypass_router(home: Home):
+    devs = [home.add_device() for _ in CLIENTS]
+    for dev, client in zip(devs, CLIENTS):
+        dev.start_dhcp(client)
+    nets = [check_slash30(dev, home) for dev in devs]
+    assert len(set(nets)) == 3
+
+
+def test_permit_gives_the_long_lease_at_next_renewal(home: Home):
+    devs = [home.add_device() for _ in CLIENTS]
+    for dev, client in zip(devs, CLIENTS):
+        dev.start_dhcp(client)
+    first = {}
+    for dev in devs:
+        check_slash30(dev, home, lease_time=30)  # pending: 30 s
+        first[dev.mac] = dev.lease()
+    permitted_at = time.time()
+    for dev in devs:
+        out = home.homework("permit", dev.mac)
+        assert out.returncode == 0, out.stderr + out.stdout
+    listing = home.homework("--json", "devices").stdout
+    for dev in devs:
+        assert dev.mac in listing
+    # Each client renews at T1 (half of 30 s) on its own; the renewal carries 3600 s.
+    for dev in devs:
+        renewed = dev.wait_for_lease(25, pred=lambda ls: ls.reason in ("renew", "rebind", "bound"),
+                                     after=permitted_at)
+        assert renewed.lease_time == 3600, f"{dev.client}: {renewed}"
+        assert renewed.ip == first[dev.mac].ip
+
+
+def test_same_address_after_controller_restart(home: Home):
+    a, b = home.add_device(), home.add_device()
+    a.start_dhclient()   # comes back with INIT-REBOOT (REQUEST from its lease file)
+    b.start_udhcpc()     # comes back with a fresh DISCOVER
+    addr_a, addr_b = a.wait_for_ipv4(15)[0], b.wait_for_ipv4(15)[0]
+    for d in (a, b):
+        d.stop_dhcp()
+        d.run(["ip", "addr", "flush", "dev", d.ifname])
+    home.restart_controller()
+    a.start_dhclient()
+    b.start_udhcpc()
+    assert a.wait_for_ipv4(20)[0] == addr_a
+    assert b.wait_for_ipv4(20)[0] == addr_b
+    assert a.ping(str(ipaddress.IPv4Address(addr_a) - 1))
+
+
+def test_twenty_devices_at_once_get_distinct_blocks(home: Home):
+    devs = [home.add_device() for _ in range(20)]
+    start = time.monotonic()
+    with ThreadPoolExecutor(20) as pool:
+        list(pool.map(lambda d: d.start_dhcp(CLIENTS[d.index % 3]), devs))
+    addrs = {}
+    for dev in devs:
+        addr, prefix = dev.wait_for_ipv4(max(5.0, 30 - (time.monotonic() - start)))
+        assert prefix == 30
+        addrs[dev.mac] = addr
+    nets = {ipaddress.IPv4Network(f"{a}/30", strict=False) for a in addrs.values()}
+    assert len(nets) == 20, addrs
+    for a in addrs.values():
+        net = ipaddress.IPv4Network(f"{a}/30", strict=False)
+        assert a == str(net.network_address + 2)
+    assert len([a for a in home.router_addresses() if a.endswith("/30")]) >= 20
+
+
+def test_garbage_does_not_disturb_a_good_client(home: Home):
+    good = home.add_device(name="good")
+    good.start_udhcpc()
+    net = check_slash30(good, home)
+    before = good.lease()
+    bad = home.add_device(name="bad")
+    out = bad.run(["/usr/bin/python3", str(GARBAGE), bad.ifname, "25", "7"], timeout=60)
+    assert "sent" in out.stdout
+    assert home.controller_running(), home.controller_log()[-3000:]
+    # The good client renews and keeps its block.
+    t = time.time()
+    good.renew()
+    after = good.wait_for_lease(10, after=t)
+    assert after.ip == before.ip and after.lease_time == 30
+    assert good.ipv4() == (str(net.network_address + 2), 30)
+    assert good.ping(str(net.network_address + 1))
+    # And a newcomer is still served.
+    late = home.add_device(name="late")
+    late.start_dhclient()
+    check_slash30(late, home)
+    assert "Traceback" not in home.controller_log()
+
+
+def test_make_run_smoke_mode():
+    """`make run` with HOMEWORK_RUN_SECONDS exits by itself after showing three leases."""
+    env = dict(os.environ, HOMEWORK_RUN_SECONDS="12", HOMELAB_ARTIFACTS="")
+    proc = subprocess.run(["bash", str(REPO / "scripts" / "run-home.sh")], capture_output=True,
+                          text=True, timeout=90, env=env, cwd=str(REPO))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    for client in CLIENTS:
+        assert f"({client})" in out, out[-4000:]
+    assert out.count("/30") >= 3, out[-4000:]
+    assert "homework.cli --socket" in out and "permit" in out
+    assert "torn down" in out

@@ -1,0 +1,47 @@
+import ipaddress
+
+import pytest
+
+from homework.config import Config
+from homework.core import Core
+from homework.hostnet import FakeHost
+from homework.state import StateStore
+from fakeswitch import FakeSwitch
+
+
+class Clock:
+    def __init__(self, now=1_000_000.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+    def advance(self, seconds):
+        self.now += seconds
+
+
+def make_core(tmp_path, components=("dhcp", "routing"), clock=None, switch=None, **overrides):
+    config = Config(state_dir=tmp_path, components=tuple(components),
+                    control_socket=tmp_path / "control.sock", **overrides)
+    switch = switch or FakeSwitch()
+    timers = []
+    core = Core(config, state=StateStore(config.state_db), host=FakeHost(),
+                send=switch.apply, spawn_periodic=lambda s, fn: timers.append(fn), clock=clock or Clock())
+    core.timers = timers
+    core.switch = switch
+    core.load_components()
+    return core
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def core(tmp_path, clock):
+    core = make_core(tmp_path, clock=clock)
+    core.datapath_up_default = True
+    from homework.flows import Datapath
+    core.datapath_up(Datapath(dpid=1, ports={"br0": 0xFFFFFFFE, "d1": 1, "d2": 2}))
+    return core
