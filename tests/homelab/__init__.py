@@ -38,6 +38,7 @@ from typing import Callable, Sequence
 
 REPO = Path(__file__).resolve().parents[2]
 HOOK = Path(__file__).resolve().parent / "dhcp-hook.sh"
+GARBAGE = Path(__file__).resolve().parent / "dhcp_garbage.py"
 PYPING = Path(__file__).resolve().parent / "pyping.py"
 ROUTER_NET = REPO / "scripts" / "router-net.sh"
 RUN_ROOT = Path(os.environ.get("HOMELAB_RUN_ROOT", "/tmp"))

@@ -1,0 +1,110 @@
+"""`make run`: the router with an emulated home of three devices, live.
+
+    python -m homelab.run [--devices N] [--seconds S]
+
+Starts OVS, the controller and three devices running dhclient, udhcpc and dhcpcd;
+prints what happens (the controller's log lines, each client's leases, each
+device's state) and how to permit a device; tears everything down on Ctrl-C.
+HOMEWORK_RUN_SECONDS=S (or --seconds) exits by itself after S seconds (smoke mode);
+then the exit status is 1 if a device got no /30.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from . import WEB_ADDR, Home
+
+CLIENTS = ("dhclient", "udhcpc", "dhcpcd")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="make run")
+    ap.add_argument("--devices", type=int, default=3)
+    ap.add_argument("--seconds", type=float,
+                    default=float(os.environ.get("HOMEWORK_RUN_SECONDS", "0") or 0),
+                    help="exit by itself after this many seconds (0: run until Ctrl-C)")
+    args = ap.parse_args(argv)
+    t0 = time.monotonic()
+
+    def say(msg: str) -> None:
+        print(f"[{time.monotonic() - t0:6.1f}s] {msg}", flush=True)
+
+    ok = False
+    with Home(log=say) as home:
+        say(f"run {home.run_id}: router namespace {home.router_ns}, state and logs in {home.dir}")
+        devs = []
+        for i in range(args.devices):
+            client = CLIENTS[i % len(CLIENTS)]
+            dev = home.add_device(name=f"{client[:6]}{i + 1}")
+            devs.append(dev)
+        for dev, i in zip(devs, range(args.devices)):
+            client = CLIENTS[i % len(CLIENTS)]
+            dev.start_dhcp(client)
+            say(f"{dev.name} ({client}) {dev.mac} in namespace {dev.ns}: asking for an address")
+        print()
+        print("  To permit a device (its next renewal then gets the 3600 s lease):")
+        for dev in devs:
+            print(f"    {home.cli_command('permit', dev.mac)}")
+        print(f"  To list devices:  {home.cli_command('devices')}")
+        print(f"  To use a device:  ip netns exec {devs[0].ns} curl http://{WEB_ADDR}/" if devs else "")
+        print("  Ctrl-C tears everything down." if not args.seconds else
+              f"  Smoke mode: exiting after {args.seconds:.0f} s.")
+        print(flush=True)
+
+        log_pos = 0
+        seen_leases = {dev.mac: 0 for dev in devs}
+        states: dict[str, str] = {}
+        deadline = t0 + args.seconds if args.seconds else None
+        try:
+            while deadline is None or time.monotonic() < deadline:
+                text = home.controller_log()
+                if len(text) > log_pos:
+                    for line in text[log_pos:].splitlines():
+                        if line.strip():
+                            say(f"controller: {line.split(' ', 2)[-1] if line[:2] == '20' else line}")
+                    log_pos = len(text)
+                for dev in devs:
+                    leases = dev.leases()
+                    for lease in leases[seen_leases[dev.mac]:]:
+                        say(f"{dev.name} ({dev.client}) {lease.reason}: {lease.ip}/"
+                            f"{_prefix(lease.mask)} router {lease.router} dns {','.join(lease.dns)} "
+                            f"lease {lease.lease_time} s")
+                    seen_leases[dev.mac] = len(leases)
+                res = home.homework("--json", "devices")
+                if res.returncode == 0:
+                    try:
+                        rows = json.loads(res.stdout)
+                    except ValueError:
+                        rows = []
+                    for row in rows if isinstance(rows, list) else []:
+                        mac, state = row.get("mac"), row.get("state")
+                        if mac and states.get(mac) != state:
+                            states[mac] = state
+                            name = next((d.name for d in devs if d.mac == mac), mac)
+                            say(f"{name} {mac} is {state}")
+                if not home.controller_running():
+                    say("controller exited! last log lines:\n" + home.controller_log()[-2000:])
+                    break
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            print()
+            say("Ctrl-C: tearing down")
+        got = [d for d in devs if (d.ipv4() or ("", 0))[1] == 30]
+        ok = len(got) == len(devs)
+        say(f"{len(got)} of {len(devs)} devices hold a /30")
+    say(f"run {home.run_id} torn down")
+    return 0 if ok or not args.seconds else 1
+
+
+def _prefix(mask: str | None) -> str:
+    if not mask:
+        return "?"
+    return str(sum(bin(int(x)).count("1") for x in mask.split(".")))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
