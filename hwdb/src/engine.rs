@@ -182,7 +182,7 @@ impl Database {
 
     fn handle_text(&mut self, text: &str) -> Result<ResultSet> {
         if let Some(sql) = text.strip_prefix("SQL:") {
-            self.execute(sql.trim())
+            self.execute_uncommitted(sql.trim())
         } else if let Some(rest) = text.strip_prefix("BULK:") {
             let (count, body) = rest.split_once('\n').unwrap_or((rest, ""));
             let n: usize = count
@@ -217,8 +217,16 @@ impl Database {
         Ok(ResultSet::message(format!("Success: {n} rows")))
     }
 
-    /// Parse and run one statement.
+    /// Parse and run one statement (persistent changes are committed before it returns).
     pub fn execute(&mut self, sql: &str) -> Result<ResultSet> {
+        let out = self.execute_uncommitted(sql);
+        if let Some(store) = &mut self.store {
+            store.commit().map_err(HwdbError::new)?;
+        }
+        out
+    }
+
+    fn execute_uncommitted(&mut self, sql: &str) -> Result<ResultSet> {
         let stmt = parse(sql)?;
         self.run(stmt, sql)
     }

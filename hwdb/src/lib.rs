@@ -19,6 +19,8 @@ pub mod lexer;
 pub mod parser;
 pub mod persist;
 pub mod result;
+pub mod srpc;
+pub mod server;
 pub mod ring;
 pub mod value;
 
