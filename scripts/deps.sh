@@ -9,7 +9,7 @@ APT_PACKAGES=(
   # data plane and controller
   openvswitch-switch python3-os-ken python3-venv iproute2 iputils-ping ethtool nftables iptables
   # router services
-  dnsmasq-base hostapd wpasupplicant lighttpd libjs-jquery ieee-data radvd sqlite3 openssl
+  dnsmasq-base hostapd wpasupplicant lighttpd lighttpd-mod-openssl libjs-jquery ieee-data radvd sqlite3 openssl
   # real DHCP clients used by the emulated home and tests
   isc-dhcp-client udhcpc dhcpcd-base
   # test and benchmark tools
