@@ -16,6 +16,12 @@ if [ -d nox-modules ] && [ -n "$(ls -A nox-modules)" ]; then
   copytree nox-modules /usr/lib/homework/nox-modules
   echo "installed nox-modules -> /usr/lib/homework/nox-modules"
 fi
+if [ -f nox-modules/homework/cli.py ]; then   # the admin CLI, over the controller's control socket
+  mkdir -p "$R/usr/bin"
+  printf '%s\n' '#!/bin/sh' 'export PYTHONPATH=/usr/lib/homework/nox-modules PYTHONDONTWRITEBYTECODE=1' \
+    "exec python3 -c 'import sys; from homework.cli import main; sys.exit(main())' \"\$@\"" > "$R/usr/bin/homework"
+  chmod 755 "$R/usr/bin/homework"
+fi
 for b in hwdbd hwdb; do
   if [ -x "hwdb/target/release/$b" ]; then
     inst 755 "hwdb/target/release/$b" "/usr/bin/$b"; echo "installed $b"
