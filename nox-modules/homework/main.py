@@ -29,7 +29,12 @@ def main(argv: list[str] | None = None) -> None:
 
     # eventlet must patch the standard library before anything else creates sockets/threads.
     from os_ken.lib import hub
-    hub.patch(thread=True)
+    # NB: eventlet.monkey_patch(thread=True) patches *only* threads (any True argument
+    # turns the others off), leaving socket/select blocking: the control socket's accept()
+    # then froze the hub and the OpenFlow listener never started. Patch everything.
+    import eventlet
+    eventlet.monkey_patch()
+    hub.patch(thread=True)  # os-ken's current_thread fix-up on top
 
     logging.basicConfig(level=getattr(logging, args.log_level.upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
