@@ -84,8 +84,17 @@ impl Server {
 
     /// Serve until `stop` is set.
     pub fn run(&mut self, handler: &mut dyn Handler, stop: &AtomicBool) -> io::Result<()> {
+        self.run_until(handler, stop, None)
+    }
+
+    /// Serve for a while (tests drive the server from their own thread with this).
+    pub fn run_for(&mut self, handler: &mut dyn Handler, d: Duration) -> io::Result<()> {
+        self.run_until(handler, &AtomicBool::new(false), Some(Instant::now() + d))
+    }
+
+    fn run_until(&mut self, handler: &mut dyn Handler, stop: &AtomicBool, end: Option<Instant>) -> io::Result<()> {
         let mut next_timer = Instant::now() + self.timing.tick;
-        while !stop.load(Ordering::Relaxed) {
+        while !stop.load(Ordering::Relaxed) && end.is_none_or(|e| Instant::now() < e) {
             self.poll(handler)?;
             let now = Instant::now();
             if now >= next_timer {
