@@ -87,7 +87,9 @@ up() {
   if [ "$CONTROLLER" = none ]; then
     "${VSCTL[@]}" del-controller "$BRIDGE" -- set bridge "$BRIDGE" fail_mode=standalone
   else
-    "${VSCTL[@]}" set bridge "$BRIDGE" fail_mode=secure -- set-controller "$BRIDGE" "$CONTROLLER"
+    # max_backoff 1 s: reconnect quickly after a controller (re)start.
+    "${VSCTL[@]}" set bridge "$BRIDGE" fail_mode=secure -- set-controller "$BRIDGE" "$CONTROLLER" \
+      -- set controller "$BRIDGE" max_backoff=1000
   fi
   local p
   for p in $LAN_PORTS; do

@@ -33,7 +33,7 @@ def check_slash30(dev: Device, home: Home, lease_time: int | None = 30) -> ipadd
     assert lease.server_id in (None, router)  # dhclient's script does not pass it on
     if lease_time is not None:
         assert lease.lease_time == lease_time
-    assert dev.default_gateway() == router
+    assert dev.wait_for_gateway(5) == router
     assert f"{router}/30" in home.router_addresses()
     assert dev.ping(router, count=2), f"{dev.client} on {device} cannot ping its gateway {router}"
     return net

@@ -396,6 +396,15 @@ class Device:
                 return r.get("gateway")
         return None
 
+    def wait_for_gateway(self, timeout: float = 5) -> str | None:
+        """The default gateway once the client's script has installed it (None on timeout)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            gw = self.default_gateway()
+            if gw or time.monotonic() > deadline:
+                return gw
+            time.sleep(0.05)
+
     def ping(self, addr: str, count: int = 1, timeout: float = 2) -> bool:
         """ICMP echo to addr; iputils ping if installed, else a tiny Python one."""
         if shutil.which("ping"):
@@ -619,7 +628,8 @@ class Home:
                                         stdout=self._hwdb_log, stderr=subprocess.STDOUT,
                                         stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
-        while not self.router(["ss", "-Hltn", f"sport = :{HWDB_PORT}"]).stdout.strip():
+        # hwdbd speaks SRPC over UDP.
+        while not self.router(["ss", "-Hlun", f"sport = :{HWDB_PORT}"]).stdout.strip():
             if self._hwdbd.poll() is not None or time.monotonic() > deadline:
                 self._say("hwdbd did not start; running without hwdb (see hwdbd.log)")
                 _kill_pid(self._hwdbd.pid, 1)

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         devs = []
         for i in range(args.devices):
             client = CLIENTS[i % len(CLIENTS)]
-            dev = home.add_device(name=f"{client[:6]}{i + 1}")
+            dev = home.add_device(name=f"{client}{i + 1}")
             devs.append(dev)
         for dev, i in zip(devs, range(args.devices)):
             client = CLIENTS[i % len(CLIENTS)]
