@@ -1,0 +1,180 @@
+//! The controller's connection: policy updates in, query events out, over one Unix
+//! stream socket. Lines in (applied atomically at `sync`, so a half-sent batch is never
+//! visible to queries):
+//!
+//!   reset                                       forget every device and rule
+//!   blocked nxdomain|drop                       how blocked names are answered
+//!   device IP MAC STATE denylist|allowlist ROUTER
+//!   nodevice IP
+//!   rule OWNER DOMAIN allow|deny                OWNER is a MAC or * (household)
+//!   unrule OWNER DOMAIN
+//!   sync TOKEN                                  -> "ok TOKEN devices=N rules=M" (or "error TOKEN ...")
+//!   stats                                       -> "stats k=v ..."
+//!
+//! Lines out: `q MAC QTYPE VERDICT LATENCY_US NAME` per query, `a MAC TTL NAME ADDR,ADDR`
+//! per learned answer. A new connection replaces the old one (controller restart); the
+//! last policy stays in force meanwhile, so DNS keeps working while the controller restarts.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::IpAddr;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex};
+use std::thread;
+
+use crate::policy::{Action, Device, State, HOUSEHOLD};
+use crate::server::Shared;
+
+type Sink = Arc<Mutex<Option<UnixStream>>>;
+
+enum Change {
+    Reset,
+    Blocked(bool),
+    Device(IpAddr, Device),
+    NoDevice(IpAddr),
+    Rule(String, String, Option<Action>),
+}
+
+fn parse_line(line: &str) -> Result<Change, String> {
+    let parts: Vec<&str> = line.split_whitespace().collect();
+    let bad = || format!("bad line: {line}");
+    match parts.as_slice() {
+        ["reset"] => Ok(Change::Reset),
+        ["blocked", "nxdomain"] => Ok(Change::Blocked(false)),
+        ["blocked", "drop"] => Ok(Change::Blocked(true)),
+        ["device", ip, mac, state, mode, router] => {
+            let ip: IpAddr = ip.parse().map_err(|_| bad())?;
+            let state = match *state {
+                "pending" => State::Pending,
+                "permitted" => State::Permitted,
+                "denied" => State::Denied,
+                "blacklisted" => State::Blacklisted,
+                _ => return Err(bad()),
+            };
+            let allowlist = match *mode {
+                "allowlist" => true,
+                "denylist" => false,
+                _ => return Err(bad()),
+            };
+            let router = router.parse().map_err(|_| bad())?;
+            Ok(Change::Device(ip, Device { mac: Arc::from(*mac), state, allowlist, router }))
+        }
+        ["nodevice", ip] => Ok(Change::NoDevice(ip.parse().map_err(|_| bad())?)),
+        ["rule", owner, domain, action] => {
+            let action = match *action {
+                "allow" => Action::Allow,
+                "deny" => Action::Deny,
+                _ => return Err(bad()),
+            };
+            Ok(Change::Rule(owner.to_string(), domain.to_string(), Some(action)))
+        }
+        ["unrule", owner, domain] => Ok(Change::Rule(owner.to_string(), domain.to_string(), None)),
+        _ => Err(bad()),
+    }
+}
+
+fn apply(shared: &Shared, batch: Vec<Change>) -> (usize, usize) {
+    let mut p = shared.policy.write().unwrap_or_else(|e| e.into_inner());
+    for change in batch {
+        match change {
+            Change::Reset => p.clear(),
+            Change::Blocked(drop) => p.drop_blocked = drop,
+            Change::Device(ip, dev) => {
+                p.devices.insert(ip, dev);
+            }
+            Change::NoDevice(ip) => {
+                p.devices.remove(&ip);
+            }
+            Change::Rule(owner, domain, action) => {
+                let owner = if owner == HOUSEHOLD { HOUSEHOLD } else { owner.as_str() };
+                p.set_rule(owner, &domain, action);
+            }
+        }
+    }
+    (p.devices.len(), p.rule_count())
+}
+
+fn send(sink: &Sink, line: &str) {
+    let mut guard = sink.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(stream) = guard.as_mut() {
+        if stream.write_all(line.as_bytes()).is_err() {
+            *guard = None;
+        }
+    }
+}
+
+fn serve_connection(shared: Arc<Shared>, sink: Sink, stream: UnixStream) {
+    let reader = BufReader::new(stream);
+    let mut batch = Vec::new();
+    let mut errors: Vec<String> = Vec::new();
+    for line in reader.lines() {
+        let Ok(line) = line else { break };
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(token) = line.strip_prefix("sync") {
+            let token = token.trim();
+            let (devices, rules) = apply(&shared, std::mem::take(&mut batch));
+            if errors.is_empty() {
+                send(&sink, &format!("ok {token} devices={devices} rules={rules}\n"));
+            } else {
+                send(&sink, &format!("error {token} {}\n", errors.join("; ")));
+                errors.clear();
+            }
+        } else if line == "stats" {
+            send(&sink, &format!("stats {}\n", shared.stats.line()));
+        } else {
+            match parse_line(line) {
+                Ok(change) => batch.push(change),
+                Err(e) => errors.push(e),
+            }
+        }
+    }
+}
+
+pub fn serve(shared: Arc<Shared>, path: &str, events: Receiver<String>) -> std::io::Result<()> {
+    let _ = std::fs::remove_file(path);
+    let listener = UnixListener::bind(path)?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    }
+    let sink: Sink = Arc::new(Mutex::new(None));
+
+    // Event writer: batches whatever is queued into one write.
+    {
+        let (sink, shared) = (sink.clone(), shared.clone());
+        thread::Builder::new().name("events".into()).spawn(move || {
+            let mut buf = String::with_capacity(1 << 16);
+            while let Ok(first) = events.recv() {
+                buf.clear();
+                buf.push_str(&first);
+                while buf.len() < 60_000 {
+                    match events.try_recv() {
+                        Ok(line) => buf.push_str(&line),
+                        Err(_) => break,
+                    }
+                }
+                let connected = sink.lock().map(|g| g.is_some()).unwrap_or(false);
+                if connected {
+                    send(&sink, &buf);
+                } else {
+                    shared.stats.events_dropped.fetch_add(buf.matches('\n').count() as u64, Ordering::Relaxed);
+                }
+            }
+        })?;
+    }
+
+    thread::Builder::new().name("control".into()).spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { continue };
+            let Ok(writer) = conn.try_clone() else { continue };
+            *sink.lock().unwrap_or_else(|e| e.into_inner()) = Some(writer);
+            let (shared, sink) = (shared.clone(), sink.clone());
+            let _ = thread::Builder::new().name("control-conn".into()).spawn(move || serve_connection(shared, sink, conn));
+        }
+    })?;
+    Ok(())
+}

@@ -1,0 +1,62 @@
+//! homework-dnsd: the router's DNS interception data path.
+//!
+//!   homework-dnsd --listen 169.254.53.53:5300 --upstream 127.0.0.1:5353 \
+//!                 --control /run/homework/dnsd.sock
+//!
+//! nftables sends every device's port-53 traffic here (see the dns component); each query
+//! is checked against the asking device's policy (pushed by the controller over the control
+//! socket) and allowed ones are forwarded to dnsmasq. It runs apart from the Python
+//! controller so name lookups never wait for it (see the README's DNS section).
+
+mod control;
+mod policy;
+mod server;
+mod wire;
+
+use std::net::SocketAddr;
+use std::sync::mpsc::sync_channel;
+
+const EVENT_QUEUE: usize = 200_000;
+
+fn usage() -> ! {
+    eprintln!("usage: homework-dnsd --listen ADDR:PORT --upstream ADDR:PORT --control SOCKET");
+    std::process::exit(2)
+}
+
+fn main() {
+    let mut listen: Option<SocketAddr> = None;
+    let mut upstream: Option<SocketAddr> = None;
+    let mut control_path: Option<String> = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let value = args.next().unwrap_or_else(|| usage());
+        match arg.as_str() {
+            "--listen" => listen = Some(value.parse().unwrap_or_else(|_| usage())),
+            "--upstream" => upstream = Some(value.parse().unwrap_or_else(|_| usage())),
+            "--control" => control_path = Some(value),
+            _ => usage(),
+        }
+    }
+    let (Some(listen), Some(upstream), Some(control_path)) = (listen, upstream, control_path) else { usage() };
+
+    let (tx, rx) = sync_channel(EVENT_QUEUE);
+    let shared = server::Shared::new(tx);
+    let run = || -> std::io::Result<Vec<std::thread::JoinHandle<()>>> {
+        control::serve(shared.clone(), &control_path, rx)?;
+        let mut threads = server::serve_udp(shared.clone(), listen, upstream)?;
+        threads.push(server::serve_tcp(shared.clone(), listen, upstream)?);
+        Ok(threads)
+    };
+    match run() {
+        Ok(threads) => {
+            eprintln!("homework-dnsd: listening on {listen} (udp, tcp), upstream {upstream}, control {control_path}");
+            for t in threads {
+                let _ = t.join();
+            }
+        }
+        Err(e) => {
+            eprintln!("homework-dnsd: cannot start: {e}");
+            std::process::exit(1);
+        }
+    }
+}

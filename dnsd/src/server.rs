@@ -1,0 +1,430 @@
+//! The query path. UDP: one thread reads client queries, answers blocked/pending ones
+//! itself and forwards allowed ones to dnsmasq under a fresh id; a second thread relays
+//! dnsmasq's answers back (so the two halves run on both cores). TCP: a thread per client
+//! connection (bounded), forwarding over its own upstream connection.
+//!
+//! Every query yields a `q` event line for the controller; answers carrying addresses
+//! yield `a` lines (deduplicated) so the controller can learn name -> address mappings.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, RwLock};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::policy::{Device, Policy, Verdict};
+use crate::wire;
+
+const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(5);
+const TCP_IDLE: Duration = Duration::from_secs(10);
+const MAX_TCP_CLIENTS: usize = 128;
+const RELEARN_AFTER: Duration = Duration::from_secs(60);
+const LEARNED_CAP: usize = 100_000;
+
+#[derive(Default)]
+pub struct Stats {
+    pub queries: AtomicU64,
+    pub forwarded: AtomicU64,
+    pub answered: AtomicU64,
+    pub blocked: AtomicU64,
+    pub pending: AtomicU64,
+    pub refused: AtomicU64,
+    pub malformed: AtomicU64,
+    pub timeouts: AtomicU64,
+    pub tcp_queries: AtomicU64,
+    pub events_dropped: AtomicU64,
+    pub panics: AtomicU64,
+}
+
+impl Stats {
+    pub fn line(&self) -> String {
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        format!(
+            "queries={} forwarded={} answered={} blocked={} pending={} refused={} malformed={} timeouts={} tcp_queries={} events_dropped={} panics={}",
+            g(&self.queries), g(&self.forwarded), g(&self.answered), g(&self.blocked), g(&self.pending),
+            g(&self.refused), g(&self.malformed), g(&self.timeouts), g(&self.tcp_queries),
+            g(&self.events_dropped), g(&self.panics)
+        )
+    }
+}
+
+pub struct Shared {
+    pub policy: RwLock<Policy>,
+    pub events: SyncSender<String>,
+    pub stats: Stats,
+    learned: Mutex<HashMap<String, (Instant, u64)>>,
+}
+
+impl Shared {
+    pub fn new(events: SyncSender<String>) -> Arc<Shared> {
+        Arc::new(Shared { policy: RwLock::new(Policy::default()), events, stats: Stats::default(), learned: Mutex::new(HashMap::new()) })
+    }
+
+    /// Events are best effort: if the controller falls behind, drop and count.
+    fn emit(&self, line: String) {
+        if let Err(TrySendError::Full(_)) = self.events.try_send(line) {
+            self.stats.events_dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn query_event(&self, mac: &str, qtype: u16, verdict: &str, latency_us: u64, name: &str) {
+        self.emit(format!("q {} {} {} {} {}\n", mac, qtype, verdict, latency_us, if name.is_empty() { "." } else { name }));
+    }
+}
+
+/// An allowed query on its way to dnsmasq.
+pub struct Forward {
+    mac: Arc<str>,
+    name: String,
+    qtype: u16,
+    /// Set for restricted devices: their answers' CNAME targets are checked too.
+    check: Option<Device>,
+}
+
+pub enum Outcome {
+    Reply(Vec<u8>),
+    Drop,
+    Forward(Forward),
+}
+
+fn read_policy(shared: &Shared) -> std::sync::RwLockReadGuard<'_, Policy> {
+    shared.policy.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Decide what to do with one query from `src`.
+pub fn handle(shared: &Shared, src: IpAddr, buf: &[u8]) -> Outcome {
+    shared.stats.queries.fetch_add(1, Ordering::Relaxed);
+    let q = match wire::parse_query(buf) {
+        Ok(q) => q,
+        Err(e) => {
+            shared.stats.malformed.fetch_add(1, Ordering::Relaxed);
+            return match e {
+                wire::WireError::Format => wire::reply_header_only(buf, wire::RCODE_FORMERR).map_or(Outcome::Drop, Outcome::Reply),
+                wire::WireError::NotImplemented => wire::reply_header_only(buf, wire::RCODE_NOTIMP).map_or(Outcome::Drop, Outcome::Reply),
+                _ => Outcome::Drop,
+            };
+        }
+    };
+    let policy = read_policy(shared);
+    let dev = match policy.devices.get(&src) {
+        Some(d) => d,
+        None => {
+            // Not a leased device address: we do not know whose policy applies.
+            shared.stats.refused.fetch_add(1, Ordering::Relaxed);
+            shared.query_event("-", q.qtype, "unknown", 0, &q.name);
+            return Outcome::Reply(wire::reply(buf, &q, wire::RCODE_REFUSED));
+        }
+    };
+    let verdict = policy.decide(dev, &q.name);
+    let outcome = match verdict {
+        Verdict::Allowed => {
+            let check = if policy.restricted(dev) { Some(dev.clone()) } else { None };
+            return Outcome::Forward(Forward { mac: dev.mac.clone(), name: q.name, qtype: q.qtype, check });
+        }
+        Verdict::Blocked if policy.drop_blocked => Outcome::Drop,
+        Verdict::Blocked | Verdict::Bypass => Outcome::Reply(wire::reply(buf, &q, wire::RCODE_NXDOMAIN)),
+        Verdict::Pending => Outcome::Reply(wire::captive(buf, &q, dev.router)),
+        Verdict::Blacklisted => Outcome::Drop,
+    };
+    let counter = match verdict {
+        Verdict::Pending => &shared.stats.pending,
+        _ => &shared.stats.blocked,
+    };
+    counter.fetch_add(1, Ordering::Relaxed);
+    shared.query_event(&dev.mac, q.qtype, verdict.as_str(), 0, &q.name);
+    outcome
+}
+
+/// Post-process dnsmasq's answer: CNAME check for restricted devices, learning, logging.
+/// Returns a replacement answer when the original must not reach the device.
+fn finish(shared: &Shared, fwd: &Forward, answer_buf: &[u8], latency_us: u64) -> Option<Vec<u8>> {
+    let answer = wire::parse_answer(answer_buf);
+    let mut verdict = "allowed";
+    let mut replacement = None;
+    if let (Some(ans), Some(dev)) = (&answer, &fwd.check) {
+        let policy = read_policy(shared);
+        if ans.cnames.iter().any(|c| policy.name_allowed(dev, c) == Verdict::Blocked) {
+            verdict = "blocked";
+            shared.stats.blocked.fetch_add(1, Ordering::Relaxed);
+            replacement = Some(if policy.drop_blocked { Vec::new() } else {
+                wire::nxdomain_from_answer(answer_buf, ans.question_end).unwrap_or_default()
+            });
+        }
+    }
+    if let Some(ans) = &answer {
+        if !ans.addrs.is_empty() {
+            learn(shared, fwd, ans);
+        }
+    }
+    shared.stats.answered.fetch_add(1, Ordering::Relaxed);
+    shared.query_event(&fwd.mac, fwd.qtype, verdict, latency_us, &fwd.name);
+    replacement
+}
+
+fn learn(shared: &Shared, fwd: &Forward, ans: &wire::Answer) {
+    let mut addrs: Vec<String> = ans.addrs.iter().map(|a| a.to_string()).collect();
+    addrs.sort();
+    let digest = addrs.iter().fold(0xcbf29ce484222325u64, |h, a| {
+        a.bytes().fold(h, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3))
+    });
+    {
+        let mut learned = shared.learned.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        if let Some((when, d)) = learned.get(&fwd.name) {
+            if *d == digest && now.duration_since(*when) < RELEARN_AFTER {
+                return;
+            }
+        }
+        if learned.len() >= LEARNED_CAP {
+            learned.clear();
+        }
+        learned.insert(fwd.name.clone(), (now, digest));
+    }
+    shared.emit(format!("a {} {} {} {}\n", fwd.mac, ans.min_ttl, if fwd.name.is_empty() { "." } else { &fwd.name }, addrs.join(",")));
+}
+
+fn guard<F: FnOnce()>(shared: &Shared, f: F) {
+    if catch_unwind(AssertUnwindSafe(f)).is_err() {
+        shared.stats.panics.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+// ---------------------------------------------------------------------------- UDP
+
+struct Slot {
+    client: SocketAddr,
+    orig_id: u16,
+    t0: Instant,
+    fwd: Forward,
+}
+
+struct Pending {
+    slots: Vec<Option<Slot>>,
+    next: u16,
+}
+
+impl Pending {
+    fn new() -> Pending {
+        Pending { slots: (0..65536).map(|_| None).collect(), next: 0 }
+    }
+
+    /// A free upstream id (an entry older than the timeout may be reused).
+    fn insert(&mut self, slot: Slot, stats: &Stats) -> Option<u16> {
+        for _ in 0..256 {
+            let id = self.next;
+            self.next = self.next.wrapping_add(1);
+            let entry = &mut self.slots[id as usize];
+            let free = match entry {
+                None => true,
+                Some(old) if old.t0.elapsed() > UPSTREAM_TIMEOUT => {
+                    stats.timeouts.fetch_add(1, Ordering::Relaxed);
+                    true
+                }
+                _ => false,
+            };
+            if free {
+                *entry = Some(slot);
+                return Some(id);
+            }
+        }
+        None
+    }
+}
+
+pub fn serve_udp(shared: Arc<Shared>, listen: SocketAddr, upstream: SocketAddr) -> std::io::Result<Vec<thread::JoinHandle<()>>> {
+    let sock = UdpSocket::bind(listen)?;
+    let up = UdpSocket::bind(if upstream.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" })?;
+    up.connect(upstream)?;
+    let pending = Arc::new(Mutex::new(Pending::new()));
+    let mut threads = Vec::new();
+
+    {
+        let (shared, sock, up, pending) = (shared.clone(), sock.try_clone()?, up.try_clone()?, pending.clone());
+        threads.push(thread::Builder::new().name("udp-in".into()).spawn(move || {
+            let mut buf = vec![0u8; 65535];
+            loop {
+                let (n, client) = match sock.recv_from(&mut buf) {
+                    Ok(r) => r,
+                    Err(_) => continue,
+                };
+                guard(&shared, || match handle(&shared, client.ip(), &buf[..n]) {
+                    Outcome::Reply(r) => {
+                        let _ = sock.send_to(&r, client);
+                    }
+                    Outcome::Drop => {}
+                    Outcome::Forward(fwd) => {
+                        let orig_id = u16::from_be_bytes([buf[0], buf[1]]);
+                        let slot = Slot { client, orig_id, t0: Instant::now(), fwd };
+                        let id = pending.lock().unwrap_or_else(|e| e.into_inner()).insert(slot, &shared.stats);
+                        match id {
+                            Some(id) => {
+                                buf[..2].copy_from_slice(&id.to_be_bytes());
+                                shared.stats.forwarded.fetch_add(1, Ordering::Relaxed);
+                                let _ = up.send(&buf[..n]);
+                            }
+                            None => {
+                                if let Ok(q) = wire::parse_query(&buf[..n]) {
+                                    let _ = sock.send_to(&wire::reply(&buf[..n], &q, wire::RCODE_SERVFAIL), client);
+                                }
+                            }
+                        }
+                    }
+                });
+            }
+        })?);
+    }
+
+    {
+        let (shared, sock, up, pending) = (shared.clone(), sock.try_clone()?, up, pending.clone());
+        threads.push(thread::Builder::new().name("udp-up".into()).spawn(move || {
+            let mut buf = vec![0u8; 65535];
+            loop {
+                let n = match up.recv(&mut buf) {
+                    Ok(n) if n >= wire::HEADER => n,
+                    _ => continue,
+                };
+                guard(&shared, || {
+                    let id = u16::from_be_bytes([buf[0], buf[1]]);
+                    let slot = pending.lock().unwrap_or_else(|e| e.into_inner()).slots[id as usize].take();
+                    let Some(slot) = slot else { return };
+                    buf[..2].copy_from_slice(&slot.orig_id.to_be_bytes());
+                    let latency = slot.t0.elapsed().as_micros() as u64;
+                    match finish(&shared, &slot.fwd, &buf[..n], latency) {
+                        None => {
+                            let _ = sock.send_to(&buf[..n], slot.client);
+                        }
+                        Some(r) if !r.is_empty() => {
+                            let _ = sock.send_to(&r, slot.client);
+                        }
+                        Some(_) => {}
+                    }
+                });
+            }
+        })?);
+    }
+
+    {
+        // Forget queries dnsmasq never answered; the client retries by itself.
+        let (shared, pending) = (shared.clone(), pending);
+        threads.push(thread::Builder::new().name("udp-sweep".into()).spawn(move || loop {
+            thread::sleep(Duration::from_secs(1));
+            let expired: Vec<Slot> = {
+                let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
+                p.slots.iter_mut().filter(|s| matches!(s, Some(x) if x.t0.elapsed() > UPSTREAM_TIMEOUT))
+                    .filter_map(|s| s.take()).collect()
+            };
+            for slot in expired {
+                shared.stats.timeouts.fetch_add(1, Ordering::Relaxed);
+                shared.query_event(&slot.fwd.mac, slot.fwd.qtype, "timeout", UPSTREAM_TIMEOUT.as_micros() as u64, &slot.fwd.name);
+            }
+        })?);
+    }
+    Ok(threads)
+}
+
+// ---------------------------------------------------------------------------- TCP
+
+pub fn serve_tcp(shared: Arc<Shared>, listen: SocketAddr, upstream: SocketAddr) -> std::io::Result<thread::JoinHandle<()>> {
+    let listener = TcpListener::bind(listen)?;
+    let active = Arc::new(AtomicUsize::new(0));
+    thread::Builder::new().name("tcp-accept".into()).spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { continue };
+            if active.fetch_add(1, Ordering::SeqCst) >= MAX_TCP_CLIENTS {
+                active.fetch_sub(1, Ordering::SeqCst);
+                continue; // dropping `conn` closes it
+            }
+            let (shared, active) = (shared.clone(), active.clone());
+            let spawned = thread::Builder::new().name("tcp-client".into()).spawn(move || {
+                guard(&shared, || tcp_client(&shared, conn, upstream));
+                active.fetch_sub(1, Ordering::SeqCst);
+            });
+            if spawned.is_err() {
+                // could not start a thread: the closure (and the connection) is gone
+            }
+        }
+    })
+}
+
+fn read_frame(stream: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut len = [0u8; 2];
+    stream.read_exact(&mut len).ok()?;
+    let len = u16::from_be_bytes(len) as usize;
+    if len == 0 {
+        return None;
+    }
+    let mut msg = vec![0u8; len];
+    stream.read_exact(&mut msg).ok()?;
+    Some(msg)
+}
+
+fn write_frame(stream: &mut TcpStream, msg: &[u8]) -> bool {
+    let mut out = Vec::with_capacity(msg.len() + 2);
+    out.extend_from_slice(&(msg.len() as u16).to_be_bytes());
+    out.extend_from_slice(msg);
+    stream.write_all(&out).is_ok()
+}
+
+fn tcp_client(shared: &Shared, mut conn: TcpStream, upstream: SocketAddr) {
+    let Ok(peer) = conn.peer_addr() else { return };
+    let _ = conn.set_read_timeout(Some(TCP_IDLE));
+    let _ = conn.set_write_timeout(Some(TCP_IDLE));
+    let mut up: Option<TcpStream> = None;
+    while let Some(msg) = read_frame(&mut conn) {
+        shared.stats.tcp_queries.fetch_add(1, Ordering::Relaxed);
+        match handle(shared, peer.ip(), &msg) {
+            Outcome::Reply(r) => {
+                if !write_frame(&mut conn, &r) {
+                    return;
+                }
+            }
+            Outcome::Drop => {}
+            Outcome::Forward(fwd) => {
+                let t0 = Instant::now();
+                shared.stats.forwarded.fetch_add(1, Ordering::Relaxed);
+                let answer = tcp_upstream(&mut up, upstream, &msg);
+                let reply = match answer {
+                    Some(ans) => match finish(shared, &fwd, &ans, t0.elapsed().as_micros() as u64) {
+                        None => ans,
+                        Some(r) => r,
+                    },
+                    None => {
+                        up = None;
+                        shared.stats.timeouts.fetch_add(1, Ordering::Relaxed);
+                        shared.query_event(&fwd.mac, fwd.qtype, "timeout", t0.elapsed().as_micros() as u64, &fwd.name);
+                        match wire::parse_query(&msg) {
+                            Ok(q) => wire::reply(&msg, &q, wire::RCODE_SERVFAIL),
+                            Err(_) => Vec::new(),
+                        }
+                    }
+                };
+                if !reply.is_empty() && !write_frame(&mut conn, &reply) {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn tcp_upstream(up: &mut Option<TcpStream>, upstream: SocketAddr, msg: &[u8]) -> Option<Vec<u8>> {
+    for _attempt in 0..2 {
+        if up.is_none() {
+            let s = TcpStream::connect_timeout(&upstream, Duration::from_secs(2)).ok()?;
+            let _ = s.set_read_timeout(Some(UPSTREAM_TIMEOUT));
+            let _ = s.set_nodelay(true);
+            *up = Some(s);
+        }
+        let s = up.as_mut().unwrap();
+        if write_frame(s, msg) {
+            if let Some(ans) = read_frame(s) {
+                return Some(ans);
+            }
+        }
+        *up = None; // dnsmasq closed an idle connection: reconnect once
+    }
+    None
+}
