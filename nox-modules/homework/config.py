@@ -45,10 +45,14 @@ class Config:
     per_host_flow_limit: int = 1000
     dns_blocked_answer: str = "nxdomain"
     dns_upstream: str = "127.0.0.1:5353"
+    dns_listen: str = "169.254.53.53:5300"       # homework-dnsd; nftables steers port 53 here
+    dns_control: str = "/run/homework/dnsd.sock"  # homework-dnsd control socket
+    dns_intercept: bool = True                     # install the nftables redirect
     api_listen: str = "127.0.0.1"
     api_port: int = 8080
     hostapd_ctrl: str = ""
     hostapd_deny_file: str = ""
+    hostapd_port: str = ""                         # bridge port of hostapd's interface; "" = LOCAL
     extra: dict = field(default_factory=dict)
 
     @property
@@ -140,9 +144,9 @@ def parse(data: dict) -> Config:
         "state": {"dir"},
         "hwdb": {"host", "port", "enabled"},
         "routing": {"flow_idle_timeout", "flow_stats_interval", "per_host_flow_limit"},
-        "dns": {"blocked_answer", "upstream"},
+        "dns": {"blocked_answer", "upstream", "listen", "control", "intercept"},
         "api": {"listen", "port"},
-        "eapol": {"hostapd_ctrl", "hostapd_deny_file"},
+        "eapol": {"hostapd_ctrl", "hostapd_deny_file", "hostapd_port"},
     }
     for section, keys in known_keys.items():
         for key in data.get(section, {}):
@@ -170,10 +174,14 @@ def parse(data: dict) -> Config:
         per_host_flow_limit=_positive("routing.per_host_flow_limit", _get(data, "routing.per_host_flow_limit", int, 1000), 10, 10**7),
         dns_blocked_answer=blocked,
         dns_upstream=_host_port("dns.upstream", _get(data, "dns.upstream", str, "127.0.0.1:5353")),
+        dns_listen=_host_port("dns.listen", _get(data, "dns.listen", str, "169.254.53.53:5300")),
+        dns_control=_get(data, "dns.control", str, "/run/homework/dnsd.sock"),
+        dns_intercept=_get(data, "dns.intercept", bool, True),
         api_listen=_get(data, "api.listen", str, "127.0.0.1"),
         api_port=_positive("api.port", _get(data, "api.port", int, 8080), 1, 65535),
         hostapd_ctrl=_get(data, "eapol.hostapd_ctrl", str, ""),
         hostapd_deny_file=_get(data, "eapol.hostapd_deny_file", str, ""),
+        hostapd_port=_ifname("eapol.hostapd_port", _get(data, "eapol.hostapd_port", str, "")) if _get(data, "eapol.hostapd_port", str, "") else "",
         extra={k: v for k, v in data.items()},
     )
 

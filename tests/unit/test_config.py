@@ -28,6 +28,9 @@ def test_repo_config_is_valid():
     ({"controller": {"listen": "localhost-ish"}}, "controller.listen"),
     ({"dhcp": {"lease": 5}}, "dhcp.lease"),
     ({"bogus": {}}, "bogus"),
+    ({"dns": {"listen": "localhost:53"}}, "dns.listen"),
+    ({"dns": {"intercept": "yes"}}, "dns.intercept"),
+    ({"eapol": {"hostapd_port": "not a port name!"}}, "eapol.hostapd_port"),
 ])
 def test_bad_values_name_the_key(data, key):
     with pytest.raises(ConfigError) as exc:
