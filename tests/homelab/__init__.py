@@ -657,7 +657,9 @@ class Home:
     # -- the controller --------------------------------------------------------------------
     def controller_env(self) -> dict:
         env = dict(os.environ)
-        paths = [str(REPO / "nox-modules"), str(REPO / "hwdb" / "python")]
+        # HOMELAB_NOX_MODULES: run a controller from elsewhere (e.g. a snapshot of HEAD).
+        nox = os.environ.get("HOMELAB_NOX_MODULES") or str(REPO / "nox-modules")
+        paths = [nox, str(REPO / "hwdb" / "python")]
         if env.get("PYTHONPATH"):
             paths.append(env["PYTHONPATH"])
         env["PYTHONPATH"] = os.pathsep.join(paths)

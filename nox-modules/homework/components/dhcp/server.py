@@ -257,6 +257,10 @@ class DhcpServer(Component):
             options.append((m.OPT_HOSTNAME, hostname.encode()))
         payload = m.build(msg_type=msg_type, request=msg, yiaddr=yiaddr or block.device,
                           server_id=block.router, options=options)
+        if msg.giaddr != "0.0.0.0":
+            # RFC 2131 4.1: relayed request: answer the relay agent on the server port.
+            return self._packet_out(payload, block.router, msg.giaddr, BROADCAST_MAC, in_port,
+                                    dport=SERVER_PORT)
         if msg.ciaddr != "0.0.0.0":
             dst_ip, dst_mac = msg.ciaddr, msg.chaddr
         elif msg.broadcast:
@@ -265,9 +269,10 @@ class DhcpServer(Component):
             dst_ip, dst_mac = block.device, msg.chaddr
         return self._packet_out(payload, block.router, dst_ip, dst_mac, in_port)
 
-    def _packet_out(self, payload: bytes, src_ip: str, dst_ip: str, dst_mac: bytes, port: int) -> PacketOut:
+    def _packet_out(self, payload: bytes, src_ip: str, dst_ip: str, dst_mac: bytes, port: int,
+                    dport: int = CLIENT_PORT) -> PacketOut:
         src_mac = bytes.fromhex((self.ctx.host.local_mac() or "02:00:00:00:00:01").replace(":", ""))
-        udp = build_udp(ip_bytes(src_ip), ip_bytes(dst_ip), SERVER_PORT, CLIENT_PORT, payload)
+        udp = build_udp(ip_bytes(src_ip), ip_bytes(dst_ip), SERVER_PORT, dport, payload)
         frame = build_ethernet(dst_mac, src_mac, ETH_IP, build_ipv4(ip_bytes(src_ip), ip_bytes(dst_ip), PROTO_UDP, udp))
         return PacketOut(data=frame, actions=(Output(port),))
 
