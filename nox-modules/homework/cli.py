@@ -58,6 +58,19 @@ SIMPLE = {
 }
 
 
+def _new_password(generate: bool) -> str:
+    if generate:
+        import secrets
+        return secrets.token_urlsafe(12)
+    if sys.stdin.isatty():
+        import getpass
+        first = getpass.getpass("new Guest Board admin password: ")
+        if getpass.getpass("again: ") != first:
+            raise RuntimeError("the two passwords differ")
+        return first
+    return sys.stdin.readline().rstrip("\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="homework", description="Homework router admin CLI")
     parser.add_argument("--socket", default=DEFAULT_SOCKET, help="controller control socket")
@@ -72,6 +85,16 @@ def main(argv: list[str] | None = None) -> int:
     meta.add_argument("--name")
     meta.add_argument("--owner")
     meta.add_argument("--type")
+    # API tokens and the Guest Board password (api component)
+    tok = sub.add_parser("token", help="API tokens for scripts: create, list, revoke")
+    toksub = tok.add_subparsers(dest="token_cmd", required=True)
+    tok_create = toksub.add_parser("create", help="create a token; its secret is shown only now")
+    tok_create.add_argument("name")
+    tok_create.add_argument("--role", choices=("admin", "read-only"), default="read-only")
+    toksub.add_parser("list")
+    toksub.add_parser("revoke").add_argument("id")
+    passwd = sub.add_parser("passwd", help="set the Guest Board admin password (ends every session)")
+    passwd.add_argument("--generate", action="store_true", help="make up a password and print it")
     raw = sub.add_parser("call", help="call any controller command with key=value arguments")
     raw.add_argument("command")
     raw.add_argument("args", nargs="*")
@@ -81,6 +104,19 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "name":
             result = call(args.socket, "set-meta", mac=args.mac, name=args.name, owner=args.owner, type=args.type)
             printer = None
+        elif args.cmd == "token":
+            printer = None
+            if args.token_cmd == "create":
+                result = call(args.socket, "token-create", name=args.name, role=args.role)
+            elif args.token_cmd == "list":
+                result = call(args.socket, "token-list")
+            else:
+                result = call(args.socket, "token-revoke", id=args.id)
+        elif args.cmd == "passwd":
+            password = _new_password(args.generate)
+            result, printer = call(args.socket, "set-password", password=password), None
+            if args.generate:
+                result["password"] = password
         elif args.cmd == "call":
             kv = dict(a.split("=", 1) for a in args.args if "=" in a)
             result, printer = call(args.socket, args.command, **kv), None

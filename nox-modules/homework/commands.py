@@ -28,7 +28,7 @@ class Commands:
     def names(self) -> list[str]:
         return sorted(self._table)
 
-    def call(self, name: str, **kwargs):
+    def call(self, name: str, /, **kwargs):  # positional-only: commands may take a `name` argument
         fn = self._table.get(name)
         if fn is None:
             raise CommandError(f"unknown command {name!r}", 404)

@@ -50,6 +50,9 @@ class Config:
     dns_intercept: bool = True                     # install the nftables redirect
     api_listen: str = "127.0.0.1"
     api_port: int = 8080
+    api_admin_password_file: str = ""     # first start: the admin password is read from here
+    api_session_lifetime: int = 43200     # seconds a Guest Board login lasts
+    linksim_interval: int = 2             # seconds between simulated link reports
     hostapd_ctrl: str = ""
     hostapd_deny_file: str = ""
     hostapd_port: str = ""                         # bridge port of hostapd's interface; "" = LOCAL
@@ -101,7 +104,7 @@ def _host_port(key: str, value: str) -> str:
 def parse(data: dict) -> Config:
     """Build a Config from a parsed TOML document, checking every value."""
     known_sections = {"lan", "wan", "dhcp", "controller", "state", "hwdb", "routing", "dns",
-                      "api", "eapol"}
+                      "api", "eapol", "linksim"}
     for section in data:
         if section not in known_sections:
             raise ConfigError(section, f"unknown section (known: {', '.join(sorted(known_sections))})")
@@ -132,6 +135,12 @@ def parse(data: dict) -> Config:
     except ValueError:
         raise ConfigError("controller.listen", f"not an IP address: {of_listen!r}") from None
 
+    api_listen = _get(data, "api.listen", str, "127.0.0.1")
+    try:
+        ipaddress.ip_address(api_listen)
+    except ValueError:
+        raise ConfigError("api.listen", f"not an IP address: {api_listen!r}") from None
+
     blocked = _get(data, "dns.blocked_answer", str, "nxdomain")
     if blocked not in ("nxdomain", "drop"):
         raise ConfigError("dns.blocked_answer", f"must be 'nxdomain' or 'drop', got {blocked!r}")
@@ -145,7 +154,8 @@ def parse(data: dict) -> Config:
         "hwdb": {"host", "port", "enabled"},
         "routing": {"flow_idle_timeout", "flow_stats_interval", "per_host_flow_limit"},
         "dns": {"blocked_answer", "upstream", "listen", "control", "intercept"},
-        "api": {"listen", "port"},
+        "api": {"listen", "port", "admin_password_file", "session_lifetime"},
+        "linksim": {"interval"},
         "eapol": {"hostapd_ctrl", "hostapd_deny_file", "hostapd_port"},
     }
     for section, keys in known_keys.items():
@@ -177,8 +187,12 @@ def parse(data: dict) -> Config:
         dns_listen=_host_port("dns.listen", _get(data, "dns.listen", str, "169.254.53.53:5300")),
         dns_control=_get(data, "dns.control", str, "/run/homework/dnsd.sock"),
         dns_intercept=_get(data, "dns.intercept", bool, True),
-        api_listen=_get(data, "api.listen", str, "127.0.0.1"),
+        api_listen=api_listen,
         api_port=_positive("api.port", _get(data, "api.port", int, 8080), 1, 65535),
+        api_admin_password_file=_get(data, "api.admin_password_file", str, ""),
+        api_session_lifetime=_positive("api.session_lifetime", _get(data, "api.session_lifetime", int, 43200),
+                                       60, 30 * 86400),
+        linksim_interval=_positive("linksim.interval", _get(data, "linksim.interval", int, 2), 1, 3600),
         hostapd_ctrl=_get(data, "eapol.hostapd_ctrl", str, ""),
         hostapd_deny_file=_get(data, "eapol.hostapd_deny_file", str, ""),
         hostapd_port=_ifname("eapol.hostapd_port", _get(data, "eapol.hostapd_port", str, "")) if _get(data, "eapol.hostapd_port", str, "") else "",

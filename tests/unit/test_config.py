@@ -54,3 +54,24 @@ def test_controller_exits_with_message_on_bad_config(tmp_path):
     bad.write_text('[dhcp]\npermitted_lease = "long"\n')
     res = subprocess.run([sys.executable, "-m", "homework", "--config", str(bad)], capture_output=True, text=True)
     assert res.returncode == 2 and "dhcp.permitted_lease" in res.stderr
+
+
+def test_api_and_linksim_keys():
+    c = parse({"api": {"listen": "127.0.0.1", "port": 8081, "admin_password_file": "/etc/homework/pw",
+                       "session_lifetime": 3600}, "linksim": {"interval": 5}})
+    assert (c.api_port, c.api_admin_password_file, c.api_session_lifetime, c.linksim_interval) == \
+        (8081, "/etc/homework/pw", 3600, 5)
+    assert parse({}).api_session_lifetime == 43200 and parse({}).linksim_interval == 2
+
+
+@pytest.mark.parametrize("data,key", [
+    ({"api": {"listen": "anywhere"}}, "api.listen"),
+    ({"api": {"session_lifetime": 5}}, "api.session_lifetime"),
+    ({"api": {"admin_password_file": 3}}, "api.admin_password_file"),
+    ({"api": {"password": "x"}}, "api.password"),
+    ({"linksim": {"interval": 0}}, "linksim.interval"),
+])
+def test_bad_api_values_name_the_key(data, key):
+    with pytest.raises(ConfigError) as exc:
+        parse(data)
+    assert exc.value.key == key

@@ -1,0 +1,1 @@
+from .component import ApiComponent as COMPONENT  # noqa: F401

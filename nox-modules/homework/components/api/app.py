@@ -1,0 +1,407 @@
+"""The ws.v1 web service (seed Table 4.1) as a WSGI application (WebOb for requests and
+responses). Every method calls the controller's command table, the same calls the CLI
+makes over the control socket; responses are what `homework --json ...` prints.
+
+Access, checked in this order for every request:
+1. the caller's address: a LAN device that is not permitted gets 403 for everything
+   (the routing layer should already keep it away from the router's HTTPS port);
+2. credentials: `Authorization: Bearer <token>` or the Guest Board's session cookie;
+   none -> 401;
+3. role: `read-only` may only use GET methods; everything else needs `admin` -> 403;
+4. a session-authenticated POST must carry the session's CSRF token in X-CSRF-Token -> 403;
+5. a device may not change its own access (permit/deny/blacklist/whitelist/DNS rules) -> 403.
+"""
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from webob import Request, Response
+
+from ...commands import CommandError
+from ...macaddr import BadMac, normalize
+from .auth import Principal
+
+log = logging.getLogger("homework.api")
+
+PREFIX = "/ws.v1"
+COOKIE = "hw_session"
+MAX_BODY = 16 * 1024
+MAX_HWDB_QUERY = 4000
+OPENAPI = Path(__file__).with_name("openapi.json")
+DOMAIN = re.compile(r"^(?=.{1,253}$)(\*\.)?([A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)"
+                    r"(\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$")
+SELECT = re.compile(r"^\s*select\s", re.IGNORECASE)
+DNS_COMMANDS = {"permit-dns", "deny-dns", "remove-dns-rule", "dns-rules"}
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str, headers: dict | None = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = headers or {}
+
+
+@dataclass
+class Route:
+    method: str
+    pattern: re.Pattern
+    handler: Callable
+    access: str        # public | read | admin
+
+
+@dataclass
+class Call:
+    """One request, after the access checks."""
+    req: Request
+    principal: Principal | None
+    client: str                 # the caller's address (behind lighttpd: X-Forwarded-For)
+    client_mac: str | None      # the LAN device making the call, if it is one
+
+
+class ApiApp:
+    def __init__(self, ctx, auth, limiter, board, stream, *, hwdb_client_factory=None,
+                 trusted_proxies=("127.0.0.1", "::1")):
+        self.ctx = ctx
+        self.auth = auth
+        self.limiter = limiter
+        self.board = board
+        self.stream = stream
+        self.hwdb_client_factory = hwdb_client_factory
+        self.trusted_proxies = set(trusted_proxies)
+        self.routes: list[Route] = []
+        mac = r"(?P<mac>[^/]+)"
+        dom = r"(?P<domain>[^/]+)"
+        add = self._add
+        add("GET", "/openapi.json", self.openapi, "public")
+        add("POST", "/login", self.login, "public")
+        add("POST", "/logout", self.logout, "read")
+        add("GET", "/session", self.session, "read")
+        for name in ("permit", "deny", "whitelist", "blacklist"):
+            add("POST", f"/{name}/{mac}/?", self._decision(name), "admin")
+        add("GET", "/status/?", self.status, "read")
+        add("GET", f"/status/{mac}/?", self.status, "read")
+        add("GET", "/dhcp-status/?", self.simple("dhcp-status"), "read")
+        add("GET", "/blacklist-status/?", self.simple("blacklist-status"), "read")
+        add("POST", f"/permit-dns/{mac}/{dom}/?", self._dns("permit-dns"), "admin")
+        add("POST", f"/deny-dns/{mac}/{dom}/?", self._dns("deny-dns"), "admin")
+        add("POST", f"/remove-dns-rule/{mac}/{dom}/?", self._dns("remove-dns-rule"), "admin")
+        add("GET", f"/dns-rules/{mac}/?", self.dns_rules, "read")
+        add("POST", f"/meta/{mac}/?", self.meta, "admin")
+        add("GET", "/devices/?", self.devices, "read")
+        add("GET", f"/devices/{mac}/?", self.device, "read")
+        add("GET", "/hwdb/?", self.hwdb, "read")
+        add("GET", "/events/?", self.events, "read")
+        add("GET", "/tokens/?", self.tokens, "admin")
+        add("POST", "/tokens/?", self.create_token, "admin")
+        add("POST", r"/tokens/(?P<token_id>[^/]+)/revoke/?", self.revoke_token, "admin")
+
+    def _add(self, method: str, path: str, handler: Callable, access: str) -> None:
+        self.routes.append(Route(method, re.compile(f"^{re.escape(PREFIX)}{path}$"), handler, access))
+
+    # -- WSGI --------------------------------------------------------------------------------
+    def __call__(self, environ, start_response):
+        req = Request(environ)
+        try:
+            resp = self.handle(req)
+        except ApiError as exc:
+            resp = error(exc.status, exc.message)
+            resp.headers.update(exc.headers)
+        except Exception:
+            log.exception("API %s %s failed", req.method, req.path_info)
+            resp = error(500, "internal error (see the controller log)")
+        resp.headers.setdefault("Cache-Control", "no-store")
+        resp.headers["X-Content-Type-Options"] = "nosniff"
+        return resp(environ, start_response)
+
+    def handle(self, req: Request) -> Response:
+        route, params = self._match(req)
+        client = self.client_address(req)
+        client_mac = self.device_gate(client)
+        principal = self.authenticate(req)
+        if route.access != "public":
+            if principal is None:
+                raise ApiError(401, "credentials required: log in on the Guest Board or send "
+                                    "'Authorization: Bearer <token>'",
+                               {"WWW-Authenticate": 'Bearer realm="homework"'})
+            if route.access == "admin" and not principal.is_admin:
+                raise ApiError(403, f"this needs the admin role; these credentials are {principal.role}")
+            if req.method == "POST" and principal.kind == "session":
+                sent = req.headers.get("X-CSRF-Token", "")
+                if not hmac.compare_digest(sent.encode(), principal.csrf.encode()):
+                    raise ApiError(403, "missing or wrong X-CSRF-Token for this session")
+        if req.content_length and req.content_length > MAX_BODY:
+            raise ApiError(413, f"request body larger than {MAX_BODY} bytes")
+        return route.handler(Call(req, principal, client, client_mac), **params)
+
+    def _match(self, req: Request) -> tuple[Route, dict]:
+        path = req.path_info
+        allowed = []
+        for route in self.routes:
+            m = route.pattern.match(path)
+            if m:
+                if route.method == req.method or (req.method == "HEAD" and route.method == "GET"):
+                    return route, m.groupdict()
+                allowed.append(route.method)
+        if allowed:
+            raise ApiError(405, f"{req.method} is not allowed here (use {', '.join(sorted(set(allowed)))})",
+                           {"Allow": ", ".join(sorted(set(allowed)))})
+        raise ApiError(404, f"no such API method: {path} (see {PREFIX}/openapi.json)")
+
+    # -- access ------------------------------------------------------------------------------
+    def client_address(self, req: Request) -> str:
+        peer = req.remote_addr or ""
+        forwarded = req.headers.get("X-Forwarded-For", "")
+        if peer in self.trusted_proxies and forwarded:
+            # lighttpd appends the address it accepted the connection from: the last one.
+            return forwarded.split(",")[-1].strip()
+        return peer
+
+    def device_gate(self, client: str) -> str | None:
+        """If the caller is a LAN device, return its MAC; refuse devices not permitted."""
+        try:
+            address = ipaddress.ip_address(client)
+        except ValueError:
+            return None
+        if address.version != 4 or address not in self.ctx.config.pool:
+            return None
+        dhcp = self.ctx.component("dhcp")
+        block = dhcp.alloc.block_of_address(client) if dhcp else None
+        if block is not None and client == block.router:
+            return None  # the router itself
+        mac = dhcp.mac_for_ip(client) if dhcp else None
+        device = self.ctx.state.get_device(mac) if mac else None
+        if device is None or device.state != "permitted":
+            raise ApiError(403, "this device is not permitted on the network: ask to be let in on the Guest Board")
+        return mac
+
+    def authenticate(self, req: Request) -> Principal | None:
+        header = req.headers.get("Authorization", "")
+        if header:
+            scheme, _, value = header.partition(" ")
+            principal = self.auth.token(value.strip()) if scheme.lower() == "bearer" else None
+            if principal is None:
+                raise ApiError(401, "invalid, revoked or malformed API token",
+                               {"WWW-Authenticate": 'Bearer realm="homework", error="invalid_token"'})
+            return principal
+        sid = req.cookies.get(COOKIE)
+        return self.auth.session(sid) if sid else None
+
+    def _is_https(self, req: Request) -> bool:
+        if req.remote_addr in self.trusted_proxies:
+            proto = req.headers.get("X-Forwarded-Proto", "")
+            if proto:
+                return proto.lower() == "https"
+        return req.scheme == "https"
+
+    # -- helpers -----------------------------------------------------------------------------
+    def command(self, name: str, /, **kwargs):
+        try:
+            return self.ctx.commands.call(name, **kwargs)
+        except CommandError as exc:
+            raise ApiError(exc.status, str(exc)) from None
+
+    @staticmethod
+    def mac(text: str) -> str:
+        try:
+            return normalize(text)
+        except BadMac as exc:
+            raise ApiError(400, str(exc)) from None
+
+    def known_mac(self, text: str) -> str:
+        mac = self.mac(text)
+        if self.ctx.state.get_device(mac) is None:
+            raise ApiError(404, f"no device with MAC {mac} has been seen")
+        return mac
+
+    @staticmethod
+    def not_self(call: Call, mac: str) -> None:
+        if call.client_mac and call.client_mac == mac:
+            raise ApiError(403, "a device cannot change its own access; ask from another device")
+
+    @staticmethod
+    def body(call: Call) -> dict:
+        raw = call.req.body
+        if not raw:
+            return {}
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            raise ApiError(400, f"request body is not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise ApiError(400, "request body must be a JSON object")
+        return data
+
+    # -- handlers: public and sessions ---------------------------------------------------------
+    def openapi(self, call: Call) -> Response:
+        return Response(body=OPENAPI.read_bytes(), content_type="application/json", charset=None)
+
+    def login(self, call: Call) -> Response:
+        wait = self.limiter.retry_after(call.client)
+        if wait:
+            raise ApiError(429, f"too many failed logins from {call.client}; try again in {int(wait) + 1} s",
+                           {"Retry-After": str(int(wait) + 1)})
+        password = self.body(call).get("password")
+        if not isinstance(password, str) or not password:
+            raise ApiError(400, "send {\"password\": \"...\"}")
+        if not self.auth.check_password(password):
+            self.limiter.failed(call.client)
+            log.warning("failed Guest Board login from %s", call.client)
+            raise ApiError(401, "wrong password")
+        self.limiter.succeeded(call.client)
+        sid, csrf = self.auth.create_session(call.client)
+        resp = json_response({"role": "admin", "csrf": csrf, "expires_in": self.auth.session_lifetime})
+        resp.set_cookie(COOKIE, sid, max_age=self.auth.session_lifetime, path=f"{PREFIX}/", httponly=True,
+                        samesite="strict", secure=self._is_https(call.req))
+        log.info("Guest Board login from %s", call.client)
+        return resp
+
+    def logout(self, call: Call) -> Response:
+        if call.principal.kind == "session":
+            self.auth.end_session(call.principal)
+        resp = json_response({"logged_out": True})
+        resp.delete_cookie(COOKIE, path=f"{PREFIX}/")
+        return resp
+
+    def session(self, call: Call) -> Response:
+        p = call.principal
+        out = {"kind": p.kind, "role": p.role}
+        if p.kind == "session":
+            out["csrf"] = p.csrf
+        return json_response(out)
+
+    # -- handlers: seed Table 4.1 ------------------------------------------------------------
+    def _decision(self, name: str):
+        def handler(call: Call, mac: str) -> Response:
+            mac = self.mac(mac)
+            self.not_self(call, mac)
+            return json_response(self.command(name, mac=mac))
+        handler.__name__ = name
+        return handler
+
+    def status(self, call: Call, mac: str | None = None) -> Response:
+        if mac is None:
+            return json_response(self.command("status"))
+        return json_response(self.command("status", mac=self.mac(mac)))
+
+    def simple(self, name: str):
+        def handler(call: Call) -> Response:
+            return json_response(self.command(name))
+        handler.__name__ = name
+        return handler
+
+    def _need_dns(self, name: str) -> None:
+        if name not in self.ctx.commands.names():
+            raise ApiError(503, f"DNS rules are not available: the dns component is not loaded "
+                                f"(add \"dns\" to [controller] components)")
+
+    def _dns(self, name: str):
+        def handler(call: Call, mac: str, domain: str) -> Response:
+            self._need_dns(name)
+            mac = self.known_mac(mac)
+            if not DOMAIN.match(domain):
+                raise ApiError(400, f"not a domain name: {domain!r}")
+            self.not_self(call, mac)
+            return json_response(self.command(name, mac=mac, domain=domain.lower().rstrip(".")))
+        handler.__name__ = name
+        return handler
+
+    def dns_rules(self, call: Call, mac: str) -> Response:
+        self._need_dns("dns-rules")
+        return json_response(self.command("dns-rules", mac=self.known_mac(mac)))
+
+    def meta(self, call: Call, mac: str) -> Response:
+        mac = self.mac(mac)
+        data = self.body(call)
+        unknown = set(data) - {"name", "owner", "type"}
+        if unknown:
+            raise ApiError(400, f"unknown field(s) {', '.join(sorted(unknown))} (allowed: name, owner, type)")
+        for key, value in data.items():
+            if value is not None and not isinstance(value, str):
+                raise ApiError(400, f"{key} must be a string")
+        return json_response(self.command("set-meta", mac=mac, **data))
+
+    # -- handlers: the Guest Board ---------------------------------------------------------------
+    def devices(self, call: Call) -> Response:
+        return json_response(self.board.all_views())
+
+    def device(self, call: Call, mac: str) -> Response:
+        mac = self.mac(mac)
+        device = self.ctx.state.get_device(mac)
+        if device is None:
+            raise ApiError(404, f"no device with MAC {mac} has been seen")
+        view = self.board.view(device)
+        view["alerts"] = self.board.alerts(mac)
+        view["dns_rules"] = (self.command("dns-rules", mac=mac)
+                             if "dns-rules" in self.ctx.commands.names() else None)
+        return json_response(view)
+
+    def events(self, call: Call) -> Response:
+        from .stream import format_event
+        principal = call.principal
+        snapshot = format_event("snapshot", {"devices": self.board.all_views()})
+        body = self.stream.open([snapshot], lambda: self.auth.still_valid(principal))
+        # eventlet's WSGI server would otherwise buffer small writes.
+        call.req.environ["eventlet.minimum_write_chunk_size"] = 0
+        resp = Response(app_iter=body, content_type="text/event-stream", charset=None)
+        resp.headers["Cache-Control"] = "no-cache"
+        resp.headers["X-Accel-Buffering"] = "no"
+        return resp
+
+    def hwdb(self, call: Call) -> Response:
+        query = call.req.GET.get("query", "")
+        if not query:
+            raise ApiError(400, "send the query in ?query=SELECT ...")
+        if len(query) > MAX_HWDB_QUERY:
+            raise ApiError(400, f"query longer than {MAX_HWDB_QUERY} characters")
+        text = query.strip().rstrip(";").strip()
+        if not SELECT.match(text + " ") or ";" in text:
+            raise ApiError(400, "only one read-only SELECT query is allowed")
+        if not self.ctx.config.hwdb_enabled or self.hwdb_client_factory is None:
+            raise ApiError(503, "hwdb is not enabled on this router ([hwdb] enabled = false)")
+        try:
+            client = self.hwdb_client_factory()
+        except Exception as exc:  # the client package missing or broken
+            raise ApiError(503, f"hwdb client unavailable: {exc}") from None
+        try:
+            result = client.query(text)
+        except Exception as exc:
+            timeout = type(exc).__name__ == "HwdbTimeout"
+            raise ApiError(504 if timeout else 400, f"hwdb: {getattr(exc, 'message', exc)}") from None
+        return json_response({"columns": list(result.columns), "types": list(result.types),
+                              "rows": list(result.rows)})
+
+    # -- handlers: tokens ---------------------------------------------------------------------
+    def tokens(self, call: Call) -> Response:
+        return json_response(self.command("token-list"))
+
+    def create_token(self, call: Call) -> Response:
+        data = self.body(call)
+        unknown = set(data) - {"name", "role"}
+        if unknown:
+            raise ApiError(400, f"unknown field(s) {', '.join(sorted(unknown))} (allowed: name, role)")
+        if not isinstance(data.get("name"), str):
+            raise ApiError(400, "send {\"name\": \"...\", \"role\": \"admin\" | \"read-only\"}")
+        resp = json_response(self.command("token-create", name=data["name"],
+                                          role=data.get("role", "read-only")))
+        resp.status = 201
+        return resp
+
+    def revoke_token(self, call: Call, token_id: str) -> Response:
+        return json_response(self.command("token-revoke", id=token_id))
+
+
+def json_response(data, status: int = 200) -> Response:
+    body = json.dumps(data, default=str).encode()
+    return Response(body=body, status=status, content_type="application/json", charset=None)
+
+
+def error(status: int, message: str) -> Response:
+    return json_response({"error": message, "status": status}, status)

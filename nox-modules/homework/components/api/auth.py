@@ -1,0 +1,215 @@
+"""Who may call the ws.v1 API: the admin password, Guest Board sessions and API tokens.
+
+Everything is kept in the controller's SQLite state, and only as hashes: the password
+with scrypt (slow on purpose, it is guessable), session ids and tokens with SHA-256
+(they are 256-bit random strings, so a fast hash is enough and keeps every request cheap).
+
+Roles: `admin` may do everything; `read-only` may only read (GET). A Guest Board login
+is an admin session.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import logging
+import secrets
+from dataclasses import dataclass
+
+log = logging.getLogger("homework.api.auth")
+
+ROLES = ("admin", "read-only")
+TOKEN_PREFIX = "hwk_"
+# scrypt cost: ~16 MiB and tens of milliseconds per try; an online guesser is further
+# slowed by the failed-login limiter.
+SCRYPT_N, SCRYPT_R, SCRYPT_P = 2 ** 14, 8, 1
+MIN_PASSWORD = 8
+MAX_PASSWORD = 256
+LAST_USED_EVERY = 60.0   # seconds: refresh a session's last use at most this often (one write)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS api_admin (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    password_hash TEXT NOT NULL,
+    changed REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS api_sessions (
+    id_hash TEXT PRIMARY KEY,          -- sha256 of the cookie value
+    csrf TEXT NOT NULL,                -- sent back in X-CSRF-Token by the Guest Board
+    role TEXT NOT NULL,
+    created REAL NOT NULL,
+    expires REAL NOT NULL,
+    last_used REAL NOT NULL,
+    client TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS api_tokens (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    role TEXT NOT NULL CHECK (role IN ('admin', 'read-only')),
+    token_hash TEXT NOT NULL,
+    created REAL NOT NULL,
+    last_used REAL NOT NULL DEFAULT 0,
+    revoked REAL NOT NULL DEFAULT 0
+);
+"""
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: how they proved it and what they may do."""
+    kind: str            # "session" | "token"
+    role: str
+    ident: str           # token id, or the session's id hash
+    csrf: str = ""       # sessions only
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
+
+
+def hash_password(password: str, salt: bytes | None = None) -> str:
+    salt = salt or secrets.token_bytes(16)
+    digest = hashlib.scrypt(password.encode(), salt=salt, n=SCRYPT_N, r=SCRYPT_R, p=SCRYPT_P, dklen=32)
+    b64 = base64.b64encode
+    return f"scrypt${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${b64(salt).decode()}${b64(digest).decode()}"
+
+
+def verify_password(password: str, stored: str) -> bool:
+    try:
+        scheme, n, r, p, salt, digest = stored.split("$")
+        if scheme != "scrypt":
+            return False
+        want = base64.b64decode(digest)
+        got = hashlib.scrypt(password.encode(), salt=base64.b64decode(salt), n=int(n), r=int(r),
+                             p=int(p), dklen=len(want))
+    except (ValueError, TypeError):
+        return False
+    return hmac.compare_digest(got, want)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def check_new_password(password) -> str:
+    if not isinstance(password, str) or not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
+        raise ValueError(f"password must be text of {MIN_PASSWORD} to {MAX_PASSWORD} characters")
+    return password
+
+
+class Auth:
+    def __init__(self, state, clock, session_lifetime: int = 43200):
+        self.state = state
+        self.now = clock
+        self.session_lifetime = session_lifetime
+        state.ensure_schema(SCHEMA)
+
+    # -- the admin password ----------------------------------------------------------
+    def has_password(self) -> bool:
+        return bool(self.state.execute("SELECT 1 FROM api_admin WHERE id=1"))
+
+    def set_password(self, password: str) -> None:
+        """Replace the admin password; every session ends (tokens stay)."""
+        hashed = hash_password(check_new_password(password))
+        with self.state.transaction() as st:
+            st.db.execute("INSERT INTO api_admin (id, password_hash, changed) VALUES (1, ?, ?) "
+                          "ON CONFLICT(id) DO UPDATE SET password_hash=excluded.password_hash, "
+                          "changed=excluded.changed", (hashed, self.now()))
+            st.db.execute("DELETE FROM api_sessions")
+
+    def ensure_password(self, password_file: str = "") -> str | None:
+        """First start: take the password from `password_file`, or generate one. Returns
+        a generated password (for the caller to show once), else None."""
+        if self.has_password():
+            return None
+        if password_file:
+            try:
+                with open(password_file, encoding="utf-8") as fh:
+                    password = fh.read().strip()
+            except OSError as exc:
+                raise ValueError(f"api.admin_password_file: cannot read {password_file}: {exc}") from None
+            self.set_password(password)
+            return None
+        password = secrets.token_urlsafe(12)
+        self.set_password(password)
+        return password
+
+    def check_password(self, password) -> bool:
+        rows = self.state.execute("SELECT password_hash FROM api_admin WHERE id=1")
+        if not rows or not isinstance(password, str) or len(password) > MAX_PASSWORD:
+            return False
+        return verify_password(password, rows[0]["password_hash"])
+
+    # -- sessions (the Guest Board) ----------------------------------------------------
+    def create_session(self, client: str = "") -> tuple[str, str]:
+        """Returns (cookie value, CSRF token)."""
+        sid, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        now = self.now()
+        self.state.execute("DELETE FROM api_sessions WHERE expires < ?", (now,))
+        self.state.execute("INSERT INTO api_sessions (id_hash, csrf, role, created, expires, last_used, client) "
+                           "VALUES (?,?,?,?,?,?,?)",
+                           (_sha256(sid), csrf, "admin", now, now + self.session_lifetime, now, client))
+        return sid, csrf
+
+    def session(self, sid: str) -> Principal | None:
+        if not sid or len(sid) > 128:
+            return None
+        id_hash = _sha256(sid)
+        rows = self.state.execute("SELECT * FROM api_sessions WHERE id_hash=?", (id_hash,))
+        now = self.now()
+        if not rows or rows[0]["expires"] < now:
+            return None
+        row = rows[0]
+        if now - row["last_used"] > LAST_USED_EVERY:
+            self.state.execute("UPDATE api_sessions SET last_used=? WHERE id_hash=?", (now, id_hash))
+        return Principal("session", row["role"], id_hash, row["csrf"])
+
+    def end_session(self, principal: Principal) -> None:
+        self.state.execute("DELETE FROM api_sessions WHERE id_hash=?", (principal.ident,))
+
+    def still_valid(self, principal: Principal) -> bool:
+        """For long-lived streams: has the session ended or the token been revoked since?"""
+        if principal.kind == "session":
+            rows = self.state.execute("SELECT expires FROM api_sessions WHERE id_hash=?", (principal.ident,))
+            return bool(rows) and rows[0]["expires"] >= self.now()
+        rows = self.state.execute("SELECT revoked FROM api_tokens WHERE id=?", (principal.ident,))
+        return bool(rows) and not rows[0]["revoked"]
+
+    # -- API tokens (scripts) -----------------------------------------------------------
+    def create_token(self, name: str, role: str = "read-only") -> dict:
+        if role not in ROLES:
+            raise ValueError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
+        if not isinstance(name, str) or not 1 <= len(name.strip()) <= 64 or any(ord(c) < 0x20 for c in name):
+            raise ValueError("token name must be 1 to 64 printable characters")
+        token_id = secrets.token_hex(4)
+        secret = f"{TOKEN_PREFIX}{token_id}_{secrets.token_urlsafe(32)}"
+        now = self.now()
+        self.state.execute("INSERT INTO api_tokens (id, name, role, token_hash, created) VALUES (?,?,?,?,?)",
+                           (token_id, name.strip(), role, _sha256(secret), now))
+        log.info("API token %s (%s, %s) created", token_id, name.strip(), role)
+        return {"id": token_id, "name": name.strip(), "role": role, "created": now, "token": secret}
+
+    def tokens(self) -> list[dict]:
+        return [{k: r[k] for k in ("id", "name", "role", "created", "last_used", "revoked")}
+                for r in self.state.execute("SELECT * FROM api_tokens ORDER BY created")]
+
+    def revoke_token(self, token_id: str) -> dict:
+        rows = self.state.execute("SELECT * FROM api_tokens WHERE id=?", (str(token_id),))
+        if not rows:
+            raise LookupError(f"no API token with id {token_id!r}")
+        if not rows[0]["revoked"]:
+            self.state.execute("UPDATE api_tokens SET revoked=? WHERE id=?", (self.now(), str(token_id)))
+            log.info("API token %s revoked", token_id)
+        return [t for t in self.tokens() if t["id"] == str(token_id)][0]
+
+    def token(self, secret: str) -> Principal | None:
+        if not secret.startswith(TOKEN_PREFIX) or len(secret) > 128:
+            return None
+        token_id = secret[len(TOKEN_PREFIX):].split("_", 1)[0]
+        rows = self.state.execute("SELECT * FROM api_tokens WHERE id=?", (token_id,))
+        if not rows or rows[0]["revoked"] or not hmac.compare_digest(rows[0]["token_hash"], _sha256(secret)):
+            return None
+        now = self.now()
+        if now - rows[0]["last_used"] > LAST_USED_EVERY:
+            self.state.execute("UPDATE api_tokens SET last_used=? WHERE id=?", (now, token_id))
+        return Principal("token", rows[0]["role"], token_id)

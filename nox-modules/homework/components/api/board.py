@@ -1,0 +1,174 @@
+"""What the Guest Board shows about each device, computed from the device registry, the
+DHCP leases and the bus events the API listens to (link, bandwidth, alert).
+
+Zones (seed §4.3.3): "outside" (left: in range but not connected, or denied/blacklisted),
+"asking" (centre: pending with a lease or a DHCP exchange under way), "permitted" (right).
+Label name: the user's name, else the DHCP hostname, else the MAC vendor, else the MAC.
+
+`link` events carry counters as `iw station dump` does (cumulative packets, bytes and
+tx retries), so rates come from the difference between two reports. `bandwidth` events
+carry the bytes since the previous report; when a device has them they win over the
+link byte counters (they count what actually crossed the router).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from .oui import default_table, is_private
+
+ASKING_GRACE = 10.0       # seconds a pending device stays "asking" after its last DHCP message
+LINK_ONLY_TTL = 60.0      # a MAC heard only by the radio stays on the board this long
+BANDWIDTH_PREFERRED = 30.0
+MAX_ALERTS = 20
+MAX_LINK_ONLY = 256
+
+
+@dataclass
+class Metrics:
+    rssi: float | None = None
+    packets: int | None = None
+    retries: int | None = None
+    link_bytes: int | None = None
+    link_at: float = 0.0
+    retrans: float = 0.0          # share of packets retried in the last interval
+    bps: float = 0.0              # bytes per second, last interval
+    today: int = 0                # bytes since local midnight
+    day: str = ""
+    traffic_at: float = 0.0
+    bandwidth_at: float = 0.0
+    alerts: deque = field(default_factory=lambda: deque(maxlen=MAX_ALERTS))
+
+    def as_dict(self) -> dict:
+        return {"rssi": self.rssi, "retrans": round(self.retrans, 4), "link_at": self.link_at,
+                "bps": round(self.bps, 1), "today_bytes": self.today}
+
+
+class Board:
+    def __init__(self, ctx, oui=None):
+        self.ctx = ctx
+        self.oui = oui or default_table()
+        self._metrics: dict[str, Metrics] = {}
+        self._lock = threading.Lock()
+
+    def _m(self, mac: str) -> Metrics:
+        m = self._metrics.get(mac)
+        if m is None:
+            if len(self._metrics) >= MAX_LINK_ONLY * 4:
+                self._forget_stale()
+            m = self._metrics[mac] = Metrics()
+        return m
+
+    def _forget_stale(self) -> None:
+        known = {d.mac for d in self.ctx.devices.all()}
+        cutoff = self.ctx.now() - LINK_ONLY_TTL
+        for mac in [k for k, v in self._metrics.items() if k not in known and v.link_at < cutoff]:
+            del self._metrics[mac]
+
+    # -- bus events in ------------------------------------------------------------------
+    def on_link(self, ev: dict) -> Metrics:
+        now = self.ctx.now()
+        with self._lock:
+            m = self._m(ev["mac"])
+            packets, retries, nbytes = (_int(ev.get(k)) for k in ("packets", "retries", "bytes"))
+            if m.packets is not None and packets is not None and retries is not None and m.retries is not None:
+                dp, dr = packets - m.packets, retries - m.retries
+                m.retrans = (dr / dp) if dp > 0 and dr >= 0 else 0.0
+            if nbytes is not None and m.link_bytes is not None and now - m.bandwidth_at > BANDWIDTH_PREFERRED:
+                self._count(m, max(0, nbytes - m.link_bytes), now)
+            m.packets, m.retries, m.link_bytes = packets, retries, nbytes
+            if ev.get("rssi") is not None:
+                m.rssi = float(ev["rssi"])
+            m.link_at = now
+            return m
+
+    def on_bandwidth(self, ev: dict) -> Metrics:
+        now = self.ctx.now()
+        with self._lock:
+            m = self._m(ev["mac"])
+            m.bandwidth_at = now
+            self._count(m, max(0, _int(ev.get("bytes")) or 0), now)
+            return m
+
+    def on_alert(self, ev: dict) -> None:
+        with self._lock:
+            self._m(ev["mac"]).alerts.appendleft({"at": self.ctx.now(), "kind": str(ev.get("kind", "")),
+                                                  "detail": str(ev.get("detail", ""))})
+
+    def _count(self, m: Metrics, nbytes: int, now: float) -> None:
+        day = time.strftime("%Y-%m-%d", time.localtime(now))
+        if day != m.day:
+            m.day, m.today = day, 0
+        m.today += nbytes
+        if m.traffic_at:
+            m.bps = nbytes / max(now - m.traffic_at, 0.001)
+        m.traffic_at = now
+
+    # -- views out ------------------------------------------------------------------------
+    def metrics(self, mac: str) -> dict:
+        with self._lock:
+            m = self._metrics.get(mac)
+            return m.as_dict() if m else Metrics().as_dict()
+
+    def alerts(self, mac: str) -> list[dict]:
+        with self._lock:
+            m = self._metrics.get(mac)
+            return list(m.alerts) if m else []
+
+    def label(self, mac: str, name: str = "", hostname: str = "") -> dict:
+        vendor = self.oui.vendor(mac)
+        if name:
+            text, source = name, "name"
+        elif hostname:
+            text, source = hostname, "hostname"
+        elif vendor:
+            text, source = f"{vendor} device", "vendor"
+        else:
+            text, source = mac, "mac"
+        return {"label": text, "label_source": source, "vendor": vendor, "private": is_private(mac)}
+
+    def view(self, device) -> dict:
+        """The board's view of one registered device (a state.Device)."""
+        dhcp = self.ctx.component("dhcp")
+        lease = dhcp.lease_of(device.mac) if dhcp else None
+        now = self.ctx.now()
+        if device.state == "permitted":
+            zone = "permitted"
+        elif device.state == "pending" and ((lease and lease["active"]) or now - device.last_seen < ASKING_GRACE):
+            zone = "asking"
+        else:
+            zone = "outside"
+        view = device.as_dict()
+        view.update(self.label(device.mac, device.name, device.hostname))
+        view["zone"] = zone
+        view["lease"] = ({k: lease[k] for k in ("ip", "router", "expires", "active")} if lease else None)
+        view["metrics"] = self.metrics(device.mac)
+        return view
+
+    def link_only_views(self, known: set[str]) -> list[dict]:
+        """MACs the radio hears that never asked for an address: 'in range, not connected'."""
+        cutoff = self.ctx.now() - LINK_ONLY_TTL
+        with self._lock:
+            macs = [mac for mac, m in self._metrics.items() if mac not in known and m.link_at >= cutoff]
+        out = []
+        for mac in macs[:MAX_LINK_ONLY]:
+            view = {"mac": mac, "state": "unknown", "hostname": "", "name": "", "owner": "", "type": "",
+                    "first_seen": 0.0, "last_seen": 0.0, "zone": "outside", "lease": None,
+                    "metrics": self.metrics(mac)}
+            view.update(self.label(mac))
+            out.append(view)
+        return out
+
+    def all_views(self) -> list[dict]:
+        devices = self.ctx.devices.all()
+        views = [self.view(d) for d in devices]
+        return views + self.link_only_views({d.mac for d in devices})
+
+
+def _int(value) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None

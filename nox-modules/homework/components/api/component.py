@@ -1,0 +1,144 @@
+"""The `api` component: the ws.v1 HTTP API inside the controller process.
+
+Server choice: eventlet's WSGI server. The controller already runs on eventlet (os-ken's
+hub, with the standard library monkey-patched), so each connection is a green thread: a
+long-lived Server-Sent Events stream costs a few KiB, and a handler calling into the
+components needs no locking beyond what the CLI's control socket already relies on.
+`os_ken.app.wsgi` is a thin layer over the same server that adds os-ken's app registry,
+which we do not need; the stdlib http.server would add real threads under a patched
+`threading` (green anyway) with none of the streaming support. The application itself is
+plain WSGI (WebOb), so unit tests call it directly without sockets.
+
+lighttpd in front terminates HTTPS and forwards /ws.v1/ here with X-Forwarded-For.
+"""
+from __future__ import annotations
+
+import logging
+import socket
+
+from ...commands import CommandError
+from ...component import Component
+from .app import ApiApp
+from .auth import Auth
+from .board import Board
+from .ratelimit import LoginLimiter
+from .stream import EventStream
+
+
+class ApiComponent(Component):
+    name = "api"
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        cfg = ctx.config
+        self.auth = Auth(ctx.state, ctx.now, cfg.api_session_lifetime)
+        self.limiter = LoginLimiter(ctx.now)
+        self.board = Board(ctx)
+        self.stream = EventStream()
+        self.app = ApiApp(ctx, self.auth, self.limiter, self.board, self.stream,
+                          hwdb_client_factory=self._hwdb_client if cfg.hwdb_enabled else None)
+        self._sock = None
+        self._hwdb = None
+
+    # -- life cycle ----------------------------------------------------------------------
+    def start(self) -> None:
+        generated = self.auth.ensure_password(self.ctx.config.api_admin_password_file)
+        if generated:
+            # Shown once: only its scrypt hash is stored.
+            self.log.warning("Guest Board admin password (shown only now; change it with "
+                             "`homework passwd`): %s", generated)
+        self._register_commands()
+        bus = self.ctx.bus
+        for topic in ("device", "lease", "link", "bandwidth", "alert"):
+            bus.subscribe(topic, self._on_event)
+        if _under_eventlet():
+            self._listen()
+        else:
+            self.log.info("not under eventlet (unit test?): the HTTP server is not started")
+
+    def stop(self) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            except OSError:
+                pass
+            self._sock = None
+
+    def _listen(self) -> None:
+        import eventlet
+        import eventlet.wsgi
+        host, port = self.ctx.config.api_listen, self.ctx.config.api_port
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        try:
+            self._sock = eventlet.listen((host, port), family=family)
+        except OSError as exc:
+            self.log.error("cannot listen on %s:%d (%s): the ws.v1 API is off", host, port, exc)
+            return
+        access_log = logging.getLogger("homework.api.access")
+
+        class _Log:
+            def write(self, line):
+                access_log.debug(line.rstrip())
+
+        eventlet.spawn(eventlet.wsgi.server, self._sock, self.app, log=_Log(), log_output=True,
+                       max_size=256, socket_timeout=60)
+        self.log.info("ws.v1 API listening on http://%s:%d/ws.v1/", host, port)
+
+    # -- commands shared with the CLI ----------------------------------------------------------
+    def _register_commands(self) -> None:
+        cmd = self.ctx.commands
+        auth = self.auth
+
+        def token_revoke(id):
+            try:
+                return auth.revoke_token(id)
+            except LookupError as exc:
+                raise CommandError(str(exc), 404) from None
+
+        def set_password(password):
+            auth.set_password(password)
+            return {"password_changed": True, "sessions_ended": True}
+
+        cmd.register("token-create", lambda name, role="read-only": auth.create_token(name, role))
+        cmd.register("token-list", auth.tokens)
+        cmd.register("token-revoke", token_revoke)
+        cmd.register("set-password", set_password)
+
+    # -- bus -> Guest Board ------------------------------------------------------------------
+    def _on_event(self, topic: str, payload: dict) -> None:
+        mac = payload.get("mac")
+        if not isinstance(mac, str):
+            return
+        if topic == "link":
+            metrics = self.board.on_link(payload)
+            data = {"mac": mac, "metrics": metrics.as_dict()}
+            if self.ctx.state.get_device(mac) is None:
+                data["label"] = self.board.label(mac)
+            self.stream.publish("link", data)
+            return
+        if topic == "bandwidth":
+            metrics = self.board.on_bandwidth(payload)
+            self.stream.publish("bandwidth", {"mac": mac, "metrics": metrics.as_dict()})
+            return
+        if topic == "alert":
+            self.board.on_alert(payload)
+            self.stream.publish("alert", {**payload, "at": self.ctx.now()})
+            return
+        device = self.ctx.state.get_device(mac)
+        data = {k: v for k, v in payload.items() if k != "device"}
+        data["view"] = self.board.view(device) if device else None
+        self.stream.publish(topic, data)
+
+    def _hwdb_client(self):
+        if self._hwdb is None:
+            import hwdb_client
+            self._hwdb = hwdb_client.Client(self.ctx.config.hwdb_host, self.ctx.config.hwdb_port, timeout=3.0)
+        return self._hwdb
+
+
+def _under_eventlet() -> bool:
+    try:
+        from eventlet import patcher
+    except ImportError:
+        return False
+    return patcher.is_monkey_patched("socket")

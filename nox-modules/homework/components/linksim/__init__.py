@@ -1,0 +1,1 @@
+from .simulator import LinkSimulator as COMPONENT  # noqa: F401
