@@ -1,0 +1,312 @@
+"""DNS component: owns the DNS policy and everything around the query path.
+
+The query path itself is homework-dnsd (Rust, dnsd/): OVS sends every device's port-53
+traffic, to any address, to the router's stack (priority 50000), nftables hands it to
+dnsd, dnsd answers from the policy this component pushes and forwards allowed queries to
+dnsmasq. No query goes through Python; this component
+
+  - stores the rules (SQLite) and serves the commands (CLI, ws.v1 API);
+  - tells dnsd which address is which device, its state and mode, and every rule change;
+  - turns dnsd's events into `dns_query` / `dns_answer` bus events;
+  - runs the reverse check (drop flows at priority 40000 to addresses of blocked names);
+  - blocks DNS-over-TLS/QUIC (853) for restricted devices;
+  - keeps pending devices' port 80 on the captive "waiting for approval" page.
+"""
+from __future__ import annotations
+
+import threading
+
+from ...component import Component
+from ...flows import (COOKIE_DNS, COOKIE_MASK_OWNER, ETH_IP, ETH_IPV6, LOCAL, PROTO_TCP, PROTO_UDP,
+                      Datapath, FlowDelete, FlowMod, Output)
+from ...macaddr import normalize
+from .dnsd_link import DnsdLink
+from .names import normalize_domain
+from .netfilter import DnsNet
+from .policy import HOUSEHOLD, MODES, Policy, owner_of
+from .reverse import ReverseCheck
+
+PRIO_INTERCEPT = 50000
+COOKIE_INTERCEPT = COOKIE_DNS | 0x10_0000
+COOKIE_DOT = COOKIE_DNS | 0x20_0000
+EXPIRE_SECONDS = 60
+CAPTIVE_STATES = ("pending", "denied")
+
+
+def dot_matches(mac: str) -> list[dict]:
+    """DNS-over-TLS (tcp/853) and DNS-over-QUIC (udp/853), both families."""
+    return [{"eth_src": mac, "eth_type": eth, "ip_proto": proto, port: 853}
+            for eth in (ETH_IP, ETH_IPV6)
+            for proto, port in ((PROTO_TCP, "tcp_dst"), (PROTO_UDP, "udp_dst"))]
+
+
+class DnsComponent(Component):
+    name = "dns"
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._lock = threading.RLock()
+        self.policy = Policy(ctx.state, ctx.now)
+        self.reverse = ReverseCheck(ctx.state, ctx.now)
+        self.states: dict[str, str] = {}          # mac -> device state
+        self.device_lines: dict[str, str] = {}    # ip -> the `device` line dnsd has
+        self.captive_ips: set[str] = set()
+        self.dot_blocked: set[str] = set()
+        self.stats = {"queries": 0, "answers": 0, "learned": 0}
+        config = ctx.config
+        self.net = DnsNet(config.bridge, config.dns_listen) if config.dns_intercept else None
+        self.link = DnsdLink(config.dns_control, self._snapshot, self._on_events) if config.dns_control else None
+
+    # -- life cycle ------------------------------------------------------------------------
+    def start(self) -> None:
+        for device in self.ctx.state.devices():
+            self.states[device.mac] = device.state
+        self.ctx.bus.subscribe("device", self._on_device)
+        self.ctx.bus.subscribe("lease", self._on_lease)
+        self._register_commands()
+        if self.net is not None:
+            self.net.setup()
+        for lease in self._leases():
+            self._sync_device(lease["mac"], push=False)
+        if self.link is not None:
+            self.link.start()
+        for mac in list(self.states):
+            self.reverse.sync(mac, self.policy)
+        self.ctx.every(EXPIRE_SECONDS, self._expire)
+
+    def stop(self) -> None:
+        if self.link is not None:
+            self.link.stop()
+
+    def datapath_up(self, dp: Datapath) -> list:
+        decisions: list = [FlowDelete(cookie=COOKIE_DNS, cookie_mask=COOKIE_MASK_OWNER)]
+        for eth in (ETH_IP, ETH_IPV6):
+            decisions += [
+                FlowMod(match={"eth_type": eth, "ip_proto": PROTO_UDP, "udp_dst": 53}, actions=(Output(LOCAL),),
+                        priority=PRIO_INTERCEPT, cookie=COOKIE_INTERCEPT),
+                FlowMod(match={"eth_type": eth, "ip_proto": PROTO_TCP, "tcp_dst": 53}, actions=(Output(LOCAL),),
+                        priority=PRIO_INTERCEPT, cookie=COOKIE_INTERCEPT),
+            ]
+        with self._lock:
+            self.dot_blocked = set()
+            decisions += self._sync_dot()
+            decisions += self.reverse.all_flows()
+        return decisions
+
+    # -- devices and leases ----------------------------------------------------------------
+    def _dhcp(self):
+        return self.ctx.component("dhcp")
+
+    def _leases(self) -> list[dict]:
+        dhcp = self._dhcp()
+        return dhcp.active_leases() if dhcp else []
+
+    def _device_line(self, lease: dict) -> str:
+        mac = lease["mac"]
+        state = self.states.get(mac, "pending")
+        return f"device {lease['ip']} {mac} {state} {self.policy.mode(mac)} {lease['router']}"
+
+    def _sync_device(self, mac: str, push: bool = True) -> None:
+        """Bring dnsd's device table and the captive set in line for one device."""
+        dhcp = self._dhcp()
+        lease = dhcp.lease_of(mac) if dhcp else None
+        lines = []
+        with self._lock:
+            if lease and lease["active"]:
+                line = self._device_line(lease)
+                if self.device_lines.get(lease["ip"]) != line:
+                    self.device_lines[lease["ip"]] = line
+                    lines.append(line)
+                self._set_captive(lease["ip"], self.states.get(mac, "pending") in CAPTIVE_STATES)
+            elif lease:
+                if self.device_lines.pop(lease["ip"], None) is not None:
+                    lines.append(f"nodevice {lease['ip']}")
+                self._set_captive(lease["ip"], False)
+        if push:
+            self._push(lines)
+
+    def _set_captive(self, ip: str, on: bool) -> None:
+        if on == (ip in self.captive_ips):
+            return
+        (self.captive_ips.add if on else self.captive_ips.discard)(ip)
+        if self.net is not None:
+            self.net.captive(ip, on)
+
+    def _on_device(self, topic: str, ev: dict) -> None:
+        mac = ev["mac"]
+        if self.states.get(mac) == ev["state"] and ev.get("reason") != "seen":
+            return
+        self.states[mac] = ev["state"]
+        self._sync_device(mac)
+        with self._lock:
+            self.ctx.send(self._sync_dot())
+
+    def _on_lease(self, topic: str, ev: dict) -> None:
+        self.states.setdefault(ev["mac"], ev.get("state") or "pending")
+        self._sync_device(ev["mac"])
+
+    def _snapshot(self) -> list[str]:
+        """Everything dnsd needs, for a fresh connection (after `reset`)."""
+        with self._lock:
+            lines = [f"blocked {self.ctx.config.dns_blocked_answer}"]
+            lines += list(self.device_lines.values())
+            for owner, table in self.policy.rules.items():
+                lines += [f"rule {owner} {domain} {action}" for domain, action in table.items()]
+        return lines
+
+    def _push(self, lines: list[str]) -> bool:
+        if not lines or self.link is None:
+            return True
+        ok = self.link.push(lines)
+        if not ok:
+            self.log.warning("homework-dnsd did not confirm the change; it will get it on reconnect")
+        return ok
+
+    # -- events from dnsd ----------------------------------------------------------------
+    def _on_events(self, lines: list[str]) -> None:
+        publish = self.ctx.bus.publish
+        learned = []
+        for line in lines:
+            parts = line.split(" ", 5)
+            if parts[0] == "q" and len(parts) == 6:
+                self.stats["queries"] += 1
+                _, mac, qtype, verdict, latency, name = parts
+                publish("dns_query", mac=None if mac == "-" else mac, name=name,
+                        qtype=int(qtype) if qtype.isdigit() else 0, verdict=verdict,
+                        latency_us=int(latency) if latency.isdigit() else 0)
+            elif parts[0] == "a" and len(parts) == 5:
+                self.stats["answers"] += 1
+                _, mac, ttl, name, addrs = parts
+                addresses = [a for a in addrs.split(",") if a]
+                learned.append((name, addresses, int(ttl) if ttl.isdigit() else 0))
+                publish("dns_answer", mac=mac, name=name, addresses=addresses)
+        if learned:
+            self._learn(learned)
+
+    def _learn(self, learned: list) -> None:
+        with self._lock:
+            fresh = False
+            for name, addresses, ttl in learned:
+                if self.reverse.learn(name, addresses, ttl):
+                    fresh = True
+                    self.stats["learned"] += 1
+            if not fresh:
+                return
+            decisions = []
+            for mac in self.policy.restricted_macs(list(self.states)):
+                decisions += self.reverse.sync(mac, self.policy)
+        self.ctx.send(decisions)
+
+    def _expire(self) -> None:
+        with self._lock:
+            if not self.reverse.expire():
+                return
+            decisions = []
+            for mac in list(self.reverse.installed):
+                decisions += self.reverse.sync(mac, self.policy)
+        self.ctx.send(decisions)
+
+    # -- flows that follow the policy -------------------------------------------------------
+    def _sync_dot(self) -> list:
+        """DNS-over-TLS/QUIC drops for every restricted device (caller holds the lock)."""
+        want = {mac for mac, state in self.states.items()
+                if state != "blacklisted" and self.policy.restricted(mac)}
+        decisions: list = []
+        for mac in sorted(want - self.dot_blocked):
+            decisions += [FlowMod(match=m, actions=(), priority=PRIO_INTERCEPT, cookie=COOKIE_DOT)
+                          for m in dot_matches(mac)]
+        for mac in sorted(self.dot_blocked - want):
+            decisions += [FlowDelete(match=m, cookie=COOKIE_DOT, cookie_mask=COOKIE_MASK_OWNER, table_id=0,
+                                     strict=True, priority=PRIO_INTERCEPT) for m in dot_matches(mac)]
+        self.dot_blocked = want
+        return decisions
+
+    def _policy_changed(self, owner: str, lines: list[str]) -> None:
+        """Push a change to dnsd, then bring the flows in line with it."""
+        self._push(lines)
+        with self._lock:
+            macs = list(self.states) if owner == HOUSEHOLD else [owner]
+            decisions = self._sync_dot()
+            for mac in macs:
+                decisions += self.reverse.sync(mac, self.policy)
+        self.ctx.send(decisions)
+
+    # -- commands (CLI and ws.v1 API) ------------------------------------------------------
+    def _owner(self, mac) -> str:
+        owner = owner_of(mac)
+        if owner != HOUSEHOLD:
+            self.ctx.devices.get(owner)   # UnknownDevice -> 404
+        return owner
+
+    def set_rules(self, mac, domains, action: str) -> dict:
+        if isinstance(domains, str):
+            domains = [d for d in domains.replace("\n", ",").split(",") if d.strip()]
+        if not isinstance(domains, list) or not domains:
+            raise ValueError("give at least one domain")
+        owner = self._owner(mac)
+        with self._lock:
+            rules = self.policy.set_rules(owner, domains, action)
+        self._policy_changed(owner, [f"rule {owner} {r['domain']} {action}" for r in rules])
+        return {"owner": "household" if owner == HOUSEHOLD else owner, "action": action,
+                "domains": [r["domain"] for r in rules]}
+
+    def remove_rule(self, mac, domain: str) -> dict:
+        owner = self._owner(mac)
+        with self._lock:
+            found = self.policy.remove_rule(owner, domain)
+        if not found:
+            raise ValueError(f"no DNS rule for {domain!r} on {'the household' if owner == HOUSEHOLD else owner}")
+        self._policy_changed(owner, [f"unrule {owner} {normalize_domain(domain)}"])
+        return {"removed": normalize_domain(domain), "owner": "household" if owner == HOUSEHOLD else owner}
+
+    def set_mode(self, mac: str, mode: str | None = None) -> dict:
+        mac = normalize(mac)
+        self.ctx.devices.get(mac)
+        if mode is not None:
+            if mode not in MODES:
+                raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+            with self._lock:
+                self.policy.set_mode(mac, mode)
+            self._sync_device(mac, push=False)
+            dhcp = self._dhcp()
+            lease = dhcp.lease_of(mac) if dhcp else None
+            lines = [self.device_lines[lease["ip"]]] if lease and lease["ip"] in self.device_lines else []
+            self._policy_changed(mac, lines)
+        return {"mac": mac, "mode": self.policy.mode(mac)}
+
+    def rules_view(self, mac=None) -> dict:
+        if mac is None:
+            rules = self.policy.list_rules()
+        else:
+            rules = self.policy.list_rules(self._owner(mac))
+        for r in rules:
+            r["owner"] = "household" if r["owner"] == HOUSEHOLD else r["owner"]
+        view = {"rules": rules}
+        if mac is not None and owner_of(mac) != HOUSEHOLD:
+            view["mode"] = self.policy.mode(owner_of(mac))
+        else:
+            view["modes"] = dict(self.policy.modes)
+        return view
+
+    def _register_commands(self) -> None:
+        cmd = self.ctx.commands.register
+        cmd("permit-dns", lambda mac, domain: self.set_rules(mac, [domain], "allow"))
+        cmd("deny-dns", lambda mac, domain: self.set_rules(mac, [domain], "deny"))
+        cmd("household-permit-dns", lambda domain: self.set_rules(HOUSEHOLD, [domain], "allow"))
+        cmd("household-deny-dns", lambda domain: self.set_rules(HOUSEHOLD, [domain], "deny"))
+        cmd("import-dns-rules", lambda domains, mac=None, action="deny": self.set_rules(mac, domains, action))
+        cmd("remove-dns-rule", lambda domain, mac=None: self.remove_rule(mac, domain))
+        cmd("dns-rules", lambda mac=None: self.rules_view(mac))
+        cmd("dns-mode", lambda mac, mode=None: self.set_mode(mac, mode))
+        cmd("dns-learned", lambda name=None: self.learned_view(name))
+        cmd("dns-stats", lambda: {"controller": dict(self.stats),
+                                  "dnsd": self.link.stats() if self.link else {"connected": False},
+                                  "drop_flows": {m: len(a) for m, a in self.reverse.installed.items()},
+                                  "dot_blocked": sorted(self.dot_blocked)})
+
+    def learned_view(self, name=None) -> dict:
+        with self._lock:
+            if name:
+                name = normalize_domain(name)
+                return {name: sorted(self.reverse.addrs_of.get(name, ()))}
+            return {n: sorted(a) for n, a in list(self.reverse.addrs_of.items())[:1000]}

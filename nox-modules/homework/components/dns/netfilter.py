@@ -1,0 +1,89 @@
+"""The router's Linux side of interception: an nftables table of our own that sends every
+port-53 packet arriving from the bridge to homework-dnsd (DNAT to its address on `lo`, so
+dnsd's replies leave from that address and conntrack turns them back into replies "from"
+whatever address the device asked), and sends port 80 of pending devices to the captive
+"waiting for approval" page. Applied in batches by one worker (`nft -f -`)."""
+from __future__ import annotations
+
+import logging
+import queue
+import subprocess
+import threading
+
+log = logging.getLogger("homework.dns.net")
+
+TABLE = "homework_dns"
+CAPTIVE_PORT = 80
+
+
+def ruleset(bridge: str, listen_addr: str, listen_port: int) -> str:
+    return f"""table inet {TABLE}
+delete table inet {TABLE}
+table inet {TABLE} {{
+  set captive4 {{ type ipv4_addr; }}
+  chain prerouting {{
+    type nat hook prerouting priority dstnat; policy accept;
+    iifname "{bridge}" meta nfproto ipv4 meta l4proto {{ udp, tcp }} th dport 53 dnat ip to {listen_addr}:{listen_port}
+    iifname "{bridge}" ip saddr @captive4 tcp dport 80 dnat ip to {listen_addr}:{CAPTIVE_PORT}
+  }}
+}}
+"""
+
+
+class DnsNet:
+    def __init__(self, bridge: str, listen: str):
+        self.bridge = bridge
+        addr, _, port = listen.rpartition(":")
+        self.addr, self.port = addr, int(port)
+        self._queue: "queue.Queue[str]" = queue.Queue()
+        self._worker: threading.Thread | None = None
+
+    def setup(self) -> None:
+        """Install the table and dnsd's address (idempotent; replaces an old table)."""
+        res = subprocess.run(["ip", "addr", "replace", f"{self.addr}/32", "dev", "lo"],
+                             capture_output=True, text=True, timeout=10)
+        if res.returncode != 0:
+            log.error("cannot add %s to lo: %s", self.addr, res.stderr.strip())
+        res = subprocess.run(["nft", "-f", "-"], input=ruleset(self.bridge, self.addr, self.port),
+                             capture_output=True, text=True, timeout=10)
+        if res.returncode != 0:
+            log.error("nftables interception rules failed: %s", res.stderr.strip())
+        else:
+            log.info("port 53 from %s -> homework-dnsd %s:%d", self.bridge, self.addr, self.port)
+
+    def captive(self, ip: str, on: bool) -> None:
+        verb = "add" if on else "delete"
+        self._enqueue(f"{verb} element inet {TABLE} captive4 {{ {ip} }}")
+
+    def _enqueue(self, line: str) -> None:
+        if self._worker is None:
+            self._worker = threading.Thread(target=self._loop, daemon=True, name="dns-nft")
+            self._worker.start()
+        self._queue.put(line)
+
+    def _loop(self) -> None:
+        while True:
+            lines = [self._queue.get()]
+            while not self._queue.empty():
+                lines.append(self._queue.get_nowait())
+            # One line at a time on failure: deleting an absent element must not undo the rest.
+            res = subprocess.run(["nft", "-f", "-"], input="\n".join(lines) + "\n",
+                                 capture_output=True, text=True, timeout=10)
+            if res.returncode != 0:
+                for line in lines:
+                    subprocess.run(["nft", "-f", "-"], input=line + "\n", capture_output=True,
+                                   text=True, timeout=10)
+
+
+class FakeDnsNet:
+    """Unit tests: remembers what would be in the captive set."""
+
+    def __init__(self, *args):
+        self.captive_ips: set[str] = set()
+        self.set_up = False
+
+    def setup(self) -> None:
+        self.set_up = True
+
+    def captive(self, ip: str, on: bool) -> None:
+        (self.captive_ips.add if on else self.captive_ips.discard)(ip)
