@@ -49,6 +49,8 @@ if [ -f tests/package.json ] && [ ! -d tests/node_modules/playwright-core ]; the
   (cd tests && npm install --no-audit --no-fund --silent)
 fi
 
+# homework-dnsd: the DNS interception data path (Rust, std only).
+if [ -f dnsd/Cargo.toml ]; then (cd dnsd && cargo build --release -q); fi
 # hwdb: the Rust database daemon, CLI and its library.
 if [ -f hwdb/Cargo.toml ]; then
   (cd hwdb && cargo build --release -q)
