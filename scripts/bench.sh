@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# `make bench`: performance numbers, each section against its peer in the same run
+# (see ../shared/notes/performance.md for what the ratios should be). Not a test.
+# BENCH_SECTIONS="dhcp ..." runs only those sections (default: all).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+export PYTHONPATH="$REPO/nox-modules:$REPO/hwdb/python:$REPO/tests${PYTHONPATH:+:$PYTHONPATH}"
+PY=$REPO/.venv/bin/python
+[ -x "$PY" ] || PY=/usr/bin/python3
+SECTIONS=${BENCH_SECTIONS:-all}
+
+want() { [ "$SECTIONS" = all ] || [[ " $SECTIONS " == *" $1 "* ]]; }
+section() { echo; echo "=== $1 ==="; }
+
+bash scripts/teardown-stale.sh >/dev/null 2>&1 || true
+
+if want dhcp; then
+  section "DHCP (scripts/bench_dhcp.py)"
+  "$PY" scripts/bench_dhcp.py
+fi
+
+# Other sections (DNS, NAT connections, bulk TCP, controller, hwdb) go here:
+# if want NAME; then section "..."; ...; fi

@@ -1,0 +1,285 @@
+#!/usr/bin/env python3
+"""DHCP benchmark: the Homework controller vs dnsmasq, same machine, same run.
+
+Both servers sit behind an identical emulated home (router namespace, private OVS
+with the netdev datapath, one veth per device): Homework's bridge is driven by the
+controller (DHCP via packet-in/packet-out), dnsmasq's is an OVS NORMAL bridge with
+dnsmasq (--no-ping, lease file on tmpfs) on the bridge's LOCAL interface.
+
+  1. perfdhcp -4 -r RATE -R N -p SECONDS -l eth0 -x t from a device namespace, for
+     N = 100 and 1000 simulated clients: 4-way exchanges/s, drops, and the median /
+     p99 of each request's reply latency (DISCOVER->OFFER and REQUEST->ACK).
+  2. The seed's scenario: 100 device namespaces start udhcpc at once; time from
+     starting the client to its ACK (median, max).
+Each number is the median of several runs. Prints a table with ratios and writes
+out/bench-dhcp.json.
+
+Environment: BENCH_DHCP_RUNS (3), BENCH_DHCP_PERIOD (4 s), BENCH_DHCP_RATE_100
+(10000/s offered), BENCH_DHCP_RATE_1000 (3000/s offered), BENCH_DHCP_DEVICES (100),
+BENCH_DHCP_SERVERS ("homework,dnsmasq").
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+from homelab import HOOK, Device, Home  # noqa: E402
+
+RUNS = int(os.environ.get("BENCH_DHCP_RUNS", "3"))
+PERIOD = int(os.environ.get("BENCH_DHCP_PERIOD", "4"))
+RATES = {100: int(os.environ.get("BENCH_DHCP_RATE_100", "10000")),
+         1000: int(os.environ.get("BENCH_DHCP_RATE_1000", "3000"))}
+N_DEVICES = int(os.environ.get("BENCH_DHCP_DEVICES", "100"))
+SERVERS = [s for s in os.environ.get("BENCH_DHCP_SERVERS", "homework,dnsmasq").split(",") if s]
+T0 = time.monotonic()
+
+
+def say(msg: str) -> None:
+    print(f"[{time.monotonic() - T0:6.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
+def pct(values: list[float], p: float) -> float | None:
+    if not values:
+        return None
+    s = sorted(values)
+    k = min(len(s) - 1, max(0, int(round(p / 100 * (len(s) - 1)))))
+    return s[k]
+
+
+def parse_perfdhcp(out: str) -> dict:
+    res: dict = {"rate": 0.0, "sent": 0, "received": 0, "latencies_ms": []}
+    m = re.search(r"Rate:\s*([0-9.]+)\s*4-way exchanges/second", out)
+    if m:
+        res["rate"] = float(m.group(1))
+    for section in re.split(r"\*\*\*Statistics for: ", out)[1:]:
+        sent = re.search(r"sent packets:\s*(\d+)", section)
+        recv = re.search(r"received packets:\s*(\d+)", section)
+        res["sent"] += int(sent.group(1)) if sent else 0
+        res["received"] += int(recv.group(1)) if recv else 0
+    for s, r in re.findall(r"sent / received:\s*([0-9.]+)\s*/\s*([0-9.]+)", out):
+        res["latencies_ms"].append((float(r) - float(s)) * 1000)
+    res["drops_pct"] = 100.0 * (1 - res["received"] / res["sent"]) if res["sent"] else None
+    return res
+
+
+class Server:
+    """One emulated home serving DHCP with either the controller or dnsmasq."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self.home = Home(controller=(kind == "homework"), internet=False, hwdb=False,
+                         log=lambda m: say(f"{kind}: {m}"))
+        self.leasefile = None
+
+    def __enter__(self):
+        self.home.start()
+        if self.kind == "dnsmasq":
+            h = self.home
+            h.router(["ip", "addr", "add", "10.2.0.1/16", "dev", "br0"])
+            self.leasefile = Path("/dev/shm") / f"{h.run_id}-dnsmasq.leases"
+            self.log = open(h.dir / "dnsmasq.log", "ab")
+            h.router_popen(["dnsmasq", "-k", "--no-ping", "--port=0", "--interface=br0",
+                            "--bind-interfaces", "--dhcp-authoritative", "--quiet-dhcp",
+                            "--dhcp-lease-max=100000", "--no-resolv", "--no-hosts",
+                            "--dhcp-range=10.2.0.10,10.2.255.250,255.255.0.0,1h",
+                            f"--dhcp-leasefile={self.leasefile}",
+                            f"--pid-file={h.dir / 'dnsmasq.pid'}"],
+                           stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            deadline = time.monotonic() + 10
+            while not h.router(["ss", "-Hlun", "sport = :67"]).stdout.strip():
+                if time.monotonic() > deadline:
+                    raise RuntimeError("dnsmasq did not start")
+                time.sleep(0.05)
+        return self
+
+    def __exit__(self, *exc):
+        self.home.close()
+        if self.leasefile:
+            self.leasefile.unlink(missing_ok=True)
+
+    def perf_device(self) -> Device:
+        dev = self.home.add_device(name="perf")
+        dev.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
+        dev.start_udhcpc()           # perfdhcp acts as a relay: it needs an address (giaddr)
+        dev.wait_for_ipv4(15)
+        dev.stop_dhcp()              # keep the address, stop renewing
+        return dev
+
+    def perfdhcp(self, dev: Device, clients: int, rate: int) -> dict:
+        cmd = ["perfdhcp", "-4", "-r", str(rate), "-R", str(clients), "-p", str(PERIOD),
+               "-l", dev.ifname, "-x", "t"]
+        out = dev.run(cmd, check=False, timeout=PERIOD + 60)
+        res = parse_perfdhcp(out.stdout + out.stderr)
+        if not res["sent"]:
+            say(f"{self.kind}: perfdhcp said: {(out.stdout + out.stderr)[-800:]}")
+        return res
+
+    def burst(self, devs: list[Device], round_no: int) -> list[float]:
+        """All devices start udhcpc at once; seconds from start to ACK for each."""
+        for d in devs:  # fresh MACs each round: every round is 100 new devices
+            d.mac = f"02:62:{round_no:02x}:{d.index >> 8:02x}:{d.index & 0xff:02x}:01"
+            d.run(f"ip link set {d.ifname} down && ip addr flush dev {d.ifname} && "
+                  f"ip link set {d.ifname} address {d.mac} && ip link set {d.ifname} up")
+            for f in (d.dir / "events").glob("*.env"):
+                f.unlink()
+        started: dict[str, float] = {}
+        procs: list[subprocess.Popen] = []
+        k = min(len(devs), 20)  # 20 launcher threads released together
+        barrier = threading.Barrier(k)
+
+        def launch(chunk):
+            barrier.wait()
+            for d in chunk:
+                started[d.mac] = time.time()
+                # Bare udhcpc: records the lease (hook) but configures nothing, exits when bound.
+                procs.append(subprocess.Popen(
+                    ["ip", "netns", "exec", d.ns, "udhcpc", "-f", "-q", "-n", "-i", d.ifname,
+                     "-s", str(d.dir / "bench-hook.sh"), "-t", "10", "-T", "1"],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+
+        for d in devs:
+            hook = d.dir / "bench-hook.sh"
+            if not hook.exists():
+                hook.write_text("#!/bin/sh\nHOOK_CLIENT=udhcpc HOOK_NEXT=/bin/true "
+                                f"HOOK_EVENTS='{d.dir / 'events'}'\n"
+                                "export HOOK_CLIENT HOOK_NEXT HOOK_EVENTS\n"
+                                f"exec '{HOOK}' \"$@\"\n")
+                hook.chmod(0o755)
+        chunks = [devs[i::k] for i in range(k)]
+        threads = [threading.Thread(target=launch, args=(c,)) for c in chunks]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        deadline = time.monotonic() + 30
+        for p in procs:
+            try:
+                p.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        times = []
+        for d in devs:
+            bound = [ls for ls in d.leases() if ls.reason == "bound"]
+            if bound:
+                times.append(bound[0].time - started[d.mac])
+        return times
+
+
+def bench_server(kind: str) -> dict:
+    result: dict = {"server": kind, "perfdhcp": {}, "burst": {}}
+    with Server(kind) as srv:
+        dev = srv.perf_device()
+        for clients, rate in RATES.items():
+            runs = []
+            for i in range(RUNS):
+                r = srv.perfdhcp(dev, clients, rate)
+                say(f"{kind}: perfdhcp {clients} clients @ {rate}/s run {i + 1}: "
+                    f"{r['rate']:.0f} exch/s, drops {r['drops_pct'] if r['drops_pct'] is None else round(r['drops_pct'], 1)}%, "
+                    f"median {pct(r['latencies_ms'], 50) or float('nan'):.2f} ms")
+                runs.append(r)
+            result["perfdhcp"][clients] = {
+                "offered_rate": rate,
+                "rate": statistics.median(r["rate"] for r in runs),
+                "drops_pct": statistics.median(r["drops_pct"] or 0.0 for r in runs),
+                "median_ms": statistics.median(pct(r["latencies_ms"], 50) or float("nan") for r in runs),
+                "p99_ms": statistics.median(pct(r["latencies_ms"], 99) or float("nan") for r in runs),
+            }
+        srv.home.remove_device(dev)
+        t = time.monotonic()
+        devs = [srv.home.add_device(name=f"b{i + 1}") for i in range(N_DEVICES)]
+        say(f"{kind}: {N_DEVICES} device namespaces ready in {time.monotonic() - t:.1f}s")
+        rounds = []
+        for r in range(RUNS):
+            times = srv.burst(devs, r + 1)
+            say(f"{kind}: {N_DEVICES} devices at once, round {r + 1}: {len(times)} bound, "
+                f"median {pct(times, 50) or float('nan'):.3f}s, max {max(times) if times else float('nan'):.3f}s")
+            rounds.append(times)
+        result["burst"] = {
+            "devices": N_DEVICES,
+            "bound": statistics.median(len(t) for t in rounds),
+            "median_s": statistics.median(pct(t, 50) or float("nan") for t in rounds),
+            "p90_s": statistics.median(pct(t, 90) or float("nan") for t in rounds),
+            "max_s": statistics.median(max(t) if t else float("nan") for t in rounds),
+        }
+    return result
+
+
+def fmt(v, unit="") -> str:
+    if v is None or v != v:
+        return "n/a"
+    if isinstance(v, float):
+        v = f"{v:.3f}" if abs(v) < 10 else f"{v:.0f}"
+    return f"{v}{unit}"
+
+
+def ratio(a, b) -> str:
+    try:
+        if a is None or b is None or a != a or b != b or b == 0:
+            return "n/a"
+        return f"{a / b:.2f}x"
+    except TypeError:
+        return "n/a"
+
+
+def table(results: dict) -> str:
+    hw, dm = results.get("homework"), results.get("dnsmasq")
+    rows = []
+    for clients in RATES:
+        for key, label, unit, better in (("rate", "4-way exchanges/s", "", "higher"),
+                                         ("drops_pct", "drops", " %", "lower"),
+                                         ("median_ms", "reply latency median", " ms", "lower"),
+                                         ("p99_ms", "reply latency p99", " ms", "lower")):
+            a = hw["perfdhcp"][clients][key] if hw else None
+            b = dm["perfdhcp"][clients][key] if dm else None
+            rows.append((f"perfdhcp {clients} clients (offered {RATES[clients]}/s)", label,
+                         fmt(a, unit), fmt(b, unit), ratio(a, b), better))
+    for key, label, unit in (("median_s", "start -> ACK median", " s"), ("p90_s", "start -> ACK p90", " s"),
+                             ("max_s", "start -> ACK max", " s"), ("bound", "devices bound", "")):
+        a = hw["burst"][key] if hw else None
+        b = dm["burst"][key] if dm else None
+        rows.append((f"{N_DEVICES} devices start udhcpc at once", label, fmt(a, unit), fmt(b, unit),
+                     ratio(a, b), "lower" if key != "bound" else "higher"))
+    head = ("scenario", "metric", "homework", "dnsmasq", "homework/dnsmasq", "better")
+    widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
+    line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths))  # noqa: E731
+    out = [line(head), line(["-" * w for w in widths])]
+    prev = None
+    for r in rows:
+        out.append(line((r[0] if r[0] != prev else "",) + r[1:]))
+        prev = r[0]
+    return "\n".join(out)
+
+
+def main() -> int:
+    if os.geteuid() != 0:
+        print("bench_dhcp: needs root (network namespaces, OVS)", file=sys.stderr)
+        return 1
+    results = {}
+    for kind in SERVERS:
+        say(f"--- {kind} ---")
+        results[kind] = bench_server(kind)
+    print()
+    print(f"DHCP: Homework controller vs dnsmasq on an OVS NORMAL bridge "
+          f"(median of {RUNS} runs, perfdhcp -p {PERIOD}, netdev datapath, {os.cpu_count()} cores shared)")
+    print(table(results))
+    print("reply latency: each DISCOVER->OFFER and REQUEST->ACK as perfdhcp timed it (-x t).")
+    out = REPO / "out"
+    out.mkdir(exist_ok=True)
+    (out / "bench-dhcp.json").write_text(json.dumps(results, indent=2))
+    print(f"(raw numbers in {out / 'bench-dhcp.json'}; took {time.monotonic() - T0:.0f}s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
