@@ -9,6 +9,7 @@ use crate::ast::*;
 use crate::clock::Clock;
 use crate::error::{HwdbError, Result};
 use crate::exec::{bind_filter, run_select, Columns, Predicate, Row};
+use crate::fastinsert::{bind_fast, scan_insert};
 use crate::parser::parse;
 use crate::persist::PersistStore;
 use crate::result::{error_wire, ResultSet};
@@ -156,10 +157,52 @@ impl Database {
         ts
     }
 
+    /// Case-insensitive table lookup; a linear scan beats hashing a lowered copy for the
+    /// handful of tables a router has.
+    fn find_table(&self, name: &str) -> Option<usize> {
+        if self.tables.len() <= 32 {
+            self.tables.iter().position(|t| t.schema.name.eq_ignore_ascii_case(name))
+        } else {
+            self.by_name.get(&name.to_ascii_lowercase()).copied()
+        }
+    }
+
+    /// The insert fast path (see `fastinsert`): None means "use the full parser".
+    /// With `apply == false` it only checks that the statement would succeed.
+    fn fast_insert(&mut self, sql: &str, apply: bool) -> Option<Result<()>> {
+        let mut lits = Vec::with_capacity(16);
+        let (name, upsert) = scan_insert(sql, &mut lits)?;
+        let t = self.find_table(name)?;
+        let schema = &self.tables[t].schema;
+        if lits.len() != schema.columns.len() || upsert != schema.persistent && upsert {
+            return None;
+        }
+        let mut values = Vec::with_capacity(lits.len());
+        for (lit, (_, ty)) in lits.iter().zip(&schema.columns) {
+            values.push(bind_fast(*lit, *ty)?);
+        }
+        if !apply {
+            return Some(Ok(()));
+        }
+        match self.tables[t].storage {
+            Storage::Stream(id) => {
+                let ts = self.next_ts();
+                self.seq += 1;
+                if let Err(e) = self.ring.append(id, ts, &values) {
+                    return Some(Err(HwdbError::new(e)));
+                }
+                self.tables[t].touched = true;
+                Some(Ok(()))
+            }
+            Storage::Persistent(_) => {
+                let owned = values.iter().map(|v| v.to_value()).collect();
+                Some(self.apply_insert(t, owned, upsert))
+            }
+        }
+    }
+
     fn table_index(&self, name: &str) -> Result<usize> {
-        self.by_name
-            .get(&name.to_ascii_lowercase())
-            .copied()
+        self.find_table(name)
             .ok_or_else(|| HwdbError::new(format!("no such table: {name}")))
     }
 
@@ -202,17 +245,26 @@ impl Database {
         if lines.len() != n {
             return Err(HwdbError::new(format!("BULK:{n} announced {n} statements but {} were sent", lines.len())));
         }
+        // Pass 1: check every line. Lines the fast path accepts are re-scanned in pass 2
+        // (cheaper than keeping their values); the others are bound now.
         let mut bound = Vec::with_capacity(n);
         for (i, line) in lines.iter().enumerate() {
+            if let Some(Ok(())) = self.fast_insert(line, false) {
+                bound.push(None);
+                continue;
+            }
             let stmt = parse(line).map_err(|e| HwdbError::new(format!("line {}: {}", i + 1, e.message)))?;
             let Statement::Insert(ins) = stmt else {
                 return Err(HwdbError::new(format!("line {}: only insert statements are allowed in BULK", i + 1)));
             };
             let b = self.bind_insert(&ins, line).map_err(|e| HwdbError::new(format!("line {}: {}", i + 1, e.message)))?;
-            bound.push(b);
+            bound.push(Some(b));
         }
-        for (t, values, upsert) in bound {
-            self.apply_insert(t, values, upsert)?;
+        for (line, b) in lines.iter().zip(bound) {
+            match b {
+                None => self.fast_insert(line, true).expect("checked in pass 1")?,
+                Some((t, values, upsert)) => self.apply_insert(t, values, upsert)?,
+            }
         }
         Ok(ResultSet::message(format!("Success: {n} rows")))
     }
@@ -227,6 +279,11 @@ impl Database {
     }
 
     fn execute_uncommitted(&mut self, sql: &str) -> Result<ResultSet> {
+        if sql.as_bytes().first().is_some_and(|c| c.eq_ignore_ascii_case(&b'i')) {
+            if let Some(r) = self.fast_insert(sql, true) {
+                return r.map(|_| ResultSet::ok());
+            }
+        }
         let stmt = parse(sql)?;
         self.run(stmt, sql)
     }
@@ -365,7 +422,10 @@ impl Database {
         let seq = self.seq;
         let table = &mut self.tables[t];
         match &mut table.storage {
-            Storage::Stream(id) => self.ring.append(*id, ts, &values).map_err(HwdbError::new)?,
+            Storage::Stream(id) => {
+                let refs: Vec<ValueRef> = values.iter().map(|v| v.as_ref()).collect();
+                self.ring.append(*id, ts, &refs).map_err(HwdbError::new)?
+            }
             Storage::Persistent(p) => {
                 let key = key_text(&values[0]);
                 if !upsert && p.rows.contains_key(&key) {

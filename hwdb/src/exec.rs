@@ -235,7 +235,7 @@ impl<'a> AggState<'a> {
             AggState::SumReal(s) => Value::Real(s),
             AggState::Avg(_, 0) => Value::Null,
             AggState::Avg(s, n) => Value::Real(s / n as f64),
-            AggState::MinMax(v) => v.map(|v| v.to_owned()).unwrap_or(Value::Null),
+            AggState::MinMax(v) => v.map(|v| v.to_value()).unwrap_or(Value::Null),
         }
     }
 }
@@ -301,7 +301,7 @@ fn project<'a, R: Row<'a>>(sel: &Select, cols: &Columns, filter: Option<&Predica
                 continue;
             }
         }
-        out.push(fetch.iter().map(|&c| row.get(c).to_owned()).collect::<Vec<_>>());
+        out.push(fetch.iter().map(|&c| row.get(c).to_value()).collect::<Vec<_>>());
         if early_limit.is_some_and(|n| out.len() >= n) {
             break;
         }
@@ -371,6 +371,7 @@ fn aggregate<'a, R: Row<'a>>(sel: &Select, cols: &Columns, filter: Option<&Predi
 
     // Groups in first-seen order; the map points into `groups`.
     let mut index: FastMap<Box<[KeyPart<'a>]>, usize> = FastMap::default();
+    let mut index1: FastMap<KeyPart<'a>, usize> = FastMap::default();
     let mut groups: Vec<(Vec<ValueRef<'a>>, Vec<AggState<'a>>)> = Vec::new();
     if group_cols.is_empty() {
         groups.push((Vec::new(), initial.clone()));
@@ -384,6 +385,17 @@ fn aggregate<'a, R: Row<'a>>(sel: &Select, cols: &Columns, filter: Option<&Predi
         }
         let g = if group_cols.is_empty() {
             0
+        } else if group_cols.len() == 1 {
+            // The common case gets a map keyed by the value itself: no slice compare.
+            let k = KeyPart::of(row.get(group_cols[0]));
+            match index1.get(&k) {
+                Some(&g) => g,
+                None => {
+                    groups.push((vec![row.get(group_cols[0])], initial.clone()));
+                    index1.insert(k, groups.len() - 1);
+                    groups.len() - 1
+                }
+            }
         } else {
             key.clear();
             key.extend(group_cols.iter().map(|&c| KeyPart::of(row.get(c))));
@@ -412,7 +424,7 @@ fn aggregate<'a, R: Row<'a>>(sel: &Select, cols: &Columns, filter: Option<&Predi
             out_cols
                 .iter()
                 .map(|oc| match oc {
-                    OutCol::Key(k) => keyvals[*k].to_owned(),
+                    OutCol::Key(k) => keyvals[*k].to_value(),
                     OutCol::Agg => {
                         agg_i += 1;
                         states[agg_i - 1].finish()

@@ -4,6 +4,7 @@
 //! - `lexer`, `parser`, `ast`: the query language
 //! - `ring`: stream tables in one fixed-size circular buffer
 //! - `persist`: persistent tables, catalog and saved queries in SQLite
+//! - `fastinsert`: allocation-free path for plain insert statements
 //! - `exec`: running a select over rows (filter, group, aggregate, order)
 //! - `engine`: the database itself, requests in, `<|>` responses out
 //! - `result`: the response format
@@ -15,6 +16,7 @@ pub mod clock;
 pub mod engine;
 pub mod error;
 pub mod exec;
+pub mod fastinsert;
 pub mod lexer;
 pub mod parser;
 pub mod persist;

@@ -89,7 +89,7 @@ impl Value {
 }
 
 impl<'a> ValueRef<'a> {
-    pub fn to_owned(self) -> Value {
+    pub fn to_value(self) -> Value {
         match self {
             ValueRef::Null => Value::Null,
             ValueRef::Bool(b) => Value::Bool(b),
