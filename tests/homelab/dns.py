@@ -1,0 +1,178 @@
+"""DNS in the emulated home: the internet's resolver, the router's dnsmasq, homework-dnsd
+and the captive-portal lighttpd, all real daemons started like the image starts them.
+
+    with dns_home() as home:
+        lab = DnsLab(home).start()
+        dev = lab.join()                        # DHCP + permitted
+        status, answers = lab.dig(dev, "example.com")
+
+Internet namespace: a dnsmasq with fixed records answers on UPSTREAM (the router's
+upstream) and on PUBLIC (a "public resolver" that devices may try to use directly), web
+servers on the addresses of example.com and blocked.test, and a TCP listener on PUBLIC:853
+standing in for DNS-over-TLS.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from pathlib import Path
+
+from . import REPO, RUN_DIR_PREFIX, RUN_ROOT, Device, Home, new_run_id
+
+DNSD_ADDR = "169.254.53.53"
+DNSD_PORT = 5300
+ROUTER_DNSMASQ = "127.0.0.1:5353"
+UPSTREAM = "203.0.113.53"
+PUBLIC = "203.0.113.99"
+WEB = "203.0.113.10"
+BLOCKED_WEB = "203.0.113.66"
+RECORDS = {
+    "example.com": WEB, "www.example.com": WEB,
+    "blocked.test": BLOCKED_WEB, "www.blocked.test": BLOCKED_WEB,
+    "kids.test": "203.0.113.67", "school.test": "203.0.113.68", "www.school.test": "203.0.113.68",
+    "use-application-dns.net": "203.0.113.80", "mask.icloud.com": "203.0.113.81",
+    "connectivitycheck.gstatic.com": WEB, "captive.apple.com": WEB, "www.msftconnecttest.com": WEB,
+}
+CNAMES = {"alias.test": "blocked.test"}
+DNSD_BINARY = REPO / "dnsd" / "target" / "release" / "homework-dnsd"
+CAPTIVE_CONF = REPO / "conf" / "lighttpd-captive.conf"
+CAPTIVE_ROOT = REPO / "guestboard-ui" / "captive"
+
+
+def dns_config(run_id: str, components=("dhcp", "routing", "dns"), **dns) -> dict:
+    """Controller config overrides for a home whose controller runs the dns component."""
+    control = RUN_ROOT / f"{RUN_DIR_PREFIX}{run_id}" / "dnsd.sock"
+    return {"controller": {"components": list(components)},
+            "dns": {"listen": f"{DNSD_ADDR}:{DNSD_PORT}", "upstream": ROUTER_DNSMASQ,
+                    "control": str(control), **dns}}
+
+
+def dns_home(components=("dhcp", "routing", "dns"), dns: dict | None = None, **kw) -> Home:
+    run_id = kw.pop("run_id", None) or new_run_id()
+    config = dns_config(run_id, components, **(dns or {}))
+    for section, table in kw.pop("config", {}).items():
+        config.setdefault(section, {}).update(table)
+    return Home(run_id=run_id, config=config, **kw)
+
+
+def _wait(what: str, check, timeout: float = 15, proc: subprocess.Popen | None = None, log: Path | None = None):
+    deadline = time.monotonic() + timeout
+    while not check():
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode}: "
+                               f"{log.read_text(errors='replace')[-2000:] if log and log.exists() else ''}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} not ready after {timeout}s")
+        time.sleep(0.05)
+
+
+class DnsLab:
+    def __init__(self, home: Home):
+        self.home = home
+        self.dir = home.dir / "dns"
+        self.dnsd: subprocess.Popen | None = None
+
+    def start(self, captive: bool = True) -> "DnsLab":
+        if not DNSD_BINARY.exists():
+            raise RuntimeError(f"{DNSD_BINARY} is not built (make deps, or: cd dnsd && cargo build --release)")
+        self.dir.mkdir(exist_ok=True)
+        self._start_internet()
+        self._start_router_dnsmasq()
+        self.start_dnsd()
+        if captive:
+            self._start_captive()
+        # The controller connects to dnsd by itself; wait until it has pushed its policy.
+        _wait("controller -> dnsd link", lambda: "policy snapshot sent" in self.home.controller_log(), 15)
+        return self
+
+    def _log(self, name: str):
+        return open(self.dir / f"{name}.log", "ab")
+
+    # -- the internet ------------------------------------------------------------------
+    def _start_internet(self) -> None:
+        h = self.home
+        for addr in (PUBLIC, BLOCKED_WEB):
+            h.internet(["ip", "addr", "replace", f"{addr}/32", "dev", "lo"])
+        args = ["dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--bind-interfaces",
+                f"--listen-address={UPSTREAM},{PUBLIC}", f"--pid-file={self.dir / 'internet-dnsmasq.pid'}",
+                "--local=/#/", "--local-ttl=300", "--user=root", "--log-facility=-"]
+        args += [f"--host-record={name},{addr}" for name, addr in RECORDS.items()]
+        args += [f"--cname={alias},{target}" for alias, target in CNAMES.items()]
+        p = h.internet_popen(args, stdout=self._log("internet-dnsmasq"), stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL)
+        _wait("internet dnsmasq", lambda: h.internet(["ss", "-Hlun", f"src {UPSTREAM}:53"]).stdout.strip(), proc=p)
+        www = self.dir / "blocked-www"
+        www.mkdir(exist_ok=True)
+        (www / "index.html").write_text("blocked site\n")
+        h.internet_popen(["/usr/bin/python3", "-m", "http.server", "80", "--bind", BLOCKED_WEB, "--directory", str(www)],
+                         stdout=self._log("blocked-web"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        # Stands in for a DNS-over-TLS server: only whether a TCP connection opens matters.
+        h.internet_popen(["/usr/bin/python3", "-m", "http.server", "853", "--bind", PUBLIC, "--directory", str(www)],
+                         stdout=self._log("dot"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        _wait("internet web servers", lambda: len(h.internet(["ss", "-Hltn"]).stdout.splitlines()) >= 3)
+
+    # -- the router ----------------------------------------------------------------------
+    def _start_router_dnsmasq(self) -> None:
+        h = self.home
+        p = h.router_popen(["dnsmasq", f"--conf-file={REPO / 'conf' / 'dnsmasq.conf'}", "--keep-in-foreground",
+                            "--no-resolv", f"--server={UPSTREAM}", f"--pid-file={self.dir / 'dnsmasq.pid'}",
+                            "--user=root", "--log-facility=-"],
+                           stdout=self._log("dnsmasq"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        _wait("router dnsmasq", lambda: h.router(["ss", "-Hlun", "sport = :5353"]).stdout.strip(), proc=p)
+
+    def start_dnsd(self) -> subprocess.Popen:
+        h = self.home
+        control = Path(h.config_overrides["dns"]["control"])
+        h.router(["ip", "addr", "replace", f"{DNSD_ADDR}/32", "dev", "lo"])
+        self.dnsd = h.router_popen([str(DNSD_BINARY), "--listen", f"{DNSD_ADDR}:{DNSD_PORT}",
+                                    "--upstream", ROUTER_DNSMASQ, "--control", str(control)],
+                                   stdout=self._log("dnsd"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        _wait("homework-dnsd", lambda: control.exists() and
+              h.router(["ss", "-Hlun", f"sport = :{DNSD_PORT}"]).stdout.strip(), proc=self.dnsd,
+              log=self.dir / "dnsd.log")
+        return self.dnsd
+
+    def dnsd_alive(self) -> bool:
+        return self.dnsd is not None and self.dnsd.poll() is None
+
+    def _start_captive(self) -> None:
+        h = self.home
+        conf = self.dir / "lighttpd-captive.conf"
+        conf.write_text(f'var.captive_root = "{CAPTIVE_ROOT}"\nvar.captive_bind = "{DNSD_ADDR}"\n'
+                        f'var.captive_state = "{self.dir}"\ninclude "{CAPTIVE_CONF}"\n')
+        p = h.router_popen(["lighttpd", "-D", "-f", str(conf)], stdout=self._log("lighttpd-captive"),
+                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        _wait("captive lighttpd", lambda: h.router(["ss", "-Hltn", f"src {DNSD_ADDR}:80"]).stdout.strip(), proc=p,
+              log=self.dir / "lighttpd-captive.log")
+
+    # -- devices ---------------------------------------------------------------------------
+    def join(self, name: str | None = None, permit: bool = True, timeout: float = 20) -> Device:
+        dev = self.home.add_device(name)
+        dev.start_udhcpc()
+        dev.wait_for_ipv4(timeout)
+        if permit:
+            res = self.home.homework("permit", dev.mac)
+            assert res.returncode == 0, res.stderr
+        return dev
+
+    def dig(self, dev: Device, name: str, qtype: str = "A", server: str | None = None, tcp: bool = False,
+            timeout: int = 2, tries: int = 2) -> tuple[str, list[str]]:
+        """(status, answer data) as dig in the device's namespace sees it; status is
+        NOERROR/NXDOMAIN/REFUSED/... or TIMEOUT."""
+        server = server or dev.default_gateway() or "10.2.0.1"
+        cmd = ["dig", f"@{server}", name, qtype, "+noall", "+comments", "+answer", f"+time={timeout}",
+               f"+tries={tries}"] + (["+tcp"] if tcp else [])
+        out = dev.run(cmd, check=False, timeout=timeout * tries + 10).stdout
+        m = re.search(r"status: (\w+)", out)
+        if not m:
+            return "TIMEOUT", []
+        answers = [line.split()[-1] for line in out.splitlines()
+                   if line and not line.startswith(";") and len(line.split()) >= 5]
+        return m.group(1), answers
+
+    def homework(self, *args: str):
+        res = self.home.homework(*args)
+        if res.returncode != 0:
+            raise AssertionError(f"homework {' '.join(args)} failed: {res.stderr}")
+        return res.stdout
