@@ -55,6 +55,11 @@ SIMPLE = {
     "blacklist": (("mac",), None), "whitelist": (("mac",), None),
     "status": (("mac?",), None), "dhcp-status": ((), None), "leases": ((), None),
     "blacklist-status": ((), None), "stats": ((), None),
+    # DNS policy (components/dns); MAC "household" means the household-wide list
+    "permit-dns": (("mac", "domain"), None), "deny-dns": (("mac", "domain"), None),
+    "household-permit-dns": (("domain",), None), "household-deny-dns": (("domain",), None),
+    "remove-dns-rule": (("domain", "mac?"), None), "dns-rules": (("mac?",), None),
+    "dns-mode": (("mac", "mode?"), None), "dns-stats": ((), None), "dns-learned": (("name?",), None),
 }
 
 
