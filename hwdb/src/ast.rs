@@ -10,6 +10,8 @@ pub enum Statement {
     Update(Update),
     Delete(Delete),
     ShowTables,
+    ShowQueries,
+    ShowSubscriptions,
     SaveQuery { name: String, select: Select, text: String },
     ExecQuery(String),
     DeleteQuery(String),

@@ -313,6 +313,29 @@ impl Database {
             Statement::Update(u) => self.update(&u, src),
             Statement::Delete(d) => self.delete(&d, src),
             Statement::ShowTables => Ok(self.show_tables()),
+            Statement::ShowQueries => {
+                let mut rs = ResultSet::ok();
+                rs.columns = vec![(ColType::Varchar(64), "name".into()), (ColType::Varchar(1024), "query".into())];
+                let mut qs: Vec<&SavedQuery> = self.queries.values().collect();
+                qs.sort_by(|a, b| a.name.cmp(&b.name));
+                rs.rows = qs.iter().map(|q| vec![Value::Str(q.name.clone()), Value::Str(q.text.clone())]).collect();
+                Ok(rs)
+            }
+            Statement::ShowSubscriptions => {
+                let mut rs = ResultSet::ok();
+                rs.columns = vec![
+                    (ColType::Varchar(64), "query".into()),
+                    (ColType::Varchar(64), "host".into()),
+                    (ColType::Integer, "port".into()),
+                    (ColType::Varchar(64), "service".into()),
+                ];
+                rs.rows = self
+                    .subscriptions
+                    .iter()
+                    .map(|s| vec![Value::Str(s.query.clone()), Value::Str(s.host.clone()), Value::Int(s.port as i64), Value::Str(s.service.clone())])
+                    .collect();
+                Ok(rs)
+            }
             Statement::SaveQuery { name, select, text } => {
                 let t = self.table_index(&select.table)?;
                 // Check it now so a broken query is refused at save time, not at exec time.

@@ -116,8 +116,15 @@ impl<'a> Parser<'a> {
                 "delete" => self.delete(),
                 "show" => {
                     self.advance();
-                    self.expect_kw("tables")?;
-                    Ok(Statement::ShowTables)
+                    if self.eat_kw("tables") {
+                        Ok(Statement::ShowTables)
+                    } else if self.eat_kw("queries") {
+                        Ok(Statement::ShowQueries)
+                    } else if self.eat_kw("subscriptions") {
+                        Ok(Statement::ShowSubscriptions)
+                    } else {
+                        Err(self.expected("'tables', 'queries' or 'subscriptions'"))
+                    }
                 }
                 "save" => self.save(),
                 "exec" => {

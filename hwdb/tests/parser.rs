@@ -136,6 +136,8 @@ fn other_statements() {
     assert!(matches!(parse("delete from Devices where mac = 'aa'").unwrap(), Statement::Delete(_)));
     assert!(matches!(parse("delete from Devices").unwrap(), Statement::Delete(Delete { filter: None, .. })));
     assert_eq!(parse("show tables;").unwrap(), Statement::ShowTables);
+    assert_eq!(parse("show queries").unwrap(), Statement::ShowQueries);
+    assert_eq!(parse("SHOW subscriptions").unwrap(), Statement::ShowSubscriptions);
     let Statement::SaveQuery { name, text, .. } = parse("save (select * from Links [rows 5]) as Recent").unwrap() else { panic!() };
     assert_eq!((name.as_str(), text.as_str()), ("Recent", "select * from Links [rows 5]"));
     assert!(matches!(parse("save select * from Links as Q2").unwrap(), Statement::SaveQuery { .. }));
