@@ -5,6 +5,9 @@
 #   scripts/router-net.sh up   [options]    # idempotent: safe to run again
 #   scripts/router-net.sh down [options]    # removes what `up` made
 #   scripts/router-net.sh status [options]
+#   scripts/router-net.sh guard PORT...     # keep the router's own stack off LAN ports
+#                                            (done by `up` for --lan-ports; call it for
+#                                            ports added later, e.g. by the emulated home)
 #
 # Used unchanged by the emulated home (inside the router's network namespace, with
 # OVS_RUNDIR pointing at that run's private OVS) and by the real image (root
@@ -31,11 +34,12 @@ HWADDR=${HWADDR:-02:68:77:00:00:01}
 ROUTER_NET_STATE=${ROUTER_NET_STATE:-/run/homework}
 NFT_TABLE=homework
 
-usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 
 action=${1:-}
 [ -n "$action" ] || usage 2
 shift
+ARGS=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --bridge) BRIDGE=$2; shift 2 ;;
@@ -46,7 +50,8 @@ while [ $# -gt 0 ]; do
     --hwaddr) HWADDR=$2; shift 2 ;;
     --state-dir) ROUTER_NET_STATE=$2; shift 2 ;;
     -h|--help) usage 0 ;;
-    *) echo "router-net: unknown option $1" >&2; usage 2 ;;
+    -*) echo "router-net: unknown option $1" >&2; usage 2 ;;
+    *) ARGS+=("$1"); shift ;;
   esac
 done
 
@@ -95,6 +100,7 @@ up() {
   for p in $LAN_PORTS; do
     ip link show dev "$p" >/dev/null 2>&1 || die "LAN port $p does not exist"
     "${VSCTL[@]}" --may-exist add-port "$BRIDGE" "$p"
+    guard "$p"
     ip link set dev "$p" up
     # The userspace datapath never completes partial checksums (see sandbox notes).
     if [ "$DATAPATH_TYPE" = netdev ]; then ethtool -K "$p" tx off >/dev/null 2>&1 || true; fi
@@ -137,8 +143,27 @@ EOF
   log "up: bridge $BRIDGE ($DATAPATH_TYPE, controller $CONTROLLER, ports: ${LAN_PORTS:-none}), NAT via ${WAN_IF:-none}"
 }
 
+# With the userspace (netdev) datapath a LAN port is still an ordinary Linux interface:
+# the kernel would answer ARP on it with the port's own MAC and route IP sent to that MAC,
+# so devices could reach the router's stack (and each other) around the OpenFlow rules,
+# and packets arrive twice. An nftables ingress hook drops frames for the kernel after
+# OVS's packet socket has taken its copy (packet taps run before the ingress hook).
+# (The kernel datapath takes frames in its rx handler, after that hook: netdev only.)
+guard() {
+  local p
+  [ "$DATAPATH_TYPE" = netdev ] || return 0
+  for p in "$@"; do
+    [[ "$p" =~ ^[A-Za-z0-9_.:-]{1,15}$ ]] || die "bad port name '$p'"
+    nft add table netdev "${NFT_TABLE}_lan"
+    nft add chain netdev "${NFT_TABLE}_lan" "in_$p" \
+      "{ type filter hook ingress device \"$p\" priority 0; policy drop; }"
+    sysctl -q -w "net.ipv6.conf.$p.disable_ipv6=1" >/dev/null 2>&1 || true
+  done
+}
+
 down() {
   nft delete table inet "$NFT_TABLE" 2>/dev/null || true
+  nft delete table netdev "${NFT_TABLE}_lan" 2>/dev/null || true
   "${VSCTL[@]}" --if-exists del-br "$BRIDGE" || true
   if [ -f "$SYSCTL_FILE" ]; then
     local line
@@ -160,6 +185,7 @@ status() {
 
 case "$action" in
   up) up ;;
+  guard) guard "${ARGS[@]}" ;;
   down) down ;;
   status) status ;;
   *) usage 2 ;;

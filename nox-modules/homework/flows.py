@@ -55,6 +55,34 @@ class GotoTable:
     table_id: int
 
 
+@dataclass(frozen=True)
+class Resubmit:
+    """Open vSwitch extension: run the packet through `table_id` now and come back to the
+    remaining actions (lets one flow both count in an accounting table and forward)."""
+    table_id: int
+
+
+@dataclass(frozen=True)
+class Learn:
+    """Open vSwitch extension (learn, with limit): add an exact-match flow to `table_id`
+    from the packet being processed, without a round trip to the controller.
+
+    `fields`: ((name, None) copies the packet's value | (name, value) a literal), using the
+    OXM names of match dicts (eth_type, ip_proto, ipv4_src, tcp_dst, ...).
+    `limit`: refuse to add past this many flows with the same cookie in that table;
+    `result_reg`: (register, bit) set to 1 if the flow was added, 0 if refused."""
+    table_id: int
+    fields: tuple
+    priority: int = 100
+    idle_timeout: int = 0
+    hard_timeout: int = 0
+    fin_idle_timeout: int = 0
+    cookie: int = 0
+    send_flow_removed: bool = False
+    limit: int = 0
+    result_reg: tuple | None = None
+
+
 @dataclass
 class FlowMod:
     """Add (or overwrite) a flow."""

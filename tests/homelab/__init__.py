@@ -230,6 +230,8 @@ class Device:
         sh(ns_cmd(h.router_ns, ["ethtool", "-K", self.port_name, "tx", "off"]))
         h.vsctl("--may-exist", "add-port", BRIDGE, self.port_name, "--", "set", "interface",
                 self.port_name, f"ofport_request={self.index}")
+        # Only OVS may see the port's frames, not the router's own stack (routing, issue 4).
+        sh(ns_cmd(h.router_ns, ["bash", str(ROUTER_NET), "guard", self.port_name]))
         sh(["ip", "-n", h.router_ns, "link", "set", self.port_name, "up"])
         sh(["ip", "-n", self.ns, "link", "set", self.ifname, "up"])
 

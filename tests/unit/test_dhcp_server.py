@@ -18,6 +18,8 @@ def send(core, frame, port=1):
     for out in outs:
         eth = parse_ethernet(out.data)
         ip = parse_ipv4(eth.payload)
+        if ip.proto != 17:   # not DHCP: e.g. routing's IGMP query to a newly permitted device
+            continue
         replies.append((m.parse(parse_udp(ip.payload).payload), out, eth, ip))
     return replies
 
@@ -182,7 +184,11 @@ def test_leased_device_may_reach_only_its_gateway(core):
     assert sw.outputs(ping) == [LOCAL]
     assert sw.outputs(dict(ping, ipv4_dst="203.0.113.10")) == []
     assert sw.outputs(dict(ping, eth_src=MAC2)) == []
-    assert sw.outputs({"in_port": LOCAL, "eth_type": 0x0800, "ipv4_dst": "10.2.0.2"}) == [1]
+    # Back from the router: only its gateway's answers (routing tightened this in issue 4).
+    assert sw.outputs({"in_port": LOCAL, "eth_type": 0x0800, "ipv4_src": "10.2.0.1", "ipv4_dst": "10.2.0.2",
+                       "ip_proto": 1}) == [1]
+    assert sw.outputs({"in_port": LOCAL, "eth_type": 0x0800, "ipv4_src": "10.2.0.5", "ipv4_dst": "10.2.0.2",
+                       "ip_proto": 1}) == []
 
 
 def test_flows_removed_when_lease_ends(core):

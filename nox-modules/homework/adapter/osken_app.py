@@ -14,6 +14,7 @@ from os_ken.ofproto import ofproto_v1_3
 
 from .. import flows as F
 from ..core import Core
+from . import nx
 
 log = logging.getLogger("homework.adapter")
 
@@ -139,6 +140,10 @@ def _actions(parser, actions):
             out.append(parser.OFPActionSetField(**{action.field: action.value}))
         elif isinstance(action, F.DecTTL):
             out.append(parser.OFPActionDecNwTtl())
+        elif isinstance(action, F.Resubmit):
+            out.append(parser.NXActionResubmitTable(in_port=0xFFF8, table_id=action.table_id))
+        elif isinstance(action, F.Learn):
+            out.append(nx.learn_action(parser, ofproto_v1_3, action))
         else:
             raise TypeError(f"unknown action {action!r}")
     return out

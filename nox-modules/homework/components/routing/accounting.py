@@ -1,0 +1,107 @@
+"""Per-flow and per-device accounting from the switch's learned flow entries.
+
+Every report is a delta: a `flow` event carries the packets and bytes since the last
+report of that flow (from periodic flow-stats polling of long-lived flows, and a final
+one from the flow-removed message), so summing a flow's rows gives its total. Per-device
+byte totals (`bandwidth`) are published once per polling interval.
+
+After a controller restart the switch still holds learned flows whose earlier traffic
+the previous process already reported: the first poll after the switch connects only
+sets the baseline (traffic since the previous process's last poll is not reported).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Callable
+
+from ...flows import FlowRemoved, FlowStats
+from . import layout as L
+
+PORT_FIELDS = {6: ("tcp_src", "tcp_dst"), 17: ("udp_src", "udp_dst")}
+
+
+def flow_key(match: dict) -> tuple:
+    """(proto, saddr, sport, daddr, dport) of a learned flow's match."""
+    proto = int(match.get("ip_proto", 0) or 0)
+    sport_f, dport_f = PORT_FIELDS.get(proto, (None, None))
+    return (proto, str(match.get("ipv4_src", "")), int(match.get(sport_f, 0) or 0) if sport_f else 0,
+            str(match.get("ipv4_dst", "")), int(match.get(dport_f, 0) or 0) if dport_f else 0)
+
+
+def _entry_key(cookie: int, priority: int, match: dict) -> tuple:
+    return (cookie, priority, tuple(sorted((k, str(v)) for k, v in match.items())))
+
+
+class Accounting:
+    def __init__(self, publish: Callable[..., None], device_for_index: Callable[[int], tuple | None]):
+        """`device_for_index(block index) -> (mac, ip) | None`."""
+        self.publish = publish
+        self.device_for_index = device_for_index
+        self._reported: dict[tuple, tuple[int, int]] = {}   # entry -> (packets, bytes) reported
+        self._bytes: dict[int, int] = defaultdict(int)       # block index -> bytes this interval
+        self.priming = False
+        self.stats = {"flows_reported": 0, "flows_removed": 0}
+
+    def start_priming(self) -> None:
+        self.priming = True
+
+    # -- input ---------------------------------------------------------------------
+    def flow_stats(self, entries: list[FlowStats]) -> None:
+        for s in entries:
+            if s.table_id != L.TABLE_ACCOUNT or not L.is_routing(s.cookie):
+                continue
+            index = L.device_of(s.cookie)
+            kind = L.kind_of(s.cookie)
+            if index is None or kind not in (L.KIND_LEARNED, L.KIND_ACCOUNT):
+                continue
+            key = _entry_key(s.cookie, s.priority, s.match)
+            dp, db = self._delta(key, s.packet_count, s.byte_count)
+            if self.priming or (dp == 0 and db == 0):
+                continue
+            self._bytes[index] += db
+            if kind == L.KIND_LEARNED:
+                self._flow_event(index, s.match, dp, db)
+
+    def flow_removed(self, ev: FlowRemoved) -> None:
+        if ev.table_id != L.TABLE_ACCOUNT or not L.is_routing(ev.cookie):
+            return
+        index = L.device_of(ev.cookie)
+        if index is None or L.kind_of(ev.cookie) not in (L.KIND_LEARNED, L.KIND_ACCOUNT):
+            return
+        key = _entry_key(ev.cookie, ev.priority, ev.match)
+        dp, db = self._delta(key, ev.packet_count, ev.byte_count)
+        self._reported.pop(key, None)
+        self.stats["flows_removed"] += 1
+        if dp == 0 and db == 0:
+            return
+        self._bytes[index] += db
+        if L.kind_of(ev.cookie) == L.KIND_LEARNED:
+            self._flow_event(index, ev.match, dp, db)
+
+    def end_interval(self, active_indexes: list[int]) -> None:
+        """Publish one `bandwidth` event per device that moved bytes or is active."""
+        self.priming = False
+        for index in sorted(set(active_indexes) | set(self._bytes)):
+            device = self.device_for_index(index)
+            if device is None:
+                continue
+            mac, ip = device
+            self.publish("bandwidth", mac=mac, ip=ip, bytes=self._bytes.get(index, 0))
+        self._bytes.clear()
+
+    # -- internals -------------------------------------------------------------------
+    def _delta(self, key: tuple, packets: int, nbytes: int) -> tuple[int, int]:
+        old_p, old_b = self._reported.get(key, (0, 0))
+        if packets < old_p or nbytes < old_b:       # entry replaced under the same match
+            old_p, old_b = 0, 0
+        self._reported[key] = (packets, nbytes)
+        return packets - old_p, nbytes - old_b
+
+    def _flow_event(self, index: int, match: dict, packets: int, nbytes: int) -> None:
+        device = self.device_for_index(index)
+        if device is None:
+            return
+        proto, saddr, sport, daddr, dport = flow_key(match)
+        self.stats["flows_reported"] += 1
+        self.publish("flow", mac=device[0], proto=proto, saddr=saddr, sport=sport, daddr=daddr,
+                     dport=dport, npkts=packets, nbytes=nbytes)

@@ -1,0 +1,278 @@
+"""Routing and access control (seed §4.4.3-4.4.4): what each device may send, where it goes,
+and how every flow is counted.
+
+- pending / denied: ARP with the own gateway, DNS + HTTP(80) + ICMP to it; nothing else
+- blacklisted, or no live lease: nothing (DHCP is the DHCP component's, at 60000)
+- permitted: anti-spoofed entry (port + MAC + leased IP) -> accounting table -> by
+  destination: another permitted device (routed in the switch), broadcast/multicast
+  fan-out, or the router's stack (NAT to the WAN). All proactive: the controller is off
+  the per-packet and per-flow path; the switch learns per-flow counter entries itself.
+
+Decisions take effect at once: a `device` event re-syncs that device's flows (delete by
+cookie kind, add the new set); a `lease` event does the same. When the switch (re)connects
+every live device is re-synchronised from the persisted state.
+"""
+from __future__ import annotations
+
+from ...component import Component
+from ...flows import (COOKIE_MASK_OWNER, ETH_IP, PROTO_IGMP, Datapath, FlowDelete, FlowRemoved, FlowStats,
+                      FlowStatsRequest, Output, PacketIn, PacketOut)
+from ...macaddr import to_bytes
+from ...packets import parse_ipv4
+from . import flowsets as fs
+from . import layout as L
+from .accounting import Accounting
+from .icmp import time_exceeded
+from .multicast import Memberships, general_query, parse_igmp
+
+QUERY_INTERVAL = 60.0          # IGMP general queries to permitted devices
+MEMBERSHIP_LIFETIME = 3 * QUERY_INTERVAL + 10
+
+
+class Routing(Component):
+    name = "routing"
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.installed: dict[str, tuple[fs.Dev, str]] = {}   # mac -> (device, "permitted"|"gateway")
+        self.per_host: set[int] = set()                       # block indexes collapsed to per-host
+        self.memberships = Memberships(MEMBERSHIP_LIFETIME)
+        self.accounting = Accounting(self.ctx.bus.publish, self._device_for_index)
+        self.router_mac = "02:00:00:00:00:01"
+        self.stats = {"syncs": 0, "igmp": 0, "ttl_exceeded": 0, "flow_limit": 0, "ignored": 0}
+
+    # -- life cycle ----------------------------------------------------------------------
+    def start(self) -> None:
+        self.router_mac = self.ctx.host.local_mac() or self.router_mac
+        self.ctx.bus.subscribe("lease", self._on_lease)
+        self.ctx.bus.subscribe("device", self._on_device)
+        self.ctx.every(self.ctx.config.flow_stats_interval, self.poll_flow_stats)
+        self.ctx.every(QUERY_INTERVAL, self.query_members)
+        self.ctx.commands.register("routing-status", self.status)
+
+    @property
+    def dhcp(self):
+        return self.ctx.component("dhcp")
+
+    def datapath_up(self, dp: Datapath) -> list:
+        self.router_mac = self.ctx.host.local_mac() or self.router_mac
+        decisions = fs.base_flows(self.ctx.config.pool)
+        # Memberships are rebuilt from the devices' answers to an immediate query.
+        decisions.append(FlowDelete(cookie=L.cookie(L.KIND_MCAST), cookie_mask=L.MASK_ONE_KIND))
+        self.memberships.clear()
+        self.installed.clear()
+        self.per_host.clear()
+        live = set()
+        for lease in (self.dhcp.active_leases() if self.dhcp else []):
+            live.add(lease["mac"])
+            decisions += self._sync(lease["mac"], update_shared=False)
+        # Whatever an earlier run installed for devices that are no longer live goes.
+        installed_indexes = {dev.index for dev, _ in self.installed.values()}
+        for mac, index in (self.dhcp.alloc.assignments().items() if self.dhcp else []):
+            if index not in installed_indexes:
+                decisions.append(FlowDelete(cookie=L.cookie(L.KIND_SHARED, index),
+                                            cookie_mask=L.MASK_ALL_KINDS_ONE_DEVICE))
+        decisions.append(fs.broadcast_flow(self._permitted_ports()))
+        decisions += self._queries(max_resp_tenths=10)
+        self.accounting.start_priming()
+        decisions.append(self._stats_request())
+        self.log.info("switch connected: %d devices synchronised (%d permitted)", len(self.installed),
+                      len(self._permitted()))
+        return decisions
+
+    # -- events ---------------------------------------------------------------------------
+    def _on_lease(self, topic: str, ev: dict) -> None:
+        self.ctx.send(self._sync(ev["mac"]))
+
+    def _on_device(self, topic: str, ev: dict) -> None:
+        if ev.get("reason") == "meta":
+            return
+        self.ctx.send(self._sync(ev["mac"]))
+
+    def packet_in(self, pkt: PacketIn, frame) -> list | None:
+        if frame.ethertype != ETH_IP:
+            return None
+        if pkt.reason == "invalid_ttl":
+            return self._ttl_exceeded(pkt, frame)
+        if pkt.cookie == L.cookie(L.KIND_FLOW_LIMIT):
+            return self._flow_limit(pkt, frame)
+        ip = parse_ipv4(frame.payload)
+        if ip.proto == PROTO_IGMP:
+            return self._igmp(pkt, frame, ip)
+        return None
+
+    def flow_removed(self, ev: FlowRemoved) -> list:
+        self.accounting.flow_removed(ev)
+        return []
+
+    def flow_stats(self, stats: list[FlowStats]) -> list:
+        self.accounting.flow_stats(stats)
+        return []
+
+    # -- per-device synchronisation -----------------------------------------------------------
+    def _dev(self, mac: str) -> fs.Dev | None:
+        lease = self.dhcp.lease_of(mac) if self.dhcp else None
+        if lease is None or not lease["active"] or not lease["port"]:
+            return None
+        block = self.dhcp.alloc.block_for(mac)
+        return fs.Dev(mac=mac, ip=lease["ip"], router=lease["router"], broadcast=lease["broadcast"],
+                      port=lease["port"], index=block.index)
+
+    def _mode(self, mac: str) -> str | None:
+        device = self.ctx.state.get_device(mac)
+        state = device.state if device else "pending"
+        if state == "blacklisted":
+            return None
+        return "permitted" if state == "permitted" else "gateway"
+
+    def _sync(self, mac: str, update_shared: bool = True) -> list:
+        """Decisions that bring one device's flows to what its lease and state call for."""
+        dev = self._dev(mac)
+        mode = self._mode(mac) if dev else None
+        old = self.installed.get(mac)
+        if old == (dev, mode) or (old is None and mode is None and dev is None):
+            return []
+        self.stats["syncs"] += 1
+        was_permitted = old is not None and old[1] == "permitted"
+        decisions: list = []
+
+        def delete(kind: int, index: int) -> None:
+            decisions.append(FlowDelete(cookie=L.cookie(kind, index), cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE))
+
+        if old is not None and (dev is None or mode is None or old[0] != dev):
+            decisions.append(FlowDelete(cookie=L.cookie(L.KIND_SHARED, old[0].index),
+                                        cookie_mask=L.MASK_ALL_KINDS_ONE_DEVICE))
+            self.per_host.discard(old[0].index)
+        if dev is None or mode is None:
+            self.installed.pop(mac, None)
+            if dev is not None:   # blacklisted with a live lease
+                decisions.append(FlowDelete(cookie=L.cookie(L.KIND_SHARED, dev.index),
+                                            cookie_mask=L.MASK_ALL_KINDS_ONE_DEVICE))
+        elif mode == "gateway":
+            for kind in (L.KIND_FORWARD, L.KIND_ACCOUNT, L.KIND_LEARNED):
+                delete(kind, dev.index)
+            self.per_host.discard(dev.index)
+            decisions += fs.arp_flows(dev) + fs.gateway_flows(dev)
+            self.installed[mac] = (dev, mode)
+        else:
+            delete(L.KIND_GATEWAY, dev.index)
+            decisions += fs.arp_flows(dev) + fs.forward_flows(dev, self.router_mac)
+            decisions += (fs.per_host_flows(dev) if dev.index in self.per_host
+                          else fs.account_flows(dev, self.ctx.config.flow_idle_timeout,
+                                                self.ctx.config.per_host_flow_limit))
+            self.installed[mac] = (dev, mode)
+        is_permitted = mode == "permitted"
+        self.log.info("device %s: %s -> %s (%s)", mac, old[1] if old else "none", mode or "none",
+                      dev.ip if dev else "no lease")
+        if update_shared and (was_permitted or is_permitted):
+            decisions.append(fs.broadcast_flow(self._permitted_ports()))
+            if was_permitted and not is_permitted:
+                decisions += self._group_flows(self.memberships.drop_device(mac))
+            if is_permitted and not was_permitted:
+                decisions += self._queries(max_resp_tenths=10, only=dev)
+        return decisions
+
+    def _permitted(self) -> list[fs.Dev]:
+        return [dev for dev, mode in self.installed.values() if mode == "permitted"]
+
+    def _permitted_ports(self) -> list[int]:
+        return [dev.port for dev in self._permitted()]
+
+    def _device_for_index(self, index: int) -> tuple | None:
+        mac = self.dhcp.alloc.owner(index) if self.dhcp else None
+        if mac is None:
+            return None
+        return mac, self.dhcp.alloc.block(index).device
+
+    # -- multicast ------------------------------------------------------------------------------
+    def _permitted_sender(self, pkt: PacketIn, frame, src_ip: str) -> fs.Dev | None:
+        entry = self.installed.get(frame.src_mac)
+        if entry is None or entry[1] != "permitted":
+            return None
+        dev = entry[0]
+        if dev.port != pkt.in_port or dev.ip != src_ip:
+            return None
+        return dev
+
+    def _igmp(self, pkt: PacketIn, frame, ip) -> list:
+        dev = self._permitted_sender(pkt, frame, ip.src_ip)
+        if dev is None:
+            self.stats["ignored"] += 1
+            return []
+        self.stats["igmp"] += 1
+        joined, left = parse_igmp(ip.payload)
+        now = self.ctx.now()
+        changed = [g for g in joined if self.memberships.join(g, dev.mac, now)]
+        changed += [g for g in left if self.memberships.leave(g, dev.mac)]
+        return self._group_flows(changed)
+
+    def _group_flows(self, groups: list[str]) -> list:
+        decisions = []
+        for group in groups:
+            ports = [self.installed[m][0].port for m in self.memberships.members(group)
+                     if m in self.installed and self.installed[m][1] == "permitted"]
+            if ports:
+                decisions.append(fs.multicast_flow(group, ports))
+            else:
+                flow = fs.multicast_flow(group, [])
+                decisions.append(FlowDelete(match=flow.match, cookie=flow.cookie, cookie_mask=L.MASK_ONE_KIND,
+                                            table_id=flow.table_id, strict=True, priority=flow.priority))
+        return decisions
+
+    def _queries(self, max_resp_tenths: int, only: fs.Dev | None = None) -> list:
+        router = to_bytes(self.router_mac)
+        devices = [only] if only else self._permitted()
+        return [PacketOut(data=general_query(router, dev.router, max_resp_tenths), actions=(Output(dev.port),))
+                for dev in devices]
+
+    def query_members(self) -> None:
+        changed = self.memberships.expire(self.ctx.now())
+        self.ctx.send(self._group_flows(changed) + self._queries(max_resp_tenths=100))
+
+    # -- TTL and flow limit ------------------------------------------------------------------------
+    def _ttl_exceeded(self, pkt: PacketIn, frame) -> list:
+        ip = parse_ipv4(frame.payload)
+        dev = self._permitted_sender(pkt, frame, ip.src_ip)
+        if dev is None:
+            return []
+        self.stats["ttl_exceeded"] += 1
+        reply = time_exceeded(to_bytes(self.router_mac), frame.src, dev.router, frame.payload)
+        return [PacketOut(data=reply, actions=(Output(dev.port),))]
+
+    def _flow_limit(self, pkt: PacketIn, frame) -> list:
+        """The switch refused to learn another flow for this device: replace its per-flow
+        entries by one per-host entry (seed §4.4.4) and tell the household."""
+        ip = parse_ipv4(frame.payload)
+        dev = self._permitted_sender(pkt, frame, ip.src_ip)
+        if dev is None or dev.index in self.per_host:
+            return []
+        self.stats["flow_limit"] += 1
+        self.per_host.add(dev.index)
+        limit = self.ctx.config.per_host_flow_limit
+        self.log.warning("device %s (%s) passed %d flows: per-flow entries replaced by a per-host entry",
+                         dev.mac, dev.ip, limit)
+        self.ctx.bus.publish("alert", mac=dev.mac, kind="flow-limit",
+                             detail=f"{dev.ip} opened more than {limit} flows; now counted per host")
+        return ([FlowDelete(cookie=L.cookie(L.KIND_ACCOUNT, dev.index), cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE)]
+                + fs.per_host_flows(dev)
+                + [FlowDelete(cookie=L.cookie(L.KIND_LEARNED, dev.index), cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE)])
+
+    # -- accounting ---------------------------------------------------------------------------------
+    def _stats_request(self) -> FlowStatsRequest:
+        return FlowStatsRequest(table_id=L.TABLE_ACCOUNT, cookie=L.cookie(L.KIND_SHARED),
+                                cookie_mask=COOKIE_MASK_OWNER)
+
+    def poll_flow_stats(self) -> None:
+        self.accounting.end_interval([dev.index for dev in self._permitted()])
+        if self.ctx.datapath is not None:
+            self.ctx.send([self._stats_request()])
+
+    # -- command ------------------------------------------------------------------------------------
+    def status(self) -> dict:
+        return {
+            "devices": [{"mac": mac, "mode": mode, "ip": dev.ip, "port": dev.port,
+                         "per_host": dev.index in self.per_host}
+                        for mac, (dev, mode) in sorted(self.installed.items())],
+            "groups": {g: self.memberships.members(g) for g in self.memberships.groups()},
+            "stats": dict(self.stats, **self.accounting.stats),
+        }

@@ -1,0 +1,169 @@
+"""The flows routing installs, as pure functions of a device's lease and decision.
+
+Nothing here talks to the switch or keeps state: the component decides *when*, these
+say *what*, and unit tests check them against a fake flow table.
+"""
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from ...flows import (CONTROLLER, ETH_ARP, ETH_IP, LOCAL, PROTO_ICMP, PROTO_IGMP, PROTO_TCP,
+                      PROTO_UDP, DecTTL, FlowMod, Learn, Output, Resubmit, SetField)
+from . import layout as L
+
+BROADCAST_MAC = "ff:ff:ff:ff:ff:ff"
+ALL_ONES = "255.255.255.255"
+MULTICAST = ("224.0.0.0", "240.0.0.0")
+REG_LEARNED = ("reg0", 0)          # set to 0 by the switch when a learn is refused
+# What a pending or denied device may still send to its own gateway: DNS (the DNS
+# component steers it), the captive "waiting for approval" page on port 80, and ping.
+GATEWAY_SERVICES = ((PROTO_UDP, "udp", 53), (PROTO_TCP, "tcp", 53), (PROTO_TCP, "tcp", 80))
+
+
+@dataclass(frozen=True)
+class Dev:
+    """What routing needs to know about one leased device."""
+    mac: str
+    ip: str
+    router: str
+    broadcast: str
+    port: int
+    index: int
+
+
+# -- table 0: ARP and gateway access --------------------------------------------------------
+def arp_flows(d: Dev) -> list[FlowMod]:
+    """The device may ask for (and answer to) its gateway only, with its own address:
+    no ARP between devices, gratuitous or spoofed ARP is dropped by the table miss."""
+    c = L.cookie(L.KIND_ARP, d.index)
+    return [
+        FlowMod(match={"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_ARP, "arp_spa": d.ip,
+                       "arp_tpa": d.router},
+                actions=(Output(LOCAL),), priority=L.PRIO_GATEWAY, cookie=c),
+        FlowMod(match={"in_port": LOCAL, "eth_type": ETH_ARP, "arp_tpa": d.ip},
+                actions=(Output(d.port),), priority=L.PRIO_GATEWAY, cookie=c),
+    ]
+
+
+def gateway_flows(d: Dev) -> list[FlowMod]:
+    """Pending or denied: DNS, HTTP (port 80) and ICMP with the own .1 and nothing else;
+    the router's HTTPS API and every other port stay out of reach."""
+    c = L.cookie(L.KIND_GATEWAY, d.index)
+    out = {"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_IP, "ipv4_src": d.ip, "ipv4_dst": d.router}
+    back = {"in_port": LOCAL, "eth_type": ETH_IP, "ipv4_src": d.router, "ipv4_dst": d.ip}
+    flows = [FlowMod(match={**out, "ip_proto": PROTO_ICMP}, actions=(Output(LOCAL),),
+                     priority=L.PRIO_GATEWAY, cookie=c),
+             FlowMod(match={**back, "ip_proto": PROTO_ICMP}, actions=(Output(d.port),),
+                     priority=L.PRIO_GATEWAY, cookie=c)]
+    for proto, name, port in GATEWAY_SERVICES:
+        flows.append(FlowMod(match={**out, "ip_proto": proto, f"{name}_dst": port},
+                             actions=(Output(LOCAL),), priority=L.PRIO_GATEWAY, cookie=c))
+        flows.append(FlowMod(match={**back, "ip_proto": proto, f"{name}_src": port},
+                             actions=(Output(d.port),), priority=L.PRIO_GATEWAY, cookie=c))
+    return flows
+
+
+# -- permitted: entry points, accounting, destination ------------------------------------------
+def forward_flows(d: Dev, router_mac: str) -> list[FlowMod]:
+    """Anti-spoofing entry (port + MAC + leased IP must all match) that counts the packet
+    in the accounting table and forwards it by destination; the way back from the
+    router's stack; and this device as a destination of other devices (routed: source
+    MAC = router, TTL decremented, never bridged)."""
+    c = L.cookie(L.KIND_FORWARD, d.index)
+    return [
+        FlowMod(match={"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_IP, "ipv4_src": d.ip},
+                actions=(SetField("reg0", 1), Resubmit(L.TABLE_ACCOUNT), Resubmit(L.TABLE_FORWARD)),
+                priority=L.PRIO_DEVICE, cookie=c),
+        FlowMod(match={"in_port": LOCAL, "eth_type": ETH_IP, "ipv4_dst": d.ip},
+                actions=(Resubmit(L.TABLE_ACCOUNT), Output(d.port)), priority=L.PRIO_DEVICE, cookie=c),
+        FlowMod(match={"eth_type": ETH_IP, "ipv4_dst": d.ip},
+                actions=(SetField("eth_src", router_mac), SetField("eth_dst", d.mac), DecTTL(),
+                         Output(d.port)),
+                priority=L.PRIO_TO_DEVICE, table_id=L.TABLE_FORWARD, cookie=c),
+        # Its own gateway (any port: a permitted device may use every router service).
+        FlowMod(match={"eth_type": ETH_IP, "ipv4_dst": d.router}, actions=(Output(LOCAL),),
+                priority=L.PRIO_TO_DEVICE, table_id=L.TABLE_FORWARD, cookie=c),
+        # Its subnet-directed broadcast goes to every permitted device as 255.255.255.255
+        # (hosts drop broadcasts of other subnets, seed §4.4.3).
+        FlowMod(match={"eth_type": ETH_IP, "ipv4_src": d.ip, "ipv4_dst": d.broadcast},
+                actions=(SetField("ipv4_dst", ALL_ONES), SetField("eth_dst", BROADCAST_MAC),
+                         Resubmit(L.TABLE_FORWARD)),
+                priority=L.PRIO_TO_DEVICE, table_id=L.TABLE_FORWARD, cookie=c),
+    ]
+
+
+def _learn(d: Dev, proto: int | None, ports: str | None, outbound: bool, idle: int, limit: int) -> Learn:
+    fields = [("eth_type", ETH_IP)]
+    fields.append(("ip_proto", proto) if proto is not None else ("ip_proto", None))
+    fields += [("ipv4_src", None), ("ipv4_dst", None)]
+    if ports:
+        fields += [(f"{ports}_src", None), (f"{ports}_dst", None)]
+    return Learn(table_id=L.TABLE_ACCOUNT, fields=tuple(fields), priority=L.PRIO_LEARNED,
+                 idle_timeout=idle, fin_idle_timeout=2 if ports == "tcp" else 0,
+                 cookie=L.cookie(L.KIND_LEARNED, d.index), send_flow_removed=True, limit=limit,
+                 result_reg=REG_LEARNED if outbound else None)
+
+
+def account_flows(d: Dev, idle: int, limit: int) -> list[FlowMod]:
+    """Per-flow accounting: the first packet of each flow, either way, makes the switch
+    learn an exact-match entry (idle timeout, flow-removed to us) with the device's
+    cookie; at most `limit` of them, then the learn is refused and reg0[0] says so."""
+    c = L.cookie(L.KIND_ACCOUNT, d.index)
+    flows = []
+    for outbound in (True, False):
+        side = {"ipv4_src": d.ip} if outbound else {"in_port": LOCAL, "ipv4_dst": d.ip}
+        for proto, ports in ((PROTO_TCP, "tcp"), (PROTO_UDP, "udp")):
+            flows.append(FlowMod(match={"eth_type": ETH_IP, "ip_proto": proto, **side},
+                                 actions=(_learn(d, proto, ports, outbound, idle, limit),),
+                                 priority=L.PRIO_ACCOUNT, table_id=L.TABLE_ACCOUNT, cookie=c))
+        flows.append(FlowMod(match={"eth_type": ETH_IP, **side},
+                             actions=(_learn(d, None, None, outbound, idle, limit),),
+                             priority=L.PRIO_ACCOUNT_OTHER, table_id=L.TABLE_ACCOUNT, cookie=c))
+    return flows
+
+
+def per_host_flows(d: Dev) -> list[FlowMod]:
+    """Flow protection (seed §4.4.4): one counting entry per direction instead of one per
+    flow. Same cookie kind as account_flows, so it replaces them."""
+    c = L.cookie(L.KIND_ACCOUNT, d.index)
+    return [FlowMod(match={"eth_type": ETH_IP, "ipv4_src": d.ip}, actions=(),
+                    priority=L.PRIO_ACCOUNT, table_id=L.TABLE_ACCOUNT, cookie=c),
+            FlowMod(match={"eth_type": ETH_IP, "in_port": LOCAL, "ipv4_dst": d.ip}, actions=(),
+                    priority=L.PRIO_ACCOUNT, table_id=L.TABLE_ACCOUNT, cookie=c)]
+
+
+# -- shared ------------------------------------------------------------------------------------
+def base_flows(pool: ipaddress.IPv4Network) -> list[FlowMod]:
+    """Installed when the switch connects: default drop everywhere, IGMP to us, the
+    flow-limit punt, unjoined multicast dropped, the pool closed, the rest upstream."""
+    shared = L.cookie(L.KIND_SHARED)
+    return [
+        FlowMod(match={}, actions=(), priority=L.PRIO_DROP, cookie=shared),
+        FlowMod(match={}, actions=(), priority=0, table_id=L.TABLE_ACCOUNT, cookie=shared),
+        FlowMod(match={}, actions=(), priority=0, table_id=L.TABLE_FORWARD, cookie=shared),
+        FlowMod(match={"eth_type": ETH_IP, "ip_proto": PROTO_IGMP}, actions=(Output(CONTROLLER),),
+                priority=L.PRIO_IGMP, cookie=shared),
+        FlowMod(match={"reg0": (0, 1)}, actions=(Output(CONTROLLER, 128),), priority=L.PRIO_FLOW_LIMIT,
+                table_id=L.TABLE_FORWARD, cookie=L.cookie(L.KIND_FLOW_LIMIT)),
+        FlowMod(match={"eth_type": ETH_IP, "ipv4_dst": MULTICAST}, actions=(),
+                priority=L.PRIO_MCAST_OTHER, table_id=L.TABLE_FORWARD, cookie=shared),
+        FlowMod(match={"eth_type": ETH_IP, "ipv4_dst": (str(pool.network_address), str(pool.netmask))},
+                actions=(), priority=L.PRIO_POOL_DROP, table_id=L.TABLE_FORWARD, cookie=shared),
+        FlowMod(match={"eth_type": ETH_IP}, actions=(Output(LOCAL),), priority=L.PRIO_UPSTREAM,
+                table_id=L.TABLE_FORWARD, cookie=shared),
+    ]
+
+
+def broadcast_flow(ports: list[int]) -> FlowMod:
+    """255.255.255.255 from a permitted device reaches every permitted device (OpenFlow
+    never sends a packet back out of the port it came in on)."""
+    return FlowMod(match={"eth_type": ETH_IP, "ipv4_dst": ALL_ONES},
+                   actions=tuple(Output(p) for p in sorted(set(ports))), priority=L.PRIO_BROADCAST,
+                   table_id=L.TABLE_FORWARD, cookie=L.cookie(L.KIND_SHARED))
+
+
+def multicast_flow(group: str, ports: list[int]) -> FlowMod:
+    return FlowMod(match={"eth_type": ETH_IP, "ipv4_dst": group},
+                   actions=tuple(Output(p) for p in sorted(set(ports))), priority=L.PRIO_MCAST_GROUP,
+                   table_id=L.TABLE_FORWARD, cookie=L.cookie(L.KIND_MCAST))

@@ -1,0 +1,116 @@
+"""IGMP membership tracking (seed §4.4.3): multicast reaches only the devices that joined.
+
+Devices report joins and leaves (IGMP v1/v2/v3) to the controller; the router asks
+again with general queries so memberships of devices that left silently expire.
+Source filters of IGMPv3 are not honoured: a device that wants any source of a group
+gets the whole group, which is what home protocols (mDNS, SSDP) need."""
+from __future__ import annotations
+
+import struct
+
+from ...packets import PacketError, build_ethernet, build_ipv4, checksum, ip_bytes
+
+V1_REPORT, V2_REPORT, V2_LEAVE, V3_REPORT, QUERY = 0x12, 0x16, 0x17, 0x22, 0x11
+# IGMPv3 record types
+MODE_IS_INCLUDE, MODE_IS_EXCLUDE, TO_INCLUDE, TO_EXCLUDE, ALLOW_NEW, BLOCK_OLD = 1, 2, 3, 4, 5, 6
+ALL_SYSTEMS = "224.0.0.1"
+ALL_SYSTEMS_MAC = bytes.fromhex("01005e000001")
+
+
+def _group(raw: bytes) -> str:
+    return ".".join(map(str, raw))
+
+
+def is_multicast(addr: str) -> bool:
+    try:
+        return 224 <= int(addr.split(".", 1)[0]) <= 239
+    except ValueError:
+        return False
+
+
+def parse_igmp(payload: bytes) -> tuple[list[str], list[str]]:
+    """(groups joined, groups left) announced by one IGMP message; queries and other
+    types give nothing. Raises PacketError on truncated input."""
+    if len(payload) < 8:
+        raise PacketError("IGMP message truncated")
+    kind = payload[0]
+    if kind in (V1_REPORT, V2_REPORT):
+        group = _group(payload[4:8])
+        return ([group] if is_multicast(group) else []), []
+    if kind == V2_LEAVE:
+        return [], [_group(payload[4:8])]
+    if kind != V3_REPORT:
+        return [], []
+    (nrec,) = struct.unpack_from("!H", payload, 6)
+    joined, left, offset = [], [], 8
+    for _ in range(nrec):
+        if offset + 8 > len(payload):
+            raise PacketError("IGMPv3 record truncated")
+        rtype, aux, nsrc = struct.unpack_from("!BBH", payload, offset)
+        group = _group(payload[offset + 4:offset + 8])
+        offset += 8 + 4 * nsrc + 4 * aux
+        if offset > len(payload):
+            raise PacketError("IGMPv3 sources truncated")
+        if not is_multicast(group):
+            continue
+        if rtype in (MODE_IS_EXCLUDE, TO_EXCLUDE) or (rtype in (MODE_IS_INCLUDE, ALLOW_NEW) and nsrc):
+            joined.append(group)
+        elif rtype == TO_INCLUDE and nsrc == 0:
+            left.append(group)
+    return joined, left
+
+
+def general_query(router_mac: bytes, gateway: str, max_resp_tenths: int = 100) -> bytes:
+    """IGMPv3 general query from `gateway` to 224.0.0.1 (hosts answer within max_resp)."""
+    body = struct.pack("!BBH4sBBH", QUERY, min(max_resp_tenths, 127), 0, b"\0" * 4, 2, 60, 0)
+    body = body[:2] + struct.pack("!H", checksum(body)) + body[4:]
+    ip = build_ipv4(ip_bytes(gateway), ip_bytes(ALL_SYSTEMS), 2, body, ttl=1)
+    return build_ethernet(ALL_SYSTEMS_MAC, router_mac, 0x0800, ip)
+
+
+class Memberships:
+    """group -> {mac: last report time}. Pure bookkeeping; the component turns changes
+    into flows."""
+
+    def __init__(self, lifetime: float):
+        self.lifetime = lifetime
+        self._groups: dict[str, dict[str, float]] = {}
+
+    def join(self, group: str, mac: str, now: float) -> bool:
+        """True if the group's member set changed."""
+        members = self._groups.setdefault(group, {})
+        new = mac not in members
+        members[mac] = now
+        return new
+
+    def leave(self, group: str, mac: str) -> bool:
+        members = self._groups.get(group)
+        if not members or mac not in members:
+            return False
+        del members[mac]
+        if not members:
+            del self._groups[group]
+        return True
+
+    def drop_device(self, mac: str) -> list[str]:
+        """Forget a device everywhere (denied, lease gone); the groups that changed."""
+        return [g for g in list(self._groups) if self.leave(g, mac)]
+
+    def expire(self, now: float) -> list[str]:
+        changed = []
+        for group, members in list(self._groups.items()):
+            for mac, seen in list(members.items()):
+                if now - seen > self.lifetime:
+                    self.leave(group, mac)
+                    if group not in changed:
+                        changed.append(group)
+        return changed
+
+    def members(self, group: str) -> list[str]:
+        return sorted(self._groups.get(group, {}))
+
+    def groups(self) -> list[str]:
+        return sorted(self._groups)
+
+    def clear(self) -> None:
+        self._groups.clear()
