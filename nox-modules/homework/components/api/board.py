@@ -2,13 +2,15 @@
 DHCP leases and the bus events the API listens to (link, bandwidth, alert).
 
 Zones (seed §4.3.3): "outside" (left: in range but not connected, or denied/blacklisted),
-"asking" (centre: pending with a lease or a DHCP exchange under way), "permitted" (right).
+"asking" (centre: pending with a lease, or with an offer made in the last few seconds),
+"permitted" (right).
 Label name: the user's name, else the DHCP hostname, else the MAC vendor, else the MAC.
 
 `link` events carry counters as `iw station dump` does (cumulative packets, bytes and
-tx retries), so rates come from the difference between two reports. `bandwidth` events
-carry the bytes since the previous report; when a device has them they win over the
-link byte counters (they count what actually crossed the router).
+tx retries), so rates come from the difference between two reports. They come every
+second or two and count everything on the device's link, so they set the label size.
+`bandwidth` events (routing: bytes routed per flow-stats interval, ~10 s) are used only
+for devices with no link reports (a wired port without a station dump).
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from .oui import default_table, is_private
 
 ASKING_GRACE = 10.0       # seconds a pending device stays "asking" after its last DHCP message
 LINK_ONLY_TTL = 60.0      # a MAC heard only by the radio stays on the board this long
-BANDWIDTH_PREFERRED = 30.0
+LINK_PREFERRED = 30.0     # seconds a link report keeps bandwidth events out
 MAX_ALERTS = 20
 MAX_LINK_ONLY = 256
 
@@ -76,7 +78,7 @@ class Board:
             if m.packets is not None and packets is not None and retries is not None and m.retries is not None:
                 dp, dr = packets - m.packets, retries - m.retries
                 m.retrans = (dr / dp) if dp > 0 and dr >= 0 else 0.0
-            if nbytes is not None and m.link_bytes is not None and now - m.bandwidth_at > BANDWIDTH_PREFERRED:
+            if nbytes is not None and m.link_bytes is not None:
                 self._count(m, max(0, nbytes - m.link_bytes), now)
             m.packets, m.retries, m.link_bytes = packets, retries, nbytes
             if ev.get("rssi") is not None:
@@ -89,7 +91,8 @@ class Board:
         with self._lock:
             m = self._m(ev["mac"])
             m.bandwidth_at = now
-            self._count(m, max(0, _int(ev.get("bytes")) or 0), now)
+            if m.link_bytes is None or now - m.link_at > LINK_PREFERRED:
+                self._count(m, max(0, _int(ev.get("bytes")) or 0), now)
             return m
 
     def on_alert(self, ev: dict) -> None:
@@ -136,7 +139,7 @@ class Board:
         now = self.ctx.now()
         if device.state == "permitted":
             zone = "permitted"
-        elif device.state == "pending" and ((lease and lease["active"]) or now - device.last_seen < ASKING_GRACE):
+        elif device.state == "pending" and lease and (lease["active"] or now - device.last_seen < ASKING_GRACE):
             zone = "asking"
         else:
             zone = "outside"

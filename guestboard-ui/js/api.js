@@ -1,0 +1,75 @@
+/* Talking to /ws.v1/: JSON calls with the session's CSRF token, and the live event stream. */
+window.HW = window.HW || {};
+HW.api = (function ($) {
+  "use strict";
+  var BASE = "/ws.v1/";
+  var csrf = null;
+  var onUnauthorized = function () {};
+
+  function call(method, path, body) {
+    return $.ajax({
+      url: BASE + path, method: method, dataType: "json",
+      contentType: body !== undefined ? "application/json" : undefined,
+      data: body !== undefined ? JSON.stringify(body) : (method === "POST" ? "" : undefined),
+      headers: csrf && method !== "GET" ? { "X-CSRF-Token": csrf } : {}
+    }).fail(function (xhr) {
+      if (xhr.status === 401) onUnauthorized();
+    });
+  }
+
+  function errorText(xhr) {
+    return (xhr.responseJSON && xhr.responseJSON.error) || ("error " + xhr.status);
+  }
+
+  function session() {
+    return $.ajax({ url: BASE + "session", dataType: "json" }).done(function (s) { csrf = s.csrf || null; });
+  }
+
+  function login(password) {
+    return $.ajax({ url: BASE + "login", method: "POST", dataType: "json", contentType: "application/json",
+                    data: JSON.stringify({ password: password }) })
+      .done(function (s) { csrf = s.csrf; });
+  }
+
+  function logout() {
+    return call("POST", "logout").always(function () { csrf = null; });
+  }
+
+  /* EventSource reconnects by itself; `handlers.closed` runs when it gives up (e.g. 401). */
+  function stream(handlers) {
+    var es = new EventSource(BASE + "events");
+    ["snapshot", "device", "lease", "link", "bandwidth", "alert"].forEach(function (name) {
+      es.addEventListener(name, function (ev) {
+        var data;
+        try { data = JSON.parse(ev.data); } catch (e) { return; }
+        if (handlers[name]) handlers[name](data);
+      });
+    });
+    es.addEventListener("open", function () { handlers.state && handlers.state(true); });
+    es.addEventListener("error", function () {
+      handlers.state && handlers.state(false);
+      if (es.readyState === EventSource.CLOSED && handlers.closed) handlers.closed();
+    });
+    es.addEventListener("end", function () { es.close(); handlers.closed && handlers.closed(); });
+    return es;
+  }
+
+  function mac(m) { return encodeURIComponent(m); }
+
+  return {
+    call: call, errorText: errorText, session: session, login: login, logout: logout, stream: stream,
+    permit: function (m) { return call("POST", "permit/" + mac(m)); },
+    deny: function (m) { return call("POST", "deny/" + mac(m)); },
+    blacklist: function (m) { return call("POST", "blacklist/" + mac(m)); },
+    whitelist: function (m) { return call("POST", "whitelist/" + mac(m)); },
+    meta: function (m, fields) { return call("POST", "meta/" + mac(m), fields); },
+    device: function (m) { return call("GET", "devices/" + mac(m)); },
+    dnsRule: function (action, m, domain) {
+      return call("POST", action + "-dns/" + mac(m) + "/" + encodeURIComponent(domain));
+    },
+    removeDnsRule: function (m, domain) {
+      return call("POST", "remove-dns-rule/" + mac(m) + "/" + encodeURIComponent(domain));
+    },
+    onUnauthorized: function (fn) { onUnauthorized = fn; }
+  };
+})(jQuery);

@@ -1,0 +1,45 @@
+/* How network facts map to a label's look (seed §4.3.3). Pure functions, no DOM. */
+window.HW = window.HW || {};
+HW.labels = (function () {
+  "use strict";
+
+  function clamp(x, lo, hi) { return Math.max(lo, Math.min(hi, x)); }
+
+  /* Signal strength -> transparency, as the original board: (150 + rssi) / 100,
+     so -50 dBm is fully opaque and -100 dBm half transparent. Never invisible. */
+  function opacity(rssi) {
+    if (rssi === null || rssi === undefined) return 1;
+    return clamp((150 + rssi) / 100, 0.2, 1);
+  }
+
+  /* Current bandwidth -> size: idle 1x, ~1.35x at 10 kB/s, ~1.7x at 100 kB/s, 2x from 1 MB/s. */
+  function scale(bytesPerSecond) {
+    var bps = Math.max(0, bytesPerSecond || 0);
+    return 1 + clamp(Math.log10(1 + bps / 1000) / 3, 0, 1);
+  }
+
+  /* Retransmissions -> red highlight once more than 10% of frames are retried. */
+  function retransmitting(retrans) { return (retrans || 0) > 0.1; }
+
+  function bytes(n) {
+    n = n || 0;
+    if (n < 1024) return Math.round(n) + " B";
+    var units = ["kB", "MB", "GB", "TB"], i = -1;
+    do { n /= 1024; i++; } while (n >= 1024 && i < units.length - 1);
+    return n.toFixed(n < 10 ? 1 : 0) + " " + units[i];
+  }
+
+  /* The second line: what kind of name this is, and whether the MAC is private. */
+  function subtitle(d) {
+    var parts = [];
+    if (d.private) parts.push("private address");
+    else if (d.vendor && d.label_source !== "vendor") parts.push(d.vendor);
+    if (d.label_source === "mac" && !d.private) parts.push("unknown maker");
+    if (d.owner) parts.push(d.owner);
+    if (d.type) parts.push(d.type);
+    return parts.join(" · ") || d.mac;
+  }
+
+  return { opacity: opacity, scale: scale, retransmitting: retransmitting, bytes: bytes,
+           subtitle: subtitle, clamp: clamp };
+})();

@@ -1,0 +1,60 @@
+/* Start-up: log in if needed, then keep the board live from the event stream. */
+jQuery(function ($) {
+  "use strict";
+  var es = null;
+
+  function showLogin(message) {
+    if (es) { es.close(); es = null; }
+    $("#board, #logout").prop("hidden", true);
+    $("#login").prop("hidden", false).find(".error").text(message || "");
+    $("#login input[name=password]").val("").trigger("focus");
+    setLive(false);
+  }
+
+  function setLive(on) {
+    $("#live").toggleClass("on", on).toggleClass("off", !on).text(on ? "live" : "offline");
+  }
+
+  function start() {
+    $("#login").prop("hidden", true);
+    $("#board, #logout").prop("hidden", false);
+    if (es) es.close();
+    es = HW.api.stream({
+      snapshot: function (d) { HW.board.replaceAll(d.devices); },
+      device: function (d) { HW.board.upsert(d.view); if (HW.panel.current() === d.mac) HW.panel.refresh(); },
+      lease: function (d) { HW.board.upsert(d.view); },
+      link: function (d) { HW.board.metrics(d.mac, d.metrics, d.label); },
+      bandwidth: function (d) { HW.board.metrics(d.mac, d.metrics); },
+      alert: function (d) { if (HW.panel.current() === d.mac) HW.panel.refresh(); },
+      state: setLive,
+      closed: function () {
+        // The stream ended: expired session (-> log in) or a restart (-> reconnect).
+        HW.api.session().done(function () { setTimeout(start, 1000); })
+          .fail(function () { showLogin("Your session ended; please log in again."); });
+      }
+    });
+  }
+
+  HW.board.on("drop", function (mac, zone, d) {
+    var act = zone === "permitted" ? HW.api.permit(mac) : zone === "outside" ? HW.api.deny(mac) : null;
+    if (!act) return;
+    act.done(function (view) {
+      // First permit of a device nobody has named yet: ask whose it is.
+      if (zone === "permitted" && d && !d.name) HW.panel.askName($.extend({}, d, view, { label: d.label }));
+    }).fail(function (xhr) { window.alert(HW.api.errorText(xhr)); });
+  });
+  HW.board.on("open", HW.panel.open);
+  HW.panel.init();
+  HW.api.onUnauthorized(function () { showLogin("Please log in."); });
+
+  $("#login").on("submit", function (e) {
+    e.preventDefault();
+    var $f = $(this);
+    HW.api.login(this.elements.password.value).done(start).fail(function (xhr) {
+      $f.find(".error").text(xhr.status === 401 ? "Wrong password." : HW.api.errorText(xhr));
+    });
+  });
+  $("#logout").on("click", function () { HW.api.logout().always(function () { showLogin(); }); });
+
+  HW.api.session().done(start).fail(function () { showLogin(); });
+});

@@ -1,0 +1,113 @@
+/* The per-device panel (tap a label): traffic now and today, DNS rules, blacklist and
+   whitelist, recent alerts; and the naming dialog shown after a first permit. */
+window.HW = window.HW || {};
+HW.panel = (function ($) {
+  "use strict";
+  var current = null;          // MAC shown in the panel
+
+  function fail($where) {
+    return function (xhr) { $where.text(HW.api.errorText(xhr)); };
+  }
+
+  function fill(d) {
+    var $p = $("#panel");
+    $p.find(".title").text(d.label);
+    var ident = [d.mac];
+    if (d.private) ident.push("private (randomised) address");
+    else if (d.vendor) ident.push(d.vendor);
+    if (d.hostname) ident.push("calls itself " + d.hostname);
+    ident.push(d.state);
+    $p.find(".ident").text(ident.join(" · "));
+    var m = d.metrics || {};
+    $p.find(".traffic-now").text(HW.labels.bytes(m.bps) + "/s");
+    $p.find(".traffic-today").text(HW.labels.bytes(m.today_bytes));
+    $p.find(".signal").text(m.rssi === null || m.rssi === undefined ? "–" : m.rssi + " dBm" +
+                            (HW.labels.retransmitting(m.retrans) ? " (many retries)" : ""));
+    $p.find(".address").text(d.lease && d.lease.active ? d.lease.ip : "none");
+    $p.find(".blacklist").prop("hidden", d.state === "blacklisted");
+    $p.find(".whitelist").prop("hidden", d.state !== "blacklisted");
+    var $rules = $p.find(".rules").empty();
+    if (d.dns_rules === null || d.dns_rules === undefined) {
+      $p.find(".rule-form").prop("hidden", true);
+      $p.find(".rules-note").text("Website rules need the router's DNS component.");
+    } else {
+      $p.find(".rule-form").prop("hidden", false);
+      $p.find(".rules-note").text(d.dns_rules.length ? "" : "No rules: every website is allowed.");
+      d.dns_rules.forEach(function (r) {
+        var $li = $("<li>").append($('<span class="domain">').text(r.domain),
+                                   $('<span class="action">').text(r.action === "deny" ? "blocked" : "allowed"),
+                                   $('<button type="button" class="secondary remove">Remove</button>').attr("data-domain", r.domain));
+        $rules.append($li);
+      });
+    }
+    var $alerts = $p.find(".alerts").empty();
+    (d.alerts || []).forEach(function (a) {
+      $alerts.append($("<li>").text(new Date(a.at * 1000).toLocaleTimeString() + " " + a.kind + ": " + a.detail));
+    });
+    if (!(d.alerts || []).length) $alerts.append($("<li>").text("none"));
+  }
+
+  function refresh() {
+    if (!current) return;
+    HW.api.device(current).done(fill).fail(fail($("#panel .error")));
+  }
+
+  function open(mac) {
+    current = mac;
+    $("#panel .error").text("");
+    var d = HW.board.get(mac);
+    if (d) fill($.extend({ dns_rules: undefined }, d));
+    var dlg = $("#panel")[0];
+    if (!dlg.open) dlg.showModal();
+    if (d && d.state !== "unknown") refresh();
+  }
+
+  function askName(d) {
+    var $f = $("#meta-form");
+    $f.find(".who").text(d.label);
+    $f[0].elements.name.value = d.name || d.hostname || "";
+    $f[0].elements.owner.value = d.owner || "";
+    $f[0].elements.type.value = d.type || "laptop";
+    $f.find(".error").text("");
+    $f.data("mac", d.mac);
+    $("#meta-dialog")[0].showModal();
+  }
+
+  function init() {
+    $("#panel .close").on("click", function () { current = null; $("#panel")[0].close(); });
+    $("#panel .rule-form").on("submit", function (e) {
+      e.preventDefault();
+      var action = (e.originalEvent && e.originalEvent.submitter && e.originalEvent.submitter.value) || "deny";
+      var domain = this.elements.domain.value.trim();
+      var form = this;
+      HW.api.dnsRule(action, current, domain).done(function () { form.reset(); refresh(); })
+        .fail(fail($("#panel .error")));
+    });
+    $("#panel .rules").on("click", ".remove", function () {
+      HW.api.removeDnsRule(current, this.dataset.domain).done(refresh).fail(fail($("#panel .error")));
+    });
+    $("#panel .blacklist").on("click", function () {
+      HW.api.blacklist(current).done(refresh).fail(fail($("#panel .error")));
+    });
+    $("#panel .whitelist").on("click", function () {
+      HW.api.whitelist(current).done(refresh).fail(fail($("#panel .error")));
+    });
+    $("#panel .rename").on("click", function () {
+      var d = HW.board.get(current);
+      $("#panel")[0].close();
+      if (d) askName(d);
+    });
+    $("#meta-skip").on("click", function () { $("#meta-dialog")[0].close(); });
+    $("#meta-form").on("submit", function (e) {
+      e.preventDefault();
+      var f = this, mac = $(f).data("mac");
+      HW.api.meta(mac, { name: f.elements.name.value.trim(), owner: f.elements.owner.value.trim(),
+                         type: f.elements.type.value })
+        .done(function () { $("#meta-dialog")[0].close(); })
+        .fail(fail($(f).find(".error")));
+    });
+  }
+
+  return { init: init, open: open, askName: askName, refresh: refresh,
+           current: function () { return current; } };
+})(jQuery);

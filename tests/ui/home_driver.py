@@ -1,0 +1,134 @@
+"""Drives an emulated home for the browser tests (and the UI benchmark): node starts this,
+sends one JSON request per line on stdin and reads one JSON answer per line on stdout.
+
+    {"op": "add_device", "mac": "00:09:2d:00:00:01"}   -> {"ok": true, "name": "dev1", "mac": ..}
+    {"op": "start_dhcp", "dev": "dev1", "client": "udhcpc"} -> {"ok": true, "t": epoch of the DISCOVER}
+    {"op": "wait_fetch", "dev": "dev1", "expect": true, "timeout": 20}
+                                       -> {"ok": true, "elapsed": s, "t": epoch of the first success}
+    {"op": "traffic", "dev": "dev1", "seconds": 8}    (ICMP to its gateway, ~1 MB/s, in background)
+    {"op": "linksim", "dev": "dev1", "rssi": -92, "retry_rate": 0.3}
+    {"op": "cli", "args": ["--json", "devices"]}     -> {"ok": true, "stdout": ..}
+    {"op": "quit"}
+
+The first line written is {"ready": true, "url": .., "password": .., "run_id": ..}. The
+home is torn down on quit, on end of input and on SIGTERM.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import traceback
+
+from homelab import WEB_ADDR
+from homelab.web import Web, web_home
+
+
+class Driver:
+    def __init__(self):
+        self.home = web_home(log=lambda msg: print(msg, file=sys.stderr, flush=True))
+        self.devices = {}
+        self.traffic: list[subprocess.Popen] = []
+
+    def start(self) -> dict:
+        self.home.start()
+        self.web = Web(self.home).start()
+        return {"ready": True, "url": self.web.url, "password": self.home.admin_password,
+                "run_id": self.home.run_id, "web": f"http://{WEB_ADDR}/"}
+
+    def dev(self, req):
+        return self.devices[req["dev"]]
+
+    def op_add_device(self, req):
+        dev = self.home.add_device(name=req.get("name"), mac=req.get("mac"))
+        self.devices[dev.name] = dev
+        return {"name": dev.name, "mac": dev.mac, "ns": dev.ns}
+
+    def op_start_dhcp(self, req):
+        dev = self.dev(req)
+        t = time.time()   # the client sends its DISCOVER as soon as it starts
+        dev.start_dhcp(req.get("client", "udhcpc"))
+        return {"t": t}
+
+    def op_wait_ipv4(self, req):
+        addr, prefix = self.dev(req).wait_for_ipv4(req.get("timeout", 20))
+        return {"ip": addr, "prefix": prefix}
+
+    def op_fetch(self, req):
+        dev = self.dev(req)
+        url = req.get("url", f"http://{WEB_ADDR}/")
+        r = dev.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time",
+                     str(req.get("max_time", 2)), url], check=False, timeout=10)
+        return {"code": r.stdout.strip(), "success": r.returncode == 0 and r.stdout.strip() == "200"}
+
+    def op_wait_fetch(self, req):
+        """Poll until a fetch from the device succeeds (expect true) or fails (false)."""
+        expect = req.get("expect", True)
+        start = time.monotonic()
+        deadline = start + req.get("timeout", 20)
+        while True:
+            got = self.op_fetch({**req, "max_time": req.get("max_time", 1)})
+            if got["success"] == expect:
+                return {"elapsed": time.monotonic() - start, "t": time.time()}
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"fetch from {req['dev']} still {'failing' if expect else 'working'} "
+                                   f"after {req.get('timeout', 20)} s (last code {got['code']})")
+            time.sleep(0.05)
+
+    def op_traffic(self, req):
+        dev = self.dev(req)
+        gw = dev.default_gateway()
+        seconds = int(req.get("seconds", 8))
+        p = dev.popen(["ping", "-q", "-i", "0.002", "-s", "1400", "-w", str(seconds), gw],
+                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.traffic.append(p)
+        return {"gateway": gw}
+
+    def op_linksim(self, req):
+        dev = self.dev(req)
+        args = [f"mac={dev.mac}"] + [f"{k}={req[k]}" for k in ("rssi", "retry_rate") if k in req]
+        r = self.home.homework("call", "linksim-set", *args)
+        if r.returncode:
+            raise RuntimeError(r.stderr)
+        return {}
+
+    def op_cli(self, req):
+        r = self.home.homework(*req["args"])
+        return {"rc": r.returncode, "stdout": r.stdout, "stderr": r.stderr}
+
+    def op_controller_log(self, req):
+        return {"log": self.home.controller_log()[-6000:]}
+
+    def close(self):
+        self.home.close()
+
+
+def main() -> int:
+    driver = Driver()
+    try:
+        print(json.dumps(driver.start()), flush=True)
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            req = json.loads(line)
+            if req.get("op") == "quit":
+                print(json.dumps({"ok": True}), flush=True)
+                break
+            try:
+                result = getattr(driver, f"op_{req['op']}")(req)
+                print(json.dumps({"ok": True, **result}), flush=True)
+            except Exception as exc:
+                traceback.print_exc(file=sys.stderr)
+                print(json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"}), flush=True)
+    except Exception as exc:
+        traceback.print_exc(file=sys.stderr)
+        print(json.dumps({"ready": False, "error": str(exc)}), flush=True)
+        return 1
+    finally:
+        driver.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

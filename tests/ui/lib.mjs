@@ -1,0 +1,92 @@
+// Shared by the browser tests and the UI benchmark: an emulated home driven through
+// tests/ui/home_driver.py, and Debian's Chromium driven by playwright-core.
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+export const REPO = path.resolve(HERE, '..', '..');
+export const ARTIFACTS = path.join(REPO, 'test-artifacts', 'ui');
+export const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+/** Start an emulated home with the Guest Board; resolves to {info, call, close}. */
+export async function startHome() {
+  const py = process.env.HOMEWORK_PYTHON || path.join(REPO, '.venv', 'bin', 'python');
+  const env = { ...process.env,
+    PYTHONPATH: [path.join(REPO, 'nox-modules'), path.join(REPO, 'hwdb', 'python'), path.join(REPO, 'tests'),
+                 process.env.PYTHONPATH || ''].join(':'),
+    PYTHONUNBUFFERED: '1' };
+  const child = spawn(py, [path.join(HERE, 'home_driver.py')], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const stderr = [];
+  child.stderr.on('data', (b) => { stderr.push(b.toString()); if (process.env.UI_VERBOSE) process.stderr.write(b); });
+  const lines = createInterface({ input: child.stdout });
+  const waiting = [];
+  lines.on('line', (line) => { const w = waiting.shift(); if (w) w(JSON.parse(line)); });
+  const next = () => new Promise((resolve) => waiting.push(resolve));
+  const exited = new Promise((resolve) => child.on('exit', resolve));
+  const info = await Promise.race([next(), exited.then((code) => ({ ready: false, error: `driver exited ${code}` }))]);
+  if (!info.ready) throw new Error(`emulated home did not start: ${info.error}\n${stderr.join('').slice(-3000)}`);
+  let queue = Promise.resolve();
+  async function call(req) {
+    const run = queue.then(async () => {
+      child.stdin.write(JSON.stringify(req) + '\n');
+      const res = await next();
+      if (!res.ok) throw new Error(`${req.op}: ${res.error}`);
+      return res;
+    });
+    queue = run.catch(() => {});
+    return run;
+  }
+  async function close() {
+    if (child.exitCode !== null) return;
+    child.stdin.write(JSON.stringify({ op: 'quit' }) + '\n');
+    child.stdin.end();
+    const timer = setTimeout(() => child.kill('SIGTERM'), 30000);
+    await exited;
+    clearTimeout(timer);
+  }
+  return { info, call, close, stderr };
+}
+
+export async function launch() {
+  return chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', args: CHROMIUM_FLAGS,
+                           headless: true });
+}
+
+export async function newPage(browser, viewport = { width: 1024, height: 600 }) {
+  const context = await browser.newContext({ ignoreHTTPSErrors: true, viewport, hasTouch: true });
+  return context.newPage();
+}
+
+export async function login(page, url, password) {
+  await page.goto(url);
+  await page.locator('#login input[name=password]').fill(password);
+  await page.locator('#login button[type=submit]').click();
+  await page.locator('#board').waitFor({ state: 'visible' });
+  await page.locator('#live.on').waitFor();
+}
+
+export function label(page, mac) {
+  return page.locator(`.label:not(.ghost)[data-mac="${mac}"]`);
+}
+
+/** Drag a label into a zone with real pointer events (press, move in steps, release). */
+export async function drag(page, mac, zone) {
+  const from = await label(page, mac).boundingBox();
+  const to = await page.locator(`#zone-${zone}`).boundingBox();
+  await page.mouse.move(from.x + from.width / 2, from.y + from.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(to.x + to.width / 2, to.y + to.height / 2, { steps: 8 });
+  await page.mouse.up();
+}
+
+export async function screenshot(page, name) {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  const file = path.join(ARTIFACTS, `${name}.png`);
+  await page.screenshot({ path: file });
+  return file;
+}
