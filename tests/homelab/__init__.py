@@ -490,6 +490,15 @@ class Home:
     def vsctl(self, *args: str) -> str:
         return self.router(["ovs-vsctl", "--timeout=10", *args]).stdout
 
+    def router_net(self, action: str = "up", **env: str) -> subprocess.CompletedProcess:
+        """Run scripts/router-net.sh ACTION in the router namespace with this run's settings."""
+        e = self.ovs_env
+        e.update(BRIDGE=BRIDGE, DATAPATH_TYPE="netdev", WAN_IF=WAN_IF if self.with_internet else "",
+                 LAN_PORTS="", HWADDR=ROUTER_HWADDR, ROUTER_NET_STATE=str(self.dir / "router-net"),
+                 CONTROLLER="tcp:127.0.0.1:6653" if self.with_controller else "none")
+        e.update(env)
+        return sh(ns_cmd(self.router_ns, ["bash", str(ROUTER_NET), action]), env=e, timeout=60)
+
     def dump_flows(self) -> str:
         return self.router(["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", BRIDGE]).stdout
 
@@ -574,11 +583,7 @@ class Home:
             sh(["ip", "-n", self.router_ns, "addr", "add", f"{ROUTER_WAN_ADDR}/24", "dev", WAN_IF])
             sh(["ip", "-n", self.router_ns, "link", "set", WAN_IF, "up"])
             self.router(["ethtool", "-K", WAN_IF, "tx", "off"], check=False)
-        env = self.ovs_env
-        env.update(BRIDGE=BRIDGE, DATAPATH_TYPE="netdev", WAN_IF=WAN_IF if self.with_internet else "",
-                   LAN_PORTS="", HWADDR=ROUTER_HWADDR, ROUTER_NET_STATE=str(self.dir / "router-net"),
-                   CONTROLLER="tcp:127.0.0.1:6653" if self.with_controller else "none")
-        sh(ns_cmd(self.router_ns, ["bash", str(ROUTER_NET), "up"]), env=env, timeout=60)
+        self.router_net("up")
         if self.with_internet:
             sh(["ip", "-n", self.router_ns, "route", "replace", "default", "via", ISP_ADDR])
 
@@ -758,7 +763,6 @@ class Home:
     def remove_device(self, dev: Device) -> None:
         dev.close()
         self.vsctl("--if-exists", "del-port", BRIDGE, dev.port_name)
-        sh(["ip", "netns", "pids", dev.ns], check=False)
         self._kill_ns_processes(dev.ns)
         sh(["ip", "netns", "del", dev.ns], check=False)
         if dev.ns in self._namespaces:

@@ -1,0 +1,51 @@
+"""scripts/router-net.sh: `up` is idempotent and `down` removes what `up` made."""
+from __future__ import annotations
+
+import pytest
+
+from homelab import BRIDGE, ROUTER_HWADDR, Home
+
+
+@pytest.fixture
+def bare_home():
+    from conftest import _can_run_home  # noqa: PLC0415 (tests/e2e is on sys.path under pytest)
+    why = _can_run_home()
+    if why:
+        pytest.skip(why)
+    with Home(controller=False) as h:   # OVS + router-net.sh up, no controller
+        yield h
+
+
+def sysctls(h: Home) -> str:
+    return h.router(["sysctl", "net.ipv4.ip_forward", "net.ipv4.conf.all.send_redirects",
+                     "net.ipv4.conf.default.send_redirects", "net.ipv4.conf.all.accept_redirects"]).stdout
+
+
+def test_up_is_idempotent_and_down_cleans_up(bare_home: Home):
+    h = bare_home
+    assert h.router(["sysctl", "-n", "net.ipv4.ip_forward"]).stdout.strip() == "1"
+    assert h.router(["sysctl", "-n", f"net.ipv4.conf.{BRIDGE}.send_redirects"]).stdout.strip() == "0"
+    assert "masquerade" in h.router(["nft", "list", "table", "inet", "homework"]).stdout
+    assert h.vsctl("get", "bridge", BRIDGE, "other-config:hwaddr").strip().strip('"') == ROUTER_HWADDR
+    assert "actions=NORMAL" in h.dump_flows()            # CONTROLLER=none: standalone baseline
+    dev = h.add_device()
+    before = (h.vsctl("list-ports", BRIDGE), sysctls(h))
+    h.router_net("up")                                   # again: nothing changes, nothing breaks
+    h.router_net("up", LAN_PORTS=dev.port_name)          # an already-added port is fine too
+    assert (h.vsctl("list-ports", BRIDGE), sysctls(h)) == before
+    assert h.router(["nft", "list", "table", "inet", "homework"]).stdout.count("masquerade") == 1
+    h.router_net("down")
+    assert BRIDGE not in h.vsctl("list-br")
+    assert h.router(["nft", "list", "table", "inet", "homework"], check=False).returncode != 0
+    assert h.router(["sysctl", "-n", "net.ipv4.ip_forward"]).stdout.strip() == "0"  # as before `up`
+    h.router_net("down")                                 # idempotent as well
+    h.router_net("up")                                   # and back
+    assert BRIDGE in h.vsctl("list-br")
+
+
+def test_secure_bridge_with_controller_target(bare_home: Home):
+    h = bare_home
+    h.router_net("up", CONTROLLER="tcp:127.0.0.1:6653")
+    assert h.vsctl("get", "bridge", BRIDGE, "fail_mode").strip() == "secure"
+    assert h.vsctl("get-controller", BRIDGE).strip() == "tcp:127.0.0.1:6653"
+    assert "OpenFlow13" in h.vsctl("get", "bridge", BRIDGE, "protocols")
