@@ -215,14 +215,15 @@ fn main() {
         let rows = st.query_map([sq_cut], |r| {
             Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?, r.get::<_, i64>(3)?, r.get::<_, String>(4)?, r.get::<_, i64>(5)?, r.get::<_, i64>(6)?, r.get::<_, i64>(7)?))
         }).unwrap();
-        rows.map(|r| r.unwrap()).count()
+        // Keep the rows, as hwdb's result set does.
+        rows.map(|r| r.unwrap()).collect::<Vec<_>>().len()
     });
     let group_sql = "select saddr, count(*), sum(nbytes), max(npkts) from Flows group by saddr";
     let (hw_grp, hw_groups) = time_it(&mut || db.execute(group_sql).unwrap().rows.len());
     let (sq_grp, sq_groups) = time_it(&mut || {
         let mut st = sq.prepare_cached("SELECT saddr, count(*), sum(nbytes), max(npkts) FROM flows GROUP BY saddr").unwrap();
         let rows = st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?, r.get::<_, i64>(3)?))).unwrap();
-        rows.map(|r| r.unwrap()).count()
+        rows.map(|r| r.unwrap()).collect::<Vec<_>>().len()
     });
     assert_eq!(hw_groups, sq_groups);
     let lat = |d: &[Duration]| format!("p50 {:.2} ms, p99 {:.2} ms", percentile(d, 0.5), percentile(d, 0.99));
