@@ -13,7 +13,7 @@ APT_PACKAGES=(
   # real DHCP clients used by the emulated home and tests
   isc-dhcp-client udhcpc dhcpcd-base
   # test and benchmark tools
-  python3-scapy kea-admin bind9-dnsutils dnsperf iperf3 hping3 wrk curl procps psmisc
+  python3-scapy python3-zeroconf kea-admin bind9-dnsutils dnsperf iperf3 hping3 wrk curl procps psmisc
   # image build and boot test
   mmdebstrap qemu-system-x86 qemu-utils ovmf grub-pc-bin grub-efi-amd64-bin systemd-boot-efi
   dosfstools mtools fdisk e2fsprogs zstd

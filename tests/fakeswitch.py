@@ -63,21 +63,52 @@ class FakeSwitch:
         return best
 
     def outputs(self, packet: dict) -> list[int]:
-        """Ports a packet would leave by (following goto-table), [] if dropped."""
-        table, ports = 0, []
-        for _ in range(8):
+        """Ports a packet would leave by (following goto-table and resubmit), [] if dropped.
+        Learn actions add flows as the switch would; `self.last_packet` is the packet as it
+        left (after set-field), `self.last_hits` the flows it hit."""
+        self.last_hits = []
+        ports: list[int] = []
+        self.last_packet = self._run(dict(packet), 0, ports, 0)
+        return ports
+
+    def _run(self, packet: dict, table: int, ports: list, depth: int) -> dict:
+        while depth < 16:
+            depth += 1
             flow = self.lookup(packet, table)
             if flow is None:
-                return ports
+                return packet
+            self.last_hits.append(flow)
             for a in flow.actions:
                 if isinstance(a, F.Output):
                     ports.append(a.port)
                 elif isinstance(a, F.SetField):
                     packet = dict(packet, **{a.field: a.value})
+                elif isinstance(a, F.DecTTL):
+                    packet = dict(packet, ip_ttl=packet.get("ip_ttl", 64) - 1)
+                elif isinstance(a, F.Resubmit):
+                    packet = self._run(packet, a.table_id, ports, depth)
+                elif isinstance(a, F.Learn):
+                    packet = self._learn(a, packet)
             if flow.goto is None:
-                return ports
+                return packet
             table = flow.goto
-        return ports
+        return packet
+
+    def _learn(self, a: F.Learn, packet: dict) -> dict:
+        match = {name: (packet.get(name) if value is None else value) for name, value in a.fields}
+        same_cookie = [f for f in self.flows if f.table_id == a.table_id and f.cookie == a.cookie]
+        exists = any(f.match == match and f.priority == a.priority for f in same_cookie)
+        added = exists or not a.limit or len(same_cookie) < a.limit
+        if added and not exists:
+            self.apply([F.FlowMod(match=match, priority=a.priority, table_id=a.table_id,
+                                  idle_timeout=a.idle_timeout, cookie=a.cookie,
+                                  send_flow_removed=a.send_flow_removed)])
+        if a.result_reg is not None:
+            reg, bit = a.result_reg
+            value = packet.get(reg, 0) or 0
+            value = (value | (1 << bit)) if added else (value & ~(1 << bit))
+            packet = dict(packet, **{reg: value})
+        return packet
 
     def take_packet_outs(self) -> list[F.PacketOut]:
         out, self.packet_outs = self.packet_outs, []

@@ -1,0 +1,65 @@
+"""Bus event -> hwdb rows, in the column order of hwdb/schema/router.hwdb.
+
+Each builder returns [(table, values, upsert)]; a malformed payload (missing key, wrong
+type) raises and the sink counts it instead of writing half a row."""
+from __future__ import annotations
+
+
+def _text(value, limit: int) -> str:
+    return ("" if value is None else str(value))[:limit]
+
+
+def _int(value) -> int:
+    return int(value or 0)
+
+
+def lease_rows(ev: dict) -> list:
+    action = "add" if ev["action"] in ("granted", "renewed") else "del"
+    return [("Leases", (_text(ev["mac"], 17), _text(ev.get("ip"), 16), _text(ev.get("hostname"), 64), action),
+             True)]
+
+
+def device_rows(ev: dict) -> list:
+    device = ev.get("device") or {}
+    mac = _text(ev["mac"], 17)
+    rows = [("Devices", (mac, _text(ev["state"], 16), _text(ev.get("reason"), 32),
+                         _text(device.get("hostname"), 64)), True)]
+    for table, key, limit in (("DeviceNames", "name", 64), ("DeviceTypes", "type", 32), ("Users", "owner", 64)):
+        if device.get(key):
+            rows.append((table, (mac, _text(device[key], limit)), True))
+    return rows
+
+
+def flow_rows(ev: dict) -> list:
+    return [("Flows", (_int(ev["proto"]), _text(ev["saddr"], 16), _int(ev["sport"]), _text(ev["daddr"], 16),
+                       _int(ev["dport"]), _int(ev["npkts"]), _int(ev["nbytes"])), False)]
+
+
+def bandwidth_rows(ev: dict) -> list:
+    return [("BWStats", (_text(ev["mac"], 17), _text(ev.get("ip"), 16), _int(ev["bytes"])), False)]
+
+
+def alert_rows(ev: dict) -> list:
+    return [("Alerts", (_text(ev.get("mac"), 17), _text(ev["kind"], 32), _text(ev.get("detail"), 255)), False)]
+
+
+def dns_rows(ev: dict) -> list:
+    return [("DnsQueries", (_text(ev.get("mac"), 17), _text(ev["name"], 255), _text(ev.get("qtype"), 8),
+                            _text(ev.get("verdict"), 16), _int(ev.get("latency_us"))), False)]
+
+
+def link_rows(ev: dict) -> list:
+    return [("Links", (_text(ev["mac"], 17), float(ev.get("rssi") or 0.0), _int(ev.get("retries")),
+                       _int(ev.get("packets")), _int(ev.get("bytes"))), False)]
+
+
+ROW_BUILDERS = {
+    "lease": lease_rows,
+    "device": device_rows,
+    "flow": flow_rows,
+    "bandwidth": bandwidth_rows,
+    "alert": alert_rows,
+    "dns_query": dns_rows,
+    "link": link_rows,
+}
+TOPICS = tuple(ROW_BUILDERS)

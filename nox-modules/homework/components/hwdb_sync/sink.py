@@ -1,0 +1,123 @@
+"""The bus -> hwdb sink: every lease, decision, flow, byte count, alert, DNS query and link
+report becomes a row in hwdb (the log and query surface; never read back to decide).
+
+Publishing only appends to a bounded queue, so the controller never waits for hwdb; a
+timer flushes the queue in BULK batches. When hwdbd is down or slow the rows wait (the
+oldest are dropped past `QUEUE_LIMIT`, counted) and the sink reconnects with backoff.
+"""
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import Callable
+
+from .rows import ROW_BUILDERS, TOPICS
+
+log = logging.getLogger("homework.hwdb_sync")
+
+QUEUE_LIMIT = 100_000
+BATCH = 2_000
+BACKOFF_MAX = 10.0
+
+
+class Sink:
+    def __init__(self, connect: Callable[[], object], statement: Callable[[str, tuple, bool], str],
+                 clock: Callable[[], float], is_timeout: Callable[[Exception], bool]):
+        """`connect()` returns a client with bulk_insert(list[str]) and query(str);
+        `statement(table, values, upsert)` renders one insert."""
+        self._connect = connect
+        self._statement = statement
+        self._clock = clock
+        self._is_timeout = is_timeout
+        self.client = None
+        self.queue: deque[str] = deque()
+        self._retry_at = 0.0
+        self._backoff = 0.5
+        self.stats = {"queued": 0, "written": 0, "dropped_overflow": 0, "rejected": 0,
+                      "batches": 0, "connects": 0, "failures": 0}
+
+    # -- in: bus events ----------------------------------------------------------------
+    def on_event(self, topic: str, payload: dict) -> None:
+        builder = ROW_BUILDERS.get(topic)
+        if builder is None:
+            return
+        for table, values, upsert in builder(payload):
+            self._enqueue(self._statement(table, values, upsert))
+
+    def _enqueue(self, stmt: str) -> None:
+        if len(self.queue) >= QUEUE_LIMIT:
+            self.queue.popleft()
+            self.stats["dropped_overflow"] += 1
+        self.queue.append(stmt)
+        self.stats["queued"] += 1
+
+    # -- out: periodic flush -------------------------------------------------------------
+    def flush(self) -> int:
+        """Write what is queued (in batches); returns rows written. Never raises."""
+        written = 0
+        while self.queue:
+            if not self._ensure_client():
+                break
+            batch = [self.queue.popleft() for _ in range(min(BATCH, len(self.queue)))]
+            try:
+                self.client.bulk_insert(batch)
+            except Exception as exc:  # noqa: BLE001 - any failure must leave the controller running
+                if self._is_timeout(exc) or isinstance(exc, OSError):
+                    self.queue.extendleft(reversed(batch))   # keep order, retry after reconnect
+                    self._lost(exc)
+                    break
+                written += self._one_by_one(batch)
+                continue
+            self.stats["batches"] += 1
+            self.stats["written"] += len(batch)
+            written += len(batch)
+        return written
+
+    def _one_by_one(self, batch: list[str]) -> int:
+        """A batch was refused (all or nothing): keep the good rows, drop the bad ones."""
+        ok = 0
+        for i, stmt in enumerate(batch):
+            try:
+                self.client.query(stmt)
+                ok += 1
+            except Exception as exc:  # noqa: BLE001
+                if self._is_timeout(exc) or isinstance(exc, OSError):
+                    self.queue.extendleft(reversed(batch[i:]))
+                    self._lost(exc)
+                    break
+                self.stats["rejected"] += 1
+                log.warning("hwdb refused %r: %s", stmt[:120], exc)
+        self.stats["written"] += ok
+        return ok
+
+    def _ensure_client(self) -> bool:
+        if self.client is not None:
+            return True
+        now = self._clock()
+        if now < self._retry_at:
+            return False
+        try:
+            self.client = self._connect()
+            self.stats["connects"] += 1
+            self._backoff = 0.5
+            log.info("connected to hwdb")
+            return True
+        except Exception as exc:  # noqa: BLE001
+            self._lost(exc)
+            return False
+
+    def _lost(self, exc: Exception) -> None:
+        self.stats["failures"] += 1
+        if self.client is not None:
+            try:
+                self.client.close()
+            except Exception:  # noqa: BLE001
+                pass
+        self.client = None
+        self._retry_at = self._clock() + self._backoff
+        log.warning("hwdb unavailable (%s); %d rows waiting, retrying in %.1fs", exc, len(self.queue),
+                    self._backoff)
+        self._backoff = min(self._backoff * 2, BACKOFF_MAX)
+
+
+__all__ = ["Sink", "TOPICS"]

@@ -1,0 +1,112 @@
+"""Per-flow accounting from switch-learned entries, and per-host flow protection."""
+import pytest
+
+from homework.components.routing import layout as L
+from homework.flows import CONTROLLER, LOCAL, Datapath, FlowRemoved, FlowStats, FlowStatsRequest, PacketIn
+from conftest import make_core
+from routingkit import ip_frame, ip_pkt, from_router, join, routing_core
+
+A = "02:00:00:00:00:0a"
+WEB = "203.0.113.10"
+
+
+@pytest.fixture
+def core(tmp_path, clock):
+    core = routing_core(tmp_path, clock, per_host_flow_limit=10)
+    join(core, A, 1)
+    core.commands.call("permit", mac=A)
+    return core
+
+
+def learned(core):
+    return [f for f in core.switch.flows if L.kind_of(f.cookie) == L.KIND_LEARNED]
+
+
+def stats_for(flows, packets, nbytes):
+    return [FlowStats(match=f.match, cookie=f.cookie, priority=f.priority, duration_sec=1,
+                      packet_count=packets, byte_count=nbytes, table_id=f.table_id) for f in flows]
+
+
+def events(core, topic):
+    return [p for t, p in core.events if t == topic]
+
+
+def test_first_packet_of_each_direction_learns_an_exact_flow(core):
+    core.switch.outputs(ip_pkt(1, A, "10.2.0.2", WEB, sport=40000, dport=80))
+    core.switch.outputs(from_router(WEB, "10.2.0.2", sport=80, dport=40000))
+    core.switch.outputs(ip_pkt(1, A, "10.2.0.2", WEB, sport=40000, dport=80))   # same flow again
+    flows = learned(core)
+    assert len(flows) == 2
+    out = [f for f in flows if f.match["ipv4_src"] == "10.2.0.2"][0]
+    assert out.match == {"eth_type": 0x0800, "ip_proto": 6, "ipv4_src": "10.2.0.2", "ipv4_dst": WEB,
+                         "tcp_src": 40000, "tcp_dst": 80}
+    assert out.idle_timeout == 30 and out.send_flow_removed and L.device_of(out.cookie) == 0
+
+
+def test_stats_polls_report_deltas_and_flow_removed_the_rest(core):
+    routing = core.ctx.component("routing")
+    core.switch.outputs(ip_pkt(1, A, "10.2.0.2", WEB, proto=17, sport=5000, dport=9000))
+    [flow] = learned(core)
+    routing.poll_flow_stats()                      # ends the priming interval from datapath_up
+    assert isinstance(core.switch.stats_requests[-1], FlowStatsRequest)
+    core.flow_stats(stats_for([flow], 10, 10_000))
+    core.flow_stats(stats_for([flow], 25, 25_000))
+    core.flow_removed(FlowRemoved(match=flow.match, cookie=flow.cookie, priority=flow.priority,
+                                  reason="idle_timeout", duration_sec=40, packet_count=30,
+                                  byte_count=30_000, table_id=L.TABLE_ACCOUNT))
+    rows = events(core, "flow")
+    assert [(r["npkts"], r["nbytes"]) for r in rows] == [(10, 10_000), (15, 15_000), (5, 5_000)]
+    assert rows[0] == {"mac": A, "proto": 17, "saddr": "10.2.0.2", "sport": 5000, "daddr": WEB,
+                       "dport": 9000, "npkts": 10, "nbytes": 10_000}
+    routing.poll_flow_stats()
+    bw = events(core, "bandwidth")
+    assert bw[-1] == {"mac": A, "ip": "10.2.0.2", "bytes": 30_000}
+
+
+def test_after_reconnect_the_first_poll_is_a_baseline(core):
+    routing = core.ctx.component("routing")
+    core.switch.outputs(ip_pkt(1, A, "10.2.0.2", WEB))
+    [flow] = learned(core)
+    core.datapath_up(Datapath(dpid=1, ports={"br0": LOCAL, "d1": 1}))
+    core.flow_stats(stats_for([flow], 100, 100_000))   # counted by an earlier run
+    routing.poll_flow_stats()
+    core.flow_stats(stats_for([flow], 101, 100_100))
+    assert [(r["npkts"], r["nbytes"]) for r in events(core, "flow")] == [(1, 100)]
+
+
+def test_flow_limit_collapses_to_a_per_host_entry_with_an_alert(core):
+    sw = core.switch
+    for port in range(10):
+        assert sw.outputs(ip_pkt(1, A, "10.2.0.2", WEB, sport=20000 + port)) == [LOCAL]
+    assert len(learned(core)) == 10
+    # the 11th flow: the switch refuses to learn it and tells the controller
+    assert sw.outputs(ip_pkt(1, A, "10.2.0.2", WEB, sport=30000)) == [CONTROLLER]
+    punt = sw.last_hits[-1]
+    frame = ip_frame(A, "02:00:00:00:00:01", "10.2.0.2", WEB, 6, b"\x75\x30\x00\x50" + b"\0" * 16)
+    core.packet_in(PacketIn(in_port=1, data=frame, reason="action", cookie=punt.cookie, table_id=L.TABLE_FORWARD))
+    [alert] = events(core, "alert")
+    assert alert["mac"] == A and alert["kind"] == "flow-limit"
+    assert learned(core) == []
+    # one entry per direction now, and the device still works
+    assert sw.outputs(ip_pkt(1, A, "10.2.0.2", WEB, sport=30001)) == [LOCAL]
+    assert learned(core) == []
+    account = [f for f in sw.flows if L.kind_of(f.cookie) == L.KIND_ACCOUNT]
+    assert len(account) == 2 and all(not f.actions for f in account)
+    assert core.commands.call("routing-status")["devices"][0]["per_host"] is True
+    # a second punt changes nothing (no second alert)
+    core.packet_in(PacketIn(in_port=1, data=frame, reason="action", cookie=punt.cookie))
+    assert len(events(core, "alert")) == 1
+
+
+def test_per_host_counts_still_give_bandwidth(core):
+    routing = core.ctx.component("routing")
+    routing.poll_flow_stats()
+    routing.per_host.add(0)
+    core.commands.call("deny", mac=A)
+    core.commands.call("permit", mac=A)            # re-permit resets to per-flow
+    assert not routing.per_host
+    account = [f for f in core.switch.flows if L.kind_of(f.cookie) == L.KIND_ACCOUNT]
+    core.flow_stats(stats_for(account[:1], 3, 3_000))
+    routing.poll_flow_stats()
+    assert events(core, "bandwidth")[-1]["bytes"] == 3_000
+    assert events(core, "flow") == []              # per-host entries are not flows
