@@ -4,9 +4,12 @@ import json
 import subprocess
 import time
 
+from pathlib import Path
+
 import hwdb_client
 
-from conftest import BIN
+# Not imported from conftest: another conftest on PYTHONPATH could shadow it.
+BIN = Path(__file__).resolve().parents[2] / "hwdb" / "target" / "release"
 
 
 def test_query_prints_an_aligned_table(cli):
