@@ -99,14 +99,14 @@ cp "$OVMF_VARS" "$ART/ovmf-vars.fd"
 probe_kvm() {
   [ -w /dev/kvm ] || return 1
   MTOOLS_SKIP_CHECK=1 mcopy -n -i "$IMG@@1M" ::/vmlinuz "$ART/vmlinuz" 2>/dev/null || return 1
-  timeout 15 qemu-system-x86_64 -accel kvm -cpu host -m 256 -display none -no-reboot -nodefaults \
-    -kernel "$ART/vmlinuz" -append "console=ttyS0 panic=-1" -serial "file:$ART/kvm-probe.log" >/dev/null 2>&1
+  ( timeout 15 qemu-system-x86_64 -accel kvm -cpu host -m 256 -display none -no-reboot -nodefaults \
+    -kernel "$ART/vmlinuz" -append "console=ttyS0 panic=-1" -serial "file:$ART/kvm-probe.log" ) >/dev/null 2>&1
   grep -q -e "Kernel panic" -e "VFS:" "$ART/kvm-probe.log" 2>/dev/null
 }
 case "${HOMEWORK_ACCEL:-auto}" in
   kvm) ACCEL=kvm ;;
   tcg) ACCEL=tcg ;;
-  *) if probe_kvm; then ACCEL=kvm; else ACCEL=tcg; fi ;;
+  *) if { probe_kvm; } 2>/dev/null; then ACCEL=kvm; else ACCEL=tcg; fi ;;
 esac
 if [ "$ACCEL" = kvm ]; then ACCEL_ARGS=(-accel kvm -cpu host); BOOT_TIMEOUT=150
 else ACCEL_ARGS=(-accel tcg,thread=multi -cpu max); BOOT_TIMEOUT=300; fi
@@ -212,17 +212,27 @@ DEV_MAC=$(ip -n "$NS_DEV" link show eth0 | awk '/link\/ether/{print $2}')
 HAVE_CTRL=no; [ -f nox-modules/homework/__main__.py ] && HAVE_CTRL=yes
 HAVE_CLI=no;  [ -f nox-modules/homework/cli.py ] && HAVE_CLI=yes
 HAVE_API=no;  { [ -e nox-modules/homework/components/api ] || [ -e nox-modules/homework/components/api.py ]; } && HAVE_API=yes
-HAVE_EAPOL=no; { [ -e nox-modules/homework/components/eapol ] || [ -e nox-modules/homework/components/eapol.py ]; } && HAVE_EAPOL=yes
+HAVE_BLACKLIST=no; grep -qs '"/blacklist/{mac}"' nox-modules/homework/components/api/openapi.json && HAVE_BLACKLIST=yes
+[ "$HAVE_CLI" = yes ] && grep -q '"blacklist"' nox-modules/homework/cli.py && HAVE_BLACKLIST=yes
+HAVE_DNSD=no; [ -x dnsd/target/release/homework-dnsd ] && HAVE_DNSD=yes
 HAVE_HWDBD=no; [ -x hwdb/target/release/hwdbd ] && grep -q 'fn main' hwdb/src/bin/hwdbd.rs 2>/dev/null \
   && [ "$(wc -l < hwdb/src/bin/hwdbd.rs)" -gt 5 ] && HAVE_HWDBD=yes
-API_USER="" API_PASS=""
-api() {  # api METHOD PATH: through lighttpd's HTTPS (inside the guest, on 127.0.0.1:443)
-  g "curl -sk -m 20 -u '$API_USER:$API_PASS' -X $1 -o /dev/stdout -w '\nHTTP %{http_code}\n' https://127.0.0.1$2"
+API_CSRF=""
+api_login() {  # log in to the ws.v1 API (through lighttpd's HTTPS, in the guest) with the password from ttyS1
+  local out
+  out=$(g "curl -sk -m 30 -c /run/boottest-cookies -H 'Content-Type: application/json' -d '{\"password\": \"$ADMIN_PW\"}' -w '\nHTTP %{http_code}\n' https://127.0.0.1/ws.v1/login")
+  echo "login: $out" >>"$ART/checks.log"
+  API_CSRF=$(echo "$out" | head -1 | python3 -c 'import json,sys; print(json.load(sys.stdin).get("csrf",""))' 2>/dev/null)
+  [ -n "$API_CSRF" ]
+}
+api() {  # api METHOD PATH: HTTPS through lighttpd to the controller, with the session cookie
+  g "curl -sk -m 30 -b /run/boottest-cookies -H 'X-CSRF-Token: $API_CSRF' -H 'Content-Type: application/json' -X $1 $( [ "$1" = POST ] && echo "-d '{}'") -w '\nHTTP %{http_code}\n' https://127.0.0.1/ws.v1$2"
 }
 decide() {  # decide permit|blacklist|whitelist MAC: through the HTTPS API when it exists, else the CLI
   local verb=$1 mac=$2 out
   if [ "$HAVE_API" = yes ]; then
-    out=$(api POST "/ws.v1/homework/$verb/$mac"); echo "$out" >>"$ART/checks.log"
+    [ -n "$API_CSRF" ] || api_login || return 1
+    out=$(api POST "/$verb/$mac"); echo "$verb $mac: $out" >>"$ART/checks.log"
     echo "$out" | grep -q '^HTTP 2' && { echo api; return 0; }
     return 1
   elif [ "$HAVE_CLI" = yes ]; then
@@ -265,7 +275,10 @@ check "no shared secrets: credentials differ from the image (generated at first 
 # Units
 units_check() {  # units_check BOOT
   local bad="" u s
-  for u in homework-firstboot homework-net homework-wan homework-controller homework-dns homework-web openvswitch-switch; do
+  local list="homework-firstboot homework-net homework-wan homework-controller homework-dns homework-web openvswitch-switch"
+  [ "$HAVE_HWDBD" = yes ] && list="$list homework-hwdbd"
+  [ "$HAVE_DNSD" = yes ] && list="$list homework-dnsd homework-captive"
+  for u in $list; do
     s=$(g "systemctl is-active $u.service" | tr -d '\r\n')
     case "$u:$s" in
       homework-controller:*) [ "$HAVE_CTRL" = yes ] && [ "$s" != active ] && bad="$bad $u=$s" ;;
@@ -276,14 +289,15 @@ units_check() {  # units_check BOOT
   [ -z "$bad" ] || { echo "not active:$bad"; g "systemctl --no-pager status 'homework-*' | tail -60"; return 1; }
 }
 if units_check 1 >>"$ART/checks.log" 2>&1; then
-  pass "units active: homework-firstboot, -net, -wan, -dns, -web, openvswitch$( [ "$HAVE_CTRL" = yes ] && echo ', -controller')"
+  pass "units active: homework-firstboot, -net, -wan, -dns, -web, openvswitch$( [ "$HAVE_CTRL" = yes ] && echo ', -controller')$( [ "$HAVE_HWDBD" = yes ] && echo ', -hwdbd')$( [ "$HAVE_DNSD" = yes ] && echo ', -dnsd, -captive')"
 else fail "all Homework units active" "$(grep 'not active' "$ART/checks.log" | tail -1)"; fi
 [ "$HAVE_CTRL" = yes ] || skip "homework-controller active" "nox-modules/homework/__main__.py not in the tree"
 if [ "$HAVE_HWDBD" = yes ]; then
-  check "homework-hwdbd active (hwdbd on udp/987)" g "systemctl is-active homework-hwdbd.service && ss -uln | grep -q ':987 '"
+  check "hwdbd answers on udp/987" g "ss -Hluln | grep -q '127.0.0.1:987 '"
 else
-  skip "homework-hwdbd active" "hwdb/src/bin/hwdbd.rs is still a stub (no daemon to run yet)"
+  skip "homework-hwdbd active" "no hwdbd built (hwdb/target/release/hwdbd)"
 fi
+[ "$HAVE_DNSD" = yes ] || skip "homework-dnsd / captive page active" "no homework-dnsd built (dnsd/target/release/homework-dnsd)"
 
 # Data plane
 check "kernel datapath in use (system@ovs-system, bridge datapath_type=system)" \
@@ -292,7 +306,7 @@ check "WAN found by its DHCP answer (the 2nd NIC, $WAN_MAC) and the LAN NIC is o
   g ". /run/homework/interfaces.env; [ \"\$(cat /sys/class/net/\$WAN/address)\" = $WAN_MAC ] && ovs-vsctl list-ports br0 | xargs -I{} cat /sys/class/net/{}/address | grep -q $LAN_MAC"
 check "WAN got an address from the ISP and the router reaches the ISP web server" \
   g "ip -4 addr show | grep -q 'inet 198.51.100.' && curl -s -m 10 http://$ISP_IP/ | grep -q 'hello from the ISP'"
-check "router DNS (dnsmasq) resolves through the ISP's resolver" \
+check "the router resolves names through the ISP's resolver (from its WAN lease)" \
   g "getent hosts isp.example | grep -q $ISP_IP"
 check "HTTPS (lighttpd) serves the Guest Board with the first-boot certificate" \
   g "curl -sk -m 10 https://127.0.0.1/ | grep -qi '<html\|<!doctype' && openssl s_client -connect 127.0.0.1:443 </dev/null 2>/dev/null | openssl x509 -noout -fingerprint -sha256 | grep -qi '$(cred tls-sha256 1)'"
@@ -319,13 +333,15 @@ if [ "$DEV_OK" = yes ]; then
   else skip "device is pending" "no CLI/API to ask the controller"; fi
   check "pending device cannot reach the ISP" sh -c "! ip netns exec $NS_DEV curl -s -m 5 http://$ISP_IP/"
   if [ "$HAVE_API" = yes ]; then
-    check "ws.v1 API refuses requests without the admin credential" \
-      g "[ \"\$(curl -sk -m 10 -o /dev/null -w '%{http_code}' -X POST https://127.0.0.1/ws.v1/homework/permit/$DEV_MAC)\" = 401 ]"
+    check "ws.v1 API refuses a change without the admin credential (401)" \
+      g "[ \"\$(curl -sk -m 20 -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' -d '{}' https://127.0.0.1/ws.v1/permit/$DEV_MAC)\" = 401 ]"
+    if api_login; then pass "ws.v1 login with the first-boot admin password (HTTPS via lighttpd)"
+    else fail "ws.v1 login with the first-boot admin password" "see $ART/checks.log"; fi
   else
     skip "approve through the HTTPS API (ws.v1 via lighttpd)" "api component not in nox-modules/homework/components yet; approving with the CLI over the control socket instead"
   fi
   if APPROVED_VIA=$(decide permit "$DEV_MAC"); then
-    pass "device approved (via $APPROVED_VIA)"
+    pass "device approved through the $( [ "$APPROVED_VIA" = api ] && echo 'HTTPS ws.v1 API' || echo 'CLI (control socket)')"
     sleep 2
     if dev curl -s -m 15 "http://$ISP_IP/" 2>>"$ART/checks.log" | grep -q 'hello from the ISP'; then
       pass "approved device fetches a page from the ISP namespace through NAT"
@@ -342,6 +358,12 @@ if [ "$DEV_OK" = yes ]; then
   else
     fail "approve the device" "no API/CLI accepted the decision; see $ART/checks.log"
   fi
+fi
+
+if [ -n "${HOMEWORK_BOOTTEST_HOLD:-}" ]; then   # debugging: keep boot 1 running
+  touch "$ART/hold"
+  log "holding; guest shell: python3 image/boot-test-agent.py $ART/agent.sock 60 'CMD'; continue: rm $ART/hold"
+  while [ -e "$ART/hold" ]; do sleep 2; done
 fi
 
 # ================================================================== reboot -> boot 2: legacy BIOS
@@ -413,10 +435,11 @@ else
 fi
 if [ "$WIFI_OK" = yes ] && [ "$HAVE_CTRL" = yes ]; then
   sta_dhcp='ip netns exec sta udhcpc -i wlan1 -f -q -n -t 6 -T 3 -s /bin/true 2>&1 | grep -o "lease of [0-9.]* obtained"'
-  if decide permit "$STA_MAC" >/dev/null && GT=60 g "$sta_dhcp" >"$ART/wifi-dhcp.log" 2>&1 && grep -q 'lease of 10\.2\.' "$ART/wifi-dhcp.log"; then
+  GT=60 g "$sta_dhcp" >"$ART/wifi-dhcp.log" 2>&1   # first lease: pending
+  if decide permit "$STA_MAC" >/dev/null && GT=60 g "$sta_dhcp" >>"$ART/wifi-dhcp.log" 2>&1 && grep -q 'lease of 10\.2\.' "$ART/wifi-dhcp.log"; then
     pass "Wi-Fi station gets a /30 after approval ($(grep -o '10\.2\.[0-9.]*' "$ART/wifi-dhcp.log" | head -1))"
   else fail "Wi-Fi station gets a /30 after approval" "see $ART/wifi-dhcp.log"; fi
-  if [ "$HAVE_EAPOL" = yes ]; then
+  if [ "$HAVE_BLACKLIST" = yes ]; then
     if decide blacklist "$STA_MAC" >/dev/null; then
       GT=60 g "ip netns exec sta wpa_cli -p /run/sta-wpa -i wlan1 disconnect >/dev/null; sleep 1; ip netns exec sta wpa_cli -p /run/sta-wpa -i wlan1 reconnect >/dev/null; sleep 15; ip netns exec sta wpa_cli -p /run/sta-wpa -i wlan1 status" >"$ART/wifi-blacklist.log" 2>&1
       if grep -q 'wpa_state=COMPLETED' "$ART/wifi-blacklist.log"; then
@@ -424,7 +447,7 @@ if [ "$WIFI_OK" = yes ] && [ "$HAVE_CTRL" = yes ]; then
       else pass "blacklisted station cannot complete its key handshake ($(grep -o 'wpa_state=[A-Z_0-9]*' "$ART/wifi-blacklist.log"))"; fi
     else fail "blacklist the station" "API/CLI refused"; fi
   else
-    skip "blacklist stops the Wi-Fi key handshake" "eapol component not in nox-modules/homework/components yet"
+    skip "blacklist stops the Wi-Fi key handshake" "no blacklist in the controller's API/CLI yet"
   fi
 elif [ "$WIFI_OK" = yes ]; then
   skip "Wi-Fi station gets a /30 after approval; blacklist" "no controller in the tree"

@@ -44,7 +44,7 @@ stage() {   # stage NAME FUNCTION: run with its output in image/work/logs/NAME.l
 }
 
 # ---- version: VERSION file, else git describe of the last commit touching an input path
-INPUT_PATHS=(image conf nox-modules hwdb/schema hwdb/src guestboard-ui scripts/router-net.sh)
+INPUT_PATHS=(image conf nox-modules hwdb/schema hwdb/src dnsd/src guestboard-ui scripts/router-net.sh)
 version() {
   if [ -f VERSION ]; then tr -d ' \n' < VERSION; return; fi
   local c v
@@ -72,7 +72,7 @@ hash_tree() {   # stable hash of file names + contents under the given paths (mi
 }
 
 HWDB_BINS=()
-for b in hwdb/target/release/hwdbd hwdb/target/release/hwdb; do [ -x "$b" ] && HWDB_BINS+=("$b"); done
+for b in hwdb/target/release/hwdbd hwdb/target/release/hwdb dnsd/target/release/homework-dnsd; do [ -x "$b" ] && HWDB_BINS+=("$b"); done
 BASE_KEY=$( (cat image/packages.txt; sed -n '/^BASE-BEGIN/,/^BASE-END/p' "$0"; cat /etc/apt/sources.list.d/debian.sources 2>/dev/null) | sha256sum | cut -c1-16)
 IMAGE_KEY=$( (echo "$BASE_KEY $VERSION"; hash_tree image/build.sh image/install-overlay.sh image/packages.txt image/README.md image/guest conf nox-modules \
              guestboard-ui hwdb/schema "${HWDB_BINS[@]}" scripts/router-net.sh) | sha256sum | cut -c1-16)
@@ -81,7 +81,7 @@ IMG=$OUT/$NAME.img
 CACHE=$WORK/cache/$IMAGE_KEY
 
 say "[image] version $VERSION, inputs $IMAGE_KEY, base rootfs $BASE_KEY"
-say "[image] installs: nox-modules/$( [ -d nox-modules/homework ] && echo ' yes' || echo ' (absent)'), hwdb binaries: ${HWDB_BINS[*]:-(not built)}, guestboard-ui: $( [ -n "$(ls -A guestboard-ui 2>/dev/null)" ] && echo yes || echo '(empty)'), router-net.sh: $( [ -f scripts/router-net.sh ] && echo yes || echo '(absent, built-in fallback)')"
+say "[image] installs: nox-modules/$( [ -d nox-modules/homework ] && echo ' yes' || echo ' (absent)'), binaries: ${HWDB_BINS[*]:-(none built)}, guestboard-ui: $( [ -n "$(ls -A guestboard-ui 2>/dev/null)" ] && echo yes || echo '(empty)'), router-net.sh: $( [ -f scripts/router-net.sh ] && echo yes || echo '(absent, built-in fallback)')"
 
 if [ -z "${HOMEWORK_IMAGE_NOCACHE:-}" ] && [ -f "$CACHE/disk.img" ]; then
   say "[image] inputs unchanged: reusing cached build $CACHE"

@@ -27,6 +27,9 @@ for b in hwdbd hwdb; do
     inst 755 "hwdb/target/release/$b" "/usr/bin/$b"; echo "installed $b"
   fi
 done
+if [ -x dnsd/target/release/homework-dnsd ]; then
+  inst 755 dnsd/target/release/homework-dnsd /usr/bin/homework-dnsd; echo "installed homework-dnsd"
+fi
 [ -d hwdb/schema ] && [ -n "$(ls -A hwdb/schema)" ] && copytree hwdb/schema /usr/share/homework/hwdb/schema
 if [ -d guestboard-ui ] && [ -n "$(ls -A guestboard-ui)" ]; then
   copytree guestboard-ui /usr/share/homework/guestboard-ui
@@ -41,7 +44,7 @@ fi
 # conf/: the controller's templates (conf/*.toml etc.) for reference, the image's own files in /etc/homework
 mkdir -p "$R/usr/share/homework/conf" "$R/etc/homework"
 find conf -maxdepth 1 -type f -exec install -m 644 {} "$R/usr/share/homework/conf/" \;
-install -m 644 conf/image/homework.toml.in conf/image/dnsmasq.conf conf/image/lighttpd.conf "$R/etc/homework/"
+install -m 644 conf/image/homework.toml.in "$R/etc/homework/"
 if [ -f scripts/router-net.sh ]; then inst 755 scripts/router-net.sh /usr/lib/homework/scripts/router-net.sh; fi
 
 # --- image scripts and units
@@ -65,12 +68,12 @@ EOF
 cat > "$R/etc/fstab" <<'EOF'
 # Homework router. Partitions: 1 BIOS boot, 2 ESP (HWBOOT), 3 system (hw-root), 4 state (hw-data).
 LABEL=hw-root  /                  ext4  defaults,noatime,errors=remount-ro  0 1
-LABEL=hw-data  /var/lib/homework  ext4  defaults,noatime,nofail,x-systemd.device-timeout=15s  0 2
+LABEL=hw-data  /var/lib/homework  ext4  defaults,noatime,nofail,x-systemd.device-timeout=90s  0 2
 LABEL=HWBOOT   /boot/efi          vfat  noauto,nofail,umask=0077  0 0
 EOF
 mkdir -p "$R/var/lib/homework" "$R/boot/efi"
-# The router itself resolves through its own dnsmasq.
-rm -f "$R/etc/resolv.conf"; echo "nameserver 127.0.0.1" > "$R/etc/resolv.conf"
+# (dnsmasq listens on 127.0.0.1:5353 only, so the router uses the ISP's resolvers directly.)
+rm -f "$R/etc/resolv.conf"; ln -s /run/homework/resolv.upstream "$R/etc/resolv.conf"
 cat > "$R/etc/sysctl.d/90-homework.conf" <<'EOF'
 net.ipv4.ip_forward = 1
 net.ipv4.conf.all.send_redirects = 0
@@ -92,7 +95,7 @@ rm -rf "$R/var/cache/apt/archives/"*.deb "$R/var/lib/apt/lists/"* 2>/dev/null ||
 # --- units: ours on, Debian's own instances of the same daemons off (ours replace them)
 systemctl --root="$R" enable homework.target homework-firstboot.service homework-net.service \
   homework-wan.service homework-hwdbd.service homework-controller.service homework-dns.service \
-  homework-web.service homework-ready.service homework-test-agent.service openvswitch-switch.service
+  homework-dnsd.service homework-captive.service homework-web.service homework-ready.service homework-test-agent.service openvswitch-switch.service
 for u in hostapd.service lighttpd.service radvd.service wpa_supplicant.service systemd-networkd.service \
          apt-daily.timer apt-daily-upgrade.timer e2scrub_reap.service; do
   systemctl --root="$R" disable "$u" 2>/dev/null || true
