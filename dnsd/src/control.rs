@@ -11,7 +11,7 @@
 //!   sync TOKEN                                  -> "ok TOKEN devices=N rules=M" (or "error TOKEN ...")
 //!   stats                                       -> "stats k=v ..."
 //!
-//! Lines out: `q MAC QTYPE VERDICT LATENCY_US NAME` per query, `a MAC TTL NAME ADDR,ADDR`
+//! Lines out: `q MAC QTYPE VERDICT LATENCY_US NAME` per query, `a MAC TTL NAME ADDR,ADDR CNAME,CNAME|-`
 //! per learned answer. A new connection replaces the old one (controller restart); the
 //! last policy stays in force meanwhile, so DNS keeps working while the controller restarts.
 

@@ -184,7 +184,10 @@ fn learn(shared: &Shared, fwd: &Forward, ans: &wire::Answer) {
         }
         learned.insert(fwd.name.clone(), (now, digest));
     }
-    shared.emit(format!("a {} {} {} {}\n", fwd.mac, ans.min_ttl, if fwd.name.is_empty() { "." } else { &fwd.name }, addrs.join(",")));
+    // The CNAME chain goes along: the addresses belong to every name in it.
+    let chain = if ans.cnames.is_empty() { "-".to_string() } else { ans.cnames.join(",") };
+    shared.emit(format!("a {} {} {} {} {}\n", fwd.mac, ans.min_ttl, if fwd.name.is_empty() { "." } else { &fwd.name },
+                        addrs.join(","), chain));
 }
 
 fn guard<F: FnOnce()>(shared: &Shared, f: F) {

@@ -27,10 +27,12 @@ UPSTREAM = "203.0.113.53"
 PUBLIC = "203.0.113.99"
 WEB = "203.0.113.10"
 BLOCKED_WEB = "203.0.113.66"
+GAMES_WEB = "203.0.113.70"      # games.test: looked up by one test only (learning is shared)
 RECORDS = {
     "example.com": WEB, "www.example.com": WEB,
     "blocked.test": BLOCKED_WEB, "www.blocked.test": BLOCKED_WEB,
     "kids.test": "203.0.113.67", "school.test": "203.0.113.68", "www.school.test": "203.0.113.68",
+    "games.test": GAMES_WEB, "www.games.test": GAMES_WEB,
     "use-application-dns.net": "203.0.113.80", "mask.icloud.com": "203.0.113.81",
     "connectivitycheck.gstatic.com": WEB, "captive.apple.com": WEB, "www.msftconnecttest.com": WEB,
 }
@@ -92,7 +94,7 @@ class DnsLab:
     # -- the internet ------------------------------------------------------------------
     def _start_internet(self) -> None:
         h = self.home
-        for addr in (PUBLIC, BLOCKED_WEB):
+        for addr in (PUBLIC, BLOCKED_WEB, GAMES_WEB):
             h.internet(["ip", "addr", "replace", f"{addr}/32", "dev", "lo"])
         args = ["dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--bind-interfaces",
                 f"--listen-address={UPSTREAM},{PUBLIC}", f"--pid-file={self.dir / 'internet-dnsmasq.pid'}",
@@ -105,12 +107,13 @@ class DnsLab:
         www = self.dir / "blocked-www"
         www.mkdir(exist_ok=True)
         (www / "index.html").write_text("blocked site\n")
-        h.internet_popen(["/usr/bin/python3", "-m", "http.server", "80", "--bind", BLOCKED_WEB, "--directory", str(www)],
-                         stdout=self._log("blocked-web"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        for addr in (BLOCKED_WEB, GAMES_WEB):
+            h.internet_popen(["/usr/bin/python3", "-m", "http.server", "80", "--bind", addr, "--directory", str(www)],
+                             stdout=self._log(f"web-{addr}"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         # Stands in for a DNS-over-TLS server: only whether a TCP connection opens matters.
         h.internet_popen(["/usr/bin/python3", "-m", "http.server", "853", "--bind", PUBLIC, "--directory", str(www)],
                          stdout=self._log("dot"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        _wait("internet web servers", lambda: len(h.internet(["ss", "-Hltn"]).stdout.splitlines()) >= 3)
+        _wait("internet web servers", lambda: len(h.internet(["ss", "-Hltn"]).stdout.splitlines()) >= 4)
 
     # -- the router ----------------------------------------------------------------------
     def _start_router_dnsmasq(self) -> None:
@@ -170,6 +173,27 @@ class DnsLab:
         answers = [line.split()[-1] for line in out.splitlines()
                    if line and not line.startswith(";") and len(line.split()) >= 5]
         return m.group(1), answers
+
+    def http(self, dev: Device, url: str, timeout: int = 3) -> tuple[int, str]:
+        """(HTTP status or 0, body) of a browser-style GET from the device, resolving names
+        through the device's own resolv.conf (the DHCP-given DNS server), as a browser would."""
+        resolv = dev.dir / "resolv.conf"
+        inner = (f"mount --bind '{resolv}' /etc/resolv.conf && exec curl -s -m {timeout} "
+                 f"-A 'Mozilla/5.0 (homelab)' -o - -w '\\n%{{http_code}}' '{url}'")
+        res = dev.run(["unshare", "-m", "sh", "-c", inner], check=False, timeout=timeout + 10)
+        body, _, code = res.stdout.rpartition("\n")
+        return (int(code) if code.isdigit() else 0), body
+
+    def debug(self) -> str:
+        """What to look at when a DNS expectation fails."""
+        h = self.home
+        parts = [h.homework("dns-stats").stdout, h.router(["nft", "list", "table", "inet", "homework_dns"],
+                                                          check=False).stdout]
+        for name in ("dnsd.log",):
+            f = self.dir / name
+            parts.append(f.read_text(errors="replace")[-1500:] if f.exists() else "")
+        parts.append(h.controller_log()[-3000:])
+        return "\n".join(parts)
 
     def homework(self, *args: str):
         res = self.home.homework(*args)

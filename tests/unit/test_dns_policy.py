@@ -104,8 +104,14 @@ def test_reverse_check_blocks_only_addresses_whose_names_are_all_blocked(tmp_pat
     p.remove_rule(A, "blocked.test")
     removed = r.sync(A, p)
     assert removed[0].strict and removed[0].match["ipv4_dst"] == "203.0.113.66"
+    # an allowed alias of a blocked name does not save the address (the chain has a blocked name)
+    r.learn("alias.test", ["203.0.113.66"], 60, ("blocked.test",))
+    assert r.wanted(A, p) == set()      # rule removed above
+    p.set_rules(A, ["blocked.test"], "deny")
+    assert r.wanted(A, p) == {"203.0.113.66"}
+    r.sync(A, p)
     # learned pairs persist, and expire (kept at least KEEP_SECONDS whatever the TTL)
     r2 = ReverseCheck(state, lambda: now[0])
-    assert r2.addrs_of["blocked.test"] == {"203.0.113.66"}
+    assert r2.addrs_of["blocked.test"] == {"203.0.113.66"} and r2.addrs_of["alias.test"] == {"203.0.113.66"}
     now[0] += 7 * 3600
     assert r2.expire() and not r2.addrs_of

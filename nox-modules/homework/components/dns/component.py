@@ -174,11 +174,13 @@ class DnsComponent(Component):
                 publish("dns_query", mac=None if mac == "-" else mac, name=name,
                         qtype=int(qtype) if qtype.isdigit() else 0, verdict=verdict,
                         latency_us=int(latency) if latency.isdigit() else 0)
-            elif parts[0] == "a" and len(parts) == 5:
+            elif parts[0] == "a" and len(parts) >= 5:
                 self.stats["answers"] += 1
-                _, mac, ttl, name, addrs = parts
+                _, mac, ttl, name, addrs = parts[:5]
+                chain = parts[5] if len(parts) > 5 else "-"
                 addresses = [a for a in addrs.split(",") if a]
-                learned.append((name, addresses, int(ttl) if ttl.isdigit() else 0))
+                cnames = tuple(c for c in chain.split(",") if c and c != "-")
+                learned.append((name, addresses, int(ttl) if ttl.isdigit() else 0, cnames))
                 publish("dns_answer", mac=mac, name=name, addresses=addresses)
         if learned:
             self._learn(learned)
@@ -186,8 +188,8 @@ class DnsComponent(Component):
     def _learn(self, learned: list) -> None:
         with self._lock:
             fresh = False
-            for name, addresses, ttl in learned:
-                if self.reverse.learn(name, addresses, ttl):
+            for name, addresses, ttl, cnames in learned:
+                if self.reverse.learn(name, addresses, ttl, cnames):
                     fresh = True
                     self.stats["learned"] += 1
             if not fresh:

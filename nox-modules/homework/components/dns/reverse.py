@@ -3,9 +3,11 @@ relays, and the drop flows that follow from them. A device that may not reach a 
 not reach that name's addresses either, even typed in by hand or learned by another
 device's lookup.
 
-An address is dropped for a device only if every name it is known for is blocked for that
-device: CDNs put many sites on one address, and blocking an allowed site by accident is
-worse than letting a hard-coded address through (the DNS block still stands).
+Addresses are learned per answer *chain*: the name asked plus the CNAMEs the answer went
+through (www.site.test -> site.cdn.example -> address). An address is dropped for a device
+only if every chain it was learned from has a name blocked for that device: CDNs put many
+sites on one address, and blocking an allowed site by accident is worse than letting a
+hard-coded address through (the DNS block still stands).
 
 Learned pairs persist in SQLite (a cache, so a controller restart does not reopen
 hard-coded addresses) and are kept for at least KEEP_SECONDS whatever the TTL says,
@@ -44,24 +46,26 @@ class ReverseCheck:
         self.state = state
         self.clock = clock
         state.ensure_schema(SCHEMA)
-        self.expires: dict[tuple[str, str], float] = {}     # (name, addr) -> expiry
-        self.names_of: dict[str, set[str]] = {}             # addr -> names
-        self.addrs_of: dict[str, set[str]] = {}             # name -> addrs
+        self.expires: dict[tuple[str, str], float] = {}     # (chain, addr) -> expiry
+        self.names_of: dict[str, set[str]] = {}             # addr -> chains ("name,cname,...")
+        self.addrs_of: dict[str, set[str]] = {}             # every name of a chain -> addrs
         self.installed: dict[str, set[str]] = {}            # mac -> addrs with a drop flow
         self.capped: set[str] = set()
         now = clock()
         for row in state.execute("SELECT name, addr, expires FROM dns_learned WHERE expires > ?", (now,)):
             self._remember(row["name"], row["addr"], row["expires"])
 
-    def _remember(self, name: str, addr: str, expires: float) -> bool:
-        new = (name, addr) not in self.expires
-        self.expires[(name, addr)] = expires
-        self.names_of.setdefault(addr, set()).add(name)
-        self.addrs_of.setdefault(name, set()).add(addr)
+    def _remember(self, chain: str, addr: str, expires: float) -> bool:
+        new = (chain, addr) not in self.expires
+        self.expires[(chain, addr)] = expires
+        self.names_of.setdefault(addr, set()).add(chain)
+        for name in chain.split(","):
+            self.addrs_of.setdefault(name, set()).add(addr)
         return new
 
-    def learn(self, name: str, addrs: list[str], ttl: int) -> list[str]:
-        """Record an answer; returns the addresses that were new for this name."""
+    def learn(self, name: str, addrs: list[str], ttl: int, cnames: tuple = ()) -> list[str]:
+        """Record an answer; returns the addresses that were new for this chain."""
+        name = ",".join((name, *cnames))
         now = self.clock()
         expires = now + max(int(ttl), KEEP_SECONDS)
         fresh, rows = [], []
@@ -84,18 +88,21 @@ class ReverseCheck:
             tx.db.executemany("INSERT INTO dns_learned (name, addr, expires) VALUES (?,?,?) "
                               "ON CONFLICT(name, addr) DO UPDATE SET expires=excluded.expires", rows)
 
-    def _forget(self, name: str, addr: str) -> None:
-        self.expires.pop((name, addr), None)
-        names = self.names_of.get(addr)
-        if names:
-            names.discard(name)
-            if not names:
+    def _forget(self, chain: str, addr: str) -> None:
+        self.expires.pop((chain, addr), None)
+        chains = self.names_of.get(addr)
+        if chains:
+            chains.discard(chain)
+            if not chains:
                 del self.names_of[addr]
-        addrs = self.addrs_of.get(name)
-        if addrs:
-            addrs.discard(addr)
-            if not addrs:
-                del self.addrs_of[name]
+        for name in chain.split(","):
+            if any(name in c.split(",") for c in self.names_of.get(addr, ())):
+                continue
+            addrs = self.addrs_of.get(name)
+            if addrs:
+                addrs.discard(addr)
+                if not addrs:
+                    del self.addrs_of[name]
 
     def _evict(self, count: int) -> None:
         for key, _ in sorted(self.expires.items(), key=lambda kv: kv[1])[:count]:
@@ -113,20 +120,21 @@ class ReverseCheck:
 
     # -- flows -------------------------------------------------------------------------------
     def wanted(self, mac: str, policy) -> set[str]:
-        """Addresses this device must not reach: every name they are known for is blocked."""
+        """Addresses this device must not reach: every chain they were learned from has a
+        blocked name."""
         if not policy.restricted(mac):
             return set()
         verdict: dict[str, bool] = {}
+
+        def chain_blocked(chain: str) -> bool:
+            ok = verdict.get(chain)
+            if ok is None:
+                ok = verdict[chain] = all(policy.name_allowed(mac, n) for n in chain.split(","))
+            return not ok
+
         out = set()
-        for addr, names in self.names_of.items():
-            blocked = True
-            for name in names:
-                ok = verdict.get(name)
-                if ok is None:
-                    ok = verdict[name] = policy.name_allowed(mac, name)
-                if ok:
-                    blocked = False
-                    break
+        for addr, chains in self.names_of.items():
+            blocked = all(chain_blocked(c) for c in chains)
             if blocked:
                 out.add(addr)
                 if len(out) >= MAX_DROPS_PER_DEVICE:
