@@ -9,7 +9,7 @@ use crate::ast::*;
 use crate::clock::Clock;
 use crate::error::{HwdbError, Result};
 use crate::exec::{bind_filter, run_select, Columns, Predicate, Row};
-use crate::fastinsert::{bind_fast, scan_insert};
+use crate::fastinsert::{bind_fast, scan_insert, FastLit};
 use crate::parser::parse;
 use crate::persist::PersistStore;
 use crate::result::{error_wire, ResultSet};
@@ -167,38 +167,47 @@ impl Database {
         }
     }
 
-    /// The insert fast path (see `fastinsert`): None means "use the full parser".
-    /// With `apply == false` it only checks that the statement would succeed.
-    fn fast_insert(&mut self, sql: &str, apply: bool) -> Option<Result<()>> {
-        let mut lits = Vec::with_capacity(16);
-        let (name, upsert) = scan_insert(sql, &mut lits)?;
+    /// The insert fast path (see `fastinsert`): binds the statement's values, borrowed from
+    /// its text, onto `out`. None means "use the full parser" (which also explains errors).
+    fn fast_bind<'a>(&self, sql: &'a str, lits: &mut Vec<FastLit<'a>>, out: &mut Vec<ValueRef<'a>>) -> Option<(usize, bool)> {
+        let (name, upsert) = scan_insert(sql, lits)?;
         let t = self.find_table(name)?;
         let schema = &self.tables[t].schema;
-        if lits.len() != schema.columns.len() || upsert != schema.persistent && upsert {
+        if lits.len() != schema.columns.len() || (upsert && !schema.persistent) {
             return None;
         }
-        let mut values = Vec::with_capacity(lits.len());
+        let start = out.len();
         for (lit, (_, ty)) in lits.iter().zip(&schema.columns) {
-            values.push(bind_fast(*lit, *ty)?);
+            match bind_fast(*lit, *ty) {
+                Some(v) => out.push(v),
+                None => {
+                    out.truncate(start);
+                    return None;
+                }
+            }
         }
-        if !apply {
-            return Some(Ok(()));
-        }
+        Some((t, upsert))
+    }
+
+    /// Store one tuple bound by `fast_bind`.
+    fn store_bound(&mut self, t: usize, values: &[ValueRef], upsert: bool) -> Result<()> {
         match self.tables[t].storage {
             Storage::Stream(id) => {
                 let ts = self.next_ts();
                 self.seq += 1;
-                if let Err(e) = self.ring.append(id, ts, &values) {
-                    return Some(Err(HwdbError::new(e)));
-                }
+                self.ring.append(id, ts, values).map_err(HwdbError::new)?;
                 self.tables[t].touched = true;
-                Some(Ok(()))
+                Ok(())
             }
-            Storage::Persistent(_) => {
-                let owned = values.iter().map(|v| v.to_value()).collect();
-                Some(self.apply_insert(t, owned, upsert))
-            }
+            Storage::Persistent(_) => self.apply_insert(t, values.iter().map(|v| v.to_value()).collect(), upsert),
         }
+    }
+
+    fn fast_insert(&mut self, sql: &str) -> Option<Result<()>> {
+        let mut lits = Vec::with_capacity(16);
+        let mut values = Vec::with_capacity(16);
+        let (t, upsert) = self.fast_bind(sql, &mut lits, &mut values)?;
+        Some(self.store_bound(t, &values, upsert))
     }
 
     fn table_index(&self, name: &str) -> Result<usize> {
@@ -245,25 +254,32 @@ impl Database {
         if lines.len() != n {
             return Err(HwdbError::new(format!("BULK:{n} announced {n} statements but {} were sent", lines.len())));
         }
-        // Pass 1: check every line. Lines the fast path accepts are re-scanned in pass 2
-        // (cheaper than keeping their values); the others are bound now.
+        // Pass 1: bind every line (values borrowed from the request, in one flat vector).
+        // Pass 2: store them. A bad line therefore changes nothing.
+        enum Bound {
+            Fast { t: usize, upsert: bool, range: std::ops::Range<usize> },
+            Slow { t: usize, values: Vec<Value>, upsert: bool },
+        }
+        let mut flat: Vec<ValueRef> = Vec::with_capacity(n * 8);
+        let mut lits = Vec::with_capacity(16);
         let mut bound = Vec::with_capacity(n);
         for (i, line) in lines.iter().enumerate() {
-            if let Some(Ok(())) = self.fast_insert(line, false) {
-                bound.push(None);
+            let start = flat.len();
+            if let Some((t, upsert)) = self.fast_bind(line, &mut lits, &mut flat) {
+                bound.push(Bound::Fast { t, upsert, range: start..flat.len() });
                 continue;
             }
             let stmt = parse(line).map_err(|e| HwdbError::new(format!("line {}: {}", i + 1, e.message)))?;
             let Statement::Insert(ins) = stmt else {
                 return Err(HwdbError::new(format!("line {}: only insert statements are allowed in BULK", i + 1)));
             };
-            let b = self.bind_insert(&ins, line).map_err(|e| HwdbError::new(format!("line {}: {}", i + 1, e.message)))?;
-            bound.push(Some(b));
+            let (t, values, upsert) = self.bind_insert(&ins, line).map_err(|e| HwdbError::new(format!("line {}: {}", i + 1, e.message)))?;
+            bound.push(Bound::Slow { t, values, upsert });
         }
-        for (line, b) in lines.iter().zip(bound) {
+        for b in bound {
             match b {
-                None => self.fast_insert(line, true).expect("checked in pass 1")?,
-                Some((t, values, upsert)) => self.apply_insert(t, values, upsert)?,
+                Bound::Fast { t, upsert, range } => self.store_bound(t, &flat[range], upsert)?,
+                Bound::Slow { t, values, upsert } => self.apply_insert(t, values, upsert)?,
             }
         }
         Ok(ResultSet::message(format!("Success: {n} rows")))
@@ -280,7 +296,7 @@ impl Database {
 
     fn execute_uncommitted(&mut self, sql: &str) -> Result<ResultSet> {
         if sql.as_bytes().first().is_some_and(|c| c.eq_ignore_ascii_case(&b'i')) {
-            if let Some(r) = self.fast_insert(sql, true) {
+            if let Some(r) = self.fast_insert(sql) {
                 return r.map(|_| ResultSet::ok());
             }
         }

@@ -228,8 +228,8 @@ fn main() {
     assert_eq!(hw_groups, sq_groups);
     let lat = |d: &[Duration]| format!("p50 {:.2} ms, p99 {:.2} ms", percentile(d, 0.5), percentile(d, 0.99));
     let ratio = |a: &[Duration], b: &[Duration]| format!("{:.1}x faster", percentile(b, 0.5) / percentile(a, 0.5));
-    lines.push(Line { what: "[range 10 seconds] over 1M tuples, in-process", hwdb: format!("{} ({hw_win_rows} rows)", lat(&hw_win)), sqlite: format!("{} ({sq_win_rows} rows)", lat(&sq_win)), ratio: ratio(&hw_win, &sq_win) });
-    lines.push(Line { what: "group by saddr over 1M tuples, in-process", hwdb: format!("{} ({hw_groups} groups)", lat(&hw_grp)), sqlite: lat(&sq_grp), ratio: ratio(&hw_grp, &sq_grp) });
+    lines.push(Line { what: "[range 10 seconds] over stored tuples, in-process", hwdb: format!("{} ({hw_win_rows} rows)", lat(&hw_win)), sqlite: format!("{} ({sq_win_rows} rows)", lat(&sq_win)), ratio: ratio(&hw_win, &sq_win) });
+    lines.push(Line { what: "group by saddr (200 groups) over stored tuples", hwdb: lat(&hw_grp), sqlite: lat(&sq_grp), ratio: ratio(&hw_grp, &sq_grp) });
 
     // The same window over SRPC (result formatting and transfer included).
     let svc = HwdbService::new(db, Notifier::new(Duration::from_secs(2), Timing::default()));
