@@ -211,6 +211,10 @@ def perf_scenario(srv: "Server", dev: Device, clients: int) -> dict:
     for rate in RAMP:
         r = srv.perfdhcp(dev, clients, rate, RAMP_PERIOD)
         ok = r["drops_pct"] is not None and r["drops_pct"] <= MAX_DROPS
+        if not ok:  # one more try: a busy machine (or a first contact) can spoil one step
+            say(f"{srv.kind}: ramp {clients} clients @ {rate}/s: drops {fmt(r['drops_pct'])}%, trying again")
+            r = srv.perfdhcp(dev, clients, rate, RAMP_PERIOD)
+            ok = r["drops_pct"] is not None and r["drops_pct"] <= MAX_DROPS
         say(f"{srv.kind}: ramp {clients} clients @ {rate}/s: {r['rate']:.0f} exch/s, "
             f"drops {fmt(r['drops_pct'])}%, median {fmt(pct(r['latencies_ms'], 50))} ms{'' if ok else '  <- over'}")
         ramp.append({"offered": rate, "rate": r["rate"], "drops_pct": r["drops_pct"]})

@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         log_pos = 0
         seen_leases = {dev.mac: 0 for dev in devs}
         states: dict[str, str] = {}
-        deadline = t0 + args.seconds if args.seconds else None
+        deadline = time.monotonic() + args.seconds if args.seconds else None  # after start-up
         try:
             while deadline is None or time.monotonic() < deadline:
                 text = home.controller_log()
