@@ -517,7 +517,7 @@ class Subscription:
         send = lambda pkt: self.sock.sendto(pkt, addr)  # noqa: E731
         if p.command == CONNECT:
             if p.data.decode(errors="replace") == self.SERVICE:
-                if key not in self._conns or self._conns[key]["last"] != p.seqno:
+                if key not in self._conns:  # a repeated CONNECT must not forget state
                     self._conns[key] = {"last": p.seqno, "inc": None, "pending": None, "cached": None}
                 send(_control(p.subport, p.seqno, CACK))
             return

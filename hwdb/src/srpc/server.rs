@@ -144,13 +144,10 @@ impl Server {
                 self.stats.bad_packets += 1;
                 return;
             }
-            let fresh = match self.conns.get(&key) {
-                // A retransmitted CONNECT: keep the state, just acknowledge again.
-                Some(c) => !(c.last_seqno == p.seqno && c.outgoing.is_none()),
-                None => true,
-            };
-            if fresh {
-                if !self.conns.contains_key(&key) && self.conns.len() >= MAX_CONNECTIONS {
+            // A repeated CONNECT (retransmitted, duplicated or late) must not reset the
+            // connection: that would forget which queries were already executed.
+            if !self.conns.contains_key(&key) {
+                if self.conns.len() >= MAX_CONNECTIONS {
                     return;
                 }
                 let c = self.new_conn(p.seqno);
