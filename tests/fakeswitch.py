@@ -14,8 +14,9 @@ def _field_matches(field, want, have):
     if isinstance(want, tuple):           # (value, mask)
         value, mask = want
         if field.startswith("ipv4") or field.startswith("arp_"):
-            net = ipaddress.IPv4Network(f"{value}/{mask}", strict=False)
-            return ipaddress.IPv4Address(have) in net
+            # any bit mask, contiguous or not, as OpenFlow allows
+            m = int(ipaddress.IPv4Address(mask))
+            return int(ipaddress.IPv4Address(have)) & m == int(ipaddress.IPv4Address(value)) & m
         return (int(have) & int(mask)) == (int(value) & int(mask))
     return str(want).lower() == str(have).lower()
 
@@ -84,7 +85,7 @@ class FakeSwitch:
                 elif isinstance(a, F.SetField):
                     packet = dict(packet, **{a.field: a.value})
                 elif isinstance(a, F.DecTTL):
-                    packet = dict(packet, ip_ttl=packet.get("ip_ttl", 64) - 1)
+                    packet = dict(packet, nw_ttl=packet.get("nw_ttl", 64) - 1)
                 elif isinstance(a, F.Resubmit):
                     packet = self._run(packet, a.table_id, ports, depth)
                 elif isinstance(a, F.Learn):

@@ -32,7 +32,7 @@ def join(core, mac, port):
 
 def ip_pkt(port, mac, src, dst, proto=6, sport=40000, dport=80, **extra):
     pkt = {"in_port": port, "eth_src": mac, "eth_dst": ROUTER_MAC, "eth_type": 0x0800,
-           "ipv4_src": src, "ipv4_dst": dst, "ip_proto": proto, "ip_ttl": 64}
+           "ipv4_src": src, "ipv4_dst": dst, "ip_proto": proto, "nw_ttl": 64}
     if proto == 6:
         pkt.update(tcp_src=sport, tcp_dst=dport)
     elif proto == 17:

@@ -79,7 +79,7 @@ def test_device_to_device_is_routed_not_bridged(core):
     sw = core.switch
     assert sw.outputs(ip_pkt(1, A, a, b, proto=1)) == [2]
     out = sw.last_packet
-    assert out["eth_src"] == ROUTER_MAC and out["eth_dst"] == B and out["ip_ttl"] == 63
+    assert out["eth_src"] == ROUTER_MAC and out["eth_dst"] == B and out["nw_ttl"] == 63
     assert sw.outputs(ip_pkt(2, B, b, a, proto=1)) == [1]
 
 
@@ -200,7 +200,9 @@ def test_ttl_expiring_between_devices_gets_time_exceeded_from_the_gateway(core):
         core.commands.call("permit", mac=mac)
     core.switch.take_packet_outs()
     probe = ip_frame(A, ROUTER_MAC, a, b, 17, b"\x82\x9a\x82\x9b\x00\x10\x00\x00" + b"x" * 8, ttl=1)
-    core.packet_in(PacketIn(in_port=1, data=probe, reason="invalid_ttl"))
+    assert core.switch.outputs(ip_pkt(1, A, a, b, proto=17, nw_ttl=1)) == [CONTROLLER]
+    punt = core.switch.last_hits[-1]
+    core.packet_in(PacketIn(in_port=1, data=probe, reason="action", cookie=punt.cookie))
     [out] = core.switch.take_packet_outs()
     assert out.actions[0].port == 1
     ip = parse_ipv4(parse_ethernet(out.data).payload)

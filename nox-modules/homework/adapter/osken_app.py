@@ -149,6 +149,20 @@ def _actions(parser, actions):
     return out
 
 
+def _match(dp, fields: dict):
+    """OFPMatch with OpenFlow-basic fields first. os-ken sorts fields by OXM type number,
+    which puts Nicira extension fields (nw_ttl, reg0: classes 0x0000/0x0001) before their
+    prerequisites (eth_type, class 0x8000) and the switch refuses the match."""
+    ofp = dp.ofproto
+    items = [ofp.oxm_from_user(*ofp.oxm_normalize_user(k, v)) for k, v in fields.items()]
+
+    def order(item):
+        n = item[0][0] if isinstance(item[0], tuple) else item[0]
+        return (0 if (n >> 7) == 0x8000 else 1, n)
+    items.sort(key=order)
+    return dp.ofproto_parser.OFPMatch(_ordered_fields=[ofp.oxm_to_user(n, v, m) for n, v, m in items])
+
+
 def to_message(dp, decision):
     ofp, parser = dp.ofproto, dp.ofproto_parser
     if isinstance(decision, F.FlowMod):
@@ -162,18 +176,18 @@ def to_message(dp, decision):
                                  command=ofp.OFPFC_ADD, idle_timeout=decision.idle_timeout,
                                  hard_timeout=decision.hard_timeout, priority=decision.priority,
                                  buffer_id=ofp.OFP_NO_BUFFER, flags=flags,
-                                 match=parser.OFPMatch(**decision.match), instructions=inst)
+                                 match=_match(dp, decision.match), instructions=inst)
     if isinstance(decision, F.FlowDelete):
         return parser.OFPFlowMod(dp, cookie=decision.cookie, cookie_mask=decision.cookie_mask,
                                  table_id=decision.table_id,
                                  command=ofp.OFPFC_DELETE_STRICT if decision.strict else ofp.OFPFC_DELETE,
                                  priority=decision.priority, out_port=decision.out_port,
-                                 out_group=ofp.OFPG_ANY, match=parser.OFPMatch(**decision.match))
+                                 out_group=ofp.OFPG_ANY, match=_match(dp, decision.match))
     if isinstance(decision, F.PacketOut):
         return parser.OFPPacketOut(dp, buffer_id=ofp.OFP_NO_BUFFER, in_port=decision.in_port,
                                    actions=_actions(parser, decision.actions), data=decision.data)
     if isinstance(decision, F.FlowStatsRequest):
         return parser.OFPFlowStatsRequest(dp, 0, decision.table_id, ofp.OFPP_ANY, ofp.OFPG_ANY,
                                           decision.cookie, decision.cookie_mask,
-                                          parser.OFPMatch(**decision.match))
+                                          _match(dp, decision.match))
     raise TypeError(f"unknown decision {decision!r}")

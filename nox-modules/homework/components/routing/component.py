@@ -92,7 +92,7 @@ class Routing(Component):
     def packet_in(self, pkt: PacketIn, frame) -> list | None:
         if frame.ethertype != ETH_IP:
             return None
-        if pkt.reason == "invalid_ttl":
+        if pkt.reason == "invalid_ttl" or pkt.cookie == L.cookie(L.KIND_TTL):
             return self._ttl_exceeded(pkt, frame)
         if pkt.cookie == L.cookie(L.KIND_FLOW_LIMIT):
             return self._flow_limit(pkt, frame)

@@ -146,6 +146,12 @@ def base_flows(pool: ipaddress.IPv4Network) -> list[FlowMod]:
                 priority=L.PRIO_IGMP, cookie=shared),
         FlowMod(match={"reg0": (0, 1)}, actions=(Output(CONTROLLER, 128),), priority=L.PRIO_FLOW_LIMIT,
                 table_id=L.TABLE_FORWARD, cookie=L.cookie(L.KIND_FLOW_LIMIT)),
+        # Open vSwitch does not send dec_ttl's invalid-TTL packet-ins to an OpenFlow 1.3
+        # controller, so TTL 1 towards a device (x.x.x.2 of any /30) is matched here.
+        FlowMod(match={"eth_type": ETH_IP, "nw_ttl": 1,
+                       "ipv4_dst": (str(pool.network_address + 2), str(ipaddress.IPv4Address(int(pool.netmask) | 3)))},
+                actions=(Output(CONTROLLER, 128),), priority=L.PRIO_TTL_EXPIRED, table_id=L.TABLE_FORWARD,
+                cookie=L.cookie(L.KIND_TTL)),
         FlowMod(match={"eth_type": ETH_IP, "ipv4_dst": MULTICAST}, actions=(),
                 priority=L.PRIO_MCAST_OTHER, table_id=L.TABLE_FORWARD, cookie=shared),
         FlowMod(match={"eth_type": ETH_IP, "ipv4_dst": (str(pool.network_address), str(pool.netmask))},
