@@ -3,6 +3,7 @@ controller through a real Open vSwitch (issue 2)."""
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import subprocess
 import time
@@ -14,6 +15,12 @@ from homelab import GARBAGE, REPO, Device, Home
 
 CLIENTS = ("dhclient", "udhcpc", "dhcpcd")
 POOL = ipaddress.IPv4Network("10.2.0.0/16")
+
+
+def dhcp_stats(home: Home) -> dict:
+    res = home.homework("--json", "stats")
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout).get("dhcp", {})
 
 
 def check_slash30(dev: Device, home: Home, lease_time: int | None = 30) -> ipaddress.IPv4Network:
@@ -121,9 +128,15 @@ def test_garbage_does_not_disturb_a_good_client(home: Home):
     net = check_slash30(good, home)
     before = good.lease()
     bad = home.add_device(name="bad")
+    malformed_before = dhcp_stats(home).get("malformed", 0)
     out = bad.run(["/usr/bin/python3", str(GARBAGE), bad.ifname, "25", "7"], timeout=60)
     assert "sent" in out.stdout
     assert home.controller_running(), home.controller_log()[-3000:]
+    # Dropped and counted (issue 2): the counter moves.
+    deadline = time.monotonic() + 5
+    while dhcp_stats(home).get("malformed", 0) == malformed_before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert dhcp_stats(home).get("malformed", 0) > malformed_before
     # The good client renews and keeps its block.
     t = time.time()
     good.renew()

@@ -318,16 +318,15 @@ class Device:
             self._log = None
 
     def renew(self) -> None:
-        """Ask the running client to renew now where it supports it (udhcpc: SIGUSR1,
-        dhcpcd: -n); dhclient has no such signal and renews at T1."""
+        """Ask the running client to renew now: udhcpc only (SIGUSR1). dhclient has no
+        such signal; dhcpcd's SIGALRM releases and `dhcpcd -n/-N` did not renew in its
+        private mount namespace: those renew at T1 (half the lease)."""
         if self.proc is None:
             raise RuntimeError("no DHCP client running")
         if self.client == "udhcpc":
             os.kill(self.proc.pid, signal.SIGUSR1)
-        elif self.client == "dhcpcd":
-            os.kill(self.proc.pid, signal.SIGALRM)  # dhcpcd: SIGALRM = rebind/renew now
         else:
-            raise NotImplementedError("dhclient cannot be told to renew; wait for T1")
+            raise NotImplementedError(f"{self.client}: no renew-now here; wait for T1")
 
     # -- observation ------------------------------------------------------------------
     def events(self) -> list[dict]:
