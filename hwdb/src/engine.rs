@@ -8,10 +8,11 @@ use std::sync::Arc;
 use crate::ast::*;
 use crate::clock::Clock;
 use crate::error::{HwdbError, Result};
-use crate::exec::{bind_filter, run_select, Columns, Predicate, Row};
+use crate::exec::{bind_filter, run_select, Columns, Predicate};
 use crate::fastinsert::{bind_fast, scan_insert, FastLit};
 use crate::parser::parse;
 use crate::persist::PersistStore;
+use crate::ptable::{apply_assign, key_text, sorted_rows, PRow, PRowRef, PersistentRows};
 use crate::result::{error_wire, ResultSet};
 use crate::ring::{Ring, TableId};
 use crate::value::{ColType, Value, ValueRef};
@@ -25,31 +26,6 @@ pub struct TableSchema {
     pub persistent: bool,
     /// Declared columns (without the implicit timestamp).
     pub columns: Vec<(String, ColType)>,
-}
-
-/// A persistent table's rows, keyed by the text of the primary key.
-#[derive(Default)]
-struct PersistentRows {
-    rows: HashMap<String, PRow>,
-}
-
-struct PRow {
-    ts: i64,
-    /// Tie-break for rows with equal timestamps (restored from disk).
-    seq: u64,
-    values: Vec<Value>,
-}
-
-struct PRowRef<'a>(&'a PRow);
-
-impl<'a> Row<'a> for PRowRef<'a> {
-    fn get(&self, col: usize) -> ValueRef<'a> {
-        if col == 0 {
-            ValueRef::Tstamp(self.0.ts)
-        } else {
-            self.0.values[col - 1].as_ref()
-        }
-    }
 }
 
 enum Storage {
@@ -87,12 +63,6 @@ pub struct Database {
     subscriptions: Vec<Subscription>,
     last_ts: i64,
     seq: u64,
-}
-
-fn key_text(v: &Value) -> String {
-    let mut s = String::new();
-    v.as_ref().write_wire(&mut s);
-    s
 }
 
 impl Database {
@@ -655,12 +625,6 @@ impl Database {
     }
 }
 
-fn sorted_rows(p: &PersistentRows) -> Vec<&PRow> {
-    let mut v: Vec<&PRow> = p.rows.values().collect();
-    v.sort_by_key(|r| (r.ts, r.seq));
-    v
-}
-
 /// The slice `from..to` of a table's tuples (oldest first) selected by a window.
 /// `lower_bound(ts, strict)` gives the first index with timestamp >= ts (> ts if strict).
 fn window_bounds(window: Option<Window>, now: i64, len: usize, lower_bound: impl Fn(i64, bool) -> usize) -> (usize, usize) {
@@ -676,18 +640,6 @@ fn window_bounds(window: Option<Window>, now: i64, len: usize, lower_bound: impl
             let b = lower_bound(to, to_inclusive);
             (a, b.max(a))
         }
-    }
-}
-
-fn apply_assign(cur: &Value, op: AssignOp, v: &Value) -> Value {
-    match (op, cur, v) {
-        (AssignOp::Set, _, v) => v.clone(),
-        (AssignOp::Add, Value::Int(a), Value::Int(b)) => Value::Int(a.wrapping_add(*b)),
-        (AssignOp::Sub, Value::Int(a), Value::Int(b)) => Value::Int(a.wrapping_sub(*b)),
-        (AssignOp::Add, Value::Tstamp(a), Value::Tstamp(b)) => Value::Tstamp(a.wrapping_add(*b)),
-        (AssignOp::Sub, Value::Tstamp(a), Value::Tstamp(b)) => Value::Tstamp(a.wrapping_sub(*b)),
-        (AssignOp::Add, a, b) => Value::Real(a.as_ref().as_f64().unwrap_or(0.0) + b.as_ref().as_f64().unwrap_or(0.0)),
-        (AssignOp::Sub, a, b) => Value::Real(a.as_ref().as_f64().unwrap_or(0.0) - b.as_ref().as_f64().unwrap_or(0.0)),
     }
 }
 

@@ -3,6 +3,7 @@
 //! Modules, each with one job:
 //! - `lexer`, `parser`, `ast`: the query language
 //! - `ring`: stream tables in one fixed-size circular buffer
+//! - `ptable`: persistent tables in memory (what queries read)
 //! - `persist`: persistent tables, catalog and saved queries in SQLite
 //! - `fastinsert`: allocation-free path for plain insert statements
 //! - `exec`: running a select over rows (filter, group, aggregate, order)
@@ -20,6 +21,7 @@ pub mod fastinsert;
 pub mod lexer;
 pub mod parser;
 pub mod persist;
+pub mod ptable;
 pub mod result;
 pub mod srpc;
 pub mod server;

@@ -317,14 +317,3 @@ impl Drop for BackgroundServer {
         self.stop();
     }
 }
-
-/// Wait-free helper for tests: how long a full retransmission cycle lasts.
-pub fn give_up_after(t: &Timing) -> Duration {
-    let mut total = Duration::ZERO;
-    let mut rto = t.first_retry();
-    for _ in 0..t.attempts {
-        total += rto;
-        rto *= 2;
-    }
-    total
-}
