@@ -396,11 +396,10 @@ fi
 log "Wi-Fi: mac80211_hwsim radios in the guest, hostapd (nl80211, WPA2) and wpa_supplicant in a guest namespace"
 GT=90 g "$(cat <<EOF
 set -e
+echo 'WIFI="wlan0"' > /run/homework/router.conf   # the AP radio; wlan1 becomes the station
 modprobe mac80211_hwsim radios=2
 for i in \$(seq 1 50); do [ -e /sys/class/net/wlan1 ] && break; sleep 0.2; done
 STA_PHY=\$(cat /sys/class/net/wlan1/phy80211/name)
-systemctl stop homework-hostapd@wlan1.service 2>/dev/null || true
-ovs-vsctl --if-exists del-port br0 wlan1
 ip netns add sta
 iw phy \$STA_PHY set netns name sta
 . /var/lib/homework/wifi.env
@@ -434,6 +433,8 @@ else
   WIFI_OK=no
 fi
 if [ "$WIFI_OK" = yes ] && [ "$HAVE_CTRL" = yes ]; then
+  # wlan0 is new to the controller's config: homework-wifi restarted the controller; wait for it.
+  GT=200 g 'sleep 3; for i in $(seq 1 180); do [ "$(ovs-vsctl get controller br0 is_connected)" = true ] && homework devices >/dev/null 2>&1 && exit 0; sleep 1; done; exit 1' >>"$ART/wifi.log" 2>&1
   sta_dhcp='ip netns exec sta udhcpc -i wlan1 -f -q -n -t 6 -T 3 -s /bin/true 2>&1 | grep -o "lease of [0-9.]* obtained"'
   GT=60 g "$sta_dhcp" >"$ART/wifi-dhcp.log" 2>&1   # first lease: pending
   if decide permit "$STA_MAC" >/dev/null && GT=60 g "$sta_dhcp" >>"$ART/wifi-dhcp.log" 2>&1 && grep -q 'lease of 10\.2\.' "$ART/wifi-dhcp.log"; then

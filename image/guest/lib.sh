@@ -26,11 +26,20 @@ wired_ifaces() {
   done
 }
 
+# Wi-Fi interfaces Homework serves: all (WIFI=auto), none (WIFI=off) or the ones listed.
 wifi_ifaces() {
   for d in /sys/class/net/*; do
-    [ -e "$d/phy80211" ] && echo "${d##*/}"
+    [ -e "$d/phy80211" ] || continue
+    wifi_allowed "${d##*/}" && echo "${d##*/}"
   done
   return 0
+}
+wifi_allowed() {
+  case "${WIFI:-auto}" in
+    auto) return 0 ;;
+    off) return 1 ;;
+    *) for w in $WIFI; do [ "$w" = "$1" ] && return 0; done; return 1 ;;
+  esac
 }
 
 # Print to the console and to the second serial port (read by the boot test; harmless elsewhere).
