@@ -117,6 +117,15 @@ class Supplicant:
         except OSError:
             return 0
 
+    def wait_success(self, after: int, timeout: float = 10) -> bool:
+        """Wait for an EAP-Success beyond the `after` seen so far."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.eap_successes() > after:
+                return True
+            time.sleep(0.05)
+        return False
+
     def wait_state(self, state: str = "AUTHENTICATED", timeout: float = 15) -> bool:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -126,7 +135,5 @@ class Supplicant:
         return False
 
     def reauthenticate(self) -> None:
-        """Start over as a device re-joining would: log off, then on."""
-        self.cli("logoff")
-        time.sleep(0.2)
-        self.cli("logon")
+        """Start 802.1X over (EAPOL-Start), as a station re-associating would."""
+        self.cli("reauthenticate")

@@ -40,6 +40,7 @@ class HostapdDenyList:
 
     def apply(self, blacklisted: list[str], added: list[str], removed: list[str]) -> None:
         if self.deny_file:
+            os.makedirs(os.path.dirname(self.deny_file) or ".", exist_ok=True)
             tmp = f"{self.deny_file}.tmp"
             with open(tmp, "w") as fh:
                 fh.write("# written by the Homework controller: blacklisted devices\n")
