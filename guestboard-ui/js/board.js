@@ -62,6 +62,15 @@ HW.board = (function ($) {
     (views || []).forEach(upsert);
   }
 
+  /* Polling mode: bring the board in line with a full device list without rebuilding it. */
+  function sync(views) {
+    var keep = {};
+    (views || []).forEach(function (v) { keep[v.mac] = true; upsert(v); });
+    $(".label:not(.ghost)").each(function () {
+      if (!keep[this.dataset.mac]) { delete devices[this.dataset.mac]; $(this).remove(); }
+    });
+  }
+
   function metrics(mac, m, label) {
     var d = devices[mac];
     if (!d && label) {      // heard by the radio only: "in range, not connected"
@@ -136,7 +145,7 @@ HW.board = (function ($) {
   }
 
   return {
-    upsert: upsert, replaceAll: replaceAll, metrics: metrics,
+    upsert: upsert, replaceAll: replaceAll, sync: sync, metrics: metrics,
     get: function (mac) { return devices[mac]; },
     on: function (name, fn) { handlers[name] = fn; }
   };

@@ -1,10 +1,14 @@
 /* Start-up: log in if needed, then keep the board live from the event stream. */
 jQuery(function ($) {
   "use strict";
-  var es = null;
+  var es = null, pollTimer = null;
+  // ?poll=SECONDS: poll the device list instead of the live stream (for proxies that
+  // buffer streams; also the research board's behaviour, which `make bench` compares with).
+  var pollSeconds = Number(new URLSearchParams(window.location.search).get("poll")) || 0;
 
   function showLogin(message) {
     if (es) { es.close(); es = null; }
+    if (pollTimer) { clearInterval(pollTimer); pollTimer = null; }
     $("#board, #logout").prop("hidden", true);
     $("#login").prop("hidden", false).find(".error").text(message || "");
     $("#login input[name=password]").val("").trigger("focus");
@@ -19,6 +23,15 @@ jQuery(function ($) {
     $("#login").prop("hidden", true);
     $("#board, #logout").prop("hidden", false);
     if (es) es.close();
+    if (pollSeconds > 0) {
+      var poll = function () {
+        HW.api.call("GET", "devices").done(function (views) { HW.board.sync(views); setLive(true); })
+          .fail(function () { setLive(false); });
+      };
+      poll();
+      if (!pollTimer) pollTimer = setInterval(poll, pollSeconds * 1000);
+      return;
+    }
     es = HW.api.stream({
       snapshot: function (d) { HW.board.replaceAll(d.devices); },
       device: function (d) { HW.board.upsert(d.view); if (HW.panel.current() === d.mac) HW.panel.refresh(); },

@@ -93,6 +93,14 @@ class Driver:
             raise RuntimeError(r.stderr)
         return {}
 
+    def op_permit_cli(self, req):
+        """Permit with the admin CLI (the benchmark's peer for a drop on the board)."""
+        t = time.time()
+        r = self.home.homework("permit", self.dev(req).mac)
+        if r.returncode:
+            raise RuntimeError(r.stderr)
+        return {"t": t}
+
     def op_cli(self, req):
         r = self.home.homework(*req["args"])
         return {"rc": r.returncode, "stdout": r.stdout, "stderr": r.stderr}
