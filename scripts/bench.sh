@@ -20,5 +20,10 @@ if want dhcp; then
   "$PY" scripts/bench_dhcp.py
 fi
 
+if want ui; then
+  section "Guest Board: DHCP -> label, drop -> first fetch (scripts/bench_ui.py)"
+  "$PY" scripts/bench_ui.py
+fi
+
 # Other sections (DNS, NAT connections, bulk TCP, controller, hwdb) go here:
 # if want NAME; then section "..."; ...; fi
