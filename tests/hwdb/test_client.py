@@ -119,9 +119,7 @@ def test_dead_subscriber_does_not_block_inserts(start_daemon):
     c.query("save (select count(*) from Links) as LinkCount")
     sub = c.subscribe("LinkCount", lambda r: None)
     # Kill the listener without unsubscribing: the daemon's callbacks now go nowhere.
-    sub._stop.set()
-    sub._thread.join()
-    sub.sock.close()
+    sub._shutdown()
     t = time.monotonic()
     for i in range(50):
         c.insert("Links", (f"m{i}", -1.0, 0, 0, 0))
@@ -132,6 +130,22 @@ def test_dead_subscriber_does_not_block_inserts(start_daemon):
     assert c.query("show subscriptions").rows == []
     assert any("dropping it" in line for line in d.log)
     c.close()
+
+
+def test_slow_callback_is_not_dropped(start_daemon):
+    d = start_daemon(extra=["--callback-timeout", "1"])
+    with hwdb_client.Client(port=d.port, timeout=5) as c:
+        c.query("save (select count(*) from Links) as LinkCount")
+        got = []
+        sub = c.subscribe("LinkCount", lambda r: (time.sleep(1.5), got.append(r.rows[0]["count(*)"])))
+        c.insert("Links", ("a", -1.0, 0, 0, 0))
+        c.insert("Links", ("b", -1.0, 0, 0, 0))
+        deadline = time.monotonic() + 10
+        while len(got) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert got == [1, 2], "callbacks run in order even when slower than the daemon's timeout"
+        assert len(c.query("show subscriptions")) == 1
+        sub.close()
 
 
 def test_many_threads_share_one_client(client):

@@ -17,6 +17,7 @@ Every call is bounded by the client's timeout: a dead daemon raises HwdbTimeout
 from __future__ import annotations
 
 import os
+import queue
 import socket
 import struct
 import threading
@@ -241,7 +242,7 @@ def quote(v: Any) -> str:
     if isinstance(v, int):
         return str(v)
     if isinstance(v, float):
-        return repr(v)
+        return repr(v) if v == v and v not in (float("inf"), float("-inf")) else f"'{v!r}'"
     s = str(v).replace("\\", "\\\\").replace("'", "''").replace("\n", "\\n").replace("\r", "\\r")
     return f"'{s}'"
 
@@ -474,15 +475,18 @@ class Subscription:
         self._stop = threading.Event()
         # per (addr, subport): [last_seqno, reassembly, pending_response, next_retry, rto, attempts, cached]
         self._conns: dict[tuple, dict] = {}
+        # Callbacks run on their own thread, in order, so a slow callback never delays the
+        # protocol (the daemon gets its "OK" at once and does not time us out).
+        self._results: queue.Queue = queue.Queue()
         self._thread = threading.Thread(target=self._serve, name=f"hwdb-sub-{query_name}", daemon=True)
+        self._worker = threading.Thread(target=self._deliver, name=f"hwdb-cb-{query_name}", daemon=True)
         self._thread.start()
+        self._worker.start()
         self._target = f"{query_name} {self.ip} {self.port} {self.SERVICE}"
         try:
             client.query(f"subscribe {self._target}")
         except BaseException:
-            self._stop.set()
-            self._thread.join()
-            self.sock.close()
+            self._shutdown()
             raise
 
     def close(self) -> None:
@@ -492,11 +496,26 @@ class Subscription:
             self.client.query(f"unsubscribe {self._target}")
         except HwdbError:
             pass
-        self._stop.set()
-        self._thread.join(timeout=2)
-        self.sock.close()
+        self._shutdown()
         if self in self.client._subscriptions:
             self.client._subscriptions.remove(self)
+
+    def _shutdown(self) -> None:
+        self._stop.set()
+        self._results.put(None)
+        self._thread.join(timeout=2)
+        self._worker.join(timeout=2)
+        self.sock.close()
+
+    def _deliver(self) -> None:
+        while True:
+            result = self._results.get()
+            if result is None:
+                return
+            try:
+                self.callback(result)
+            except BaseException as e:  # a failing callback must not stop later ones
+                self.errors.append(e)
 
     def _serve(self) -> None:
         while not self._stop.is_set():
@@ -555,10 +574,9 @@ class Subscription:
                 return
             inc.parts[p.fnum] = p.data
             c["inc"], c["last"] = None, p.seqno
-            send(_control(p.subport, p.seqno, QACK))
             try:
-                self.callback(parse_response(inc.data().decode("utf-8", errors="replace")))
-            except BaseException as e:  # a failing callback must not kill the listener
+                self._results.put(parse_response(inc.data().decode("utf-8", errors="replace")))
+            except HwdbError as e:
                 self.errors.append(e)
             pkt = _split(p.subport, p.seqno, RESPONSE, b"OK")[0]
             c["cached"] = (p.seqno, pkt)
