@@ -427,7 +427,7 @@ class Home:
     def __init__(self, *, controller: bool = True, config: dict | None = None,
                  internet: bool = True, hwdb: bool | None = None, run_id: str | None = None,
                  keep: bool | None = None, log: Callable[[str], None] | None = None,
-                 connect_timeout: float = 30):
+                 connect_timeout: float = 60):
         self.run_id = run_id or new_run_id()
         self.router_ns = f"{self.run_id}-r"
         self.internet_ns = f"{self.run_id}-i"

@@ -75,12 +75,12 @@ class DnsLab:
         self.dir = home.dir / "dns"
         self.dnsd: subprocess.Popen | None = None
 
-    def start(self, captive: bool = True) -> "DnsLab":
+    def start(self, captive: bool = True, dnsmasq_args: tuple = ()) -> "DnsLab":
         if not DNSD_BINARY.exists():
             raise RuntimeError(f"{DNSD_BINARY} is not built (make deps, or: cd dnsd && cargo build --release)")
         self.dir.mkdir(exist_ok=True)
         self._start_internet()
-        self._start_router_dnsmasq()
+        self._start_router_dnsmasq(dnsmasq_args)
         self.start_dnsd()
         if captive:
             self._start_captive()
@@ -116,11 +116,11 @@ class DnsLab:
         _wait("internet web servers", lambda: len(h.internet(["ss", "-Hltn"]).stdout.splitlines()) >= 4)
 
     # -- the router ----------------------------------------------------------------------
-    def _start_router_dnsmasq(self) -> None:
+    def _start_router_dnsmasq(self, extra: tuple = ()) -> None:
         h = self.home
         p = h.router_popen(["dnsmasq", f"--conf-file={REPO / 'conf' / 'dnsmasq.conf'}", "--keep-in-foreground",
                             "--no-resolv", f"--server={UPSTREAM}", f"--pid-file={self.dir / 'dnsmasq.pid'}",
-                            "--user=root", "--log-facility=-"],
+                            "--user=root", "--log-facility=-", *extra],
                            stdout=self._log("dnsmasq"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         _wait("router dnsmasq", lambda: h.router(["ss", "-Hlun", "sport = :5353"]).stdout.strip(), proc=p)
 
@@ -198,5 +198,5 @@ class DnsLab:
     def homework(self, *args: str):
         res = self.home.homework(*args)
         if res.returncode != 0:
-            raise AssertionError(f"homework {' '.join(args)} failed: {res.stderr}")
+            raise AssertionError(f"homework {' '.join(args)[:200]} failed: {res.stderr[-500:]}")
         return res.stdout

@@ -17,6 +17,7 @@ import sys
 import time
 
 from . import WEB_ADDR, Home
+from .web import Web, have_web, web_home
 
 CLIENTS = ("dhclient", "udhcpc", "dhcpcd")
 
@@ -34,8 +35,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{time.monotonic() - t0:6.1f}s] {msg}", flush=True)
 
     ok = False
-    with Home(log=say) as home:
+    # The Guest Board (lighttpd + the API) when this machine can serve it.
+    with (web_home(log=say) if have_web() is None else Home(log=say)) as home:
         say(f"run {home.run_id}: router namespace {home.router_ns}, state and logs in {home.dir}")
+        web = Web(home).start() if hasattr(home, "admin_password") else None
         devs = []
         for i in range(args.devices):
             client = CLIENTS[i % len(CLIENTS)]
@@ -51,6 +54,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    {home.cli_command('permit', dev.mac)}")
         print(f"  To list devices:  {home.cli_command('devices')}")
         print(f"  To use a device:  ip netns exec {devs[0].ns} curl http://{WEB_ADDR}/" if devs else "")
+        if web:
+            print(f"  Guest Board:      {web.url}  (admin password: {home.admin_password};"
+                  " self-signed certificate, so accept it once)")
         print("  Ctrl-C tears everything down." if not args.seconds else
               f"  Smoke mode: exiting after {args.seconds:.0f} s.")
         print(flush=True)
@@ -107,4 +113,8 @@ def _prefix(mask: str | None) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # Ctrl-C during start-up: Home has already torn down
+        print("interrupted; everything torn down", flush=True)
+        sys.exit(130)

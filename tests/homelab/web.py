@@ -24,28 +24,25 @@ import subprocess
 import time
 from pathlib import Path
 
-from . import REPO, Home, sh
+import tomllib
+
+from . import REPO, Home, sh, to_toml
 
 UI_DIR = REPO / "guestboard-ui"
 CONF = REPO / "conf" / "lighttpd.conf"
 CERT_SCRIPT = REPO / "scripts" / "web-cert.sh"
 JQUERY_DIR = Path("/usr/share/javascript/jquery")
 API_PORT = 8080
-COMPONENTS = ["dhcp", "routing", "api", "linksim"]
+WEB_COMPONENTS = ("api", "linksim")
 MGMT_BASE = ipaddress.IPv4Address("169.254.128.0")
 
 
 def web_home(config: dict | None = None, password: str | None = None, **kw) -> Home:
-    """A Home configured for the Guest Board: the api and linksim components, a known
-    admin password (read from a file on the controller's first start)."""
+    """A Home configured for the Guest Board: the api and linksim components added to
+    whatever components the home runs, and a known admin password (read from a file on
+    the controller's first start)."""
     password = password or secrets.token_urlsafe(12)
     cfg = {k: dict(v) for k, v in (config or {}).items()}
-    controller = cfg.setdefault("controller", {})
-    components = list(controller.get("components", COMPONENTS))
-    for extra in ("api", "linksim"):
-        if extra not in components:
-            components.append(extra)
-    controller["components"] = components
     cfg.setdefault("linksim", {}).setdefault("interval", 1)
     home = Home(config=cfg, **kw)
     pwfile = home.dir.parent / f".{home.dir.name}-admin-password"
@@ -56,6 +53,18 @@ def web_home(config: dict | None = None, password: str | None = None, **kw) -> H
     home.config_overrides = cfg
     home.admin_password = password
     home.admin_password_file = pwfile
+    write_config = home._write_config
+
+    def write_config_with_web() -> None:
+        # Append our components to the home's own list (its defaults may grow).
+        write_config()
+        doc = tomllib.loads(home.config_path.read_text())
+        components = doc.setdefault("controller", {}).setdefault("components", [])
+        components += [c for c in WEB_COMPONENTS if c not in components]
+        home.config_path.write_text(to_toml(doc))
+        cfg.setdefault("controller", {})["components"] = components
+
+    home._write_config = write_config_with_web
     return home
 
 
