@@ -80,6 +80,8 @@ class Board:
                 m.retrans = (dr / dp) if dp > 0 and dr >= 0 else 0.0
             if nbytes is not None and m.link_bytes is not None:
                 self._count(m, max(0, nbytes - m.link_bytes), now)
+            elif nbytes is not None:
+                m.traffic_at = now      # first report: the baseline for the next rate
             m.packets, m.retries, m.link_bytes = packets, retries, nbytes
             if ev.get("rssi") is not None:
                 m.rssi = float(ev["rssi"])
