@@ -109,7 +109,7 @@ case "${HOMEWORK_ACCEL:-auto}" in
   *) if { probe_kvm; } 2>/dev/null; then ACCEL=kvm; else ACCEL=tcg; fi ;;
 esac
 if [ "$ACCEL" = kvm ]; then ACCEL_ARGS=(-accel kvm -cpu host); BOOT_TIMEOUT=150
-else ACCEL_ARGS=(-accel tcg,thread=multi -cpu max); BOOT_TIMEOUT=300; fi
+else ACCEL_ARGS=(-accel tcg,thread=multi -cpu max); BOOT_TIMEOUT=420; fi
 log "accelerator: $ACCEL$( [ "$ACCEL" = tcg ] && echo ' (KVM probe failed or disabled: a kernel did not boot under KVM)')"
 
 # ------------------------------------------------------------------ the ISP and the device
