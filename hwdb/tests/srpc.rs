@@ -301,6 +301,15 @@ fn calls_to_a_dead_server_time_out() {
     assert!(Client::connect(server.addr, "NOTHWDB", Duration::from_millis(300)).is_err());
 }
 
+/// Drive `server` from this thread until `done` holds (checked every 10 ms) or `max` passes.
+fn serve_until(server: &mut Server, handler: &mut dyn hwdb::srpc::server::Handler, max: Duration, mut done: impl FnMut(&Server) -> bool) -> Duration {
+    let start = Instant::now();
+    while !done(server) && start.elapsed() < max {
+        server.run_for(handler, Duration::from_millis(10)).unwrap();
+    }
+    start.elapsed()
+}
+
 #[test]
 fn server_gives_up_on_a_client_that_stops_acking() {
     let timing = Timing { tick: Duration::from_millis(5), ..Timing::default() };
@@ -310,10 +319,12 @@ fn server_gives_up_on_a_client_that_stops_acking() {
     let sock = UdpSocket::bind(local()).unwrap();
     sock.send_to(&wire::connect(5, 1, "BIG"), addr).unwrap();
     sock.send_to(&wire::split_message(5, 2, Command::Query, b"q").remove(0), addr).unwrap();
-    // Never FACK: after 7 transmissions with doubling timeouts the connection is dropped.
-    server.run_for(&mut handler, Duration::from_millis(1500)).unwrap();
+    // Never FACK: after 7 transmissions with doubling timeouts (10 ms .. 640 ms, ~1.27 s in
+    // all) the connection is dropped.
+    let took = serve_until(&mut server, &mut handler, Duration::from_secs(10), |s| s.stats.timeouts > 0);
     assert_eq!(server.stats.timeouts, 1);
     assert_eq!(server.connections(), 0);
+    assert!(took >= Duration::from_millis(1200), "gave up too early ({took:?})");
 }
 
 #[test]
@@ -323,16 +334,18 @@ fn idle_dead_connections_are_pinged_then_purged() {
     let addr = server.local_addr();
     let mut handler = |_p: SocketAddr, r: &[u8]| r.to_vec();
     let client = thread::spawn(move || Client::connect(addr, "HWDB", Duration::from_secs(5)).unwrap());
-    server.run_for(&mut handler, Duration::from_millis(100)).unwrap();
+    serve_until(&mut server, &mut handler, Duration::from_secs(5), |_| client.is_finished());
     let mut c = client.join().unwrap();
     assert_eq!(server.connections(), 1);
-    // The client is idle and not reading its socket, so PINGs go unanswered.
-    server.run_for(&mut handler, Duration::from_millis(550)).unwrap();
+    // The client is idle and not reading its socket, so PINGs go unanswered: purged at the
+    // 4th ping time (3 missed PACKs), i.e. about 400 ms after it was last heard.
+    let took = serve_until(&mut server, &mut handler, Duration::from_secs(10), |s| s.connections() == 0);
     assert_eq!(server.connections(), 0, "purged after 3 missed PACKs");
     assert_eq!(server.stats.purged, 1);
+    assert!(took >= Duration::from_millis(300), "purged too early ({took:?})");
     // The client notices on its next call (DISCONNECT) and reconnects by itself.
     let call = thread::spawn(move || c.call(b"after purge").map(|r| (r, c)));
-    server.run_for(&mut handler, Duration::from_millis(400)).unwrap();
+    serve_until(&mut server, &mut handler, Duration::from_secs(10), |_| call.is_finished());
     let (resp, _c) = call.join().unwrap().unwrap();
     assert_eq!(resp, b"after purge");
     assert_eq!(server.connections(), 1);
