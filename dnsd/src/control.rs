@@ -11,7 +11,7 @@
 //!   sync TOKEN                                  -> "ok TOKEN devices=N rules=M" (or "error TOKEN ...")
 //!   stats                                       -> "stats k=v ..."
 //!
-//! Lines out: `q MAC QTYPE VERDICT LATENCY_US NAME` per query, `a MAC TTL NAME ADDR,ADDR CNAME,CNAME|-`
+//! Lines out: `q MAC QTYPE VERDICT LATENCY_US NAME COUNT` per distinct query of a batch, `a MAC TTL NAME ADDR,ADDR CNAME,CNAME|-`
 //! per learned answer. A new connection replaces the old one (controller restart); the
 //! last policy stays in force meanwhile, so DNS keeps working while the controller restarts.
 
@@ -27,6 +27,39 @@ use crate::policy::{Action, Device, State, HOUSEHOLD};
 use crate::server::Shared;
 
 type Sink = Arc<Mutex<Option<UnixStream>>>;
+
+const BATCH_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
+const BATCH_LINES: usize = 20_000;
+
+/// `q MAC QTYPE VERDICT LATENCY NAME` lines -> `q MAC QTYPE VERDICT MEAN_LATENCY NAME COUNT`,
+/// one per distinct (MAC, QTYPE, VERDICT, NAME), in first-seen order; other lines as they are.
+pub fn merge_queries(lines: &[String], out: &mut String) {
+    use std::collections::HashMap;
+    let mut index: HashMap<(&str, &str, &str, &str), usize> = HashMap::new();
+    let mut merged: Vec<(&str, &str, &str, &str, u64, u64)> = Vec::new();
+    for line in lines {
+        let parts: Vec<&str> = line.trim_end().splitn(6, ' ').collect();
+        if parts.len() == 6 && parts[0] == "q" {
+            let latency: u64 = parts[4].parse().unwrap_or(0);
+            let key = (parts[1], parts[2], parts[3], parts[5]);
+            match index.get(&key) {
+                Some(&i) => {
+                    merged[i].4 += latency;
+                    merged[i].5 += 1;
+                }
+                None => {
+                    index.insert(key, merged.len());
+                    merged.push((parts[1], parts[2], parts[3], parts[5], latency, 1));
+                }
+            }
+        } else {
+            out.push_str(line);
+        }
+    }
+    for (mac, qtype, verdict, name, latency, count) in merged {
+        out.push_str(&format!("q {mac} {qtype} {verdict} {} {name} {count}\n", latency / count));
+    }
+}
 
 enum Change {
     Reset,
@@ -143,25 +176,29 @@ pub fn serve(shared: Arc<Shared>, path: &str, events: Receiver<String>) -> std::
     }
     let sink: Sink = Arc::new(Mutex::new(None));
 
-    // Event writer: batches whatever is queued into one write.
+    // Event writer: batches whatever is queued into one write, merging identical query
+    // events (same device, type, verdict, name) of one batch into one line with a count, so
+    // a flood of queries costs the controller one event per distinct query, not per packet.
     {
         let (sink, shared) = (sink.clone(), shared.clone());
         thread::Builder::new().name("events".into()).spawn(move || {
-            let mut buf = String::with_capacity(1 << 16);
+            let mut out = String::with_capacity(1 << 16);
             while let Ok(first) = events.recv() {
-                buf.clear();
-                buf.push_str(&first);
-                while buf.len() < 60_000 {
+                thread::sleep(BATCH_WAIT);
+                let mut lines = vec![first];
+                while lines.len() < BATCH_LINES {
                     match events.try_recv() {
-                        Ok(line) => buf.push_str(&line),
+                        Ok(line) => lines.push(line),
                         Err(_) => break,
                     }
                 }
+                out.clear();
+                merge_queries(&lines, &mut out);
                 let connected = sink.lock().map(|g| g.is_some()).unwrap_or(false);
                 if connected {
-                    send(&sink, &buf);
+                    send(&sink, &out);
                 } else {
-                    shared.stats.events_dropped.fetch_add(buf.matches('\n').count() as u64, Ordering::Relaxed);
+                    shared.stats.events_dropped.fetch_add(lines.len() as u64, Ordering::Relaxed);
                 }
             }
         })?;
@@ -177,4 +214,16 @@ pub fn serve(shared: Arc<Shared>, path: &str, events: Receiver<String>) -> std::
         }
     })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn identical_queries_are_merged_with_a_count() {
+        let lines: Vec<String> = ["q aa 1 allowed 100 x.test\n", "a aa 30 x.test 1.2.3.4 -\n", "q aa 1 allowed 300 x.test\n",
+                                  "q bb 1 allowed 50 x.test\n"].iter().map(|s| s.to_string()).collect();
+        let mut out = String::new();
+        super::merge_queries(&lines, &mut out);
+        assert_eq!(out, "a aa 30 x.test 1.2.3.4 -\nq aa 1 allowed 200 x.test 2\nq bb 1 allowed 50 x.test 1\n");
+    }
 }

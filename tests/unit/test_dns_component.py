@@ -142,10 +142,10 @@ def test_events_are_published_and_reverse_check_uses_other_devices_lookups(tmp_p
     core.devices.permit(B)
     call(core, "deny-dns", mac=A, domain="blocked.test")
     # B looks blocked.test up (allowed for B); dnsd reports the query and the answer
-    dns._on_events([f"q {B} 1 allowed 412 blocked.test", f"a {B} 300 blocked.test 203.0.113.66,2001:db8::66 -",
-                    f"q {A} 1 blocked 0 www.blocked.test", "q - 1 unknown 0 x.test", "garbage line"])
+    dns._on_events([f"q {B} 1 allowed 412 blocked.test 3", f"a {B} 300 blocked.test 203.0.113.66,2001:db8::66 -",
+                    f"q {A} 1 blocked 0 www.blocked.test 1", "q - 1 unknown 0 x.test", "garbage line"])
     assert events[0] == ("dns_query", {"mac": B, "name": "blocked.test", "qtype": 1, "verdict": "allowed",
-                                       "latency_us": 412})
+                                       "latency_us": 412, "count": 3})
     assert events[1] == ("dns_answer", {"mac": B, "name": "blocked.test",
                                         "addresses": ["203.0.113.66", "2001:db8::66"]})
     assert events[2][1]["verdict"] == "blocked" and events[3][1]["mac"] is None

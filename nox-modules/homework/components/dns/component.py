@@ -167,14 +167,16 @@ class DnsComponent(Component):
         publish = self.ctx.bus.publish
         learned = []
         for line in lines:
-            parts = line.split(" ", 5)
-            if parts[0] == "q" and len(parts) == 6:
-                self.stats["queries"] += 1
-                _, mac, qtype, verdict, latency, name = parts
+            parts = line.split(" ")
+            if parts[0] == "q" and len(parts) in (6, 7):
+                # dnsd merges identical queries of one batch (20 ms) into one line with a count
+                _, mac, qtype, verdict, latency, name = parts[:6]
+                count = int(parts[6]) if len(parts) == 7 and parts[6].isdigit() else 1
+                self.stats["queries"] += count
                 publish("dns_query", mac=None if mac == "-" else mac, name=name,
                         qtype=int(qtype) if qtype.isdigit() else 0, verdict=verdict,
-                        latency_us=int(latency) if latency.isdigit() else 0)
-            elif parts[0] == "a" and len(parts) >= 5:
+                        latency_us=int(latency) if latency.isdigit() else 0, count=count)
+            elif parts[0] == "a" and len(parts) in (5, 6):
                 self.stats["answers"] += 1
                 _, mac, ttl, name, addrs = parts[:5]
                 chain = parts[5] if len(parts) > 5 else "-"
