@@ -25,5 +25,10 @@ if want ui; then
   "$PY" scripts/bench_ui.py
 fi
 
+if want dns; then
+  section "DNS interception (scripts/bench_dns.py)"
+  "$PY" scripts/bench_dns.py
+fi
+
 # Other sections (DNS, NAT connections, bulk TCP, controller, hwdb) go here:
 # if want NAME; then section "..."; ...; fi
