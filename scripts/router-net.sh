@@ -137,6 +137,20 @@ table inet $NFT_TABLE {
     type nat hook postrouting priority srcnat; policy accept;
     oifname "$WAN_IF" masquerade
   }
+  # Nothing from the WAN reaches the router's services (Guest Board, API, DNS) or the
+  # home unless it answers a connection made from inside.
+  chain wan_input {
+    type filter hook input priority filter; policy accept;
+    iifname "$WAN_IF" ct state established,related accept
+    iifname "$WAN_IF" meta l4proto icmp accept
+    iifname "$WAN_IF" meta nfproto ipv4 udp dport 68 accept
+    iifname "$WAN_IF" drop
+  }
+  chain wan_forward {
+    type filter hook forward priority filter; policy accept;
+    iifname "$WAN_IF" ct state established,related accept
+    iifname "$WAN_IF" drop
+  }
 }
 EOF
   fi

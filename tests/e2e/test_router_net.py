@@ -50,3 +50,33 @@ def test_secure_bridge_with_controller_target(bare_home: Home):
     assert h.vsctl("get", "bridge", BRIDGE, "fail_mode").strip() == "secure"
     assert h.vsctl("get-controller", BRIDGE).strip() == "tcp:127.0.0.1:6653"
     assert "OpenFlow13" in h.vsctl("get", "bridge", BRIDGE, "protocols")
+
+
+def test_wan_side_cannot_reach_router_services(bare_home: Home):
+    """The Guest Board, API and DNS listen on all router addresses; the WAN must not reach them,
+    while connections the router makes outwards still get their answers."""
+    import subprocess
+    import time
+    h = bare_home
+    server = h.router_popen(["python3", "-m", "http.server", "--bind", "0.0.0.0", "8443"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if h.router(["curl", "-s", "-o", "/dev/null", "-m", "2", "http://127.0.0.1:8443/"], check=False).returncode == 0:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("test server in the router namespace did not start")
+        # the server is up and listening on the WAN address too ...
+        assert h.router(["curl", "-s", "-o", "/dev/null", "-m", "2", "http://198.51.100.2:8443/"],
+                        check=False).returncode == 0
+        # ... but from the internet side nothing gets through
+        blocked = h.internet(["curl", "-s", "-o", "/dev/null", "-m", "3", "http://198.51.100.2:8443/"], check=False)
+        assert blocked.returncode != 0
+        # while the router's own outbound connections are answered (established traffic accepted)
+        assert h.router(["curl", "-s", "-o", "/dev/null", "-m", "5", "http://203.0.113.10/"],
+                        check=False).returncode == 0
+    finally:
+        server.terminate()
+        server.wait(timeout=5)
