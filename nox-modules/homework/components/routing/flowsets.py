@@ -113,6 +113,14 @@ def account_flows(d: Dev, idle: int, limit: int) -> list[FlowMod]:
     flows = []
     for outbound in (True, False):
         side = {"ipv4_src": d.ip} if outbound else {"in_port": LOCAL, "ipv4_dst": d.ip}
+        # A TCP flow is learned from its SYN (or SYN-ACK) in an entry of its own: the
+        # switch caches the first translation per packet header, and packets that share
+        # it keep being counted on the learning entry, not on the learned one, until the
+        # switch revalidates. Matching the SYN flag keeps that cache entry to the SYN.
+        flows.append(FlowMod(match={"eth_type": ETH_IP, "ip_proto": PROTO_TCP, "tcp_flags_nxm": (0x002, 0x002),
+                                    **side},
+                             actions=(_learn(d, PROTO_TCP, "tcp", outbound, idle, limit),),
+                             priority=L.PRIO_ACCOUNT_SYN, table_id=L.TABLE_ACCOUNT, cookie=c))
         for proto, ports in ((PROTO_TCP, "tcp"), (PROTO_UDP, "udp")):
             flows.append(FlowMod(match={"eth_type": ETH_IP, "ip_proto": proto, **side},
                                  actions=(_learn(d, proto, ports, outbound, idle, limit),),

@@ -27,6 +27,7 @@ PRIO_DEVICE = 20000        # a permitted device's traffic (and traffic to it fro
 PRIO_DROP = 0
 # table 10
 PRIO_LEARNED = 100         # the learned per-flow entries
+PRIO_ACCOUNT_SYN = 11     # per device: learn a TCP flow from its SYN
 PRIO_ACCOUNT = 10          # per device: learn a flow entry (or, collapsed, count per host)
 PRIO_ACCOUNT_OTHER = 9     # protocols without ports
 # table 20
