@@ -12,6 +12,8 @@ dnsmasq (--no-ping, lease file on tmpfs) on the bridge's LOCAL interface.
      give 4-way exchanges/s, drops, and the median / p99 of each request's reply
      latency (DISCOVER->OFFER and REQUEST->ACK). perfdhcp always acts as a relay
      agent (giaddr = its address), so the perf device first gets an address.
+     Also the server's own CPU time per completed exchange (from /proc), which a
+     busy machine skews far less than rates and latencies.
   2. The seed's scenario: 100 device namespaces start udhcpc at once; time from
      starting the client to its ACK (median, max).
 Each number is the median of several runs. Prints a table with ratios and writes
@@ -38,7 +40,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from homelab import HOOK, Device, Home  # noqa: E402
+from homelab import HOOK, Device, Home, _read_pid  # noqa: E402
 
 RUNS = int(os.environ.get("BENCH_DHCP_RUNS", "3"))
 PERIOD = int(os.environ.get("BENCH_DHCP_PERIOD", "3"))
@@ -68,11 +70,14 @@ def parse_perfdhcp(out: str) -> dict:
     m = re.search(r"Rate:\s*([0-9.]+)\s*4-way exchanges/second", out)
     if m:
         res["rate"] = float(m.group(1))
+    res["acks"] = 0
     for section in re.split(r"\*\*\*Statistics for: ", out)[1:]:
         sent = re.search(r"sent packets:\s*(\d+)", section)
         recv = re.search(r"received packets:\s*(\d+)", section)
         res["sent"] += int(sent.group(1)) if sent else 0
         res["received"] += int(recv.group(1)) if recv else 0
+        if section.startswith("REQUEST-ACK") and recv:
+            res["acks"] = int(recv.group(1))   # completed 4-way exchanges
     for s, r in re.findall(r"sent / received:\s*([0-9.]+)\s*/\s*([0-9.]+)", out):
         res["latencies_ms"].append((float(r) - float(s)) * 1000)
     res["drops_pct"] = 100.0 * (1 - res["received"] / res["sent"]) if res["sent"] else None
@@ -113,6 +118,18 @@ class Server:
         self.home.close()
         if self.leasefile:
             self.leasefile.unlink(missing_ok=True)
+
+    def cpu_seconds(self) -> float:
+        """CPU time used so far by the DHCP server process (controller or dnsmasq)."""
+        if self.kind == "homework":
+            pid = self.home._controller.pid if self.home._controller else None
+        else:
+            pid = _read_pid(self.home.dir / "dnsmasq.pid")
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError, TypeError):
+            return float("nan")
 
     def perf_device(self) -> Device:
         dev = self.home.add_device(name="perf")
@@ -208,12 +225,15 @@ def perf_scenario(srv: "Server", dev: Device, clients: int) -> dict:
     grows until replies come later than perfdhcp waits (1 s) and everything counts as
     dropped, so a fixed overload rate says little; the sustained rate does."""
     ramp, best = [], None
+    cpu0, acks = srv.cpu_seconds(), 0
     for rate in RAMP:
         r = srv.perfdhcp(dev, clients, rate, RAMP_PERIOD)
+        acks += r["acks"]
         ok = r["drops_pct"] is not None and r["drops_pct"] <= MAX_DROPS
         if not ok:  # one more try: a busy machine (or a first contact) can spoil one step
             say(f"{srv.kind}: ramp {clients} clients @ {rate}/s: drops {fmt(r['drops_pct'])}%, trying again")
             r = srv.perfdhcp(dev, clients, rate, RAMP_PERIOD)
+            acks += r["acks"]
             ok = r["drops_pct"] is not None and r["drops_pct"] <= MAX_DROPS
         say(f"{srv.kind}: ramp {clients} clients @ {rate}/s: {r['rate']:.0f} exch/s, "
             f"drops {fmt(r['drops_pct'])}%, median {fmt(pct(r['latencies_ms'], 50))} ms{'' if ok else '  <- over'}")
@@ -224,16 +244,21 @@ def perf_scenario(srv: "Server", dev: Device, clients: int) -> dict:
     res = {"ramp": ramp, "peak_rate": max((x["rate"] for x in ramp), default=0.0),
            "sustained_offered": best}
     if best is None:
-        return res | {"rate": None, "drops_pct": None, "median_ms": None, "p99_ms": None}
+        cpu = srv.cpu_seconds() - cpu0
+        return res | {"rate": None, "drops_pct": None, "median_ms": None, "p99_ms": None,
+                      "cpu_ms_per_exchange": 1000 * cpu / acks if acks else None}
     runs = []
     for i in range(RUNS):
         r = srv.perfdhcp(dev, clients, best, PERIOD)
+        acks += r["acks"]
         say(f"{srv.kind}: {clients} clients @ {best}/s run {i + 1}: {r['rate']:.0f} exch/s, "
             f"drops {fmt(r['drops_pct'])}%, median {fmt(pct(r['latencies_ms'], 50))} ms, "
             f"p99 {fmt(pct(r['latencies_ms'], 99))} ms")
         runs.append(r)
     nan = float("nan")
+    cpu = srv.cpu_seconds() - cpu0
     return res | {
+        "cpu_ms_per_exchange": 1000 * cpu / acks if acks else None,
         "rate": statistics.median(r["rate"] for r in runs),
         "drops_pct": statistics.median(r["drops_pct"] or 0.0 for r in runs),
         "median_ms": statistics.median(pct(r["latencies_ms"], 50) or nan for r in runs),
@@ -300,7 +325,8 @@ def table(results: dict) -> str:
                                          ("drops_pct", "drops at that rate", " %", "lower"),
                                          ("median_ms", "reply latency median", " ms", "lower"),
                                          ("p99_ms", "reply latency p99", " ms", "lower"),
-                                         ("peak_rate", "peak exchanges/s seen in the ramp", "", "higher")):
+                                         ("peak_rate", "peak exchanges/s seen in the ramp", "", "higher"),
+                                         ("cpu_ms_per_exchange", "server CPU per 4-way exchange", " ms", "lower")):
             a = hw["perfdhcp"][clients][key] if hw else None
             b = dm["perfdhcp"][clients][key] if dm else None
             rows.append((f"perfdhcp, {clients} clients", label, fmt(a, unit), fmt(b, unit), ratio(a, b), better))
@@ -336,7 +362,9 @@ def main() -> int:
           f"perfdhcp -p {PERIOD}, netdev datapath, {os.cpu_count()} cores shared by everything; "
           f"load average now {load[0]:.1f})")
     print(table(results))
-    print("reply latency: each DISCOVER->OFFER and REQUEST->ACK as perfdhcp timed it (-x t).")
+    print("reply latency: each DISCOVER->OFFER and REQUEST->ACK as perfdhcp timed it (-x t).\n"
+          "server CPU per exchange: the server process's user+system time over all perfdhcp runs of\n"
+          "that scenario / completed exchanges; unlike rates it hardly depends on how busy the machine is.")
     out = REPO / "out"
     out.mkdir(exist_ok=True)
     (out / "bench-dhcp.json").write_text(json.dumps(results, indent=2))
