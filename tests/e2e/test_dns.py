@@ -166,8 +166,11 @@ cases = [
     lambda: hdr() + b"\x0ckids.test\0\0\1\0\1",                                # dot inside a label
     lambda: hdr() + name(b"example.com") + b"\0\1\0\1" + os.urandom(random.randint(0, 300)),  # trailing junk
 ]
+import time
 for i in range(int(sys.argv[2])):
     u.sendto(random.choice(cases)(), random.choice(targets))
+    if i % 200 == 0:
+        time.sleep(0.01)     # a flood, but one the veth queues can hold on a loaded machine
 # and over TCP: bad lengths, truncated frames, garbage
 for i in range(50):
     try:
@@ -185,11 +188,11 @@ print("sent")
     for _ in range(10):                                              # others keep resolving meanwhile
         ok += lab.dig(victim, "example.com", timeout=2, tries=3) == ("NOERROR", [WEB])
     assert fuzz.wait(timeout=120) == 0
-    assert ok == 10
+    assert ok == 10, f"{ok}/10 lookups by another device succeeded during the fuzz\n{lab.debug()}"
     assert lab.dnsd_alive() and lab.home.controller_running()
     after = json.loads(lab.homework("--json", "dns-stats"))["dnsd"]
-    assert after["queries"] - before["queries"] >= 3000      # most of the 6000 arrived (UDP may drop some)
-    assert after["malformed"] - before["malformed"] >= 1500
+    assert after["queries"] - before["queries"] >= 3000, after   # most of the 6000 arrived (UDP may drop some)
+    assert after["malformed"] - before["malformed"] >= 1500, after
     assert after["panics"] == 0
     assert lab.dig(fuzzer, "example.com") == ("NOERROR", [WEB])      # the fuzzer itself still resolves
 
