@@ -151,8 +151,8 @@ fi
 log "ISP namespace $NS_ISP ($ISP_IP: DHCP, DNS, web), device namespace $NS_DEV"
 
 # ------------------------------------------------------------------ QEMU helpers
-boot() {  # boot uefi|bios N
-  local fw=$1 n=$2 fwargs=()
+boot() {  # boot uefi|bios N [extra QEMU args]
+  local fw=$1 n=$2 fwargs=(); shift 2
   [ "$fw" = uefi ] && fwargs=(-drive "if=pflash,format=raw,readonly=on,file=$OVMF_CODE"
                               -drive "if=pflash,format=raw,file=$ART/ovmf-vars.fd")
   rm -f "$ART/agent.sock"
@@ -163,7 +163,7 @@ boot() {  # boot uefi|bios N
     -serial "file:$ART/ttyS0-boot$n.log" -serial "file:$ART/ttyS1-boot$n.log" \
     -device virtio-serial-pci -chardev "socket,id=agent,path=$ART/agent.sock,server=on,wait=off" \
     -device virtserialport,chardev=agent,name=org.homework.test \
-    -fw_cfg name=opt/org.homework.test,string=1 \
+    -fw_cfg name=opt/org.homework.test,string=1 "$@" \
     -pidfile "$ART/qemu.pid" -daemonize >"$ART/qemu-boot$n.log" 2>&1 || return 1
   QEMU_PID=$(cat "$ART/qemu.pid")
 }
@@ -371,7 +371,7 @@ log "rebooting the guest (systemctl reboot); it comes back with legacy BIOS (Sea
 GT=5 g "systemctl reboot" >/dev/null 2>&1
 for _ in $(seq 1 120); do kill -0 "$QEMU_PID" 2>/dev/null || break; sleep 1; done
 if kill -0 "$QEMU_PID" 2>/dev/null; then fail "guest reboot" "did not shut down in 120s"; kill "$QEMU_PID"; sleep 1; fi
-boot bios 2 || { fail "boot 2 (BIOS) QEMU start" "see $ART/qemu-boot2.log"; summary; exit 1; }
+boot bios 2 -fw_cfg name=opt/org.homework.hwsim,string=1 || { fail "boot 2 (BIOS) QEMU start" "see $ART/qemu-boot2.log"; summary; exit 1; }
 if READY2=$(wait_ready 2); then
   pass "boot 2 (legacy BIOS, GRUB): ready in ${READY2}s"
 else
@@ -393,12 +393,11 @@ else
 fi
 
 # ================================================================== Wi-Fi (mac80211_hwsim in the guest)
-log "Wi-Fi: mac80211_hwsim radios in the guest, hostapd (nl80211, WPA2) and wpa_supplicant in a guest namespace"
+log "Wi-Fi: two mac80211_hwsim radios loaded at boot 2 (homework-test-hwsim): hostapd (nl80211, WPA2) on wlan0, wpa_supplicant on wlan1 in a guest namespace"
+check "Wi-Fi interface found at boot: wlan0 on br0, hostapd active, controller config lists it" \
+  g "grep -q 'wlan0' /run/homework/interfaces.env && ovs-vsctl list-ports br0 | grep -qx wlan0 && systemctl is-active -q homework-hostapd@wlan0 && grep -q '\"wlan0\"' /run/homework/homework.toml"
 GT=90 g "$(cat <<EOF
 set -e
-echo 'WIFI="wlan0"' > /run/homework/router.conf   # the AP radio; wlan1 becomes the station
-modprobe mac80211_hwsim radios=2
-for i in \$(seq 1 50); do [ -e /sys/class/net/wlan1 ] && break; sleep 0.2; done
 STA_PHY=\$(cat /sys/class/net/wlan1/phy80211/name)
 ip netns add sta
 iw phy \$STA_PHY set netns name sta
@@ -433,8 +432,8 @@ else
   WIFI_OK=no
 fi
 if [ "$WIFI_OK" = yes ] && [ "$HAVE_CTRL" = yes ]; then
-  # wlan0 is new to the controller's config: homework-wifi restarted the controller; wait for it.
-  GT=200 g 'sleep 3; for i in $(seq 1 180); do [ "$(ovs-vsctl get controller br0 is_connected)" = true ] && homework devices >/dev/null 2>&1 && exit 0; sleep 1; done; exit 1' >>"$ART/wifi.log" 2>&1
+  # (should be immediate: the controller had wlan0 in its config from boot)
+  GT=200 g 'for i in $(seq 1 180); do [ "$(ovs-vsctl get controller br0 is_connected)" = true ] && homework devices >/dev/null 2>&1 && exit 0; sleep 1; done; exit 1' >>"$ART/wifi.log" 2>&1
   sta_dhcp='ip netns exec sta udhcpc -i wlan1 -f -q -n -t 6 -T 3 -s /bin/true 2>&1 | grep -o "lease of [0-9.]* obtained"'
   GT=60 g "$sta_dhcp" >"$ART/wifi-dhcp.log" 2>&1   # first lease: pending
   if decide permit "$STA_MAC" >/dev/null && GT=60 g "$sta_dhcp" >>"$ART/wifi-dhcp.log" 2>&1 && grep -q 'lease of 10\.2\.' "$ART/wifi-dhcp.log"; then
