@@ -39,7 +39,7 @@ class FakeSwitch:
                 self.flows = [f for f in self.flows if not self._deletes(d, f)]
             elif isinstance(d, F.PacketOut):
                 self.packet_outs.append(d)
-            elif isinstance(d, F.FlowStatsRequest):
+            elif isinstance(d, (F.FlowStatsRequest, F.AggregateStatsRequest)):
                 self.stats_requests.append(d)
 
     @staticmethod

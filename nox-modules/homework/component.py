@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from .flows import Datapath, Decision, FlowRemoved, FlowStats, PacketIn
+from .flows import AggregateStats, Datapath, Decision, FlowRemoved, FlowStats, PacketIn
 from .packets import Frame
 
 if TYPE_CHECKING:
@@ -69,6 +69,10 @@ class Component:
         return []
 
     def flow_stats(self, stats: list[FlowStats]) -> list[Decision]:
+        return []
+
+    def aggregate_stats(self, ev: AggregateStats) -> list[Decision]:
+        """The answer to an AggregateStatsRequest (delivered to every component)."""
         return []
 
     def port_status(self, name: str, port_no: int, up: bool) -> list[Decision]:

@@ -18,7 +18,7 @@ from .commands import Commands, register_core_commands
 from .component import Component, Context
 from .config import Config
 from .devices import DeviceRegistry
-from .flows import Datapath, Decision, FlowRemoved, FlowStats, PacketIn
+from .flows import AggregateStats, Datapath, Decision, FlowRemoved, FlowStats, PacketIn
 from .hostnet import HostNet
 from .packets import PacketError, parse_ethernet
 from .state import StateStore
@@ -125,6 +125,10 @@ class Core:
     def flow_stats(self, stats: list[FlowStats]) -> None:
         for component in self.components:
             self.send(self._safe(f"{component.name}.flow_stats", component.flow_stats, stats))
+
+    def aggregate_stats(self, ev: AggregateStats) -> None:
+        for component in self.components:
+            self.send(self._safe(f"{component.name}.aggregate_stats", component.aggregate_stats, ev))
 
     def port_status(self, name: str, port_no: int, up: bool) -> None:
         dp = self.ctx.datapath

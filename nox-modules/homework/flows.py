@@ -125,7 +125,17 @@ class FlowStatsRequest:
     table_id: int = 0xFF
 
 
-Decision = FlowMod | FlowDelete | PacketOut | FlowStatsRequest
+@dataclass
+class AggregateStatsRequest:
+    """How many flows (and packets, bytes) match; answered by an AggregateStats event
+    that carries this request back."""
+    match: dict = field(default_factory=dict)
+    cookie: int = 0
+    cookie_mask: int = 0
+    table_id: int = 0xFF
+
+
+Decision = FlowMod | FlowDelete | PacketOut | FlowStatsRequest | AggregateStatsRequest
 
 
 @dataclass
@@ -161,6 +171,14 @@ class FlowStats:
     byte_count: int
     table_id: int = 0
     idle_timeout: int = 0
+
+
+@dataclass
+class AggregateStats:
+    request: AggregateStatsRequest
+    packet_count: int
+    byte_count: int
+    flow_count: int
 
 
 @dataclass

@@ -43,6 +43,7 @@ class HomeworkApp(app_manager.OSKenApp):
             raise RuntimeError("homework.adapter.osken_app.CORE must be set before loading the app")
         self.core = CORE
         self.datapath = None
+        self._aggregate_requests: dict = {}     # xid -> AggregateStatsRequest awaiting its reply
         self.core._send = self.send_decisions
 
     # -- switch life cycle -------------------------------------------------------------
@@ -108,6 +109,15 @@ class HomeworkApp(app_manager.OSKenApp):
                  for s in ev.msg.body]
         self.core.flow_stats(stats)
 
+    @set_ev_cls(ofp_event.EventOFPAggregateStatsReply, MAIN_DISPATCHER)
+    @guarded
+    def on_aggregate_stats(self, ev):
+        request = self._aggregate_requests.pop(ev.msg.xid, None)
+        if request is not None:
+            body = ev.msg.body
+            self.core.aggregate_stats(F.AggregateStats(request=request, packet_count=body.packet_count,
+                                                       byte_count=body.byte_count, flow_count=body.flow_count))
+
     @set_ev_cls(ofp_event.EventOFPErrorMsg, MAIN_DISPATCHER)
     @guarded
     def on_error(self, ev):
@@ -122,7 +132,12 @@ class HomeworkApp(app_manager.OSKenApp):
             return
         for decision in decisions:
             try:
-                dp.send_msg(to_message(dp, decision))
+                msg = to_message(dp, decision)
+                dp.send_msg(msg)
+                if isinstance(decision, F.AggregateStatsRequest):
+                    if len(self._aggregate_requests) > 4096:   # replies that never came
+                        self._aggregate_requests.clear()
+                    self._aggregate_requests[msg.xid] = decision
             except Exception:
                 log.exception("could not send %r", decision)
 
@@ -190,4 +205,7 @@ def to_message(dp, decision):
         return parser.OFPFlowStatsRequest(dp, 0, decision.table_id, ofp.OFPP_ANY, ofp.OFPG_ANY,
                                           decision.cookie, decision.cookie_mask,
                                           _match(dp, decision.match))
+    if isinstance(decision, F.AggregateStatsRequest):
+        return parser.OFPAggregateStatsRequest(dp, 0, decision.table_id, ofp.OFPP_ANY, ofp.OFPG_ANY,
+                                               decision.cookie, decision.cookie_mask, _match(dp, decision.match))
     raise TypeError(f"unknown decision {decision!r}")

@@ -15,8 +15,8 @@ every live device is re-synchronised from the persisted state.
 from __future__ import annotations
 
 from ...component import Component
-from ...flows import (COOKIE_MASK_OWNER, ETH_IP, PROTO_IGMP, Datapath, FlowDelete, FlowRemoved, FlowStats,
-                      FlowStatsRequest, Output, PacketIn, PacketOut)
+from ...flows import (COOKIE_MASK_OWNER, ETH_IP, PROTO_IGMP, AggregateStats, AggregateStatsRequest, Datapath,
+                      FlowDelete, FlowRemoved, FlowStats, FlowStatsRequest, Output, PacketIn, PacketOut)
 from ...macaddr import to_bytes
 from ...packets import parse_ipv4
 from . import flowsets as fs
@@ -26,6 +26,7 @@ from .icmp import time_exceeded
 from .multicast import Memberships, general_query, parse_igmp
 
 QUERY_INTERVAL = 60.0          # IGMP general queries to permitted devices
+FLOW_COUNT_INTERVAL = 1.0      # how often each device's learned flows are counted
 MEMBERSHIP_LIFETIME = 3 * QUERY_INTERVAL + 10
 
 
@@ -48,6 +49,7 @@ class Routing(Component):
         self.ctx.bus.subscribe("device", self._on_device)
         self.ctx.every(self.ctx.config.flow_stats_interval, self.poll_flow_stats)
         self.ctx.every(QUERY_INTERVAL, self.query_members)
+        self.ctx.every(FLOW_COUNT_INTERVAL, self.count_flows)
         self.ctx.commands.register("routing-status", self.status)
 
     @property
@@ -94,8 +96,6 @@ class Routing(Component):
             return None
         if pkt.reason == "invalid_ttl" or pkt.cookie == L.cookie(L.KIND_TTL):
             return self._ttl_exceeded(pkt, frame)
-        if pkt.cookie == L.cookie(L.KIND_FLOW_LIMIT):
-            return self._flow_limit(pkt, frame)
         ip = parse_ipv4(frame.payload)
         if ip.proto == PROTO_IGMP:
             return self._igmp(pkt, frame, ip)
@@ -158,8 +158,7 @@ class Routing(Component):
             delete(L.KIND_GATEWAY, dev.index)
             decisions += fs.arp_flows(dev) + fs.forward_flows(dev, self.router_mac)
             decisions += (fs.per_host_flows(dev) if dev.index in self.per_host
-                          else fs.account_flows(dev, self.ctx.config.flow_idle_timeout,
-                                                self.ctx.config.per_host_flow_limit))
+                          else fs.account_flows(dev, self.ctx.config.flow_idle_timeout))
             self.installed[mac] = (dev, mode)
         is_permitted = mode == "permitted"
         self.log.info("device %s: %s -> %s (%s)", mac, old[1] if old else "none", mode or "none",
@@ -239,20 +238,35 @@ class Routing(Component):
         reply = time_exceeded(to_bytes(self.router_mac), frame.src, dev.router, frame.payload)
         return [PacketOut(data=reply, actions=(Output(dev.port),))]
 
-    def _flow_limit(self, pkt: PacketIn, frame) -> list:
-        """The switch refused to learn another flow for this device: replace its per-flow
-        entries by one per-host entry (seed §4.4.4) and tell the household."""
-        ip = parse_ipv4(frame.payload)
-        dev = self._permitted_sender(pkt, frame, ip.src_ip)
-        if dev is None or dev.index in self.per_host:
+    def count_flows(self) -> None:
+        """Ask for each permitted device's number of learned flow entries (flow protection)."""
+        if self.ctx.datapath is None:
+            return
+        self.ctx.send([AggregateStatsRequest(table_id=L.TABLE_ACCOUNT, cookie=L.cookie(L.KIND_LEARNED, dev.index),
+                                             cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE)
+                       for dev in self._permitted() if dev.index not in self.per_host])
+
+    def aggregate_stats(self, ev: AggregateStats) -> list:
+        cookie = ev.request.cookie
+        if not L.is_routing(cookie) or L.kind_of(cookie) != L.KIND_LEARNED:
             return []
+        limit = self.ctx.config.per_host_flow_limit
+        index = L.device_of(cookie)
+        dev = next((d for d in self._permitted() if d.index == index), None)
+        if dev is None or ev.flow_count <= limit or index in self.per_host:
+            return []
+        return self._collapse(dev, ev.flow_count)
+
+    def _collapse(self, dev: fs.Dev, flows: int) -> list:
+        """Too many flows: replace the device's per-flow entries by one per-host entry
+        (seed §4.4.4) and tell the household."""
         self.stats["flow_limit"] += 1
         self.per_host.add(dev.index)
         limit = self.ctx.config.per_host_flow_limit
-        self.log.warning("device %s (%s) passed %d flows: per-flow entries replaced by a per-host entry",
-                         dev.mac, dev.ip, limit)
+        self.log.warning("device %s (%s) has %d flows (limit %d): per-flow entries replaced by a per-host entry",
+                         dev.mac, dev.ip, flows, limit)
         self.ctx.bus.publish("alert", mac=dev.mac, kind="flow-limit",
-                             detail=f"{dev.ip} opened more than {limit} flows; now counted per host")
+                             detail=f"{dev.ip} opened {flows} flows (limit {limit}); now counted per host")
         return ([FlowDelete(cookie=L.cookie(L.KIND_ACCOUNT, dev.index), cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE)]
                 + fs.per_host_flows(dev)
                 + [FlowDelete(cookie=L.cookie(L.KIND_LEARNED, dev.index), cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE)])

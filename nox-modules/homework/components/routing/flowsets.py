@@ -15,7 +15,6 @@ from . import layout as L
 BROADCAST_MAC = "ff:ff:ff:ff:ff:ff"
 ALL_ONES = "255.255.255.255"
 MULTICAST = ("224.0.0.0", "240.0.0.0")
-REG_LEARNED = ("reg0", 0)          # set to 0 by the switch when a learn is refused
 # What a pending or denied device may still send to its own gateway: DNS (the DNS
 # component steers it), the captive "waiting for approval" page on port 80, and ping.
 GATEWAY_SERVICES = ((PROTO_UDP, "udp", 53), (PROTO_TCP, "tcp", 53), (PROTO_TCP, "tcp", 80))
@@ -73,7 +72,7 @@ def forward_flows(d: Dev, router_mac: str) -> list[FlowMod]:
     c = L.cookie(L.KIND_FORWARD, d.index)
     return [
         FlowMod(match={"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_IP, "ipv4_src": d.ip},
-                actions=(SetField("reg0", 1), Resubmit(L.TABLE_ACCOUNT), Resubmit(L.TABLE_FORWARD)),
+                actions=(Resubmit(L.TABLE_ACCOUNT), Resubmit(L.TABLE_FORWARD)),
                 priority=L.PRIO_DEVICE, cookie=c),
         FlowMod(match={"in_port": LOCAL, "eth_type": ETH_IP, "ipv4_dst": d.ip},
                 actions=(Resubmit(L.TABLE_ACCOUNT), Output(d.port)), priority=L.PRIO_DEVICE, cookie=c),
@@ -93,7 +92,7 @@ def forward_flows(d: Dev, router_mac: str) -> list[FlowMod]:
     ]
 
 
-def _learn(d: Dev, proto: int | None, ports: str | None, outbound: bool, idle: int, limit: int) -> Learn:
+def _learn(d: Dev, proto: int | None, ports: str | None, idle: int) -> Learn:
     fields = [("eth_type", ETH_IP)]
     fields.append(("ip_proto", proto) if proto is not None else ("ip_proto", None))
     fields += [("ipv4_src", None), ("ipv4_dst", None)]
@@ -101,14 +100,15 @@ def _learn(d: Dev, proto: int | None, ports: str | None, outbound: bool, idle: i
         fields += [(f"{ports}_src", None), (f"{ports}_dst", None)]
     return Learn(table_id=L.TABLE_ACCOUNT, fields=tuple(fields), priority=L.PRIO_LEARNED,
                  idle_timeout=idle, fin_idle_timeout=2 if ports == "tcp" else 0,
-                 cookie=L.cookie(L.KIND_LEARNED, d.index), send_flow_removed=True, limit=limit,
-                 result_reg=REG_LEARNED if outbound else None)
+                 cookie=L.cookie(L.KIND_LEARNED, d.index), send_flow_removed=True)
 
 
-def account_flows(d: Dev, idle: int, limit: int) -> list[FlowMod]:
+def account_flows(d: Dev, idle: int) -> list[FlowMod]:
     """Per-flow accounting: the first packet of each flow, either way, makes the switch
     learn an exact-match entry (idle timeout, flow-removed to us) with the device's
-    cookie; at most `limit` of them, then the learn is refused and reg0[0] says so."""
+    cookie. (No learn `limit`: Open vSwitch counts a cookie's flows by scanning the whole
+    table on every learn, which cost 40 % of the new-connection rate; the component
+    polls each device's count instead.)"""
     c = L.cookie(L.KIND_ACCOUNT, d.index)
     flows = []
     for outbound in (True, False):
@@ -119,14 +119,14 @@ def account_flows(d: Dev, idle: int, limit: int) -> list[FlowMod]:
         # switch revalidates. Matching the SYN flag keeps that cache entry to the SYN.
         flows.append(FlowMod(match={"eth_type": ETH_IP, "ip_proto": PROTO_TCP, "tcp_flags_nxm": (0x002, 0x002),
                                     **side},
-                             actions=(_learn(d, PROTO_TCP, "tcp", outbound, idle, limit),),
+                             actions=(_learn(d, PROTO_TCP, "tcp", idle),),
                              priority=L.PRIO_ACCOUNT_SYN, table_id=L.TABLE_ACCOUNT, cookie=c))
         for proto, ports in ((PROTO_TCP, "tcp"), (PROTO_UDP, "udp")):
             flows.append(FlowMod(match={"eth_type": ETH_IP, "ip_proto": proto, **side},
-                                 actions=(_learn(d, proto, ports, outbound, idle, limit),),
+                                 actions=(_learn(d, proto, ports, idle),),
                                  priority=L.PRIO_ACCOUNT, table_id=L.TABLE_ACCOUNT, cookie=c))
         flows.append(FlowMod(match={"eth_type": ETH_IP, **side},
-                             actions=(_learn(d, None, None, outbound, idle, limit),),
+                             actions=(_learn(d, None, None, idle),),
                              priority=L.PRIO_ACCOUNT_OTHER, table_id=L.TABLE_ACCOUNT, cookie=c))
     return flows
 
@@ -143,8 +143,8 @@ def per_host_flows(d: Dev) -> list[FlowMod]:
 
 # -- shared ------------------------------------------------------------------------------------
 def base_flows(pool: ipaddress.IPv4Network) -> list[FlowMod]:
-    """Installed when the switch connects: default drop everywhere, IGMP to us, the
-    flow-limit punt, unjoined multicast dropped, the pool closed, the rest upstream."""
+    """Installed when the switch connects: default drop everywhere, IGMP to us, TTL-1
+    towards devices to us, unjoined multicast dropped, the pool closed, the rest upstream."""
     shared = L.cookie(L.KIND_SHARED)
     return [
         FlowMod(match={}, actions=(), priority=L.PRIO_DROP, cookie=shared),
@@ -152,8 +152,6 @@ def base_flows(pool: ipaddress.IPv4Network) -> list[FlowMod]:
         FlowMod(match={}, actions=(), priority=0, table_id=L.TABLE_FORWARD, cookie=shared),
         FlowMod(match={"eth_type": ETH_IP, "ip_proto": PROTO_IGMP}, actions=(Output(CONTROLLER),),
                 priority=L.PRIO_IGMP, cookie=shared),
-        FlowMod(match={"reg0": (0, 1)}, actions=(Output(CONTROLLER, 128),), priority=L.PRIO_FLOW_LIMIT,
-                table_id=L.TABLE_FORWARD, cookie=L.cookie(L.KIND_FLOW_LIMIT)),
         # Open vSwitch does not send dec_ttl's invalid-TTL packet-ins to an OpenFlow 1.3
         # controller, so TTL 1 towards a device (x.x.x.2 of any /30) is matched here.
         FlowMod(match={"eth_type": ETH_IP, "nw_ttl": 1,

@@ -31,7 +31,6 @@ PRIO_ACCOUNT_SYN = 11     # per device: learn a TCP flow from its SYN
 PRIO_ACCOUNT = 10          # per device: learn a flow entry (or, collapsed, count per host)
 PRIO_ACCOUNT_OTHER = 9     # protocols without ports
 # table 20
-PRIO_FLOW_LIMIT = 1000     # learn refused (device over its flow limit): tell the controller
 PRIO_TTL_EXPIRED = 210     # routed to another device with TTL 1: ICMP time exceeded from us
 PRIO_MCAST_GROUP = 300
 PRIO_BROADCAST = 300
@@ -47,7 +46,7 @@ KIND_FORWARD = 0x03        # permitted: table 0 entry points and table 20 destin
 KIND_ACCOUNT = 0x04        # permitted: table 10 learn (or per-host) entries
 KIND_LEARNED = 0x05        # the switch-learned per-flow entries
 KIND_MCAST = 0x06          # multicast group fan-out
-KIND_FLOW_LIMIT = 0x07     # the flow-limit punt
+KIND_FLOW_LIMIT = 0x07     # (retired: the switch-side learn limit's punt)
 KIND_TTL = 0x08            # the TTL-expired punt
 
 MASK_KIND = 0x00FF_0000_0000_0000
