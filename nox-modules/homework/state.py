@@ -6,6 +6,7 @@ schema next to its logic.
 """
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import threading
 import time
@@ -13,6 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DEVICE_STATES = ("pending", "permitted", "denied", "blacklisted")
+# last_seen is written back at most this often per device: DHCP renewals and packets
+# touch it constantly, and a minute's precision is all the board shows.
+LAST_SEEN_WRITE_SECONDS = 60
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS devices (
@@ -74,6 +78,9 @@ class StateStore:
         # the last transactions, which a DHCP client recovers from by re-requesting.
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.ensure_schema(_SCHEMA)
+        # Devices are read on every DHCP message: keep them in memory, write through.
+        self._devices = {row["mac"]: Device(**dict(row)) for row in self.db.execute("SELECT * FROM devices")}
+        self._seen_written: dict[str, float] = {}
 
     # -- generic -------------------------------------------------------------------
     def ensure_schema(self, sql: str) -> None:
@@ -93,27 +100,42 @@ class StateStore:
             self.db.close()
 
     # -- devices ---------------------------------------------------------------------
+    def _reload_device(self, mac: str) -> Device | None:
+        rows = self.db.execute("SELECT * FROM devices WHERE mac=?", (mac,)).fetchall()
+        if rows:
+            self._devices[mac] = Device(**dict(rows[0]))
+        else:
+            self._devices.pop(mac, None)
+        return self._devices.get(mac)
+
     def get_device(self, mac: str) -> Device | None:
-        rows = self.execute("SELECT * FROM devices WHERE mac=?", (mac,))
-        return Device(**dict(rows[0])) if rows else None
+        with self._lock:
+            device = self._devices.get(mac)
+            return dataclasses.replace(device) if device else None
 
     def devices(self) -> list[Device]:
-        return [Device(**dict(r)) for r in self.execute("SELECT * FROM devices ORDER BY first_seen")]
+        with self._lock:
+            return sorted((dataclasses.replace(d) for d in self._devices.values()), key=lambda d: d.first_seen)
 
     def touch_device(self, mac: str, hostname: str = "", now: float | None = None) -> tuple[Device, bool]:
         """Record that a device was seen; returns (device, created)."""
         now = time.time() if now is None else now
         with self._lock:
-            existing = self.get_device(mac)
+            existing = self._devices.get(mac)
             if existing is None:
                 self.execute("INSERT INTO devices (mac,state,hostname,first_seen,last_seen) VALUES (?,?,?,?,?)",
                              (mac, "pending", hostname, now, now))
-                return self.get_device(mac), True
+                self._seen_written[mac] = now
+                return dataclasses.replace(self._reload_device(mac)), True
+            existing.last_seen = now
             if hostname and hostname != existing.hostname:
+                existing.hostname = hostname
                 self.execute("UPDATE devices SET hostname=?, last_seen=? WHERE mac=?", (hostname, now, mac))
-            else:
+                self._seen_written[mac] = now
+            elif now - self._seen_written.get(mac, 0) >= LAST_SEEN_WRITE_SECONDS:
                 self.execute("UPDATE devices SET last_seen=? WHERE mac=?", (now, mac))
-            return self.get_device(mac), False
+                self._seen_written[mac] = now
+            return dataclasses.replace(existing), False
 
     def set_device_state(self, mac: str, state: str, now: float | None = None) -> Device:
         if state not in DEVICE_STATES:
@@ -122,7 +144,7 @@ class StateStore:
         with self._lock:
             self.execute("INSERT INTO devices (mac,state,first_seen,last_seen) VALUES (?,?,?,?) "
                          "ON CONFLICT(mac) DO UPDATE SET state=excluded.state", (mac, state, now, now))
-            return self.get_device(mac)
+            return dataclasses.replace(self._reload_device(mac))
 
     def set_device_meta(self, mac: str, **fields: str) -> Device:
         allowed = {"name", "owner", "type"}
@@ -131,7 +153,8 @@ class StateStore:
                 if key not in allowed:
                     raise ValueError(f"unknown device field {key!r}")
                 self.execute(f"UPDATE devices SET {key}=? WHERE mac=?", (value, mac))
-            return self.get_device(mac)
+            device = self._reload_device(mac)
+            return dataclasses.replace(device) if device else None
 
     # -- leases ----------------------------------------------------------------------
     def leases(self) -> list[LeaseRow]:

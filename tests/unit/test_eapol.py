@@ -63,12 +63,12 @@ def test_blacklist_drops_everything_both_ways_and_whitelist_restores(tmp_path):
     assert core.switch.outputs({"in_port": 1, "eth_src": A, "eth_type": 0x0800, "ip_proto": 17, "udp_dst": 67}) == []
     assert core.switch.lookup({"in_port": 1, "eth_src": A, "eth_type": 0x0800}).priority == 65000
     assert core.switch.outputs(pkt(B, port=2)) == [HOSTAPD, CONTROLLER]    # others unaffected
-    eapol_c.deny.apply(sorted(eapol_c.blacklisted), [], [])
+    eapol_c.deny.flush()
     assert A in (tmp_path / "deny").read_text()
     core.devices.whitelist(A)
     assert core.switch.outputs(pkt(A)) == [HOSTAPD, CONTROLLER]
     assert not [f for f in core.switch.flows if f.priority == 65000]
-    eapol_c.deny.apply(sorted(eapol_c.blacklisted), [], [])
+    eapol_c.deny.flush()
     assert A not in (tmp_path / "deny").read_text()
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
+from functools import cached_property
 
 
 @dataclass(frozen=True)
@@ -16,19 +17,20 @@ class Block:
     index: int
     network: ipaddress.IPv4Address
 
-    @property
+    # Cached: these strings are read several times for every DHCP message.
+    @cached_property
     def router(self) -> str:
         return str(self.network + 1)
 
-    @property
+    @cached_property
     def device(self) -> str:
         return str(self.network + 2)
 
-    @property
+    @cached_property
     def broadcast(self) -> str:
         return str(self.network + 3)
 
-    @property
+    @cached_property
     def cidr(self) -> str:
         return f"{self.network}/30"
 
@@ -46,12 +48,16 @@ class Allocator:
         self._expires: dict[str, float] = {}
         self._quarantine: dict[int, float] = {}     # declined blocks -> until
         self._next_fresh = 0
+        self._blocks: dict[int, Block] = {}
 
     # -- lookups ---------------------------------------------------------------------
     def block(self, index: int) -> Block:
-        if not 0 <= index < self.size:
-            raise ValueError(f"block {index} outside the pool")
-        return Block(index, self.pool.network_address + 4 * index)
+        block = self._blocks.get(index)
+        if block is None:
+            if not 0 <= index < self.size:
+                raise ValueError(f"block {index} outside the pool")
+            block = self._blocks[index] = Block(index, self.pool.network_address + 4 * index)
+        return block
 
     def block_for(self, mac: str) -> Block | None:
         index = self._by_mac.get(mac)
@@ -59,12 +65,12 @@ class Allocator:
 
     def block_of_address(self, address: str) -> Block | None:
         try:
-            ip = ipaddress.IPv4Address(address)
+            offset = int(ipaddress.IPv4Address(address)) - int(self.pool.network_address)
         except ValueError:
             return None
-        if ip not in self.pool:
+        if not 0 <= offset < self.pool.num_addresses:
             return None
-        return self.block((int(ip) - int(self.pool.network_address)) // 4)
+        return self.block(offset // 4)
 
     def owner(self, index: int) -> str | None:
         return self._by_block.get(index)

@@ -20,6 +20,7 @@ class HostapdDenyList:
         self.ctrl_dir, self.iface = os.path.split(ctrl) if ctrl else ("", "")
         self._queue: "queue.Queue[tuple[str, list[str]]]" = queue.Queue()
         self._worker: threading.Thread | None = None
+        self._write_lock = threading.Lock()
 
     def update(self, blacklisted: list[str], added: list[str] = (), removed: list[str] = ()) -> None:
         self._enqueue(sorted(blacklisted), list(added), list(removed))
@@ -37,15 +38,23 @@ class HostapdDenyList:
                 self.apply(blacklisted, added, removed)
             except Exception:
                 log.exception("updating hostapd's deny list failed")
+            finally:
+                self._queue.task_done()
+
+    def flush(self) -> None:
+        """Wait until every queued update has been applied (tests, shutdown)."""
+        if self._worker is not None:
+            self._queue.join()
 
     def apply(self, blacklisted: list[str], added: list[str], removed: list[str]) -> None:
         if self.deny_file:
             os.makedirs(os.path.dirname(self.deny_file) or ".", exist_ok=True)
-            tmp = f"{self.deny_file}.tmp"
-            with open(tmp, "w") as fh:
-                fh.write("# written by the Homework controller: blacklisted devices\n")
-                fh.writelines(f"{mac}\n" for mac in blacklisted)
-            os.replace(tmp, self.deny_file)
+            with self._write_lock:      # one writer of the temp file at a time
+                tmp = f"{self.deny_file}.tmp"
+                with open(tmp, "w") as fh:
+                    fh.write("# written by the Homework controller: blacklisted devices\n")
+                    fh.writelines(f"{mac}\n" for mac in blacklisted)
+                os.replace(tmp, self.deny_file)
         if not self.iface:
             return
         for mac in added:
