@@ -106,7 +106,7 @@ class DnsComponent(Component):
         state = self.states.get(mac, "pending")
         return f"device {lease['ip']} {mac} {state} {self.policy.mode(mac)} {lease['router']}"
 
-    def _sync_device(self, mac: str, push: bool = True) -> None:
+    def _sync_device(self, mac: str, push: bool = True, wait: bool = True) -> None:
         """Bring dnsd's device table and the captive set in line for one device."""
         dhcp = self._dhcp()
         lease = dhcp.lease_of(mac) if dhcp else None
@@ -123,7 +123,7 @@ class DnsComponent(Component):
                     lines.append(f"nodevice {lease['ip']}")
                 self._set_captive(lease["ip"], False)
         if push:
-            self._push(lines)
+            self._push(lines, wait)
 
     def _set_captive(self, ip: str, on: bool) -> None:
         if on == (ip in self.captive_ips):
@@ -142,8 +142,10 @@ class DnsComponent(Component):
             self.ctx.send(self._sync_dot())
 
     def _on_lease(self, topic: str, ev: dict) -> None:
+        # Runs inside the DHCP packet-in: tell dnsd about the device without waiting for
+        # its confirmation (the device's first query comes after its ACK anyway).
         self.states.setdefault(ev["mac"], ev.get("state") or "pending")
-        self._sync_device(ev["mac"])
+        self._sync_device(ev["mac"], wait=False)
 
     def _snapshot(self) -> list[str]:
         """Everything dnsd needs, for a fresh connection (after `reset`)."""
@@ -154,10 +156,10 @@ class DnsComponent(Component):
                 lines += [f"rule {owner} {domain} {action}" for domain, action in table.items()]
         return lines
 
-    def _push(self, lines: list[str]) -> bool:
+    def _push(self, lines: list[str], wait: bool = True) -> bool:
         if not lines or self.link is None:
             return True
-        ok = self.link.push(lines)
+        ok = self.link.push(lines, wait=wait)
         if not ok:
             self.log.warning("homework-dnsd did not confirm the change; it will get it on reconnect")
         return ok

@@ -46,9 +46,9 @@ class DnsdLink:
                 pass
 
     # -- out -------------------------------------------------------------------------------
-    def push(self, lines: list[str], timeout: float = 3.0) -> bool:
-        """Send policy lines and wait until dnsd applied them. False if dnsd is not
-        connected (the change is stored and goes out with the next snapshot)."""
+    def push(self, lines: list[str], timeout: float = 3.0, wait: bool = True) -> bool:
+        """Send policy lines and (with `wait`) wait until dnsd applied them. False if dnsd
+        is not connected (the change is stored and goes out with the next snapshot)."""
         if not lines:
             return True
         with self._send_lock:
@@ -58,6 +58,8 @@ class DnsdLink:
             waiter = self._send(sock, lines)
         if waiter is None:
             return False
+        if not wait:
+            return True
         if not waiter[0].wait(timeout):
             log.warning("dnsd did not confirm %d policy lines within %.0fs", len(lines), timeout)
             return False
