@@ -17,7 +17,7 @@ class FakeLink:
     def __init__(self):
         self.lines = []
 
-    def push(self, lines, timeout=0):
+    def push(self, lines, timeout=0, wait=True):
         self.lines += lines
         return True
 
