@@ -30,5 +30,10 @@ if want dns; then
   "$PY" scripts/bench_dns.py
 fi
 
+if want routing; then
+  section "Routing: new connections, bulk TCP, flow-table scaling (scripts/bench_routing.py)"
+  "$PY" scripts/bench_routing.py
+fi
+
 # Other sections (DNS, NAT connections, bulk TCP, controller, hwdb) go here:
 # if want NAME; then section "..."; ...; fi
