@@ -233,6 +233,10 @@ decide() {  # decide permit|blacklist|whitelist MAC: through the HTTPS API when 
   if [ "$HAVE_API" = yes ]; then
     [ -n "$API_CSRF" ] || api_login || return 1
     out=$(api POST "/$verb/$mac"); echo "$verb $mac: $out" >>"$ART/checks.log"
+    if echo "$out" | grep -q '^HTTP 401'; then   # session gone (e.g. after a reboot): log in again
+      api_login || return 1
+      out=$(api POST "/$verb/$mac"); echo "$verb $mac (after a new login): $out" >>"$ART/checks.log"
+    fi
     echo "$out" | grep -q '^HTTP 2' && { echo api; return 0; }
     return 1
   elif [ "$HAVE_CLI" = yes ]; then
@@ -378,6 +382,7 @@ else
   fail "boot 2 (legacy BIOS) reaches HOMEWORK-READY" "$READY2; see $ART/ttyS0-boot2.log"; READY2=""; summary; exit 1
 fi
 log "$(grep '^HOMEWORK-READY' "$ART/ttyS1-boot2.log" | tail -1)"
+API_CSRF=""   # the session cookie was in the guest's /run
 if [ "$(cred admin-password 2)" = "$ADMIN_PW" ] && [ "$(cred wifi-passphrase 2)" = "$PSK" ]; then
   pass "state kept across the reboot (same admin credential and Wi-Fi passphrase)"
 else fail "state kept across the reboot" "credentials changed"; fi
@@ -435,9 +440,10 @@ if [ "$WIFI_OK" = yes ] && [ "$HAVE_CTRL" = yes ]; then
   # (should be immediate: the controller had wlan0 in its config from boot)
   GT=200 g 'for i in $(seq 1 180); do [ "$(ovs-vsctl get controller br0 is_connected)" = true ] && homework devices >/dev/null 2>&1 && exit 0; sleep 1; done; exit 1' >>"$ART/wifi.log" 2>&1
   sta_dhcp='ip netns exec sta udhcpc -i wlan1 -f -q -n -t 6 -T 3 -s /bin/true 2>&1 | grep -o "lease of [0-9.]* obtained"'
-  GT=60 g "$sta_dhcp" >"$ART/wifi-dhcp.log" 2>&1   # first lease: pending
-  if decide permit "$STA_MAC" >/dev/null && GT=60 g "$sta_dhcp" >>"$ART/wifi-dhcp.log" 2>&1 && grep -q 'lease of 10\.2\.' "$ART/wifi-dhcp.log"; then
-    pass "Wi-Fi station gets a /30 after approval ($(grep -o '10\.2\.[0-9.]*' "$ART/wifi-dhcp.log" | head -1))"
+  GT=60 g "$sta_dhcp" >"$ART/wifi-dhcp-pending.log" 2>&1   # first lease: pending
+  if decide permit "$STA_MAC" >/dev/null && GT=60 g "$sta_dhcp; ip netns exec sta true" >"$ART/wifi-dhcp.log" 2>&1 \
+     && grep -q 'lease of 10\.2\.' "$ART/wifi-dhcp.log" && [ "$(device_state "$STA_MAC")" = permitted ]; then
+    pass "Wi-Fi station gets a /30 after approval ($(grep -o '10\.2\.[0-9.]*' "$ART/wifi-dhcp.log" | head -1), state permitted)"
   else fail "Wi-Fi station gets a /30 after approval" "see $ART/wifi-dhcp.log"; fi
   if [ "$HAVE_BLACKLIST" = yes ]; then
     if decide blacklist "$STA_MAC" >/dev/null; then
@@ -453,6 +459,9 @@ elif [ "$WIFI_OK" = yes ]; then
   skip "Wi-Fi station gets a /30 after approval; blacklist" "no controller in the tree"
 fi
 
+# Diagnostics for the record (boot time per unit, the controller's log)
+g "systemd-analyze; systemd-analyze critical-chain homework-ready.service; systemd-analyze blame | head -25; journalctl -u homework-controller --no-pager | tail -40" \
+  >"$ART/guest-diagnostics.log" 2>&1
 log "powering off"
 GT=5 g "systemctl poweroff" >/dev/null 2>&1
 for _ in $(seq 1 60); do kill -0 "$QEMU_PID" 2>/dev/null || break; sleep 1; done
