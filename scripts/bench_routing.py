@@ -39,7 +39,7 @@ from homelab.routing import permitted_device, wait_until  # noqa: E402
 
 RUNS = int(os.environ.get("BENCH_ROUTING_RUNS", "3"))
 SECONDS = int(os.environ.get("BENCH_ROUTING_SECONDS", "3"))
-FLOWS = [int(x) for x in os.environ.get("BENCH_ROUTING_FLOWS", "1,1000,10000,100000").split(",")]
+FLOWS = [int(x) for x in os.environ.get("BENCH_ROUTING_FLOWS", "1,1000,10000,100000").split(",") if x]
 SETUPS = os.environ.get("BENCH_ROUTING_SETUPS", "linux,ovs-normal,learn-switch,reactive-flow,homework").split(",")
 PY = "/usr/bin/python3"
 HTTP_PORT = 8081
@@ -255,6 +255,45 @@ def run_peers(results: dict) -> None:
                 ctl.wait(10)
 
 
+def connection_rates(a, n_runs: int = 1) -> tuple[list, list]:
+    url = f"http://{WEB_ADDR}:{HTTP_PORT}/index.html"
+    rates, lat = [], []
+    for _ in range(n_runs):
+        r = a.run(["wrk", "-t", "1", "-c", "16", "-d", f"{SECONDS}s", "-H", "Connection: close", url],
+                  check=False, timeout=SECONDS + 30)
+        m = re.search(r"Requests/sec:\s+([\d.]+)", r.stdout)
+        rates.append(float(m.group(1)) if m else None)
+        r = a.run([PY, "-c", CONNECTS, WEB_ADDR, str(HTTP_PORT), "300"], check=False, timeout=120)
+        if r.returncode == 0:
+            lat.append(json.loads(r.stdout))
+    return rates, lat
+
+
+def paired_with_normal(home: Home, a, results: dict) -> None:
+    """The fairest ratio on a shared, noisy machine: the same namespaces and bridge,
+    alternating between the Homework controller and one NORMAL flow (no controller)."""
+    hw, normal = ([], []), ([], [])
+    for _ in range(RUNS):
+        for label, bucket in (("homework", hw), ("normal", normal)):
+            if label == "normal":
+                home.vsctl("del-controller", "br0", "--", "set", "bridge", "br0", "fail_mode=standalone")
+                home.router(["ovs-ofctl", "-O", "OpenFlow13", "replace-flows", "br0", "-"],
+                            input="priority=0,actions=NORMAL\n")
+            rates, lat = connection_rates(a)
+            bucket[0].extend(rates)
+            bucket[1].extend(lat)
+            if label == "normal":
+                home.router(["ovs-ofctl", "-O", "OpenFlow13", "del-flows", "br0"])
+                home.vsctl("set", "bridge", "br0", "fail_mode=secure", "--", "set-controller", "br0",
+                           "tcp:127.0.0.1:6653")
+                wait_until(lambda: "priority=20000" in home.dump_flows(), 30, "controller resynchronised")
+    for label, (rates, lat) in (("homework-paired", hw), ("ovs-normal-paired", normal)):
+        results[label] = {"conn_per_s": median(rates),
+                          "connect_p50_ms": median([pct(x, 50) * 1000 for x in lat]),
+                          "connect_p99_ms": median([pct(x, 99) * 1000 for x in lat])}
+        say(f"{label}: {results[label]}")
+
+
 def run_homework(results: dict) -> None:
     if "homework" not in SETUPS:
         return
@@ -265,6 +304,7 @@ def run_homework(results: dict) -> None:
         for d in (a, b):
             d.ip = d.ipv4()[0]
         measure([a, b], "homework", results)
+        paired_with_normal(home, a, results)
         if FLOWS:
             flow_scaling(home, a, b, results)
 
@@ -278,10 +318,12 @@ def main() -> int:
     run_peers(results)
     run_homework(results)
     hw = results.get("homework", {})
-    print(f"\n{'setup':14} {'conn/s':>8} {'connect p50 ms':>15} {'p99 ms':>8} {'iperf inet Mb/s':>16} "
+    print(f"\n{'setup':17} {'conn/s':>8} {'connect p50 ms':>15} {'p99 ms':>8} {'iperf inet Mb/s':>16} "
           f"{'iperf dev-dev Mb/s':>19}")
     for label, r in results.items():
-        print(f"{label:14} {r.get('conn_per_s') or 0:8.0f} {r.get('connect_p50_ms') or 0:15.3f} "
+        if "conn_per_s" not in r:
+            continue
+        print(f"{label:17} {r.get('conn_per_s') or 0:8.0f} {r.get('connect_p50_ms') or 0:15.3f} "
               f"{r.get('connect_p99_ms') or 0:8.3f} {r.get('iperf_internet_mbps') or 0:16.0f} "
               f"{r.get('iperf_device_mbps') or 0:19.0f}")
     print("\nratios homework / peer:")
@@ -293,6 +335,12 @@ def main() -> int:
                   f"p99 {ratio(hw.get('connect_p99_ms'), p.get('connect_p99_ms'))}  "
                   f"iperf inet {ratio(hw.get('iperf_internet_mbps'), p.get('iperf_internet_mbps'))}  "
                   f"dev-dev {ratio(hw.get('iperf_device_mbps'), p.get('iperf_device_mbps'))}")
+    hp, np_ = results.get("homework-paired"), results.get("ovs-normal-paired")
+    if hp and np_:
+        print(f"  paired, same namespaces, alternating runs: homework / OVS NORMAL conn/s "
+              f"{ratio(hp['conn_per_s'], np_['conn_per_s'])} ({hp['conn_per_s']:.0f} vs {np_['conn_per_s']:.0f}), "
+              f"connect p50 {ratio(hp['connect_p50_ms'], np_['connect_p50_ms'])}, "
+              f"p99 {ratio(hp['connect_p99_ms'], np_['connect_p99_ms'])}")
     if hw.get("flow_scaling"):
         print("\nhomework with N learned flow entries (ping avg RTT device->device, UDP pps over N flows):")
         base = hw["flow_scaling"][0]

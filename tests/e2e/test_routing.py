@@ -106,6 +106,28 @@ def test_spoofed_addresses_get_nothing_through(home: Home):
     wait_until(lambda: can_connect(a, WEB_ADDR, 80), 10, "a works again with its own MAC")
 
 
+ARP_SPOOF = r"""
+import sys
+from scapy.all import ARP, Ether, conf, sendp
+conf.verb = 0
+claim, mac, target_ip = sys.argv[1], sys.argv[2], sys.argv[3]
+# a gratuitous ARP and an unsolicited reply, both claiming someone else's address
+sendp(Ether(src=mac, dst="ff:ff:ff:ff:ff:ff") / ARP(op=1, hwsrc=mac, psrc=claim, pdst=claim), iface="eth0", count=3)
+sendp(Ether(src=mac, dst="ff:ff:ff:ff:ff:ff") / ARP(op=2, hwsrc=mac, psrc=claim, pdst=target_ip), iface="eth0", count=3)
+"""
+
+
+def test_arp_claiming_another_devices_address_is_dropped(home: Home):
+    a, b = permitted_device(home), permitted_device(home)
+    ip_b = b.ipv4()[0]
+    home.router(["ping", "-c", "1", "-W", "1", ip_b], check=False)        # the router learns b's MAC
+    a.run([PY, "-c", ARP_SPOOF, ip_b, a.mac, gateway(a)], timeout=60)
+    time.sleep(0.5)
+    neigh = home.router(["ip", "-4", "neigh", "show", ip_b]).stdout
+    assert a.mac not in neigh, neigh
+    assert b.ping(gateway(b), timeout=1) and can_connect(b, WEB_ADDR, 80)
+
+
 def test_deny_stops_a_transfer_within_a_second_and_permit_restores_within_a_second(home: Home):
     a = permitted_device(home)
     internet_stream_server(home, 9000)
