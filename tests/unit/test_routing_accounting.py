@@ -4,8 +4,7 @@ import pytest
 from homework.components.routing import layout as L
 from homework.flows import (LOCAL, AggregateStats, AggregateStatsRequest, Datapath, FlowRemoved, FlowStats,
                             FlowStatsRequest)
-from conftest import make_core
-from routingkit import ip_frame, ip_pkt, from_router, join, routing_core
+from routingkit import ip_pkt, from_router, join, routing_core
 
 A = "02:00:00:00:00:0a"
 WEB = "203.0.113.10"
