@@ -169,8 +169,11 @@ guard() {
   for p in "$@"; do
     [[ "$p" =~ ^[A-Za-z0-9_.:-]{1,15}$ ]] || die "bad port name '$p'"
     nft add table netdev "${NFT_TABLE}_lan"
+    # Only the IP stack is kept off: EAPOL must still reach a hostapd on the port.
     nft add chain netdev "${NFT_TABLE}_lan" "in_$p" \
-      "{ type filter hook ingress device \"$p\" priority 0; policy drop; }"
+      "{ type filter hook ingress device \"$p\" priority 0; policy accept; }"
+    nft flush chain netdev "${NFT_TABLE}_lan" "in_$p"
+    nft add rule netdev "${NFT_TABLE}_lan" "in_$p" meta protocol "{ ip, arp, ip6 }" drop
     sysctl -q -w "net.ipv6.conf.$p.disable_ipv6=1" >/dev/null 2>&1 || true
   done
 }
