@@ -314,8 +314,9 @@ check "the router resolves names through the ISP's resolver (from its WAN lease)
   g "getent hosts isp.example | grep -q $ISP_IP"
 check "HTTPS (lighttpd) serves the Guest Board with the first-boot certificate" \
   g "curl -sk -m 10 https://127.0.0.1/ | grep -qi '<html\|<!doctype' && openssl s_client -connect 127.0.0.1:443 </dev/null 2>/dev/null | openssl x509 -noout -fingerprint -sha256 | grep -qi '$(cred tls-sha256 1)'"
-check "WAN side closed: nftables table homework_fw drops new inbound connections" \
-  g "nft list table inet homework_fw | grep -q drop && nft list table inet homework | grep -q masquerade"
+WAN_IP=$(g ". /run/homework/interfaces.env; ip -4 -o addr show dev \$WAN | awk '{print \$4}' | cut -d/ -f1 | head -1" | tr -d '\r\n')
+check "WAN side closed: from the ISP, the router ($WAN_IP) answers ping but not HTTPS or DNS" \
+  sh -c "ip netns exec $NS_ISP ping -c1 -W5 '$WAN_IP' && ! ip netns exec $NS_ISP curl -sk -m 5 https://$WAN_IP/ && ! ip netns exec $NS_ISP dig +short +time=2 +tries=1 @$WAN_IP -p 5300 isp.example | grep -q ."
 check "data partition (hw-data) mounted on /var/lib/homework and grown to the disk" \
   g "findmnt -n -o SOURCE /var/lib/homework | grep -q vda4 && [ \$(df -m --output=size /var/lib/homework | tail -1) -gt 1000 ]"
 
@@ -357,6 +358,8 @@ if [ "$DEV_OK" = yes ]; then
     fi
     check "approved device reaches the Guest Board over HTTPS on its gateway" \
       sh -c "ip netns exec $NS_DEV curl -sk -m 10 https://$ROUTER/ | grep -qi 'html'"
+    check "http://<gateway>/ redirects the device to HTTPS" \
+      sh -c "ip netns exec $NS_DEV curl -s -m 10 -o /dev/null -w '%{http_code} %{redirect_url}' http://$ROUTER/ | grep -q '^30[18] https://'"
     check "approved device resolves names through the router" \
       sh -c "ip netns exec $NS_DEV dig +short +time=3 +tries=2 @$ROUTER isp.example | grep -q $ISP_IP"
   else
