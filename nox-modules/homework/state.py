@@ -34,7 +34,8 @@ CREATE TABLE IF NOT EXISTS leases (
     block INTEGER NOT NULL UNIQUE,      -- index of the /30 inside the pool
     expires REAL NOT NULL,              -- epoch seconds; 0 = offered only / released
     port INTEGER NOT NULL DEFAULT 0,    -- OpenFlow port the device was last seen on
-    hostname TEXT NOT NULL DEFAULT ''
+    hostname TEXT NOT NULL DEFAULT '',
+    relay TEXT NOT NULL DEFAULT ''      -- giaddr of the relay agent it came through; '' = on our port
 );
 """
 
@@ -61,6 +62,7 @@ class LeaseRow:
     expires: float
     port: int
     hostname: str
+    relay: str = ""
 
 
 class StateStore:
@@ -78,6 +80,7 @@ class StateStore:
         # the last transactions, which a DHCP client recovers from by re-requesting.
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.ensure_schema(_SCHEMA)
+        self._migrate()
         # Devices are read on every DHCP message: keep them in memory, write through.
         self._devices = {row["mac"]: Device(**dict(row)) for row in self.db.execute("SELECT * FROM devices")}
         self._seen_written: dict[str, float] = {}
@@ -86,6 +89,12 @@ class StateStore:
     def ensure_schema(self, sql: str) -> None:
         with self._lock:
             self.db.executescript(sql)
+
+    def _migrate(self) -> None:
+        """Columns added after a database was created."""
+        columns = {row["name"] for row in self.db.execute("PRAGMA table_info(leases)")}
+        if "relay" not in columns:
+            self.db.execute("ALTER TABLE leases ADD COLUMN relay TEXT NOT NULL DEFAULT ''")
 
     def execute(self, sql: str, args=()) -> list[sqlite3.Row]:
         with self._lock:
@@ -161,10 +170,10 @@ class StateStore:
         return [LeaseRow(**dict(r)) for r in self.execute("SELECT * FROM leases")]
 
     def save_lease(self, row: LeaseRow) -> None:
-        self.execute("INSERT INTO leases (mac,block,expires,port,hostname) VALUES (?,?,?,?,?) "
+        self.execute("INSERT INTO leases (mac,block,expires,port,hostname,relay) VALUES (?,?,?,?,?,?) "
                      "ON CONFLICT(mac) DO UPDATE SET block=excluded.block, expires=excluded.expires, "
-                     "port=excluded.port, hostname=excluded.hostname",
-                     (row.mac, row.block, row.expires, row.port, row.hostname))
+                     "port=excluded.port, hostname=excluded.hostname, relay=excluded.relay",
+                     (row.mac, row.block, row.expires, row.port, row.hostname, row.relay))
 
     def delete_lease(self, mac: str) -> None:
         self.execute("DELETE FROM leases WHERE mac=?", (mac,))

@@ -8,9 +8,11 @@ def mac_bytes(mac: str) -> bytes:
     return bytes.fromhex(mac.replace(":", ""))
 
 
-def dhcp_payload(mac: str, msg_type: int, xid: int = 0x1234, ciaddr="0.0.0.0", options=(), flags=0) -> bytes:
+def dhcp_payload(mac: str, msg_type: int, xid: int = 0x1234, ciaddr="0.0.0.0", options=(), flags=0,
+                 giaddr="0.0.0.0") -> bytes:
     fixed = struct.pack("!BBBBIHH4s4s4s4s16s64s128s", 1, 1, 6, 0, xid, 0, flags, ip_bytes(ciaddr),
-                        b"\0" * 4, b"\0" * 4, b"\0" * 4, mac_bytes(mac).ljust(16, b"\0"), b"\0" * 64, b"\0" * 128)
+                        b"\0" * 4, b"\0" * 4, ip_bytes(giaddr), mac_bytes(mac).ljust(16, b"\0"), b"\0" * 64,
+                        b"\0" * 128)
     opts = bytes((53, 1, msg_type))
     for code, value in options:
         opts += bytes((code, len(value))) + value

@@ -30,7 +30,11 @@ class DhcpServer(Component):
         self.alloc = Allocator(ctx.config.pool)
         self.ports: dict[str, int] = {}          # mac -> OpenFlow port last seen on
         self.hostnames: dict[str, str] = {}
-        self.live: set[str] = set()              # macs whose router address is installed
+        self.live: set[str] = set()              # macs with a live lease
+        self.addressed: set[str] = set()         # macs whose router .1 is on the bridge
+        # Clients behind a relay agent (giaddr set) are not on one of our ports: they get a
+        # lease but no router address and no per-device flows (mac -> relay's address).
+        self.relays: dict[str, str] = {}
         self.stats = {"malformed": 0, "offers": 0, "acks": 0, "naks": 0, "exhausted": 0,
                       "releases": 0, "declines": 0, "informs": 0, "ignored": 0}
 
@@ -46,11 +50,13 @@ class DhcpServer(Component):
                 continue
             self.ports[row.mac] = row.port
             self.hostnames[row.mac] = row.hostname
+            if row.relay:
+                self.relays[row.mac] = row.relay
             if row.expires > now:
                 self._install_router_address(row.mac)
         # Remove router addresses of leases that expired while we were down.
         installed = self.ctx.host.router_addresses()
-        wanted = {f"{self.alloc.block_for(mac).router}/30" for mac in self.live}
+        wanted = {f"{self.alloc.block_for(mac).router}/30" for mac in self.addressed}
         for cidr in installed - wanted:
             address, _, prefix = cidr.partition("/")
             if prefix == "30" and self.alloc.block_of_address(address):
@@ -72,7 +78,8 @@ class DhcpServer(Component):
         expires = self.alloc.expiry(mac)
         return {"mac": mac, "ip": block.device, "router": block.router, "network": block.cidr,
                 "broadcast": block.broadcast, "expires": expires, "port": self.ports.get(mac, 0),
-                "active": mac in self.live, "hostname": self.hostnames.get(mac, "")}
+                "active": mac in self.live, "hostname": self.hostnames.get(mac, ""),
+                "relay": self.relays.get(mac, "")}
 
     def leases(self) -> list[dict]:
         return [self.lease_of(mac) for mac in self.alloc.assignments()]
@@ -199,12 +206,17 @@ class DhcpServer(Component):
         self.ports[mac] = in_port
         if msg.hostname:
             self.hostnames[mac] = msg.hostname
-        self.ctx.state.save_lease(LeaseRow(mac, block.index, expires, in_port, self.hostnames.get(mac, "")))
+        relay = msg.giaddr if msg.giaddr != "0.0.0.0" else ""
+        if relay:
+            self.relays[mac] = relay
+        else:
+            self.relays.pop(mac, None)
+        self.ctx.state.save_lease(LeaseRow(mac, block.index, expires, in_port, self.hostnames.get(mac, ""), relay))
         self._install_router_address(mac)
         self.stats["acks"] += 1
         self.ctx.bus.publish("lease", action="renewed" if renewal else "granted", mac=mac, ip=block.device,
                              router=block.router, port=in_port, lease_time=lease_time, expires=expires,
-                             hostname=self.hostnames.get(mac, ""), state=device.state)
+                             hostname=self.hostnames.get(mac, ""), state=device.state, relay=relay)
         if not renewal:
             self.log.info("lease %s -> %s/30 for %ds (%s)", mac, block.device, lease_time, device.state)
         return [self._reply(m.ACK, msg, block, in_port, lease_time)]
@@ -278,9 +290,16 @@ class DhcpServer(Component):
 
     # -- leases ending -------------------------------------------------------------------
     def _install_router_address(self, mac: str) -> None:
-        if mac not in self.live:
-            self.live.add(mac)
+        """Mark the lease live; its router .1 goes on the bridge unless the client is relayed
+        (its gateway is the relay agent, not us)."""
+        self.live.add(mac)
+        relayed = mac in self.relays
+        if not relayed and mac not in self.addressed:
+            self.addressed.add(mac)
             self.ctx.host.add_router_address(self.alloc.block_for(mac).router)
+        elif relayed and mac in self.addressed:   # moved behind a relay
+            self.addressed.discard(mac)
+            self.ctx.host.remove_router_address(self.alloc.block_for(mac).router)
 
     def _end_lease(self, mac: str, action: str) -> None:
         block = self.alloc.block_for(mac)
@@ -288,14 +307,16 @@ class DhcpServer(Component):
             return
         self.alloc.set_expiry(mac, 0.0)
         row_port = self.ports.get(mac, 0)
-        self.ctx.state.save_lease(LeaseRow(mac, block.index, 0.0, row_port, self.hostnames.get(mac, "")))
-        if mac in self.live:
-            self.live.discard(mac)
+        relay = self.relays.get(mac, "")
+        self.ctx.state.save_lease(LeaseRow(mac, block.index, 0.0, row_port, self.hostnames.get(mac, ""), relay))
+        self.live.discard(mac)
+        if mac in self.addressed:
+            self.addressed.discard(mac)
             self.ctx.host.remove_router_address(block.router)
         self.log.info("lease of %s (%s) %s", mac, block.device, action)
         self.ctx.bus.publish("lease", action=action, mac=mac, ip=block.device, router=block.router,
                              port=row_port, lease_time=0, expires=0.0, hostname=self.hostnames.get(mac, ""),
-                             state=None)
+                             state=None, relay=relay)
 
     def expire_leases(self) -> None:
         now = self.ctx.now()

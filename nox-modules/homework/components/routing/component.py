@@ -112,7 +112,8 @@ class Routing(Component):
     # -- per-device synchronisation -----------------------------------------------------------
     def _dev(self, mac: str) -> fs.Dev | None:
         lease = self.dhcp.lease_of(mac) if self.dhcp else None
-        if lease is None or not lease["active"] or not lease["port"]:
+        # A relayed client (DHCP through a relay agent) is not on our port: no flows for it.
+        if lease is None or not lease["active"] or not lease["port"] or lease.get("relay"):
             return None
         block = self.dhcp.alloc.block_for(mac)
         return fs.Dev(mac=mac, ip=lease["ip"], router=lease["router"], broadcast=lease["broadcast"],
