@@ -10,6 +10,8 @@ import time
 
 log = logging.getLogger(__name__)
 
+LOCAL_MAC_CACHE_SECONDS = 1.0
+
 
 class HostNet:
     """Address changes are queued and applied in batches by one worker running
@@ -21,6 +23,8 @@ class HostNet:
         self._queue: "queue.Queue[str]" = queue.Queue()
         self._worker: threading.Thread | None = None
         self._worker_lock = threading.Lock()
+        self._mac: str | None = None
+        self._mac_read_at = 0.0
 
     def _enqueue(self, line: str) -> None:
         with self._worker_lock:
@@ -74,11 +78,17 @@ class HostNet:
         return found
 
     def local_mac(self) -> str | None:
-        try:
-            with open(f"/sys/class/net/{self.bridge}/address") as fh:
-                return fh.read().strip()
-        except OSError:
-            return None
+        # Asked for every DHCP reply: read sysfs at most once a second (a bridge that is
+        # re-created with another address is noticed that quickly).
+        now = time.monotonic()
+        if now - self._mac_read_at >= LOCAL_MAC_CACHE_SECONDS or self._mac is None:
+            try:
+                with open(f"/sys/class/net/{self.bridge}/address") as fh:
+                    self._mac = fh.read().strip()
+            except OSError:
+                self._mac = None
+            self._mac_read_at = now
+        return self._mac
 
 
 class FakeHost(HostNet):
