@@ -21,7 +21,7 @@ from .devices import DeviceRegistry
 from .flows import AggregateStats, Datapath, Decision, FlowRemoved, FlowStats, PacketIn
 from .hostnet import HostNet
 from .packets import PacketError, parse_ethernet
-from .state import StateStore
+from .state import WRITE_BEHIND_SECONDS, StateStore
 
 log = logging.getLogger("homework.core")
 
@@ -62,11 +62,13 @@ class Core:
         self._dispatch = ordered + [c for c in self.components if c not in ordered]
         for component in self.components:
             self._safe(f"{component.name}.start", component.start)
+        self.every(WRITE_BEHIND_SECONDS, self.state.flush)
         log.info("components loaded: %s", ", ".join(c.name for c in self.components))
 
     def stop(self) -> None:
         for component in reversed(self.components):
             self._safe(f"{component.name}.stop", component.stop)
+        self._safe("state.flush", self.state.flush)
 
     # -- decisions out -------------------------------------------------------------
     def send(self, decisions: Iterable[Decision] | None) -> None:

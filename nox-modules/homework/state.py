@@ -7,13 +7,21 @@ schema next to its logic.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import sqlite3
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+log = logging.getLogger(__name__)
+
 DEVICE_STATES = ("pending", "permitted", "denied", "blacklisted")
+# Hot-path writes (a lease row per ACK, a new device per first DISCOVER) are queued and
+# written in one transaction at most this long after (the core's timer calls flush()).
+# A burst of 1,000 leases is then one commit, not 2,000. A crash may lose this much:
+# the client keeps its /30 anyway when it re-requests the address it remembers.
+WRITE_BEHIND_SECONDS = 0.25
 # last_seen is written back at most this often per device: DHCP renewals and packets
 # touch it constantly, and a minute's precision is all the board shows.
 LAST_SEEN_WRITE_SECONDS = 60
@@ -84,6 +92,7 @@ class StateStore:
         # Devices are read on every DHCP message: keep them in memory, write through.
         self._devices = {row["mac"]: Device(**dict(row)) for row in self.db.execute("SELECT * FROM devices")}
         self._seen_written: dict[str, float] = {}
+        self._deferred: list[tuple[str, tuple]] = []
 
     # -- generic -------------------------------------------------------------------
     def ensure_schema(self, sql: str) -> None:
@@ -98,7 +107,32 @@ class StateStore:
 
     def execute(self, sql: str, args=()) -> list[sqlite3.Row]:
         with self._lock:
+            self.flush()     # every read and write sees the queued writes, in order
             return self.db.execute(sql, args).fetchall()
+
+    def defer(self, sql: str, args=()) -> None:
+        """Queue a write for the next flush (see WRITE_BEHIND_SECONDS)."""
+        with self._lock:
+            self._deferred.append((sql, args))
+
+    def flush(self) -> None:
+        """Write the queued statements in one transaction. A statement that fails (say a
+        constraint) is logged and skipped; the others still commit."""
+        with self._lock:
+            if not self._deferred:
+                return
+            pending, self._deferred = self._deferred, []
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                for sql, args in pending:
+                    try:
+                        self.db.execute(sql, args)
+                    except sqlite3.IntegrityError as exc:
+                        log.error("state write skipped (%s): %s %r", exc, sql.split(" (")[0], args)
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT")
 
     def transaction(self):
         """Context manager: one atomic write of several statements."""
@@ -106,6 +140,7 @@ class StateStore:
 
     def close(self) -> None:
         with self._lock:
+            self.flush()
             self.db.close()
 
     # -- devices ---------------------------------------------------------------------
@@ -132,17 +167,18 @@ class StateStore:
         with self._lock:
             existing = self._devices.get(mac)
             if existing is None:
-                self.execute("INSERT INTO devices (mac,state,hostname,first_seen,last_seen) VALUES (?,?,?,?,?)",
-                             (mac, "pending", hostname, now, now))
+                device = self._devices[mac] = Device(mac, "pending", hostname, first_seen=now, last_seen=now)
+                self.defer("INSERT INTO devices (mac,state,hostname,first_seen,last_seen) VALUES (?,?,?,?,?) "
+                           "ON CONFLICT(mac) DO NOTHING", (mac, "pending", hostname, now, now))
                 self._seen_written[mac] = now
-                return dataclasses.replace(self._reload_device(mac)), True
+                return dataclasses.replace(device), True
             existing.last_seen = now
             if hostname and hostname != existing.hostname:
                 existing.hostname = hostname
-                self.execute("UPDATE devices SET hostname=?, last_seen=? WHERE mac=?", (hostname, now, mac))
+                self.defer("UPDATE devices SET hostname=?, last_seen=? WHERE mac=?", (hostname, now, mac))
                 self._seen_written[mac] = now
             elif now - self._seen_written.get(mac, 0) >= LAST_SEEN_WRITE_SECONDS:
-                self.execute("UPDATE devices SET last_seen=? WHERE mac=?", (now, mac))
+                self.defer("UPDATE devices SET last_seen=? WHERE mac=?", (now, mac))
                 self._seen_written[mac] = now
             return dataclasses.replace(existing), False
 
@@ -170,10 +206,10 @@ class StateStore:
         return [LeaseRow(**dict(r)) for r in self.execute("SELECT * FROM leases")]
 
     def save_lease(self, row: LeaseRow) -> None:
-        self.execute("INSERT INTO leases (mac,block,expires,port,hostname,relay) VALUES (?,?,?,?,?,?) "
-                     "ON CONFLICT(mac) DO UPDATE SET block=excluded.block, expires=excluded.expires, "
-                     "port=excluded.port, hostname=excluded.hostname, relay=excluded.relay",
-                     (row.mac, row.block, row.expires, row.port, row.hostname, row.relay))
+        self.defer("INSERT INTO leases (mac,block,expires,port,hostname,relay) VALUES (?,?,?,?,?,?) "
+                   "ON CONFLICT(mac) DO UPDATE SET block=excluded.block, expires=excluded.expires, "
+                   "port=excluded.port, hostname=excluded.hostname, relay=excluded.relay",
+                   (row.mac, row.block, row.expires, row.port, row.hostname, row.relay))
 
     def delete_lease(self, mac: str) -> None:
         self.execute("DELETE FROM leases WHERE mac=?", (mac,))
@@ -185,6 +221,7 @@ class _Transaction:
 
     def __enter__(self):
         self.store._lock.acquire()
+        self.store.flush()
         self.store.db.execute("BEGIN IMMEDIATE")
         return self.store
 

@@ -1,0 +1,85 @@
+"""Hot-path state writes (lease rows, new devices) are queued and committed together."""
+import sqlite3
+
+from homework.state import LeaseRow, StateStore
+from conftest import make_core
+from dhcpframes import dhcp_frame, opt_ip
+from homework.components.dhcp import message as m
+from homework.flows import Datapath, PacketIn
+
+
+def on_disk(path, sql):
+    con = sqlite3.connect(path)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_lease_rows_reach_the_disk_on_flush_in_one_go(tmp_path):
+    db = tmp_path / "s.db"
+    store = StateStore(db)
+    for i in range(50):
+        store.save_lease(LeaseRow(f"02:00:00:00:00:{i:02x}", i, 100.0 + i, 1, ""))
+    assert on_disk(db, "SELECT count(*) FROM leases") == [(0,)]
+    store.flush()
+    assert on_disk(db, "SELECT count(*) FROM leases") == [(50,)]
+
+
+def test_reads_and_other_writes_see_queued_writes_in_order(tmp_path):
+    store = StateStore(tmp_path / "s.db")
+    store.save_lease(LeaseRow("02:00:00:00:00:01", 1, 5.0, 1, "a"))
+    store.save_lease(LeaseRow("02:00:00:00:00:01", 1, 9.0, 2, "a"))
+    assert [(r.expires, r.port) for r in store.leases()] == [(9.0, 2)]
+    store.save_lease(LeaseRow("02:00:00:00:00:02", 2, 5.0, 1, ""))
+    store.delete_lease("02:00:00:00:00:02")          # after the queued insert, not before
+    assert [r.mac for r in store.leases()] == ["02:00:00:00:00:01"]
+
+
+def test_new_device_is_known_at_once_and_written_behind(tmp_path):
+    db = tmp_path / "s.db"
+    store = StateStore(db)
+    device, created = store.touch_device("02:00:00:00:00:01", "laptop", now=10.0)
+    assert created and device.state == "pending" and device.first_seen == 10.0
+    assert store.get_device("02:00:00:00:00:01").hostname == "laptop"
+    assert on_disk(db, "SELECT count(*) FROM devices") == [(0,)]
+    # A decision right after (before any flush) lands on top of the queued insert.
+    store.set_device_state("02:00:00:00:00:01", "permitted")
+    assert on_disk(db, "SELECT state, hostname, first_seen FROM devices") == [("permitted", "laptop", 10.0)]
+
+
+def test_close_flushes(tmp_path):
+    db = tmp_path / "s.db"
+    store = StateStore(db)
+    store.save_lease(LeaseRow("02:00:00:00:00:01", 1, 5.0, 1, ""))
+    store.close()
+    assert on_disk(db, "SELECT mac FROM leases") == [("02:00:00:00:00:01",)]
+
+
+def test_a_failing_queued_write_is_skipped_and_the_rest_commit(tmp_path):
+    db = tmp_path / "s.db"
+    store = StateStore(db)
+    store.save_lease(LeaseRow("02:00:00:00:00:01", 7, 5.0, 1, ""))
+    store.save_lease(LeaseRow("02:00:00:00:00:02", 7, 5.0, 1, ""))   # block is UNIQUE
+    store.save_lease(LeaseRow("02:00:00:00:00:03", 8, 5.0, 1, ""))
+    store.flush()
+    assert on_disk(db, "SELECT mac FROM leases ORDER BY mac") == [("02:00:00:00:00:01",), ("02:00:00:00:00:03",)]
+
+
+def test_core_flushes_on_its_timer_and_at_stop(tmp_path):
+    core = make_core(tmp_path)
+    core.datapath_up(Datapath(dpid=1, ports={}))
+    mac = "02:00:00:00:00:09"
+    core.packet_in(PacketIn(in_port=1, data=dhcp_frame(mac, m.DISCOVER)))
+    block = core.ctx.component("dhcp").alloc.block_for(mac)
+    core.packet_in(PacketIn(in_port=1, data=dhcp_frame(mac, m.REQUEST, options=[
+        opt_ip(50, block.device), opt_ip(54, block.router)])))
+    db = core.config.state_db
+    assert on_disk(db, "SELECT count(*) FROM leases") == [(0,)]
+    for timer in core.timers:       # run every registered timer once, as the hub would
+        timer()
+    assert on_disk(db, "SELECT mac FROM leases") == [(mac,)]
+    assert on_disk(db, "SELECT mac FROM devices") == [(mac,)]
+    core.packet_in(PacketIn(in_port=1, data=dhcp_frame(mac, m.RELEASE, src_ip=block.device, dst_ip=block.router)))
+    core.stop()
+    assert on_disk(db, "SELECT expires FROM leases") == [(0.0,)]
