@@ -10,6 +10,7 @@ import logging
 from os_ken.base import app_manager
 from os_ken.controller import ofp_event
 from os_ken.controller.handler import CONFIG_DISPATCHER, DEAD_DISPATCHER, MAIN_DISPATCHER, set_ev_cls
+from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_3
 
 from .. import flows as F
@@ -19,6 +20,11 @@ from . import nx
 log = logging.getLogger("homework.adapter")
 
 CORE: Core | None = None   # set by homework.main before os-ken instantiates the app
+
+# Decisions are serialised at once but written to the switch together, once the hub gets
+# a turn (or when this much is waiting): under load a whole burst of packet-outs is one
+# send() instead of one per message (each a loopback TCP write that wakes the switch).
+SEND_BATCH_BYTES = 64 * 1024
 
 _REMOVED_REASONS = {0: "idle_timeout", 1: "hard_timeout", 2: "delete", 3: "group_delete"}
 _PACKET_IN_REASONS = {0: "no_match", 1: "action", 2: "invalid_ttl"}
@@ -44,6 +50,7 @@ class HomeworkApp(app_manager.OSKenApp):
         self.core = CORE
         self.datapath = None
         self._aggregate_requests: dict = {}     # xid -> AggregateStatsRequest awaiting its reply
+        self.out = SendBatcher(hub.spawn)
         self.core._send = self.send_decisions
 
     # -- switch life cycle -------------------------------------------------------------
@@ -133,13 +140,51 @@ class HomeworkApp(app_manager.OSKenApp):
         for decision in decisions:
             try:
                 msg = to_message(dp, decision)
-                dp.send_msg(msg)
+                dp.set_xid(msg)
+                msg.serialize()
+                self.out.add(dp, msg.buf)
                 if isinstance(decision, F.AggregateStatsRequest):
                     if len(self._aggregate_requests) > 4096:   # replies that never came
                         self._aggregate_requests.clear()
                     self._aggregate_requests[msg.xid] = decision
             except Exception:
                 log.exception("could not send %r", decision)
+
+
+class SendBatcher:
+    """Collects serialised OpenFlow messages for one switch and writes them with a single
+    Datapath.send() per hub turn; order is kept."""
+
+    def __init__(self, spawn, limit: int = SEND_BATCH_BYTES):
+        self._spawn = spawn
+        self._limit = limit
+        self._dp = None
+        self._bufs: list[bytes] = []
+        self._size = 0
+        self._scheduled = False
+
+    def add(self, dp, buf: bytes) -> None:
+        if dp is not self._dp:
+            self.flush()
+            self._dp = dp
+        self._bufs.append(buf)
+        self._size += len(buf)
+        if self._size >= self._limit:
+            self.flush()
+        elif not self._scheduled:
+            self._scheduled = True
+            self._spawn(self._flush_later)
+
+    def _flush_later(self) -> None:
+        self._scheduled = False
+        self.flush()
+
+    def flush(self) -> None:
+        if not self._bufs:
+            return
+        dp, data = self._dp, b"".join(self._bufs)
+        self._bufs, self._size = [], 0
+        dp.send(data)
 
 
 def _match_dict(match) -> dict:
