@@ -378,11 +378,17 @@ class Device:
         return None
 
     def wait_for_ipv4(self, timeout: float = 15) -> tuple[str, int]:
+        """The address once the client has finished configuring it. udhcpc's script uses
+        `ifconfig ADDR netmask M`, two steps with a moment of classful /8 in between, so an
+        address only counts when two reads 0.2 s apart agree."""
         deadline = time.monotonic() + timeout
         while True:
             addr = self.ipv4()
             if addr:
-                return addr
+                time.sleep(0.2)
+                if self.ipv4() == addr:
+                    return addr
+                continue
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{self.name} ({self.client}) got no IPv4 address in {timeout}s\n"
                                    f"{self.client_log()[-2000:]}")
