@@ -157,6 +157,11 @@ class StateStore:
             device = self._devices.get(mac)
             return dataclasses.replace(device) if device else None
 
+    def device_state(self, mac: str) -> str | None:
+        """Just the state (no copy of the record): read for every DHCP message."""
+        device = self._devices.get(mac)
+        return device.state if device else None
+
     def devices(self) -> list[Device]:
         with self._lock:
             return sorted((dataclasses.replace(d) for d in self._devices.values()), key=lambda d: d.first_seen)

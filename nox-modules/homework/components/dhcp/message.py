@@ -4,9 +4,10 @@ Anything malformed raises PacketError; the core counts and drops it.
 """
 from __future__ import annotations
 
-import ipaddress
+import socket
 import struct
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ...packets import PacketError
 
@@ -55,9 +56,9 @@ class DhcpMessage:
         raw = self.options.get(OPT_MESSAGE_TYPE)
         return raw[0] if raw and len(raw) == 1 else None
 
-    @property
+    @cached_property
     def mac(self) -> str:
-        return ":".join(f"{b:02x}" for b in self.chaddr)
+        return self.chaddr.hex(":")
 
     def _ip_option(self, code: int) -> str | None:
         raw = self.options.get(code)
@@ -65,7 +66,7 @@ class DhcpMessage:
             return None
         if len(raw) != 4:
             raise PacketError(f"DHCP option {code} must be 4 bytes, got {len(raw)}")
-        return str(ipaddress.IPv4Address(raw))
+        return _ip(raw)
 
     @property
     def requested_ip(self) -> str | None:
@@ -136,14 +137,14 @@ def build(*, msg_type: int, request: DhcpMessage, yiaddr: str, server_id: str,
           options: list[tuple[int, bytes]]) -> bytes:
     """A BOOTREPLY answering `request`."""
     fixed = FIXED.pack(2, 1, 6, 0, request.xid, 0, request.flags,
-                       ipaddress.IPv4Address(request.ciaddr).packed if msg_type == ACK and request.ciaddr else b"\0" * 4,
-                       ipaddress.IPv4Address(yiaddr).packed,
+                       ip4(request.ciaddr) if msg_type == ACK and request.ciaddr else b"\0" * 4,
+                       ip4(yiaddr),
                        b"\0" * 4,
-                       ipaddress.IPv4Address(request.giaddr).packed,
+                       ip4(request.giaddr),
                        request.chaddr.ljust(16, b"\0"), b"\0" * 64, b"\0" * 128)
     out = bytearray(fixed + MAGIC)
     out += bytes((OPT_MESSAGE_TYPE, 1, msg_type))
-    out += bytes((OPT_SERVER_ID, 4)) + ipaddress.IPv4Address(server_id).packed
+    out += bytes((OPT_SERVER_ID, 4)) + ip4(server_id)
     for code, value in options:
         for start in range(0, max(len(value), 1), 255):
             chunk = value[start:start + 255]
@@ -159,4 +160,6 @@ def u32(value: int) -> bytes:
 
 
 def ip4(text: str) -> bytes:
-    return ipaddress.IPv4Address(text).packed
+    """Packed form of a dotted quad we made ourselves or parsed from 4 bytes (inet_aton
+    is lenient about odd forms, so never hand it untrusted text)."""
+    return socket.inet_aton(text)

@@ -13,7 +13,7 @@ from ...component import Component
 from ...flows import (COOKIE_DHCP, CONTROLLER, ETH_IP, PROTO_UDP, Datapath, FlowMod, Output,
                       PacketIn, PacketOut)
 from ...packets import (BROADCAST_MAC, PacketError, build_ethernet, build_ipv4, build_udp,
-                        ip_bytes, parse_ipv4, parse_udp)
+                        parse_ipv4, parse_udp)
 from ...state import LeaseRow
 from . import message as m
 from .allocator import Allocator, Block, PoolExhausted
@@ -94,8 +94,7 @@ class DhcpServer(Component):
         return self.alloc.owner(block.index)
 
     def lease_time_for(self, mac: str) -> int:
-        device = self.ctx.state.get_device(mac)
-        if device is not None and device.state == "permitted":
+        if self.ctx.state.device_state(mac) == "permitted":
             return self.ctx.config.permitted_lease
         return self.ctx.config.pending_lease
 
@@ -120,9 +119,7 @@ class DhcpServer(Component):
         return self.handle(msg, pkt.in_port)
 
     def handle(self, msg: m.DhcpMessage, in_port: int) -> list:
-        mac = msg.mac
-        device = self.ctx.state.get_device(mac)
-        if device is not None and device.state == "blacklisted":
+        if self.ctx.state.device_state(msg.mac) == "blacklisted":
             self.stats["ignored"] += 1
             return []
         kind = msg.msg_type
@@ -284,8 +281,9 @@ class DhcpServer(Component):
     def _packet_out(self, payload: bytes, src_ip: str, dst_ip: str, dst_mac: bytes, port: int,
                     dport: int = CLIENT_PORT) -> PacketOut:
         src_mac = bytes.fromhex((self.ctx.host.local_mac() or "02:00:00:00:00:01").replace(":", ""))
-        udp = build_udp(ip_bytes(src_ip), ip_bytes(dst_ip), SERVER_PORT, dport, payload)
-        frame = build_ethernet(dst_mac, src_mac, ETH_IP, build_ipv4(ip_bytes(src_ip), ip_bytes(dst_ip), PROTO_UDP, udp))
+        src, dst = m.ip4(src_ip), m.ip4(dst_ip)
+        udp = build_udp(src, dst, SERVER_PORT, dport, payload)
+        frame = build_ethernet(dst_mac, src_mac, ETH_IP, build_ipv4(src, dst, PROTO_UDP, udp))
         return PacketOut(data=frame, actions=(Output(port),))
 
     # -- leases ending -------------------------------------------------------------------
