@@ -38,15 +38,16 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import os_ken' 2>/dev
   rm -rf "$VENV"
   /usr/bin/python3 -m venv --system-site-packages "$VENV"
 fi
-"$VENV/bin/python" - <<'PY' || "$VENV/bin/pip" install -q -r tests/requirements.txt
-import importlib, sys
-for m in ("pytest", "requests", "hypothesis", "schemathesis", "pytest_timeout"):
-    importlib.import_module(m)
-PY
+# PyPI test tools: reinstalled whenever tests/requirements.txt changes.
+want=$(sha256sum tests/requirements.txt | cut -d' ' -f1)
+if [ "$(cat "$VENV/.requirements.sha256" 2>/dev/null)" != "$want" ]; then
+  "$VENV/bin/pip" install -q -r tests/requirements.txt
+  echo "$want" >"$VENV/.requirements.sha256"
+fi
 
 # Node: playwright-core drives Debian's chromium (no browser download).
-if [ -f tests/package.json ] && [ ! -d tests/node_modules/playwright-core ]; then
-  (cd tests && npm install --no-audit --no-fund --silent)
+if [ -f tests/package.json ] && { [ ! -d tests/node_modules/playwright-core ] || [ tests/package-lock.json -nt tests/node_modules/.package-lock.json ]; }; then
+  (cd tests && npm ci --no-audit --no-fund --silent)
 fi
 
 # homework-dnsd: the DNS interception data path (Rust, std only).
