@@ -10,11 +10,12 @@
 # a second `make image` with nothing changed takes a second.
 #
 # Environment: HOMEWORK_IMAGE_NOCACHE=1 rebuilds everything; HOMEWORK_IMAGE_NOCOMPRESS=1 skips
-# the .zst (the boot test uses the raw image).
+# the .zst (the boot test uses the raw image); HOMEWORK_IMAGE_WORK=DIR puts the work dir and
+# its caches (base rootfs ~850 MB, last image) in DIR instead of image/work.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TOP=$PWD
-WORK=$TOP/image/work
+WORK=${HOMEWORK_IMAGE_WORK:-$TOP/image/work}   # build dir + caches (set it outside the tree to share them between clones)
 OUT=$TOP/out
 LOGS=$WORK/logs
 mkdir -p "$WORK" "$OUT" "$LOGS"
