@@ -54,6 +54,22 @@ done
 OVMF_CODE=/usr/share/OVMF/OVMF_CODE_4M.fd OVMF_VARS=/usr/share/OVMF/OVMF_VARS_4M.fd
 [ -f "$OVMF_CODE" ] || { OVMF_CODE=/usr/share/OVMF/OVMF_CODE.fd; OVMF_VARS=/usr/share/OVMF/OVMF_VARS.fd; }
 
+# Leftovers of a run that was killed without its trap (SIGKILL, machine reset): its QEMU (by
+# the PID in its pid file, only if that process really is our QEMU) and, when no other boot
+# test is running, its namespaces and links (all named hwbt-* / hb[wl]XXXX-*).
+if [ -f "$ART/qemu.pid" ]; then
+  old=$(cat "$ART/qemu.pid" 2>/dev/null)
+  if [ -n "$old" ] && grep -qa "$ART/disk.qcow2" "/proc/$old/cmdline" 2>/dev/null; then kill "$old" 2>/dev/null; sleep 1; fi
+fi
+others=$(ps -eo pid=,ppid=,args= | awk -v me=$$ '$3 == "bash" && $4 ~ /image\/boot-test\.sh$/ && $1 != me && $2 != me' | wc -l)
+if [ "$others" -eq 0 ]; then
+  for ns in $(ip netns list 2>/dev/null | awk '/^hwbt-(isp|dev)-[0-9a-f]{4}/{print $1}'); do
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null; ip netns del "$ns" 2>/dev/null
+  done
+  for l in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E '^hb[wl][0-9a-f]{4}-(br|tap|v)$'); do
+    ip link del "$l" 2>/dev/null
+  done
+fi
 rm -rf "$ART"; mkdir -p "$ART"
 SUF=$(printf '%04x' $(( $$ % 65536 )))
 NS_ISP=hwbt-isp-$SUF NS_DEV=hwbt-dev-$SUF
@@ -121,6 +137,8 @@ netup() {
     local ns=$NS_ISP; [ $side = L ] && ns=$NS_DEV
     ip link add "$br" type bridge
     ip link set "$br" type bridge stp_state 0 forward_delay 0
+    # the host's own firewall (if br_netfilter is loaded) must not see these frames
+    ip link set "$br" type bridge nf_call_iptables 0 nf_call_ip6tables 0 nf_call_arptables 0 2>/dev/null || true
     echo 0 > /sys/class/net/$br/bridge/multicast_snooping || true
     ip tuntap add dev "$tap" mode tap
     ip link set "$tap" master "$br"
