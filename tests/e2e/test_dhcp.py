@@ -151,6 +151,20 @@ def test_garbage_does_not_disturb_a_good_client(home: Home):
     assert "Traceback" not in home.controller_log()
 
 
+def test_cli_wrapper_from_a_checkout(home: Home):
+    """scripts/homework (the command `make run` prints) reaches the controller."""
+    dev = home.add_device()
+    dev.start_dhcp("udhcpc")
+    dev.wait_for_ipv4(15)
+    wrapper = REPO / "scripts" / "homework"
+    listed = subprocess.run([str(wrapper), "--socket", str(home.control_socket), "devices"],
+                            capture_output=True, text=True, timeout=30)
+    assert listed.returncode == 0 and dev.mac in listed.stdout, listed.stderr
+    permitted = subprocess.run([str(wrapper), "--socket", str(home.control_socket), "permit", dev.mac],
+                               capture_output=True, text=True, timeout=30)
+    assert permitted.returncode == 0 and "permitted" in permitted.stdout, permitted.stderr
+
+
 def test_make_run_smoke_mode():
     """`make run` with HOMEWORK_RUN_SECONDS exits by itself after showing three leases."""
     env = dict(os.environ, HOMEWORK_RUN_SECONDS="12", HOMELAB_ARTIFACTS="")
@@ -161,5 +175,6 @@ def test_make_run_smoke_mode():
     for client in CLIENTS:
         assert f"({client})" in out, out[-4000:]
     assert out.count("/30") >= 3, out[-4000:]
-    assert "homework.cli --socket" in out and "permit" in out
+    assert "scripts/homework --socket" in out and "permit" in out
+    assert "DNS interception on" in out or not (REPO / "dnsd" / "target" / "release" / "homework-dnsd").exists()
     assert "torn down" in out

@@ -745,9 +745,7 @@ class Home:
 
     def cli_command(self, *args: str) -> str:
         """The command line a person would type for `homework ARGS` against this run."""
-        pp = f"{REPO / 'nox-modules'}"
-        return (f"PYTHONPATH={pp} {_python()} -m homework.cli --socket {self.control_socket} "
-                + " ".join(args))
+        return f"{REPO / 'scripts' / 'homework'} --socket {self.control_socket} " + " ".join(args)
 
     # -- devices ---------------------------------------------------------------------------
     def add_device(self, name: str | None = None, mac: str | None = None) -> Device:

@@ -146,7 +146,7 @@ class DnsLab:
                         f'var.captive_state = "{self.dir}"\ninclude "{CAPTIVE_CONF}"\n')
         p = h.router_popen(["lighttpd", "-D", "-f", str(conf)], stdout=self._log("lighttpd-captive"),
                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        _wait("captive lighttpd", lambda: h.router(["ss", "-Hltn", f"src {DNSD_ADDR}:80"]).stdout.strip(), proc=p,
+        _wait("captive lighttpd", lambda: h.router(["ss", "-Hltn", f"src {DNSD_ADDR}:8088"]).stdout.strip(), proc=p,
               log=self.dir / "lighttpd-captive.log")
 
     # -- devices ---------------------------------------------------------------------------

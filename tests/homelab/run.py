@@ -16,7 +16,8 @@ import os
 import sys
 import time
 
-from . import WEB_ADDR, Home
+from . import WEB_ADDR, Home, new_run_id
+from .dns import DNSD_BINARY, DnsLab, dns_config
 from .web import Web, have_web, web_home
 
 CLIENTS = ("dhclient", "udhcpc", "dhcpcd")
@@ -35,10 +36,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{time.monotonic() - t0:6.1f}s] {msg}", flush=True)
 
     ok = False
-    # The Guest Board (lighttpd + the API) when this machine can serve it.
-    with (web_home(log=say) if have_web() is None else Home(log=say)) as home:
+    # The whole router: DNS interception (homework-dnsd + dnsmasq + the captive page) when
+    # dnsd is built, hwdb logging, and the Guest Board (lighttpd + the API) when this
+    # machine can serve it.
+    run_id = new_run_id()
+    with_dns = DNSD_BINARY.exists()
+    config = dns_config(run_id, ("dhcp", "routing", "dns", "hwdb_sync")) if with_dns else \
+        {"controller": {"components": ["dhcp", "routing", "hwdb_sync"]}}
+    home = (web_home(config=config, run_id=run_id, log=say) if have_web() is None
+            else Home(config=config, run_id=run_id, log=say))
+    with home:
         say(f"run {home.run_id}: router namespace {home.router_ns}, state and logs in {home.dir}")
         web = Web(home).start() if hasattr(home, "admin_password") else None
+        if with_dns:
+            DnsLab(home).start()
+            say("DNS interception on: homework-dnsd -> dnsmasq -> the emulated internet's resolver")
         devs = []
         for i in range(args.devices):
             client = CLIENTS[i % len(CLIENTS)]

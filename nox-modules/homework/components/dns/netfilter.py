@@ -13,7 +13,7 @@ import threading
 log = logging.getLogger("homework.dns.net")
 
 TABLE = "homework_dns"
-CAPTIVE_PORT = 80
+CAPTIVE_PORT = 8088   # not 80: the Guest Board's lighttpd holds *:80 (redirect to HTTPS)
 
 
 def ruleset(bridge: str, listen_addr: str, listen_port: int) -> str:
