@@ -5,7 +5,7 @@ PY    := $(VENV)/bin/python
 PYTEST := $(VENV)/bin/pytest
 export PYTHONPATH := $(CURDIR)/nox-modules:$(CURDIR)/hwdb/python:$(CURDIR)/tests
 
-.PHONY: all deps build run test test-hwdb test-unit test-e2e test-ui image image-test bench clean
+.PHONY: all deps build run test test-hwdb test-dnsd test-unit test-e2e test-ui image image-test bench clean
 
 all: build
 
@@ -18,12 +18,15 @@ build: deps
 run: deps
 	@bash scripts/run-home.sh
 
-# Every test: hwdb (cargo), controller units, end to end on real OVS, browser, image boot.
+# Every test: hwdb and dnsd (cargo), controller units, end to end on real OVS, browser, image boot.
 test: deps
-	@$(MAKE) --no-print-directory test-hwdb test-unit test-e2e test-ui image-test
+	@$(MAKE) --no-print-directory test-hwdb test-dnsd test-unit test-e2e test-ui image-test
 
 test-hwdb:
 	@if [ -f hwdb/Makefile ]; then $(MAKE) --no-print-directory -C hwdb test; fi
+
+test-dnsd:
+	cd dnsd && cargo test --release -q
 
 test-unit:
 	$(PYTEST) -q tests/unit
