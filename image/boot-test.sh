@@ -63,7 +63,7 @@ if [ -f "$ART/qemu.pid" ]; then
 fi
 others=$(ps -eo pid=,ppid=,args= | awk -v me=$$ '$3 == "bash" && $4 ~ /image\/boot-test\.sh$/ && $1 != me && $2 != me' | wc -l)
 if [ "$others" -eq 0 ]; then
-  for ns in $(ip netns list 2>/dev/null | awk '/^hwbt-(isp|dev)-[0-9a-f]{4}/{print $1}'); do
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^hwbt-(isp|dev)-[0-9a-f]{4}$'); do
     ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null; ip netns del "$ns" 2>/dev/null
   done
   for l in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E '^hb[wl][0-9a-f]{4}-(br|tap|v)$'); do
@@ -333,8 +333,8 @@ check "the router resolves names through the ISP's resolver (from its WAN lease)
 check "HTTPS (lighttpd) serves the Guest Board with the first-boot certificate" \
   g "curl -sk -m 10 https://127.0.0.1/ | grep -qi '<html\|<!doctype' && openssl s_client -connect 127.0.0.1:443 </dev/null 2>/dev/null | openssl x509 -noout -fingerprint -sha256 | grep -qi '$(cred tls-sha256 1)'"
 WAN_IP=$(g ". /run/homework/interfaces.env; ip -4 -o addr show dev \$WAN | awk '{print \$4}' | cut -d/ -f1 | head -1" | tr -d '\r\n')
-check "WAN side closed: from the ISP, the router ($WAN_IP) answers ping but not its web server (443, 8081)" \
-  sh -c "ip netns exec $NS_ISP ping -c1 -W5 '$WAN_IP' && ! ip netns exec $NS_ISP curl -sk -m 5 https://$WAN_IP/ && ! ip netns exec $NS_ISP curl -s -m 5 http://$WAN_IP:8081/"
+check "WAN side closed: from the ISP, the router ($WAN_IP) answers ping but not its web server (443, 80)" \
+  sh -c "ip netns exec $NS_ISP ping -c1 -W5 '$WAN_IP' && ! ip netns exec $NS_ISP curl -sk -m 5 https://$WAN_IP/ && ! ip netns exec $NS_ISP curl -s -m 5 http://$WAN_IP/"
 check "data partition (hw-data) mounted on /var/lib/homework and grown to the disk" \
   g "findmnt -n -o SOURCE /var/lib/homework | grep -q vda4 && [ \$(df -m --output=size /var/lib/homework | tail -1) -gt 1000 ]"
 

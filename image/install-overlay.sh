@@ -45,7 +45,7 @@ fi
 # conf/: the controller's templates (conf/*.toml etc.) for reference, the image's own files in /etc/homework
 mkdir -p "$R/usr/share/homework/conf" "$R/etc/homework"
 find conf -maxdepth 1 -type f -exec install -m 644 {} "$R/usr/share/homework/conf/" \;
-install -m 644 conf/image/homework.toml.in conf/image/lighttpd.conf "$R/etc/homework/"
+install -m 644 conf/image/homework.toml.in "$R/etc/homework/"
 if [ -f scripts/router-net.sh ]; then inst 755 scripts/router-net.sh /usr/lib/homework/scripts/router-net.sh; fi
 
 # --- image scripts and units
