@@ -211,12 +211,15 @@ class DhcpServer(Component):
         self.ctx.state.save_lease(LeaseRow(mac, block.index, expires, in_port, self.hostnames.get(mac, ""), relay))
         self._install_router_address(mac)
         self.stats["acks"] += 1
+        # The ACK goes to the switch ahead of the flows the lease event brings (routing):
+        # in a burst of new devices it no longer queues behind everyone's flow-mods.
+        self.ctx.send([self._reply(m.ACK, msg, block, in_port, lease_time)])
         self.ctx.bus.publish("lease", action="renewed" if renewal else "granted", mac=mac, ip=block.device,
                              router=block.router, port=in_port, lease_time=lease_time, expires=expires,
                              hostname=self.hostnames.get(mac, ""), state=device.state, relay=relay)
         if not renewal:
             self.log.info("lease %s -> %s/30 for %ds (%s)", mac, block.device, lease_time, device.state)
-        return [self._reply(m.ACK, msg, block, in_port, lease_time)]
+        return []
 
     def _release(self, msg: m.DhcpMessage) -> list:
         block = self.alloc.block_for(msg.mac)

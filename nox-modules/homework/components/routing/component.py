@@ -150,8 +150,11 @@ class Routing(Component):
                 decisions.append(FlowDelete(cookie=L.cookie(L.KIND_SHARED, dev.index),
                                             cookie_mask=L.MASK_ALL_KINDS_ONE_DEVICE))
         elif mode == "gateway":
-            for kind in (L.KIND_FORWARD, L.KIND_ACCOUNT, L.KIND_LEARNED):
-                delete(kind, dev.index)
+            # Nothing to delete for a device new since the switch connected (datapath_up
+            # clears every index it does not sync): a new lease is 12 flow-mods, not 15.
+            if old is not None or not update_shared:
+                for kind in (L.KIND_FORWARD, L.KIND_ACCOUNT, L.KIND_LEARNED):
+                    delete(kind, dev.index)
             self.per_host.discard(dev.index)
             decisions += fs.arp_flows(dev) + fs.gateway_flows(dev)
             self.installed[mac] = (dev, mode)
