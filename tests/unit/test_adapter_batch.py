@@ -45,3 +45,24 @@ def test_a_new_switch_connection_never_gets_the_old_ones_messages():
     out.add(new, b"new")
     later.pop()()
     assert old.sent == [b"old"] and new.sent == [b"new"]
+
+
+def test_fast_match_serialises_exactly_like_the_normalising_path():
+    import ipaddress
+    from os_ken.ofproto import ofproto_v1_3, ofproto_v1_3_parser
+    from homework.adapter.osken_app import _match, _normalised_match
+    from homework.components.routing import flowsets as fs
+
+    class Dp:
+        ofproto, ofproto_parser = ofproto_v1_3, ofproto_v1_3_parser
+
+    dev = fs.Dev(mac="02:AB:00:00:00:01", ip="10.2.0.6", router="10.2.0.5", broadcast="10.2.0.7", port=3, index=1)
+    flows = (fs.arp_flows(dev) + fs.gateway_flows(dev) + fs.forward_flows(dev, "02:00:00:00:00:01")
+             + fs.account_flows(dev, 60) + fs.per_host_flows(dev) + fs.base_flows(ipaddress.ip_network("10.2.0.0/16")))
+    matches = [f.match for f in flows] + [{"eth_type": 0x0800, "ip_proto": 17, "udp_dst": 67}]
+    assert any(not isinstance(v, tuple) for m in matches for v in m.values())
+    for fields in matches:
+        fast, slow = bytearray(), bytearray()
+        _match(Dp, fields).serialize(fast, 0)
+        _normalised_match(Dp, fields).serialize(slow, 0)
+        assert fast == slow, fields
