@@ -14,9 +14,15 @@ LOCAL_MAC_CACHE_SECONDS = 1.0
 
 
 class HostNet:
-    """Address changes are queued and applied in batches by one worker running
-    `ip -force -batch -`: a burst of 100 new leases costs one process, not 100, and the
-    DHCP reply never waits for the kernel."""
+    """Address changes are queued and handed by one worker to a long-lived
+    `ip -force -batch -` that reads commands from a pipe: a burst of 100 new leases
+    costs no process start at all (starting one blocked the whole controller for the
+    fork/exec, which under load took milliseconds), and the DHCP reply never waits for
+    the kernel. The ip process is let go after IDLE_SECONDS without work, so it never
+    holds on to a stale interface index for long."""
+
+    IDLE_SECONDS = 5.0
+    IP_BATCH = ("ip", "-force", "-batch", "-")
 
     def __init__(self, bridge: str):
         self.bridge = bridge
@@ -25,6 +31,8 @@ class HostNet:
         self._worker_lock = threading.Lock()
         self._mac: str | None = None
         self._mac_read_at = 0.0
+        self.processes_started = 0
+        self._proc: subprocess.Popen | None = None    # the running `ip -batch`, if any
 
     def _enqueue(self, line: str) -> None:
         with self._worker_lock:
@@ -35,26 +43,45 @@ class HostNet:
 
     def _apply_loop(self) -> None:
         while True:
-            lines = [self._queue.get()]
+            try:
+                lines = [self._queue.get(timeout=self.IDLE_SECONDS if self._proc else None)]
+            except queue.Empty:
+                _close(self._proc)
+                self._proc = None
+                continue
             while True:
                 try:
                     lines.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
             try:
-                res = subprocess.run(["ip", "-force", "-batch", "-"], input="\n".join(lines) + "\n",
-                                     capture_output=True, text=True, timeout=30)
-                for err in res.stderr.splitlines():
-                    if "Cannot assign" not in err and "Command failed" not in err and err.strip():
-                        log.warning("ip: %s", err.strip())
+                for attempt in (1, 2):      # a second try with a fresh process if it died
+                    try:
+                        if self._proc is None or self._proc.poll() is not None:
+                            self._proc = self._start_ip()
+                        self._proc.stdin.write("\n".join(lines) + "\n")
+                        self._proc.stdin.flush()
+                        break
+                    except (BrokenPipeError, OSError, ValueError):
+                        _close(self._proc)
+                        self._proc = None
+                        if attempt == 2:
+                            raise
             except Exception:
                 log.exception("applying %d address changes failed", len(lines))
             finally:
                 for _ in lines:
                     self._queue.task_done()
 
+    def _start_ip(self) -> subprocess.Popen:
+        proc = subprocess.Popen(list(self.IP_BATCH), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+        self.processes_started += 1
+        threading.Thread(target=_log_errors, args=(proc.stderr,), daemon=True, name="hostnet-ip").start()
+        return proc
+
     def flush(self, timeout: float = 5.0) -> None:
-        """Wait until queued address changes are applied (tests, shutdown)."""
+        """Wait until queued address changes are handed to ip (tests, shutdown)."""
         deadline = time.monotonic() + timeout
         while self._queue.unfinished_tasks and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -89,6 +116,23 @@ class HostNet:
                 self._mac = None
             self._mac_read_at = now
         return self._mac
+
+
+def _log_errors(stream) -> None:
+    for err in stream:
+        err = err.strip()
+        if err and "Cannot assign" not in err and "Command failed" not in err:
+            log.warning("ip: %s", err)
+
+
+def _close(proc: subprocess.Popen | None) -> None:
+    if proc is None:
+        return
+    try:
+        proc.stdin.close()
+        proc.wait(timeout=10)
+    except Exception:
+        proc.kill()
 
 
 class FakeHost(HostNet):

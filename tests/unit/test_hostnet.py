@@ -1,0 +1,63 @@
+"""HostNet hands address changes to one long-lived `ip -batch` process (a fake here)."""
+import sys
+import time
+
+from homework.hostnet import HostNet
+
+FAKE_IP = """
+import sys
+for line in sys.stdin:
+    with open(sys.argv[1], "a") as out:
+        out.write(line)
+"""
+
+
+def fake_host(tmp_path, idle=5.0):
+    log = tmp_path / "applied"
+    host = HostNet("br0")
+    host.IP_BATCH = (sys.executable, "-c", FAKE_IP, str(log))
+    host.IDLE_SECONDS = idle
+    return host, log
+
+
+def wait_lines(path, n, timeout=10):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        lines = path.read_text().splitlines() if path.exists() else []
+        if len(lines) >= n:
+            return lines
+        time.sleep(0.02)
+    raise AssertionError(f"only {path.read_text() if path.exists() else ''!r}")
+
+
+def test_changes_reach_one_ip_process_in_order(tmp_path):
+    host, log = fake_host(tmp_path)
+    for i in range(1, 4):
+        host.add_router_address(f"10.2.0.{4 * i + 1}")
+    host.flush()
+    host.remove_router_address("10.2.0.5")
+    host.flush()
+    assert wait_lines(log, 4) == ["addr replace 10.2.0.5/30 dev br0", "addr replace 10.2.0.9/30 dev br0",
+                                  "addr replace 10.2.0.13/30 dev br0", "addr del 10.2.0.5/30 dev br0"]
+    assert host.processes_started == 1
+
+
+def test_an_idle_ip_process_is_let_go_and_a_new_one_started(tmp_path):
+    host, log = fake_host(tmp_path, idle=0.1)
+    host.add_router_address("10.2.0.1")
+    wait_lines(log, 1)
+    time.sleep(0.5)
+    host.add_router_address("10.2.0.5")
+    assert wait_lines(log, 2)[-1] == "addr replace 10.2.0.5/30 dev br0"
+    assert host.processes_started == 2
+
+
+def test_a_dead_ip_process_is_replaced(tmp_path):
+    host, log = fake_host(tmp_path)
+    host.add_router_address("10.2.0.1")
+    wait_lines(log, 1)
+    host._proc.kill()           # the fake ip we started dies behind the worker's back
+    host._proc.wait()
+    host.add_router_address("10.2.0.5")
+    assert wait_lines(log, 2)[-1] == "addr replace 10.2.0.5/30 dev br0"
+    assert host.processes_started == 2
