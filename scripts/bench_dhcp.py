@@ -269,6 +269,32 @@ class Server:
             last = count
             time.sleep(0.5)
 
+    def settle_ovs(self, devs: list[Device], timeout: float = 10) -> None:
+        """New MACs mean link down/up on every port, and OVS (netdev) spends seconds of CPU
+        re-opening them: wait for the links and for the switch to go quiet, or the burst
+        measures that instead of the DHCP server."""
+        waits: list[str] = []
+        for d in devs:
+            waits += ["--", "wait-until", "Interface", d.port_name, "link_state=up"]
+        self.home.router(["ovs-vsctl", f"--timeout={int(timeout)}", *waits[1:]], check=False, timeout=timeout + 5)
+        pid = _read_pid(self.home.ovs_dir / "run" / "ovs-vswitchd.pid")
+        tick = os.sysconf("SC_CLK_TCK")
+
+        def cpu() -> float:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / tick
+        deadline = time.monotonic() + timeout
+        try:
+            last = cpu()
+            while time.monotonic() < deadline:
+                time.sleep(0.25)
+                now = cpu()
+                if now - last < 0.25 * 0.1:     # under 10 % of a core
+                    return
+                last = now
+        except (OSError, IndexError, ValueError):
+            time.sleep(1)
+
     def burst(self, devs: list[Device], round_no: int) -> tuple[list[float], list[float]]:
         """All devices start udhcpc at once; seconds from start to ACK for each, and
         from DISCOVER to ACK on the device's interface."""
@@ -278,6 +304,7 @@ class Server:
                   f"ip link set {d.ifname} address {d.mac} && ip link set {d.ifname} up")
             for f in (d.dir / "events").glob("*.env"):
                 f.unlink()
+        self.settle_ovs(devs)
         started: dict[str, float] = {}
         procs: list[subprocess.Popen] = []
         k = min(len(devs), 20)  # 20 launcher threads released together
