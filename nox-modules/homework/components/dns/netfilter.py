@@ -6,9 +6,9 @@ whatever address the device asked), and sends port 80 of pending devices to the 
 from __future__ import annotations
 
 import logging
-import queue
 import subprocess
-import threading
+
+from ...worker import BatchWorker
 
 log = logging.getLogger("homework.dns.net")
 
@@ -35,8 +35,7 @@ class DnsNet:
         self.bridge = bridge
         addr, _, port = listen.rpartition(":")
         self.addr, self.port = addr, int(port)
-        self._queue: "queue.Queue[str]" = queue.Queue()
-        self._worker: threading.Thread | None = None
+        self._nft = BatchWorker("dns-nft", self._apply)
 
     def setup(self) -> None:
         """Install the table and dnsd's address (idempotent; replaces an old table)."""
@@ -53,26 +52,20 @@ class DnsNet:
 
     def captive(self, ip: str, on: bool) -> None:
         verb = "add" if on else "delete"
-        self._enqueue(f"{verb} element inet {TABLE} captive4 {{ {ip} }}")
+        self._nft.put(f"{verb} element inet {TABLE} captive4 {{ {ip} }}")
 
-    def _enqueue(self, line: str) -> None:
-        if self._worker is None:
-            self._worker = threading.Thread(target=self._loop, daemon=True, name="dns-nft")
-            self._worker.start()
-        self._queue.put(line)
+    def flush(self) -> None:
+        self._nft.flush()
 
-    def _loop(self) -> None:
-        while True:
-            lines = [self._queue.get()]
-            while not self._queue.empty():
-                lines.append(self._queue.get_nowait())
+    @staticmethod
+    def _apply(lines: list[str]) -> None:
+        res = subprocess.run(["nft", "-f", "-"], input="\n".join(lines) + "\n",
+                             capture_output=True, text=True, timeout=10)
+        if res.returncode != 0:
             # One line at a time on failure: deleting an absent element must not undo the rest.
-            res = subprocess.run(["nft", "-f", "-"], input="\n".join(lines) + "\n",
-                                 capture_output=True, text=True, timeout=10)
-            if res.returncode != 0:
-                for line in lines:
-                    subprocess.run(["nft", "-f", "-"], input=line + "\n", capture_output=True,
-                                   text=True, timeout=10)
+            for line in lines:
+                subprocess.run(["nft", "-f", "-"], input=line + "\n", capture_output=True,
+                               text=True, timeout=10)
 
 
 class FakeDnsNet:

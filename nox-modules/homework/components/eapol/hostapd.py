@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import logging
 import os
-import queue
 import subprocess
 import threading
+
+from ...worker import BatchWorker
 
 log = logging.getLogger("homework.eapol.hostapd")
 
@@ -18,33 +19,19 @@ class HostapdDenyList:
     def __init__(self, deny_file: str, ctrl: str):
         self.deny_file = deny_file
         self.ctrl_dir, self.iface = os.path.split(ctrl) if ctrl else ("", "")
-        self._queue: "queue.Queue[tuple[str, list[str]]]" = queue.Queue()
-        self._worker: threading.Thread | None = None
+        self._worker = BatchWorker("hostapd-deny", self._apply_batch)
         self._write_lock = threading.Lock()
 
     def update(self, blacklisted: list[str], added: list[str] = (), removed: list[str] = ()) -> None:
-        self._enqueue(sorted(blacklisted), list(added), list(removed))
-
-    def _enqueue(self, *job) -> None:
-        if self._worker is None:
-            self._worker = threading.Thread(target=self._loop, daemon=True, name="hostapd-deny")
-            self._worker.start()
-        self._queue.put(job)
-
-    def _loop(self) -> None:
-        while True:
-            blacklisted, added, removed = self._queue.get()
-            try:
-                self.apply(blacklisted, added, removed)
-            except Exception:
-                log.exception("updating hostapd's deny list failed")
-            finally:
-                self._queue.task_done()
+        self._worker.put((sorted(blacklisted), list(added), list(removed)))
 
     def flush(self) -> None:
         """Wait until every queued update has been applied (tests, shutdown)."""
-        if self._worker is not None:
-            self._queue.join()
+        self._worker.flush()
+
+    def _apply_batch(self, jobs: list[tuple[list[str], list[str], list[str]]]) -> None:
+        for blacklisted, added, removed in jobs:   # in order: each add/remove reaches hostapd
+            self.apply(blacklisted, added, removed)
 
     def apply(self, blacklisted: list[str], added: list[str], removed: list[str]) -> None:
         if self.deny_file:

@@ -1,0 +1,53 @@
+"""A background worker that applies queued jobs in batches.
+
+Several components must change the router's Linux side (nftables sets, hostapd's deny
+list, addresses) from inside an event handler. Doing it inline would stall the
+controller on a subprocess; this worker takes the jobs off the hot path and hands
+everything queued so far to one `apply(batch)` call, so a burst costs one process.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from typing import Callable, Generic, TypeVar
+
+log = logging.getLogger(__name__)
+Job = TypeVar("Job")
+
+
+class BatchWorker(Generic[Job]):
+    def __init__(self, name: str, apply: Callable[[list[Job]], None]):
+        self.name = name
+        self._apply = apply
+        self._queue: "queue.Queue[Job]" = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+
+    def put(self, job: Job) -> None:
+        with self._start_lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, daemon=True, name=self.name)
+                self._thread.start()
+        self._queue.put(job)
+
+    def flush(self) -> None:
+        """Wait until every job queued so far has been applied (tests, shutdown)."""
+        if self._thread is not None:
+            self._queue.join()
+
+    def _loop(self) -> None:
+        while True:
+            batch = [self._queue.get()]
+            while True:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            try:
+                self._apply(batch)
+            except Exception:   # a failed batch is logged; the worker lives on
+                log.exception("%s: applying %d queued changes failed", self.name, len(batch))
+            finally:
+                for _ in batch:
+                    self._queue.task_done()
