@@ -5,9 +5,11 @@
 //!
 //! nftables sends every device's port-53 traffic here (see the dns component); each query
 //! is checked against the asking device's policy (pushed by the controller over the control
-//! socket) and allowed ones are forwarded to dnsmasq. It runs apart from the Python
-//! controller so name lookups never wait for it (see the README's DNS section).
+//! socket); allowed ones are answered from a short-lived cache (cache.rs) or forwarded to
+//! dnsmasq. It runs apart from the Python controller so name lookups never wait for it
+//! (see the README's DNS section).
 
+mod cache;
 mod control;
 mod policy;
 mod server;

@@ -3,6 +3,9 @@
 //! dnsmasq's answers back (so the two halves run on both cores). TCP: a thread per client
 //! connection (bounded), forwarding over its own upstream connection.
 //!
+//! Allowed queries that dnsd relayed a moment ago are answered from a small cache
+//! (cache.rs) after the policy check, without the round trip to dnsmasq.
+//!
 //! Every query yields a `q` event line for the controller; answers carrying addresses
 //! yield `a` lines (deduplicated) so the controller can learn name -> address mappings.
 
@@ -16,6 +19,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::cache::{Cache, Key};
 use crate::policy::{Device, Policy, Verdict};
 use crate::wire;
 
@@ -29,6 +33,7 @@ const LEARNED_CAP: usize = 100_000;
 pub struct Stats {
     pub queries: AtomicU64,
     pub forwarded: AtomicU64,
+    pub cache_hits: AtomicU64,
     pub answered: AtomicU64,
     pub blocked: AtomicU64,
     pub pending: AtomicU64,
@@ -44,8 +49,8 @@ impl Stats {
     pub fn line(&self) -> String {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         format!(
-            "queries={} forwarded={} answered={} blocked={} pending={} refused={} malformed={} timeouts={} tcp_queries={} events_dropped={} panics={}",
-            g(&self.queries), g(&self.forwarded), g(&self.answered), g(&self.blocked), g(&self.pending),
+            "queries={} forwarded={} cache_hits={} answered={} blocked={} pending={} refused={} malformed={} timeouts={} tcp_queries={} events_dropped={} panics={}",
+            g(&self.queries), g(&self.forwarded), g(&self.cache_hits), g(&self.answered), g(&self.blocked), g(&self.pending),
             g(&self.refused), g(&self.malformed), g(&self.timeouts), g(&self.tcp_queries),
             g(&self.events_dropped), g(&self.panics)
         )
@@ -57,11 +62,13 @@ pub struct Shared {
     pub events: SyncSender<String>,
     pub stats: Stats,
     learned: Mutex<HashMap<String, (Instant, u64)>>,
+    cache: Mutex<Cache>,
 }
 
 impl Shared {
     pub fn new(events: SyncSender<String>) -> Arc<Shared> {
-        Arc::new(Shared { policy: RwLock::new(Policy::default()), events, stats: Stats::default(), learned: Mutex::new(HashMap::new()) })
+        Arc::new(Shared { policy: RwLock::new(Policy::default()), events, stats: Stats::default(), learned: Mutex::new(HashMap::new()),
+                    cache: Mutex::new(Cache::new(crate::cache::CAPACITY)) })
     }
 
     /// Events are best effort: if the controller falls behind, drop and count.
@@ -83,6 +90,9 @@ pub struct Forward {
     qtype: u16,
     /// Set for restricted devices: their answers' CNAME targets are checked too.
     check: Option<Device>,
+    /// None for queries the cache does not handle.
+    key: Option<Key>,
+    question_end: usize,
 }
 
 pub enum Outcome {
@@ -96,7 +106,7 @@ fn read_policy(shared: &Shared) -> std::sync::RwLockReadGuard<'_, Policy> {
 }
 
 /// Decide what to do with one query from `src`.
-pub fn handle(shared: &Shared, src: IpAddr, buf: &[u8]) -> Outcome {
+pub fn handle(shared: &Shared, src: IpAddr, buf: &[u8], tcp: bool) -> Outcome {
     shared.stats.queries.fetch_add(1, Ordering::Relaxed);
     let q = match wire::parse_query(buf) {
         Ok(q) => q,
@@ -123,7 +133,8 @@ pub fn handle(shared: &Shared, src: IpAddr, buf: &[u8]) -> Outcome {
     let outcome = match verdict {
         Verdict::Allowed => {
             let check = if policy.restricted(dev) { Some(dev.clone()) } else { None };
-            return Outcome::Forward(Forward { mac: dev.mac.clone(), name: q.name, qtype: q.qtype, check });
+            let key = Key::of(buf, &q, tcp);
+            return Outcome::Forward(Forward { mac: dev.mac.clone(), name: q.name, qtype: q.qtype, check, key, question_end: q.end });
         }
         Verdict::Blocked if policy.drop_blocked => Outcome::Drop,
         Verdict::Blocked | Verdict::Bypass => Outcome::Reply(wire::reply(buf, &q, wire::RCODE_NXDOMAIN)),
@@ -145,24 +156,49 @@ fn finish(shared: &Shared, fwd: &Forward, answer_buf: &[u8], latency_us: u64) ->
     let answer = wire::parse_answer(answer_buf);
     let mut verdict = "allowed";
     let mut replacement = None;
-    if let (Some(ans), Some(dev)) = (&answer, &fwd.check) {
-        let policy = read_policy(shared);
-        if ans.cnames.iter().any(|c| policy.name_allowed(dev, c) == Verdict::Blocked) {
-            verdict = "blocked";
-            shared.stats.blocked.fetch_add(1, Ordering::Relaxed);
-            replacement = Some(if policy.drop_blocked { Vec::new() } else {
-                wire::nxdomain_from_answer(answer_buf, ans.question_end).unwrap_or_default()
-            });
-        }
-    }
     if let Some(ans) = &answer {
+        replacement = cname_check(shared, fwd, &ans.cnames, answer_buf, ans.question_end);
+        if replacement.is_some() {
+            verdict = "blocked";
+        }
         if !ans.addrs.is_empty() {
             learn(shared, fwd, ans);
+        }
+        if let Some(key) = &fwd.key {
+            // The raw answer: other devices may use it; the CNAME check runs on every hit.
+            let mut cache = shared.cache.lock().unwrap_or_else(|e| e.into_inner());
+            cache.insert(key.clone(), answer_buf, ans.cnames.clone(), Instant::now());
         }
     }
     shared.stats.answered.fetch_add(1, Ordering::Relaxed);
     shared.query_event(&fwd.mac, fwd.qtype, verdict, latency_us, &fwd.name);
     replacement
+}
+
+/// For restricted devices: an answer that aliases to a blocked name becomes NXDOMAIN
+/// (or nothing, with blocked_answer = "drop"). None: send the answer as it is.
+fn cname_check(shared: &Shared, fwd: &Forward, cnames: &[String], answer_buf: &[u8], question_end: usize) -> Option<Vec<u8>> {
+    let dev = fwd.check.as_ref()?;
+    let policy = read_policy(shared);
+    if !cnames.iter().any(|c| policy.name_allowed(dev, c) == Verdict::Blocked) {
+        return None;
+    }
+    shared.stats.blocked.fetch_add(1, Ordering::Relaxed);
+    Some(if policy.drop_blocked { Vec::new() } else {
+        wire::nxdomain_from_answer(answer_buf, question_end).unwrap_or_default()
+    })
+}
+
+/// The answer to an allowed query from the cache, if it has a fresh one; an empty
+/// reply means "send nothing". `t0`: when the query arrived (for the latency logged).
+fn from_cache(shared: &Shared, fwd: &Forward, query: &[u8], t0: Instant) -> Option<Vec<u8>> {
+    let key = fwd.key.as_ref()?;
+    let hit = shared.cache.lock().unwrap_or_else(|e| e.into_inner()).get(key, query, fwd.question_end, Instant::now())?;
+    shared.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
+    let replacement = cname_check(shared, fwd, &hit.cnames, &hit.answer, fwd.question_end);
+    let verdict = if replacement.is_some() { "blocked" } else { "allowed" };
+    shared.query_event(&fwd.mac, fwd.qtype, verdict, t0.elapsed().as_micros() as u64, &fwd.name);
+    Some(replacement.unwrap_or(hit.answer))
 }
 
 fn learn(shared: &Shared, fwd: &Forward, ans: &wire::Answer) {
@@ -254,12 +290,19 @@ pub fn serve_udp(shared: Arc<Shared>, listen: SocketAddr, upstream: SocketAddr) 
                     Ok(r) => r,
                     Err(_) => continue,
                 };
-                guard(&shared, || match handle(&shared, client.ip(), &buf[..n]) {
+                let t0 = Instant::now();
+                guard(&shared, || match handle(&shared, client.ip(), &buf[..n], false) {
                     Outcome::Reply(r) => {
                         let _ = sock.send_to(&r, client);
                     }
                     Outcome::Drop => {}
                     Outcome::Forward(fwd) => {
+                        if let Some(reply) = from_cache(&shared, &fwd, &buf[..n], t0) {
+                            if !reply.is_empty() {
+                                let _ = sock.send_to(&reply, client);
+                            }
+                            return;
+                        }
                         let orig_id = u16::from_be_bytes([buf[0], buf[1]]);
                         let slot = Slot { client, orig_id, t0: Instant::now(), fwd };
                         let id = pending.lock().unwrap_or_else(|e| e.into_inner()).insert(slot, &shared.stats);
@@ -379,7 +422,8 @@ fn tcp_client(shared: &Shared, mut conn: TcpStream, upstream: SocketAddr) {
     let mut up: Option<TcpStream> = None;
     while let Some(msg) = read_frame(&mut conn) {
         shared.stats.tcp_queries.fetch_add(1, Ordering::Relaxed);
-        match handle(shared, peer.ip(), &msg) {
+        let t0 = Instant::now();
+        match handle(shared, peer.ip(), &msg, true) {
             Outcome::Reply(r) => {
                 if !write_frame(&mut conn, &r) {
                     return;
@@ -387,7 +431,12 @@ fn tcp_client(shared: &Shared, mut conn: TcpStream, upstream: SocketAddr) {
             }
             Outcome::Drop => {}
             Outcome::Forward(fwd) => {
-                let t0 = Instant::now();
+                if let Some(reply) = from_cache(shared, &fwd, &msg, t0) {
+                    if !reply.is_empty() && !write_frame(&mut conn, &reply) {
+                        return;
+                    }
+                    continue;
+                }
                 shared.stats.forwarded.fetch_add(1, Ordering::Relaxed);
                 let answer = tcp_upstream(&mut up, upstream, &msg);
                 let reply = match answer {

@@ -11,6 +11,7 @@ pub const HEADER: usize = 12;
 pub const TYPE_A: u16 = 1;
 pub const TYPE_CNAME: u16 = 5;
 pub const TYPE_AAAA: u16 = 28;
+pub const TYPE_OPT: u16 = 41;
 pub const TYPE_ANY: u16 = 255;
 pub const RCODE_FORMERR: u8 = 1;
 pub const RCODE_SERVFAIL: u8 = 2;
@@ -206,6 +207,65 @@ pub fn parse_answer(buf: &[u8]) -> Option<Answer> {
         answer.min_ttl = 0;
     }
     Some(answer)
+}
+
+/// True when `rest` is exactly one EDNS OPT record (root name, type 41).
+pub fn is_lone_opt(rest: &[u8]) -> bool {
+    match (rest.first(), u16_at(rest, 1), u16_at(rest, 9)) {
+        (Some(0), Some(TYPE_OPT), Some(rdlen)) => rest.len() == 11 + rdlen as usize,
+        _ => false,
+    }
+}
+
+/// Where the TTLs of a response are, for the answer cache.
+#[derive(Debug, PartialEq)]
+pub struct Ttls {
+    pub rcode: u8,
+    pub truncated: bool,
+    pub question_end: usize,
+    /// (offset, value) of every record's TTL except OPT's (which holds EDNS flags).
+    pub ttls: Vec<(usize, u32)>,
+    /// The smallest TTL in the answer and authority sections (0 when they are empty).
+    pub min_ttl: u32,
+}
+
+/// Walk every record of a response with exactly one question; None if malformed.
+pub fn scan_ttls(buf: &[u8]) -> Option<Ttls> {
+    let flags = u16_at(buf, 2)?;
+    if flags & 0x8000 == 0 || u16_at(buf, 4)? != 1 {
+        return None;
+    }
+    let (an, ns, ar) = (u16_at(buf, 6)? as usize, u16_at(buf, 8)? as usize, u16_at(buf, 10)? as usize);
+    if an + ns + ar > MAX_RECORDS {
+        return None;
+    }
+    let (_, o) = read_name(buf, HEADER)?;
+    let question_end = o + 4;
+    if question_end > buf.len() {
+        return None;
+    }
+    let mut info = Ttls { rcode: (flags & 0xF) as u8, truncated: flags & 0x0200 != 0, question_end, ttls: Vec::new(), min_ttl: u32::MAX };
+    let mut off = question_end;
+    for i in 0..an + ns + ar {
+        let (_, o) = read_name(buf, off)?;
+        let rtype = u16_at(buf, o)?;
+        let ttl = u32_at(buf, o + 4)?;
+        let rdlen = u16_at(buf, o + 8)? as usize;
+        off = o + 10 + rdlen;
+        if off > buf.len() {
+            return None;
+        }
+        if rtype != TYPE_OPT {
+            info.ttls.push((o + 4, ttl));
+        }
+        if i < an + ns {
+            info.min_ttl = info.min_ttl.min(ttl);
+        }
+    }
+    if info.min_ttl == u32::MAX {
+        info.min_ttl = 0;
+    }
+    Some(info)
 }
 
 fn header(id: u16, query_flags: u16, rcode: u8, qd: u16, an: u16) -> Vec<u8> {
