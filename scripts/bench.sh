@@ -35,5 +35,7 @@ if want routing; then
   "$PY" scripts/bench_routing.py
 fi
 
-# Other sections (DNS, NAT connections, bulk TCP, controller, hwdb) go here:
-# if want NAME; then section "..."; ...; fi
+if want hwdb; then
+  section "hwdb vs SQLite :memory: (make -C hwdb bench)"
+  make --no-print-directory -C hwdb bench
+fi
