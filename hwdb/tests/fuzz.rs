@@ -16,21 +16,9 @@ use hwdb::srpc::wire::{self, Command};
 use hwdb::srpc::Timing;
 use hwdb::Database;
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[self.below(xs.len())]
-    }
-}
+mod common;
+use common::Rng;
+
 
 const VALID: &[&str] = &[
     "create table Links (mac varchar(17), rssi real, retries integer, ok boolean)",

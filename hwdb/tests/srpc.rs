@@ -33,19 +33,9 @@ fn sql(c: &mut Client, stmt: &str) -> hwdb::result::WireResult {
     r
 }
 
-/// A deterministic xorshift generator, so failures reproduce.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-}
+mod common;
+use common::Rng;
+
 
 #[test]
 fn multi_megabyte_messages_both_ways() {
