@@ -50,3 +50,4 @@ clean:
 	@bash scripts/teardown-stale.sh || true
 	rm -rf out .pytest_cache test-artifacts
 	@if [ -f hwdb/Cargo.toml ]; then (cd hwdb && cargo clean); fi
+	@if [ -f dnsd/Cargo.toml ]; then (cd dnsd && cargo clean); fi
