@@ -3,11 +3,7 @@
 # (see ../shared/notes/performance.md for what the ratios should be). Not a test.
 # BENCH_SECTIONS="dhcp ..." runs only those sections (default: all).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-REPO=$PWD
-export PYTHONPATH="$REPO/nox-modules:$REPO/hwdb/python:$REPO/tests${PYTHONPATH:+:$PYTHONPATH}"
-PY=$REPO/.venv/bin/python
-[ -x "$PY" ] || PY=/usr/bin/python3
+source "$(dirname "$0")/env.sh"
 SECTIONS=${BENCH_SECTIONS:-all}
 
 want() { [ "$SECTIONS" = all ] || [[ " $SECTIONS " == *" $1 "* ]]; }
