@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `make bench`: performance numbers, each section against its peer in the same run
-# (see ../shared/notes/performance.md for what the ratios should be). Not a test.
+# `make bench`: performance numbers, each section against its peer in the same run.
+# Not a test.
 # BENCH_SECTIONS="dhcp ..." runs only those sections (default: all).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
@@ -29,6 +29,11 @@ fi
 if want routing; then
   section "Routing: new connections, bulk TCP, flow-table scaling (scripts/bench_routing.py)"
   "$PY" scripts/bench_routing.py
+fi
+
+if want scale; then
+  section "Scale: idle CPU and RSS at 3 / 100 / 1,000 permitted devices (scripts/bench_scale.py)"
+  "$PY" scripts/bench_scale.py
 fi
 
 if want hwdb; then

@@ -18,7 +18,10 @@ dnsmasq (--no-ping, lease file on tmpfs) on the bridge's LOCAL interface.
      starting the client to its ACK (median, max), and the exchange itself as the
      device's interface saw it (kernel timestamps of its first DISCOVER and its ACK):
      starting 100 clients at once on 2 cores takes most of a second whatever the
-     server, so only the second number says how fast the server answers.
+     server, so only the second number says how fast the server answers. Every round
+     is against a fresh server (a new emulated home: no leases, nothing learned from
+     earlier rounds), and the rounds alternate between the servers (homework, dnsmasq,
+     dnsmasq, homework, ...), so a busy spell of the machine does not land on one of them.
 Each number is the median of several runs. Prints a table with ratios and writes
 out/bench-dhcp.json.
 
@@ -409,29 +412,42 @@ def bench_server(kind: str) -> dict:
         dev = srv.perf_device()
         for clients in CLIENTS:
             result["perfdhcp"][clients] = perf_scenario(srv, dev, clients)
-        srv.home.remove_device(dev)
+    return result
+
+
+def burst_round(kind: str, round_no: int) -> tuple[list[float], list[float]]:
+    """One burst of N_DEVICES new devices against a fresh server of this kind."""
+    with Server(kind) as srv:
         t = time.monotonic()
         devs = add_devices_parallel(srv.home, N_DEVICES)
         say(f"{kind}: {N_DEVICES} device namespaces ready in {time.monotonic() - t:.1f}s")
-        rounds, wires = [], []
-        for r in range(RUNS):
-            times, wire = srv.burst(devs, r + 1)
-            say(f"{kind}: {N_DEVICES} devices at once, round {r + 1}: {len(times)} bound, "
-                f"median {fmt(pct(times, 50))}s, max {fmt(max(times) if times else None)}s; "
-                f"on the wire DISCOVER->ACK median {fmt(pct(wire, 50))}s, max {fmt(max(wire) if wire else None)}s")
-            rounds.append(times)
-            wires.append(wire)
-        nan = float("nan")
-        result["burst"] = {
+        times, wire = srv.burst(devs, round_no)
+    say(f"{kind}: {N_DEVICES} devices at once, round {round_no}: {len(times)} bound, "
+        f"median {fmt(pct(times, 50))}s, max {fmt(max(times) if times else None)}s; "
+        f"on the wire DISCOVER->ACK median {fmt(pct(wire, 50))}s, max {fmt(max(wire) if wire else None)}s")
+    return times, wire
+
+
+def bench_bursts(results: dict) -> None:
+    """RUNS rounds, each server fresh for each round, the order alternating."""
+    rounds: dict[str, list] = {kind: [] for kind in SERVERS}
+    wires: dict[str, list] = {kind: [] for kind in SERVERS}
+    for r in range(RUNS):
+        for kind in (SERVERS if r % 2 == 0 else SERVERS[::-1]):
+            times, wire = burst_round(kind, r + 1)
+            rounds[kind].append(times)
+            wires[kind].append(wire)
+    nan = float("nan")
+    for kind in SERVERS:
+        results[kind]["burst"] = {
             "devices": N_DEVICES,
-            "bound": statistics.median(len(t) for t in rounds),
-            "median_s": statistics.median(pct(t, 50) or nan for t in rounds),
-            "p90_s": statistics.median(pct(t, 90) or nan for t in rounds),
-            "max_s": statistics.median(max(t) if t else nan for t in rounds),
-            "wire_median_s": statistics.median(pct(t, 50) or nan for t in wires),
-            "wire_p90_s": statistics.median(pct(t, 90) or nan for t in wires),
+            "bound": statistics.median(len(t) for t in rounds[kind]),
+            "median_s": statistics.median(pct(t, 50) or nan for t in rounds[kind]),
+            "p90_s": statistics.median(pct(t, 90) or nan for t in rounds[kind]),
+            "max_s": statistics.median(max(t) if t else nan for t in rounds[kind]),
+            "wire_median_s": statistics.median(pct(t, 50) or nan for t in wires[kind]),
+            "wire_p90_s": statistics.median(pct(t, 90) or nan for t in wires[kind]),
         }
-    return result
 
 
 def fmt(v, unit="") -> str:
@@ -494,6 +510,8 @@ def main() -> int:
     for kind in SERVERS:
         say(f"--- {kind} ---")
         results[kind] = bench_server(kind)
+    say("--- bursts: fresh servers, interleaved rounds ---")
+    bench_bursts(results)
     print()
     load = os.getloadavg()
     print(f"DHCP: Homework controller vs dnsmasq on an OVS NORMAL bridge (median of {RUNS} runs, "

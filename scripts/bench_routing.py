@@ -17,6 +17,9 @@ Measured:
   (c) homework with N = 1 .. 100k learned flow entries installed (seed Figure 4.5):
       ping RTT device -> device (p50) and UDP packets/s over N distinct flows
 Medians of RUNS runs; ratios to the peers; JSON in out/bench-routing.json.
+Every connection-rate run gets a server port of its own (lighttpd listens on RUN_PORTS):
+runs that reuse one server port and one (NAT) source address collide with the TIME_WAIT
+entries the previous runs left behind, and whichever setup comes later pays for them.
 Environment: BENCH_ROUTING_RUNS (3), BENCH_ROUTING_SECONDS (3), BENCH_ROUTING_FLOWS
 ("1,1000,10000,100000"), BENCH_ROUTING_SETUPS (all five, comma separated).
 """
@@ -43,6 +46,8 @@ FLOWS = [int(x) for x in os.environ.get("BENCH_ROUTING_FLOWS", "1,1000,10000,100
 SETUPS = os.environ.get("BENCH_ROUTING_SETUPS", "linux,ovs-normal,learn-switch,reactive-flow,homework").split(",")
 PY = "/usr/bin/python3"
 HTTP_PORT = 8081
+RUN_PORTS = range(8100, 8100 + 16 * RUNS)   # one per connection-rate run (see fresh_port)
+_ports = iter(RUN_PORTS)
 T0 = time.monotonic()
 
 CONNECTS = r"""
@@ -82,6 +87,11 @@ print(sent)
 """
 
 
+def fresh_port() -> int:
+    """A server port no earlier run of this process connected to."""
+    return next(_ports)
+
+
 def say(msg: str) -> None:
     print(f"[{time.monotonic() - T0:6.1f}s] {msg}", file=sys.stderr, flush=True)
 
@@ -103,7 +113,8 @@ def start_servers(home: Home) -> None:
     conf.write_text(f'server.document-root = "{www}"\nserver.bind = "{WEB_ADDR}"\nserver.port = {HTTP_PORT}\n'
                     f'server.pid-file = "{home.dir}/lighttpd-bench.pid"\nserver.max-connections = 4096\n'
                     'server.max-keep-alive-requests = 0\nserver.errorlog = "/dev/null"\n'
-                    'mimetype.assign = (".html" => "text/html")\n')
+                    'mimetype.assign = (".html" => "text/html")\n'
+                    + "".join(f'$SERVER["socket"] == "{WEB_ADDR}:{p}" {{ }}\n' for p in RUN_PORTS))
     home.internet_popen(["lighttpd", "-D", "-f", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     home.internet_popen(["iperf3", "-s", "-B", WEB_ADDR, "-p", "5201"], stdout=subprocess.DEVNULL,
                         stderr=subprocess.DEVNULL)
@@ -160,14 +171,15 @@ def measure(devs, label: str, results: dict, iperf_d2d: bool = True) -> None:
         time.sleep(0.25)
     rates = []
     for _ in range(RUNS):
-        r = a.run(["wrk", "-t", "1", "-c", "16", "-d", f"{SECONDS}s", "-H", "Connection: close", url],
+        run_url = f"http://{WEB_ADDR}:{fresh_port()}/index.html"
+        r = a.run(["wrk", "-t", "1", "-c", "16", "-d", f"{SECONDS}s", "-H", "Connection: close", run_url],
                   check=False, timeout=SECONDS + 30)
         m = re.search(r"Requests/sec:\s+([\d.]+)", r.stdout)
         rates.append(float(m.group(1)) if m else None)
     out["conn_per_s"] = median(rates)
     lat = []
     for _ in range(RUNS):
-        r = a.run([PY, "-c", CONNECTS, WEB_ADDR, str(HTTP_PORT), "300"], check=False, timeout=120)
+        r = a.run([PY, "-c", CONNECTS, WEB_ADDR, str(fresh_port()), "300"], check=False, timeout=120)
         if r.returncode == 0:
             lat.append(json.loads(r.stdout))
     out["connect_p50_ms"] = median([pct(x, 50) * 1000 for x in lat])
@@ -256,14 +268,14 @@ def run_peers(results: dict) -> None:
 
 
 def connection_rates(a, n_runs: int = 1) -> tuple[list, list]:
-    url = f"http://{WEB_ADDR}:{HTTP_PORT}/index.html"
     rates, lat = [], []
     for _ in range(n_runs):
+        url = f"http://{WEB_ADDR}:{fresh_port()}/index.html"
         r = a.run(["wrk", "-t", "1", "-c", "16", "-d", f"{SECONDS}s", "-H", "Connection: close", url],
                   check=False, timeout=SECONDS + 30)
         m = re.search(r"Requests/sec:\s+([\d.]+)", r.stdout)
         rates.append(float(m.group(1)) if m else None)
-        r = a.run([PY, "-c", CONNECTS, WEB_ADDR, str(HTTP_PORT), "300"], check=False, timeout=120)
+        r = a.run([PY, "-c", CONNECTS, WEB_ADDR, str(fresh_port()), "300"], check=False, timeout=120)
         if r.returncode == 0:
             lat.append(json.loads(r.stdout))
     return rates, lat

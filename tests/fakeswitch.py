@@ -1,11 +1,27 @@
 """A fake OpenFlow 1.3 switch for unit tests: keeps a flow table from the decisions the
 controller sends, and answers 'what would happen to this packet' by highest-priority match.
-Faucet's approach: test the valve logic by feeding packets and checking the flow table."""
+Faucet's approach: test the valve logic by feeding packets and checking the flow table.
+
+It is strict, as Faucet's fake table is, because a real switch would not tell us:
+- a flow added at the same priority, in the same table, as an existing flow whose match
+  overlaps it (some packet matches both) but differs raises `OverlapError`, unless both
+  do the same thing (same actions and goto): OVS would pick either one for the packets
+  in the overlap. Adding a flow with exactly the same match and priority replaces it.
+- a decision or action of a type the adapter does not know raises `TypeError`.
+
+With `adapter=True` each decision is also run through the os-ken adapter's message
+builder and read back from the bytes (tests/ofwire.py), so the unit tests cover it."""
 from __future__ import annotations
 
 import ipaddress
 
 from homework import flows as F
+
+KNOWN_ACTIONS = (F.Output, F.SetField, F.DecTTL, F.Resubmit, F.Learn)
+
+
+class OverlapError(AssertionError):
+    """Two flows at one priority in one table claim the same packets and differ."""
 
 
 def _field_matches(field, want, have):
@@ -21,26 +37,105 @@ def _field_matches(field, want, have):
     return str(want).lower() == str(have).lower()
 
 
+def _as_int(value) -> int:
+    """A match value as a number: MACs ('02:00:..'), IPv4 addresses and integers."""
+    if isinstance(value, str):
+        if ":" in value:
+            return int(value.replace(":", "").replace("-", ""), 16)
+        return int(ipaddress.IPv4Address(value))
+    return int(value)
+
+
+def _value_mask(value) -> tuple[int, int]:
+    if isinstance(value, (tuple, list)):
+        return _as_int(value[0]), _as_int(value[1])
+    return _as_int(value), -1             # exact: every bit counts
+
+
+def matches_overlap(a: dict, b: dict) -> bool:
+    """Whether some packet matches both: every field both constrain agrees on the bits
+    both masks care about (a field only one of them names is no constraint)."""
+    for name in a.keys() & b.keys():
+        va, ma = _value_mask(a[name])
+        vb, mb = _value_mask(b[name])
+        common = ma & mb
+        if va & common != vb & common:
+            return False
+    return True
+
+
+def _account_upload_vs_download(a: F.FlowMod, b: F.FlowMod) -> bool:
+    """Known overlap, reported to the lead (issue 10), to be removed once fixed in
+    components/routing/flowsets.py (account_flows, per_host_flows): in the accounting table
+    device X's upload entry matches `ipv4_src=X` on any port, device Y's download entry
+    `in_port=LOCAL, ipv4_dst=Y`, at the same priority; a packet the router's own stack
+    sends from X to Y (hairpin NAT) matches both, and OVS may count it on either."""
+    def upload(f):
+        return "ipv4_src" in f.match and "in_port" not in f.match and "ipv4_dst" not in f.match
+
+    def download(f):
+        return f.match.get("in_port") == F.LOCAL and "ipv4_dst" in f.match and "ipv4_src" not in f.match
+
+    return a.table_id == ACCOUNT_TABLE and ((upload(a) and download(b)) or (download(a) and upload(b)))
+
+
+ACCOUNT_TABLE = 10
+# Overlaps known and reported, so the rest of the suite stays strict meanwhile.
+TOLERATED_OVERLAPS = (_account_upload_vs_download,)
+
+
+def _check_actions(actions) -> None:
+    for a in actions:
+        if not isinstance(a, KNOWN_ACTIONS):
+            raise TypeError(f"unknown action {a!r}")
+
+
 class FakeSwitch:
-    def __init__(self):
+    def __init__(self, adapter: bool = False):
         self.flows: list[F.FlowMod] = []
         self.packet_outs: list[F.PacketOut] = []
         self.stats_requests: list[F.FlowStatsRequest] = []
         self.messages: list = []
+        self.adapter = adapter
+        if adapter:
+            import ofwire        # imports os-ken: only when asked for
+            self._round_trip = ofwire.round_trip
 
     def apply(self, decisions):
         for d in decisions:
+            if not isinstance(d, (F.FlowMod, F.FlowDelete, F.PacketOut, F.FlowStatsRequest,
+                                  F.AggregateStatsRequest)):
+                raise TypeError(f"unknown decision {d!r}")
+            if isinstance(d, (F.FlowMod, F.PacketOut)):
+                _check_actions(d.actions)
+            if self.adapter:
+                self._round_trip(d)
             self.messages.append(d)
             if isinstance(d, F.FlowMod):
-                self.flows = [f for f in self.flows
-                              if not (f.table_id == d.table_id and f.priority == d.priority and f.match == d.match)]
-                self.flows.append(d)
+                self._add(d)
             elif isinstance(d, F.FlowDelete):
                 self.flows = [f for f in self.flows if not self._deletes(d, f)]
             elif isinstance(d, F.PacketOut):
                 self.packet_outs.append(d)
-            elif isinstance(d, (F.FlowStatsRequest, F.AggregateStatsRequest)):
+            else:
                 self.stats_requests.append(d)
+
+    def _add(self, d: F.FlowMod) -> None:
+        kept = []
+        for f in self.flows:
+            if f.table_id != d.table_id or f.priority != d.priority:
+                kept.append(f)
+            elif f.match == d.match:
+                continue                                  # exact replacement
+            elif (matches_overlap(f.match, d.match)
+                  and (f.actions, f.goto) != (d.actions, d.goto)
+                  and not any(known(f, d) for known in TOLERATED_OVERLAPS)):
+                raise OverlapError(f"table {d.table_id} priority {d.priority}: adding {d!r}\n"
+                                   f"  overlaps {f!r}")
+            else:
+                kept.append(f)
+        kept.append(d)
+        self.flows = kept
 
     @staticmethod
     def _deletes(d: F.FlowDelete, f: F.FlowMod) -> bool:
@@ -90,6 +185,8 @@ class FakeSwitch:
                     packet = self._run(packet, a.table_id, ports, depth)
                 elif isinstance(a, F.Learn):
                     packet = self._learn(a, packet)
+                else:
+                    raise TypeError(f"unknown action {a!r}")
             if flow.goto is None:
                 return packet
             table = flow.goto
@@ -97,18 +194,15 @@ class FakeSwitch:
 
     def _learn(self, a: F.Learn, packet: dict) -> dict:
         match = {name: (packet.get(name) if value is None else value) for name, value in a.fields}
-        same_cookie = [f for f in self.flows if f.table_id == a.table_id and f.cookie == a.cookie]
-        exists = any(f.match == match and f.priority == a.priority for f in same_cookie)
-        added = exists or not a.limit or len(same_cookie) < a.limit
-        if added and not exists:
-            self.apply([F.FlowMod(match=match, priority=a.priority, table_id=a.table_id,
-                                  idle_timeout=a.idle_timeout, cookie=a.cookie,
-                                  send_flow_removed=a.send_flow_removed)])
-        if a.result_reg is not None:
-            reg, bit = a.result_reg
-            value = packet.get(reg, 0) or 0
-            value = (value | (1 << bit)) if added else (value & ~(1 << bit))
-            packet = dict(packet, **{reg: value})
+        exists = any(f.table_id == a.table_id and f.match == match and f.priority == a.priority
+                     for f in self.flows)
+        if not exists:
+            # Learned by the switch itself: no message crossed the wire, so no round trip.
+            learned = F.FlowMod(match=match, priority=a.priority, table_id=a.table_id,
+                                idle_timeout=a.idle_timeout, cookie=a.cookie,
+                                send_flow_removed=a.send_flow_removed)
+            self.messages.append(learned)
+            self._add(learned)
         return packet
 
     def take_packet_outs(self) -> list[F.PacketOut]:

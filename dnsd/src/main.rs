@@ -13,6 +13,8 @@ mod cache;
 mod control;
 mod policy;
 mod server;
+#[cfg(test)]
+mod testjson;
 mod wire;
 
 use std::net::SocketAddr;

@@ -480,3 +480,7 @@ fn tcp_upstream(up: &mut Option<TcpStream>, upstream: SocketAddr, msg: &[u8]) ->
     }
     None
 }
+
+#[cfg(test)]
+#[path = "server_tests.rs"]
+mod tests;

@@ -62,6 +62,7 @@ HW.api = (function ($) {
     deny: function (m) { return call("POST", "deny/" + mac(m)); },
     blacklist: function (m) { return call("POST", "blacklist/" + mac(m)); },
     whitelist: function (m) { return call("POST", "whitelist/" + mac(m)); },
+    forget: function (m) { return call("POST", "forget/" + mac(m)); },
     meta: function (m, fields) { return call("POST", "meta/" + mac(m), fields); },
     device: function (m) { return call("GET", "devices/" + mac(m)); },
     dnsRule: function (action, m, domain) {

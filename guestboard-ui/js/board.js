@@ -1,152 +1,305 @@
 /* The three zones and their labels: rendering from device views, and drag and drop
    (pointer events, so mouse, pen and touch all work). Dropping on "On the network"
-   permits, on "In range" denies; both take effect at once, the dialog comes after. */
+   permits, on "In range" denies; both take effect at once, the dialog comes after.
+
+   Built to stay usable with thousands of devices (issue 20: a DHCP flood):
+   - every lookup is by MAC in a Map, never a scan of all labels;
+   - events only mark a MAC dirty; one flush per animation frame draws all of them;
+   - drag and tap are delegated from the document, so a label costs no listeners;
+   - undecided devices (pending or merely heard) beyond a few newest are collapsed per
+     zone into one "N unknown devices" group, drawn only when someone opens it. */
 window.HW = window.HW || {};
 HW.board = (function ($) {
   "use strict";
-  var devices = {};            // mac -> latest view from the API
-  var handlers = { drop: function () {}, open: function () {} };
+  var COLLAPSE_OVER = 24;      // more undecided devices than this in a zone -> collapse
+  var SHOW_NEWEST = 6;         // ... keeping this many of the newest as ordinary labels
   var DRAG_THRESHOLD = 6;      // pixels before a press becomes a drag (else it is a tap)
+  var ZONES = ["outside", "asking", "permitted"];
 
-  function zoneEl(zone) { return $("#zone-" + zone + " .labels"); }
+  var devices = new Map();     // mac -> latest view from the API
+  var labels = new Map();      // mac -> its label element, only while it is drawn
+  var dirty = new Map();       // mac -> true if it should flash as it arrives
+  var grouped = new Set();     // macs collapsed into their zone's group
+  var regroupNeeded = false;   // the undecided devices changed: recompute the groups
+  var frame = 0;
+  var groups = {};             // zone -> {el, list, expanded}
+  var handlers = { drop: function () {}, open: function () {} };
+  var press = null;            // the label under a pointer that is down
 
-  function labelEl(mac) {
-    return $(".label:not(.ghost)").filter(function () { return this.dataset.mac === mac; });
+  function undecided(v) { return v.state === "pending" || v.state === "unknown"; }
+
+  /* -- groups of unknown devices ----------------------------------------------------- */
+  function group(zone) {
+    if (groups[zone]) return groups[zone];
+    var el = document.createElement("div");
+    el.className = "group";
+    el.hidden = true;
+    el.innerHTML = '<button type="button" class="group-toggle secondary" aria-expanded="false">' +
+                   '<span class="count"></span> unknown devices</button><div class="group-list" hidden></div>';
+    var section = document.getElementById("zone-" + zone);
+    section.insertBefore(el, section.querySelector(".labels"));
+    var g = groups[zone] = { el: el, list: el.querySelector(".group-list"), expanded: false, zone: zone };
+    el.querySelector(".group-toggle").addEventListener("click", function () { toggleGroup(g); });
+    return g;
   }
 
-  function render(d) {
-    var $l = labelEl(d.mac);
-    var fresh = $l.length === 0;
-    if (fresh) {
-      $l = $('<div class="label" role="button" tabindex="0"><span class="name"></span><span class="sub"></span></div>');
-      $l.attr("data-mac", d.mac);
-      bindDrag($l);
+  function toggleGroup(g) {
+    g.expanded = !g.expanded;
+    g.el.querySelector(".group-toggle").setAttribute("aria-expanded", String(g.expanded));
+    g.el.classList.toggle("open", g.expanded);
+    g.list.hidden = !g.expanded;
+    if (!g.expanded) g.list.textContent = "";
+    // Members are drawn only while the group is open.
+    grouped.forEach(function (mac) {
+      var v = devices.get(mac);
+      if (v && v.zone === g.zone) {
+        if (!g.expanded) labels.delete(mac);
+        markDirty(mac, false);
+      }
+    });
+  }
+
+  /* Which undecided devices are collapsed: per zone, all but the newest few, once
+     there are more than COLLAPSE_OVER of them. */
+  function regroup() {
+    var byZone = {};
+    devices.forEach(function (v) {
+      if (!undecided(v)) return;
+      (byZone[v.zone] = byZone[v.zone] || []).push(v);
+    });
+    var now = new Set();
+    ZONES.forEach(function (zone) {
+      var list = byZone[zone] || [];
+      var collapse = list.length > COLLAPSE_OVER;
+      if (collapse) {
+        list.sort(function (a, b) { return (b.first_seen || 0) - (a.first_seen || 0); });
+        for (var i = SHOW_NEWEST; i < list.length; i++) now.add(list[i].mac);
+      }
+      if (collapse || groups[zone]) {
+        var g = group(zone);
+        g.el.hidden = !collapse;
+        g.el.querySelector(".count").textContent = collapse ? String(list.length - SHOW_NEWEST) : "0";
+        if (!collapse && g.expanded) toggleGroup(g);
+      }
+    });
+    grouped.forEach(function (mac) { if (!now.has(mac)) markDirty(mac, false); });
+    now.forEach(function (mac) { if (!grouped.has(mac)) markDirty(mac, false); });
+    grouped = now;
+  }
+
+  /* -- drawing ----------------------------------------------------------------------- */
+  function markDirty(mac, flash) {
+    dirty.set(mac, (dirty.get(mac) || false) || flash);
+    if (!frame) frame = window.requestAnimationFrame(flush);
+  }
+
+  function flush() {
+    frame = 0;
+    if (regroupNeeded) { regroupNeeded = false; regroup(); }
+    var work = dirty;
+    dirty = new Map();
+    work.forEach(function (flash, mac) {
+      // Moving the label under a pointer would end its drag: draw it after the release.
+      if (press && press.mac === mac) { dirty.set(mac, flash); return; }
+      draw(mac, flash);
+    });
+  }
+
+  function containerOf(v) {
+    if (grouped.has(v.mac)) {
+      var g = groups[v.zone];
+      return g && g.expanded ? g.list : null;
     }
-    $l.attr("data-state", d.state).attr("data-zone", d.zone);
-    $l.find(".name").text(d.label);
-    $l.find(".badge").remove();
+    return document.querySelector("#zone-" + v.zone + " .labels");
+  }
+
+  function draw(mac, flash) {
+    var v = devices.get(mac);
+    var el = labels.get(mac);
+    var where = v ? containerOf(v) : null;
+    if (!where) {
+      if (el) { el.remove(); labels.delete(mac); }
+      return;
+    }
+    if (!el) {
+      el = document.createElement("div");
+      el.className = "label";
+      el.setAttribute("role", "button");
+      el.tabIndex = 0;
+      el.dataset.mac = mac;
+      el.innerHTML = '<span class="name"></span><span class="sub"></span>';
+      labels.set(mac, el);
+    }
+    fill(el, v);
+    if (el.parentNode !== where) {
+      where.appendChild(el);
+      if (flash) el.animate([{ background: "#fff0a8" }, { background: "#fff" }], { duration: 800, easing: "ease-out" });
+    }
+  }
+
+  function fill(el, d) {
+    el.dataset.state = d.state;
+    el.dataset.zone = d.zone;
+    var name = el.firstChild;
+    name.textContent = d.label || d.mac;
     if (d.state === "blacklisted" || d.state === "denied") {
-      $l.find(".name").append($('<span class="badge"></span>').text(d.state === "blacklisted" ? "blocked" : "refused"));
+      name.appendChild(badge("badge", d.state === "blacklisted" ? "blocked" : "refused"));
     }
-    $l.find(".sub").text(HW.labels.subtitle(d));
-    $l.toggleClass("private", !!d.private);
-    $l.attr("title", d.private ? "This device uses a private (randomised) address, so it may look new on each network."
-                               : (d.vendor || d.mac));
-    applyMetrics($l, d.metrics || {});
-    var $zone = zoneEl(d.zone);
-    if (fresh || !$l.parent().is($zone)) {
-      $zone.append($l);
-      $l.removeClass("arrived");
-      void $l[0].offsetWidth;   // restart the arrival highlight
-      $l.addClass("arrived");
-    }
+    // Set by the routing component when the device hit the per-host flow limit.
+    if (d.flow_limited) name.appendChild(badge("badge flow-mark", "limited"));
+    el.classList.toggle("flow-limited", !!d.flow_limited);
+    el.lastChild.textContent = HW.labels.subtitle(d);
+    el.classList.toggle("private", !!d.private);
+    el.title = d.private ? "This device uses a private (randomised) address, so it may look new on each network."
+                         : (d.vendor || d.mac);
+    applyMetrics(el, d.metrics || {});
   }
 
-  function applyMetrics($l, m) {
-    $l.css("opacity", HW.labels.opacity(m.rssi));
-    $l[0].style.setProperty("--scale", HW.labels.scale(m.bps).toFixed(3));
-    $l.toggleClass("retrans", HW.labels.retransmitting(m.retrans));
-    $l.attr("data-rssi", m.rssi === null || m.rssi === undefined ? "" : m.rssi);
-    $l.attr("data-bps", Math.round(m.bps || 0));
+  function badge(cls, text) {
+    var b = document.createElement("span");
+    b.className = cls;
+    b.textContent = text;
+    return b;
+  }
+
+  function applyMetrics(el, m) {
+    el.style.opacity = HW.labels.opacity(m.rssi);
+    el.style.setProperty("--scale", HW.labels.scale(m.bps).toFixed(3));
+    el.classList.toggle("retrans", HW.labels.retransmitting(m.retrans));
+    el.dataset.rssi = m.rssi === null || m.rssi === undefined ? "" : m.rssi;
+    el.dataset.bps = Math.round(m.bps || 0);
+  }
+
+  /* -- the device list ---------------------------------------------------------------- */
+  function set(view, flash) {
+    var old = devices.get(view.mac);
+    devices.set(view.mac, view);
+    if (undecided(view) || (old && undecided(old))) {
+      if (!old || old.zone !== view.zone || old.state !== view.state || old.first_seen !== view.first_seen) {
+        regroupNeeded = true;
+      }
+    }
+    markDirty(view.mac, flash && (!old || old.zone !== view.zone));
   }
 
   function upsert(view) {
     if (!view || !view.mac) return;
-    devices[view.mac] = view;
-    render(view);
+    set(view, true);
+  }
+
+  function remove(mac) {
+    var old = devices.get(mac);
+    if (!old) return;
+    devices.delete(mac);
+    if (undecided(old)) regroupNeeded = true;
+    markDirty(mac, false);
   }
 
   function replaceAll(views) {
-    devices = {};
-    $(".label").remove();
-    (views || []).forEach(upsert);
+    devices.forEach(function (v, mac) { markDirty(mac, false); });
+    devices = new Map();
+    (views || []).forEach(function (v) { if (v && v.mac) set(v, false); });
+    regroupNeeded = true;
   }
 
   /* Polling mode: bring the board in line with a full device list without rebuilding it. */
   function sync(views) {
-    var keep = {};
-    (views || []).forEach(function (v) { keep[v.mac] = true; upsert(v); });
-    $(".label:not(.ghost)").each(function () {
-      if (!keep[this.dataset.mac]) { delete devices[this.dataset.mac]; $(this).remove(); }
-    });
+    var keep = new Set();
+    (views || []).forEach(function (v) { if (v && v.mac) { keep.add(v.mac); upsert(v); } });
+    Array.from(devices.keys()).forEach(function (mac) { if (!keep.has(mac)) remove(mac); });
   }
 
   function metrics(mac, m, label) {
-    var d = devices[mac];
+    var d = devices.get(mac);
     if (!d && label) {      // heard by the radio only: "in range, not connected"
-      d = $.extend({ mac: mac, state: "unknown", zone: "outside", name: "", owner: "", type: "" }, label);
-      devices[mac] = d;
+      set($.extend({ mac: mac, state: "unknown", zone: "outside", name: "", owner: "", type: "", metrics: m }, label), true);
+      return;
     }
     if (!d) return;
     d.metrics = m;
-    var $l = labelEl(mac);
-    if ($l.length) applyMetrics($l, m); else render(d);
+    var el = labels.get(mac);
+    if (el) applyMetrics(el, m);
   }
 
+  /* -- drag and tap, delegated -------------------------------------------------------- */
   function zoneAt(x, y) {
-    var found = null;
-    $(".zone").each(function () {
-      var r = this.getBoundingClientRect();
-      if (x >= r.left && x <= r.right && y >= r.top && y <= r.bottom) found = this.dataset.zone;
-    });
-    return found;
+    for (var i = 0; i < ZONES.length; i++) {
+      var r = document.getElementById("zone-" + ZONES[i]).getBoundingClientRect();
+      if (x >= r.left && x <= r.right && y >= r.top && y <= r.bottom) return ZONES[i];
+    }
+    return null;
   }
 
-  function bindDrag($l) {
-    // While dragging, a floating copy follows the pointer: the zones scroll, so the
-    // label itself would be clipped at its zone's edge.
-    var el = $l[0], start = null, dragging = false, over = null, ghost = null;
-    el.addEventListener("pointerdown", function (e) {
-      if (e.button !== 0) return;
-      start = { x: e.clientX, y: e.clientY, id: e.pointerId };
-      dragging = false;
-      el.setPointerCapture(e.pointerId);
-    });
-    el.addEventListener("pointermove", function (e) {
-      if (!start || e.pointerId !== start.id) return;
-      var dx = e.clientX - start.x, dy = e.clientY - start.y;
-      if (!dragging && Math.abs(dx) + Math.abs(dy) < DRAG_THRESHOLD) return;
-      if (!dragging) {
-        var r = el.getBoundingClientRect();
-        ghost = $l.clone().removeClass("arrived").addClass("dragging ghost")
-          .css({ position: "fixed", left: r.left + "px", top: r.top + "px", width: r.width + "px", margin: 0 })
-          .appendTo("body")[0];
-        ghost.style.setProperty("--scale", el.style.getPropertyValue("--scale"));
-        ghost.style.opacity = el.style.opacity;
-        $l.addClass("drag-source");
-      }
-      dragging = true;
-      ghost.style.transform = "translate(" + dx + "px," + dy + "px)";
-      var zone = zoneAt(e.clientX, e.clientY);
-      if (zone !== over) {
-        $(".zone").removeClass("drop-target");
-        if (zone) $("#zone-" + zone).addClass("drop-target");
-        over = zone;
-      }
-    });
-    function finish(e, cancelled) {
-      if (!start || e.pointerId !== start.id) return;
-      var wasDragging = dragging;
-      start = null; dragging = false; over = null;
-      $l.removeClass("drag-source");
-      if (ghost) { $(ghost).remove(); ghost = null; }
-      $(".zone").removeClass("drop-target");
-      var mac = el.dataset.mac;
-      if (cancelled) return;
-      if (!wasDragging) { handlers.open(mac); return; }
-      var zone = zoneAt(e.clientX, e.clientY);
-      if (zone && zone !== el.dataset.zone) handlers.drop(mac, zone, devices[mac]);
-    }
-    el.addEventListener("pointerup", function (e) { finish(e, false); });
-    el.addEventListener("pointercancel", function (e) { finish(e, true); });
-    el.addEventListener("keydown", function (e) {
-      if (e.key === "Enter" || e.key === " ") { e.preventDefault(); handlers.open(el.dataset.mac); }
+  function labelFrom(target) {
+    var el = target && target.closest ? target.closest(".label") : null;
+    return el && !el.classList.contains("ghost") && labels.get(el.dataset.mac) === el ? el : null;
+  }
+
+  function showDropTarget(zone) {
+    ZONES.forEach(function (z) {
+      document.getElementById("zone-" + z).classList.toggle("drop-target", z === zone);
     });
   }
+
+  function onDown(e) {
+    if (e.button !== 0 || press) return;
+    var el = labelFrom(e.target);
+    if (!el) return;
+    press = { el: el, mac: el.dataset.mac, x: e.clientX, y: e.clientY, id: e.pointerId,
+              dragging: false, over: null, ghost: null };
+    el.setPointerCapture(e.pointerId);
+  }
+
+  function onMove(e) {
+    if (!press || e.pointerId !== press.id) return;
+    var dx = e.clientX - press.x, dy = e.clientY - press.y;
+    if (!press.dragging && Math.abs(dx) + Math.abs(dy) < DRAG_THRESHOLD) return;
+    if (!press.dragging) {
+      // A floating copy follows the pointer: the zones scroll, so the label itself
+      // would be clipped at its zone's edge.
+      var el = press.el, r = el.getBoundingClientRect();
+      var ghost = el.cloneNode(true);
+      ghost.classList.add("dragging", "ghost");
+      ghost.style.cssText = el.style.cssText;
+      Object.assign(ghost.style, { position: "fixed", left: r.left + "px", top: r.top + "px",
+                                   width: r.width + "px", margin: "0" });
+      document.body.appendChild(ghost);
+      el.classList.add("drag-source");
+      press.ghost = ghost;
+      press.dragging = true;
+    }
+    press.ghost.style.transform = "translate(" + dx + "px," + dy + "px)";
+    var zone = zoneAt(e.clientX, e.clientY);
+    if (zone !== press.over) { showDropTarget(zone); press.over = zone; }
+  }
+
+  function finish(e, cancelled) {
+    if (!press || e.pointerId !== press.id) return;
+    var p = press;
+    press = null;
+    p.el.classList.remove("drag-source");
+    if (p.ghost) p.ghost.remove();
+    showDropTarget(null);
+    if (dirty.has(p.mac) && !frame) frame = window.requestAnimationFrame(flush);
+    if (cancelled) return;
+    if (!p.dragging) { handlers.open(p.mac); return; }
+    var zone = zoneAt(e.clientX, e.clientY);
+    if (zone && zone !== p.el.dataset.zone) handlers.drop(p.mac, zone, devices.get(p.mac));
+  }
+
+  document.addEventListener("pointerdown", onDown);
+  document.addEventListener("pointermove", onMove);
+  document.addEventListener("pointerup", function (e) { finish(e, false); });
+  document.addEventListener("pointercancel", function (e) { finish(e, true); });
+  document.addEventListener("keydown", function (e) {
+    if (e.key !== "Enter" && e.key !== " ") return;
+    var el = labelFrom(e.target);
+    if (el) { e.preventDefault(); handlers.open(el.dataset.mac); }
+  });
 
   return {
-    upsert: upsert, replaceAll: replaceAll, sync: sync, metrics: metrics,
-    get: function (mac) { return devices[mac]; },
+    upsert: upsert, remove: remove, replaceAll: replaceAll, sync: sync, metrics: metrics,
+    get: function (mac) { return devices.get(mac); },
     on: function (name, fn) { handlers[name] = fn; }
   };
 })(jQuery);

@@ -34,7 +34,16 @@ jQuery(function ($) {
     }
     es = HW.api.stream({
       snapshot: function (d) { HW.board.replaceAll(d.devices); },
-      device: function (d) { HW.board.upsert(d.view); if (HW.panel.current() === d.mac) HW.panel.refresh(); },
+      device: function (d) {
+        // A forgotten device has no view any more (state null): its label goes.
+        if (d.reason === "forgotten" || (d.state === null && !d.view)) {
+          HW.board.remove(d.mac);
+          if (HW.panel.current() === d.mac) HW.panel.close();
+          return;
+        }
+        HW.board.upsert(d.view);
+        if (HW.panel.current() === d.mac) HW.panel.refresh();
+      },
       lease: function (d) { HW.board.upsert(d.view); },
       link: function (d) { HW.board.metrics(d.mac, d.metrics, d.label); },
       bandwidth: function (d) { HW.board.metrics(d.mac, d.metrics); },

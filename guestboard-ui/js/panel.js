@@ -1,9 +1,11 @@
 /* The per-device panel (tap a label): traffic now and today, DNS rules, blacklist and
-   whitelist, recent alerts; and the naming dialog shown after a first permit. */
+   whitelist, forgetting it, recent alerts; and the naming dialog shown after a first permit. */
 window.HW = window.HW || {};
 HW.panel = (function ($) {
   "use strict";
   var current = null;          // MAC shown in the panel
+  var FORGET_ARM_MS = 4000;    // Forget needs a second tap within this time
+  var forgetTimer = 0;
 
   function fail($where) {
     return function (xhr) { $where.text(HW.api.errorText(xhr)); };
@@ -24,7 +26,10 @@ HW.panel = (function ($) {
     $p.find(".signal").text(m.rssi === null || m.rssi === undefined ? "–" : m.rssi + " dBm" +
                             (HW.labels.retransmitting(m.retrans) ? " (many retries)" : ""));
     $p.find(".address").text(d.lease && d.lease.active ? d.lease.ip : "none");
+    $p.find(".flow-note").prop("hidden", !d.flow_limited);
     $p.find(".blacklist").prop("hidden", d.state === "blacklisted");
+    // Only registered devices can be forgotten (one merely heard by the radio is not).
+    $p.find(".forget").prop("hidden", d.state === "unknown");
     $p.find(".whitelist").prop("hidden", d.state !== "blacklisted");
     var $rules = $p.find(".rules").empty();
     if (d.dns_rules === null || d.dns_rules === undefined) {
@@ -52,8 +57,38 @@ HW.panel = (function ($) {
     HW.api.device(current).done(fill).fail(fail($("#panel .error")));
   }
 
+  function disarmForget() {
+    clearTimeout(forgetTimer);
+    $("#panel .forget").removeClass("armed").text("Forget");
+  }
+
+  /* First tap arms, second tap forgets: the device loses its decision, name and address
+     and must ask again, so a stray tap should not do it. */
+  function forget() {
+    var $b = $("#panel .forget");
+    if (!$b.hasClass("armed")) {
+      $b.addClass("armed").text("Tap again to forget");
+      forgetTimer = setTimeout(disarmForget, FORGET_ARM_MS);
+      return;
+    }
+    disarmForget();
+    var mac = current;
+    HW.api.forget(mac).done(function () {
+      HW.board.remove(mac);     // the stream's "forgotten" event will say the same
+      if (current === mac) close();
+    }).fail(fail($("#panel .error")));
+  }
+
+  function close() {
+    current = null;
+    disarmForget();
+    var dlg = $("#panel")[0];
+    if (dlg.open) dlg.close();
+  }
+
   function open(mac) {
     current = mac;
+    disarmForget();
     $("#panel .error").text("");
     var d = HW.board.get(mac);
     if (d) fill($.extend({ dns_rules: undefined }, d));
@@ -74,7 +109,9 @@ HW.panel = (function ($) {
   }
 
   function init() {
-    $("#panel .close").on("click", function () { current = null; $("#panel")[0].close(); });
+    $("#panel .close").on("click", close);
+    $("#panel").on("close", function () { current = null; disarmForget(); });
+    $("#panel .forget").on("click", forget);
     $("#panel .rule-form").on("submit", function (e) {
       e.preventDefault();
       var action = (e.originalEvent && e.originalEvent.submitter && e.originalEvent.submitter.value) || "deny";
@@ -108,6 +145,6 @@ HW.panel = (function ($) {
     });
   }
 
-  return { init: init, open: open, askName: askName, refresh: refresh,
+  return { init: init, open: open, close: close, askName: askName, refresh: refresh,
            current: function () { return current; } };
 })(jQuery);

@@ -1,30 +1,56 @@
-//! The stream-table store: one fixed-size circular byte buffer shared by every stream
-//! table. Tuples are appended in arrival order; when the buffer is full the oldest
-//! tuples (of whichever tables) are evicted first. Each table keeps an index of the
-//! positions of its own live tuples so windows and scans never touch other tables.
+//! The stream-table store: one fixed-size byte buffer (`--memory`) cut into equal chunks
+//! that the stream tables share. A table appends its tuples, in arrival order, to its own
+//! newest chunk and takes a new chunk when that one is full.
+//!
+//! Fair share (why: a flood in one table must never erase another table's history). Every
+//! stream table is guaranteed `chunks / tables` chunks. A table needing a chunk gets:
+//!   1. a free chunk, while the ring has any (a table may borrow beyond its share then);
+//!   2. otherwise, when it already holds its share, its own oldest chunk (it evicts itself);
+//!   3. otherwise (it is below its share) the oldest chunk of the table furthest over its
+//!      share; such a table always exists because the shares add up to at most the ring.
+//!
+//! So a table at or below its share never loses tuples to another table's inserts, and the
+//! memory is bounded by the one buffer allocated at start. Eviction is a chunk at a time
+//! (the chunk's tuples are all that table's oldest).
 //!
 //! Record layout (little-endian, 8-byte aligned so every field read is cheap):
-//!   u16 table id (PAD = filler up to the end of the buffer), u16 unused, u32 record length,
-//!   i64 timestamp, then one 8-byte slot per column (integers, reals, booleans in place;
-//!   text as u32 offset-in-record + u32 length), then the text bytes.
+//!   u16 table id, u16 unused, u32 record length, i64 timestamp, then one 8-byte slot per
+//!   column (integers, reals, booleans in place; text as u32 offset-in-record + u32
+//!   length), then the text bytes. A record never spans two chunks.
 
 use std::collections::VecDeque;
 
 use crate::value::{ColType, ValueRef};
 
 const HEADER: usize = 16;
-const PAD: u16 = u16::MAX;
+/// Chunks are `capacity / CHUNKS_WANTED` bytes, within [MIN_CHUNK, MAX_CHUNK]: small enough
+/// that eviction loses little at once, large enough for any tuple of the router schema.
+const CHUNKS_WANTED: usize = 1024;
+const MIN_CHUNK: usize = 1024;
+const MAX_CHUNK: usize = 64 << 10;
 
 pub type TableId = u16;
 
+/// One table's part of the ring.
+#[derive(Default)]
+struct TableStore {
+    /// The chunks it holds, oldest first; it writes into the last one.
+    chunks: VecDeque<u32>,
+    /// Where the next tuple goes inside the last chunk.
+    write_off: usize,
+    /// The physical offsets of its live tuples, oldest first (physical, so a scan needs no
+    /// division per row).
+    index: VecDeque<u64>,
+    /// Bytes of its live tuples.
+    bytes: u64,
+    evicted: u64,
+}
+
 pub struct Ring {
     buf: Vec<u8>,
-    /// Logical offsets grow forever; the physical offset is `pos % cap`.
-    head: u64,
-    tail: u64,
-    /// Per table, the physical offsets of its live tuples, oldest first (physical, so a
-    /// scan needs no division per row).
-    tables: Vec<VecDeque<u64>>,
+    chunk: usize,
+    free: Vec<u32>,
+    tables: Vec<TableStore>,
     evicted: u64,
 }
 
@@ -40,18 +66,43 @@ fn align8(n: usize) -> usize {
 }
 
 impl Ring {
-    /// `capacity` bytes, rounded down to a multiple of 8 (at least 4 KiB).
+    /// `capacity` bytes, rounded down to a whole number of chunks (at least 4 KiB).
     pub fn new(capacity: usize) -> Ring {
-        let cap = (capacity.max(4096)) & !7;
-        Ring { buf: vec![0; cap], head: 0, tail: 0, tables: Vec::new(), evicted: 0 }
+        let cap = capacity.max(4096);
+        let chunk = (cap / CHUNKS_WANTED).clamp(MIN_CHUNK, MAX_CHUNK) & !7;
+        let n = cap / chunk;
+        // Highest index last, so chunks are handed out from the start of the buffer.
+        let free = (0..n as u32).rev().collect();
+        Ring { buf: vec![0; n * chunk], chunk, free, tables: Vec::new(), evicted: 0 }
     }
 
     pub fn capacity(&self) -> usize {
         self.buf.len()
     }
 
+    /// Size of one chunk, the largest tuple the ring takes and the unit of eviction.
+    pub fn chunk_size(&self) -> usize {
+        self.chunk
+    }
+
+    /// Bytes of live tuples in all tables (never more than `capacity`).
     pub fn used_bytes(&self) -> u64 {
-        self.tail - self.head
+        self.tables.iter().map(|t| t.bytes).sum()
+    }
+
+    /// Bytes of live tuples of one table.
+    pub fn table_bytes(&self, table: TableId) -> u64 {
+        self.tables[table as usize].bytes
+    }
+
+    /// Bytes of the chunks a table holds.
+    pub fn held_bytes(&self, table: TableId) -> u64 {
+        (self.tables[table as usize].chunks.len() * self.chunk) as u64
+    }
+
+    /// The guaranteed share of one table, in bytes (equal for every table).
+    pub fn share_bytes(&self) -> u64 {
+        (self.share_chunks() * self.chunk) as u64
     }
 
     /// Total number of tuples evicted to make room since start.
@@ -59,13 +110,26 @@ impl Ring {
         self.evicted
     }
 
+    /// Tuples of one table evicted to make room since start.
+    pub fn evicted_from(&self, table: TableId) -> u64 {
+        self.tables[table as usize].evicted
+    }
+
     pub fn add_table(&mut self) -> TableId {
-        self.tables.push(VecDeque::new());
+        self.tables.push(TableStore::default());
         (self.tables.len() - 1) as TableId
     }
 
     pub fn len(&self, table: TableId) -> usize {
-        self.tables[table as usize].len()
+        self.tables[table as usize].index.len()
+    }
+
+    fn n_chunks(&self) -> usize {
+        self.buf.len() / self.chunk
+    }
+
+    fn share_chunks(&self) -> usize {
+        self.n_chunks() / self.tables.len().max(1)
     }
 
     /// Bytes a tuple with these values needs.
@@ -75,24 +139,23 @@ impl Ring {
     }
 
     /// Append a tuple (values already type-checked, one per declared column).
-    /// Returns Err if a single tuple is larger than the whole buffer.
+    /// Returns Err if a single tuple is larger than a chunk.
     pub fn append(&mut self, table: TableId, ts: i64, values: &[ValueRef]) -> Result<(), String> {
         let size = Ring::record_size(values);
-        let cap = self.buf.len();
-        if size > cap {
-            return Err(format!("tuple of {size} bytes does not fit in the {cap}-byte ring"));
+        let chunk = self.chunk;
+        if size > chunk {
+            return Err(format!("tuple of {size} bytes does not fit in a {chunk}-byte ring chunk"));
         }
-        let phys = (self.tail % cap as u64) as usize;
-        let wrap = if cap - phys < size { cap - phys } else { 0 };
-        let start = self.tail + wrap as u64;
-        while start + size as u64 - self.head > cap as u64 {
-            self.evict_oldest();
+        let t = table as usize;
+        let has_room = !self.tables[t].chunks.is_empty() && self.tables[t].write_off + size <= chunk;
+        if !has_room {
+            let c = self.take_chunk(t);
+            let store = &mut self.tables[t];
+            store.chunks.push_back(c);
+            store.write_off = 0;
         }
-        if wrap >= HEADER {
-            self.buf[phys..phys + 2].copy_from_slice(&PAD.to_le_bytes());
-            self.buf[phys + 4..phys + 8].copy_from_slice(&(wrap as u32).to_le_bytes());
-        }
-        let p = (start % cap as u64) as usize;
+        let store = &self.tables[t];
+        let p = *store.chunks.back().unwrap() as usize * chunk + store.write_off;
         let rec = &mut self.buf[p..p + size];
         rec[0..2].copy_from_slice(&table.to_le_bytes());
         rec[2..4].fill(0);
@@ -115,27 +178,54 @@ impl Ring {
             };
             rec[slot..slot + 8].copy_from_slice(&bits.to_le_bytes());
         }
-        self.tables[table as usize].push_back(p as u64);
-        self.tail = start + size as u64;
+        let store = &mut self.tables[t];
+        store.index.push_back(p as u64);
+        store.write_off += size;
+        store.bytes += size as u64;
         Ok(())
     }
 
-    fn evict_oldest(&mut self) {
-        let cap = self.buf.len();
-        let phys = (self.head % cap as u64) as usize;
-        if cap - phys < HEADER {
-            // Too small for even a pad header: the writer skipped it.
-            self.head += (cap - phys) as u64;
-            return;
+    /// A chunk for table `t` to write into, by the fair-share rule of the module doc.
+    fn take_chunk(&mut self, t: usize) -> u32 {
+        if let Some(c) = self.free.pop() {
+            return c;
         }
-        let table = u16::from_le_bytes([self.buf[phys], self.buf[phys + 1]]);
-        let len = u32::from_le_bytes(self.buf[phys + 4..phys + 8].try_into().unwrap()) as u64;
-        if table != PAD {
-            let front = self.tables[table as usize].pop_front();
-            debug_assert_eq!(front, Some(phys as u64));
-            self.evicted += 1;
+        let share = self.share_chunks();
+        let held = self.tables[t].chunks.len();
+        let victim = if held >= share && held > 0 {
+            t
+        } else {
+            // Furthest over its share; on a tie the lowest id. One exists (see module doc).
+            (0..self.tables.len())
+                .filter(|&u| u != t && !self.tables[u].chunks.is_empty())
+                .max_by_key(|&u| (self.tables[u].chunks.len(), std::cmp::Reverse(u)))
+                .expect("a full ring has a table holding chunks")
+        };
+        self.evict_oldest_chunk(victim)
+    }
+
+    /// Drop the oldest chunk of a table with the tuples in it; returns the chunk.
+    fn evict_oldest_chunk(&mut self, t: usize) -> u32 {
+        let chunk = self.chunk as u64;
+        let store = &mut self.tables[t];
+        let c = store.chunks.pop_front().expect("victim holds a chunk");
+        let (lo, hi) = (c as u64 * chunk, c as u64 * chunk + chunk);
+        let mut n = 0;
+        while let Some(&pos) = store.index.front() {
+            if pos < lo || pos >= hi {
+                break;
+            }
+            let len = u32::from_le_bytes(self.buf[pos as usize + 4..pos as usize + 8].try_into().unwrap()) as u64;
+            store.bytes -= len;
+            store.index.pop_front();
+            n += 1;
         }
-        self.head += len;
+        if store.chunks.is_empty() {
+            store.write_off = 0;
+        }
+        store.evicted += n;
+        self.evicted += n;
+        c
     }
 
     fn record(&self, phys: u64) -> &[u8] {
@@ -152,7 +242,7 @@ impl Ring {
     /// Index (into the table's live tuples, oldest = 0) of the first tuple whose
     /// timestamp is >= `ts` (or > `ts` when `strict`). Timestamps never decrease.
     pub fn lower_bound(&self, table: TableId, ts: i64, strict: bool) -> usize {
-        let idx = &self.tables[table as usize];
+        let idx = &self.tables[table as usize].index;
         idx.partition_point(|&pos| {
             let t = self.ts_at(pos);
             if strict {
@@ -171,7 +261,7 @@ impl Ring {
         from: usize,
         to: usize,
     ) -> impl Iterator<Item = RowView<'a>> + 'a {
-        self.tables[table as usize].range(from..to).map(move |&pos| RowView { rec: self.record(pos), types })
+        self.tables[table as usize].index.range(from..to).map(move |&pos| RowView { rec: self.record(pos), types })
     }
 }
 
@@ -211,28 +301,58 @@ impl<'a> RowView<'a> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn wraps_and_evicts_oldest_across_tables() {
-        let mut r = Ring::new(4096);
-        let a = r.add_table();
-        let b = r.add_table();
-        let types = [ColType::Integer, ColType::Varchar(64)];
-        for i in 0..1000i64 {
-            let t = if i % 3 == 0 { b } else { a };
+    fn fill(r: &mut Ring, t: TableId, from: i64, n: i64) {
+        for i in from..from + n {
             let s = format!("row{i}");
             r.append(t, i, &[ValueRef::Int(i), ValueRef::Str(&s)]).unwrap();
         }
-        assert!(r.used_bytes() <= 4096);
-        assert!(r.evicted() > 0);
-        let live_a: Vec<i64> = r.rows(a, &types, 0, r.len(a)).map(|v| v.ts()).collect();
-        let live_b: Vec<i64> = r.rows(b, &types, 0, r.len(b)).map(|v| v.ts()).collect();
-        let oldest = live_a[0].min(live_b[0]);
-        // Everything newer than the oldest survivor is still there, in order.
-        let mut all: Vec<i64> = live_a.iter().chain(live_b.iter()).copied().collect();
-        all.sort();
-        assert_eq!(all, (oldest..1000).collect::<Vec<_>>());
+    }
+
+    fn live(r: &Ring, t: TableId) -> Vec<i64> {
+        let types = [ColType::Integer, ColType::Varchar(64)];
+        r.rows(t, &types, 0, r.len(t)).map(|v| v.ts()).collect()
+    }
+
+    #[test]
+    fn a_table_alone_wraps_and_keeps_its_newest_tuples() {
+        let mut r = Ring::new(64 << 10);
+        let a = r.add_table();
+        fill(&mut r, a, 0, 10_000);
+        assert!(r.evicted() > 0 && r.used_bytes() <= r.capacity() as u64);
+        let got = live(&r, a);
+        let oldest = got[0];
+        assert_eq!(got, (oldest..10_000).collect::<Vec<_>>(), "newest tuples, in order, no gaps");
+        assert!(r.table_bytes(a) > (r.capacity() - r.chunk_size()) as u64 * 3 / 4, "a lone table may use the whole ring");
+        let types = [ColType::Integer, ColType::Varchar(64)];
         for v in r.rows(a, &types, 0, r.len(a)) {
             assert_eq!(v.get(2), ValueRef::Str(&format!("row{}", v.ts())));
         }
+    }
+
+    #[test]
+    fn a_flood_in_one_table_never_evicts_a_table_within_its_share() {
+        let mut r = Ring::new(64 << 10);
+        let quiet = r.add_table();
+        let flood = r.add_table();
+        fill(&mut r, quiet, 0, 100);
+        fill(&mut r, flood, 1_000_000, 50_000);
+        assert_eq!(live(&r, quiet), (0..100).collect::<Vec<_>>());
+        assert_eq!(r.evicted_from(quiet), 0);
+        assert!(r.evicted_from(flood) > 0);
+        assert!(r.used_bytes() <= r.capacity() as u64);
+    }
+
+    #[test]
+    fn a_table_below_its_share_takes_back_borrowed_chunks() {
+        let mut r = Ring::new(64 << 10);
+        let a = r.add_table();
+        let b = r.add_table();
+        fill(&mut r, a, 0, 20_000); // a borrows the whole ring
+        assert_eq!(r.held_bytes(a), r.capacity() as u64);
+        fill(&mut r, b, 1_000_000, 20_000); // b reclaims its half from a's oldest
+        assert_eq!(r.held_bytes(a), r.share_bytes());
+        assert_eq!(r.held_bytes(b), r.share_bytes());
+        let got = live(&r, a);
+        assert_eq!(got, (got[0]..20_000).collect::<Vec<_>>(), "a lost only its oldest tuples");
     }
 }

@@ -1,4 +1,4 @@
-//! Storage and engine: ring eviction across tables, windows against a hand-moved
+//! Storage and engine: ring eviction and per-table shares, windows against a hand-moved
 //! clock, persistent upsert, restart reload, and the request framing.
 
 use std::path::PathBuf;
@@ -37,11 +37,11 @@ fn temp_dir(tag: &str) -> PathBuf {
 }
 
 #[test]
-fn eviction_is_oldest_first_across_tables() {
+fn eviction_is_oldest_first_within_each_table() {
     let (mut db, clock) = db_with(8192);
     db.execute("create table A (n integer, pad varchar(100))").unwrap();
     db.execute("create table B (n integer)").unwrap();
-    // Interleave the two tables; A's tuples are bigger.
+    // Interleave the two tables; A's tuples are bigger and three times as many.
     for i in 0..2000 {
         clock.advance(1000);
         if i % 4 == 0 {
@@ -53,13 +53,71 @@ fn eviction_is_oldest_first_across_tables() {
     assert!(db.ring().evicted() > 0, "the ring must have wrapped");
     let a = ints(&mut db, "select n from A");
     let b = ints(&mut db, "select n from B");
-    // Survivors of both tables together are exactly the newest tuples, no gaps.
-    let oldest = a[0].min(b[0]);
-    let mut all: Vec<i64> = a.iter().chain(b.iter()).copied().collect();
-    all.sort();
-    assert_eq!(all, (oldest..2000).collect::<Vec<_>>());
-    assert!(a.windows(2).all(|w| w[0] < w[1]) && b.windows(2).all(|w| w[0] < w[1]));
-    assert!(oldest > 1000, "a full 8 KiB ring keeps only recent tuples (oldest {oldest})");
+    // Each table keeps exactly its newest tuples, in order, no gaps.
+    assert_eq!(a, (a[0]..2000).filter(|i| i % 4 != 0).collect::<Vec<_>>());
+    assert_eq!(b, (b[0]..2000).step_by(4).collect::<Vec<_>>());
+    assert!(a[0] > 1000, "a full 8 KiB ring keeps only recent tuples (oldest of A {})", a[0]);
+    assert!(db.ring().used_bytes() <= 8192);
+}
+
+/// The issue-20 incident: a DNS flood from one device evicted every Flows, Links and
+/// BWStats tuple. Now each stream table has a guaranteed share of the ring.
+#[test]
+fn a_flood_in_one_table_leaves_other_tables_intact() {
+    let (mut db, clock) = db_with(1 << 20);
+    hwdb::server::load_schema(&mut db, include_str!("../schema/router.hwdb")).unwrap();
+    for i in 0..100 {
+        clock.advance(1000);
+        db.execute(&format!("insert into Flows values (6, '10.0.0.2', {i}, '10.0.0.9', 443, 3, 180)")).unwrap();
+        db.execute(&format!("insert into Links values ('02:00:00:00:00:01', -40.5, 0, {i}, 100)")).unwrap();
+        db.execute(&format!("insert into BWStats values ('02:00:00:00:00:01', '10.0.0.2', {i})")).unwrap();
+    }
+    let mut max_used = 0;
+    for i in 0..200_000 {
+        clock.advance(1000);
+        let name = format!("flood-{i}-{}.example.com", "x".repeat(i % 60));
+        db.execute(&format!("insert into DnsQueries values ('02:00:00:00:00:66', '{name}', 'A', 'allow', 0, 1)")).unwrap();
+        max_used = max_used.max(db.ring().used_bytes());
+    }
+    assert_eq!(ints(&mut db, "select sport from Flows"), (0..100).collect::<Vec<_>>());
+    assert_eq!(ints(&mut db, "select packets from Links"), (0..100).collect::<Vec<_>>());
+    assert_eq!(ints(&mut db, "select bytes from BWStats"), (0..100).collect::<Vec<_>>());
+    // The flood evicted only its own oldest tuples and kept its newest, with no gaps.
+    let dns = ints(&mut db, "select count(*) from DnsQueries")[0];
+    assert!(dns > 1000 && dns < 200_000, "{dns}");
+    let newest = db.execute("select name from DnsQueries [last]").unwrap();
+    assert_eq!(newest.rows[0][0], Value::Str(format!("flood-199999-{}.example.com", "x".repeat(199_999 % 60))));
+    // The whole ring stays within --memory.
+    assert!(max_used <= 1 << 20, "{max_used}");
+    assert!(db.ring().capacity() <= 1 << 20);
+}
+
+/// Any mix of floods: the ring never holds more than its memory, and every table still
+/// has at least its guaranteed share filled once all of them flood.
+#[test]
+fn memory_bound_and_shares_hold_under_mixed_floods() {
+    let (mut db, clock) = db_with(256 << 10);
+    let names = ["T0", "T1", "T2", "T3", "T4"];
+    for t in names {
+        db.execute(&format!("create table {t} (n integer, s varchar(200))")).unwrap();
+    }
+    let mut seed: u64 = 0x9e3779b97f4a7c15;
+    for i in 0..60_000 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        // Table 0 gets half of all inserts, the others share the rest.
+        let t = if seed % 2 == 0 { 0 } else { 1 + (seed >> 8) as usize % 4 };
+        let pad = "p".repeat((seed >> 16) as usize % 200);
+        clock.advance(1000);
+        db.execute(&format!("insert into {} values ({i}, '{pad}')", names[t])).unwrap();
+        assert!(db.ring().used_bytes() <= db.ring().capacity() as u64);
+    }
+    let ring = db.ring();
+    assert_eq!(ring.capacity(), 256 << 10);
+    for id in 0..names.len() as u16 {
+        assert!(ring.held_bytes(id) >= ring.share_bytes(), "table {id} holds its share");
+    }
 }
 
 #[test]

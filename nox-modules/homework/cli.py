@@ -52,7 +52,7 @@ def print_devices(rows: list[dict]) -> None:
 SIMPLE = {
     "devices": ((), print_devices),
     "permit": (("mac",), None), "deny": (("mac",), None),
-    "blacklist": (("mac",), None), "whitelist": (("mac",), None),
+    "blacklist": (("mac",), None), "whitelist": (("mac",), None), "forget": (("mac",), None),
     "status": (("mac?",), None), "dhcp-status": ((), None), "leases": ((), None),
     "blacklist-status": ((), None), "stats": ((), None),
     # DNS policy (components/dns); MAC "household" means the household-wide list

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .devices import UnknownDevice
+from .devices import CannotForget, UnknownDevice
+from .leases import as_dicts
+from .state import StorageError
 from .macaddr import BadMac
 
 
@@ -38,6 +40,10 @@ class Commands:
             raise CommandError(f"{name}: {exc}") from None
         except UnknownDevice as exc:
             raise CommandError(str(exc), 404) from None
+        except CannotForget as exc:
+            raise CommandError(str(exc), 409) from None
+        except StorageError as exc:       # disk full: the change was not saved, say so
+            raise CommandError(str(exc), 503) from None
         except (BadMac, ValueError) as exc:
             raise CommandError(str(exc)) from None
 
@@ -46,13 +52,14 @@ def register_core_commands(core) -> None:
     devices = core.devices
     cmd = core.commands
 
-    def dhcp():
-        return core.ctx.component("dhcp")
+    ctx = core.ctx     # read ctx.leases at call time: DHCP installs its reader at start
 
     def device_view(device) -> dict:
         view = device.as_dict()
-        lease = dhcp().lease_of(device.mac) if dhcp() else None
-        view["lease"] = lease
+        lease = ctx.leases.get(device.mac)
+        view["lease"] = lease.as_dict() if lease else None
+        routing = core.ctx.component("routing")
+        view["flow_limited"] = bool(routing and routing.flow_limited(device.mac))   # counted per host
         return view
 
     cmd.register("devices", lambda: [device_view(d) for d in devices.all()])
@@ -62,10 +69,13 @@ def register_core_commands(core) -> None:
     cmd.register("deny", lambda mac: device_view(devices.deny(mac)))
     cmd.register("blacklist", lambda mac: device_view(devices.blacklist(mac)))
     cmd.register("whitelist", lambda mac: device_view(devices.whitelist(mac)))
+    cmd.register("forget", lambda mac: devices.forget(mac))
     cmd.register("blacklist-status", lambda: [device_view(d) for d in devices.all() if d.state == "blacklisted"])
     cmd.register("set-meta", lambda mac, name=None, owner=None, type=None:
                  device_view(devices.set_meta(mac, name=name, owner=owner, type=type)))
-    cmd.register("dhcp-status", lambda: dhcp().active_leases() if dhcp() else [])
-    cmd.register("leases", lambda: dhcp().leases() if dhcp() else [])
+    cmd.register("dhcp-status", lambda: as_dicts(ctx.leases.active()))
+    cmd.register("leases", lambda: as_dicts(ctx.leases.all()))
     cmd.register("stats", lambda: {"core": dict(core.counters),
-                                   "dhcp": dict(dhcp().stats) if dhcp() else {}})
+                                   "dhcp": dict(ctx.components["dhcp"].stats) if "dhcp" in ctx.components else {},
+                                   "devices": {"pending": devices.pending_count(),
+                                               "forgotten": devices.forgotten}})

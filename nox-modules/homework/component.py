@@ -10,6 +10,7 @@ import logging
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from .flows import AggregateStats, Datapath, Decision, FlowRemoved, FlowStats, PacketIn
+from .leases import LeaseReader, NoLeases
 from .packets import Frame
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ class Context:
         self.now = clock
         self.components: dict[str, Component] = {}
         self.datapath: Datapath | None = None
+        self.leases: LeaseReader = NoLeases()   # DHCP puts itself here at start
 
     def component(self, name: str) -> "Component | None":
         return self.components.get(name)

@@ -1,18 +1,33 @@
 """The controller's one configuration file (TOML), validated at start.
 
-A bad value raises ConfigError naming the key, so the daemon stops with a message
-instead of running with a half-understood configuration.
+Every key is written once, in KEYS: its place in the file, the Config attribute it
+fills, its type, default, check and a line of help. The Config dataclass, the list of
+known keys, the type and range checks and `python3 -m homework.config --help-keys` all
+come from that table. A bad value raises ConfigError naming the key, so the daemon
+stops with a message instead of running with a half-understood configuration.
+
+The file carries a `version`; older files are brought up to date by the numbered steps
+in MIGRATIONS (in memory: the image writes its file afresh at every boot), and a file
+from a newer release is refused rather than half understood.
 """
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import ipaddress
+import logging
 import re
+import sys
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
+
+log = logging.getLogger("homework.config")
 
 KNOWN_COMPONENTS = ("dhcp", "routing", "dns", "eapol", "hwdb_sync", "api", "linksim")
 IFNAME = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
+CURRENT_VERSION = 2
 
 
 class ConfigError(ValueError):
@@ -23,181 +38,236 @@ class ConfigError(ValueError):
         self.key = key
 
 
-@dataclass(frozen=True)
-class Config:
-    bridge: str = "br0"
-    datapath_type: str = "netdev"
-    pool: ipaddress.IPv4Network = ipaddress.IPv4Network("10.2.0.0/16")
-    lan_ports: tuple[str, ...] = ()
-    wan_interface: str = "wan0"
-    pending_lease: int = 30
-    permitted_lease: int = 3600
-    of_listen: str = "127.0.0.1"
-    of_port: int = 6653
-    control_socket: Path = Path("/run/homework/control.sock")
-    components: tuple[str, ...] = ("dhcp", "routing")
-    state_dir: Path = Path("/var/lib/homework")
-    hwdb_host: str = "127.0.0.1"
-    hwdb_port: int = 987
-    hwdb_enabled: bool = False
-    flow_idle_timeout: int = 30
-    flow_stats_interval: int = 10
-    per_host_flow_limit: int = 1000
-    dns_blocked_answer: str = "nxdomain"
-    dns_upstream: str = "127.0.0.1:5353"
-    dns_listen: str = "169.254.53.53:5300"       # homework-dnsd; nftables steers port 53 here
-    dns_control: str = "/run/homework/dnsd.sock"  # homework-dnsd control socket
-    dns_intercept: bool = True                     # install the nftables redirect
-    api_listen: str = "127.0.0.1"
-    api_port: int = 8080
-    api_admin_password_file: str = ""     # first start: the admin password is read from here
-    api_session_lifetime: int = 43200     # seconds a Guest Board login lasts
-    linksim_interval: int = 2             # seconds between simulated link reports
-    hostapd_ctrl: str = ""
-    hostapd_deny_file: str = ""
-    hostapd_port: str = ""                         # bridge port of hostapd's interface; "" = LOCAL
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def state_db(self) -> Path:
-        return self.state_dir / "state.db"
+# -- checks: each takes (key, value already of the right TOML type) and returns the value --------
+def int_range(low: int, high: int) -> Callable[[str, int], int]:
+    def check(key: str, value: int) -> int:
+        if not low <= value <= high:
+            raise ConfigError(key, f"must be between {low} and {high}, got {value}")
+        return value
+    check.range = (low, high)
+    return check
 
 
-def _get(table: dict, dotted: str, kind, default):
-    section, _, key = dotted.partition(".")
-    value = table.get(section, {}).get(key, default) if key else table.get(section, default)
-    if value is default:
-        return default
-    if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-        raise ConfigError(dotted, f"expected an integer, got {value!r}")
-    if kind is str and not isinstance(value, str):
-        raise ConfigError(dotted, f"expected a string, got {value!r}")
-    if kind is bool and not isinstance(value, bool):
-        raise ConfigError(dotted, f"expected true or false, got {value!r}")
-    if kind is list and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-        raise ConfigError(dotted, f"expected a list of strings, got {value!r}")
-    return value
+def one_of(*choices: str) -> Callable[[str, str], str]:
+    def check(key: str, value: str) -> str:
+        if value not in choices:
+            raise ConfigError(key, f"must be {' or '.join(repr(c) for c in choices)}, got {value!r}")
+        return value
+    return check
 
 
-def _positive(key: str, value: int, minimum: int = 1, maximum: int = 10**9) -> int:
-    if not minimum <= value <= maximum:
-        raise ConfigError(key, f"must be between {minimum} and {maximum}, got {value}")
-    return value
-
-
-def _ifname(key: str, value: str) -> str:
+def ifname(key: str, value: str) -> str:
     if not IFNAME.match(value):
         raise ConfigError(key, f"not a valid interface name: {value!r}")
     return value
 
 
-def _host_port(key: str, value: str) -> str:
+def ifname_or_empty(key: str, value: str) -> str:
+    return ifname(key, value) if value else ""
+
+
+def ip_address(key: str, value: str) -> str:
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        raise ConfigError(key, f"not an IP address: {value!r}") from None
+    return value
+
+
+def host_port(key: str, value: str) -> str:
     host, _, port = value.rpartition(":")
     try:
         ipaddress.ip_address(host)
-        _positive(key, int(port), 1, 65535)
-    except (ValueError, ConfigError):
+        if not 1 <= int(port) <= 65535:
+            raise ValueError
+    except ValueError:
         raise ConfigError(key, f"expected ADDRESS:PORT, got {value!r}") from None
     return value
 
 
+def pool(key: str, value: str) -> ipaddress.IPv4Network:
+    try:
+        network = ipaddress.IPv4Network(value, strict=True)
+    except ValueError as exc:
+        raise ConfigError(key, f"not an IPv4 network: {exc}") from None
+    if network.prefixlen > 29:
+        raise ConfigError(key, "must hold at least two /30 blocks (prefix /29 or shorter)")
+    return network
+
+
+def components(key: str, value: list) -> tuple[str, ...]:
+    for name in value:
+        if name not in KNOWN_COMPONENTS:
+            raise ConfigError(key, f"unknown component {name!r} (known: {', '.join(KNOWN_COMPONENTS)})")
+    return tuple(value)
+
+
+def ipv4_list(key: str, value: list) -> tuple[str, ...]:
+    out = []
+    for text in value:
+        try:
+            out.append(str(ipaddress.IPv4Address(text)))
+        except ValueError:
+            raise ConfigError(key, f"not an IPv4 address: {text!r}") from None
+    return tuple(out)
+
+
+def lan_ports(key: str, value: list) -> tuple[str, ...]:
+    return tuple(ifname(key, name) for name in value)
+
+
+def path(key: str, value: str) -> Path:
+    return Path(value)
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str                 # "section.key" in the file
+    attr: str                 # Config attribute
+    kind: type                # the TOML type: int, str, bool or list (of strings)
+    default: Any              # as written in the file (checked like a value from the file)
+    help: str
+    check: Callable | None = None
+
+
+KEYS: tuple[Key, ...] = (
+    Key("lan.bridge", "bridge", str, "br0", "the Open vSwitch bridge of the LAN", ifname),
+    Key("lan.datapath_type", "datapath_type", str, "netdev",
+        "'system' (kernel datapath, the router) or 'netdev' (userspace, dev/CI)", one_of("netdev", "system")),
+    Key("lan.pool", "pool", str, "10.2.0.0/16", "addresses handed out, one /30 per device", pool),
+    Key("lan.ports", "lan_ports", list, [],
+        "LAN interfaces on the bridge; one missing when the switch connects raises an Alert", lan_ports),
+    Key("dhcp.pending_lease", "pending_lease", int, 30, "lease seconds while pending or denied",
+        int_range(10, 86400)),
+    Key("dhcp.permitted_lease", "permitted_lease", int, 3600, "lease seconds once permitted",
+        int_range(60, 7 * 86400)),
+    Key("dhcp.relays", "dhcp_relays", list, [], "relay agents (giaddr) we answer; none by default", ipv4_list),
+    Key("dhcp.new_macs_burst", "new_macs_burst", int, 16, "never-seen MACs a port may bring at once",
+        int_range(1, 100000)),
+    Key("dhcp.new_macs_per_minute", "new_macs_per_minute", int, 60,
+        "never-seen MACs a port may bring per minute after the burst", int_range(1, 10**6)),
+    Key("devices.max_pending", "max_pending", int, 256,
+        "pending devices kept; the oldest that never finished DHCP are forgotten first", int_range(1, 10**6)),
+    Key("devices.forget_unapproved_after", "forget_unapproved_after", int, 86400,
+        "seconds unseen before a pending device is forgotten", int_range(60, 10**8)),
+    Key("controller.listen", "of_listen", str, "127.0.0.1", "OpenFlow listen address", ip_address),
+    Key("controller.port", "of_port", int, 6653, "OpenFlow port", int_range(1, 65535)),
+    Key("controller.control_socket", "control_socket", str, "/run/homework/control.sock",
+        "the CLI's Unix socket", path),
+    Key("controller.components", "components", list, ["dhcp", "routing"], "components to load", components),
+    Key("state.dir", "state_dir", str, "/var/lib/homework", "where state.db lives", path),
+    Key("hwdb.host", "hwdb_host", str, "127.0.0.1", "hwdbd address", ip_address),
+    Key("hwdb.port", "hwdb_port", int, 987, "hwdbd port", int_range(1, 65535)),
+    Key("hwdb.enabled", "hwdb_enabled", bool, False, "log to hwdb"),
+    Key("routing.flow_idle_timeout", "flow_idle_timeout", int, 30, "seconds before an idle flow entry goes",
+        int_range(1, 3600)),
+    Key("routing.flow_stats_interval", "flow_stats_interval", int, 10, "seconds between flow counter polls",
+        int_range(1, 3600)),
+    Key("routing.per_host_flow_limit", "per_host_flow_limit", int, 1000,
+        "learned entries before a device is counted per host", int_range(10, 10**7)),
+    Key("dns.blocked_answer", "dns_blocked_answer", str, "nxdomain", "answer to a blocked name",
+        one_of("nxdomain", "drop")),
+    Key("dns.upstream", "dns_upstream", str, "127.0.0.1:5353", "where homework-dnsd forwards allowed queries",
+        host_port),
+    Key("dns.listen", "dns_listen", str, "169.254.53.53:5300", "homework-dnsd; nftables steers port 53 here",
+        host_port),
+    Key("dns.control", "dns_control", str, "/run/homework/dnsd.sock", "homework-dnsd's control socket"),
+    Key("dns.intercept", "dns_intercept", bool, True, "install the nftables redirect"),
+    Key("api.listen", "api_listen", str, "127.0.0.1", "ws.v1 API address (lighttpd proxies to it)", ip_address),
+    Key("api.port", "api_port", int, 8080, "ws.v1 API port", int_range(1, 65535)),
+    Key("api.admin_password_file", "api_admin_password_file", str, "",
+        "first start: the admin password is read from here"),
+    Key("api.session_lifetime", "api_session_lifetime", int, 43200, "seconds a Guest Board login lasts",
+        int_range(60, 30 * 86400)),
+    Key("linksim.interval", "linksim_interval", int, 2, "seconds between simulated link reports",
+        int_range(1, 3600)),
+    Key("eapol.hostapd_ctrl", "hostapd_ctrl", str, "", "hostapd's control socket; '' = none"),
+    Key("eapol.hostapd_deny_file", "hostapd_deny_file", str, "", "hostapd's deny list file"),
+    Key("eapol.hostapd_port", "hostapd_port", str, "", "bridge port of hostapd's interface; '' = LOCAL",
+        ifname_or_empty),
+)
+SECTIONS = tuple(dict.fromkeys(k.name.partition(".")[0] for k in KEYS))
+
+
+def _typed(key: Key, value: Any) -> Any:
+    kind = key.kind
+    if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ConfigError(key.name, f"expected an integer, got {value!r}")
+    if kind is str and not isinstance(value, str):
+        raise ConfigError(key.name, f"expected a string, got {value!r}")
+    if kind is bool and not isinstance(value, bool):
+        raise ConfigError(key.name, f"expected true or false, got {value!r}")
+    if kind is list and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        raise ConfigError(key.name, f"expected a list of strings, got {value!r}")
+    return key.check(key.name, value) if key.check else value
+
+
+def _state_db(self) -> Path:
+    return self.state_dir / "state.db"
+
+
+# The dataclass the rest of the controller reads (config.pool, config.pending_lease, ...).
+Config = dataclasses.make_dataclass(
+    "Config",
+    [(k.attr, Any, dataclasses.field(default=_typed(k, k.default))) for k in KEYS]
+    + [("version", int, dataclasses.field(default=CURRENT_VERSION))],
+    namespace={"state_db": property(_state_db), "__module__": __name__,
+               "__doc__": "The validated configuration; built from KEYS."},
+    frozen=True,
+)
+
+
+# -- migrations ---------------------------------------------------------------------------------
+def _v1_to_v2(data: dict) -> None:
+    """Version 2 drops [wan] interface, which never did anything: the image's bring-up
+    script finds the WAN itself, and NAT is set up outside the controller."""
+    wan = data.get("wan", {})
+    wan.pop("interface", None)
+    if "wan" in data and not wan:
+        del data["wan"]
+
+
+# MIGRATIONS[n] turns a version n+1 file into version n+2 (an unversioned file is version 1).
+MIGRATIONS: tuple[Callable[[dict], None], ...] = (_v1_to_v2,)
+assert len(MIGRATIONS) == CURRENT_VERSION - 1
+
+
+def migrate(data: dict) -> dict:
+    version = data.get("version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ConfigError("version", f"expected a whole number from 1, got {version!r}")
+    if version > CURRENT_VERSION:
+        raise ConfigError("version", f"this file is version {version}, newer than this controller "
+                          f"understands ({CURRENT_VERSION}); refusing to guess")
+    data = {section: dict(table) if isinstance(table, dict) else table for section, table in data.items()}
+    for step in MIGRATIONS[version - 1:]:
+        step(data)
+    if version < CURRENT_VERSION:
+        log.info("config version %d read as version %d", version, CURRENT_VERSION)
+    data["version"] = CURRENT_VERSION
+    return data
+
+
 def parse(data: dict) -> Config:
     """Build a Config from a parsed TOML document, checking every value."""
-    known_sections = {"lan", "wan", "dhcp", "controller", "state", "hwdb", "routing", "dns",
-                      "api", "eapol", "linksim"}
-    for section in data:
-        if section not in known_sections:
-            raise ConfigError(section, f"unknown section (known: {', '.join(sorted(known_sections))})")
-
-    pool_text = _get(data, "lan.pool", str, "10.2.0.0/16")
-    try:
-        pool = ipaddress.IPv4Network(pool_text, strict=True)
-    except ValueError as exc:
-        raise ConfigError("lan.pool", f"not an IPv4 network: {exc}") from None
-    if pool.prefixlen > 29:
-        raise ConfigError("lan.pool", "must hold at least two /30 blocks (prefix /29 or shorter)")
-
-    datapath_type = _get(data, "lan.datapath_type", str, "netdev")
-    if datapath_type not in ("netdev", "system"):
-        raise ConfigError("lan.datapath_type", f"must be 'netdev' or 'system', got {datapath_type!r}")
-
-    components = tuple(_get(data, "controller.components", list, ["dhcp", "routing"]))
-    for name in components:
-        if name not in KNOWN_COMPONENTS:
-            raise ConfigError("controller.components", f"unknown component {name!r} (known: {', '.join(KNOWN_COMPONENTS)})")
-
-    pending = _positive("dhcp.pending_lease", _get(data, "dhcp.pending_lease", int, 30), 10, 86400)
-    permitted = _positive("dhcp.permitted_lease", _get(data, "dhcp.permitted_lease", int, 3600), 60, 7 * 86400)
-
-    of_listen = _get(data, "controller.listen", str, "127.0.0.1")
-    try:
-        ipaddress.ip_address(of_listen)
-    except ValueError:
-        raise ConfigError("controller.listen", f"not an IP address: {of_listen!r}") from None
-
-    api_listen = _get(data, "api.listen", str, "127.0.0.1")
-    try:
-        ipaddress.ip_address(api_listen)
-    except ValueError:
-        raise ConfigError("api.listen", f"not an IP address: {api_listen!r}") from None
-
-    blocked = _get(data, "dns.blocked_answer", str, "nxdomain")
-    if blocked not in ("nxdomain", "drop"):
-        raise ConfigError("dns.blocked_answer", f"must be 'nxdomain' or 'drop', got {blocked!r}")
-
-    known_keys = {
-        "lan": {"bridge", "datapath_type", "pool", "ports"},
-        "wan": {"interface"},
-        "dhcp": {"pending_lease", "permitted_lease"},
-        "controller": {"listen", "port", "control_socket", "components"},
-        "state": {"dir"},
-        "hwdb": {"host", "port", "enabled"},
-        "routing": {"flow_idle_timeout", "flow_stats_interval", "per_host_flow_limit"},
-        "dns": {"blocked_answer", "upstream", "listen", "control", "intercept"},
-        "api": {"listen", "port", "admin_password_file", "session_lifetime"},
-        "linksim": {"interval"},
-        "eapol": {"hostapd_ctrl", "hostapd_deny_file", "hostapd_port"},
-    }
-    for section, keys in known_keys.items():
-        for key in data.get(section, {}):
-            if key not in keys:
-                raise ConfigError(f"{section}.{key}", f"unknown key (known: {', '.join(sorted(keys))})")
-
-    return Config(
-        bridge=_ifname("lan.bridge", _get(data, "lan.bridge", str, "br0")),
-        datapath_type=datapath_type,
-        pool=pool,
-        lan_ports=tuple(_ifname("lan.ports", p) for p in _get(data, "lan.ports", list, [])),
-        wan_interface=_ifname("wan.interface", _get(data, "wan.interface", str, "wan0")),
-        pending_lease=pending,
-        permitted_lease=permitted,
-        of_listen=of_listen,
-        of_port=_positive("controller.port", _get(data, "controller.port", int, 6653), 1, 65535),
-        control_socket=Path(_get(data, "controller.control_socket", str, "/run/homework/control.sock")),
-        components=components,
-        state_dir=Path(_get(data, "state.dir", str, "/var/lib/homework")),
-        hwdb_host=_get(data, "hwdb.host", str, "127.0.0.1"),
-        hwdb_port=_positive("hwdb.port", _get(data, "hwdb.port", int, 987), 1, 65535),
-        hwdb_enabled=_get(data, "hwdb.enabled", bool, False),
-        flow_idle_timeout=_positive("routing.flow_idle_timeout", _get(data, "routing.flow_idle_timeout", int, 30), 1, 3600),
-        flow_stats_interval=_positive("routing.flow_stats_interval", _get(data, "routing.flow_stats_interval", int, 10), 1, 3600),
-        per_host_flow_limit=_positive("routing.per_host_flow_limit", _get(data, "routing.per_host_flow_limit", int, 1000), 10, 10**7),
-        dns_blocked_answer=blocked,
-        dns_upstream=_host_port("dns.upstream", _get(data, "dns.upstream", str, "127.0.0.1:5353")),
-        dns_listen=_host_port("dns.listen", _get(data, "dns.listen", str, "169.254.53.53:5300")),
-        dns_control=_get(data, "dns.control", str, "/run/homework/dnsd.sock"),
-        dns_intercept=_get(data, "dns.intercept", bool, True),
-        api_listen=api_listen,
-        api_port=_positive("api.port", _get(data, "api.port", int, 8080), 1, 65535),
-        api_admin_password_file=_get(data, "api.admin_password_file", str, ""),
-        api_session_lifetime=_positive("api.session_lifetime", _get(data, "api.session_lifetime", int, 43200),
-                                       60, 30 * 86400),
-        linksim_interval=_positive("linksim.interval", _get(data, "linksim.interval", int, 2), 1, 3600),
-        hostapd_ctrl=_get(data, "eapol.hostapd_ctrl", str, ""),
-        hostapd_deny_file=_get(data, "eapol.hostapd_deny_file", str, ""),
-        hostapd_port=_ifname("eapol.hostapd_port", _get(data, "eapol.hostapd_port", str, "")) if _get(data, "eapol.hostapd_port", str, "") else "",
-        extra={k: v for k, v in data.items()},
-    )
+    data = migrate(data)
+    known = {section: {k.name.partition(".")[2]: k for k in KEYS if k.name.startswith(section + ".")}
+             for section in SECTIONS}
+    values = {}
+    for section, table in data.items():
+        if section == "version":
+            continue
+        if section not in known:
+            raise ConfigError(section, f"unknown section (known: {', '.join(sorted(known))})")
+        if not isinstance(table, dict):
+            raise ConfigError(section, "expected a [section] table")
+        for name, value in table.items():
+            key = known[section].get(name)
+            if key is None:
+                raise ConfigError(f"{section}.{name}",
+                                  f"unknown key (known: {', '.join(sorted(known[section]))})")
+            values[key.attr] = _typed(key, value)
+    return Config(**values)
 
 
 def load(path: str | Path) -> Config:
@@ -210,3 +280,52 @@ def load(path: str | Path) -> Config:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError("(file)", f"{path} is not valid TOML: {exc}") from None
     return parse(data)
+
+
+def dnsd_args(config: Config) -> list[str]:
+    """homework-dnsd's command line, from the same file the controller reads (so the
+    nftables redirect and dnsd never point at different places)."""
+    return ["--listen", config.dns_listen, "--upstream", config.dns_upstream, "--control", config.dns_control]
+
+
+def help_text() -> str:
+    lines = [f"version = {CURRENT_VERSION}"]
+    for section in SECTIONS:
+        lines.append(f"\n[{section}]")
+        for k in KEYS:
+            if k.name.startswith(section + "."):
+                default = repr(k.default).replace("'", '"').replace("True", "true").replace("False", "false")
+                lines.append(f"{k.name.partition('.')[2]} = {default}   # {k.help}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m homework.config",
+                                     description="Check a Homework config file or print what others need from it")
+    parser.add_argument("config", nargs="?", help="the TOML file")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--dnsd-args", action="store_true", help="print homework-dnsd's arguments")
+    what.add_argument("--dnsd-address", action="store_true", help="print the address homework-dnsd listens on")
+    what.add_argument("--help-keys", action="store_true", help="print every key with its default and help")
+    args = parser.parse_args(argv)
+    if args.help_keys:
+        print(help_text())
+        return 0
+    if not args.config:
+        parser.error("a config file is needed")
+    try:
+        config = load(args.config)
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if args.dnsd_args:
+        print(" ".join(dnsd_args(config)))
+    elif args.dnsd_address:
+        print(config.dns_listen.rpartition(":")[0])
+    else:
+        print(f"{args.config}: ok (version {config.version})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

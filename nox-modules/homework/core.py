@@ -27,6 +27,7 @@ log = logging.getLogger("homework.core")
 
 # Packet-in dispatch order: the most specific protocol handlers first.
 DISPATCH_ORDER = ("eapol", "dhcp", "dns", "routing")
+FORGET_CHECK_SECONDS = 60.0     # how often never-approved devices unseen for long are forgotten
 
 
 class Core:
@@ -43,7 +44,8 @@ class Core:
         self.bus = bus or EventBus()
         self.ctx = Context(config, self.state, self.bus, host or HostNet(config.bridge),
                            self.send, self.every, clock)
-        self.devices = DeviceRegistry(self.state, self.bus)
+        self.devices = DeviceRegistry(self.state, self.bus, max_pending=config.max_pending,
+                                      forget_after=config.forget_unapproved_after, clock=clock)
         self.ctx.devices = self.devices
         self.commands = Commands()
         self.ctx.commands = self.commands
@@ -63,6 +65,7 @@ class Core:
         for component in self.components:
             self._safe(f"{component.name}.start", component.start)
         self.every(WRITE_BEHIND_SECONDS, self.state.flush)
+        self.every(FORGET_CHECK_SECONDS, self.devices.forget_unseen)
         log.info("components loaded: %s", ", ".join(c.name for c in self.components))
 
     def stop(self) -> None:
@@ -87,6 +90,11 @@ class Core:
     def datapath_up(self, dp: Datapath) -> None:
         self.ctx.datapath = dp
         log.info("datapath %016x connected with ports %s", dp.dpid, dp.ports)
+        for name in self.config.lan_ports:
+            if name not in dp.ports:
+                log.warning("LAN port %s ([lan] ports) is not on the bridge", name)
+                self.bus.publish("alert", mac="", kind="lan-port-missing",
+                                 detail=f"LAN port {name} is configured but not on the bridge")
         for component in self.components:
             self.send(self._safe(f"{component.name}.datapath_up", component.datapath_up, dp))
 
@@ -104,21 +112,22 @@ class Core:
             self.counters["malformed_frames"] += 1
             log.debug("dropping malformed frame from port %s: %s", pkt.in_port, exc)
             return
-        for component in self._dispatch:
-            try:
-                decisions = component.packet_in(pkt, frame)
-            except PacketError as exc:
-                self.counters[f"{component.name}.malformed"] += 1
-                log.info("%s: malformed packet from port %s (%s) dropped", component.name, pkt.in_port, exc)
-                return
-            except Exception:
-                self.counters[f"{component.name}.errors"] += 1
-                log.exception("%s: error handling packet from port %s", component.name, pkt.in_port)
-                return
-            if decisions is not None:
-                self.send(decisions)
-                return
-        self.counters["unhandled_packets"] += 1
+        with self.bus.held():      # the handler's decisions go out before its events are heard
+            for component in self._dispatch:
+                try:
+                    decisions = component.packet_in(pkt, frame)
+                except PacketError as exc:
+                    self.counters[f"{component.name}.malformed"] += 1
+                    log.info("%s: malformed packet from port %s (%s) dropped", component.name, pkt.in_port, exc)
+                    return
+                except Exception:
+                    self.counters[f"{component.name}.errors"] += 1
+                    log.exception("%s: error handling packet from port %s", component.name, pkt.in_port)
+                    return
+                if decisions is not None:
+                    self.send(decisions)
+                    return
+            self.counters["unhandled_packets"] += 1
 
     def flow_removed(self, ev: FlowRemoved) -> None:
         for component in self.components:

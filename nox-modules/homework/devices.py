@@ -5,6 +5,9 @@ drops EAPOL, dhcp changes lease times)."""
 from __future__ import annotations
 
 import logging
+import time
+from collections import OrderedDict
+from typing import Callable
 
 from .bus import EventBus
 from .macaddr import normalize
@@ -19,10 +22,30 @@ class UnknownDevice(LookupError):
     pass
 
 
+class CannotForget(ValueError):
+    pass
+
+
 class DeviceRegistry:
-    def __init__(self, state: StateStore, bus: EventBus):
+    """Besides decisions, bounds what unapproved devices can cost (issue 20): at most
+    `max_pending` pending devices are kept, the oldest first seen going first when a new
+    one arrives, and a pending device unseen for `forget_after` seconds is forgotten.
+    Forgetting removes the device row and its lease; a 'device' event with
+    reason='forgotten' tells the components (DHCP ends the lease, routing drops flows)."""
+
+    def __init__(self, state: StateStore, bus: EventBus, *, max_pending: int = 256,
+                 forget_after: float = 86400, clock=time.time):
         self.state = state
         self.bus = bus
+        self.max_pending = max_pending
+        self.forget_after = forget_after
+        self.clock = clock
+        # Pending devices in the order they were first seen: the cap forgets from the front.
+        self._pending: OrderedDict[str, None] = OrderedDict(
+            (d.mac, None) for d in state.devices() if d.state == "pending")
+        self.forgotten = 0
+        # Set by the DHCP component: does this MAC hold a live lease?
+        self.has_live_lease: Callable[[str], bool] = lambda mac: False
 
     def get(self, mac: str) -> Device:
         mac = normalize(mac)
@@ -35,12 +58,58 @@ class DeviceRegistry:
         return self.state.devices()
 
     def seen(self, mac: str, hostname: str = "") -> Device:
-        device, created = self.state.touch_device(normalize(mac), hostname)
+        device, created = self.state.touch_device(normalize(mac), hostname, self.clock())
         if created:
             log.info("new device %s (%s) asks to join", device.mac, hostname or "no hostname")
+            self._pending[device.mac] = None
             self.bus.publish("device", mac=device.mac, state=device.state, old_state=None,
                              device=device.as_dict(), reason="seen")
+            while len(self._pending) > self.max_pending:
+                victim = self._cap_victim()
+                log.warning("more than %d pending devices: forgetting %s", self.max_pending, victim)
+                self._forget(victim, "pending cap")
         return device
+
+    def _cap_victim(self) -> str:
+        """The oldest pending device that holds no live lease (a flood's MACs never finish
+        DHCP, a real guest does), else the oldest pending device."""
+        for mac in self._pending:
+            if not self.has_live_lease(mac):
+                return mac
+        return next(iter(self._pending))
+
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+    def forget(self, mac: str) -> dict:
+        """Forget a device: its decision, name, lease and address. A blacklisted device is
+        refused: forgetting it would lift the blacklist without anyone saying so."""
+        device = self.get(mac)
+        if device.state == "blacklisted":
+            raise CannotForget(f"{device.mac} is blacklisted: whitelist it first, then forget it")
+        self._forget(device.mac, "asked")
+        return {"mac": device.mac, "forgotten": True}
+
+    def forget_unseen(self) -> int:
+        """Forget pending devices unseen for `forget_after` seconds (oldest first)."""
+        limit = self.clock() - self.forget_after
+        stale = []
+        for mac in self._pending:
+            device = self.state.get_device(mac)
+            if device is not None and device.last_seen < limit:
+                stale.append(mac)
+        for mac in stale:
+            self._forget(mac, "unseen")
+        return len(stale)
+
+    def _forget(self, mac: str, why: str) -> None:
+        self._pending.pop(mac, None)
+        old = self.state.get_device(mac)
+        self.state.forget_device(mac)
+        self.forgotten += 1
+        log.info("device %s forgotten (%s)", mac, why)
+        self.bus.publish("device", mac=mac, state=None, old_state=old.state if old else None,
+                         device={"mac": mac}, reason="forgotten")
 
     def _decide(self, mac: str, state: str, allow_unknown: bool = False) -> Device:
         mac = normalize(mac)
@@ -48,6 +117,10 @@ class DeviceRegistry:
         if old is None and not allow_unknown:
             raise UnknownDevice(f"no device with MAC {mac} has been seen")
         device = self.state.set_device_state(mac, state)
+        if state == "pending":
+            self._pending.setdefault(mac, None)
+        else:
+            self._pending.pop(mac, None)
         old_state = old.state if old else None
         log.info("device %s: %s -> %s", mac, old_state, state)
         self.bus.publish("device", mac=mac, state=state, old_state=old_state,

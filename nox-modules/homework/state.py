@@ -13,6 +13,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +26,19 @@ WRITE_BEHIND_SECONDS = 0.25
 # last_seen is written back at most this often per device: DHCP renewals and packets
 # touch it constantly, and a minute's precision is all the board shows.
 LAST_SEEN_WRITE_SECONDS = 60
+# When writes fail for a reason that passes (disk full, I/O error, database locked), the
+# queued writes are kept, in order, and tried again at most this often.
+RETRY_SECONDS = 1.0
+# The queue's bound while writes fail: ~200 bytes a statement, so ~20 MiB of memory.
+# Past it new queued writes are dropped and counted (storage()["dropped_writes"]).
+MAX_QUEUED = 100_000
+# SQLite primary result codes after which a write may succeed later.
+_RETRYABLE = {sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED,
+              sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN}
+# A write that needs a new page on disk: queued after a failed direct write so the retry
+# loop learns when space is back even if nothing else is waiting to be written.
+_PROBE = "INSERT INTO storage_probe (id, at) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET at=excluded.at"
+_PROBE_SCHEMA = "CREATE TABLE IF NOT EXISTS storage_probe (id INTEGER PRIMARY KEY CHECK (id = 1), at REAL NOT NULL);"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS devices (
@@ -44,6 +58,10 @@ CREATE TABLE IF NOT EXISTS leases (
     port INTEGER NOT NULL DEFAULT 0,    -- OpenFlow port the device was last seen on
     hostname TEXT NOT NULL DEFAULT '',
     relay TEXT NOT NULL DEFAULT ''      -- giaddr of the relay agent it came through; '' = on our port
+);
+CREATE TABLE IF NOT EXISTS quarantine (
+    block INTEGER PRIMARY KEY,          -- a /30 a client DECLINEd (address in use on the LAN)
+    until REAL NOT NULL                 -- epoch seconds; not handed out before then
 );
 """
 
@@ -73,6 +91,24 @@ class LeaseRow:
     relay: str = ""
 
 
+class StorageError(sqlite3.OperationalError):
+    """The state cannot be written now (disk full, I/O error): the write was not made.
+    Queued writes are kept and retried; reads still work."""
+
+
+def _retryable(exc: BaseException) -> bool:
+    if not isinstance(exc, sqlite3.OperationalError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is None:
+        return "disk is full" in str(exc) or "disk I/O error" in str(exc)
+    return code & 0xFF in _RETRYABLE
+
+
+def _is_read(sql: str) -> bool:
+    return sql.lstrip()[:6].upper() in ("SELECT", "PRAGMA")
+
+
 class StateStore:
     """Thread-safe wrapper around one SQLite database in WAL mode."""
 
@@ -93,6 +129,15 @@ class StateStore:
         self._devices = {row["mac"]: Device(**dict(row)) for row in self.db.execute("SELECT * FROM devices")}
         self._seen_written: dict[str, float] = {}
         self._deferred: list[tuple[str, tuple]] = []
+        self.ensure_schema(_PROBE_SCHEMA)
+        # Write health: "" while writes go through, else the error that stopped them.
+        self.clock = time.monotonic          # for the retry pacing (tests replace it)
+        self._failure = ""
+        self._failure_full = False
+        self._failing_since = 0.0
+        self._retry_at = 0.0
+        self._dropped = 0
+        self._watchers: list[Callable[[dict], None]] = []
 
     # -- generic -------------------------------------------------------------------
     def ensure_schema(self, sql: str) -> None:
@@ -106,33 +151,127 @@ class StateStore:
             self.db.execute("ALTER TABLE leases ADD COLUMN relay TEXT NOT NULL DEFAULT ''")
 
     def execute(self, sql: str, args=()) -> list[sqlite3.Row]:
+        """Run one statement after the queued writes. While writes fail, a read sees what
+        is on disk (queued writes not yet), and a write raises StorageError rather than
+        overtake the queue."""
+        reading = _is_read(sql)
         with self._lock:
-            self.flush()     # every read and write sees the queued writes, in order
-            return self.db.execute(sql, args).fetchall()
+            # Retries stay paced (flush() without force): a busy writer must not re-run a
+            # long failing queue on every call.
+            if not self.flush() and not reading:
+                raise StorageError(self._refusal())
+            try:
+                return self.db.execute(sql, args).fetchall()
+            except sqlite3.OperationalError as exc:
+                if reading or not _retryable(exc):
+                    raise
+                self._rollback()
+                if not self._deferred:
+                    self._deferred.append((_PROBE, (time.time(),)))
+                self._write_failed(exc)
+                raise StorageError(self._refusal()) from exc
 
     def defer(self, sql: str, args=()) -> None:
         """Queue a write for the next flush (see WRITE_BEHIND_SECONDS)."""
         with self._lock:
+            if len(self._deferred) >= MAX_QUEUED:
+                self._dropped += 1
+                if self._dropped == 1 or self._dropped % 1000 == 0:
+                    log.error("state write queue full (%d, writes failing: %s): %d writes dropped",
+                              MAX_QUEUED, self._failure, self._dropped)
+                return
             self._deferred.append((sql, args))
 
-    def flush(self) -> None:
-        """Write the queued statements in one transaction. A statement that fails (say a
-        constraint) is logged and skipped; the others still commit."""
+    def flush(self, force: bool = False) -> bool:
+        """Write the queued statements in one transaction; True when nothing is left queued.
+        A statement that is wrong (a constraint, a bug) is logged and skipped; the others
+        still commit. When the write fails for a reason that passes (disk full), the whole
+        batch stays queued, in order, and is tried again at the next flush at least
+        RETRY_SECONDS later (at once with force=True)."""
         with self._lock:
             if not self._deferred:
-                return
+                return True
+            if self._failure and not force and self.clock() < self._retry_at:
+                return False
             pending, self._deferred = self._deferred, []
-            self.db.execute("BEGIN IMMEDIATE")
             try:
-                for sql, args in pending:
-                    try:
-                        self.db.execute(sql, args)
-                    except sqlite3.IntegrityError as exc:
-                        log.error("state write skipped (%s): %s %r", exc, sql.split(" (")[0], args)
-            except BaseException:
-                self.db.execute("ROLLBACK")
-                raise
+                self._write_batch(pending)
+            except BaseException as exc:
+                self._deferred[:0] = pending
+                if not _retryable(exc):
+                    raise
+                self._write_failed(exc)
+                return False
+            self._write_succeeded()
+            return True
+
+    def _write_batch(self, pending: list[tuple[str, tuple]]) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            for sql, args in pending:
+                try:
+                    self.db.execute(sql, args)
+                except sqlite3.Error as exc:
+                    if _retryable(exc):
+                        raise
+                    log.error("state write skipped (%s): %s %r", exc, sql.split(" (")[0], args)
             self.db.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
+
+    def _rollback(self) -> None:
+        # After SQLITE_FULL SQLite may already have rolled back on its own.
+        if self.db.in_transaction:
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+
+    # -- write health ------------------------------------------------------------------
+    def storage(self) -> dict:
+        """Whether state writes reach the disk: shown by the API (GET /ws.v1/session)."""
+        with self._lock:
+            return {"full": self._failure_full, "writable": not self._failure, "error": self._failure,
+                    "since": self._failing_since, "queued_writes": len(self._deferred),
+                    "dropped_writes": self._dropped}
+
+    def watch_storage(self, callback: Callable[[dict], None]) -> None:
+        """Call `callback(storage())` each time writes start failing or work again."""
+        self._watchers.append(callback)
+
+    def _refusal(self) -> str:
+        what = ("the router's storage is full" if self._failure_full
+                else f"the state database cannot be written ({self._failure})")
+        return (f"{what}: this change was not saved; {len(self._deferred)} earlier writes are kept "
+                f"and saved when it can be written again (reading still works)")
+
+    def _write_failed(self, exc: BaseException) -> None:
+        self._retry_at = self.clock() + RETRY_SECONDS
+        first = not self._failure
+        self._failure = str(exc) or type(exc).__name__
+        self._failure_full = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF == sqlite3.SQLITE_FULL \
+            or "full" in self._failure
+        if first:
+            self._failing_since = time.time()
+            log.error("state writes failing (%s): %d writes kept queued, retried every %.0f s",
+                      self._failure, len(self._deferred), RETRY_SECONDS)
+            self._notify()
+
+    def _write_succeeded(self) -> None:
+        if self._failure:
+            log.warning("state writes work again after %.0f s; queued writes saved",
+                        time.time() - self._failing_since)
+            self._failure, self._failure_full, self._failing_since = "", False, 0.0
+            self._notify()
+
+    def _notify(self) -> None:
+        status = self.storage()
+        for callback in list(self._watchers):
+            try:
+                callback(status)
+            except Exception:
+                log.exception("storage watcher failed")
 
     def transaction(self):
         """Context manager: one atomic write of several statements."""
@@ -140,7 +279,8 @@ class StateStore:
 
     def close(self) -> None:
         with self._lock:
-            self.flush()
+            if not self.flush(force=True):
+                log.error("state closed with %d writes not saved (%s)", len(self._deferred), self._failure)
             self.db.close()
 
     # -- devices ---------------------------------------------------------------------
@@ -217,7 +357,30 @@ class StateStore:
                    (row.mac, row.block, row.expires, row.port, row.hostname, row.relay))
 
     def delete_lease(self, mac: str) -> None:
-        self.execute("DELETE FROM leases WHERE mac=?", (mac,))
+        # Queued like the lease rows themselves: a full disk must not fail a DHCP handler.
+        self.defer("DELETE FROM leases WHERE mac=?", (mac,))
+
+    # -- forgetting ------------------------------------------------------------------
+    def forget_device(self, mac: str) -> bool:
+        """Remove everything the controller core keeps about a MAC (device row and lease).
+        Returns whether the device was known."""
+        with self._lock:
+            # Queued, in order with everything else about this MAC (a full disk keeps it).
+            self.defer("DELETE FROM devices WHERE mac=?", (mac,))
+            self.defer("DELETE FROM leases WHERE mac=?", (mac,))
+            self._seen_written.pop(mac, None)
+            return self._devices.pop(mac, None) is not None
+
+    # -- DECLINE quarantine ----------------------------------------------------------
+    def quarantine(self) -> dict[int, float]:
+        return {r["block"]: r["until"] for r in self.execute("SELECT block, until FROM quarantine")}
+
+    def save_quarantine(self, block: int, until: float) -> None:
+        self.defer("INSERT INTO quarantine (block, until) VALUES (?, ?) "
+                   "ON CONFLICT(block) DO UPDATE SET until=excluded.until", (block, until))
+
+    def drop_quarantine(self, block: int) -> None:
+        self.defer("DELETE FROM quarantine WHERE block=?", (block,))
 
 
 class _Transaction:
@@ -225,14 +388,34 @@ class _Transaction:
         self.store = store
 
     def __enter__(self):
-        self.store._lock.acquire()
-        self.store.flush()
-        self.store.db.execute("BEGIN IMMEDIATE")
-        return self.store
+        store = self.store
+        store._lock.acquire()
+        try:
+            if not store.flush():
+                raise StorageError(store._refusal())
+            store.db.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            store._lock.release()
+            raise
+        return store
 
     def __exit__(self, exc_type, exc, tb):
+        store = self.store
         try:
-            self.store.db.execute("ROLLBACK" if exc_type else "COMMIT")
+            if exc_type is None:
+                try:
+                    store.db.execute("COMMIT")
+                    return False
+                except sqlite3.OperationalError as commit_error:
+                    exc = commit_error
+            store._rollback()
+            if _retryable(exc) and not isinstance(exc, StorageError):
+                if not store._deferred:
+                    store._deferred.append((_PROBE, (time.time(),)))
+                store._write_failed(exc)
+                raise StorageError(store._refusal()) from exc
+            if exc_type is None:
+                raise exc
+            return False
         finally:
-            self.store._lock.release()
-        return False
+            store._lock.release()

@@ -433,7 +433,7 @@ class Home:
     def __init__(self, *, controller: bool = True, config: dict | None = None,
                  internet: bool = True, hwdb: bool | None = None, run_id: str | None = None,
                  keep: bool | None = None, log: Callable[[str], None] | None = None,
-                 connect_timeout: float = 60):
+                 connect_timeout: float = 60, hwdb_memory: str | None = None):
         self.run_id = run_id or new_run_id()
         self.router_ns = f"{self.run_id}-r"
         self.internet_ns = f"{self.run_id}-i"
@@ -442,6 +442,7 @@ class Home:
         self.with_controller = controller
         self.with_internet = internet
         self.want_hwdb = hwdb
+        self.hwdb_memory = hwdb_memory          # hwdbd --memory (default: hwdbd's own)
         self.config_overrides = config or {}
         self.keep = keep if keep is not None else os.environ.get("HOMELAB_KEEP") == "1"
         self.connect_timeout = connect_timeout
@@ -636,7 +637,8 @@ class Home:
         state.mkdir(exist_ok=True)
         self._hwdb_log = open(self.dir / "hwdbd.log", "ab")
         self._hwdbd = self.router_popen([str(binary), "--port", str(HWDB_PORT), "--listen", "127.0.0.1",
-                                         "--schema", str(schemas[0]), "--state-dir", str(state)],
+                                         "--schema", str(schemas[0]), "--state-dir", str(state)]
+                                        + (["--memory", self.hwdb_memory] if self.hwdb_memory else []),
                                         stdout=self._hwdb_log, stderr=subprocess.STDOUT,
                                         stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
@@ -654,7 +656,6 @@ class Home:
     def _write_config(self) -> None:
         doc = {
             "lan": {"bridge": BRIDGE, "datapath_type": "netdev", "pool": "10.2.0.0/16"},
-            "wan": {"interface": WAN_IF},
             "dhcp": {"pending_lease": 30, "permitted_lease": 3600},
             "controller": {"listen": "127.0.0.1", "port": 6653,
                            "control_socket": str(self.control_socket),

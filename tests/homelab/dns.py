@@ -128,8 +128,10 @@ class DnsLab:
         h = self.home
         control = Path(h.config_overrides["dns"]["control"])
         h.router(["ip", "addr", "replace", f"{DNSD_ADDR}/32", "dev", "lo"])
-        self.dnsd = h.router_popen([str(DNSD_BINARY), "--listen", f"{DNSD_ADDR}:{DNSD_PORT}",
-                                    "--upstream", ROUTER_DNSMASQ, "--control", str(control)],
+        # dnsd's arguments come from the same [dns] table the controller reads, as on the router.
+        from homework.config import dnsd_args, parse
+        args = dnsd_args(parse({"dns": h.config_overrides["dns"]}))
+        self.dnsd = h.router_popen([str(DNSD_BINARY), *args],
                                    stdout=self._log("dnsd"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         _wait("homework-dnsd", lambda: control.exists() and
               h.router(["ss", "-Hlun", f"sport = :{DNSD_PORT}"]).stdout.strip(), proc=self.dnsd,

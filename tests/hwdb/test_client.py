@@ -175,7 +175,7 @@ def test_many_clients_at_once(daemon):
         try:
             with hwdb_client.Client(port=daemon.port, timeout=10) as c:
                 for n in range(10):
-                    c.insert("DnsQueries", (f"c{k}", "example.com", "A", "allow", n))
+                    c.insert("DnsQueries", (f"c{k}", "example.com", "A", "allow", n, 1))
         except Exception as e:  # noqa: BLE001
             errors.append(e)
 

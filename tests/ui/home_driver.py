@@ -8,14 +8,20 @@ sends one JSON request per line on stdin and reads one JSON answer per line on s
     {"op": "traffic", "dev": "dev1", "seconds": 8}    (ICMP to its gateway, ~1 MB/s, in background)
     {"op": "linksim", "dev": "dev1", "rssi": -92, "retry_rate": 0.3}
     {"op": "cli", "args": ["--json", "devices"]}     -> {"ok": true, "stdout": ..}
+    {"op": "udp_flood", "dev": "dev1", "count": 3000}  (one datagram to each of COUNT ports)
+    {"op": "seed_devices", "pending": 900, "permitted": 50, "denied": 50}
+                                       -> {"ok": true, "pending": [macs, oldest first], ..}
     {"op": "quit"}
 
+Config overrides for the home (TOML sections as JSON) may come in $HOMEWORK_UI_CONFIG.
 The first line written is {"ready": true, "url": .., "password": .., "run_id": ..}. The
 home is torn down on quit, on end of input and on SIGTERM.
 """
 from __future__ import annotations
 
 import json
+import os
+import random
 import subprocess
 import sys
 import time
@@ -23,11 +29,13 @@ import traceback
 
 from homelab import WEB_ADDR
 from homelab.web import Web, web_home
+from homework.state import StateStore
 
 
 class Driver:
     def __init__(self):
-        self.home = web_home(log=lambda msg: print(msg, file=sys.stderr, flush=True))
+        config = json.loads(os.environ.get("HOMEWORK_UI_CONFIG") or "{}")
+        self.home = web_home(config=config, log=lambda msg: print(msg, file=sys.stderr, flush=True))
         self.devices = {}
         self.traffic: list[subprocess.Popen] = []
 
@@ -104,6 +112,41 @@ class Driver:
     def op_cli(self, req):
         r = self.home.homework(*req["args"])
         return {"rc": r.returncode, "stdout": r.stdout, "stderr": r.stderr}
+
+    def op_udp_flood(self, req):
+        """Many flows from one device: a UDP datagram to each of `count` ports of the web server."""
+        script = ("import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                  f"for port in range({int(req.get('count', 3000))}): s.sendto(b'x', ('{WEB_ADDR}', 10000 + port))\n")
+        self.dev(req).run([sys.executable, "-c", script], timeout=60)
+        return {}
+
+    def op_seed_devices(self, req):
+        """Give the controller many remembered devices, as after a DHCP flood: the rows
+        are written to its state database with its own StateStore while it is stopped,
+        then it starts again and loads them like any devices it saw before a restart."""
+        rng = random.Random(req.get("seed", 20))
+        now = time.time()
+        out: dict[str, list[str]] = {}
+        self.home.stop_controller()
+        store = StateStore(self.home.state_dir / "state.db")
+        try:
+            i = 0
+            for state in ("pending", "permitted", "denied"):
+                out[state] = []
+                for _ in range(int(req.get(state, 0))):
+                    # Locally administered, random: what a flooding tool sends.
+                    mac = "02:" + ":".join(f"{rng.randrange(256):02x}" for _ in range(5))
+                    i += 1
+                    # first_seen one second apart, oldest first: "newest" is well defined.
+                    store.touch_device(mac, f"flood-{i}" if state == "pending" else "", now - 5000 + i)
+                    if state != "pending":
+                        store.set_device_state(mac, state)
+                        store.set_device_meta(mac, name=f"{state} {len(out[state]) + 1}")
+                    out[state].append(mac)
+        finally:
+            store.close()
+        self.home.start_controller()
+        return out
 
     def op_controller_log(self, req):
         return {"log": self.home.controller_log()[-6000:]}

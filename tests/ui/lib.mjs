@@ -13,13 +13,14 @@ export const ARTIFACTS = path.join(REPO, 'test-artifacts', 'ui');
 export const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
   '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
-/** Start an emulated home with the Guest Board; resolves to {info, call, close}. */
-export async function startHome() {
+/** Start an emulated home with the Guest Board; resolves to {info, call, close}.
+ *  `config`: overrides of the controller's TOML sections, e.g. {devices: {max_pending: 5000}}. */
+export async function startHome({ config } = {}) {
   const py = process.env.HOMEWORK_PYTHON || path.join(REPO, '.venv', 'bin', 'python');
   const env = { ...process.env,
     PYTHONPATH: [path.join(REPO, 'nox-modules'), path.join(REPO, 'hwdb', 'python'), path.join(REPO, 'tests'),
                  process.env.PYTHONPATH || ''].join(':'),
-    PYTHONUNBUFFERED: '1' };
+    PYTHONUNBUFFERED: '1', HOMEWORK_UI_CONFIG: JSON.stringify(config || {}) };
   const child = spawn(py, [path.join(HERE, 'home_driver.py')], { env, stdio: ['pipe', 'pipe', 'pipe'] });
   const stderr = [];
   child.stderr.on('data', (b) => { stderr.push(b.toString()); if (process.env.UI_VERBOSE) process.stderr.write(b); });

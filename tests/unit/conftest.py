@@ -23,7 +23,7 @@ class Clock:
 def make_core(tmp_path, components=("dhcp", "routing"), clock=None, switch=None, **overrides):
     config = Config(state_dir=tmp_path, components=tuple(components),
                     control_socket=tmp_path / "control.sock", **overrides)
-    switch = switch or FakeSwitch()
+    switch = switch or FakeSwitch(adapter=True)   # strict table, and every decision through the os-ken adapter
     timers = []
     core = Core(config, state=StateStore(config.state_db), host=FakeHost(),
                 send=switch.apply, spawn_periodic=lambda s, fn: timers.append(fn), clock=clock or Clock())

@@ -75,3 +75,63 @@ def test_bad_api_values_name_the_key(data, key):
     with pytest.raises(ConfigError) as exc:
         parse(data)
     assert exc.value.key == key
+
+
+# -- one key table, versions and migrations (issue 10, part 3) ------------------------------
+def test_every_config_field_comes_from_the_key_table():
+    import dataclasses
+    from homework.config import KEYS, Config
+    fields = {f.name for f in dataclasses.fields(Config)}
+    assert fields == {k.attr for k in KEYS} | {"version"}
+    assert len({k.name for k in KEYS}) == len(KEYS)
+    # every default passes its own check (the table builds the dataclass from them)
+    for k in KEYS:
+        parse({k.name.split(".")[0]: {k.name.split(".")[1]: k.default}})
+
+
+def test_a_version_1_file_is_migrated():
+    c = parse({"wan": {"interface": "wan0"}, "lan": {"ports": ["eth1"]}})
+    assert c.version == 2 and c.lan_ports == ("eth1",)
+
+
+def test_wan_interface_is_unknown_in_version_2():
+    with pytest.raises(ConfigError) as exc:
+        parse({"version": 2, "wan": {"interface": "wan0"}})
+    assert exc.value.key == "wan"
+
+
+@pytest.mark.parametrize("version", [3, 0, "2", True])
+def test_a_newer_or_bad_version_is_refused(version):
+    with pytest.raises(ConfigError) as exc:
+        parse({"version": version})
+    assert exc.value.key == "version"
+
+
+def test_dnsd_arguments_come_from_the_dns_table(tmp_path):
+    import subprocess, sys
+    conf = tmp_path / "c.toml"
+    conf.write_text('version = 2\n[dns]\nlisten = "127.0.0.9:5399"\nupstream = "127.0.0.1:53"\ncontrol = "/x.sock"\n')
+    out = subprocess.run([sys.executable, "-m", "homework.config", "--dnsd-args", str(conf)],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["--listen", "127.0.0.9:5399", "--upstream", "127.0.0.1:53", "--control", "/x.sock"]
+    addr = subprocess.run([sys.executable, "-m", "homework.config", "--dnsd-address", str(conf)],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    assert addr == "127.0.0.9"
+
+
+def test_dhcp_and_devices_keys():
+    c = parse({"dhcp": {"relays": ["10.9.0.1"], "new_macs_burst": 4}, "devices": {"max_pending": 9}})
+    assert (c.dhcp_relays, c.new_macs_burst, c.max_pending) == (("10.9.0.1",), 4, 9)
+    with pytest.raises(ConfigError) as exc:
+        parse({"dhcp": {"relays": ["nope"]}})
+    assert exc.value.key == "dhcp.relays"
+
+
+def test_a_missing_lan_port_raises_an_alert(tmp_path):
+    from conftest import make_core
+    from homework.flows import Datapath
+    core = make_core(tmp_path, lan_ports=("eth1", "eth2"))
+    seen = []
+    core.bus.subscribe("alert", lambda topic, ev: seen.append(ev))
+    core.datapath_up(Datapath(dpid=1, ports={"br0": 0xFFFFFFFE, "eth1": 1}))
+    assert [(a["kind"], "eth2" in a["detail"]) for a in seen] == [("lan-port-missing", True)]

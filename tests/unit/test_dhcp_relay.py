@@ -2,6 +2,8 @@
 router address on the bridge and no per-device flows (the client is not on our port)."""
 import sqlite3
 
+import pytest
+
 from homework.components.dhcp import message as m
 from homework.flows import Datapath, FlowDelete, FlowMod
 from homework.packets import parse_udp
@@ -11,6 +13,14 @@ from dhcpframes import dhcp_frame, opt_ip
 from test_dhcp_server import MAC, join, send
 
 RELAY = "10.2.0.2"
+
+
+@pytest.fixture
+def core(tmp_path, clock):
+    """The usual core, with RELAY configured as a relay agent (none are by default)."""
+    core = make_core(tmp_path, clock=clock, dhcp_relays=(RELAY,))
+    core.datapath_up(Datapath(dpid=1, ports={"br0": 0xFFFFFFFE, "d1": 1, "d2": 2}))
+    return core
 
 
 def relayed(mac, msg_type, **kw):
@@ -51,12 +61,12 @@ def test_relayed_client_gets_no_router_address_and_no_flows(core):
 
 
 def test_relayed_lease_survives_restart_without_router_address(tmp_path, clock):
-    core = make_core(tmp_path, clock=clock)
+    core = make_core(tmp_path, clock=clock, dhcp_relays=(RELAY,))
     core.datapath_up(Datapath(dpid=1, ports={}))
     join_relayed(core, "02:00:00:00:01:01")
     join(core, MAC)
     core.state.close()
-    again = make_core(tmp_path, clock=clock)
+    again = make_core(tmp_path, clock=clock, dhcp_relays=(RELAY,))
     again.datapath_up(Datapath(dpid=1, ports={}))
     dhcp = again.ctx.component("dhcp")
     assert dhcp.lease_of("02:00:00:00:01:01")["relay"] == RELAY
@@ -75,8 +85,13 @@ def test_client_moving_from_relay_to_our_port_gets_address_and_flows(core, clock
     assert dhcp.lease_of(mac)["relay"] == ""
     assert core.ctx.host.addresses == {f"{dhcp.lease_of(mac)['router']}/30"}
     assert [d["port"] for d in core.ctx.component("routing").status()["devices"]] == [2]
-    # ... and back behind the relay: address and flows go.
+    # A relayed message never touches a lease that lives on a local port (issue 20) ...
     send(core, relayed(mac, m.REQUEST, options=[opt_ip(50, ack.yiaddr)]))
+    assert [d["port"] for d in core.ctx.component("routing").status()["devices"]] == [2]
+    # ... so it goes back behind the relay once that local lease has ended: address and flows go.
+    send(core, dhcp_frame(mac, m.RELEASE, src_ip=ack.yiaddr, dst_ip="10.2.0.1"), 2)
+    send(core, relayed(mac, m.REQUEST, options=[opt_ip(50, ack.yiaddr)]))
+    assert dhcp.lease_of(mac)["relay"] == RELAY and dhcp.lease_of(mac)["active"]
     assert core.ctx.host.addresses == set()
     assert core.ctx.component("routing").status()["devices"] == []
 
@@ -91,3 +106,20 @@ def test_old_database_without_relay_column_is_migrated(tmp_path):
     store = StateStore(db)
     [row] = store.leases()
     assert row.block == 3 and row.relay == ""
+
+
+def test_relay_not_configured_is_ignored(tmp_path, clock):
+    core = make_core(tmp_path, clock=clock)
+    core.datapath_up(Datapath(dpid=1, ports={"d1": 1}))
+    assert send(core, relayed("02:00:00:00:01:01", m.DISCOVER), 1) == []
+    assert core.ctx.component("dhcp").stats["relay_refused"] == 1
+    assert core.state.get_device("02:00:00:00:01:01") is None
+
+
+def test_relay_cannot_touch_a_lease_on_a_local_port(core):
+    join(core, MAC)
+    before = core.ctx.component("dhcp").lease_of(MAC)
+    assert send(core, relayed(MAC, m.REQUEST, options=[opt_ip(50, before["ip"])]), 2) == []
+    assert send(core, relayed(MAC, m.DISCOVER), 2) == []
+    after = core.ctx.component("dhcp").lease_of(MAC)
+    assert after["port"] == before["port"] and after["relay"] == "" and after["active"]

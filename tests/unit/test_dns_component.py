@@ -3,9 +3,11 @@ flows it installs, which events it publishes, and the commands' errors."""
 import pytest
 
 from homework.commands import CommandError
+from homework.components.dns import reverse
 from homework.components.dns.netfilter import FakeDnsNet
+from homework.components.dns.reverse import LearnedPairs
 from homework.flows import LOCAL, Datapath
-from conftest import make_core
+from conftest import Clock, make_core
 from test_dhcp_server import join
 
 A = "02:00:00:00:00:0a"
@@ -182,3 +184,80 @@ def test_bulk_import(tmp_path):
     res = call(core, "import-dns-rules", domains="a.test, b.test\nc.test", action="deny")
     assert res["owner"] == "household" and res["domains"] == ["a.test", "b.test", "c.test"]
     assert dns.link.take() == ["rule * a.test deny", "rule * b.test deny", "rule * c.test deny"]
+
+
+# -- learning at scale: the data structure behind the reverse check ------------------------------
+def drops(core, mac):
+    return sorted(f.match["ipv4_dst"] for f in core.switch.flows
+                  if f.priority == 40000 and f.match.get("eth_src") == mac)
+
+
+def learned_rows(core):
+    return {(r["name"], r["addr"]) for r in core.state.execute("SELECT name, addr FROM dns_learned")}
+
+
+def test_learned_pairs_evict_the_oldest_and_keep_the_indexes_right():
+    pairs = LearnedPairs()
+    pairs.add("a.test", "192.0.2.1", 10.0)
+    pairs.add("b.test,a.test", "192.0.2.1", 20.0)      # a.test reaches .1 through two chains
+    pairs.add("c.test", "192.0.2.3", 30.0)
+    pairs.add("a.test", "192.0.2.1", 40.0)             # refreshed: no longer the oldest
+    assert pairs.pop_oldest(before=15.0) is None
+    assert pairs.pop_oldest() == ("b.test,a.test", "192.0.2.1")
+    assert pairs.addrs_of == {"a.test": {"192.0.2.1"}, "c.test": {"192.0.2.3"}}
+    assert pairs.names_of == {"192.0.2.1": {"a.test"}, "192.0.2.3": {"c.test"}}
+    assert pairs.pop_oldest() == ("c.test", "192.0.2.3")
+    assert pairs.pop_oldest() == ("a.test", "192.0.2.1")
+    assert pairs.pop_oldest() is None and pairs.addrs_of == {} and pairs.names_of == {} and len(pairs) == 0
+
+
+def test_refreshes_do_not_grow_the_eviction_heap_without_bound():
+    pairs = LearnedPairs()
+    for i in range(20_000):
+        pairs.add("a.test", "192.0.2.1", float(i))
+    assert len(pairs) == 1 and len(pairs._heap) <= 2 * len(pairs) + 1024
+
+
+def test_eviction_drops_the_oldest_names_and_forgets_exactly_their_drops(tmp_path, monkeypatch):
+    monkeypatch.setattr(reverse, "MAX_LEARNED", 3)
+    clock = Clock()
+    core, dns, _ = make(tmp_path, clock=clock)
+    join(core, A, port=1)
+    core.devices.permit(A)
+    call(core, "deny-dns", mac=A, domain="blocked.test")
+
+    def answer(name, addr):
+        clock.advance(1)
+        dns._on_events([f"a {B} 300 {name} {addr} -"])
+
+    answer("shared.test", "198.51.100.7")         # allowed name on the address: no drop yet
+    answer("blocked.test", "198.51.100.7")
+    answer("x.blocked.test", "198.51.100.8")
+    assert drops(core, A) == ["198.51.100.8"]
+    answer("new1.test", "198.51.100.20")          # 4 pairs: shared.test, the oldest, goes
+    assert "shared.test" not in dns.reverse.addrs_of
+    assert dns.reverse.names_of["198.51.100.7"] == {"blocked.test"}
+    assert drops(core, A) == ["198.51.100.7", "198.51.100.8"]   # only blocked names left on .7
+    answer("new2.test", "198.51.100.21")          # blocked.test goes: its drop goes, .8 stays
+    assert drops(core, A) == ["198.51.100.8"]
+    answer("new3.test", "198.51.100.22")          # x.blocked.test goes too
+    assert drops(core, A) == []
+    assert set(dns.reverse.addrs_of) == {"new1.test", "new2.test", "new3.test"}
+    # SQLite holds what memory holds: evicted pairs are deleted, not left to pile up
+    assert learned_rows(core) == set(dns.reverse.pairs.expires)
+
+
+def test_one_new_name_costs_the_same_whatever_was_learned_before(tmp_path):
+    """The stall of issue 21: every new name re-checked everything learned, for every
+    restricted device. Count policy look-ups instead of timing them."""
+    core, dns, _ = make(tmp_path)
+    join(core, A, port=1)
+    core.devices.permit(A)
+    call(core, "deny-dns", mac=A, domain="blocked.test")
+    dns._on_events([f"a {B} 300 n{i}.test 10.9.{i // 250}.{i % 250} -" for i in range(3000)])
+    looked_up = []
+    allowed = dns.policy.name_allowed
+    dns.policy.name_allowed = lambda mac, name: looked_up.append(name) or allowed(mac, name)
+    dns._on_events([f"a {B} 300 blocked.test 203.0.113.66 -", f"a {B} 300 more.test 203.0.113.67 -"])
+    assert drops(core, A) == ["203.0.113.66"]
+    assert len(looked_up) <= 4

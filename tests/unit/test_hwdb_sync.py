@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import hwdb_client
+from homework.components.hwdb_sync.dns_limiter import OTHER_NAMES, DnsLimiter
 from homework.components.hwdb_sync.sink import QUEUE_LIMIT, Sink
 from conftest import Clock, make_core
 
@@ -64,9 +65,103 @@ def test_every_topic_becomes_a_row_in_schema_order(clock):
         "insert into DeviceNames values ('02:00:00:00:00:0a', 'Tom''s laptop') on duplicate key update",
         "insert into BWStats values ('02:00:00:00:00:0a', '10.2.0.2', 123)",
         "insert into Alerts values ('02:00:00:00:00:0a', 'flow-limit', 'too many')",
-        "insert into DnsQueries values ('02:00:00:00:00:0a', 'example.com', 'A', 'allowed', 250)",
+        "insert into DnsQueries values ('02:00:00:00:00:0a', 'example.com', 'A', 'allowed', 250, 1)",
         "insert into Links values ('02:00:00:00:00:0a', -41.5, 2, 10, 1200)",
     ]
+
+
+# -- DnsQueries: honest counts, and a flood aggregated per device (issue 20) --------------
+def dns_sink(clock, **limits):
+    """A sink whose 'statements' are (table, values) tuples, so tests read the values."""
+    log = []
+    sink = Sink(lambda: FakeClient(log), lambda table, values, upsert: (table, values), clock,
+                lambda e: False, dns_limiter=DnsLimiter(clock, **limits) if limits else None)
+    return sink, log
+
+
+def query(sink, mac, name, count=1, latency=100, verdict="allowed"):
+    sink.on_event("dns_query", dict(mac=mac, name=name, qtype=1, verdict=verdict, latency_us=latency, count=count))
+
+
+def dns_rows(log, mac):
+    return [v for t, v in log if t == "DnsQueries" and v[0] == mac]
+
+
+def test_normal_dns_traffic_gets_a_row_per_query_with_dnsd_merge_counts(clock):
+    sink, log = dns_sink(clock)
+    for i in range(40):
+        query(sink, "aa", f"site{i}.test")
+    query(sink, "aa", "twice.test", count=3, latency=250)     # dnsd merged 3 identical queries
+    sink.on_event("dns_query", dict(mac="aa", name="old.test", verdict="allowed"))  # no count: 1
+    sink.flush()
+    rows = dns_rows(log, "aa")
+    assert len(rows) == 42
+    assert rows[40] == ("aa", "twice.test", "1", "allowed", 250, 3)
+    assert rows[41][-1] == 1
+    clock.advance(5)
+    sink.flush(final=True)
+    assert len(dns_rows(log, "aa")) == 42, "nothing was held back for aggregation"
+    assert sink.stats["dns_aggregated"] == 0
+
+
+def test_a_flooding_device_is_aggregated_per_name_with_honest_counts(clock):
+    sink, log = dns_sink(clock, interval=1.0, rows_per_device=50, names_per_device=100)
+    for i in range(10_000):
+        query(sink, "flood", f"name{i % 5}.test", latency=100 + i % 2 * 100)
+        if i % 1000 == 0:
+            query(sink, "quiet", "example.com")
+    sink.flush()
+    assert len(dns_rows(log, "flood")) == 50, "count rows wait for the end of the interval"
+    assert len(dns_rows(log, "quiet")) == 10, "another device keeps a row per query"
+    clock.advance(1.0)
+    sink.flush()
+    rows = dns_rows(log, "flood")
+    counted = rows[50:]
+    assert sorted(r[1] for r in counted) == [f"name{k}.test" for k in range(5)]
+    assert sum(r[-1] for r in rows) == 10_000
+    assert all(r[4] == 150 for r in counted), "latency_us is the mean of the merged queries"
+    assert sink.stats["dns_aggregated"] == 10_000 - 50
+    # a new interval: the budget starts again
+    query(sink, "flood", "fresh.test")
+    sink.flush()
+    assert dns_rows(log, "flood")[-1] == ("flood", "fresh.test", "1", "allowed", 100, 1)
+
+
+def test_a_flood_of_distinct_names_is_bounded_and_still_counts_every_query(clock):
+    sink, log = dns_sink(clock, interval=1.0, rows_per_device=20, names_per_device=30)
+    for i in range(5_000):
+        query(sink, "flood", f"random-{i}.test", count=2, verdict="allowed" if i % 2 else "captive")
+    clock.advance(1.5)
+    sink.flush()
+    rows = dns_rows(log, "flood")
+    other = [r for r in rows if r[1] == OTHER_NAMES]
+    assert len(rows) == 20 + 30 + 2 and len(other) == 2, "one catch-all row per verdict"
+    assert {r[3] for r in other} == {"allowed", "captive"} and all(r[2] == "*" for r in other)
+    assert sum(r[-1] for r in rows) == 10_000
+
+
+def test_pending_count_rows_are_written_at_stop(clock):
+    sink, log = dns_sink(clock, interval=60.0, rows_per_device=1, names_per_device=10)
+    for _ in range(5):
+        query(sink, "m", "a.test")
+    sink.flush()
+    assert [r[-1] for r in dns_rows(log, "m")] == [1]
+    sink.flush(final=True)
+    assert [r[-1] for r in dns_rows(log, "m")] == [1, 4]
+
+
+def test_bad_dns_counts_are_rejected_not_written(tmp_path):
+    core = make_core(tmp_path, components=("dhcp", "hwdb_sync"), hwdb_enabled=True, hwdb_port=_free_udp_port())
+    for count in (0, -3, "many"):
+        core.bus.publish("dns_query", mac="m", name="a.test", qtype=1, verdict="allowed", latency_us=1, count=count)
+    status = core.commands.call("hwdb-sync-status")
+    assert status["rejected"] == 3 and status["waiting"] == 0
+
+
+def test_limiter_refuses_nonsense_settings(clock):
+    for bad in (dict(interval=0), dict(rows_per_device=-1), dict(names_per_device=-1)):
+        with pytest.raises(ValueError):
+            DnsLimiter(clock, **bad)
 
 
 def test_rows_wait_while_hwdb_is_down_then_arrive_in_order(clock):

@@ -75,12 +75,18 @@ def test_after_reconnect_the_first_poll_is_a_baseline(core):
 
 
 def answer_counts(core):
-    """The fake switch answers the routing component's flow-count requests."""
-    for req in [r for r in core.switch.stats_requests if isinstance(r, AggregateStatsRequest)]:
-        n = len([f for f in core.switch.flows if f.table_id == req.table_id
-                 and f.cookie & req.cookie_mask == req.cookie & req.cookie_mask])
-        core.aggregate_stats(AggregateStats(request=req, packet_count=0, byte_count=0, flow_count=n))
-    core.switch.stats_requests.clear()
+    """The fake switch answers the routing component's flow-count requests (and the dump
+    those may ask for), until nothing is asked any more."""
+    while core.switch.stats_requests:
+        requests, core.switch.stats_requests[:] = list(core.switch.stats_requests), []
+        for req in requests:
+            matching = [f for f in core.switch.flows if f.table_id == req.table_id
+                        and f.cookie & req.cookie_mask == req.cookie & req.cookie_mask]
+            if isinstance(req, AggregateStatsRequest):
+                core.aggregate_stats(AggregateStats(request=req, packet_count=0, byte_count=0,
+                                                    flow_count=len(matching)))
+            else:
+                core.flow_stats(stats_for(matching, 1, 100))
 
 
 def test_flow_limit_collapses_to_a_per_host_entry_with_an_alert(core):
@@ -121,3 +127,52 @@ def test_per_host_counts_still_give_bandwidth(core):
     routing.poll_flow_stats()
     assert events(core, "bandwidth")[-1]["bytes"] == 3_000
     assert events(core, "flow") == []              # per-host entries are not flows
+
+
+def test_flow_counting_is_one_request_whatever_the_number_of_devices(tmp_path, clock):
+    core = routing_core(tmp_path, clock, per_host_flow_limit=10)
+    macs = [f"02:00:00:00:01:{i:02x}" for i in range(40)]
+    for port, mac in enumerate(macs, start=1):
+        join(core, mac, port)
+        core.commands.call("permit", mac=mac)
+    core.switch.stats_requests.clear()
+    core.ctx.component("routing").count_flows()
+    [request] = core.switch.stats_requests
+    assert isinstance(request, AggregateStatsRequest) and request.table_id == L.TABLE_ACCOUNT
+    assert request.cookie_mask == L.MASK_ONE_KIND and L.kind_of(request.cookie) == L.KIND_LEARNED
+    answer_counts(core)      # no flows at all: nothing more is asked, nothing collapses
+    assert core.switch.stats_requests == [] and events(core, "alert") == []
+
+
+def test_only_the_device_over_the_limit_is_collapsed_and_marked(tmp_path, clock):
+    core = routing_core(tmp_path, clock, per_host_flow_limit=10)
+    B = "02:00:00:00:00:0b"
+    join(core, A, 1)
+    join(core, B, 2)
+    core.commands.call("permit", mac=A)
+    core.commands.call("permit", mac=B)
+    ip_a = core.commands.call("status", mac=A)["lease"]["ip"]
+    ip_b = core.commands.call("status", mac=B)["lease"]["ip"]
+    for port in range(8):          # 8 for B, 11 for A: 19 in all, over the limit of 10
+        core.switch.outputs(ip_pkt(2, B, ip_b, WEB, sport=20000 + port))
+    for port in range(11):
+        core.switch.outputs(ip_pkt(1, A, ip_a, WEB, sport=20000 + port))
+    assert core.commands.call("status", mac=A)["flow_limited"] is False
+    routing = core.ctx.component("routing")
+    routing.count_flows()
+    answer_counts(core)
+    assert [a["mac"] for a in events(core, "alert")] == [A]
+    assert core.commands.call("status", mac=A)["flow_limited"] is True
+    assert core.commands.call("status", mac=B)["flow_limited"] is False
+    assert {d["mac"]: d["flow_limited"] for d in core.commands.call("devices")} == {A: True, B: False}
+    # A is still counted, per host: its bytes keep coming as bandwidth
+    routing.poll_flow_stats()
+    account = [f for f in core.switch.flows if L.kind_of(f.cookie) == L.KIND_ACCOUNT
+               and L.device_of(f.cookie) == routing.installed[A][0].index]
+    core.flow_stats(stats_for(account, 5, 5_000))
+    routing.poll_flow_stats()
+    assert [e["bytes"] for e in events(core, "bandwidth") if e["mac"] == A][-1] == 2 * 5_000
+    # re-permitting (a new decision) gives per-flow accounting back, and the mark goes
+    core.commands.call("deny", mac=A)
+    core.commands.call("permit", mac=A)
+    assert core.commands.call("status", mac=A)["flow_limited"] is False

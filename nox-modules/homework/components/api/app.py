@@ -26,7 +26,9 @@ from webob import Request, Response
 
 from ...commands import CommandError
 from ...macaddr import BadMac, normalize
+from ...state import StorageError
 from .auth import Principal
+from .stream import StreamLimit
 
 log = logging.getLogger("homework.api")
 
@@ -84,7 +86,7 @@ class ApiApp:
         add("POST", "/login", self.login, "public")
         add("POST", "/logout", self.logout, "read")
         add("GET", "/session", self.session, "read")
-        for name in ("permit", "deny", "whitelist", "blacklist"):
+        for name in ("permit", "deny", "whitelist", "blacklist", "forget"):
             add("POST", f"/{name}/{mac}/?", self._decision(name), "admin")
         add("GET", "/status/?", self.status, "read")
         add("GET", f"/status/{mac}/?", self.status, "read")
@@ -114,6 +116,10 @@ class ApiApp:
         except ApiError as exc:
             resp = error(exc.status, exc.message)
             resp.headers.update(exc.headers)
+        except StorageError as exc:
+            # A change on a full disk: refused, nothing half-done; reads keep working.
+            resp = error(503, str(exc))
+            resp.headers["Retry-After"] = "30"
         except Exception:
             log.exception("API %s %s failed", req.method, req.path_info)
             resp = error(500, "internal error (see the controller log)")
@@ -275,6 +281,7 @@ class ApiApp:
         out = {"kind": p.kind, "role": p.role}
         if p.kind == "session":
             out["csrf"] = p.csrf
+        out["storage"] = self.ctx.state.storage()
         return json_response(out)
 
     # -- handlers: seed Table 4.1 ------------------------------------------------------------
@@ -346,8 +353,13 @@ class ApiApp:
     def events(self, call: Call) -> Response:
         from .stream import format_event
         principal = call.principal
-        snapshot = format_event("snapshot", {"devices": self.board.all_views()})
-        body = self.stream.open([snapshot], lambda: self.auth.still_valid(principal))
+        # The snapshot is built only for a stream the limits let in (it is the costly part).
+        snapshot = lambda: [format_event("snapshot", {"devices": self.board.all_views()})]  # noqa: E731
+        try:
+            body = self.stream.open(snapshot, lambda: self.auth.still_valid(principal),
+                                    owner=f"{principal.kind}:{principal.ident}", admin=principal.is_admin)
+        except StreamLimit as exc:
+            raise ApiError(429, str(exc), {"Retry-After": "30"}) from None
         # eventlet's WSGI server would otherwise buffer small writes.
         call.req.environ["eventlet.minimum_write_chunk_size"] = 0
         resp = Response(app_iter=body, content_type="text/event-stream", charset=None)

@@ -6,6 +6,10 @@ with scrypt (slow on purpose, it is guessable), session ids and tokens with SHA-
 
 Roles: `admin` may do everything; `read-only` may only read (GET). A Guest Board login
 is an admin session.
+
+A full disk must not lock the household out of its own router: a login whose session row
+cannot be written keeps the session in memory and queues the row (saved when space
+returns); logout works the same way.
 """
 from __future__ import annotations
 
@@ -15,6 +19,8 @@ import hmac
 import logging
 import secrets
 from dataclasses import dataclass
+
+from ...state import StorageError
 
 log = logging.getLogger("homework.api.auth")
 
@@ -26,6 +32,9 @@ SCRYPT_N, SCRYPT_R, SCRYPT_P = 2 ** 14, 8, 1
 MIN_PASSWORD = 8
 MAX_PASSWORD = 256
 LAST_USED_EVERY = 60.0   # seconds: refresh a session's last use at most this often (one write)
+MAX_UNSAVED_SESSIONS = 64   # sessions kept in memory while the disk is full (oldest go first)
+_INSERT_SESSION = ("INSERT INTO api_sessions (id_hash, csrf, role, created, expires, last_used, client) "
+                   "VALUES (?,?,?,?,?,?,?) ON CONFLICT(id_hash) DO NOTHING")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS api_admin (
@@ -103,6 +112,9 @@ class Auth:
         self.now = clock
         self.session_lifetime = session_lifetime
         state.ensure_schema(SCHEMA)
+        # Sessions made or ended while the state could not be written (see the docstring).
+        self._unsaved: dict[str, dict] = {}
+        self._ended: set[str] = set()
 
     # -- the admin password ----------------------------------------------------------
     def has_password(self) -> bool:
@@ -145,33 +157,62 @@ class Auth:
         """Returns (cookie value, CSRF token)."""
         sid, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         now = self.now()
-        self.state.execute("DELETE FROM api_sessions WHERE expires < ?", (now,))
-        self.state.execute("INSERT INTO api_sessions (id_hash, csrf, role, created, expires, last_used, client) "
-                           "VALUES (?,?,?,?,?,?,?)",
-                           (_sha256(sid), csrf, "admin", now, now + self.session_lifetime, now, client))
+        row = {"id_hash": _sha256(sid), "csrf": csrf, "role": "admin", "created": now,
+               "expires": now + self.session_lifetime, "last_used": now, "client": client}
+        try:
+            self.state.execute("DELETE FROM api_sessions WHERE expires < ?", (now,))
+            self.state.execute(_INSERT_SESSION, tuple(row.values()))
+        except StorageError:
+            if len(self._unsaved) >= MAX_UNSAVED_SESSIONS:
+                self._unsaved.pop(next(iter(self._unsaved)))
+            self._unsaved[row["id_hash"]] = row
+            self.state.defer(_INSERT_SESSION, tuple(row.values()))
+            log.warning("session kept in memory: the state cannot be written now")
         return sid, csrf
+
+    def _session_row(self, id_hash: str) -> dict | None:
+        self._forget_saved()
+        if id_hash in self._ended:
+            return None
+        rows = self.state.execute("SELECT * FROM api_sessions WHERE id_hash=?", (id_hash,))
+        return dict(rows[0]) if rows else self._unsaved.get(id_hash)
+
+    def _writable(self) -> bool:
+        return self.state.storage()["writable"]
+
+    def _forget_saved(self) -> None:
+        """Once every queued write is on disk, the memory copies are no longer needed."""
+        if (self._unsaved or self._ended) and self.state.storage()["queued_writes"] == 0:
+            self._unsaved.clear()
+            self._ended.clear()
 
     def session(self, sid: str) -> Principal | None:
         if not sid or len(sid) > 128:
             return None
         id_hash = _sha256(sid)
-        rows = self.state.execute("SELECT * FROM api_sessions WHERE id_hash=?", (id_hash,))
+        row = self._session_row(id_hash)
         now = self.now()
-        if not rows or rows[0]["expires"] < now:
+        if row is None or row["expires"] < now:
             return None
-        row = rows[0]
-        if now - row["last_used"] > LAST_USED_EVERY:
-            self.state.execute("UPDATE api_sessions SET last_used=? WHERE id_hash=?", (now, id_hash))
+        if now - row["last_used"] > LAST_USED_EVERY and self._writable():
+            # Queued (write-behind); skipped on a full disk, where it would only grow the queue.
+            self.state.defer("UPDATE api_sessions SET last_used=? WHERE id_hash=?", (now, id_hash))
+            row["last_used"] = now
         return Principal("session", row["role"], id_hash, row["csrf"])
 
     def end_session(self, principal: Principal) -> None:
-        self.state.execute("DELETE FROM api_sessions WHERE id_hash=?", (principal.ident,))
+        try:
+            self.state.execute("DELETE FROM api_sessions WHERE id_hash=?", (principal.ident,))
+        except StorageError:
+            self._unsaved.pop(principal.ident, None)
+            self._ended.add(principal.ident)
+            self.state.defer("DELETE FROM api_sessions WHERE id_hash=?", (principal.ident,))
 
     def still_valid(self, principal: Principal) -> bool:
         """For long-lived streams: has the session ended or the token been revoked since?"""
         if principal.kind == "session":
-            rows = self.state.execute("SELECT expires FROM api_sessions WHERE id_hash=?", (principal.ident,))
-            return bool(rows) and rows[0]["expires"] >= self.now()
+            row = self._session_row(principal.ident)
+            return row is not None and row["expires"] >= self.now()
         rows = self.state.execute("SELECT revoked FROM api_tokens WHERE id=?", (principal.ident,))
         return bool(rows) and not rows[0]["revoked"]
 
@@ -210,6 +251,6 @@ class Auth:
         if not rows or rows[0]["revoked"] or not hmac.compare_digest(rows[0]["token_hash"], _sha256(secret)):
             return None
         now = self.now()
-        if now - rows[0]["last_used"] > LAST_USED_EVERY:
-            self.state.execute("UPDATE api_tokens SET last_used=? WHERE id=?", (now, token_id))
+        if now - rows[0]["last_used"] > LAST_USED_EVERY and self._writable():
+            self.state.defer("UPDATE api_tokens SET last_used=? WHERE id=?", (now, token_id))
         return Principal("token", rows[0]["role"], token_id)

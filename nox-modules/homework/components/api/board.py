@@ -150,6 +150,8 @@ class Board:
         view["zone"] = zone
         view["lease"] = ({k: lease[k] for k in ("ip", "router", "expires", "active")} if lease else None)
         view["metrics"] = self.metrics(device.mac)
+        routing = self.ctx.component("routing")
+        view["flow_limited"] = bool(routing and routing.flow_limited(device.mac))   # counted per host
         return view
 
     def link_only_views(self, known: set[str]) -> list[dict]:

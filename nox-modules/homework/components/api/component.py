@@ -22,7 +22,12 @@ from .app import ApiApp
 from .auth import Auth
 from .board import Board
 from .ratelimit import LoginLimiter
-from .stream import EventStream
+from .stream import MAX_STREAMS, EventStream
+
+# Green threads of the WSGI server: one per request in progress or open event stream.
+# Streams are capped at MAX_STREAMS, so the rest always serves ordinary calls.
+POOL_SIZE = 256
+assert POOL_SIZE - MAX_STREAMS >= 128
 
 
 class ApiComponent(Component):
@@ -51,6 +56,7 @@ class ApiComponent(Component):
         bus = self.ctx.bus
         for topic in ("device", "lease", "link", "bandwidth", "alert"):
             bus.subscribe(topic, self._on_event)
+        self.ctx.state.watch_storage(self._on_storage)
         if _under_eventlet():
             self._listen()
         else:
@@ -81,7 +87,7 @@ class ApiComponent(Component):
                 access_log.debug(line.rstrip())
 
         eventlet.spawn(eventlet.wsgi.server, self._sock, self.app, log=_Log(), log_output=True,
-                       max_size=256, socket_timeout=60)
+                       max_size=POOL_SIZE, socket_timeout=60)
         self.log.info("ws.v1 API listening on http://%s:%d/ws.v1/", host, port)
 
     # -- commands shared with the CLI ----------------------------------------------------------
@@ -104,10 +110,24 @@ class ApiComponent(Component):
         cmd.register("token-revoke", token_revoke)
         cmd.register("set-password", set_password)
 
+    # -- storage health -> Alert -------------------------------------------------------------
+    def _on_storage(self, status: dict) -> None:
+        """Once per episode: writes started failing (the board's banner polls /session)."""
+        if status["writable"]:
+            self.log.warning("state storage writable again: queued writes saved")
+            return
+        what = "storage full" if status["full"] else "storage cannot be written"
+        self.ctx.bus.publish("alert", mac="", kind="storage-full" if status["full"] else "storage-error",
+                             detail=f"{what}: changes are refused and {status['queued_writes']} writes are "
+                                    f"kept in memory until space is freed ({status['error']})")
+
     # -- bus -> Guest Board ------------------------------------------------------------------
     def _on_event(self, topic: str, payload: dict) -> None:
         mac = payload.get("mac")
         if not isinstance(mac, str):
+            return
+        if topic == "alert" and not mac:     # about the router itself, not a device
+            self.stream.publish("alert", {**payload, "at": self.ctx.now()})
             return
         if topic == "link":
             metrics = self.board.on_link(payload)
@@ -123,9 +143,13 @@ class ApiComponent(Component):
         if topic == "alert":
             self.board.on_alert(payload)
             self.stream.publish("alert", {**payload, "at": self.ctx.now()})
+            device = self.ctx.state.get_device(mac) if payload.get("kind") == "flow-limit" else None
+            if device:   # the label gets its flow-limit mark (view["flow_limited"])
+                self.stream.publish("device", {"mac": mac, "state": device.state, "reason": "flow-limit",
+                                               "view": self.board.view(device)})
             return
         device = self.ctx.state.get_device(mac)
-        data = {k: v for k, v in payload.items() if k != "device"}
+        data = {k: v for k, v in payload.items() if k not in ("device", "lease")}
         data["view"] = self.board.view(device) if device else None
         self.stream.publish(topic, data)
 

@@ -116,12 +116,22 @@ class Allocator:
             self._by_block.pop(index, None)
         self._expires.pop(mac, None)
 
-    def decline(self, mac: str, now: float, quarantine_seconds: float = 600) -> None:
-        """The client found the address in use: never hand this block out for a while."""
+    def decline(self, mac: str, now: float, quarantine_seconds: float = 600) -> tuple[int, float] | None:
+        """The client found the address in use: never hand this block out for a while.
+        Returns (block, until) for the caller to persist."""
         index = self._by_mac.get(mac)
-        if index is not None:
-            self.forget(mac)
-            self._quarantine[index] = now + quarantine_seconds
+        if index is None:
+            return None
+        self.forget(mac)
+        self._quarantine[index] = now + quarantine_seconds
+        return index, self._quarantine[index]
+
+    def restore_quarantine(self, index: int, until: float) -> None:
+        self.block(index)
+        self._quarantine[index] = until
+
+    def quarantined(self, index: int, now: float) -> bool:
+        return self._quarantine.get(index, 0) > now
 
     # -- internals -------------------------------------------------------------------
     def _fresh_block(self, now: float) -> int | None:

@@ -10,16 +10,19 @@ from __future__ import annotations
 import time
 
 from ...component import Component
-from ...flows import (COOKIE_DHCP, CONTROLLER, ETH_IP, PROTO_UDP, Datapath, FlowMod, Output,
-                      PacketIn, PacketOut)
+from ...flows import CONTROLLER, ETH_IP, PROTO_UDP, Datapath, FlowMod, Output, PacketIn, PacketOut
 from ...packets import (BROADCAST_MAC, PacketError, build_ethernet, build_ipv4, build_udp,
                         parse_ipv4, parse_udp)
 from ...state import LeaseRow
 from . import message as m
+from .admission import NewMacGate
 from .allocator import Allocator, Block, PoolExhausted
+from ...leases import Lease
+from ...pipeline import COOKIE_DHCP, PRIO_DHCP
 
 SERVER_PORT, CLIENT_PORT = 67, 68
 EXPIRY_CHECK_SECONDS = 2.0
+ALERT_EVERY = 60.0        # seconds: at most one alert of a kind per device (or port) this often
 
 
 class DhcpServer(Component):
@@ -35,8 +38,12 @@ class DhcpServer(Component):
         # Clients behind a relay agent (giaddr set) are not on one of our ports: they get a
         # lease but no router address and no per-device flows (mac -> relay's address).
         self.relays: dict[str, str] = {}
+        self.relay_agents = frozenset(ctx.config.dhcp_relays)
+        self.gate = NewMacGate(ctx.config.new_macs_burst, ctx.config.new_macs_per_minute / 60.0)
+        self._alerted: dict[tuple[str, str], float] = {}
         self.stats = {"malformed": 0, "offers": 0, "acks": 0, "naks": 0, "exhausted": 0,
-                      "releases": 0, "declines": 0, "informs": 0, "ignored": 0}
+                      "releases": 0, "declines": 0, "informs": 0, "ignored": 0,
+                      "wrong_port": 0, "spoofed_source": 0, "relay_refused": 0, "new_mac_limited": 0}
 
     # -- life cycle ------------------------------------------------------------------
     def start(self) -> None:
@@ -54,6 +61,14 @@ class DhcpServer(Component):
                 self.relays[row.mac] = row.relay
             if row.expires > now:
                 self._install_router_address(row.mac)
+        for index, until in self.ctx.state.quarantine().items():
+            if until > now:
+                self.alloc.restore_quarantine(index, until)
+            else:
+                self.ctx.state.drop_quarantine(index)
+        self.ctx.bus.subscribe("device", self._on_device)
+        self.ctx.devices.has_live_lease = self.live.__contains__
+        self.ctx.leases = self
         # Remove router addresses of leases that expired while we were down.
         installed = self.ctx.host.router_addresses()
         wanted = {f"{self.alloc.block_for(mac).router}/30" for mac in self.addressed}
@@ -68,30 +83,46 @@ class DhcpServer(Component):
     def datapath_up(self, dp: Datapath) -> list:
         # Every DHCP request from any port comes to us.
         return [FlowMod(match={"eth_type": ETH_IP, "ip_proto": PROTO_UDP, "udp_dst": SERVER_PORT},
-                        actions=(Output(CONTROLLER),), priority=60000, cookie=COOKIE_DHCP)]
+                        actions=(Output(CONTROLLER),), priority=PRIO_DHCP, cookie=COOKIE_DHCP)]
 
-    # -- queries used by other components, the CLI and the API -----------------------------
-    def lease_of(self, mac: str) -> dict | None:
+    # -- the lease reader (ctx.leases): how everyone else sees leases ------------------------
+    def get(self, mac: str) -> Lease | None:
         block = self.alloc.block_for(mac)
         if block is None:
             return None
-        expires = self.alloc.expiry(mac)
-        return {"mac": mac, "ip": block.device, "router": block.router, "network": block.cidr,
-                "broadcast": block.broadcast, "expires": expires, "port": self.ports.get(mac, 0),
-                "active": mac in self.live, "hostname": self.hostnames.get(mac, ""),
-                "relay": self.relays.get(mac, "")}
+        return Lease(mac=mac, index=block.index, network=block.cidr, router=block.router, ip=block.device,
+                     broadcast=block.broadcast, expires=self.alloc.expiry(mac), port=self.ports.get(mac, 0),
+                     hostname=self.hostnames.get(mac, ""), relay=self.relays.get(mac, ""),
+                     active=mac in self.live)
 
-    def leases(self) -> list[dict]:
-        return [self.lease_of(mac) for mac in self.alloc.assignments()]
+    def all(self) -> list[Lease]:
+        return [self.get(mac) for mac in self.alloc.assignments()]
 
-    def active_leases(self) -> list[dict]:
-        return [self.lease_of(mac) for mac in list(self.live)]
+    def active(self) -> list[Lease]:
+        return [self.get(mac) for mac in list(self.live)]
 
-    def mac_for_ip(self, address: str) -> str | None:
+    def by_address(self, address: str) -> Lease | None:
         block = self.alloc.block_of_address(address)
         if block is None or address != block.device:
             return None
-        return self.alloc.owner(block.index)
+        owner = self.alloc.owner(block.index)
+        return self.get(owner) if owner else None
+
+    def is_router_address(self, address: str) -> bool:
+        block = self.alloc.block_of_address(address)
+        return block is not None and address == block.router
+
+    # Dict views for the callers not yet on ctx.leases (to go once they are).
+    def lease_of(self, mac: str) -> dict | None:
+        lease = self.get(mac)
+        return lease.as_dict() if lease else None
+
+    def active_leases(self) -> list[dict]:
+        return [lease.as_dict() for lease in self.active()]
+
+    def mac_for_ip(self, address: str) -> str | None:
+        lease = self.by_address(address)
+        return lease.mac if lease else None
 
     def lease_time_for(self, mac: str) -> int:
         if self.ctx.state.device_state(mac) == "permitted":
@@ -116,25 +147,89 @@ class DhcpServer(Component):
         if msg.op != 1:
             self.stats["ignored"] += 1
             return []
-        return self.handle(msg, pkt.in_port)
+        return self.handle(msg, pkt.in_port, frame.src)
 
-    def handle(self, msg: m.DhcpMessage, in_port: int) -> list:
-        if self.ctx.state.device_state(msg.mac) == "blacklisted":
+    def handle(self, msg: m.DhcpMessage, in_port: int, src_mac: bytes | None = None) -> list:
+        state = self.ctx.state.device_state(msg.mac)
+        if state == "blacklisted":
             self.stats["ignored"] += 1
             return []
         kind = msg.msg_type
+        if not self._trusted_sender(msg, in_port, src_mac):
+            return []
+        if kind in (m.DISCOVER, m.REQUEST) and self._held_elsewhere(msg, in_port):
+            return []
+        if state is None and kind in (m.DISCOVER, m.REQUEST) \
+                and not self.gate.admit(in_port, msg.mac, self.ctx.now()):
+            self.stats["new_mac_limited"] += 1
+            self._alert(f"port {in_port}", "dhcp-flood",
+                        f"port {in_port} brings more new devices than allowed "
+                        f"({self.ctx.config.new_macs_burst} at once, {self.ctx.config.new_macs_per_minute}/min): "
+                        "the rest wait", mac="")
+            return []
         if kind == m.DISCOVER:
             return self._discover(msg, in_port)
         if kind == m.REQUEST:
             return self._request(msg, in_port)
         if kind == m.RELEASE:
-            return self._release(msg)
+            return self._release(msg, in_port)
         if kind == m.DECLINE:
-            return self._decline(msg)
+            return self._decline(msg, in_port)
         if kind == m.INFORM:
             return self._inform(msg, in_port)
         self.stats["ignored"] += 1
         return []
+
+    # -- who may speak for a lease (issue 20) -------------------------------------------------
+    def _trusted_sender(self, msg: m.DhcpMessage, in_port: int, src_mac: bytes | None) -> bool:
+        """A client speaks for itself (frame source = chaddr); a relay agent only if it is
+        configured, and never for a lease that lives on one of our own ports."""
+        if msg.giaddr == "0.0.0.0":
+            if src_mac is not None and src_mac != msg.chaddr:
+                self.stats["spoofed_source"] += 1
+                return False
+            return True
+        if msg.giaddr not in self.relay_agents:
+            self.stats["relay_refused"] += 1
+            self._alert(f"relay {msg.giaddr}", "dhcp-relay",
+                        f"DHCP relayed by {msg.giaddr} from port {in_port}, which is not a configured relay: ignored",
+                        mac="")
+            return False
+        if msg.mac in self.live and msg.mac not in self.relays:
+            self.stats["relay_refused"] += 1
+            self._alert(msg.mac, "dhcp-relay",
+                        f"relay {msg.giaddr} spoke for {msg.mac}, whose lease is on local port "
+                        f"{self.ports.get(msg.mac)}: ignored")
+            return False
+        return True
+
+    def _held_elsewhere(self, msg: m.DhcpMessage, in_port: int) -> bool:
+        """Is this MAC's live lease bound to another port that is still up? Then the
+        message cannot move it: a device only moves once its old port has gone down (it
+        was unplugged) or its lease has ended."""
+        mac = msg.mac
+        old = self.ports.get(mac, 0)
+        if mac not in self.live or mac in self.relays or not old or old == in_port or not self._port_up(old):
+            return False
+        self.stats["wrong_port"] += 1
+        self._alert(mac, "dhcp-port-mismatch",
+                    f"DHCP for {mac} from port {in_port}, but its lease ({self.alloc.block_for(mac).device}) "
+                    f"lives on port {old}: refused")
+        return True
+
+    def _port_up(self, port: int) -> bool:
+        dp = self.ctx.datapath
+        return dp is None or port in dp.ports.values()
+
+    def _alert(self, key: str, kind: str, detail: str, mac: str | None = None) -> None:
+        now = self.ctx.now()
+        if now - self._alerted.get((key, kind), -ALERT_EVERY) < ALERT_EVERY:
+            return
+        if len(self._alerted) > 10000:
+            self._alerted.clear()
+        self._alerted[(key, kind)] = now
+        self.log.warning("%s: %s", kind, detail)
+        self.ctx.bus.publish("alert", mac=key if mac is None else mac, kind=kind, detail=detail)
 
     def _discover(self, msg: m.DhcpMessage, in_port: int) -> list:
         now = self.ctx.now()
@@ -211,32 +306,61 @@ class DhcpServer(Component):
         self.ctx.state.save_lease(LeaseRow(mac, block.index, expires, in_port, self.hostnames.get(mac, ""), relay))
         self._install_router_address(mac)
         self.stats["acks"] += 1
-        # The ACK goes to the switch ahead of the flows the lease event brings (routing):
-        # in a burst of new devices it no longer queues behind everyone's flow-mods.
-        self.ctx.send([self._reply(m.ACK, msg, block, in_port, lease_time)])
-        self.ctx.bus.publish("lease", action="renewed" if renewal else "granted", mac=mac, ip=block.device,
-                             router=block.router, port=in_port, lease_time=lease_time, expires=expires,
-                             hostname=self.hostnames.get(mac, ""), state=device.state, relay=relay)
+        # The core holds the lease event until this handler's decisions are sent, so the
+        # ACK reaches the switch ahead of the flows the event brings (routing): in a burst
+        # of new devices it does not queue behind everyone's flow-mods.
+        self._publish_lease("renewed" if renewal else "granted", self.get(mac), device.state, lease_time)
         if not renewal:
             self.log.info("lease %s -> %s/30 for %ds (%s)", mac, block.device, lease_time, device.state)
-        return []
+        return [self._reply(m.ACK, msg, block, in_port, lease_time)]
 
-    def _release(self, msg: m.DhcpMessage) -> list:
+    def _publish_lease(self, action: str, lease: Lease, state: str | None, lease_time: int) -> None:
+        # The flat fields are for the subscribers not yet reading `lease` (to go once they do).
+        self.ctx.bus.publish("lease", action=action, lease=lease, state=state, mac=lease.mac, ip=lease.ip,
+                             router=lease.router, port=lease.port, lease_time=lease_time,
+                             expires=lease.expires, hostname=lease.hostname, relay=lease.relay)
+
+    def _from_lease_port(self, msg: m.DhcpMessage, in_port: int, what: str) -> bool:
+        """RELEASE and DECLINE end a lease at once: only from the port that holds it."""
+        held = self.ports.get(msg.mac, 0)
+        if held == in_port:
+            return True
+        self.stats["wrong_port"] += 1
+        self._alert(msg.mac, f"dhcp-{what}-forged",
+                    f"DHCP{what.upper()} for {msg.mac} from port {in_port}, but its lease is on port {held}: ignored")
+        return False
+
+    def _release(self, msg: m.DhcpMessage, in_port: int) -> list:
         block = self.alloc.block_for(msg.mac)
-        if block is not None and msg.ciaddr == block.device:
+        if block is not None and msg.ciaddr == block.device and self._from_lease_port(msg, in_port, "release"):
             self.stats["releases"] += 1
             self._end_lease(msg.mac, "released")
         return []
 
-    def _decline(self, msg: m.DhcpMessage) -> list:
+    def _decline(self, msg: m.DhcpMessage, in_port: int) -> list:
         block = self.alloc.block_for(msg.mac)
-        if block is not None and msg.requested_ip == block.device:
+        if block is not None and msg.requested_ip == block.device and self._from_lease_port(msg, in_port, "decline"):
             self.stats["declines"] += 1
             self.log.warning("%s declined %s: quarantining the block", msg.mac, block.device)
             self._end_lease(msg.mac, "declined")
-            self.alloc.decline(msg.mac, self.ctx.now())
+            quarantined = self.alloc.decline(msg.mac, self.ctx.now())
+            if quarantined:
+                self.ctx.state.save_quarantine(*quarantined)
             self.ctx.state.delete_lease(msg.mac)
         return []
+
+    # -- forgetting (devices.DeviceRegistry.forget) --------------------------------------------
+    def _on_device(self, topic: str, ev: dict) -> None:
+        if ev.get("reason") == "forgotten":
+            self.forget(ev["mac"])
+
+    def forget(self, mac: str) -> None:
+        if mac in self.live:
+            self._end_lease(mac, "forgotten")
+        self.alloc.forget(mac)
+        for table in (self.ports, self.hostnames, self.relays):
+            table.pop(mac, None)
+        self.ctx.state.delete_lease(mac)
 
     def _inform(self, msg: m.DhcpMessage, in_port: int) -> list:
         block = self.alloc.block_for(msg.mac)
@@ -315,9 +439,7 @@ class DhcpServer(Component):
             self.addressed.discard(mac)
             self.ctx.host.remove_router_address(block.router)
         self.log.info("lease of %s (%s) %s", mac, block.device, action)
-        self.ctx.bus.publish("lease", action=action, mac=mac, ip=block.device, router=block.router,
-                             port=row_port, lease_time=0, expires=0.0, hostname=self.hostnames.get(mac, ""),
-                             state=None, relay=relay)
+        self._publish_lease(action, self.get(mac), None, 0)
 
     def expire_leases(self) -> None:
         now = self.ctx.now()

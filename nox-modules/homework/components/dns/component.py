@@ -15,6 +15,7 @@ dnsmasq. No query goes through Python; this component
 from __future__ import annotations
 
 import threading
+import time
 
 from ...component import Component
 from ...flows import (COOKIE_DNS, COOKIE_MASK_OWNER, ETH_IP, ETH_IPV6, LOCAL, PROTO_TCP, PROTO_UDP,
@@ -30,6 +31,10 @@ PRIO_INTERCEPT = 50000
 COOKIE_INTERCEPT = COOKIE_DNS | 0x10_0000
 COOKIE_DOT = COOKIE_DNS | 0x20_0000
 EXPIRE_SECONDS = 60
+# dnsd's events come in reads of up to 64 KiB (~1,000 lines); under eventlet a read that
+# finds data never yields, so the handler yields itself every EVENT_SLICE lines or a burst
+# of new names would hold DHCP, the control socket and the API until it ends.
+EVENT_SLICE = 200
 CAPTIVE_STATES = ("pending", "denied")
 
 
@@ -136,6 +141,9 @@ class DnsComponent(Component):
         mac = ev["mac"]
         if self.states.get(mac) == ev["state"] and ev.get("reason") != "seen":
             return
+        if ev["state"] is None:          # forgotten: DHCP has already ended its lease
+            self.states.pop(mac, None)
+            return
         self.states[mac] = ev["state"]
         self._sync_device(mac)
         with self._lock:
@@ -166,6 +174,11 @@ class DnsComponent(Component):
 
     # -- events from dnsd ----------------------------------------------------------------
     def _on_events(self, lines: list[str]) -> None:
+        for start in range(0, len(lines), EVENT_SLICE):
+            self._handle_events(lines[start:start + EVENT_SLICE])
+            time.sleep(0)      # monkey-patched: a yield to the event loop
+
+    def _handle_events(self, lines: list[str]) -> None:
         publish = self.ctx.bus.publish
         learned = []
         for line in lines:
@@ -190,26 +203,28 @@ class DnsComponent(Component):
             self._learn(learned)
 
     def _learn(self, learned: list) -> None:
+        """One batch of dnsd's answers: O(log n) per pair, one SQLite write, and drop flows
+        re-evaluated only for the addresses whose chains changed."""
         with self._lock:
-            fresh = False
             for name, addresses, ttl, cnames in learned:
-                if self.reverse.learn(name, addresses, ttl, cnames):
-                    fresh = True
+                if self.reverse.learn(name, addresses, ttl, cnames, flush=False):
                     self.stats["learned"] += 1
-            if not fresh:
-                return
-            decisions = []
-            for mac in self.policy.restricted_macs(list(self.states)):
-                decisions += self.reverse.sync(mac, self.policy)
+            self.reverse.flush()
+            decisions = self._sync_touched()
         self.ctx.send(decisions)
+
+    def _sync_touched(self) -> list:
+        """Drop-flow changes for what learning or expiry changed (caller holds the lock)."""
+        touched = self.reverse.take_touched()
+        if not touched:
+            return []
+        macs = set(self.policy.restricted_macs(list(self.states))) | set(self.reverse.installed)
+        return self.reverse.sync_touched(sorted(macs), self.policy, touched)
 
     def _expire(self) -> None:
         with self._lock:
-            if not self.reverse.expire():
-                return
-            decisions = []
-            for mac in list(self.reverse.installed):
-                decisions += self.reverse.sync(mac, self.policy)
+            self.reverse.expire()
+            decisions = self._sync_touched()
         self.ctx.send(decisions)
 
     # -- flows that follow the policy -------------------------------------------------------
@@ -305,7 +320,7 @@ class DnsComponent(Component):
         cmd("dns-rules", lambda mac=None: self.rules_view(mac))
         cmd("dns-mode", lambda mac, mode=None: self.set_mode(mac, mode))
         cmd("dns-learned", lambda name=None: self.learned_view(name))
-        cmd("dns-stats", lambda: {"controller": dict(self.stats),
+        cmd("dns-stats", lambda: {"controller": {**self.stats, **(self.net.stats if self.net else {})},
                                   "dnsd": self.link.stats() if self.link else {"connected": False},
                                   "drop_flows": {m: len(a) for m, a in self.reverse.installed.items()},
                                   "dot_blocked": sorted(self.dot_blocked)})

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import subprocess
+import threading
 
 from ...worker import BatchWorker
 
@@ -31,10 +32,21 @@ table inet {TABLE} {{
 
 
 class DnsNet:
+    """Keeps the nftables captive set equal to the controller's wish. Every batch writes
+    the whole set in one nft transaction (flush + add), so a failed or partial batch can
+    never leave it wrong: the next attempt rewrites it all. A failure is counted and
+    retried after RETRY_SECONDS until it succeeds (issue 20: a flood once left 730 changes
+    unapplied). The set holds pending devices only, which the device registry caps."""
+
+    RETRY_SECONDS = 2.0
+
     def __init__(self, bridge: str, listen: str):
         self.bridge = bridge
         addr, _, port = listen.rpartition(":")
         self.addr, self.port = addr, int(port)
+        self._wanted: set[str] = set()
+        self._lock = threading.Lock()
+        self.stats = {"nft_batches": 0, "nft_failures": 0}
         self._nft = BatchWorker("dns-nft", self._apply)
 
     def setup(self) -> None:
@@ -51,21 +63,35 @@ class DnsNet:
             log.info("port 53 from %s -> homework-dnsd %s:%d", self.bridge, self.addr, self.port)
 
     def captive(self, ip: str, on: bool) -> None:
-        verb = "add" if on else "delete"
-        self._nft.put(f"{verb} element inet {TABLE} captive4 {{ {ip} }}")
+        with self._lock:
+            (self._wanted.add if on else self._wanted.discard)(ip)
+        self._nft.put(ip)
 
     def flush(self) -> None:
         self._nft.flush()
 
-    @staticmethod
-    def _apply(lines: list[str]) -> None:
-        res = subprocess.run(["nft", "-f", "-"], input="\n".join(lines) + "\n",
-                             capture_output=True, text=True, timeout=10)
-        if res.returncode != 0:
-            # One line at a time on failure: deleting an absent element must not undo the rest.
-            for line in lines:
-                subprocess.run(["nft", "-f", "-"], input=line + "\n", capture_output=True,
-                               text=True, timeout=10)
+    def script(self) -> str:
+        """The nft transaction that makes the set what we want."""
+        with self._lock:
+            wanted = sorted(self._wanted)
+        lines = [f"flush set inet {TABLE} captive4"]
+        if wanted:
+            lines.append(f"add element inet {TABLE} captive4 {{ {', '.join(wanted)} }}")
+        return "\n".join(lines) + "\n"
+
+    def _apply(self, _changed: list[str]) -> None:
+        self.stats["nft_batches"] += 1
+        try:
+            res = subprocess.run(["nft", "-f", "-"], input=self.script(), capture_output=True,
+                                 text=True, timeout=10)
+            failed = res.returncode != 0
+            why = res.stderr.strip()
+        except (OSError, subprocess.SubprocessError) as exc:
+            failed, why = True, str(exc)
+        if failed:
+            self.stats["nft_failures"] += 1
+            log.error("captive set update failed (retrying in %.0f s): %s", self.RETRY_SECONDS, why)
+            threading.Timer(self.RETRY_SECONDS, self._nft.put, args=("retry",)).start()
 
 
 class FakeDnsNet:

@@ -44,7 +44,7 @@ class HwdbSync(Component):
 
     def stop(self) -> None:
         if self.sink is not None:
-            self.sink.flush()
+            self.sink.flush(final=True)
 
     def status(self) -> dict:
         if self.sink is None:

@@ -44,8 +44,12 @@ def alert_rows(ev: dict) -> list:
 
 
 def dns_rows(ev: dict) -> list:
+    # `count`: dnsd merges identical queries within 20 ms into one event with a count.
+    count = _int(ev.get("count", 1))
+    if count < 1:
+        raise ValueError(f"dns_query count must be >= 1, not {count}")
     return [("DnsQueries", (_text(ev.get("mac"), 17), _text(ev["name"], 255), _text(ev.get("qtype"), 8),
-                            _text(ev.get("verdict"), 16), _int(ev.get("latency_us"))), False)]
+                            _text(ev.get("verdict"), 16), _int(ev.get("latency_us")), count), False)]
 
 
 def link_rows(ev: dict) -> list:

@@ -4,6 +4,8 @@ report becomes a row in hwdb (the log and query surface; never read back to deci
 Publishing only appends to a bounded queue, so the controller never waits for hwdb; a
 timer flushes the queue in BULK batches. When hwdbd is down or slow the rows wait (the
 oldest are dropped past `QUEUE_LIMIT`, counted) and the sink reconnects with backoff.
+DnsQueries rows pass through a per-device limiter (dns_limiter.py): a flooding device's
+queries become count rows per name and interval instead of a row each.
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import logging
 from collections import deque
 from typing import Callable
 
+from .dns_limiter import DnsLimiter
 from .rows import ROW_BUILDERS, TOPICS
 
 log = logging.getLogger("homework.hwdb_sync")
@@ -22,19 +25,21 @@ BACKOFF_MAX = 10.0
 
 class Sink:
     def __init__(self, connect: Callable[[], object], statement: Callable[[str, tuple, bool], str],
-                 clock: Callable[[], float], is_timeout: Callable[[Exception], bool]):
+                 clock: Callable[[], float], is_timeout: Callable[[Exception], bool],
+                 dns_limiter: DnsLimiter | None = None):
         """`connect()` returns a client with bulk_insert(list[str]) and query(str);
         `statement(table, values, upsert)` renders one insert."""
         self._connect = connect
         self._statement = statement
         self._clock = clock
         self._is_timeout = is_timeout
+        self.dns = dns_limiter or DnsLimiter(clock)
         self.client = None
         self.queue: deque[str] = deque()
         self._retry_at = 0.0
         self._backoff = 0.5
         self.stats = {"queued": 0, "written": 0, "dropped_overflow": 0, "rejected": 0,
-                      "batches": 0, "connects": 0, "failures": 0}
+                      "batches": 0, "connects": 0, "failures": 0, "dns_aggregated": 0}
 
     # -- in: bus events ----------------------------------------------------------------
     def on_event(self, topic: str, payload: dict) -> None:
@@ -42,7 +47,12 @@ class Sink:
         if builder is None:
             return
         for table, values, upsert in builder(payload):
-            self._enqueue(self._statement(table, values, upsert))
+            if table == "DnsQueries":
+                for row in self.dns.admit(values):
+                    self._enqueue(self._statement(table, row, upsert))
+                self.stats["dns_aggregated"] = self.dns.aggregated
+            else:
+                self._enqueue(self._statement(table, values, upsert))
 
     def _enqueue(self, stmt: str) -> None:
         if len(self.queue) >= QUEUE_LIMIT:
@@ -52,8 +62,11 @@ class Sink:
         self.stats["queued"] += 1
 
     # -- out: periodic flush -------------------------------------------------------------
-    def flush(self) -> int:
-        """Write what is queued (in batches); returns rows written. Never raises."""
+    def flush(self, final: bool = False) -> int:
+        """Write what is queued (in batches), with the DNS count rows of the intervals that
+        ended (all of them when `final`); returns rows written. Never raises."""
+        for row in self.dns.due(final):
+            self._enqueue(self._statement("DnsQueries", row, False))
         written = 0
         while self.queue:
             if not self._ensure_client():

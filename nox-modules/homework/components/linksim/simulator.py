@@ -103,15 +103,10 @@ class LinkSimulator(Component):
         return packets, nbytes
 
     def tick(self) -> None:
-        dhcp = self.ctx.component("dhcp")
-        if dhcp is None:
-            return
-        for lease in dhcp.active_leases():
-            if lease is None:
-                continue
-            mac = lease["mac"]
+        for lease in self.ctx.leases.active():
+            mac = lease.mac
             radio = self._radio(mac)
-            counters = self._port_counters(lease["port"])
+            counters = self._port_counters(lease.port)
             if counters is None:
                 continue
             packets, nbytes = counters

@@ -38,6 +38,9 @@ class Accounting:
         self.publish = publish
         self.device_for_index = device_for_index
         self._reported: dict[tuple, tuple[int, int]] = {}   # entry -> (packets, bytes) reported
+        # block index -> the learned entries the switch holds for it (seen in a dump, not
+        # yet removed): the flow limit is checked against these, with no request per device
+        self._learned: dict[int, set[tuple]] = {}
         self._bytes: dict[int, int] = defaultdict(int)       # block index -> bytes this interval
         self.priming = False
         self.stats = {"flows_reported": 0, "flows_removed": 0}
@@ -55,6 +58,8 @@ class Accounting:
             if index is None or kind not in (L.KIND_LEARNED, L.KIND_ACCOUNT):
                 continue
             key = _entry_key(s.cookie, s.priority, s.match)
+            if kind == L.KIND_LEARNED:
+                self._learned.setdefault(index, set()).add(key)
             dp, db = self._delta(key, s.packet_count, s.byte_count)
             if self.priming or (dp == 0 and db == 0):
                 continue
@@ -69,6 +74,11 @@ class Accounting:
         if index is None or L.kind_of(ev.cookie) not in (L.KIND_LEARNED, L.KIND_ACCOUNT):
             return
         key = _entry_key(ev.cookie, ev.priority, ev.match)
+        live = self._learned.get(index)
+        if live is not None:
+            live.discard(key)
+            if not live:
+                del self._learned[index]
         dp, db = self._delta(key, ev.packet_count, ev.byte_count)
         self._reported.pop(key, None)
         self.stats["flows_removed"] += 1
@@ -88,6 +98,14 @@ class Accounting:
             mac, ip = device
             self.publish("bandwidth", mac=mac, ip=ip, bytes=self._bytes.get(index, 0))
         self._bytes.clear()
+
+    def learned_counts(self) -> dict[int, int]:
+        """Block index -> learned entries it holds, for the devices that hold any."""
+        return {index: len(keys) for index, keys in self._learned.items()}
+
+    def forget_learned(self, index: int) -> None:
+        """The device's learned entries were deleted (collapse, deny, new lease)."""
+        self._learned.pop(index, None)
 
     # -- internals -------------------------------------------------------------------
     def _delta(self, key: tuple, packets: int, nbytes: int) -> tuple[int, int]:

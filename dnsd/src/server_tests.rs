@@ -1,0 +1,224 @@
+//! Tests of the query path (`handle`, and `finish` for CNAME answers) on built queries,
+//! and the shared DNS policy vectors (tests/vectors/dns_policy.json, also read by the
+//! controller's pytest suite): both implementations of the decision must agree.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::Arc;
+
+use super::*;
+use crate::policy::{Action, Device, State};
+use crate::testjson::{self, Json};
+
+const ROUTER: Ipv4Addr = Ipv4Addr::new(10, 2, 0, 1);
+
+fn shared() -> (Arc<Shared>, Receiver<String>) {
+    let (tx, rx) = sync_channel(1000);
+    (Shared::new(tx), rx)
+}
+
+fn add_device(shared: &Shared, ip: IpAddr, mac: &str, state: State, allowlist: bool) {
+    let dev = Device { mac: Arc::from(mac), state, allowlist, router: ROUTER };
+    shared.policy.write().unwrap().devices.insert(ip, dev);
+}
+
+/// The verdict field of the last `q` event line (what the controller logs).
+fn last_verdict(rx: &Receiver<String>) -> (String, String) {
+    let mut last = None;
+    while let Ok(line) = rx.try_recv() {
+        if line.starts_with("q ") {
+            last = Some(line);
+        }
+    }
+    let line = last.expect("no query event");
+    let parts: Vec<&str> = line.trim_end().split(' ').collect();
+    (parts[3].to_string(), parts[5].to_string())
+}
+
+fn rcode(reply: &[u8]) -> u8 {
+    reply[3] & 0xF
+}
+
+/// dnsmasq's answer to `query`: the CNAME chain, then one A record.
+fn upstream_answer(query: &[u8], cnames: &[&str]) -> Vec<u8> {
+    let mut a = query.to_vec();
+    a[2] |= 0x80;
+    a[7] = (cnames.len() + 1) as u8;
+    let name = |n: &str| {
+        let mut out = Vec::new();
+        for label in n.split('.') {
+            out.push(label.len() as u8);
+            out.extend_from_slice(label.as_bytes());
+        }
+        out.push(0);
+        out
+    };
+    let mut owner = vec![0xC0, 12];
+    for c in cnames {
+        let target = name(c);
+        a.extend_from_slice(&owner);
+        a.extend_from_slice(&[0, 5, 0, 1, 0, 0, 0, 60]);
+        a.extend_from_slice(&(target.len() as u16).to_be_bytes());
+        a.extend_from_slice(&target);
+        owner = target;
+    }
+    a.extend_from_slice(&owner);
+    a.extend_from_slice(&[0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 10]);
+    a
+}
+
+const ALLOWED_IP: [u8; 4] = [10, 2, 0, 2];
+const PENDING_IP: [u8; 4] = [10, 2, 0, 6];
+const BLACKLISTED_IP: [u8; 4] = [10, 2, 0, 10];
+
+fn home() -> (Arc<Shared>, Receiver<String>) {
+    let (s, rx) = shared();
+    add_device(&s, IpAddr::from(ALLOWED_IP), "02:00:00:00:00:01", State::Permitted, false);
+    add_device(&s, IpAddr::from(PENDING_IP), "02:00:00:00:00:02", State::Pending, false);
+    add_device(&s, IpAddr::from(BLACKLISTED_IP), "02:00:00:00:00:03", State::Blacklisted, false);
+    s.policy.write().unwrap().set_rule("02:00:00:00:00:01", "blocked.test", Some(Action::Deny));
+    (s, rx)
+}
+
+#[test]
+fn an_allowed_name_is_forwarded() {
+    let (s, rx) = home();
+    let q = wire::build_query(7, "www.Example.com", wire::TYPE_A);
+    match handle(&s, IpAddr::from(ALLOWED_IP), &q, false) {
+        Outcome::Forward(fwd) => {
+            assert_eq!(fwd.name, "www.example.com");
+            assert!(fwd.check.is_some(), "a device with rules gets its CNAMEs checked");
+            assert!(finish(&s, &fwd, &upstream_answer(&q, &[]), 0).is_none());
+        }
+        _ => panic!("an allowed query must go upstream"),
+    }
+    assert_eq!(last_verdict(&rx).0, "allowed");
+}
+
+#[test]
+fn a_blocked_name_gets_nxdomain_or_nothing() {
+    let (s, rx) = home();
+    let q = wire::build_query(8, "ads.blocked.test", wire::TYPE_AAAA);
+    let Outcome::Reply(r) = handle(&s, IpAddr::from(ALLOWED_IP), &q, false) else { panic!("blocked: expected a reply") };
+    assert_eq!((r[0], r[1], rcode(&r)), (0, 8, wire::RCODE_NXDOMAIN));
+    assert!(wire::parse_answer(&r).unwrap().addrs.is_empty());
+    assert_eq!(last_verdict(&rx), ("blocked".to_string(), "ads.blocked.test".to_string()));
+    s.policy.write().unwrap().drop_blocked = true;
+    assert!(matches!(handle(&s, IpAddr::from(ALLOWED_IP), &q, false), Outcome::Drop));
+    assert_eq!(s.stats.blocked.load(Ordering::Relaxed), 2);
+}
+
+#[test]
+fn a_pending_device_gets_its_gateway_for_every_name() {
+    let (s, rx) = home();
+    let q = wire::build_query(9, "connectivitycheck.gstatic.com", wire::TYPE_A);
+    let Outcome::Reply(r) = handle(&s, IpAddr::from(PENDING_IP), &q, false) else { panic!("pending: expected a reply") };
+    let ans = wire::parse_answer(&r).unwrap();
+    assert_eq!((ans.rcode, ans.addrs.clone()), (0, vec![IpAddr::V4(ROUTER)]));
+    assert_eq!(last_verdict(&rx).0, "pending");
+    let canary = wire::build_query(10, "use-application-dns.net", wire::TYPE_A);
+    let Outcome::Reply(r) = handle(&s, IpAddr::from(PENDING_IP), &canary, false) else { panic!() };
+    assert_eq!(rcode(&r), wire::RCODE_NXDOMAIN);
+}
+
+#[test]
+fn blacklisted_and_unknown_sources_get_no_answer() {
+    let (s, _rx) = home();
+    let q = wire::build_query(11, "example.com", wire::TYPE_A);
+    assert!(matches!(handle(&s, IpAddr::from(BLACKLISTED_IP), &q, false), Outcome::Drop));
+    let Outcome::Reply(r) = handle(&s, IpAddr::from([10, 9, 9, 9]), &q, false) else { panic!("unknown: expected a reply") };
+    assert_eq!(rcode(&r), wire::RCODE_REFUSED);
+}
+
+#[test]
+fn malformed_queries_are_counted_and_never_forwarded() {
+    let (s, _rx) = home();
+    let src = IpAddr::from(ALLOWED_IP);
+    // Too short for a header: nothing to answer.
+    assert!(matches!(handle(&s, src, &[1, 2, 3], false), Outcome::Drop));
+    // Two questions: FORMERR, with the client's id.
+    let mut two = wire::build_query(12, "example.com", wire::TYPE_A);
+    two[5] = 2;
+    let Outcome::Reply(r) = handle(&s, src, &two, false) else { panic!("formerr expected") };
+    assert_eq!((r[1], rcode(&r)), (12, wire::RCODE_FORMERR));
+    // A name that runs past the end of the packet.
+    let mut cut = wire::build_query(13, "example.com", wire::TYPE_A);
+    cut.truncate(wire::HEADER + 4);
+    assert!(matches!(handle(&s, src, &cut, false), Outcome::Reply(ref r) if rcode(r) == wire::RCODE_FORMERR));
+    // An answer sent to us as if it were a query: dropped (no reflection).
+    let mut resp = wire::build_query(14, "example.com", wire::TYPE_A);
+    resp[2] |= 0x80;
+    assert!(matches!(handle(&s, src, &resp, false), Outcome::Drop));
+    // Another opcode: NOTIMP.
+    let mut update = wire::build_query(15, "example.com", wire::TYPE_A);
+    update[2] = 0x28;
+    assert!(matches!(handle(&s, src, &update, false), Outcome::Reply(ref r) if rcode(r) == wire::RCODE_NOTIMP));
+    assert_eq!(s.stats.malformed.load(Ordering::Relaxed), 5);
+    assert_eq!(s.stats.forwarded.load(Ordering::Relaxed), 0);
+}
+
+// ------------------------------------------------------------------ shared vectors
+
+fn vectors() -> Json {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/vectors/dns_policy.json");
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    testjson::parse(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn mac_of(device: &str) -> String {
+    if device == "*" { HOUSEHOLD_OWNER.to_string() } else { format!("02:00:00:00:00:{:02x}", device.as_bytes()[0]) }
+}
+
+const HOUSEHOLD_OWNER: &str = crate::policy::HOUSEHOLD;
+
+fn addr_of(device: &str) -> IpAddr {
+    IpAddr::from([10, 2, device.as_bytes()[0], 2])
+}
+
+/// One vector check through the real path: the query as the client sent it goes through
+/// `handle`; an allowed one gets an upstream answer with the case's CNAME chain through
+/// `finish`; the verdict is the one dnsd reports to the controller.
+fn run_check(case: &Json, check: &Json) -> (String, String) {
+    let (s, rx) = shared();
+    let allowlist: Vec<&str> = case.get("allowlist").map(|a| a.arr().iter().map(|d| d.str()).collect()).unwrap_or_default();
+    for d in ["A", "B", "C", "K"] {
+        add_device(&s, addr_of(d), &mac_of(d), State::Permitted, allowlist.contains(&d));
+    }
+    for rule in case.get("rules").map(|r| r.arr()).unwrap_or_default() {
+        let r = rule.arr();
+        let action = match r[2].str() {
+            "allow" => Action::Allow,
+            "deny" => Action::Deny,
+            other => panic!("unknown action {other}"),
+        };
+        s.policy.write().unwrap().set_rule(&mac_of(r[0].str()), r[1].str(), Some(action));
+    }
+    let device = check.get("device").unwrap().str();
+    let sent = check.get("sent").or(check.get("query")).unwrap().str();
+    let q = wire::build_query(1, sent, wire::TYPE_A);
+    if let Outcome::Forward(fwd) = handle(&s, addr_of(device), &q, false) {
+        let cnames: Vec<&str> = check.get("cnames").map(|c| c.arr().iter().map(|n| n.str()).collect()).unwrap_or_default();
+        finish(&s, &fwd, &upstream_answer(&q, &cnames), 0);
+    }
+    last_verdict(&rx)
+}
+
+#[test]
+fn dnsd_agrees_with_the_shared_policy_vectors() {
+    let v = vectors();
+    let mut failures = Vec::new();
+    let mut n = 0;
+    for case in v.get("cases").unwrap().arr() {
+        for check in case.get("checks").unwrap().arr() {
+            n += 1;
+            let (verdict, name) = run_check(case, check);
+            let want = check.get("verdict").unwrap().str();
+            let query = check.get("query").unwrap().str();
+            if verdict != want || name != query {
+                failures.push(format!("{}: {check:?} -> {verdict} for {name}", case.get("name").unwrap().str()));
+            }
+        }
+    }
+    assert!(n >= 30, "only {n} checks read");
+    assert!(failures.is_empty(), "dnsd disagrees with tests/vectors/dns_policy.json:\n{}", failures.join("\n"));
+}

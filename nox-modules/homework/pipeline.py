@@ -1,0 +1,151 @@
+"""The pipeline plan: every OpenFlow table, priority band and cookie owner of the
+controller, in one place (as Faucet's faucet_pipeline.py). Components import their
+numbers from here; tests/unit/test_pipeline.py fails if two bands overlap or a priority
+falls outside its owner's band.
+
+Table 0 (CLASSIFY): first match wins, from the top
+
+    65000-63000  eapol    blacklisted MACs dropped; EAPOL steered to/from hostapd
+    60000        dhcp     every DHCP request (udp/67) to the controller
+    50000        dns      port 53 of every device to the router (dnsd); DoT/DoQ dropped
+    40000        dns      reverse check: a device to an address of a name it may not use
+    30999-0      routing  IGMP to us, gateway access (ARP, pending: DNS/HTTP/ICMP to .1),
+                          a permitted device's anti-spoofed entry (port + MAC + address),
+                          default drop at 0
+
+Then permitted traffic visits routing's two other tables:
+
+    table 10 ACCOUNT  per-flow counters: exact 5-tuple entries the switch learns itself
+                      (idle timeout, flow-removed to us), or one per-host entry each way
+    table 20 FORWARD  by destination: another device (MAC rewrite, TTL decrement),
+                      broadcast and multicast fan-out, the router's own stack (LOCAL)
+
+Cookies (64 bits): owner (8 bits) | kind (8) | 16 spare | device (32), where device is
+the /30 block index + 1 (0 = shared). An owner's flows are removed with one FlowDelete
+masked on the owner byte; routing also masks on kind and device, so one message removes
+exactly one sort of flow of one device.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# -- tables ---------------------------------------------------------------------------------------
+TABLE_CLASSIFY = 0
+TABLE_ACCOUNT = 10
+TABLE_FORWARD = 20
+
+# -- cookie owners ----------------------------------------------------------------------------------
+COOKIE_MASK_OWNER = 0xFF00_0000_0000_0000
+COOKIE_DHCP = 0x0200_0000_0000_0000
+COOKIE_ROUTING = 0x0300_0000_0000_0000
+COOKIE_DNS = 0x0400_0000_0000_0000
+COOKIE_EAPOL = 0x0500_0000_0000_0000
+COOKIE_MASK_ALL = 0xFFFF_FFFF_FFFF_FFFF
+
+# -- priority bands ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Band:
+    owner: str
+    table: int
+    low: int
+    high: int
+
+    def __contains__(self, priority: int) -> bool:
+        return self.low <= priority <= self.high
+
+
+BANDS = (
+    Band("eapol", TABLE_CLASSIFY, 63000, 65000),
+    Band("dhcp", TABLE_CLASSIFY, 60000, 60000),
+    Band("dns-intercept", TABLE_CLASSIFY, 50000, 50000),
+    Band("dns-reverse", TABLE_CLASSIFY, 40000, 40000),
+    Band("routing", TABLE_CLASSIFY, 0, 30999),
+    Band("routing-account", TABLE_ACCOUNT, 0, 65535),
+    Band("routing-forward", TABLE_FORWARD, 0, 65535),
+)
+
+# eapol (table 0)
+PRIO_EAPOL_BLACKLIST = 65000       # a blacklisted MAC: everything dropped
+PRIO_EAPOL_TO_DEVICE = 64500       # hostapd's EAPOL answer to one device's port
+PRIO_EAPOL_FROM_HOSTAPD = 64000    # EAPOL from hostapd's port: to us, to find the device
+PRIO_EAPOL_TO_HOSTAPD = 63000      # EAPOL from devices: to hostapd
+COOKIE_EAPOL_BLACKLIST = COOKIE_EAPOL | 0x10_0000
+COOKIE_EAPOL_FORWARD = COOKIE_EAPOL | 0x20_0000
+
+# dhcp (table 0)
+PRIO_DHCP = 60000
+
+# dns (table 0)
+PRIO_DNS_INTERCEPT = 50000
+PRIO_DNS_REVERSE = 40000
+COOKIE_DNS_INTERCEPT = COOKIE_DNS | 0x10_0000
+COOKIE_DNS_DOT = COOKIE_DNS | 0x20_0000
+COOKIE_DNS_REVERSE = COOKIE_DNS | 0x40_0000
+
+# routing, table 0
+PRIO_IGMP = 30500          # above gateway access
+PRIO_GATEWAY = 30000       # ARP with the gateway; pending/denied: DNS, HTTP, ICMP to .1
+PRIO_DEVICE = 20000        # a permitted device's traffic (and traffic to it from LOCAL)
+PRIO_DROP = 0
+# routing, table 10
+PRIO_LEARNED = 100         # the learned per-flow entries
+PRIO_ACCOUNT_SYN = 11      # per device: learn a TCP flow from its SYN
+PRIO_ACCOUNT = 10          # per device: learn a flow entry (or, collapsed, count per host)
+PRIO_ACCOUNT_OTHER = 9     # protocols without ports
+# routing, table 20
+PRIO_MCAST_GROUP = 300
+PRIO_BROADCAST = 300
+PRIO_MCAST_OTHER = 250     # multicast group nobody joined: dropped
+PRIO_TTL_EXPIRED = 210     # routed to another device with TTL 1: ICMP time exceeded from us
+PRIO_TO_DEVICE = 200       # another permitted device, own subnet broadcast, a gateway
+PRIO_POOL_DROP = 150       # anything else inside the pool (unleased, not permitted)
+PRIO_UPSTREAM = 100        # everything else: the router's stack (NAT to the WAN)
+
+# Which band each table-0 priority above belongs to (checked by the unit test).
+PRIORITIES = {
+    "eapol": (PRIO_EAPOL_BLACKLIST, PRIO_EAPOL_TO_DEVICE, PRIO_EAPOL_FROM_HOSTAPD, PRIO_EAPOL_TO_HOSTAPD),
+    "dhcp": (PRIO_DHCP,),
+    "dns-intercept": (PRIO_DNS_INTERCEPT,),
+    "dns-reverse": (PRIO_DNS_REVERSE,),
+    "routing": (PRIO_IGMP, PRIO_GATEWAY, PRIO_DEVICE, PRIO_DROP),
+    "routing-account": (PRIO_LEARNED, PRIO_ACCOUNT_SYN, PRIO_ACCOUNT, PRIO_ACCOUNT_OTHER),
+    "routing-forward": (PRIO_MCAST_GROUP, PRIO_BROADCAST, PRIO_MCAST_OTHER, PRIO_TTL_EXPIRED,
+                        PRIO_TO_DEVICE, PRIO_POOL_DROP, PRIO_UPSTREAM),
+}
+
+# -- routing's cookie kinds --------------------------------------------------------------------------
+KIND_SHARED = 0x00         # base flows, broadcast
+KIND_ARP = 0x01            # ARP with the gateway (every leased, not blacklisted device)
+KIND_GATEWAY = 0x02        # pending/denied: DNS, HTTP, ICMP to the own .1 only
+KIND_FORWARD = 0x03        # permitted: table 0 entry points and table 20 destination
+KIND_ACCOUNT = 0x04        # permitted: table 10 learn (or per-host) entries
+KIND_LEARNED = 0x05        # the switch-learned per-flow entries
+KIND_MCAST = 0x06          # multicast group fan-out
+KIND_TTL = 0x08            # the TTL-expired punt
+
+MASK_KIND = 0x00FF_0000_0000_0000
+MASK_DEVICE = 0x0000_0000_FFFF_FFFF
+MASK_ONE_KIND_ONE_DEVICE = COOKIE_MASK_OWNER | MASK_KIND | MASK_DEVICE
+MASK_ALL_KINDS_ONE_DEVICE = COOKIE_MASK_OWNER | MASK_DEVICE
+MASK_ONE_KIND = COOKIE_MASK_OWNER | MASK_KIND
+
+
+def routing_cookie(kind: int, block_index: int | None = None) -> int:
+    device = 0 if block_index is None else block_index + 1
+    return COOKIE_ROUTING | (kind << 48) | device
+
+
+def device_of(value: int) -> int | None:
+    """Block index encoded in a routing cookie, None for shared flows."""
+    device = value & MASK_DEVICE
+    return device - 1 if device else None
+
+
+def kind_of(value: int) -> int:
+    return (value & MASK_KIND) >> 48
+
+
+def is_routing(value: int) -> bool:
+    return value & COOKIE_MASK_OWNER == COOKIE_ROUTING

@@ -1,0 +1,53 @@
+"""The captive set writer never loses a change (issue 20): every batch rewrites the whole
+set, and a failed batch is counted and retried."""
+import subprocess
+import time
+
+from homework.components.dns import netfilter
+
+
+class FlakyNft:
+    """Stands in for `nft -f -`: fails the first `failures` calls, records the rest."""
+
+    def __init__(self, failures):
+        self.failures = failures
+        self.applied = []
+
+    def __call__(self, cmd, input="", **kw):
+        if self.failures > 0:
+            self.failures -= 1
+            return subprocess.CompletedProcess(cmd, 1, "", "Error: Could not process rule")
+        self.applied.append(input)
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+
+def wait_for(pred, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_script_is_the_whole_wanted_set():
+    net = netfilter.DnsNet("br0", "169.254.53.53:5300")
+    net._wanted = {"10.2.0.6", "10.2.0.2"}
+    assert net.script() == ("flush set inet homework_dns captive4\n"
+                            "add element inet homework_dns captive4 { 10.2.0.2, 10.2.0.6 }\n")
+    net._wanted = set()
+    assert net.script() == "flush set inet homework_dns captive4\n"
+
+
+def test_failed_batches_are_retried_until_the_set_is_right(monkeypatch):
+    nft = FlakyNft(failures=3)
+    monkeypatch.setattr(netfilter.subprocess, "run", nft)
+    monkeypatch.setattr(netfilter.DnsNet, "RETRY_SECONDS", 0.05)
+    net = netfilter.DnsNet("br0", "169.254.53.53:5300")
+    for i in range(730):
+        net.captive(f"10.2.{i // 64}.{(i % 64) * 4 + 2}", True)
+    net.captive("10.2.0.2", False)
+    assert wait_for(lambda: nft.applied and "10.2.0.6," in nft.applied[-1] and net.stats["nft_failures"] >= 3)
+    last = nft.applied[-1]
+    assert last.count(",") + 1 == 729 and " 10.2.0.2," not in last and "{ 10.2.0.2," not in last
+    assert net.stats["nft_failures"] == 3
