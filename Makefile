@@ -5,7 +5,8 @@ PY    := $(VENV)/bin/python
 PYTEST := $(VENV)/bin/pytest
 export PYTHONPATH := $(CURDIR)/nox-modules:$(CURDIR)/hwdb/python:$(CURDIR)/tests
 
-.PHONY: all deps build run test test-hwdb test-dnsd test-unit test-e2e test-ui image image-test bench clean
+.PHONY: all deps build run test test-hwdb test-dnsd test-unit test-e2e test-ui image image-test bench clean \
+        lint lint-python lint-rust lint-shell
 
 all: build
 
@@ -23,7 +24,7 @@ test: deps
 	@$(MAKE) --no-print-directory test-hwdb test-dnsd test-unit test-e2e test-ui image-test
 
 test-hwdb:
-	@if [ -f hwdb/Makefile ]; then $(MAKE) --no-print-directory -C hwdb test; fi
+	@$(MAKE) --no-print-directory -C hwdb test
 
 test-dnsd:
 	cd dnsd && cargo test --release -q
@@ -35,13 +36,28 @@ test-e2e:
 	$(PYTEST) -q tests/e2e
 
 test-ui:
-	@if [ -d tests/ui ]; then bash tests/ui/run.sh; fi
+	bash tests/ui/run.sh
 
 image: deps
 	@bash image/build.sh
 
 image-test: deps
-	@if [ -f image/boot-test.sh ]; then bash image/boot-test.sh; fi
+	bash image/boot-test.sh
+
+# Static checks: ruff (pyflakes rules, ruff.toml) on the Python, clippy with warnings as
+# errors on both Rust crates, shellcheck on the shell scripts. (Not yet part of `make test`.)
+lint: lint-python lint-rust lint-shell
+
+lint-python:
+	$(VENV)/bin/ruff check .
+
+lint-rust:
+	cd hwdb && cargo clippy --release -q -- -D warnings
+	cd dnsd && cargo clippy --release -q --all-targets -- -D warnings
+
+SHELL_SCRIPTS = $(wildcard scripts/*.sh image/*.sh) $(shell grep -lsE '^\#!/(usr/)?bin/(env )?(ba)?sh' image/guest/* 2>/dev/null)
+lint-shell:
+	shellcheck -x --severity=warning $(SHELL_SCRIPTS)
 
 bench: deps
 	@bash scripts/bench.sh
@@ -49,5 +65,5 @@ bench: deps
 clean:
 	@bash scripts/teardown-stale.sh || true
 	rm -rf out .pytest_cache test-artifacts
-	@if [ -f hwdb/Cargo.toml ]; then (cd hwdb && cargo clean); fi
-	@if [ -f dnsd/Cargo.toml ]; then (cd dnsd && cargo clean); fi
+	cd hwdb && cargo clean
+	cd dnsd && cargo clean

@@ -22,7 +22,6 @@ mkdir -p "$WORK" "$OUT" "$LOGS"
 T0=$(date +%s)
 
 # ---- layout (fixed, so an upgrade can rewrite partitions 1-3 and keep 4; see image/README.md)
-SECTOR=512
 ESP_START_MIB=1;    ESP_MIB=128      # p2: FAT32, label HWBOOT (kernel, initrd, systemd-boot)
 ROOT_START_MIB=129; ROOT_MIB=2048    # p3: ext4, label hw-root (the system, replaced on upgrade)
 DATA_START_MIB=2177; DATA_MIB=64     # p4: ext4, label hw-data (/var/lib/homework; grows at first boot)
@@ -32,7 +31,8 @@ CMDLINE="root=LABEL=hw-root rw console=tty0 console=ttyS0,115200n8 net.ifnames=1
 
 say() { printf '%s\n' "$*"; }
 stage() {   # stage NAME FUNCTION: run with its output in image/work/logs/NAME.log
-  local name=$1 fn=$2 s=$(date +%s) log=$LOGS/$1.log
+  local name=$1 fn=$2 s log=$LOGS/$1.log
+  s=$(date +%s)
   printf '[image] %-10s ... ' "$name"
   if ( set -euo pipefail; "$fn" ) >"$log" 2>&1; then
     printf 'ok (%ss)\n' "$(( $(date +%s) - s ))"

@@ -46,7 +46,7 @@ fi
 mkdir -p "$R/usr/share/homework/conf" "$R/etc/homework"
 find conf -maxdepth 1 -type f -exec install -m 644 {} "$R/usr/share/homework/conf/" \;
 install -m 644 conf/image/homework.toml.in "$R/etc/homework/"
-if [ -f scripts/router-net.sh ]; then inst 755 scripts/router-net.sh /usr/lib/homework/scripts/router-net.sh; fi
+inst 755 scripts/router-net.sh /usr/lib/homework/scripts/router-net.sh   # homework-net brings the network up with it
 
 # --- image scripts and units
 mkdir -p "$R/usr/lib/homework/image"

@@ -14,6 +14,8 @@ APT_PACKAGES=(
   isc-dhcp-client udhcpc dhcpcd-base
   # test and benchmark tools
   python3-scapy python3-zeroconf kea-admin bind9-dnsutils dnsperf iperf3 hping3 wrk curl procps psmisc
+  # static checks (make lint)
+  shellcheck
   # image build and boot test
   mmdebstrap qemu-system-x86 qemu-utils ovmf grub-pc-bin grub-efi-amd64-bin systemd-boot-efi
   dosfstools mtools fdisk e2fsprogs zstd

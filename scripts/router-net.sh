@@ -76,8 +76,8 @@ sysctl_keys() {
 }
 
 wait_for_link() {
-  local i
-  for i in $(seq 1 100); do
+  local _
+  for _ in $(seq 1 100); do
     ip link show dev "$1" >/dev/null 2>&1 && return 0
     sleep 0.05
   done

@@ -9,6 +9,7 @@ import signal
 import sys
 
 from .config import ConfigError, load
+from .migrations import StateVersionError
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -57,7 +58,11 @@ def main(argv: list[str] | None = None) -> None:
                 fn()
         hub.spawn(loop)
 
-    core = Core(config, spawn_periodic=spawn_periodic)
+    try:
+        core = Core(config, spawn_periodic=spawn_periodic)
+    except StateVersionError as exc:
+        print(f"homework-controller: {exc}", file=sys.stderr)
+        sys.exit(2)
     osken_app.CORE = core
     core.load_components()
     control_server = control.ControlServer(core, config.control_socket)

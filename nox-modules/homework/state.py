@@ -1,8 +1,9 @@
 """The controller's persistent state (SQLite): devices, leases and anything a component
 registers. One source of truth per fact: decisions and leases live here; hwdb is only the log.
 
-Other components add their own tables with `StateStore.ensure_schema`, so each keeps its
-schema next to its logic.
+Every table, the components' too, is created and changed by the numbered steps in
+migrations.py (PRAGMA user_version), so an upgraded router reads the state.db an older
+release wrote, and an older release refuses a newer one.
 """
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
+
+from . import migrations
 
 log = logging.getLogger(__name__)
 
@@ -38,32 +41,7 @@ _RETRYABLE = {sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_BUSY, sq
 # A write that needs a new page on disk: queued after a failed direct write so the retry
 # loop learns when space is back even if nothing else is waiting to be written.
 _PROBE = "INSERT INTO storage_probe (id, at) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET at=excluded.at"
-_PROBE_SCHEMA = "CREATE TABLE IF NOT EXISTS storage_probe (id INTEGER PRIMARY KEY CHECK (id = 1), at REAL NOT NULL);"
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS devices (
-    mac TEXT PRIMARY KEY,
-    state TEXT NOT NULL CHECK (state IN ('pending','permitted','denied','blacklisted')),
-    hostname TEXT NOT NULL DEFAULT '',
-    name TEXT NOT NULL DEFAULT '',
-    owner TEXT NOT NULL DEFAULT '',
-    type TEXT NOT NULL DEFAULT '',
-    first_seen REAL NOT NULL,
-    last_seen REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS leases (
-    mac TEXT PRIMARY KEY,
-    block INTEGER NOT NULL UNIQUE,      -- index of the /30 inside the pool
-    expires REAL NOT NULL,              -- epoch seconds; 0 = offered only / released
-    port INTEGER NOT NULL DEFAULT 0,    -- OpenFlow port the device was last seen on
-    hostname TEXT NOT NULL DEFAULT '',
-    relay TEXT NOT NULL DEFAULT ''      -- giaddr of the relay agent it came through; '' = on our port
-);
-CREATE TABLE IF NOT EXISTS quarantine (
-    block INTEGER PRIMARY KEY,          -- a /30 a client DECLINEd (address in use on the LAN)
-    until REAL NOT NULL                 -- epoch seconds; not handed out before then
-);
-"""
 
 
 @dataclass
@@ -123,13 +101,11 @@ class StateStore:
         # NORMAL keeps committed data across a process crash; only power loss may lose
         # the last transactions, which a DHCP client recovers from by re-requesting.
         self.db.execute("PRAGMA synchronous=NORMAL")
-        self.ensure_schema(_SCHEMA)
-        self._migrate()
+        migrations.migrate(self.db, str(path))
         # Devices are read on every DHCP message: keep them in memory, write through.
         self._devices = {row["mac"]: Device(**dict(row)) for row in self.db.execute("SELECT * FROM devices")}
         self._seen_written: dict[str, float] = {}
         self._deferred: list[tuple[str, tuple]] = []
-        self.ensure_schema(_PROBE_SCHEMA)
         # Write health: "" while writes go through, else the error that stopped them.
         self.clock = time.monotonic          # for the retry pacing (tests replace it)
         self._failure = ""
@@ -141,14 +117,9 @@ class StateStore:
 
     # -- generic -------------------------------------------------------------------
     def ensure_schema(self, sql: str) -> None:
+        """(Going: dns/reverse.py still calls it; its table is already made by migrations.)"""
         with self._lock:
             self.db.executescript(sql)
-
-    def _migrate(self) -> None:
-        """Columns added after a database was created."""
-        columns = {row["name"] for row in self.db.execute("PRAGMA table_info(leases)")}
-        if "relay" not in columns:
-            self.db.execute("ALTER TABLE leases ADD COLUMN relay TEXT NOT NULL DEFAULT ''")
 
     def execute(self, sql: str, args=()) -> list[sqlite3.Row]:
         """Run one statement after the queued writes. While writes fail, a read sees what

@@ -36,31 +36,6 @@ MAX_UNSAVED_SESSIONS = 64   # sessions kept in memory while the disk is full (ol
 _INSERT_SESSION = ("INSERT INTO api_sessions (id_hash, csrf, role, created, expires, last_used, client) "
                    "VALUES (?,?,?,?,?,?,?) ON CONFLICT(id_hash) DO NOTHING")
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS api_admin (
-    id INTEGER PRIMARY KEY CHECK (id = 1),
-    password_hash TEXT NOT NULL,
-    changed REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS api_sessions (
-    id_hash TEXT PRIMARY KEY,          -- sha256 of the cookie value
-    csrf TEXT NOT NULL,                -- sent back in X-CSRF-Token by the Guest Board
-    role TEXT NOT NULL,
-    created REAL NOT NULL,
-    expires REAL NOT NULL,
-    last_used REAL NOT NULL,
-    client TEXT NOT NULL DEFAULT ''
-);
-CREATE TABLE IF NOT EXISTS api_tokens (
-    id TEXT PRIMARY KEY,
-    name TEXT NOT NULL,
-    role TEXT NOT NULL CHECK (role IN ('admin', 'read-only')),
-    token_hash TEXT NOT NULL,
-    created REAL NOT NULL,
-    last_used REAL NOT NULL DEFAULT 0,
-    revoked REAL NOT NULL DEFAULT 0
-);
-"""
 
 
 @dataclass(frozen=True)
@@ -111,7 +86,6 @@ class Auth:
         self.state = state
         self.now = clock
         self.session_lifetime = session_lifetime
-        state.ensure_schema(SCHEMA)
         # Sessions made or ended while the state could not be written (see the docstring).
         self._unsaved: dict[str, dict] = {}
         self._ended: set[str] = set()

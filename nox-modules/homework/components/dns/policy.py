@@ -22,21 +22,6 @@ ACTIONS = ("allow", "deny")
 MODES = ("denylist", "allowlist")
 CANARIES = frozenset({"use-application-dns.net", "mask.icloud.com", "mask-h2.icloud.com"})
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS dns_rules (
-    id INTEGER PRIMARY KEY,
-    owner TEXT NOT NULL,                 -- a device MAC, or '*' for the whole household
-    domain TEXT NOT NULL,                -- normalized; covers its subdomains
-    action TEXT NOT NULL CHECK (action IN ('allow','deny')),
-    schedule TEXT NOT NULL DEFAULT '',   -- reserved for time windows; '' = always
-    created REAL NOT NULL,
-    UNIQUE (owner, domain)
-);
-CREATE TABLE IF NOT EXISTS dns_modes (
-    mac TEXT PRIMARY KEY,
-    mode TEXT NOT NULL CHECK (mode IN ('denylist','allowlist'))
-);
-"""
 
 
 def owner_of(mac: str | None) -> str:
@@ -51,7 +36,6 @@ class Policy:
         self.state = state
         self.clock = clock
         self._lock = threading.RLock()
-        state.ensure_schema(SCHEMA)
         self.rules: dict[str, dict[str, str]] = {}     # owner -> domain -> action
         self.modes: dict[str, str] = {}
         for row in state.execute("SELECT owner, domain, action FROM dns_rules"):

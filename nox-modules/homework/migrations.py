@@ -1,0 +1,146 @@
+"""Numbered migrations of the controller's state database (state.db).
+
+The data partition outlives the system partitions (image/upgrade.sh keeps it), so a
+new release must read an old state.db and an old release must never half-read a new
+one. `PRAGMA user_version` says which of STEPS a database has had; `migrate` applies
+the missing ones in order, each in its own transaction with the version bump, and
+refuses a database from a newer release with a clear message.
+
+Every table of every component is created here, so the schema has one history.
+"""
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Callable
+
+
+class StateVersionError(RuntimeError):
+    """state.db was written by a newer release than this controller."""
+
+
+@dataclass(frozen=True)
+class Step:
+    number: int
+    what: str
+    sql: str = ""
+    run: Callable[[sqlite3.Connection], None] | None = None
+
+
+def _lease_relay_column(db: sqlite3.Connection) -> None:
+    # Databases from before the numbering: the first ones had no relay column.
+    columns = {row[1] for row in db.execute("PRAGMA table_info(leases)")}
+    if "relay" not in columns:
+        db.execute("ALTER TABLE leases ADD COLUMN relay TEXT NOT NULL DEFAULT ''")
+
+
+STEPS: tuple[Step, ...] = (
+    Step(1, "the tables of the first releases (issues 2-6)", sql="""
+CREATE TABLE IF NOT EXISTS devices (
+    mac TEXT PRIMARY KEY,
+    state TEXT NOT NULL CHECK (state IN ('pending','permitted','denied','blacklisted')),
+    hostname TEXT NOT NULL DEFAULT '',
+    name TEXT NOT NULL DEFAULT '',
+    owner TEXT NOT NULL DEFAULT '',
+    type TEXT NOT NULL DEFAULT '',
+    first_seen REAL NOT NULL,
+    last_seen REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS leases (
+    mac TEXT PRIMARY KEY,
+    block INTEGER NOT NULL UNIQUE,      -- index of the /30 inside the pool
+    expires REAL NOT NULL,              -- epoch seconds; 0 = offered only / released
+    port INTEGER NOT NULL DEFAULT 0,    -- OpenFlow port the lease is bound to
+    hostname TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS api_admin (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    password_hash TEXT NOT NULL,
+    changed REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS api_sessions (
+    id_hash TEXT PRIMARY KEY,          -- sha256 of the cookie value
+    csrf TEXT NOT NULL,                -- sent back in X-CSRF-Token by the Guest Board
+    role TEXT NOT NULL,
+    created REAL NOT NULL,
+    expires REAL NOT NULL,
+    last_used REAL NOT NULL,
+    client TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS api_tokens (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    role TEXT NOT NULL CHECK (role IN ('admin', 'read-only')),
+    token_hash TEXT NOT NULL,
+    created REAL NOT NULL,
+    last_used REAL NOT NULL DEFAULT 0,
+    revoked REAL NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS dns_rules (
+    id INTEGER PRIMARY KEY,
+    owner TEXT NOT NULL,                 -- a device MAC, or '*' for the whole household
+    domain TEXT NOT NULL,                -- normalized; covers its subdomains
+    action TEXT NOT NULL CHECK (action IN ('allow','deny')),
+    schedule TEXT NOT NULL DEFAULT '',   -- reserved for time windows; '' = always
+    created REAL NOT NULL,
+    UNIQUE (owner, domain)
+);
+CREATE TABLE IF NOT EXISTS dns_modes (
+    mac TEXT PRIMARY KEY,
+    mode TEXT NOT NULL CHECK (mode IN ('denylist','allowlist'))
+);
+CREATE TABLE IF NOT EXISTS dns_learned (
+    name TEXT NOT NULL,
+    addr TEXT NOT NULL,
+    expires REAL NOT NULL,
+    PRIMARY KEY (name, addr)
+);
+"""),
+    Step(2, "leases behind a DHCP relay: leases.relay (giaddr; '' = on our own port)",
+         run=_lease_relay_column),
+    Step(3, "issue 20: the DECLINE quarantine survives restarts; a probe row for write health", sql="""
+CREATE TABLE IF NOT EXISTS quarantine (
+    block INTEGER PRIMARY KEY,          -- a /30 a client DECLINEd (address in use on the LAN)
+    until REAL NOT NULL                 -- epoch seconds; not handed out before then
+);
+CREATE TABLE IF NOT EXISTS storage_probe (id INTEGER PRIMARY KEY CHECK (id = 1), at REAL NOT NULL);
+"""),
+)
+LATEST = STEPS[-1].number
+assert [s.number for s in STEPS] == list(range(1, LATEST + 1))
+
+
+def version(db: sqlite3.Connection) -> int:
+    return db.execute("PRAGMA user_version").fetchone()[0]
+
+
+def migrate(db: sqlite3.Connection, path: str = "state.db") -> list[int]:
+    """Bring the database to LATEST; returns the step numbers applied."""
+    current = version(db)
+    if current > LATEST:
+        raise StateVersionError(
+            f"{path} is at schema version {current}, newer than this controller understands ({LATEST}): "
+            "it was written by a newer release. Refusing to use it rather than lose what it holds; "
+            "run the newer release, or restore a backup made by this one.")
+    applied = []
+    for step in STEPS[current:]:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if step.sql:
+                for statement in _statements(step.sql):
+                    db.execute(statement)
+            if step.run:
+                step.run(db)
+            db.execute(f"PRAGMA user_version = {step.number}")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        applied.append(step.number)
+    return applied
+
+
+def _statements(script: str) -> list[str]:
+    """Split a script of CREATE statements (no semicolons inside them) into statements."""
+    lines = [line.split("--", 1)[0] for line in script.splitlines()]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
