@@ -143,7 +143,7 @@ HW.board = (function ($) {
     var name = el.firstChild;
     name.textContent = d.label || d.mac;
     if (d.state === "blacklisted" || d.state === "denied") {
-      name.appendChild(badge("badge", d.state === "blacklisted" ? "blocked" : "refused"));
+      name.appendChild(badge("badge", d.state === "blacklisted" ? "blacklisted" : "denied"));
     }
     // Set by the routing component when the device hit the per-host flow limit.
     if (d.flow_limited) name.appendChild(badge("badge flow-mark", "limited"));

@@ -75,7 +75,6 @@ def register_core_commands(core) -> None:
                  device_view(devices.set_meta(mac, name=name, owner=owner, type=type)))
     cmd.register("dhcp-status", lambda: as_dicts(ctx.leases.active()))
     cmd.register("leases", lambda: as_dicts(ctx.leases.all()))
-    cmd.register("stats", lambda: {"core": dict(core.counters),
-                                   "dhcp": dict(ctx.components["dhcp"].stats) if "dhcp" in ctx.components else {},
+    cmd.register("stats", lambda: {**core.counters.snapshot(),
                                    "devices": {"pending": devices.pending_count(),
                                                "forgotten": devices.forgotten}})

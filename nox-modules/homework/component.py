@@ -36,6 +36,7 @@ class Context:
         self.components: dict[str, Component] = {}
         self.datapath: Datapath | None = None
         self.leases: LeaseReader = NoLeases()   # DHCP puts itself here at start
+        self.count: Callable[..., None] = lambda name, n=1: None   # the core's counter registry
 
     def component(self, name: str) -> "Component | None":
         return self.components.get(name)

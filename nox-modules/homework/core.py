@@ -10,13 +10,13 @@ import importlib
 import logging
 import threading
 import time
-from collections import Counter
 from typing import Callable, Iterable
 
 from .bus import EventBus
 from .commands import Commands, register_core_commands
 from .component import Component, Context
 from .config import Config
+from .counters import Counters
 from .devices import DeviceRegistry
 from .flows import AggregateStats, Datapath, Decision, FlowRemoved, FlowStats, PacketIn
 from .hostnet import HostNet
@@ -36,7 +36,7 @@ class Core:
                  spawn_periodic: Callable[[float, Callable], None] | None = None,
                  clock: Callable[[], float] = time.time, bus: EventBus | None = None):
         self.config = config
-        self.counters: Counter = Counter()
+        self.counters = Counters()
         self._send = send or (lambda decisions: None)
         self._spawn_periodic = spawn_periodic or _thread_periodic
         self._lock = threading.RLock()
@@ -47,6 +47,7 @@ class Core:
         self.devices = DeviceRegistry(self.state, self.bus, max_pending=config.max_pending,
                                       forget_after=config.forget_unapproved_after, clock=clock)
         self.ctx.devices = self.devices
+        self.ctx.count = self.counters.count
         self.commands = Commands()
         self.ctx.commands = self.commands
         register_core_commands(self)
@@ -105,11 +106,11 @@ class Core:
             self._safe(f"{component.name}.datapath_down", component.datapath_down)
 
     def packet_in(self, pkt: PacketIn) -> None:
-        self.counters["packet_in"] += 1
+        self.counters.count("core.packet_in")
         try:
             frame = parse_ethernet(pkt.data)
         except PacketError as exc:
-            self.counters["malformed_frames"] += 1
+            self.counters.count("core.malformed_frames")
             log.debug("dropping malformed frame from port %s: %s", pkt.in_port, exc)
             return
         with self.bus.held():      # the handler's decisions go out before its events are heard
@@ -117,17 +118,17 @@ class Core:
                 try:
                     decisions = component.packet_in(pkt, frame)
                 except PacketError as exc:
-                    self.counters[f"{component.name}.malformed"] += 1
+                    self.counters.count(f"{component.name}.malformed")
                     log.info("%s: malformed packet from port %s (%s) dropped", component.name, pkt.in_port, exc)
                     return
                 except Exception:
-                    self.counters[f"{component.name}.errors"] += 1
+                    self.counters.count(f"{component.name}.errors")
                     log.exception("%s: error handling packet from port %s", component.name, pkt.in_port)
                     return
                 if decisions is not None:
                     self.send(decisions)
                     return
-            self.counters["unhandled_packets"] += 1
+            self.counters.count("core.unhandled_packets")
 
     def flow_removed(self, ev: FlowRemoved) -> None:
         for component in self.components:
@@ -156,7 +157,7 @@ class Core:
         try:
             return fn(*args)
         except Exception:
-            self.counters["errors"] += 1
+            self.counters.count("core.errors")
             log.exception("%s failed", what)
             return None
 

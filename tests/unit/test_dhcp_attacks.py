@@ -81,7 +81,7 @@ def test_frame_source_must_be_the_client(core):
     frame = bytearray(dhcp_frame(MAC, m.DISCOVER))
     frame[6:12] = bytes.fromhex("020000000099")   # chaddr = victim, frame from someone else
     assert send(core, bytes(frame), 1) == []
-    assert core.ctx.component("dhcp").stats["spoofed_source"] == 1
+    assert core.counters.get("dhcp.spoofed_source") == 1
 
 
 @pytest.mark.parametrize("kind", [m.RELEASE, m.DECLINE])

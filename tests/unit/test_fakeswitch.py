@@ -106,3 +106,15 @@ def test_adapter_mode_catches_a_field_the_adapter_drops(monkeypatch):
 def test_adapter_mode_refuses_a_match_field_os_ken_does_not_know():
     with pytest.raises(ofwire.AdapterMismatch):
         FakeSwitch(adapter=True).apply([flow({"no_such_field": 1}, ())])
+
+
+def test_the_one_tolerated_overlap_is_only_the_reported_accounting_one():
+    """Known and reported (routing/flowsets.py account_flows): X's upload entry and Y's
+    download entry in the accounting table. The same shapes anywhere else still raise."""
+    from fakeswitch import ACCOUNT_TABLE
+    up = flow({"eth_type": IP, "ipv4_src": "10.2.0.2"}, (F.Output(1),), table_id=ACCOUNT_TABLE)
+    down = flow({"eth_type": IP, "in_port": F.LOCAL, "ipv4_dst": "10.2.0.6"}, (F.Output(2),), table_id=ACCOUNT_TABLE)
+    FakeSwitch().apply([up, down])
+    elsewhere = [flow(f.match, f.actions, table_id=0) for f in (up, down)]
+    with pytest.raises(OverlapError):
+        FakeSwitch().apply(elsewhere)

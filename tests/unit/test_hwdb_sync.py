@@ -1,5 +1,6 @@
 """The bus -> hwdb sink: rows in the schema's column order, batching, and a controller that
 never notices when hwdbd is down."""
+import dataclasses
 import os
 import socket
 import subprocess
@@ -11,6 +12,7 @@ import pytest
 import hwdb_client
 from homework.components.hwdb_sync.dns_limiter import OTHER_NAMES, DnsLimiter
 from homework.components.hwdb_sync.sink import QUEUE_LIMIT, Sink
+from homework.leases import Lease
 from conftest import Clock, make_core
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,9 +47,11 @@ def test_every_topic_becomes_a_row_in_schema_order(clock):
     sink = sink_with(log, clock)
     sink.on_event("flow", dict(mac="02:00:00:00:00:0a", proto=6, saddr="10.2.0.2", sport=40000,
                                daddr="203.0.113.10", dport=80, npkts=12, nbytes=9000))
-    sink.on_event("lease", dict(action="granted", mac="02:00:00:00:00:0a", ip="10.2.0.2", router="10.2.0.1",
-                                port=1, lease_time=30, expires=1.0, hostname="it's mine", state="pending"))
-    sink.on_event("lease", dict(action="expired", mac="02:00:00:00:00:0a", ip="10.2.0.2", hostname=""))
+    granted = Lease(mac="02:00:00:00:00:0a", index=0, network="10.2.0.0/30", router="10.2.0.1", ip="10.2.0.2",
+                    broadcast="10.2.0.3", expires=1.0, port=1, hostname="it's mine", active=True)
+    sink.on_event("lease", dict(action="granted", lease=granted, state="pending"))
+    sink.on_event("lease", dict(action="expired", lease=dataclasses.replace(granted, hostname="", active=False),
+                                state=None))
     sink.on_event("device", dict(mac="02:00:00:00:00:0a", state="permitted", old_state="pending",
                                  reason="decision", device={"hostname": "laptop", "name": "Tom's laptop"}))
     sink.on_event("bandwidth", dict(mac="02:00:00:00:00:0a", ip="10.2.0.2", bytes=123))

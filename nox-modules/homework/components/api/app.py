@@ -92,6 +92,7 @@ class ApiApp:
         add("GET", f"/status/{mac}/?", self.status, "read")
         add("GET", "/dhcp-status/?", self.simple("dhcp-status"), "read")
         add("GET", "/blacklist-status/?", self.simple("blacklist-status"), "read")
+        add("GET", "/stats/?", self.simple("stats"), "read")
         add("POST", f"/permit-dns/{mac}/{dom}/?", self._dns("permit-dns"), "admin")
         add("POST", f"/deny-dns/{mac}/{dom}/?", self._dns("deny-dns"), "admin")
         add("POST", f"/remove-dns-rule/{mac}/{dom}/?", self._dns("remove-dns-rule"), "admin")
@@ -178,11 +179,10 @@ class ApiApp:
             return None
         if address.version != 4 or address not in self.ctx.config.pool:
             return None
-        dhcp = self.ctx.component("dhcp")
-        block = dhcp.alloc.block_of_address(client) if dhcp else None
-        if block is not None and client == block.router:
+        if self.ctx.leases.is_router_address(client):
             return None  # the router itself
-        mac = dhcp.mac_for_ip(client) if dhcp else None
+        lease = self.ctx.leases.by_address(client)
+        mac = lease.mac if lease else None
         device = self.ctx.state.get_device(mac) if mac else None
         if device is None or device.state != "permitted":
             raise ApiError(403, "this device is not permitted on the network: ask to be let in on the Guest Board")

@@ -136,19 +136,19 @@ class Board:
 
     def view(self, device) -> dict:
         """The board's view of one registered device (a state.Device)."""
-        dhcp = self.ctx.component("dhcp")
-        lease = dhcp.lease_of(device.mac) if dhcp else None
+        lease = self.ctx.leases.get(device.mac)
         now = self.ctx.now()
         if device.state == "permitted":
             zone = "permitted"
-        elif device.state == "pending" and lease and (lease["active"] or now - device.last_seen < ASKING_GRACE):
+        elif device.state == "pending" and lease and (lease.active or now - device.last_seen < ASKING_GRACE):
             zone = "asking"
         else:
             zone = "outside"
         view = device.as_dict()
         view.update(self.label(device.mac, device.name, device.hostname))
         view["zone"] = zone
-        view["lease"] = ({k: lease[k] for k in ("ip", "router", "expires", "active")} if lease else None)
+        view["lease"] = ({"ip": lease.ip, "router": lease.router, "expires": lease.expires, "active": lease.active}
+                         if lease else None)
         view["metrics"] = self.metrics(device.mac)
         routing = self.ctx.component("routing")
         view["flow_limited"] = bool(routing and routing.flow_limited(device.mac))   # counted per host

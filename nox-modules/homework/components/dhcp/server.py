@@ -11,7 +11,7 @@ import time
 
 from ...component import Component
 from ...flows import CONTROLLER, ETH_IP, PROTO_UDP, Datapath, FlowMod, Output, PacketIn, PacketOut
-from ...packets import (BROADCAST_MAC, PacketError, build_ethernet, build_ipv4, build_udp,
+from ...packets import (BROADCAST_MAC, build_ethernet, build_ipv4, build_udp,
                         parse_ipv4, parse_udp)
 from ...state import LeaseRow
 from . import message as m
@@ -41,9 +41,6 @@ class DhcpServer(Component):
         self.relay_agents = frozenset(ctx.config.dhcp_relays)
         self.gate = NewMacGate(ctx.config.new_macs_burst, ctx.config.new_macs_per_minute / 60.0)
         self._alerted: dict[tuple[str, str], float] = {}
-        self.stats = {"malformed": 0, "offers": 0, "acks": 0, "naks": 0, "exhausted": 0,
-                      "releases": 0, "declines": 0, "informs": 0, "ignored": 0,
-                      "wrong_port": 0, "spoofed_source": 0, "relay_refused": 0, "new_mac_limited": 0}
 
     # -- life cycle ------------------------------------------------------------------
     def start(self) -> None:
@@ -139,20 +136,16 @@ class DhcpServer(Component):
         udp = parse_udp(ip.payload)
         if udp.dport != SERVER_PORT:
             return None
-        try:
-            msg = m.parse(udp.payload)
-        except PacketError:
-            self.stats["malformed"] += 1
-            raise
+        msg = m.parse(udp.payload)      # PacketError: the core counts it as dhcp.malformed
         if msg.op != 1:
-            self.stats["ignored"] += 1
+            self.ctx.count("dhcp.ignored")
             return []
         return self.handle(msg, pkt.in_port, frame.src)
 
     def handle(self, msg: m.DhcpMessage, in_port: int, src_mac: bytes | None = None) -> list:
         state = self.ctx.state.device_state(msg.mac)
         if state == "blacklisted":
-            self.stats["ignored"] += 1
+            self.ctx.count("dhcp.ignored")
             return []
         kind = msg.msg_type
         if not self._trusted_sender(msg, in_port, src_mac):
@@ -161,7 +154,7 @@ class DhcpServer(Component):
             return []
         if state is None and kind in (m.DISCOVER, m.REQUEST) \
                 and not self.gate.admit(in_port, msg.mac, self.ctx.now()):
-            self.stats["new_mac_limited"] += 1
+            self.ctx.count("dhcp.new_mac_limited")
             self._alert(f"port {in_port}", "dhcp-flood",
                         f"port {in_port} brings more new devices than allowed "
                         f"({self.ctx.config.new_macs_burst} at once, {self.ctx.config.new_macs_per_minute}/min): "
@@ -177,7 +170,7 @@ class DhcpServer(Component):
             return self._decline(msg, in_port)
         if kind == m.INFORM:
             return self._inform(msg, in_port)
-        self.stats["ignored"] += 1
+        self.ctx.count("dhcp.ignored")
         return []
 
     # -- who may speak for a lease (issue 20) -------------------------------------------------
@@ -186,17 +179,17 @@ class DhcpServer(Component):
         configured, and never for a lease that lives on one of our own ports."""
         if msg.giaddr == "0.0.0.0":
             if src_mac is not None and src_mac != msg.chaddr:
-                self.stats["spoofed_source"] += 1
+                self.ctx.count("dhcp.spoofed_source")
                 return False
             return True
         if msg.giaddr not in self.relay_agents:
-            self.stats["relay_refused"] += 1
+            self.ctx.count("dhcp.relay_refused")
             self._alert(f"relay {msg.giaddr}", "dhcp-relay",
                         f"DHCP relayed by {msg.giaddr} from port {in_port}, which is not a configured relay: ignored",
                         mac="")
             return False
         if msg.mac in self.live and msg.mac not in self.relays:
-            self.stats["relay_refused"] += 1
+            self.ctx.count("dhcp.relay_refused")
             self._alert(msg.mac, "dhcp-relay",
                         f"relay {msg.giaddr} spoke for {msg.mac}, whose lease is on local port "
                         f"{self.ports.get(msg.mac)}: ignored")
@@ -211,7 +204,7 @@ class DhcpServer(Component):
         old = self.ports.get(mac, 0)
         if mac not in self.live or mac in self.relays or not old or old == in_port or not self._port_up(old):
             return False
-        self.stats["wrong_port"] += 1
+        self.ctx.count("dhcp.wrong_port")
         self._alert(mac, "dhcp-port-mismatch",
                     f"DHCP for {mac} from port {in_port}, but its lease ({self.alloc.block_for(mac).device}) "
                     f"lives on port {old}: refused")
@@ -241,14 +234,14 @@ class DhcpServer(Component):
         try:
             block = self.alloc.allocate(msg.mac, now, preferred)
         except PoolExhausted as exc:
-            self.stats["exhausted"] += 1
+            self.ctx.count("dhcp.exhausted")
             self.log.error("no offer for %s: %s", msg.mac, exc)
             return []
         self.ports[msg.mac] = in_port
         if msg.hostname:
             self.hostnames[msg.mac] = msg.hostname
         self.ctx.devices.seen(msg.mac, msg.hostname)
-        self.stats["offers"] += 1
+        self.ctx.count("dhcp.offers")
         return [self._reply(m.OFFER, msg, block, in_port)]
 
     def _request(self, msg: m.DhcpMessage, in_port: int) -> list:
@@ -283,7 +276,7 @@ class DhcpServer(Component):
             if block is None or msg.ciaddr != block.device:
                 return [self._nak(msg, in_port, f"{msg.ciaddr} is not your address")]
         else:
-            self.stats["ignored"] += 1
+            self.ctx.count("dhcp.ignored")
             return []
         return self._ack(msg, block, in_port)
 
@@ -305,7 +298,7 @@ class DhcpServer(Component):
             self.relays.pop(mac, None)
         self.ctx.state.save_lease(LeaseRow(mac, block.index, expires, in_port, self.hostnames.get(mac, ""), relay))
         self._install_router_address(mac)
-        self.stats["acks"] += 1
+        self.ctx.count("dhcp.acks")
         # The core holds the lease event until this handler's decisions are sent, so the
         # ACK reaches the switch ahead of the flows the event brings (routing): in a burst
         # of new devices it does not queue behind everyone's flow-mods.
@@ -325,7 +318,7 @@ class DhcpServer(Component):
         held = self.ports.get(msg.mac, 0)
         if held == in_port:
             return True
-        self.stats["wrong_port"] += 1
+        self.ctx.count("dhcp.wrong_port")
         self._alert(msg.mac, f"dhcp-{what}-forged",
                     f"DHCP{what.upper()} for {msg.mac} from port {in_port}, but its lease is on port {held}: ignored")
         return False
@@ -333,14 +326,14 @@ class DhcpServer(Component):
     def _release(self, msg: m.DhcpMessage, in_port: int) -> list:
         block = self.alloc.block_for(msg.mac)
         if block is not None and msg.ciaddr == block.device and self._from_lease_port(msg, in_port, "release"):
-            self.stats["releases"] += 1
+            self.ctx.count("dhcp.releases")
             self._end_lease(msg.mac, "released")
         return []
 
     def _decline(self, msg: m.DhcpMessage, in_port: int) -> list:
         block = self.alloc.block_for(msg.mac)
         if block is not None and msg.requested_ip == block.device and self._from_lease_port(msg, in_port, "decline"):
-            self.stats["declines"] += 1
+            self.ctx.count("dhcp.declines")
             self.log.warning("%s declined %s: quarantining the block", msg.mac, block.device)
             self._end_lease(msg.mac, "declined")
             quarantined = self.alloc.decline(msg.mac, self.ctx.now())
@@ -366,11 +359,11 @@ class DhcpServer(Component):
         block = self.alloc.block_for(msg.mac)
         if block is None or msg.ciaddr != block.device:
             return []
-        self.stats["informs"] += 1
+        self.ctx.count("dhcp.informs")
         return [self._reply(m.ACK, msg, block, in_port, lease_time=None, yiaddr="0.0.0.0")]
 
     def _nak(self, msg: m.DhcpMessage, in_port: int, why: str) -> PacketOut:
-        self.stats["naks"] += 1
+        self.ctx.count("dhcp.naks")
         self.log.info("NAK to %s: %s", msg.mac, why)
         block = self.alloc.block_for(msg.mac)
         server_id = block.router if block else str(self.ctx.config.pool.network_address + 1)

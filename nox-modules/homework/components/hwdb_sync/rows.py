@@ -14,9 +14,9 @@ def _int(value) -> int:
 
 
 def lease_rows(ev: dict) -> list:
+    lease = ev["lease"]
     action = "add" if ev["action"] in ("granted", "renewed") else "del"
-    return [("Leases", (_text(ev["mac"], 17), _text(ev.get("ip"), 16), _text(ev.get("hostname"), 64), action),
-             True)]
+    return [("Leases", (_text(lease.mac, 17), _text(lease.ip, 16), _text(lease.hostname, 64), action), True)]
 
 
 def device_rows(ev: dict) -> list:

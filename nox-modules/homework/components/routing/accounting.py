@@ -103,9 +103,13 @@ class Accounting:
         """Block index -> learned entries it holds, for the devices that hold any."""
         return {index: len(keys) for index, keys in self._learned.items()}
 
-    def forget_learned(self, index: int) -> None:
-        """The device's learned entries were deleted (collapse, deny, new lease)."""
-        self._learned.pop(index, None)
+    def forget_learned(self, index: int | None = None) -> None:
+        """The device's learned entries were deleted (collapse, deny, new lease); None: the
+        switch (re)connected, and flow-removed messages may have been lost meanwhile."""
+        if index is None:
+            self._learned.clear()
+        else:
+            self._learned.pop(index, None)
 
     # -- internals -------------------------------------------------------------------
     def _delta(self, key: tuple, packets: int, nbytes: int) -> tuple[int, int]:

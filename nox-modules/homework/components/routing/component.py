@@ -77,6 +77,7 @@ class Routing(Component):
         decisions.append(fs.broadcast_flow(self._permitted_ports()))
         decisions += self._queries(max_resp_tenths=10)
         self.accounting.start_priming()
+        self.accounting.forget_learned()
         decisions.append(self._stats_request())
         self.log.info("switch connected: %d devices synchronised (%d permitted)", len(self.installed),
                       len(self._permitted()))
