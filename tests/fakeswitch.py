@@ -16,6 +16,7 @@ from __future__ import annotations
 import ipaddress
 
 from homework import flows as F
+from homework.pipeline import TABLE_ACCOUNT
 
 KNOWN_ACTIONS = (F.Output, F.SetField, F.DecTTL, F.Resubmit, F.Learn)
 
@@ -79,7 +80,7 @@ def _account_upload_vs_download(a: F.FlowMod, b: F.FlowMod) -> bool:
     return a.table_id == ACCOUNT_TABLE and ((upload(a) and download(b)) or (download(a) and upload(b)))
 
 
-ACCOUNT_TABLE = 10
+ACCOUNT_TABLE = TABLE_ACCOUNT
 # Overlaps known and reported, so the rest of the suite stays strict meanwhile.
 TOLERATED_OVERLAPS = (_account_upload_vs_download,)
 

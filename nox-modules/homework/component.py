@@ -10,6 +10,7 @@ import logging
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from .flows import AggregateStats, Datapath, Decision, FlowRemoved, FlowStats, PacketIn
+from .counters import Counters
 from .leases import LeaseReader, NoLeases
 from .packets import Frame
 
@@ -36,7 +37,8 @@ class Context:
         self.components: dict[str, Component] = {}
         self.datapath: Datapath | None = None
         self.leases: LeaseReader = NoLeases()   # DHCP puts itself here at start
-        self.count: Callable[..., None] = lambda name, n=1: None   # the core's counter registry
+        self.counters = Counters()     # the core's registry (one for the whole controller)
+        self.count = self.counters.count
 
     def component(self, name: str) -> "Component | None":
         return self.components.get(name)

@@ -47,6 +47,7 @@ class Core:
         self.devices = DeviceRegistry(self.state, self.bus, max_pending=config.max_pending,
                                       forget_after=config.forget_unapproved_after, clock=clock)
         self.ctx.devices = self.devices
+        self.ctx.counters = self.counters
         self.ctx.count = self.counters.count
         self.commands = Commands()
         self.ctx.commands = self.commands

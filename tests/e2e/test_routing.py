@@ -46,7 +46,7 @@ def test_permitted_device_browses_through_nat(home: Home):
 
 def test_devices_talk_only_through_the_router(home: Home):
     a, b = permitted_device(home), permitted_device(home)
-    ip_a, ip_b = a.ipv4()[0], b.ipv4()[0]
+    ip_b = b.ipv4()[0]
     out = a.run(["ping", "-n", "-c", "2", "-W", "2", ip_b], check=False)
     assert out.returncode == 0, out.stdout
     assert re.search(r"ttl=63", out.stdout), out.stdout          # one router hop

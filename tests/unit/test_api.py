@@ -328,7 +328,6 @@ def test_event_stream_sends_snapshot_then_live_device_events(api, core):
     app = api.app
     req = Request.blank("/ws.v1/events", remote_addr=PROXY,
                         headers={"Cookie": "; ".join(f"{k}={v}" for k, v in api.cookies.items())})
-    resp = req.get_response(app) if False else None
     # Call the WSGI app by hand so the body stays a live generator.
     status = {}
     body = app(req.environ, lambda s, h: status.update(status=s, headers=dict(h)))

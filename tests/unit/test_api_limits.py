@@ -7,7 +7,8 @@ import pytest
 from webob import Request
 
 from homework.components.api import stream as stream_mod
-from test_api import MAC, PROXY, Api, core  # noqa: F401  (the shared fixture)
+from test_api import MAC, PROXY, Api
+from test_api import core as core  # noqa: F401  (the shared fixture, by name)
 
 
 @pytest.fixture

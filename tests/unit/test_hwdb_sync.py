@@ -1,7 +1,6 @@
 """The bus -> hwdb sink: rows in the schema's column order, batching, and a controller that
 never notices when hwdbd is down."""
 import dataclasses
-import os
 import socket
 import subprocess
 import time

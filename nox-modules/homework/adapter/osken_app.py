@@ -1,7 +1,7 @@
 """os-ken glue: turns OpenFlow 1.3 events into Core calls and decisions into messages.
 
 Every handler catches and logs exceptions: with os-ken an exception escaping a handler
-can silently stop the app's event loop (see notes/sandbox.md)."""
+can silently stop the app's event loop."""
 from __future__ import annotations
 
 import functools

@@ -306,8 +306,8 @@ class ApiApp:
 
     def _need_dns(self, name: str) -> None:
         if name not in self.ctx.commands.names():
-            raise ApiError(503, f"DNS rules are not available: the dns component is not loaded "
-                                f"(add \"dns\" to [controller] components)")
+            raise ApiError(503, "DNS rules are not available: the dns component is not loaded "
+                                "(add \"dns\" to [controller] components)")
 
     def _dns(self, name: str):
         def handler(call: Call, mac: str, domain: str) -> Response:

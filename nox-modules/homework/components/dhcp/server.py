@@ -7,7 +7,6 @@ LOCAL interface.
 """
 from __future__ import annotations
 
-import time
 
 from ...component import Component
 from ...flows import CONTROLLER, ETH_IP, PROTO_UDP, Datapath, FlowMod, Output, PacketIn, PacketOut

@@ -29,7 +29,8 @@ class HwdbSync(Component):
             return
         self.sink = Sink(connect=lambda: hwdb_client.Client(cfg.hwdb_host, cfg.hwdb_port, timeout=2.0),
                          statement=hwdb_client.insert_statement, clock=self.ctx.now,
-                         is_timeout=lambda exc: isinstance(exc, hwdb_client.HwdbTimeout))
+                         is_timeout=lambda exc: isinstance(exc, hwdb_client.HwdbTimeout),
+                         counters=self.ctx.counters)
         for topic in TOPICS:
             self.ctx.bus.subscribe(topic, self._on_event)
         self.ctx.every(FLUSH_SECONDS, self.sink.flush)
@@ -39,7 +40,7 @@ class HwdbSync(Component):
         try:
             self.sink.on_event(topic, payload)
         except (KeyError, TypeError, ValueError) as exc:
-            self.sink.stats["rejected"] += 1
+            self.sink.count("rejected")
             self.log.warning("%s event not logged (%s): %r", topic, exc, payload)
 
     def stop(self) -> None:

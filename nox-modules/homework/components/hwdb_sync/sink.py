@@ -13,12 +13,14 @@ import logging
 from collections import deque
 from typing import Callable
 
+from ...counters import Counters
 from .dns_limiter import DnsLimiter
 from .rows import ROW_BUILDERS, TOPICS
 
 log = logging.getLogger("homework.hwdb_sync")
 
 QUEUE_LIMIT = 100_000
+STAT_NAMES = ("queued", "written", "dropped_overflow", "rejected", "batches", "connects", "failures")
 BATCH = 2_000
 BACKOFF_MAX = 10.0
 
@@ -26,7 +28,7 @@ BACKOFF_MAX = 10.0
 class Sink:
     def __init__(self, connect: Callable[[], object], statement: Callable[[str, tuple, bool], str],
                  clock: Callable[[], float], is_timeout: Callable[[Exception], bool],
-                 dns_limiter: DnsLimiter | None = None):
+                 dns_limiter: DnsLimiter | None = None, counters: Counters | None = None):
         """`connect()` returns a client with bulk_insert(list[str]) and query(str);
         `statement(table, values, upsert)` renders one insert."""
         self._connect = connect
@@ -38,8 +40,15 @@ class Sink:
         self.queue: deque[str] = deque()
         self._retry_at = 0.0
         self._backoff = 0.5
-        self.stats = {"queued": 0, "written": 0, "dropped_overflow": 0, "rejected": 0,
-                      "batches": 0, "connects": 0, "failures": 0, "dns_aggregated": 0}
+        self.counters = counters or Counters()     # the controller's registry, as "hwdb_sync.*"
+
+    @property
+    def stats(self) -> dict[str, int]:
+        counted = self.counters.snapshot().get("hwdb_sync", {})
+        return {**{name: counted.get(name, 0) for name in STAT_NAMES}, "dns_aggregated": self.dns.aggregated}
+
+    def count(self, name: str, n: int = 1) -> None:
+        self.counters.count(f"hwdb_sync.{name}", n)
 
     # -- in: bus events ----------------------------------------------------------------
     def on_event(self, topic: str, payload: dict) -> None:
@@ -50,16 +59,15 @@ class Sink:
             if table == "DnsQueries":
                 for row in self.dns.admit(values):
                     self._enqueue(self._statement(table, row, upsert))
-                self.stats["dns_aggregated"] = self.dns.aggregated
             else:
                 self._enqueue(self._statement(table, values, upsert))
 
     def _enqueue(self, stmt: str) -> None:
         if len(self.queue) >= QUEUE_LIMIT:
             self.queue.popleft()
-            self.stats["dropped_overflow"] += 1
+            self.count("dropped_overflow")
         self.queue.append(stmt)
-        self.stats["queued"] += 1
+        self.count("queued")
 
     # -- out: periodic flush -------------------------------------------------------------
     def flush(self, final: bool = False) -> int:
@@ -81,8 +89,8 @@ class Sink:
                     break
                 written += self._one_by_one(batch)
                 continue
-            self.stats["batches"] += 1
-            self.stats["written"] += len(batch)
+            self.count("batches")
+            self.count("written", len(batch))
             written += len(batch)
         return written
 
@@ -98,9 +106,9 @@ class Sink:
                     self.queue.extendleft(reversed(batch[i:]))
                     self._lost(exc)
                     break
-                self.stats["rejected"] += 1
+                self.count("rejected")
                 log.warning("hwdb refused %r: %s", stmt[:120], exc)
-        self.stats["written"] += ok
+        self.count("written", ok)
         return ok
 
     def _ensure_client(self) -> bool:
@@ -111,7 +119,7 @@ class Sink:
             return False
         try:
             self.client = self._connect()
-            self.stats["connects"] += 1
+            self.count("connects")
             self._backoff = 0.5
             log.info("connected to hwdb")
             return True
@@ -120,7 +128,7 @@ class Sink:
             return False
 
     def _lost(self, exc: Exception) -> None:
-        self.stats["failures"] += 1
+        self.count("failures")
         if self.client is not None:
             try:
                 self.client.close()
