@@ -52,7 +52,7 @@ lint-python:
 	$(VENV)/bin/ruff check .
 
 lint-rust:
-	cd hwdb && cargo clippy --release -q -- -D warnings
+	cd hwdb && cargo clippy --release -q --all-targets -- -D warnings
 	cd dnsd && cargo clippy --release -q --all-targets -- -D warnings
 
 SHELL_SCRIPTS = $(wildcard scripts/*.sh image/*.sh) $(shell grep -lsE '^\#!/(usr/)?bin/(env )?(ba)?sh' image/guest/* 2>/dev/null)

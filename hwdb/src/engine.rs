@@ -498,7 +498,7 @@ impl Database {
         let Storage::Persistent(p) = &table.storage else { unreachable!() };
         Ok(p.rows
             .iter()
-            .filter(|(_, r)| pred.as_ref().map_or(true, |f| f.eval(&PRowRef(r))))
+            .filter(|(_, r)| pred.as_ref().is_none_or(|f| f.eval(&PRowRef(r))))
             .map(|(k, _)| k.clone())
             .collect())
     }

@@ -27,7 +27,7 @@ impl ResultSet {
 
     pub fn to_wire(&self) -> String {
         let mut out = String::with_capacity(64 + self.rows.len() * 16 * self.columns.len().max(1));
-        out.push_str("0");
+        out.push('0');
         out.push_str(SEP);
         out.push_str(&clean_message(&self.message));
         out.push_str(SEP);

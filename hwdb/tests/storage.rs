@@ -107,7 +107,7 @@ fn memory_bound_and_shares_hold_under_mixed_floods() {
         seed ^= seed >> 7;
         seed ^= seed << 17;
         // Table 0 gets half of all inserts, the others share the rest.
-        let t = if seed % 2 == 0 { 0 } else { 1 + (seed >> 8) as usize % 4 };
+        let t = if seed.is_multiple_of(2) { 0 } else { 1 + (seed >> 8) as usize % 4 };
         let pad = "p".repeat((seed >> 16) as usize % 200);
         clock.advance(1000);
         db.execute(&format!("insert into {} values ({i}, '{pad}')", names[t])).unwrap();

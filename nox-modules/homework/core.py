@@ -26,7 +26,7 @@ from .state import WRITE_BEHIND_SECONDS, StateStore
 log = logging.getLogger("homework.core")
 
 # Packet-in dispatch order: the most specific protocol handlers first.
-DISPATCH_ORDER = ("eapol", "dhcp", "dns", "routing")
+DISPATCH_ORDER = ("eapol", "dhcp", "routing")
 FORGET_CHECK_SECONDS = 60.0     # how often never-approved devices unseen for long are forgotten
 
 
@@ -39,7 +39,6 @@ class Core:
         self.counters = Counters()
         self._send = send or (lambda decisions: None)
         self._spawn_periodic = spawn_periodic or _thread_periodic
-        self._lock = threading.RLock()
         self.state = state or StateStore(config.state_db)
         self.bus = bus or EventBus()
         self.ctx = Context(config, self.state, self.bus, host or HostNet(config.bridge),

@@ -8,9 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 # Reserved port numbers (OpenFlow 1.3).
-IN_PORT = 0xFFFFFFF8
-FLOOD = 0xFFFFFFFB
-ALL = 0xFFFFFFFC
 CONTROLLER = 0xFFFFFFFD
 LOCAL = 0xFFFFFFFE
 ANY = 0xFFFFFFFF
@@ -26,7 +23,6 @@ PROTO_UDP = 17
 
 # Cookies say which component owns a flow, so each can delete only its own.
 COOKIE_MASK_OWNER = 0xFF00_0000_0000_0000
-COOKIE_BASE = 0x0100_0000_0000_0000
 COOKIE_DHCP = 0x0200_0000_0000_0000
 COOKIE_ROUTING = 0x0300_0000_0000_0000
 COOKIE_DNS = 0x0400_0000_0000_0000
@@ -51,11 +47,6 @@ class DecTTL:
 
 
 @dataclass(frozen=True)
-class GotoTable:
-    table_id: int
-
-
-@dataclass(frozen=True)
 class Resubmit:
     """Open vSwitch extension: run the packet through `table_id` now and come back to the
     remaining actions (lets one flow both count in an accounting table and forward)."""
@@ -64,13 +55,11 @@ class Resubmit:
 
 @dataclass(frozen=True)
 class Learn:
-    """Open vSwitch extension (learn, with limit): add an exact-match flow to `table_id`
-    from the packet being processed, without a round trip to the controller.
+    """Open vSwitch extension: add an exact-match flow to `table_id` from the packet being
+    processed, without a round trip to the controller.
 
     `fields`: ((name, None) copies the packet's value | (name, value) a literal), using the
-    OXM names of match dicts (eth_type, ip_proto, ipv4_src, tcp_dst, ...).
-    `limit`: refuse to add past this many flows with the same cookie in that table;
-    `result_reg`: (register, bit) set to 1 if the flow was added, 0 if refused."""
+    OXM names of match dicts (eth_type, ip_proto, ipv4_src, tcp_dst, ...)."""
     table_id: int
     fields: tuple
     priority: int = 100
@@ -79,8 +68,6 @@ class Learn:
     fin_idle_timeout: int = 0
     cookie: int = 0
     send_flow_removed: bool = False
-    limit: int = 0
-    result_reg: tuple | None = None
 
 
 @dataclass

@@ -1,9 +1,10 @@
 """Open vSwitch (Nicira) action encodings that os-ken 2.5 lacks or names differently.
 
-`learn` with a flow limit (NXAST_LEARN2, OVS >= 2.8) is what lets the switch create the
-per-flow accounting entries itself while capping how many one device may create; os-ken
-only ships the older NXAST_LEARN, so the wire format is written here (layout from OVS's
-include/openflow/nicira-ext.h: struct nx_action_learn2)."""
+`learn` is what lets the switch create the per-flow accounting entries itself. We write
+NXAST_LEARN2 (OVS >= 2.8; layout from OVS's include/openflow/nicira-ext.h, struct
+nx_action_learn2), which os-ken 2.5 lacks, with its flow limit at 0 (none): the limit
+made OVS scan the whole table on every learn, so the routing component counts flows
+itself."""
 from __future__ import annotations
 
 import struct
@@ -12,7 +13,6 @@ from .. import flows as F
 
 NXAST_LEARN2 = 45
 NX_LEARN_F_SEND_FLOW_REM = 1 << 0
-NX_LEARN_F_WRITE_RESULT = 1 << 2
 
 # OXM match-dict names -> (NXM field name in os-ken, width in bits)
 NXM_FIELDS = {
@@ -59,25 +59,16 @@ def _learn2_class(parser, ofp):
 
         def __init__(self, learn: F.Learn, specs):
             flags = NX_LEARN_F_SEND_FLOW_REM if learn.send_flow_removed else 0
-            if learn.result_reg is not None:
-                flags |= NX_LEARN_F_WRITE_RESULT
             super().__init__(table_id=learn.table_id, specs=specs, idle_timeout=learn.idle_timeout,
                              hard_timeout=learn.hard_timeout, priority=learn.priority,
                              cookie=learn.cookie, flags=flags,
                              fin_idle_timeout=learn.fin_idle_timeout)
-            self.limit = learn.limit
-            self.result_reg = learn.result_reg
 
         def serialize_body(self):
             data = bytearray(struct.pack(
                 self._fmt_str, self.idle_timeout, self.hard_timeout, self.priority, self.cookie,
                 self.flags, self.table_id, self.fin_idle_timeout, self.fin_hard_timeout))
-            ofs = self.result_reg[1] if self.result_reg else 0
-            data += struct.pack("!IH2x", self.limit, ofs)
-            if self.result_reg:
-                header = bytearray()
-                ofp.oxm_serialize_header(ofp.oxm_from_user_header(self.result_reg[0]), header, 0)
-                data += header
+            data += struct.pack("!IH2x", 0, 0)      # limit 0 (none), no result bit
             for spec in self.specs:
                 data += spec.serialize()
             return data

@@ -40,7 +40,6 @@ class Metrics:
     today: int = 0                # bytes since local midnight
     day: str = ""
     traffic_at: float = 0.0
-    bandwidth_at: float = 0.0
     alerts: deque = field(default_factory=lambda: deque(maxlen=MAX_ALERTS))
 
     def as_dict(self) -> dict:
@@ -92,7 +91,6 @@ class Board:
         now = self.ctx.now()
         with self._lock:
             m = self._m(ev["mac"])
-            m.bandwidth_at = now
             if m.link_bytes is None or now - m.link_at > LINK_PREFERRED:
                 self._count(m, max(0, _int(ev.get("bytes")) or 0), now)
             return m

@@ -47,7 +47,6 @@ class Eapol(Component):
         self.ports: dict[str, int] = {}           # device MAC -> port its EAPOL came from
         self.hostapd_port: int | None = None
         self.deny = HostapdDenyList(ctx.config.hostapd_deny_file, ctx.config.hostapd_ctrl)
-        self.stats = {"to_hostapd": 0, "to_device": 0, "dropped": 0}
 
     def start(self) -> None:
         self.blacklisted = {d.mac for d in self.ctx.state.devices() if d.state == "blacklisted"}
@@ -122,9 +121,9 @@ class Eapol(Component):
     def _from_device(self, pkt, frame) -> list:
         mac = frame.src_mac
         if mac in self.blacklisted:             # the 65000 drop should have caught it
-            self.stats["dropped"] += 1
+            self.ctx.count("eapol.dropped")
             return []
-        self.stats["to_hostapd"] += 1
+        self.ctx.count("eapol.to_hostapd")
         if self.ports.get(mac) == pkt.in_port:
             return []
         self.ports[mac] = pkt.in_port
@@ -134,9 +133,9 @@ class Eapol(Component):
         mac = frame.dst_mac
         port = self.ports.get(mac)
         if port is None or mac in self.blacklisted:
-            self.stats["dropped"] += 1
+            self.ctx.count("eapol.dropped")
             return []
-        self.stats["to_device"] += 1
+        self.ctx.count("eapol.to_device")
         return [PacketOut(data=pkt.data, actions=(Output(port),), in_port=CONTROLLER)]
 
     # -- decisions -------------------------------------------------------------------------
