@@ -17,6 +17,8 @@ class EventBus:
         self._lock = threading.Lock()
         self._handlers: dict[str, list[Handler]] = defaultdict(list)
         self._local = threading.local()
+        # Where decisions returned by handlers go (the core's send); a bare bus drops them.
+        self.decisions_to: Callable[[list], None] = lambda decisions: None
 
     def subscribe(self, topic: str, handler: Handler) -> None:
         """Topic '*' receives everything."""
@@ -47,9 +49,13 @@ class EventBus:
             handlers = list(self._handlers.get(topic, [])) + list(self._handlers.get("*", []))
         for handler in handlers:
             try:
-                handler(topic, payload)
+                decisions = handler(topic, payload)
             except Exception:  # one broken subscriber must not stop the publisher
                 log.exception("event handler for %s failed", topic)
+                continue
+            if decisions:
+                # A handler answers with decisions (flows); the core sends them.
+                self.decisions_to(decisions)
 
 
 class _Held:

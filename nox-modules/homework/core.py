@@ -41,6 +41,7 @@ class Core:
         self._spawn_periodic = spawn_periodic or _thread_periodic
         self.state = state or StateStore(config.state_db)
         self.bus = bus or EventBus()
+        self.bus.decisions_to = self.send
         self.ctx = Context(config, self.state, self.bus, host or HostNet(config.bridge),
                            self.send, self.every, clock)
         self.devices = DeviceRegistry(self.state, self.bus, max_pending=config.max_pending,

@@ -14,9 +14,12 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from . import migrations
+
+if TYPE_CHECKING:
+    from .leases import Lease
 
 log = logging.getLogger(__name__)
 
@@ -57,16 +60,6 @@ class Device:
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
-
-
-@dataclass
-class LeaseRow:
-    mac: str
-    block: int
-    expires: float
-    port: int
-    hostname: str
-    relay: str = ""
 
 
 class StorageError(sqlite3.OperationalError):
@@ -318,14 +311,16 @@ class StateStore:
             return dataclasses.replace(device) if device else None
 
     # -- leases ----------------------------------------------------------------------
-    def leases(self) -> list[LeaseRow]:
-        return [LeaseRow(**dict(r)) for r in self.execute("SELECT * FROM leases")]
+    def leases(self) -> list[dict]:
+        """The stored columns (mac, block, expires, port, hostname, relay): DHCP makes its
+        Leases from them at start; nobody else reads them."""
+        return [dict(r) for r in self.execute("SELECT mac, block, expires, port, hostname, relay FROM leases")]
 
-    def save_lease(self, row: LeaseRow) -> None:
+    def save_lease(self, lease: "Lease") -> None:
         self.defer("INSERT INTO leases (mac,block,expires,port,hostname,relay) VALUES (?,?,?,?,?,?) "
                    "ON CONFLICT(mac) DO UPDATE SET block=excluded.block, expires=excluded.expires, "
                    "port=excluded.port, hostname=excluded.hostname, relay=excluded.relay",
-                   (row.mac, row.block, row.expires, row.port, row.hostname, row.relay))
+                   (lease.mac, lease.index, lease.expires, lease.port, lease.hostname, lease.relay))
 
     def delete_lease(self, mac: str) -> None:
         # Queued like the lease rows themselves: a full disk must not fail a DHCP handler.

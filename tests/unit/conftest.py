@@ -4,6 +4,7 @@ import pytest
 from homework.config import Config
 from homework.core import Core
 from homework.hostnet import FakeHost
+from homework.leases import Lease
 from homework.state import StateStore
 from fakeswitch import FakeSwitch
 
@@ -44,3 +45,10 @@ def core(tmp_path, clock):
     from homework.flows import Datapath
     core.datapath_up(Datapath(dpid=1, ports={"br0": 0xFFFFFFFE, "d1": 1, "d2": 2}))
     return core
+
+
+def stored_lease(mac, block, expires, port, hostname="", relay=""):
+    """A Lease as the state store sees it (it keeps mac, block, expires, port, hostname,
+    relay; the addresses follow from the pool and are not stored)."""
+    return Lease(mac=mac, index=block, network="", router="", ip="", broadcast="", expires=expires,
+                 port=port, hostname=hostname, relay=relay)

@@ -105,7 +105,7 @@ def test_old_database_without_relay_column_is_migrated(tmp_path):
     con.close()
     store = StateStore(db)
     [row] = store.leases()
-    assert row.block == 3 and row.relay == ""
+    assert row["block"] == 3 and row["relay"] == ""
 
 
 def test_relay_not_configured_is_ignored(tmp_path, clock):

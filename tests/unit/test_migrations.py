@@ -39,8 +39,7 @@ def test_the_previous_release_database_is_migrated_and_keeps_everything(tmp_path
         "02:68:77:00:00:04": "blacklisted", "02:68:77:00:00:05": "permitted"}
     tv = devices["02:68:77:00:00:01"]
     assert (tv.name, tv.owner, tv.type, tv.hostname) == ("Living room TV", "Mary", "tv", "host0")
-    leases = {row.mac: row for row in store.leases()}
-    assert sorted((r.mac, r.block, r.port, r.relay) for r in leases.values()) == [
+    assert sorted((r["mac"], r["block"], r["port"], r["relay"]) for r in store.leases()) == [
         ("02:68:77:00:00:01", 0, 1, ""), ("02:68:77:00:00:02", 1, 2, ""),
         ("02:68:77:00:00:03", 2, 3, ""), ("02:68:77:00:00:04", 3, 4, "10.9.0.1")]
     policy = Policy(store, lambda: NOW)

@@ -7,7 +7,8 @@ import sqlite3
 
 import pytest
 
-from homework.state import LeaseRow, StateStore, StorageError
+from homework.state import StateStore, StorageError
+from conftest import stored_lease
 
 
 def on_disk(path, sql):
@@ -36,8 +37,8 @@ def free(store: StateStore) -> None:
     store.db.execute("PRAGMA max_page_count=1073741823")
 
 
-def lease(i: int) -> LeaseRow:
-    return LeaseRow(f"02:00:00:00:{i // 256:02x}:{i % 256:02x}", i, 100.0 + i, 1, "h" * 200)
+def lease(i: int):
+    return stored_lease(f"02:00:00:00:{i // 256:02x}:{i % 256:02x}", i, 100.0 + i, 1, "h" * 200)
 
 
 @pytest.fixture
@@ -86,7 +87,7 @@ def test_order_is_kept_across_failed_attempts(store, tmp_path):
         store.save_lease(lease(i))
     store.flush()
     mac = lease(0).mac
-    store.save_lease(LeaseRow(mac, 0, 999.0, 7, ""))       # a later update of the first row
+    store.save_lease(stored_lease(mac, 0, 999.0, 7, ""))       # a later update of the first row
     store.clock.t += 5
     store.flush()
     free(store)
@@ -101,7 +102,7 @@ def test_reads_work_while_full_and_a_direct_write_is_refused_clearly(store):
     fill(store)
     for i in range(2, 300):
         store.save_lease(lease(i))
-    assert [r.mac for r in store.leases()] == [lease(1).mac]          # what is on disk
+    assert [r["mac"] for r in store.leases()] == [lease(1).mac]          # what is on disk
     # (delete_lease is queued too now, so a decision stands for the direct writes)
     with pytest.raises(StorageError, match="storage is full.*298 earlier writes are kept"):
         store.set_device_state(lease(1).mac, "permitted")     # must not overtake the queued writes
@@ -134,7 +135,7 @@ def test_a_transaction_that_cannot_commit_raises_storage_error_and_leaves_no_ope
     store.clock.t += 5
     with store.transaction() as st:
         st.db.execute("INSERT INTO leases (mac, block, expires) VALUES ('a', 1, 1)")
-    assert [r.mac for r in store.leases()] == ["a"]
+    assert [r["mac"] for r in store.leases()] == ["a"]
 
 
 def test_watchers_hear_once_per_episode(store):
@@ -152,8 +153,8 @@ def test_watchers_hear_once_per_episode(store):
 
 
 def test_constraint_errors_are_still_skipped_not_retried(store, tmp_path):
-    store.save_lease(LeaseRow("02:00:00:00:00:01", 7, 5.0, 1, ""))
-    store.save_lease(LeaseRow("02:00:00:00:00:02", 7, 5.0, 1, ""))   # block is UNIQUE
+    store.save_lease(stored_lease("02:00:00:00:00:01", 7, 5.0, 1, ""))
+    store.save_lease(stored_lease("02:00:00:00:00:02", 7, 5.0, 1, ""))   # block is UNIQUE
     assert store.flush() is True and store.storage()["writable"]
     assert on_disk(tmp_path / "s.db", "SELECT mac FROM leases") == [("02:00:00:00:00:01",)]
 

@@ -1,7 +1,8 @@
 """Hot-path state writes (lease rows, new devices) are queued and committed together."""
 import sqlite3
 
-from homework.state import LeaseRow, StateStore
+from homework.state import StateStore
+from conftest import stored_lease
 from conftest import make_core
 from dhcpframes import dhcp_frame, opt_ip
 from homework.components.dhcp import message as m
@@ -20,7 +21,7 @@ def test_lease_rows_reach_the_disk_on_flush_in_one_go(tmp_path):
     db = tmp_path / "s.db"
     store = StateStore(db)
     for i in range(50):
-        store.save_lease(LeaseRow(f"02:00:00:00:00:{i:02x}", i, 100.0 + i, 1, ""))
+        store.save_lease(stored_lease(f"02:00:00:00:00:{i:02x}", i, 100.0 + i, 1, ""))
     assert on_disk(db, "SELECT count(*) FROM leases") == [(0,)]
     store.flush()
     assert on_disk(db, "SELECT count(*) FROM leases") == [(50,)]
@@ -28,12 +29,12 @@ def test_lease_rows_reach_the_disk_on_flush_in_one_go(tmp_path):
 
 def test_reads_and_other_writes_see_queued_writes_in_order(tmp_path):
     store = StateStore(tmp_path / "s.db")
-    store.save_lease(LeaseRow("02:00:00:00:00:01", 1, 5.0, 1, "a"))
-    store.save_lease(LeaseRow("02:00:00:00:00:01", 1, 9.0, 2, "a"))
-    assert [(r.expires, r.port) for r in store.leases()] == [(9.0, 2)]
-    store.save_lease(LeaseRow("02:00:00:00:00:02", 2, 5.0, 1, ""))
+    store.save_lease(stored_lease("02:00:00:00:00:01", 1, 5.0, 1, "a"))
+    store.save_lease(stored_lease("02:00:00:00:00:01", 1, 9.0, 2, "a"))
+    assert [(r["expires"], r["port"]) for r in store.leases()] == [(9.0, 2)]
+    store.save_lease(stored_lease("02:00:00:00:00:02", 2, 5.0, 1, ""))
     store.delete_lease("02:00:00:00:00:02")          # after the queued insert, not before
-    assert [r.mac for r in store.leases()] == ["02:00:00:00:00:01"]
+    assert [r["mac"] for r in store.leases()] == ["02:00:00:00:00:01"]
 
 
 def test_new_device_is_known_at_once_and_written_behind(tmp_path):
@@ -51,7 +52,7 @@ def test_new_device_is_known_at_once_and_written_behind(tmp_path):
 def test_close_flushes(tmp_path):
     db = tmp_path / "s.db"
     store = StateStore(db)
-    store.save_lease(LeaseRow("02:00:00:00:00:01", 1, 5.0, 1, ""))
+    store.save_lease(stored_lease("02:00:00:00:00:01", 1, 5.0, 1, ""))
     store.close()
     assert on_disk(db, "SELECT mac FROM leases") == [("02:00:00:00:00:01",)]
 
@@ -59,9 +60,9 @@ def test_close_flushes(tmp_path):
 def test_a_failing_queued_write_is_skipped_and_the_rest_commit(tmp_path):
     db = tmp_path / "s.db"
     store = StateStore(db)
-    store.save_lease(LeaseRow("02:00:00:00:00:01", 7, 5.0, 1, ""))
-    store.save_lease(LeaseRow("02:00:00:00:00:02", 7, 5.0, 1, ""))   # block is UNIQUE
-    store.save_lease(LeaseRow("02:00:00:00:00:03", 8, 5.0, 1, ""))
+    store.save_lease(stored_lease("02:00:00:00:00:01", 7, 5.0, 1, ""))
+    store.save_lease(stored_lease("02:00:00:00:00:02", 7, 5.0, 1, ""))   # block is UNIQUE
+    store.save_lease(stored_lease("02:00:00:00:00:03", 8, 5.0, 1, ""))
     store.flush()
     assert on_disk(db, "SELECT mac FROM leases ORDER BY mac") == [("02:00:00:00:00:01",), ("02:00:00:00:00:03",)]
 

@@ -12,7 +12,6 @@ from ...component import Component
 from ...flows import CONTROLLER, ETH_IP, PROTO_UDP, Datapath, FlowMod, Output, PacketIn, PacketOut
 from ...packets import (BROADCAST_MAC, build_ethernet, build_ipv4, build_udp,
                         parse_ipv4, parse_udp)
-from ...state import LeaseRow
 from . import message as m
 from .admission import NewMacGate
 from .allocator import Allocator, Block, PoolExhausted
@@ -45,18 +44,19 @@ class DhcpServer(Component):
     def start(self) -> None:
         now = self.ctx.now()
         for row in self.ctx.state.leases():
+            mac = row["mac"]
             try:
-                self.alloc.restore(row.mac, row.block, row.expires)
+                self.alloc.restore(mac, row["block"], row["expires"])
             except ValueError:
-                self.log.warning("lease of %s outside the pool, dropped", row.mac)
-                self.ctx.state.delete_lease(row.mac)
+                self.log.warning("lease of %s outside the pool, dropped", mac)
+                self.ctx.state.delete_lease(mac)
                 continue
-            self.ports[row.mac] = row.port
-            self.hostnames[row.mac] = row.hostname
-            if row.relay:
-                self.relays[row.mac] = row.relay
-            if row.expires > now:
-                self._install_router_address(row.mac)
+            self.ports[mac] = row["port"]
+            self.hostnames[mac] = row["hostname"]
+            if row["relay"]:
+                self.relays[mac] = row["relay"]
+            if row["expires"] > now:
+                self._install_router_address(mac)
         for index, until in self.ctx.state.quarantine().items():
             if until > now:
                 self.alloc.restore_quarantine(index, until)
@@ -295,7 +295,7 @@ class DhcpServer(Component):
             self.relays[mac] = relay
         else:
             self.relays.pop(mac, None)
-        self.ctx.state.save_lease(LeaseRow(mac, block.index, expires, in_port, self.hostnames.get(mac, ""), relay))
+        self.ctx.state.save_lease(self.get(mac))
         self._install_router_address(mac)
         self.ctx.count("dhcp.acks")
         # The core holds the lease event until this handler's decisions are sent, so the
@@ -423,10 +423,8 @@ class DhcpServer(Component):
         if block is None:
             return
         self.alloc.set_expiry(mac, 0.0)
-        row_port = self.ports.get(mac, 0)
-        relay = self.relays.get(mac, "")
-        self.ctx.state.save_lease(LeaseRow(mac, block.index, 0.0, row_port, self.hostnames.get(mac, ""), relay))
         self.live.discard(mac)
+        self.ctx.state.save_lease(self.get(mac))
         if mac in self.addressed:
             self.addressed.discard(mac)
             self.ctx.host.remove_router_address(block.router)

@@ -20,16 +20,13 @@ from __future__ import annotations
 import threading
 
 from ...component import Component
-from ...flows import (CONTROLLER, COOKIE_EAPOL, COOKIE_MASK_OWNER, ETH_EAPOL, LOCAL, Datapath, FlowDelete,
-                      FlowMod, Output, PacketOut)
+from ...flows import CONTROLLER, ETH_EAPOL, LOCAL, Datapath, FlowDelete, FlowMod, Output, PacketOut
+from ...pipeline import (COOKIE_EAPOL, COOKIE_EAPOL_BLACKLIST as COOKIE_BLACKLIST,
+                         COOKIE_EAPOL_FORWARD as COOKIE_FORWARD, COOKIE_MASK_ALL, COOKIE_MASK_OWNER,
+                         PRIO_EAPOL_BLACKLIST as PRIO_BLACKLIST, PRIO_EAPOL_FROM_HOSTAPD as PRIO_FROM_HOSTAPD,
+                         PRIO_EAPOL_TO_DEVICE as PRIO_TO_DEVICE, PRIO_EAPOL_TO_HOSTAPD as PRIO_TO_HOSTAPD)
 from .hostapd import HostapdDenyList
 
-PRIO_BLACKLIST = 65000
-PRIO_TO_DEVICE = 64500
-PRIO_FROM_HOSTAPD = 64000
-PRIO_TO_HOSTAPD = 63000
-COOKIE_BLACKLIST = COOKIE_EAPOL | 0x10_0000
-COOKIE_FORWARD = COOKIE_EAPOL | 0x20_0000
 LEARN_COPY_BYTES = 64
 
 
@@ -77,11 +74,11 @@ class Eapol(Component):
             if up and self.hostapd_port != port_no:
                 self.hostapd_port = port_no
                 self.log.info("hostapd's port %s is %d", name, port_no)
-                return [FlowDelete(cookie=COOKIE_FORWARD, cookie_mask=0xFFFF_FFFF_FFFF_FFFF),
+                return [FlowDelete(cookie=COOKIE_FORWARD, cookie_mask=COOKIE_MASK_ALL),
                         *self._forwarding_flows()]
             if not up and self.hostapd_port == port_no:
                 self.hostapd_port = None
-                return [FlowDelete(cookie=COOKIE_FORWARD, cookie_mask=0xFFFF_FFFF_FFFF_FFFF)]
+                return [FlowDelete(cookie=COOKIE_FORWARD, cookie_mask=COOKIE_MASK_ALL)]
         return []
 
     def _forwarding_flows(self) -> list:
@@ -139,7 +136,7 @@ class Eapol(Component):
         return [PacketOut(data=pkt.data, actions=(Output(port),), in_port=CONTROLLER)]
 
     # -- decisions -------------------------------------------------------------------------
-    def _on_device(self, topic: str, ev: dict) -> None:
+    def _on_device(self, topic: str, ev: dict) -> list:
         mac, state = ev["mac"], ev["state"]
         with self._lock:
             if state == "blacklisted" and mac not in self.blacklisted:
@@ -153,10 +150,10 @@ class Eapol(Component):
                              for m in blacklist_matches(mac)]
                 added, removed = [], [mac]
             else:
-                return
+                return []
             blacklisted = sorted(self.blacklisted)
         self.log.info("%s %s: EAPOL and all traffic %s", "blacklisted" if added else "whitelisted", mac,
                       "dropped" if added else "allowed again")
-        self.ctx.send(decisions)
         self.deny.update(blacklisted, added, removed)
+        return decisions
 
