@@ -9,6 +9,7 @@ Table 0 (CLASSIFY): first match wins, from the top
     60000        dhcp     every DHCP request (udp/67) to the controller
     50000        dns      port 53 of every device to the router (dnsd); DoT/DoQ dropped
     40000        dns      reverse check: a device to an address of a name it may not use
+    35999-35000  usage    a device over its usage limit: only its gateway services
     30999-0      routing  IGMP to us, gateway access (ARP, pending: DNS/HTTP/ICMP to .1),
                           a permitted device's anti-spoofed entry (port + MAC + address),
                           default drop at 0
@@ -40,6 +41,7 @@ COOKIE_DHCP = 0x0200_0000_0000_0000
 COOKIE_ROUTING = 0x0300_0000_0000_0000
 COOKIE_DNS = 0x0400_0000_0000_0000
 COOKIE_EAPOL = 0x0500_0000_0000_0000
+COOKIE_USAGE = 0x0600_0000_0000_0000
 COOKIE_MASK_ALL = 0xFFFF_FFFF_FFFF_FFFF
 
 # -- priority bands ---------------------------------------------------------------------------------
@@ -61,6 +63,7 @@ BANDS = (
     Band("dhcp", TABLE_CLASSIFY, 60000, 60000),
     Band("dns-intercept", TABLE_CLASSIFY, 50000, 50000),
     Band("dns-reverse", TABLE_CLASSIFY, 40000, 40000),
+    Band("usage", TABLE_CLASSIFY, 35000, 35999),
     Band("routing", TABLE_CLASSIFY, 0, 30999),
     Band("routing-account", TABLE_ACCOUNT, 0, 65535),
     Band("routing-forward", TABLE_FORWARD, 0, 65535),
@@ -83,6 +86,10 @@ PRIO_DNS_REVERSE = 40000
 COOKIE_DNS_INTERCEPT = COOKIE_DNS | 0x10_0000
 COOKIE_DNS_DOT = COOKIE_DNS | 0x20_0000
 COOKIE_DNS_REVERSE = COOKIE_DNS | 0x40_0000
+
+# usage (table 0): a device over its limit keeps DNS/HTTP/ICMP to its gateway, loses the rest
+PRIO_USAGE_GATEWAY = 35500
+PRIO_USAGE_BLOCK = 35000
 
 # routing, table 0
 PRIO_IGMP = 30500          # above gateway access
@@ -109,6 +116,7 @@ PRIORITIES = {
     "dhcp": (PRIO_DHCP,),
     "dns-intercept": (PRIO_DNS_INTERCEPT,),
     "dns-reverse": (PRIO_DNS_REVERSE,),
+    "usage": (PRIO_USAGE_GATEWAY, PRIO_USAGE_BLOCK),
     "routing": (PRIO_IGMP, PRIO_GATEWAY, PRIO_DEVICE, PRIO_DROP),
     "routing-account": (PRIO_LEARNED, PRIO_ACCOUNT_SYN, PRIO_ACCOUNT, PRIO_ACCOUNT_OTHER),
     "routing-forward": (PRIO_MCAST_GROUP, PRIO_BROADCAST, PRIO_MCAST_OTHER, PRIO_TTL_EXPIRED,
