@@ -19,9 +19,10 @@ build: deps
 run: deps
 	@bash scripts/run-home.sh
 
-# Every test: hwdb and dnsd (cargo), controller units, end to end on real OVS, browser, image boot.
+# Every test: lint first, then hwdb and dnsd (cargo), controller units, end to end on real OVS,
+# browser, image boot.
 test: deps
-	@$(MAKE) --no-print-directory test-hwdb test-dnsd test-unit test-e2e test-ui image-test
+	@$(MAKE) --no-print-directory lint test-hwdb test-dnsd test-unit test-e2e test-ui image-test
 
 test-hwdb:
 	@$(MAKE) --no-print-directory -C hwdb test
@@ -45,7 +46,7 @@ image-test: deps
 	bash image/boot-test.sh
 
 # Static checks: ruff (pyflakes rules, ruff.toml) on the Python, clippy with warnings as
-# errors on both Rust crates, shellcheck on the shell scripts. (Not yet part of `make test`.)
+# errors on both Rust crates, shellcheck on the shell scripts. The first step of `make test`.
 lint: lint-python lint-rust lint-shell
 
 lint-python:

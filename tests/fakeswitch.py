@@ -16,7 +16,6 @@ from __future__ import annotations
 import ipaddress
 
 from homework import flows as F
-from homework.pipeline import TABLE_ACCOUNT
 
 KNOWN_ACTIONS = (F.Output, F.SetField, F.DecTTL, F.Resubmit, F.Learn)
 
@@ -65,24 +64,6 @@ def matches_overlap(a: dict, b: dict) -> bool:
     return True
 
 
-def _account_upload_vs_download(a: F.FlowMod, b: F.FlowMod) -> bool:
-    """Known overlap, reported to the lead (issue 10), to be removed once fixed in
-    components/routing/flowsets.py (account_flows, per_host_flows): in the accounting table
-    device X's upload entry matches `ipv4_src=X` on any port, device Y's download entry
-    `in_port=LOCAL, ipv4_dst=Y`, at the same priority; a packet the router's own stack
-    sends from X to Y (hairpin NAT) matches both, and OVS may count it on either."""
-    def upload(f):
-        return "ipv4_src" in f.match and "in_port" not in f.match and "ipv4_dst" not in f.match
-
-    def download(f):
-        return f.match.get("in_port") == F.LOCAL and "ipv4_dst" in f.match and "ipv4_src" not in f.match
-
-    return a.table_id == ACCOUNT_TABLE and ((upload(a) and download(b)) or (download(a) and upload(b)))
-
-
-ACCOUNT_TABLE = TABLE_ACCOUNT
-# Overlaps known and reported, so the rest of the suite stays strict meanwhile.
-TOLERATED_OVERLAPS = (_account_upload_vs_download,)
 
 
 def _check_actions(actions) -> None:
@@ -129,8 +110,7 @@ class FakeSwitch:
             elif f.match == d.match:
                 continue                                  # exact replacement
             elif (matches_overlap(f.match, d.match)
-                  and (f.actions, f.goto) != (d.actions, d.goto)
-                  and not any(known(f, d) for known in TOLERATED_OVERLAPS)):
+                  and (f.actions, f.goto) != (d.actions, d.goto)):
                 raise OverlapError(f"table {d.table_id} priority {d.priority}: adding {d!r}\n"
                                    f"  overlaps {f!r}")
             else:

@@ -60,6 +60,8 @@ SIMPLE = {
     "household-permit-dns": (("domain",), None), "household-deny-dns": (("domain",), None),
     "remove-dns-rule": (("domain", "mac?"), None), "dns-rules": (("mac?",), None),
     "dns-mode": (("mac", "mode?"), None), "dns-stats": ((), None), "dns-learned": (("name?",), None),
+    "usage": (("period?", "by?"), None),     # components/usage: period hour|day|month, by device|owner|type
+    "usage-cap": (("cap?", "billing_day?"), None),   # cap in bytes or e.g. 500G; billing day 1-31
 }
 
 

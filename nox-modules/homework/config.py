@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 log = logging.getLogger("homework.config")
 
-KNOWN_COMPONENTS = ("dhcp", "routing", "dns", "eapol", "hwdb_sync", "api", "linksim")
+KNOWN_COMPONENTS = ("dhcp", "routing", "dns", "eapol", "hwdb_sync", "api", "linksim", "usage")
 IFNAME = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
 CURRENT_VERSION = 2
 
@@ -116,6 +116,16 @@ def lan_ports(key: str, value: list) -> tuple[str, ...]:
     return tuple(ifname(key, name) for name in value)
 
 
+def timezone_name(key: str, value: str) -> str:
+    if value:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ConfigError(key, f"unknown time zone {value!r} (an IANA name like 'Europe/London')") from None
+    return value
+
+
 def path(key: str, value: str) -> Path:
     return Path(value)
 
@@ -185,6 +195,19 @@ KEYS: tuple[Key, ...] = (
     Key("eapol.hostapd_deny_file", "hostapd_deny_file", str, "", "hostapd's deny list file"),
     Key("eapol.hostapd_port", "hostapd_port", str, "", "bridge port of hostapd's interface; '' = LOCAL",
         ifname_or_empty),
+    Key("usage.timezone", "usage_timezone", str, "",
+        "IANA zone whose hours, days and months usage is counted in; '' = /etc/localtime", timezone_name),
+    Key("usage.flush_interval", "usage_flush_interval", int, 60,
+        "seconds usage is summed in memory before one batched write (a restart loses at most this)",
+        int_range(1, 3600)),
+    Key("usage.keep_months", "usage_keep_months", int, 13, "months of hourly usage kept", int_range(2, 120)),
+    Key("usage.monthly_cap", "usage_monthly_cap", int, 0,
+        "the plan's bytes per billing period until set on the board/API/CLI; 0 = no cap", int_range(0, 10**18)),
+    Key("usage.billing_day", "usage_billing_day", int, 1,
+        "day of the month a billing period starts, until set on the board/API/CLI", int_range(1, 31)),
+    Key("metrics.device_keep_seconds", "metrics_device_keep_seconds", int, 86400,
+        "a device without a lease keeps its Prometheus series this long after it was last seen",
+        int_range(60, 30 * 86400)),
 )
 SECTIONS = tuple(dict.fromkeys(k.name.partition(".")[0] for k in KEYS))
 

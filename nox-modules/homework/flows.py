@@ -21,12 +21,7 @@ PROTO_IGMP = 2
 PROTO_TCP = 6
 PROTO_UDP = 17
 
-# Cookies say which component owns a flow, so each can delete only its own.
-COOKIE_MASK_OWNER = 0xFF00_0000_0000_0000
-COOKIE_DHCP = 0x0200_0000_0000_0000
-COOKIE_ROUTING = 0x0300_0000_0000_0000
-COOKIE_DNS = 0x0400_0000_0000_0000
-COOKIE_EAPOL = 0x0500_0000_0000_0000
+# Tables, priorities and cookie owners: pipeline.py.
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,9 @@ class LeaseReader(Protocol):
     def by_address(self, address: str) -> Lease | None:
         """The lease whose device address (.2) this is."""
 
+    def by_index(self, index: int) -> Lease | None:
+        """The lease of the /30 with this index in the pool."""
+
     def is_router_address(self, address: str) -> bool:
         """Is this a .1 of any block of the pool (the router itself)?"""
 
@@ -65,6 +68,9 @@ class NoLeases:
         return []
 
     def by_address(self, address: str) -> Lease | None:
+        return None
+
+    def by_index(self, index: int) -> Lease | None:
         return None
 
     def is_router_address(self, address: str) -> bool:

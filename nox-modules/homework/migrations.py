@@ -105,6 +105,23 @@ CREATE TABLE IF NOT EXISTS quarantine (
 );
 CREATE TABLE IF NOT EXISTS storage_probe (id INTEGER PRIMARY KEY CHECK (id = 1), at REAL NOT NULL);
 """),
+    Step(4, "issue 14: durable usage, bytes per device per local hour", sql="""
+CREATE TABLE IF NOT EXISTS usage_hours (
+    mac TEXT NOT NULL,
+    hour INTEGER NOT NULL,              -- epoch seconds at which the local hour began
+    up INTEGER NOT NULL DEFAULT 0,      -- bytes the device sent
+    down INTEGER NOT NULL DEFAULT 0,    -- bytes it received
+    PRIMARY KEY (mac, hour)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS usage_hours_by_hour ON usage_hours (hour);
+CREATE TABLE IF NOT EXISTS usage_cap (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    cap INTEGER NOT NULL,               -- the plan's bytes per billing period; 0 = no cap
+    billing_day INTEGER NOT NULL,       -- 1..31; past a month's end = its last day
+    alerted_period INTEGER NOT NULL DEFAULT 0,  -- start of the period the alerts below were for
+    alerted INTEGER NOT NULL DEFAULT 0  -- highest alert sent in it: 0, 80 or 100 (percent)
+);
+"""),
 )
 LATEST = STEPS[-1].number
 assert [s.number for s in STEPS] == list(range(1, LATEST + 1))

@@ -23,11 +23,11 @@ def routing_core(tmp_path, clock, components=("dhcp", "routing"), **overrides):
 def join(core, mac, port):
     """DISCOVER + REQUEST; returns the device's address."""
     core.packet_in(PacketIn(in_port=port, data=dhcp_frame(mac, m.DISCOVER)))
-    offer = core.ctx.component("dhcp").lease_of(mac)
+    offer = core.ctx.leases.get(mac)
     core.packet_in(PacketIn(in_port=port, data=dhcp_frame(
-        mac, m.REQUEST, options=[opt_ip(50, offer["ip"]), opt_ip(54, offer["router"])])))
+        mac, m.REQUEST, options=[opt_ip(50, offer.ip), opt_ip(54, offer.router)])))
     core.switch.take_packet_outs()
-    return core.ctx.component("dhcp").lease_of(mac)["ip"]
+    return core.ctx.leases.get(mac).ip
 
 
 def ip_pkt(port, mac, src, dst, proto=6, sport=40000, dport=80, **extra):

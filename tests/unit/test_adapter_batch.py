@@ -56,7 +56,9 @@ def test_fast_match_serialises_exactly_like_the_normalising_path():
     class Dp:
         ofproto, ofproto_parser = ofproto_v1_3, ofproto_v1_3_parser
 
-    dev = fs.Dev(mac="02:AB:00:00:00:01", ip="10.2.0.6", router="10.2.0.5", broadcast="10.2.0.7", port=3, index=1)
+    from homework.leases import Lease
+    dev = Lease(mac="02:AB:00:00:00:01", index=1, network="10.2.0.4/30", router="10.2.0.5", ip="10.2.0.6",
+                broadcast="10.2.0.7", expires=0.0, port=3, active=True)
     flows = (fs.arp_flows(dev) + fs.gateway_flows(dev) + fs.forward_flows(dev, "02:00:00:00:00:01")
              + fs.account_flows(dev, 60) + fs.per_host_flows(dev) + fs.base_flows(ipaddress.ip_network("10.2.0.0/16")))
     matches = [f.match for f in flows] + [{"eth_type": 0x0800, "ip_proto": 17, "udp_dst": 67}]

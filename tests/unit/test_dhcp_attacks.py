@@ -26,7 +26,8 @@ def permitted_victim(core):
 
 
 def lease(core, mac=MAC):
-    return core.ctx.component("dhcp").lease_of(mac)
+    found = core.ctx.leases.get(mac)
+    return found.as_dict() if found else None
 
 
 def test_forged_renew_from_another_port_is_refused_and_alerts(core):
@@ -154,7 +155,7 @@ def test_pending_devices_are_capped_oldest_forgotten_first(tmp_path, clock):
     pending = [mac for mac, s in states.items() if s == "pending"]
     assert sorted(pending) == macs[-10:]
     dhcp = core.ctx.component("dhcp")
-    assert all(dhcp.lease_of(mac) is None for mac in macs[:30])
+    assert all(dhcp.get(mac) is None for mac in macs[:30])
     assert len(core.state.execute("SELECT mac FROM devices")) == 11
 
 

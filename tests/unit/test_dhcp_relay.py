@@ -43,8 +43,8 @@ def test_relayed_client_gets_a_lease_answered_to_the_relay(core):
     assert offer.msg_type == m.OFFER and ack.msg_type == m.ACK
     assert ip.dst_ip == RELAY and parse_udp(ip.payload).dport == 67
     assert out.actions[0].port == 1
-    lease = core.ctx.component("dhcp").lease_of("02:00:00:00:01:01")
-    assert lease["active"] and lease["relay"] == RELAY and lease["ip"] == ack.yiaddr
+    lease = core.ctx.component("dhcp").get("02:00:00:00:01:01")
+    assert lease.active and lease.relay == RELAY and lease.ip == ack.yiaddr
 
 
 def test_relayed_client_gets_no_router_address_and_no_flows(core):
@@ -56,7 +56,7 @@ def test_relayed_client_gets_no_router_address_and_no_flows(core):
     assert core.ctx.component("routing").status()["devices"] == []
     # A direct client next to them still gets both.
     join(core, MAC)
-    assert core.ctx.host.addresses == {f"{core.ctx.component('dhcp').lease_of(MAC)['router']}/30"}
+    assert core.ctx.host.addresses == {f"{core.ctx.component('dhcp').get(MAC).router}/30"}
     assert [d["mac"] for d in core.ctx.component("routing").status()["devices"]] == [MAC]
 
 
@@ -69,8 +69,8 @@ def test_relayed_lease_survives_restart_without_router_address(tmp_path, clock):
     again = make_core(tmp_path, clock=clock, dhcp_relays=(RELAY,))
     again.datapath_up(Datapath(dpid=1, ports={}))
     dhcp = again.ctx.component("dhcp")
-    assert dhcp.lease_of("02:00:00:00:01:01")["relay"] == RELAY
-    assert again.ctx.host.addresses == {f"{dhcp.lease_of(MAC)['router']}/30"}
+    assert dhcp.get("02:00:00:00:01:01").relay == RELAY
+    assert again.ctx.host.addresses == {f"{dhcp.get(MAC).router}/30"}
     assert [d["mac"] for d in again.ctx.component("routing").status()["devices"]] == [MAC]
 
 
@@ -82,8 +82,8 @@ def test_client_moving_from_relay_to_our_port_gets_address_and_flows(core, clock
     [(ack2, *_)] = send(core, dhcp_frame(mac, m.REQUEST, options=[opt_ip(50, ack.yiaddr)]), 2)
     assert ack2.msg_type == m.ACK
     dhcp = core.ctx.component("dhcp")
-    assert dhcp.lease_of(mac)["relay"] == ""
-    assert core.ctx.host.addresses == {f"{dhcp.lease_of(mac)['router']}/30"}
+    assert dhcp.get(mac).relay == ""
+    assert core.ctx.host.addresses == {f"{dhcp.get(mac).router}/30"}
     assert [d["port"] for d in core.ctx.component("routing").status()["devices"]] == [2]
     # A relayed message never touches a lease that lives on a local port (issue 20) ...
     send(core, relayed(mac, m.REQUEST, options=[opt_ip(50, ack.yiaddr)]))
@@ -91,7 +91,7 @@ def test_client_moving_from_relay_to_our_port_gets_address_and_flows(core, clock
     # ... so it goes back behind the relay once that local lease has ended: address and flows go.
     send(core, dhcp_frame(mac, m.RELEASE, src_ip=ack.yiaddr, dst_ip="10.2.0.1"), 2)
     send(core, relayed(mac, m.REQUEST, options=[opt_ip(50, ack.yiaddr)]))
-    assert dhcp.lease_of(mac)["relay"] == RELAY and dhcp.lease_of(mac)["active"]
+    assert dhcp.get(mac).relay == RELAY and dhcp.get(mac).active
     assert core.ctx.host.addresses == set()
     assert core.ctx.component("routing").status()["devices"] == []
 
@@ -118,8 +118,8 @@ def test_relay_not_configured_is_ignored(tmp_path, clock):
 
 def test_relay_cannot_touch_a_lease_on_a_local_port(core):
     join(core, MAC)
-    before = core.ctx.component("dhcp").lease_of(MAC)
-    assert send(core, relayed(MAC, m.REQUEST, options=[opt_ip(50, before["ip"])]), 2) == []
+    before = core.ctx.component("dhcp").get(MAC)
+    assert send(core, relayed(MAC, m.REQUEST, options=[opt_ip(50, before.ip)]), 2) == []
     assert send(core, relayed(MAC, m.DISCOVER), 2) == []
-    after = core.ctx.component("dhcp").lease_of(MAC)
-    assert after["port"] == before["port"] and after["relay"] == "" and after["active"]
+    after = core.ctx.component("dhcp").get(MAC)
+    assert after.port == before.port and after.relay == "" and after.active

@@ -119,7 +119,7 @@ def test_lease_expiry_removes_router_address(core, clock):
     for timer in core.timers:
         timer()
     assert core.ctx.host.addresses == set()
-    assert core.ctx.component("dhcp").lease_of(MAC)["active"] is False
+    assert core.ctx.component("dhcp").get(MAC).active is False
 
 
 def test_decline_moves_device_to_another_block(core):

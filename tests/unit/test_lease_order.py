@@ -2,7 +2,7 @@
 device new since the switch connected costs no flow deletes (only a reconnect's resync
 does, since the switch may hold an earlier run's flows)."""
 from homework.components.dhcp import message as m
-from homework.components.routing import layout as L
+from homework import pipeline as L
 from homework.flows import Datapath, FlowDelete, FlowMod, PacketOut
 from test_dhcp_server import MAC, join
 
@@ -32,4 +32,4 @@ def test_resync_after_switch_reconnect_still_clears_each_device(core):
     core.datapath_up(Datapath(dpid=1, ports={"br0": 0xFFFFFFFE, "d1": 1, "d2": 2}))
     index = core.ctx.component("dhcp").alloc.block_for(MAC).index
     deleted = {d.cookie for d in core.switch.messages[start:] if isinstance(d, FlowDelete)}
-    assert {L.cookie(kind, index) for kind in (L.KIND_FORWARD, L.KIND_ACCOUNT, L.KIND_LEARNED)} <= deleted
+    assert {L.routing_cookie(kind, index) for kind in (L.KIND_FORWARD, L.KIND_ACCOUNT, L.KIND_LEARNED)} <= deleted

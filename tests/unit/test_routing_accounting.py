@@ -1,7 +1,7 @@
 """Per-flow accounting from switch-learned entries, and per-host flow protection."""
 import pytest
 
-from homework.components.routing import layout as L
+from homework import pipeline as L
 from homework.flows import (LOCAL, AggregateStats, AggregateStatsRequest, Datapath, FlowRemoved, FlowStats,
                             FlowStatsRequest)
 from routingkit import ip_pkt, from_router, join, routing_core
@@ -60,7 +60,7 @@ def test_stats_polls_report_deltas_and_flow_removed_the_rest(core):
                        "dport": 9000, "npkts": 10, "nbytes": 10_000}
     routing.poll_flow_stats()
     bw = events(core, "bandwidth")
-    assert bw[-1] == {"mac": A, "ip": "10.2.0.2", "bytes": 30_000}
+    assert bw[-1] == {"mac": A, "ip": "10.2.0.2", "bytes": 30_000, "up": 30_000, "down": 0}
 
 
 def test_after_reconnect_the_first_poll_is_a_baseline(core):

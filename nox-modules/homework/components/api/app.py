@@ -105,6 +105,10 @@ class ApiApp:
         add("GET", "/tokens/?", self.tokens, "admin")
         add("POST", "/tokens/?", self.create_token, "admin")
         add("POST", r"/tokens/(?P<token_id>[^/]+)/revoke/?", self.revoke_token, "admin")
+        add("GET", "/usage/?", self.usage, "read")
+        add("GET", "/usage/cap/?", self.usage_cap, "read")
+        add("POST", "/usage/cap/?", self.usage_cap, "admin")
+        add("GET", r"/usage\.csv", self.usage_csv, "read")
 
     def _add(self, method: str, path: str, handler: Callable, access: str) -> None:
         self.routes.append(Route(method, re.compile(f"^{re.escape(PREFIX)}{path}$"), handler, access))
@@ -319,6 +323,35 @@ class ApiApp:
             return json_response(self.command(name, mac=mac, domain=domain.lower().rstrip(".")))
         handler.__name__ = name
         return handler
+
+    def _need_usage(self) -> None:
+        if "usage" not in self.ctx.commands.names():
+            raise ApiError(503, "usage is not available: the usage component is not loaded "
+                                "(add \"usage\" to [controller] components)")
+
+    def usage(self, call: Call) -> Response:
+        self._need_usage()
+        return json_response(self.command("usage", period=call.req.GET.get("period", "month"),
+                                          by=call.req.GET.get("by", "device")))
+
+    def usage_cap(self, call: Call) -> Response:
+        self._need_usage()
+        if call.req.method != "POST":
+            return json_response(self.command("usage-cap"))
+        data = self.body(call)
+        unknown = set(data) - {"cap", "billing_day"}
+        if unknown:
+            raise ApiError(400, f"unknown field(s) {', '.join(sorted(unknown))} (allowed: cap, billing_day)")
+        if not data:
+            raise ApiError(400, "send cap (bytes, or e.g. \"500G\") and/or billing_day (1-31)")
+        return json_response(self.command("usage-cap", **data))
+
+    def usage_csv(self, call: Call) -> Response:
+        self._need_usage()
+        text = self.command("usage-csv", month=call.req.GET.get("month", ""))
+        resp = Response(text, content_type="text/csv", charset="utf-8")
+        resp.headers["Content-Disposition"] = 'attachment; filename="usage.csv"'
+        return resp
 
     def dns_rules(self, call: Call, mac: str) -> Response:
         self._need_dns("dns-rules")

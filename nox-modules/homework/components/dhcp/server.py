@@ -104,21 +104,13 @@ class DhcpServer(Component):
         owner = self.alloc.owner(block.index)
         return self.get(owner) if owner else None
 
+    def by_index(self, index: int) -> Lease | None:
+        owner = self.alloc.owner(index)
+        return self.get(owner) if owner else None
+
     def is_router_address(self, address: str) -> bool:
         block = self.alloc.block_of_address(address)
         return block is not None and address == block.router
-
-    # Dict views for the callers not yet on ctx.leases (to go once they are).
-    def lease_of(self, mac: str) -> dict | None:
-        lease = self.get(mac)
-        return lease.as_dict() if lease else None
-
-    def active_leases(self) -> list[dict]:
-        return [lease.as_dict() for lease in self.active()]
-
-    def mac_for_ip(self, address: str) -> str | None:
-        lease = self.by_address(address)
-        return lease.mac if lease else None
 
     def lease_time_for(self, mac: str) -> int:
         if self.ctx.state.device_state(mac) == "permitted":
@@ -307,10 +299,8 @@ class DhcpServer(Component):
         return [self._reply(m.ACK, msg, block, in_port, lease_time)]
 
     def _publish_lease(self, action: str, lease: Lease, state: str | None, lease_time: int) -> None:
-        # The flat fields are for the subscribers not yet reading `lease` (to go once they do).
-        self.ctx.bus.publish("lease", action=action, lease=lease, state=state, mac=lease.mac, ip=lease.ip,
-                             router=lease.router, port=lease.port, lease_time=lease_time,
-                             expires=lease.expires, hostname=lease.hostname, relay=lease.relay)
+        # `mac` too: the API and hwdb sink route every event by it.
+        self.ctx.bus.publish("lease", action=action, lease=lease, state=state, mac=lease.mac, lease_time=lease_time)
 
     def _from_lease_port(self, msg: m.DhcpMessage, in_port: int, what: str) -> bool:
         """RELEASE and DECLINE end a lease at once: only from the port that holds it."""

@@ -18,18 +18,17 @@ import threading
 import time
 
 from ...component import Component
-from ...flows import (COOKIE_DNS, COOKIE_MASK_OWNER, ETH_IP, ETH_IPV6, LOCAL, PROTO_TCP, PROTO_UDP,
-                      Datapath, FlowDelete, FlowMod, Output)
+from ...flows import ETH_IP, ETH_IPV6, LOCAL, PROTO_TCP, PROTO_UDP, Datapath, FlowDelete, FlowMod, Output
+from ...leases import Lease
 from ...macaddr import normalize
+from ...pipeline import (COOKIE_DNS, COOKIE_DNS_DOT as COOKIE_DOT, COOKIE_DNS_INTERCEPT as COOKIE_INTERCEPT,
+                         COOKIE_MASK_OWNER, PRIO_DNS_INTERCEPT as PRIO_INTERCEPT)
 from .dnsd_link import DnsdLink
 from .names import normalize_domain
 from .netfilter import DnsNet
 from .policy import HOUSEHOLD, MODES, Policy, owner_of
 from .reverse import ReverseCheck
 
-PRIO_INTERCEPT = 50000
-COOKIE_INTERCEPT = COOKIE_DNS | 0x10_0000
-COOKIE_DOT = COOKIE_DNS | 0x20_0000
 EXPIRE_SECONDS = 60
 # dnsd's events come in reads of up to 64 KiB (~1,000 lines); under eventlet a read that
 # finds data never yields, so the handler yields itself every EVENT_SLICE lines or a burst
@@ -71,8 +70,8 @@ class DnsComponent(Component):
         self._register_commands()
         if self.net is not None:
             self.net.setup()
-        for lease in self._leases():
-            self._sync_device(lease["mac"], push=False)
+        for lease in self.ctx.leases.active():
+            self._sync_device(lease.mac, push=False)
         if self.link is not None:
             self.link.start()
         for mac in list(self.states):
@@ -99,34 +98,26 @@ class DnsComponent(Component):
         return decisions
 
     # -- devices and leases ----------------------------------------------------------------
-    def _dhcp(self):
-        return self.ctx.component("dhcp")
-
-    def _leases(self) -> list[dict]:
-        dhcp = self._dhcp()
-        return dhcp.active_leases() if dhcp else []
-
-    def _device_line(self, lease: dict) -> str:
-        mac = lease["mac"]
+    def _device_line(self, lease: Lease) -> str:
+        mac = lease.mac
         state = self.states.get(mac, "pending")
-        return f"device {lease['ip']} {mac} {state} {self.policy.mode(mac)} {lease['router']}"
+        return f"device {lease.ip} {mac} {state} {self.policy.mode(mac)} {lease.router}"
 
     def _sync_device(self, mac: str, push: bool = True, wait: bool = True) -> None:
         """Bring dnsd's device table and the captive set in line for one device."""
-        dhcp = self._dhcp()
-        lease = dhcp.lease_of(mac) if dhcp else None
+        lease = self.ctx.leases.get(mac)
         lines = []
         with self._lock:
-            if lease and lease["active"]:
+            if lease and lease.active:
                 line = self._device_line(lease)
-                if self.device_lines.get(lease["ip"]) != line:
-                    self.device_lines[lease["ip"]] = line
+                if self.device_lines.get(lease.ip) != line:
+                    self.device_lines[lease.ip] = line
                     lines.append(line)
-                self._set_captive(lease["ip"], self.states.get(mac, "pending") in CAPTIVE_STATES)
+                self._set_captive(lease.ip, self.states.get(mac, "pending") in CAPTIVE_STATES)
             elif lease:
-                if self.device_lines.pop(lease["ip"], None) is not None:
-                    lines.append(f"nodevice {lease['ip']}")
-                self._set_captive(lease["ip"], False)
+                if self.device_lines.pop(lease.ip, None) is not None:
+                    lines.append(f"nodevice {lease.ip}")
+                self._set_captive(lease.ip, False)
         if push:
             self._push(lines, wait)
 
@@ -289,9 +280,8 @@ class DnsComponent(Component):
             with self._lock:
                 self.policy.set_mode(mac, mode)
             self._sync_device(mac, push=False)
-            dhcp = self._dhcp()
-            lease = dhcp.lease_of(mac) if dhcp else None
-            lines = [self.device_lines[lease["ip"]]] if lease and lease["ip"] in self.device_lines else []
+            lease = self.ctx.leases.get(mac)
+            lines = [self.device_lines[lease.ip]] if lease and lease.ip in self.device_lines else []
             self._policy_changed(mac, lines)
         return {"mac": mac, "mode": self.policy.mode(mac)}
 

@@ -24,10 +24,9 @@ from __future__ import annotations
 import heapq
 import ipaddress
 
-from ...flows import COOKIE_DNS, COOKIE_MASK_OWNER, ETH_IP, ETH_IPV6, FlowDelete, FlowMod
+from ...flows import ETH_IP, ETH_IPV6, FlowDelete, FlowMod
+from ...pipeline import COOKIE_DNS_REVERSE as COOKIE_REVERSE, COOKIE_MASK_OWNER, PRIO_DNS_REVERSE as PRIO_REVERSE
 
-PRIO_REVERSE = 40000
-COOKIE_REVERSE = COOKIE_DNS | 0x40_0000
 KEEP_SECONDS = 6 * 3600
 MAX_LEARNED = 50_000
 MAX_DROPS_PER_DEVICE = 2000

@@ -3,7 +3,8 @@
 Every report is a delta: a `flow` event carries the packets and bytes since the last
 report of that flow (from periodic flow-stats polling of long-lived flows, and a final
 one from the flow-removed message), so summing a flow's rows gives its total. Per-device
-byte totals (`bandwidth`) are published once per polling interval.
+byte totals (`bandwidth`) are published once per polling interval, with `up` (bytes of
+entries whose source is the device) and `down` (the rest) that sum to `bytes`.
 
 After a controller restart the switch still holds learned flows whose earlier traffic
 the previous process already reported: the first poll after the switch connects only
@@ -15,7 +16,7 @@ from collections import defaultdict
 from typing import Callable
 
 from ...flows import FlowRemoved, FlowStats
-from . import layout as L
+from ... import pipeline as L
 
 PORT_FIELDS = {6: ("tcp_src", "tcp_dst"), 17: ("udp_src", "udp_dst")}
 
@@ -42,6 +43,9 @@ class Accounting:
         # yet removed): the flow limit is checked against these, with no request per device
         self._learned: dict[int, set[tuple]] = {}
         self._bytes: dict[int, int] = defaultdict(int)       # block index -> bytes this interval
+        # (block index, ipv4_src of the entry) -> bytes this interval: the up/down split is
+        # made at the interval's end, when the device's address is looked up once
+        self._by_src: dict[tuple[int, str], int] = defaultdict(int)
         self.priming = False
         self.stats = {"flows_reported": 0, "flows_removed": 0}
 
@@ -64,6 +68,7 @@ class Accounting:
             if self.priming or (dp == 0 and db == 0):
                 continue
             self._bytes[index] += db
+            self._by_src[(index, str(s.match.get("ipv4_src", "")))] += db
             if kind == L.KIND_LEARNED:
                 self._flow_event(index, s.match, dp, db)
 
@@ -85,6 +90,7 @@ class Accounting:
         if dp == 0 and db == 0:
             return
         self._bytes[index] += db
+        self._by_src[(index, str(ev.match.get("ipv4_src", "")))] += db
         if L.kind_of(ev.cookie) == L.KIND_LEARNED:
             self._flow_event(index, ev.match, dp, db)
 
@@ -96,8 +102,11 @@ class Accounting:
             if device is None:
                 continue
             mac, ip = device
-            self.publish("bandwidth", mac=mac, ip=ip, bytes=self._bytes.get(index, 0))
+            total = self._bytes.get(index, 0)
+            up = min(total, self._by_src.get((index, str(ip)), 0))
+            self.publish("bandwidth", mac=mac, ip=ip, bytes=total, up=up, down=total - up)
         self._bytes.clear()
+        self._by_src.clear()
 
     def learned_counts(self) -> dict[int, int]:
         """Block index -> learned entries it holds, for the devices that hold any."""

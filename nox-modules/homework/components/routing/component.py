@@ -15,12 +15,14 @@ every live device is re-synchronised from the persisted state.
 from __future__ import annotations
 
 from ...component import Component
-from ...flows import (COOKIE_MASK_OWNER, ETH_IP, PROTO_IGMP, AggregateStats, AggregateStatsRequest, Datapath,
+from ...flows import (ETH_IP, PROTO_IGMP, AggregateStats, AggregateStatsRequest, Datapath,
                       FlowDelete, FlowRemoved, FlowStats, FlowStatsRequest, Output, PacketIn, PacketOut)
+from ...leases import Lease
+from ...pipeline import COOKIE_MASK_OWNER
 from ...macaddr import to_bytes
 from ...packets import parse_ipv4
 from . import flowsets as fs
-from . import layout as L
+from ... import pipeline as L
 from .accounting import Accounting
 from .icmp import time_exceeded
 from .multicast import Memberships, general_query, parse_igmp
@@ -35,7 +37,7 @@ class Routing(Component):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        self.installed: dict[str, tuple[fs.Dev, str]] = {}   # mac -> (device, "permitted"|"gateway")
+        self.installed: dict[str, tuple[Lease, str]] = {}   # mac -> (device, "permitted"|"gateway")
         self.per_host: set[int] = set()                       # block indexes collapsed to per-host
         self.memberships = Memberships(MEMBERSHIP_LIFETIME)
         self.accounting = Accounting(self.ctx.bus.publish, self._device_for_index)
@@ -52,27 +54,23 @@ class Routing(Component):
         self.ctx.every(FLOW_COUNT_INTERVAL, self.count_flows)
         self.ctx.commands.register("routing-status", self.status)
 
-    @property
-    def dhcp(self):
-        return self.ctx.component("dhcp")
-
     def datapath_up(self, dp: Datapath) -> list:
         self.router_mac = self.ctx.host.local_mac() or self.router_mac
         decisions = fs.base_flows(self.ctx.config.pool)
         # Memberships are rebuilt from the devices' answers to an immediate query.
-        decisions.append(FlowDelete(cookie=L.cookie(L.KIND_MCAST), cookie_mask=L.MASK_ONE_KIND))
+        decisions.append(FlowDelete(cookie=L.routing_cookie(L.KIND_MCAST), cookie_mask=L.MASK_ONE_KIND))
         self.memberships.clear()
         self.installed.clear()
         self.per_host.clear()
         live = set()
-        for lease in (self.dhcp.active_leases() if self.dhcp else []):
-            live.add(lease["mac"])
-            decisions += self._sync(lease["mac"], update_shared=False)
+        for lease in self.ctx.leases.active():
+            live.add(lease.mac)
+            decisions += self._sync(lease.mac, update_shared=False)
         # Whatever an earlier run installed for devices that are no longer live goes.
         installed_indexes = {dev.index for dev, _ in self.installed.values()}
-        for mac, index in (self.dhcp.alloc.assignments().items() if self.dhcp else []):
-            if index not in installed_indexes:
-                decisions.append(FlowDelete(cookie=L.cookie(L.KIND_SHARED, index),
+        for lease in self.ctx.leases.all():
+            if lease.index not in installed_indexes:
+                decisions.append(FlowDelete(cookie=L.routing_cookie(L.KIND_SHARED, lease.index),
                                             cookie_mask=L.MASK_ALL_KINDS_ONE_DEVICE))
         decisions.append(fs.broadcast_flow(self._permitted_ports()))
         decisions += self._queries(max_resp_tenths=10)
@@ -84,18 +82,18 @@ class Routing(Component):
         return decisions
 
     # -- events ---------------------------------------------------------------------------
-    def _on_lease(self, topic: str, ev: dict) -> None:
-        self.ctx.send(self._sync(ev["mac"]))
+    def _on_lease(self, topic: str, ev: dict) -> list:
+        return self._sync(ev["lease"].mac)
 
-    def _on_device(self, topic: str, ev: dict) -> None:
+    def _on_device(self, topic: str, ev: dict) -> list:
         if ev.get("reason") == "meta":
-            return
-        self.ctx.send(self._sync(ev["mac"]))
+            return []
+        return self._sync(ev["mac"])
 
     def packet_in(self, pkt: PacketIn, frame) -> list | None:
         if frame.ethertype != ETH_IP:
             return None
-        if pkt.reason == "invalid_ttl" or pkt.cookie == L.cookie(L.KIND_TTL):
+        if pkt.reason == "invalid_ttl" or pkt.cookie == L.routing_cookie(L.KIND_TTL):
             return self._ttl_exceeded(pkt, frame)
         ip = parse_ipv4(frame.payload)
         if ip.proto == PROTO_IGMP:
@@ -111,14 +109,12 @@ class Routing(Component):
         return self._over_limit()
 
     # -- per-device synchronisation -----------------------------------------------------------
-    def _dev(self, mac: str) -> fs.Dev | None:
-        lease = self.dhcp.lease_of(mac) if self.dhcp else None
+    def _dev(self, mac: str) -> Lease | None:
+        lease = self.ctx.leases.get(mac)
         # A relayed client (DHCP through a relay agent) is not on our port: no flows for it.
-        if lease is None or not lease["active"] or not lease["port"] or lease.get("relay"):
+        if lease is None or not lease.active or not lease.local:
             return None
-        block = self.dhcp.alloc.block_for(mac)
-        return fs.Dev(mac=mac, ip=lease["ip"], router=lease["router"], broadcast=lease["broadcast"],
-                      port=lease["port"], index=block.index)
+        return lease
 
     def _mode(self, mac: str) -> str | None:
         device = self.ctx.state.get_device(mac)
@@ -139,17 +135,17 @@ class Routing(Component):
         decisions: list = []
 
         def delete(kind: int, index: int) -> None:
-            decisions.append(FlowDelete(cookie=L.cookie(kind, index), cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE))
+            decisions.append(FlowDelete(cookie=L.routing_cookie(kind, index), cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE))
 
         if old is not None and (dev is None or mode is None or old[0] != dev):
-            decisions.append(FlowDelete(cookie=L.cookie(L.KIND_SHARED, old[0].index),
+            decisions.append(FlowDelete(cookie=L.routing_cookie(L.KIND_SHARED, old[0].index),
                                         cookie_mask=L.MASK_ALL_KINDS_ONE_DEVICE))
             self.per_host.discard(old[0].index)
             self.accounting.forget_learned(old[0].index)
         if dev is None or mode is None:
             self.installed.pop(mac, None)
             if dev is not None:   # blacklisted with a live lease
-                decisions.append(FlowDelete(cookie=L.cookie(L.KIND_SHARED, dev.index),
+                decisions.append(FlowDelete(cookie=L.routing_cookie(L.KIND_SHARED, dev.index),
                                             cookie_mask=L.MASK_ALL_KINDS_ONE_DEVICE))
         elif mode == "gateway":
             # Nothing to delete for a device new since the switch connected (datapath_up
@@ -178,20 +174,18 @@ class Routing(Component):
                 decisions += self._queries(max_resp_tenths=10, only=dev)
         return decisions
 
-    def _permitted(self) -> list[fs.Dev]:
+    def _permitted(self) -> list[Lease]:
         return [dev for dev, mode in self.installed.values() if mode == "permitted"]
 
     def _permitted_ports(self) -> list[int]:
         return [dev.port for dev in self._permitted()]
 
     def _device_for_index(self, index: int) -> tuple | None:
-        mac = self.dhcp.alloc.owner(index) if self.dhcp else None
-        if mac is None:
-            return None
-        return mac, self.dhcp.alloc.block(index).device
+        lease = self.ctx.leases.by_index(index)
+        return (lease.mac, lease.ip) if lease else None
 
     # -- multicast ------------------------------------------------------------------------------
-    def _permitted_sender(self, pkt: PacketIn, frame, src_ip: str) -> fs.Dev | None:
+    def _permitted_sender(self, pkt: PacketIn, frame, src_ip: str) -> Lease | None:
         entry = self.installed.get(frame.src_mac)
         if entry is None or entry[1] != "permitted":
             return None
@@ -225,7 +219,7 @@ class Routing(Component):
                                             table_id=flow.table_id, strict=True, priority=flow.priority))
         return decisions
 
-    def _queries(self, max_resp_tenths: int, only: fs.Dev | None = None) -> list:
+    def _queries(self, max_resp_tenths: int, only: Lease | None = None) -> list:
         router = to_bytes(self.router_mac)
         devices = [only] if only else self._permitted()
         return [PacketOut(data=general_query(router, dev.router, max_resp_tenths), actions=(Output(dev.port),))
@@ -251,7 +245,7 @@ class Routing(Component):
         a third of a core for the controller and as much for the switch)."""
         if self.ctx.datapath is None:
             return
-        self.ctx.send([AggregateStatsRequest(table_id=L.TABLE_ACCOUNT, cookie=L.cookie(L.KIND_LEARNED),
+        self.ctx.send([AggregateStatsRequest(table_id=L.TABLE_ACCOUNT, cookie=L.routing_cookie(L.KIND_LEARNED),
                                              cookie_mask=L.MASK_ONE_KIND)])
 
     def aggregate_stats(self, ev: AggregateStats) -> list:
@@ -267,7 +261,7 @@ class Routing(Component):
             return []
         decisions = self._over_limit()
         if sum(self.accounting.learned_counts().values()) < ev.flow_count:
-            decisions.append(FlowStatsRequest(table_id=L.TABLE_ACCOUNT, cookie=L.cookie(L.KIND_LEARNED),
+            decisions.append(FlowStatsRequest(table_id=L.TABLE_ACCOUNT, cookie=L.routing_cookie(L.KIND_LEARNED),
                                               cookie_mask=L.MASK_ONE_KIND))
         return decisions
 
@@ -291,7 +285,7 @@ class Routing(Component):
         entry = self.installed.get(mac)
         return entry is not None and entry[0].index in self.per_host
 
-    def _collapse(self, dev: fs.Dev, flows: int) -> list:
+    def _collapse(self, dev: Lease, flows: int) -> list:
         """Too many flows: replace the device's per-flow entries by one per-host entry
         (seed §4.4.4) and tell the household."""
         self.stats["flow_limit"] += 1
@@ -302,13 +296,13 @@ class Routing(Component):
                          dev.mac, dev.ip, flows, limit)
         self.ctx.bus.publish("alert", mac=dev.mac, kind="flow-limit",
                              detail=f"{dev.ip} opened {flows} flows (limit {limit}); now counted per host")
-        return ([FlowDelete(cookie=L.cookie(L.KIND_ACCOUNT, dev.index), cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE)]
+        return ([FlowDelete(cookie=L.routing_cookie(L.KIND_ACCOUNT, dev.index), cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE)]
                 + fs.per_host_flows(dev)
-                + [FlowDelete(cookie=L.cookie(L.KIND_LEARNED, dev.index), cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE)])
+                + [FlowDelete(cookie=L.routing_cookie(L.KIND_LEARNED, dev.index), cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE)])
 
     # -- accounting ---------------------------------------------------------------------------------
     def _stats_request(self) -> FlowStatsRequest:
-        return FlowStatsRequest(table_id=L.TABLE_ACCOUNT, cookie=L.cookie(L.KIND_SHARED),
+        return FlowStatsRequest(table_id=L.TABLE_ACCOUNT, cookie=L.routing_cookie(L.KIND_SHARED),
                                 cookie_mask=COOKIE_MASK_OWNER)
 
     def poll_flow_stats(self) -> None:

@@ -6,11 +6,11 @@ say *what*, and unit tests check them against a fake flow table.
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
 
 from ...flows import (CONTROLLER, ETH_ARP, ETH_IP, LOCAL, PROTO_ICMP, PROTO_IGMP, PROTO_TCP,
                       PROTO_UDP, DecTTL, FlowMod, Learn, Output, Resubmit, SetField)
-from . import layout as L
+from ...leases import Lease
+from ... import pipeline as L
 
 BROADCAST_MAC = "ff:ff:ff:ff:ff:ff"
 ALL_ONES = "255.255.255.255"
@@ -20,22 +20,11 @@ MULTICAST = ("224.0.0.0", "240.0.0.0")
 GATEWAY_SERVICES = ((PROTO_UDP, "udp", 53), (PROTO_TCP, "tcp", 53), (PROTO_TCP, "tcp", 80))
 
 
-@dataclass(frozen=True)
-class Dev:
-    """What routing needs to know about one leased device."""
-    mac: str
-    ip: str
-    router: str
-    broadcast: str
-    port: int
-    index: int
-
-
 # -- table 0: ARP and gateway access --------------------------------------------------------
-def arp_flows(d: Dev) -> list[FlowMod]:
+def arp_flows(d: Lease) -> list[FlowMod]:
     """The device may ask for (and answer to) its gateway only, with its own address:
     no ARP between devices, gratuitous or spoofed ARP is dropped by the table miss."""
-    c = L.cookie(L.KIND_ARP, d.index)
+    c = L.routing_cookie(L.KIND_ARP, d.index)
     return [
         FlowMod(match={"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_ARP, "arp_spa": d.ip,
                        "arp_tpa": d.router},
@@ -45,10 +34,10 @@ def arp_flows(d: Dev) -> list[FlowMod]:
     ]
 
 
-def gateway_flows(d: Dev) -> list[FlowMod]:
+def gateway_flows(d: Lease) -> list[FlowMod]:
     """Pending or denied: DNS, HTTP (port 80) and ICMP with the own .1 and nothing else;
     the router's HTTPS API and every other port stay out of reach."""
-    c = L.cookie(L.KIND_GATEWAY, d.index)
+    c = L.routing_cookie(L.KIND_GATEWAY, d.index)
     out = {"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_IP, "ipv4_src": d.ip, "ipv4_dst": d.router}
     back = {"in_port": LOCAL, "eth_type": ETH_IP, "ipv4_src": d.router, "ipv4_dst": d.ip}
     flows = [FlowMod(match={**out, "ip_proto": PROTO_ICMP}, actions=(Output(LOCAL),),
@@ -64,12 +53,12 @@ def gateway_flows(d: Dev) -> list[FlowMod]:
 
 
 # -- permitted: entry points, accounting, destination ------------------------------------------
-def forward_flows(d: Dev, router_mac: str) -> list[FlowMod]:
+def forward_flows(d: Lease, router_mac: str) -> list[FlowMod]:
     """Anti-spoofing entry (port + MAC + leased IP must all match) that counts the packet
     in the accounting table and forwards it by destination; the way back from the
     router's stack; and this device as a destination of other devices (routed: source
     MAC = router, TTL decremented, never bridged)."""
-    c = L.cookie(L.KIND_FORWARD, d.index)
+    c = L.routing_cookie(L.KIND_FORWARD, d.index)
     return [
         FlowMod(match={"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_IP, "ipv4_src": d.ip},
                 actions=(Resubmit(L.TABLE_ACCOUNT), Resubmit(L.TABLE_FORWARD)),
@@ -92,7 +81,7 @@ def forward_flows(d: Dev, router_mac: str) -> list[FlowMod]:
     ]
 
 
-def _learn(d: Dev, proto: int | None, ports: str | None, idle: int) -> Learn:
+def _learn(d: Lease, proto: int | None, ports: str | None, idle: int) -> Learn:
     fields = [("eth_type", ETH_IP)]
     fields.append(("ip_proto", proto) if proto is not None else ("ip_proto", None))
     fields += [("ipv4_src", None), ("ipv4_dst", None)]
@@ -100,19 +89,21 @@ def _learn(d: Dev, proto: int | None, ports: str | None, idle: int) -> Learn:
         fields += [(f"{ports}_src", None), (f"{ports}_dst", None)]
     return Learn(table_id=L.TABLE_ACCOUNT, fields=tuple(fields), priority=L.PRIO_LEARNED,
                  idle_timeout=idle, fin_idle_timeout=2 if ports == "tcp" else 0,
-                 cookie=L.cookie(L.KIND_LEARNED, d.index), send_flow_removed=True)
+                 cookie=L.routing_cookie(L.KIND_LEARNED, d.index), send_flow_removed=True)
 
 
-def account_flows(d: Dev, idle: int) -> list[FlowMod]:
+def account_flows(d: Lease, idle: int) -> list[FlowMod]:
     """Per-flow accounting: the first packet of each flow, either way, makes the switch
     learn an exact-match entry (idle timeout, flow-removed to us) with the device's
     cookie. (No learn `limit`: Open vSwitch counts a cookie's flows by scanning the whole
     table on every learn, which cost 40 % of the new-connection rate; the component
     polls each device's count instead.)"""
-    c = L.cookie(L.KIND_ACCOUNT, d.index)
+    c = L.routing_cookie(L.KIND_ACCOUNT, d.index)
     flows = []
     for outbound in (True, False):
-        side = {"ipv4_src": d.ip} if outbound else {"in_port": LOCAL, "ipv4_dst": d.ip}
+        # Each side names its in_port, so the two never overlap (a packet the router's own
+        # stack sends with a device's source address is not counted as that device's upload).
+        side = {"in_port": d.port, "ipv4_src": d.ip} if outbound else {"in_port": LOCAL, "ipv4_dst": d.ip}
         # A TCP flow is learned from its SYN (or SYN-ACK) in an entry of its own: the
         # switch caches the first translation per packet header, and packets that share
         # it keep being counted on the learning entry, not on the learned one, until the
@@ -131,11 +122,11 @@ def account_flows(d: Dev, idle: int) -> list[FlowMod]:
     return flows
 
 
-def per_host_flows(d: Dev) -> list[FlowMod]:
+def per_host_flows(d: Lease) -> list[FlowMod]:
     """Flow protection (seed §4.4.4): one counting entry per direction instead of one per
     flow. Same cookie kind as account_flows, so it replaces them."""
-    c = L.cookie(L.KIND_ACCOUNT, d.index)
-    return [FlowMod(match={"eth_type": ETH_IP, "ipv4_src": d.ip}, actions=(),
+    c = L.routing_cookie(L.KIND_ACCOUNT, d.index)
+    return [FlowMod(match={"eth_type": ETH_IP, "in_port": d.port, "ipv4_src": d.ip}, actions=(),
                     priority=L.PRIO_ACCOUNT, table_id=L.TABLE_ACCOUNT, cookie=c),
             FlowMod(match={"eth_type": ETH_IP, "in_port": LOCAL, "ipv4_dst": d.ip}, actions=(),
                     priority=L.PRIO_ACCOUNT, table_id=L.TABLE_ACCOUNT, cookie=c)]
@@ -145,7 +136,7 @@ def per_host_flows(d: Dev) -> list[FlowMod]:
 def base_flows(pool: ipaddress.IPv4Network) -> list[FlowMod]:
     """Installed when the switch connects: default drop everywhere, IGMP to us, TTL-1
     towards devices to us, unjoined multicast dropped, the pool closed, the rest upstream."""
-    shared = L.cookie(L.KIND_SHARED)
+    shared = L.routing_cookie(L.KIND_SHARED)
     return [
         FlowMod(match={}, actions=(), priority=L.PRIO_DROP, cookie=shared),
         FlowMod(match={}, actions=(), priority=0, table_id=L.TABLE_ACCOUNT, cookie=shared),
@@ -157,7 +148,7 @@ def base_flows(pool: ipaddress.IPv4Network) -> list[FlowMod]:
         FlowMod(match={"eth_type": ETH_IP, "nw_ttl": 1,
                        "ipv4_dst": (str(pool.network_address + 2), str(ipaddress.IPv4Address(int(pool.netmask) | 3)))},
                 actions=(Output(CONTROLLER, 128),), priority=L.PRIO_TTL_EXPIRED, table_id=L.TABLE_FORWARD,
-                cookie=L.cookie(L.KIND_TTL)),
+                cookie=L.routing_cookie(L.KIND_TTL)),
         FlowMod(match={"eth_type": ETH_IP, "ipv4_dst": MULTICAST}, actions=(),
                 priority=L.PRIO_MCAST_OTHER, table_id=L.TABLE_FORWARD, cookie=shared),
         FlowMod(match={"eth_type": ETH_IP, "ipv4_dst": (str(pool.network_address), str(pool.netmask))},
@@ -172,10 +163,10 @@ def broadcast_flow(ports: list[int]) -> FlowMod:
     never sends a packet back out of the port it came in on)."""
     return FlowMod(match={"eth_type": ETH_IP, "ipv4_dst": ALL_ONES},
                    actions=tuple(Output(p) for p in sorted(set(ports))), priority=L.PRIO_BROADCAST,
-                   table_id=L.TABLE_FORWARD, cookie=L.cookie(L.KIND_SHARED))
+                   table_id=L.TABLE_FORWARD, cookie=L.routing_cookie(L.KIND_SHARED))
 
 
 def multicast_flow(group: str, ports: list[int]) -> FlowMod:
     return FlowMod(match={"eth_type": ETH_IP, "ipv4_dst": group},
                    actions=tuple(Output(p) for p in sorted(set(ports))), priority=L.PRIO_MCAST_GROUP,
-                   table_id=L.TABLE_FORWARD, cookie=L.cookie(L.KIND_MCAST))
+                   table_id=L.TABLE_FORWARD, cookie=L.routing_cookie(L.KIND_MCAST))

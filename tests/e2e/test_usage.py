@@ -1,0 +1,81 @@
+"""End to end on real Open vSwitch (issue 14): two permitted devices download known
+amounts from the emulated internet; the durable usage per device and per owner matches
+the bytes on their wire within 2 %, and is read back from state.db after a restart."""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from homelab import WEB_ADDR, Home
+from homelab.routing import curl, permitted_device, wait_until
+
+MB = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def home():
+    from conftest import _can_run_home
+    why = _can_run_home()
+    if why:
+        pytest.skip(why)
+    config = {"controller": {"components": ["dhcp", "routing", "usage"]},
+              "routing": {"flow_stats_interval": 1},
+              "usage": {"flush_interval": 1, "timezone": "UTC"}}
+    with Home(config=config) as h:
+        yield h
+
+
+def usage(home: Home, by: str) -> dict[str, int]:
+    out = home.homework("--json", "usage", "day", by)
+    assert out.returncode == 0, out.stderr + out.stdout
+    return {row["who"]: row["total"] for row in json.loads(out.stdout)["rows"]}
+
+
+def wire_bytes(dev) -> int:
+    """Bytes the device's interface sent and received (Ethernet frames, as OVS counts)."""
+    stats = dev.run(["cat", "/sys/class/net/eth0/statistics/rx_bytes", "/sys/class/net/eth0/statistics/tx_bytes"])
+    return sum(int(n) for n in stats.stdout.split())
+
+
+def settled(home: Home, by: str = "device") -> dict[str, int]:
+    """Usage once no learned flow is left and two polls went by without a change."""
+    wait_until(lambda: "tp_dst=80" not in home.dump_flows() and "tp_src=80" not in home.dump_flows(),
+               40, "the transfers' learned flows removed")
+    last = None
+    while True:
+        time.sleep(2.5)
+        now = usage(home, by)
+        if now == last:
+            return now
+        last = now
+
+
+def test_downloads_are_counted_per_device_and_per_owner_within_2_percent(home: Home):
+    a, b = permitted_device(home), permitted_device(home)
+    for dev, owner in ((a, "Lodger"), (b, "Mary")):
+        assert home.homework("name", dev.mac, "--owner", owner).returncode == 0
+    (home.dir / "www" / "five.bin").write_bytes(os.urandom(5 * MB))
+    (home.dir / "www" / "twenty.bin").write_bytes(os.urandom(20 * MB))
+    before, wire_before = settled(home), {d.mac: wire_bytes(d) for d in (a, b)}
+    owners_before = usage(home, "owner")
+
+    assert curl(a, f"http://{WEB_ADDR}/five.bin", timeout=30).stdout == "200"
+    assert curl(b, f"http://{WEB_ADDR}/twenty.bin", timeout=60).stdout == "200"
+
+    after = settled(home)
+    wire = {d.mac: wire_bytes(d) - wire_before[d.mac] for d in (a, b)}
+    counted = {mac: after.get(mac, 0) - before.get(mac, 0) for mac in (a.mac, b.mac)}
+    print("usage counted", counted, "on the wire", wire)
+    assert wire[a.mac] > 5 * MB and wire[b.mac] > 20 * MB
+    for mac in (a.mac, b.mac):
+        assert abs(counted[mac] - wire[mac]) <= 0.02 * wire[mac], (mac, counted[mac], wire[mac])
+    owners = usage(home, "owner")
+    assert abs(owners["Lodger"] - owners_before.get("Lodger", 0) - wire[a.mac]) <= 0.02 * wire[a.mac]
+    assert abs(owners["Mary"] - owners_before.get("Mary", 0) - wire[b.mac]) <= 0.02 * wire[b.mac]
+
+    # durable: the rows are in state.db, and a restarted controller reads them back
+    home.restart_controller()
+    assert usage(home, "device")[b.mac] >= after[b.mac] * 0.98
