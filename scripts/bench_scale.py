@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 import time
 from pathlib import Path
@@ -51,20 +50,7 @@ def rss_mb(pid: int) -> float:
 
 def control(home: Home, cmd: str, **args):
     """One command over the control socket (a CLI process per call would cost 1,000 starts)."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(30)
-        s.connect(str(home.control_socket))
-        s.sendall(json.dumps({"cmd": cmd, "args": args}).encode() + b"\n")
-        buf = b""
-        while not buf.endswith(b"\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
-    reply = json.loads(buf)
-    if not reply.get("ok"):
-        raise RuntimeError(f"{cmd} {args}: {reply.get('error')}")
-    return reply["result"]
+    return home.control(cmd, **args)
 
 
 def add_permitted(home: Home, herd, first: int, count: int) -> int:

@@ -58,8 +58,7 @@ def register_core_commands(core) -> None:
         view = device.as_dict()
         lease = ctx.leases.get(device.mac)
         view["lease"] = lease.as_dict() if lease else None
-        routing = core.ctx.component("routing")
-        view["flow_limited"] = bool(routing and routing.flow_limited(device.mac))   # counted per host
+        view.update(ctx.facts_about(device.mac))
         return view
 
     cmd.register("devices", lambda: [device_view(d) for d in devices.all()])

@@ -38,10 +38,19 @@ class Context:
         self.datapath: Datapath | None = None
         self.leases: LeaseReader = NoLeases()   # DHCP puts itself here at start
         self.counters = Counters()     # the core's registry (one for the whole controller)
+        # Facts components add to every device view (CLI, API, board): fn(mac) -> dict.
+        self.device_facts: list[Callable[[str], dict]] = []
         self.count = self.counters.count
 
     def component(self, name: str) -> "Component | None":
         return self.components.get(name)
+
+    def facts_about(self, mac: str) -> dict:
+        """What the components say about a device, for its view (e.g. routing: flow_limited)."""
+        facts: dict = {}
+        for fact in self.device_facts:
+            facts.update(fact(mac))
+        return facts
 
 
 class Component:

@@ -26,13 +26,21 @@ def _can_run_home() -> str | None:
     return None
 
 
-@pytest.fixture(scope="module")
-def home():
+def emulated_home(config: dict | None = None, **kw):
+    """A module's emulated home with these config overrides:
+        @pytest.fixture(scope="module")
+        def home():
+            yield from emulated_home({"routing": {...}})"""
     why = _can_run_home()
     if why:
         pytest.skip(why)
-    with Home() as h:
+    with Home(config=config, **kw) as h:
         yield h
+
+
+@pytest.fixture(scope="module")
+def home():
+    yield from emulated_home()
 
 
 @pytest.fixture(autouse=True)

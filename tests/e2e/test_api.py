@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from homelab import REPO
-from homelab.web import Web, curl_from, have_web, web_home
+from homelab.web import Web, api, curl_from, have_web, web_home
 
 
 @pytest.fixture(scope="module")
@@ -32,12 +32,6 @@ def web(home) -> Web:
     return home.web
 
 
-def api(web: Web, method: str, path: str, role: str | None = "admin", **kw) -> requests.Response:
-    headers = kw.pop("headers", {})
-    if role:
-        headers.update(web.bearer(role))
-    return requests.request(method, f"{web.url}ws.v1/{path}", headers=headers, verify=web.ca,
-                            timeout=kw.pop("timeout", 10), **kw)
 
 
 def board_session(web: Web) -> requests.Session:

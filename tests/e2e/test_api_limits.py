@@ -22,7 +22,7 @@ import pytest
 import requests
 
 from homelab import REPO, _kill_pid, sh
-from homelab.web import Web, have_web, web_home
+from homelab.web import Web, api, have_web, web_home
 
 STREAMS = 300
 
@@ -41,12 +41,6 @@ def home():
         yield h
 
 
-def api(web: Web, method: str, path: str, role: str | None = "admin", **kw) -> requests.Response:
-    headers = kw.pop("headers", {})
-    if role:
-        headers.update(web.bearer(role))
-    return requests.request(method, f"{web.url}ws.v1/{path}", headers=headers, verify=web.ca,
-                            timeout=kw.pop("timeout", 10), **kw)
 
 
 # -- event streams ---------------------------------------------------------------------------------

@@ -22,15 +22,10 @@ NEW_MACS_BURST = 120      # above MAX_PENDING, so the flood meets the pending ca
 
 @pytest.fixture(scope="module")
 def home():
-    from conftest import _can_run_home
-    why = _can_run_home()
-    if why:
-        pytest.skip(why)
-    config = {"controller": {"components": ["dhcp", "routing", "hwdb_sync"]},
-              "dhcp": {"new_macs_burst": NEW_MACS_BURST, "new_macs_per_minute": 60},
-              "devices": {"max_pending": MAX_PENDING}}
-    with Home(config=config) as h:
-        yield h
+    from conftest import emulated_home
+    yield from emulated_home({"controller": {"components": ["dhcp", "routing", "hwdb_sync"]},
+                              "dhcp": {"new_macs_burst": NEW_MACS_BURST, "new_macs_per_minute": 60},
+                              "devices": {"max_pending": MAX_PENDING}})
 
 
 def forge(attacker: Device, kind: str, mac: str, ip: str, server: str, count: int = 3) -> None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -48,17 +47,7 @@ IDLE_CPU = 10.0
 def control_call(home, cmd: str, **args) -> float:
     """Seconds for one request/answer on the control socket."""
     t = time.monotonic()
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(10)
-        s.connect(str(home.control_socket))
-        s.sendall(json.dumps({"cmd": cmd, "args": args}).encode() + b"\n")
-        buf = b""
-        while not buf.endswith(b"\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
-    assert json.loads(buf)["ok"], buf[:300]
+    home.control(cmd, timeout=10, **args)
     return time.monotonic() - t
 
 

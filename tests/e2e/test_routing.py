@@ -22,13 +22,9 @@ MDNS_TOOL = REPO / "tests" / "homelab" / "mdns_tool.py"
 
 @pytest.fixture(scope="module")
 def home():
-    from conftest import _can_run_home
-    why = _can_run_home()
-    if why:
-        pytest.skip(why)
-    config = {"controller": {"components": ["dhcp", "routing", "hwdb_sync"]},
-              "routing": {"flow_stats_interval": 2, "per_host_flow_limit": FLOW_LIMIT}}
-    with Home(config=config) as h:
+    from conftest import emulated_home
+    for h in emulated_home({"controller": {"components": ["dhcp", "routing", "hwdb_sync"]},
+                            "routing": {"flow_stats_interval": 2, "per_host_flow_limit": FLOW_LIMIT}}):
         for port in (80, 443, 8080):
             router_tcp_server(h, port)
         yield h

@@ -28,6 +28,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -743,6 +744,24 @@ class Home:
         """The admin CLI against this run's control socket."""
         return sh([_python(), "-m", "homework.cli", "--socket", str(self.control_socket), *args],
                   check=check, timeout=timeout, env=self.controller_env())
+
+    def control(self, cmd: str, timeout: float = 30, **args):
+        """One command straight over the control socket (no CLI process start-up: for tests
+        that time the controller, and for scripts that issue thousands of commands)."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout)
+            s.connect(str(self.control_socket))
+            s.sendall(json.dumps({"cmd": cmd, "args": args}).encode() + b"\n")
+            buf = b""
+            while not buf.endswith(b"\n"):
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                buf += chunk
+        reply = json.loads(buf)
+        if not reply.get("ok"):
+            raise RuntimeError(f"{cmd} {args}: {reply.get('error')}")
+        return reply["result"]
 
     def cli_command(self, *args: str) -> str:
         """The command line a person would type for `homework ARGS` against this run."""

@@ -171,3 +171,14 @@ def have_web() -> str | None:
     if not Path("/usr/lib/lighttpd/mod_openssl.so").exists():
         return "lighttpd-mod-openssl not installed (make deps)"
     return None
+
+
+def api(web: "Web", method: str, path: str, role: str | None = "admin", **kw):
+    """One ws.v1 call through lighttpd over HTTPS, with a bearer token of that role
+    (a requests.Response)."""
+    import requests      # only the tests that talk HTTPS need it
+    headers = kw.pop("headers", {})
+    if role:
+        headers.update(web.bearer(role))
+    return requests.request(method, f"{web.url}ws.v1/{path}", headers=headers, verify=web.ca,
+                            timeout=kw.pop("timeout", 10), **kw)

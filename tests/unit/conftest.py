@@ -1,4 +1,6 @@
 
+import sqlite3
+
 import pytest
 
 from homework.config import Config
@@ -52,3 +54,12 @@ def stored_lease(mac, block, expires, port, hostname="", relay=""):
     relay; the addresses follow from the pool and are not stored)."""
     return Lease(mac=mac, index=block, network="", router="", ip="", broadcast="", expires=expires,
                  port=port, hostname=hostname, relay=relay)
+
+
+def on_disk(path, sql):
+    """Rows as they are in the database file (another connection: no queued writes)."""
+    con = sqlite3.connect(path)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()

@@ -3,20 +3,13 @@ reads keep working; direct writes fail with a clear StorageError.
 
 The disk is "full" through SQLite's own limit (PRAGMA max_page_count), which makes SQLite
 answer SQLITE_FULL ("database or disk is full") exactly as a full filesystem does."""
-import sqlite3
 
 import pytest
 
 from homework.state import StateStore, StorageError
-from conftest import stored_lease
+from conftest import on_disk, stored_lease
 
 
-def on_disk(path, sql):
-    con = sqlite3.connect(path)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 class Clock:

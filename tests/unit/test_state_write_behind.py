@@ -1,20 +1,13 @@
 """Hot-path state writes (lease rows, new devices) are queued and committed together."""
-import sqlite3
 
 from homework.state import StateStore
-from conftest import stored_lease
+from conftest import on_disk, stored_lease
 from conftest import make_core
 from dhcpframes import dhcp_frame, opt_ip
 from homework.components.dhcp import message as m
 from homework.flows import Datapath, PacketIn
 
 
-def on_disk(path, sql):
-    con = sqlite3.connect(path)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def test_lease_rows_reach_the_disk_on_flush_in_one_go(tmp_path):

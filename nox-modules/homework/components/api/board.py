@@ -148,8 +148,7 @@ class Board:
         view["lease"] = ({"ip": lease.ip, "router": lease.router, "expires": lease.expires, "active": lease.active}
                          if lease else None)
         view["metrics"] = self.metrics(device.mac)
-        routing = self.ctx.component("routing")
-        view["flow_limited"] = bool(routing and routing.flow_limited(device.mac))   # counted per host
+        view.update(self.ctx.facts_about(device.mac))
         return view
 
     def link_only_views(self, known: set[str]) -> list[dict]:

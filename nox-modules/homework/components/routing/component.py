@@ -53,6 +53,8 @@ class Routing(Component):
         self.ctx.every(QUERY_INTERVAL, self.query_members)
         self.ctx.every(FLOW_COUNT_INTERVAL, self.count_flows)
         self.ctx.commands.register("routing-status", self.status)
+        # Device views say whether the device is counted per host (over the flow limit).
+        self.ctx.device_facts.append(lambda mac: {"flow_limited": self.flow_limited(mac)})
 
     def datapath_up(self, dp: Datapath) -> list:
         self.router_mac = self.ctx.host.local_mac() or self.router_mac
