@@ -56,9 +56,8 @@ class DnsComponent(Component):
         self.device_lines: dict[str, str] = {}    # ip -> the `device` line dnsd has
         self.captive_ips: set[str] = set()
         self.dot_blocked: set[str] = set()
-        self.stats = {"queries": 0, "answers": 0, "learned": 0}
         config = ctx.config
-        self.net = DnsNet(config.bridge, config.dns_listen) if config.dns_intercept else None
+        self.net = DnsNet(config.bridge, config.dns_listen, ctx.count) if config.dns_intercept else None
         self.link = DnsdLink(config.dns_control, self._snapshot, self._on_events) if config.dns_control else None
 
     # -- life cycle ------------------------------------------------------------------------
@@ -178,12 +177,12 @@ class DnsComponent(Component):
                 # dnsd merges identical queries of one batch (20 ms) into one line with a count
                 _, mac, qtype, verdict, latency, name = parts[:6]
                 count = int(parts[6]) if len(parts) == 7 and parts[6].isdigit() else 1
-                self.stats["queries"] += count
+                self.ctx.count("dns.queries", count)
                 publish("dns_query", mac=None if mac == "-" else mac, name=name,
                         qtype=int(qtype) if qtype.isdigit() else 0, verdict=verdict,
                         latency_us=int(latency) if latency.isdigit() else 0, count=count)
             elif parts[0] == "a" and len(parts) in (5, 6):
-                self.stats["answers"] += 1
+                self.ctx.count("dns.answers")
                 _, mac, ttl, name, addrs = parts[:5]
                 chain = parts[5] if len(parts) > 5 else "-"
                 addresses = [a for a in addrs.split(",") if a]
@@ -199,7 +198,7 @@ class DnsComponent(Component):
         with self._lock:
             for name, addresses, ttl, cnames in learned:
                 if self.reverse.learn(name, addresses, ttl, cnames, flush=False):
-                    self.stats["learned"] += 1
+                    self.ctx.count("dns.learned")
             self.reverse.flush()
             decisions = self._sync_touched()
         self.ctx.send(decisions)
@@ -310,7 +309,7 @@ class DnsComponent(Component):
         cmd("dns-rules", lambda mac=None: self.rules_view(mac))
         cmd("dns-mode", lambda mac, mode=None: self.set_mode(mac, mode))
         cmd("dns-learned", lambda name=None: self.learned_view(name))
-        cmd("dns-stats", lambda: {"controller": {**self.stats, **(self.net.stats if self.net else {})},
+        cmd("dns-stats", lambda: {"controller": self.ctx.counters.snapshot().get("dns", {}),
                                   "dnsd": self.link.stats() if self.link else {"connected": False},
                                   "drop_flows": {m: len(a) for m, a in self.reverse.installed.items()},
                                   "dot_blocked": sorted(self.dot_blocked)})

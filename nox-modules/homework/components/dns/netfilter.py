@@ -9,6 +9,7 @@ import logging
 import subprocess
 import threading
 
+from ...counters import Counters
 from ...worker import BatchWorker
 
 log = logging.getLogger("homework.dns.net")
@@ -40,13 +41,14 @@ class DnsNet:
 
     RETRY_SECONDS = 2.0
 
-    def __init__(self, bridge: str, listen: str):
+    def __init__(self, bridge: str, listen: str, count=None):
         self.bridge = bridge
         addr, _, port = listen.rpartition(":")
         self.addr, self.port = addr, int(port)
         self._wanted: set[str] = set()
         self._lock = threading.Lock()
-        self.stats = {"nft_batches": 0, "nft_failures": 0}
+        self.counters = None if count else Counters()     # own registry only when used alone (tests)
+        self.count = count or self.counters.count
         self._nft = BatchWorker("dns-nft", self._apply)
 
     def setup(self) -> None:
@@ -80,7 +82,7 @@ class DnsNet:
         return "\n".join(lines) + "\n"
 
     def _apply(self, _changed: list[str]) -> None:
-        self.stats["nft_batches"] += 1
+        self.count("dns.nft_batches")
         try:
             res = subprocess.run(["nft", "-f", "-"], input=self.script(), capture_output=True,
                                  text=True, timeout=10)
@@ -89,7 +91,7 @@ class DnsNet:
         except (OSError, subprocess.SubprocessError) as exc:
             failed, why = True, str(exc)
         if failed:
-            self.stats["nft_failures"] += 1
+            self.count("dns.nft_failures")
             log.error("captive set update failed (retrying in %.0f s): %s", self.RETRY_SECONDS, why)
             threading.Timer(self.RETRY_SECONDS, self._nft.put, args=("retry",)).start()
 

@@ -34,10 +34,12 @@ def _entry_key(cookie: int, priority: int, match: dict) -> tuple:
 
 
 class Accounting:
-    def __init__(self, publish: Callable[..., None], device_for_index: Callable[[int], tuple | None]):
-        """`device_for_index(block index) -> (mac, ip) | None`."""
+    def __init__(self, publish: Callable[..., None], device_for_index: Callable[[int], tuple | None],
+                 count: Callable[..., None] = lambda name, n=1: None):
+        """`device_for_index(block index) -> (mac, ip) | None`; `count`: the counter registry."""
         self.publish = publish
         self.device_for_index = device_for_index
+        self.count = count
         self._reported: dict[tuple, tuple[int, int]] = {}   # entry -> (packets, bytes) reported
         # block index -> the learned entries the switch holds for it (seen in a dump, not
         # yet removed): the flow limit is checked against these, with no request per device
@@ -47,7 +49,6 @@ class Accounting:
         # made at the interval's end, when the device's address is looked up once
         self._by_src: dict[tuple[int, str], int] = defaultdict(int)
         self.priming = False
-        self.stats = {"flows_reported": 0, "flows_removed": 0}
 
     def start_priming(self) -> None:
         self.priming = True
@@ -86,7 +87,7 @@ class Accounting:
                 del self._learned[index]
         dp, db = self._delta(key, ev.packet_count, ev.byte_count)
         self._reported.pop(key, None)
-        self.stats["flows_removed"] += 1
+        self.count("routing.flows_removed")
         if dp == 0 and db == 0:
             return
         self._bytes[index] += db
@@ -133,6 +134,6 @@ class Accounting:
         if device is None:
             return
         proto, saddr, sport, daddr, dport = flow_key(match)
-        self.stats["flows_reported"] += 1
+        self.count("routing.flows_reported")
         self.publish("flow", mac=device[0], proto=proto, saddr=saddr, sport=sport, daddr=daddr,
                      dport=dport, npkts=packets, nbytes=nbytes)

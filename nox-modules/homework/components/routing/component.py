@@ -40,9 +40,8 @@ class Routing(Component):
         self.installed: dict[str, tuple[Lease, str]] = {}   # mac -> (device, "permitted"|"gateway")
         self.per_host: set[int] = set()                       # block indexes collapsed to per-host
         self.memberships = Memberships(MEMBERSHIP_LIFETIME)
-        self.accounting = Accounting(self.ctx.bus.publish, self._device_for_index)
+        self.accounting = Accounting(self.ctx.bus.publish, self._device_for_index, self.ctx.count)
         self.router_mac = "02:00:00:00:00:01"
-        self.stats = {"syncs": 0, "igmp": 0, "ttl_exceeded": 0, "flow_limit": 0, "ignored": 0}
 
     # -- life cycle ----------------------------------------------------------------------
     def start(self) -> None:
@@ -132,7 +131,7 @@ class Routing(Component):
         old = self.installed.get(mac)
         if old == (dev, mode) or (old is None and mode is None and dev is None):
             return []
-        self.stats["syncs"] += 1
+        self.ctx.count("routing.syncs")
         was_permitted = old is not None and old[1] == "permitted"
         decisions: list = []
 
@@ -199,9 +198,9 @@ class Routing(Component):
     def _igmp(self, pkt: PacketIn, frame, ip) -> list:
         dev = self._permitted_sender(pkt, frame, ip.src_ip)
         if dev is None:
-            self.stats["ignored"] += 1
+            self.ctx.count("routing.ignored")
             return []
-        self.stats["igmp"] += 1
+        self.ctx.count("routing.igmp")
         joined, left = parse_igmp(ip.payload)
         now = self.ctx.now()
         changed = [g for g in joined if self.memberships.join(g, dev.mac, now)]
@@ -237,7 +236,7 @@ class Routing(Component):
         dev = self._permitted_sender(pkt, frame, ip.src_ip)
         if dev is None:
             return []
-        self.stats["ttl_exceeded"] += 1
+        self.ctx.count("routing.ttl_exceeded")
         reply = time_exceeded(to_bytes(self.router_mac), frame.src, dev.router, frame.payload)
         return [PacketOut(data=reply, actions=(Output(dev.port),))]
 
@@ -290,7 +289,7 @@ class Routing(Component):
     def _collapse(self, dev: Lease, flows: int) -> list:
         """Too many flows: replace the device's per-flow entries by one per-host entry
         (seed §4.4.4) and tell the household."""
-        self.stats["flow_limit"] += 1
+        self.ctx.count("routing.flow_limit")
         self.per_host.add(dev.index)
         self.accounting.forget_learned(dev.index)
         limit = self.ctx.config.per_host_flow_limit
@@ -319,5 +318,5 @@ class Routing(Component):
                          "per_host": dev.index in self.per_host}
                         for mac, (dev, mode) in sorted(self.installed.items())],
             "groups": {g: self.memberships.members(g) for g in self.memberships.groups()},
-            "stats": dict(self.stats, **self.accounting.stats),
+            "stats": self.ctx.counters.snapshot().get("routing", {}),
         }
