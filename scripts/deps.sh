@@ -14,6 +14,8 @@ APT_PACKAGES=(
   isc-dhcp-client udhcpc dhcpcd-base
   # test and benchmark tools
   python3-scapy python3-zeroconf kea-admin bind9-dnsutils dnsperf iperf3 hping3 wrk curl procps psmisc
+  # integrations (issue 19): Prometheus exposition format, and Prometheus itself for its test
+  python3-prometheus-client prometheus
   # static checks (make lint)
   shellcheck
   # image build and boot test

@@ -55,6 +55,11 @@ SIMPLE = {
     "blacklist": (("mac",), None), "whitelist": (("mac",), None), "forget": (("mac",), None),
     "status": (("mac?",), None), "dhcp-status": ((), None), "leases": ((), None),
     "blacklist-status": ((), None), "stats": ((), None),
+    "metrics": ((), lambda text: print(text, end="")),   # Prometheus text format (components/metrics)
+    # notifications and webhooks (components/notify); notifications-read marks all read
+    "notifications": ((), None), "notifications-read": ((), None), "notify-test": ((), None),
+    "webhooks": ((), None), "webhook-add": (("url",), None), "webhook-remove": (("id",), None),
+    "webhook-deliveries": ((), None),
     # DNS policy (components/dns); MAC "household" means the household-wide list
     "permit-dns": (("mac", "domain"), None), "deny-dns": (("mac", "domain"), None),
     "household-permit-dns": (("domain",), None), "household-deny-dns": (("domain",), None),
@@ -62,6 +67,9 @@ SIMPLE = {
     "dns-mode": (("mac", "mode?"), None), "dns-stats": ((), None), "dns-learned": (("name?",), None),
     "usage": (("period?", "by?"), None),     # components/usage: period hour|day|month, by device|owner|type
     "usage-cap": (("cap?", "billing_day?"), None),   # cap in bytes or e.g. 500G; billing day 1-31
+    # limits: MAC or owner:NAME; allowance e.g. 2G; period day|month; action notify|block
+    "usage-limit": (("mac", "allowance", "period?", "action?"), None), "usage-limits": ((), None),
+    "usage-limit-remove": (("mac",), None), "usage-lift": (("mac",), None),
 }
 
 

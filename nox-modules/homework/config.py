@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 log = logging.getLogger("homework.config")
 
-KNOWN_COMPONENTS = ("dhcp", "routing", "dns", "eapol", "hwdb_sync", "api", "linksim", "usage")
+KNOWN_COMPONENTS = ("dhcp", "routing", "dns", "eapol", "hwdb_sync", "api", "linksim", "usage", "metrics", "notify", "mqtt")
 IFNAME = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
 CURRENT_VERSION = 2
 
@@ -205,9 +205,27 @@ KEYS: tuple[Key, ...] = (
         "the plan's bytes per billing period until set on the board/API/CLI; 0 = no cap", int_range(0, 10**18)),
     Key("usage.billing_day", "usage_billing_day", int, 1,
         "day of the month a billing period starts, until set on the board/API/CLI", int_range(1, 31)),
+    Key("usage.test_period_seconds", "usage_test_period_seconds", int, 0,
+        "tests only: every limit period (day or month) lasts this many seconds; 0 = real days and months",
+        int_range(0, 86400)),
     Key("metrics.device_keep_seconds", "metrics_device_keep_seconds", int, 86400,
         "a device without a lease keeps its Prometheus series this long after it was last seen",
         int_range(60, 30 * 86400)),
+    Key("notify.keep", "notify_keep", int, 200, "notifications kept (the oldest go first)", int_range(10, 10000)),
+    Key("notify.delivery_log_keep", "notify_delivery_log_keep", int, 500,
+        "webhook delivery attempts kept in the log", int_range(10, 100000)),
+    Key("notify.webhook_attempts", "notify_webhook_attempts", int, 5,
+        "tries per webhook delivery before giving up", int_range(1, 20)),
+    Key("notify.webhook_backoff", "notify_webhook_backoff", int, 2,
+        "seconds before the first retry; doubled for each further one", int_range(1, 600)),
+    Key("mqtt.host", "mqtt_host", str, "", "the MQTT broker's host name or address; '' = no MQTT"),
+    Key("mqtt.port", "mqtt_port", int, 1883, "the broker's port", int_range(1, 65535)),
+    Key("mqtt.username", "mqtt_username", str, "", "the controller's MQTT user; '' = anonymous"),
+    Key("mqtt.password_file", "mqtt_password_file", str, "", "file holding that user's password (not in this file)"),
+    Key("mqtt.topic_prefix", "mqtt_topic_prefix", str, "homework", "root of the devices' topics"),
+    Key("mqtt.discovery_prefix", "mqtt_discovery_prefix", str, "homeassistant", "Home Assistant's discovery prefix"),
+    Key("mqtt.accept_commands", "mqtt_accept_commands", bool, False,
+        "apply permit/deny from PREFIX/device/ID/set (the broker's ACL must allow only the admin user there)"),
 )
 SECTIONS = tuple(dict.fromkeys(k.name.partition(".")[0] for k in KEYS))
 

@@ -105,7 +105,7 @@ CREATE TABLE IF NOT EXISTS quarantine (
 );
 CREATE TABLE IF NOT EXISTS storage_probe (id INTEGER PRIMARY KEY CHECK (id = 1), at REAL NOT NULL);
 """),
-    Step(4, "issue 14: durable usage, bytes per device per local hour", sql="""
+    Step(4, "issue 14: durable usage (bytes per device per local hour), the household cap, usage limits", sql="""
 CREATE TABLE IF NOT EXISTS usage_hours (
     mac TEXT NOT NULL,
     hour INTEGER NOT NULL,              -- epoch seconds at which the local hour began
@@ -120,6 +120,40 @@ CREATE TABLE IF NOT EXISTS usage_cap (
     billing_day INTEGER NOT NULL,       -- 1..31; past a month's end = its last day
     alerted_period INTEGER NOT NULL DEFAULT 0,  -- start of the period the alerts below were for
     alerted INTEGER NOT NULL DEFAULT 0  -- highest alert sent in it: 0, 80 or 100 (percent)
+);
+CREATE TABLE IF NOT EXISTS usage_limits (
+    target TEXT PRIMARY KEY,            -- a device's MAC, or "owner:NAME"
+    period TEXT NOT NULL CHECK (period IN ('day', 'month')),
+    allowance INTEGER NOT NULL,         -- bytes per period
+    action TEXT NOT NULL CHECK (action IN ('notify', 'block')),
+    reached INTEGER NOT NULL DEFAULT 0, -- start of the period in which it was last reached
+    lifted INTEGER NOT NULL DEFAULT 0   -- start of the period in which a household member lifted it
+);
+"""),
+    Step(5, "issue 19: notifications (read/unread), webhooks and their delivery log", sql="""
+CREATE TABLE IF NOT EXISTS notifications (
+    id INTEGER PRIMARY KEY,             -- assigned by the notify component, increasing
+    at REAL NOT NULL,
+    kind TEXT NOT NULL,                 -- device-joining, device-blacklisted, alert-KIND, test
+    mac TEXT NOT NULL DEFAULT '',
+    title TEXT NOT NULL,
+    detail TEXT NOT NULL DEFAULT '',
+    read INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS webhooks (
+    id TEXT PRIMARY KEY,
+    url TEXT NOT NULL,
+    secret TEXT NOT NULL,               -- HMAC key: needed to sign, so kept; never shown after creation
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS webhook_deliveries (
+    id INTEGER PRIMARY KEY,
+    webhook TEXT NOT NULL,
+    notification INTEGER NOT NULL,
+    at REAL NOT NULL,
+    attempt INTEGER NOT NULL,           -- 1 = first try
+    status TEXT NOT NULL,               -- the HTTP status, or "error: ..."
+    ok INTEGER NOT NULL
 );
 """),
 )

@@ -1,6 +1,8 @@
 """End to end on real Open vSwitch (issue 14): two permitted devices download known
 amounts from the emulated internet; the durable usage per device and per owner matches
-the bytes on their wire within 2 %, and is read back from state.db after a restart."""
+the bytes on their wire within 2 %, and is read back from state.db after a restart. A
+daily limit blocks a device (its gateway's services stay), a household member lifts it,
+and the next period (PERIOD seconds long in this run, usage.test_period_seconds) ends it."""
 from __future__ import annotations
 
 import json
@@ -10,9 +12,10 @@ import time
 import pytest
 
 from homelab import WEB_ADDR, Home
-from homelab.routing import curl, permitted_device, wait_until
+from homelab.routing import can_connect, curl, gateway, permitted_device, router_tcp_server, wait_until
 
 MB = 1_000_000
+PERIOD = 40
 
 
 @pytest.fixture(scope="module")
@@ -23,8 +26,9 @@ def home():
         pytest.skip(why)
     config = {"controller": {"components": ["dhcp", "routing", "usage"]},
               "routing": {"flow_stats_interval": 1},
-              "usage": {"flush_interval": 1, "timezone": "UTC"}}
+              "usage": {"flush_interval": 1, "timezone": "UTC", "test_period_seconds": PERIOD}}
     with Home(config=config) as h:
+        router_tcp_server(h, 80)
         yield h
 
 
@@ -79,3 +83,32 @@ def test_downloads_are_counted_per_device_and_per_owner_within_2_percent(home: H
     # durable: the rows are in state.db, and a restarted controller reads them back
     home.restart_controller()
     assert usage(home, "device")[b.mac] >= after[b.mac] * 0.98
+
+
+def web_ok(dev) -> bool:
+    return can_connect(dev, WEB_ADDR, 80, timeout=0.5)
+
+
+def blocked_to_gateway_only(dev) -> bool:
+    return not web_ok(dev) and can_connect(dev, gateway(dev), 80, timeout=0.5)
+
+
+def test_a_daily_limit_blocks_a_lift_and_the_next_period_end_it(home: Home):
+    c = permitted_device(home)
+    (home.dir / "www" / "three.bin").write_bytes(os.urandom(3 * MB))
+    assert home.homework("usage-limit", c.mac, "1M", "day", "block").returncode == 0
+    # start at the beginning of a period, so the block and the checks fall inside it
+    time.sleep(PERIOD - time.time() % PERIOD + 0.5)
+    curl(c, f"http://{WEB_ADDR}/three.bin", timeout=10)      # cut off once the limit is reached
+    wait_until(lambda: blocked_to_gateway_only(c), 10, "the device blocked to its gateway's services")
+    status = json.loads(home.homework("--json", "status", c.mac).stdout)
+    assert status["usage_blocked"] is True and status["usage_limit"]["allowance"] == MB
+
+    assert home.homework("usage-lift", c.mac).returncode == 0            # a household member lifts it
+    wait_until(lambda: web_ok(c), 5, "the lift restores the internet")
+    assert curl(c, f"http://{WEB_ADDR}/three.bin", timeout=10).stdout == "200"   # lifted: not again this period
+
+    time.sleep(PERIOD - time.time() % PERIOD + 0.5)                     # a new period: the limit holds again
+    curl(c, f"http://{WEB_ADDR}/three.bin", timeout=10)
+    wait_until(lambda: blocked_to_gateway_only(c), 10, "blocked again in the next period")
+    wait_until(lambda: web_ok(c), PERIOD + 5, "the next period ends the block", interval=0.5)

@@ -168,3 +168,20 @@ def test_polls_and_flow_removed_are_counted_once_with_up_and_down(tmp_path, cloc
     routing.poll_flow_stats()
     [row] = usage.usage(period="hour")["rows"]
     assert (row["up"], row["down"]) == (3_000, 30_000)
+
+
+def test_a_counter_that_goes_back_counts_from_zero_not_negative(tmp_path, clock):
+    """A flow entry replaced under the same match (or a wrapped counter) restarts from 0."""
+    clock.now = at(2026, 5, 10, 9, 30)
+    core = routing_core(tmp_path, clock, components=("dhcp", "routing", "usage"), usage_timezone="Europe/London")
+    join(core, A, 1)
+    core.commands.call("permit", mac=A)
+    routing = core.ctx.component("routing")
+    core.switch.outputs(ip_pkt(1, A, "10.2.0.2", WEB, proto=17, sport=5000, dport=9000))
+    [flow] = [f for f in core.switch.flows if L.kind_of(f.cookie) == L.KIND_LEARNED]
+    routing.poll_flow_stats()
+    for n in (10, 4):                      # 10 KB, then the counter is back at 4 KB
+        core.flow_stats([FlowStats(match=flow.match, cookie=flow.cookie, priority=flow.priority, duration_sec=1,
+                                   packet_count=n, byte_count=n * 1000, table_id=flow.table_id)])
+        routing.poll_flow_stats()
+    assert core.commands.call("usage", period="day")["total"] == 14_000

@@ -148,3 +148,23 @@ def test_api_usage_by_owner_cap_and_csv(api, clock):
     assert rows[2][1] == B and rows[2][-1] == "500"
     assert api.call("GET", "usage.csv?month=2026-13", token=ro).status_int == 400
     assert api.call("GET", "usage", token=None).status_int == 401
+
+
+def test_api_limits_block_shows_in_the_device_view_and_lift(api, clock):
+    admin, ro = api.token("admin"), api.token("read-only")
+    body = {"mac": A, "allowance": "1K", "period": "day", "action": "notify"}
+    assert api.call("POST", "usage/limits", body, token=ro).status_int == 403
+    r = api.call("POST", "usage/limits", body, token=admin)
+    assert r.status_int == 200, r.text
+    assert r.json == {"target": A, "period": "day", "allowance": 1000, "action": "notify"}
+    for bad in ({"mac": A, "allowance": "1K", "action": "slow"}, {"allowance": "1K"}, {"mac": A, "allowance": "x"},
+                {"mac": A, "allowance": 5, "colour": "red"}, {"mac": 5, "allowance": 5}):
+        assert api.call("POST", "usage/limits", bad, token=admin).status_int == 400, bad
+    assert api.call("GET", "usage/limits", token=ro).json == [r.json]
+    bw(api.core, A, 2000)
+    view = api.core.commands.call("status", mac=A)
+    assert view["usage_limit"]["allowance"] == 1000 and view["usage_blocked"] is False   # notify only
+    assert api.call("POST", "usage/lift", {"mac": A}, token=admin).json == {"lifted": [A]}
+    assert api.call("POST", "usage/lift", {"mac": B}, token=admin).status_int == 404
+    assert api.call("POST", "usage/limits/remove", {"mac": A}, token=admin).status_int == 200
+    assert api.call("GET", "usage/limits", token=ro).json == []

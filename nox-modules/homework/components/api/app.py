@@ -109,6 +109,19 @@ class ApiApp:
         add("GET", "/usage/cap/?", self.usage_cap, "read")
         add("POST", "/usage/cap/?", self.usage_cap, "admin")
         add("GET", r"/usage\.csv", self.usage_csv, "read")
+        add("GET", "/usage/limits/?", self.simple("usage-limits"), "read")
+        add("POST", "/usage/limits/?", self._usage_post("usage-limit", ("mac", "owner", "allowance", "period",
+                                                                         "action")), "admin")
+        add("POST", "/usage/limits/remove/?", self._usage_post("usage-limit-remove", ("mac", "owner")), "admin")
+        add("POST", "/usage/lift/?", self._usage_post("usage-lift", ("mac", "owner")), "admin")
+        add("GET", "/metrics/?", self.metrics, "read")
+        add("GET", "/notifications/?", self.notifications, "read")
+        add("POST", "/notifications/read/?", self.notifications_read, "admin")
+        add("POST", "/notifications/test/?", self._notify("notify-test"), "admin")
+        add("GET", "/webhooks/?", self._notify("webhooks"), "admin")
+        add("POST", "/webhooks/?", self.webhook_add, "admin")
+        add("POST", r"/webhooks/(?P<hook_id>[^/]+)/remove/?", self.webhook_remove, "admin")
+        add("GET", "/webhooks/deliveries/?", self.webhook_deliveries, "admin")
 
     def _add(self, method: str, path: str, handler: Callable, access: str) -> None:
         self.routes.append(Route(method, re.compile(f"^{re.escape(PREFIX)}{path}$"), handler, access))
@@ -346,12 +359,76 @@ class ApiApp:
             raise ApiError(400, "send cap (bytes, or e.g. \"500G\") and/or billing_day (1-31)")
         return json_response(self.command("usage-cap", **data))
 
+    def _usage_post(self, name: str, fields: tuple[str, ...]):
+        def handler(call: Call) -> Response:
+            self._need_usage()
+            data = self.body(call)
+            unknown = set(data) - set(fields)
+            if unknown:
+                raise ApiError(400, f"unknown field(s) {', '.join(sorted(unknown))} (allowed: {', '.join(fields)})")
+            for key in ("mac", "owner", "period", "action"):
+                if data.get(key) is not None and not isinstance(data[key], str):
+                    raise ApiError(400, f"{key} must be a string")
+            return json_response(self.command(name, **data))
+        handler.__name__ = name
+        return handler
+
     def usage_csv(self, call: Call) -> Response:
         self._need_usage()
         text = self.command("usage-csv", month=call.req.GET.get("month", ""))
         resp = Response(text, content_type="text/csv", charset="utf-8")
         resp.headers["Content-Disposition"] = 'attachment; filename="usage.csv"'
         return resp
+
+    def metrics(self, call: Call) -> Response:
+        """Prometheus text exposition format 0.0.4 (components/metrics)."""
+        if "metrics" not in self.ctx.commands.names():
+            raise ApiError(503, "metrics are not available: the metrics component is not loaded "
+                                "(add \"metrics\" to [controller] components)")
+        resp = Response(self.command("metrics").encode())
+        resp.headers["Content-Type"] = "text/plain; version=0.0.4; charset=utf-8"
+        return resp
+
+    # -- notifications and webhooks (components/notify) ---------------------------------------
+    def _need_notify(self) -> None:
+        if "notifications" not in self.ctx.commands.names():
+            raise ApiError(503, "notifications are not available: the notify component is not loaded "
+                                "(add \"notify\" to [controller] components)")
+
+    def _notify(self, name: str):
+        def handler(call: Call) -> Response:
+            self._need_notify()
+            return json_response(self.command(name))
+        handler.__name__ = name
+        return handler
+
+    def notifications(self, call: Call) -> Response:
+        self._need_notify()
+        unread = call.req.GET.get("unread", "") in ("1", "true", "yes")
+        return json_response(self.command("notifications", limit=call.req.GET.get("limit", "100"), unread=unread))
+
+    def notifications_read(self, call: Call) -> Response:
+        self._need_notify()
+        data = self.body(call) if call.req.body else {}
+        unknown = set(data) - {"ids"}
+        if unknown:
+            raise ApiError(400, f"unknown field(s) {', '.join(sorted(unknown))} (allowed: ids; none = all)")
+        return json_response(self.command("notifications-read", ids=data.get("ids")))
+
+    def webhook_add(self, call: Call) -> Response:
+        self._need_notify()
+        data = self.body(call)
+        if set(data) != {"url"}:
+            raise ApiError(400, "send {\"url\": \"https://...\"} and nothing else")
+        return json_response(self.command("webhook-add", url=data["url"]))
+
+    def webhook_remove(self, call: Call, hook_id: str) -> Response:
+        self._need_notify()
+        return json_response(self.command("webhook-remove", id=hook_id))
+
+    def webhook_deliveries(self, call: Call) -> Response:
+        self._need_notify()
+        return json_response(self.command("webhook-deliveries", limit=call.req.GET.get("limit", "100")))
 
     def dns_rules(self, call: Call, mac: str) -> Response:
         self._need_dns("dns-rules")

@@ -44,6 +44,10 @@ def dot_matches(mac: str) -> list[dict]:
             for proto, port in ((PROTO_TCP, "tcp_dst"), (PROTO_UDP, "udp_dst"))]
 
 
+# Always shown by dns-stats, also while still 0.
+DNS_COUNTERS = ("queries", "answers", "learned", "nft_batches", "nft_failures")
+
+
 class DnsComponent(Component):
     name = "dns"
 
@@ -309,7 +313,8 @@ class DnsComponent(Component):
         cmd("dns-rules", lambda mac=None: self.rules_view(mac))
         cmd("dns-mode", lambda mac, mode=None: self.set_mode(mac, mode))
         cmd("dns-learned", lambda name=None: self.learned_view(name))
-        cmd("dns-stats", lambda: {"controller": self.ctx.counters.snapshot().get("dns", {}),
+        cmd("dns-stats", lambda: {"controller": {**dict.fromkeys(DNS_COUNTERS, 0),
+                                                 **self.ctx.counters.snapshot().get("dns", {})},
                                   "dnsd": self.link.stats() if self.link else {"connected": False},
                                   "drop_flows": {m: len(a) for m, a in self.reverse.installed.items()},
                                   "dot_blocked": sorted(self.dot_blocked)})

@@ -11,7 +11,6 @@ from ...component import Component
 from .collect import HomeworkCollector
 from .traffic import TrafficTotals
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 PRUNE_SECONDS = 300.0
 
 

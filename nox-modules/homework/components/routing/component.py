@@ -318,5 +318,7 @@ class Routing(Component):
                          "per_host": dev.index in self.per_host}
                         for mac, (dev, mode) in sorted(self.installed.items())],
             "groups": {g: self.memberships.members(g) for g in self.memberships.groups()},
-            "stats": self.ctx.counters.snapshot().get("routing", {}),
+            "stats": {**dict.fromkeys(("syncs", "igmp", "ttl_exceeded", "flow_limit", "ignored", "flows_reported",
+                                       "flows_removed"), 0),
+                      **self.ctx.counters.snapshot().get("routing", {})},
         }

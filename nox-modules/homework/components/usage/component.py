@@ -14,7 +14,9 @@ from ...commands import CommandError
 from ...component import Component
 from . import export, periods, report
 from .book import UsageBook
+from .blockflows import block_flows, unblock
 from .cap import Cap, parse_day, parse_size
+from .limits import OWNER, Limits, parse_limit, parse_target
 
 
 class Usage(Component):
@@ -28,6 +30,12 @@ class Usage(Component):
         # the billing period's bytes so far, kept up to date per event for the cap alerts
         self._period: tuple[int, int] = (0, 0)
         self._period_used = 0
+        self.limits = Limits(ctx.state)
+        self.blocked: dict[str, int] = {}      # MAC -> block index of the flows installed for it
+        # tests only (usage.test_period_seconds): periods shorter than the stored hours are
+        # counted here, in memory: (MAC, period start) -> bytes
+        self._short: dict[tuple[str, int], int] = {}
+        self._limit_used: dict[str, tuple[int, int]] = {}   # target -> (period start, bytes)
 
     @property
     def billing_day(self) -> int:
@@ -39,6 +47,12 @@ class Usage(Component):
         self.ctx.commands.register("usage", self.usage)
         self.ctx.commands.register("usage-cap", self.usage_cap)
         self.ctx.commands.register("usage-csv", self.usage_csv)
+        self.ctx.commands.register("usage-limit", self.set_limit)
+        self.ctx.commands.register("usage-limit-remove", self.remove_limit)
+        self.ctx.commands.register("usage-limits", lambda: [lim.as_dict() for lim in self.limits.by_target.values()])
+        self.ctx.commands.register("usage-lift", self.lift)
+        self.ctx.bus.subscribe("lease", self._on_lease)
+        self.ctx.device_facts.append(self._facts)
 
     def stop(self) -> None:
         self.flush()
@@ -47,20 +61,30 @@ class Usage(Component):
         rows = self.book.flush(self.ctx.now())
         if rows:
             self.ctx.count("usage.rows_written", rows)
+        self._end_expired_blocks()
 
-    def _on_bandwidth(self, topic: str, ev: dict) -> None:
+    def datapath_up(self, dp) -> list:
+        self.blocked.clear()
+        return self._block(self._should_block(self.ctx.now()))
+
+    def _on_bandwidth(self, topic: str, ev: dict) -> list:
         total = int(ev.get("bytes", 0) or 0)
         up = int(ev.get("up", 0) or 0)
         down = int(ev.get("down", total - up) or 0)
         now = self.ctx.now()
         start, _end = self._period_so_far(now)     # before adding: a re-read must not count it twice
         self.book.add(ev["mac"], up, down, now)
+        if self.ctx.config.usage_test_period_seconds:
+            key = (ev["mac"], self.limit_window("day", now)[0])
+            self._short = {k: v for k, v in self._short.items() if k[1] == key[1]}
+            self._short[key] = self._short.get(key, 0) + max(up, 0) + max(down, 0)
         self._period_used += max(up, 0) + max(down, 0)
         for level in self.cap.due_alerts(start, self._period_used):
             self.ctx.count(f"usage.alerts_{level}")
             self.ctx.bus.publish("alert", mac="", kind=f"usage-{level}",
                                  detail=f"the household has used {level}% of its {self.cap.cap} byte cap "
                                         f"({self._period_used} bytes) this billing period")
+        return self._check_limits(ev["mac"], max(up, 0) + max(down, 0), now)
 
     def _period_so_far(self, now: float) -> tuple[int, int]:
         """The current billing period; its bytes are re-read when it changes."""
@@ -118,3 +142,125 @@ class Usage(Component):
         start, end = periods.calendar_month(month, self.tz)
         devices = {d.mac: d for d in self.ctx.state.devices()}
         return export.month_csv(self.book.rows(start, end), devices, self.tz)
+
+    # -- per-device / per-owner limits --------------------------------------------------------
+    def limit_window(self, period: str, now: float) -> tuple[int, int]:
+        test = self.ctx.config.usage_test_period_seconds
+        if test:            # tests only: short periods, so "the next period" comes in seconds
+            start = int(now // test * test)
+            return start, start + test
+        return periods.day_window(now, self.tz) if period == "day" else \
+            periods.month_window(now, self.tz, self.billing_day)
+
+    def _owner(self, mac: str) -> str:
+        dev = self.ctx.state.get_device(mac)
+        return dev.owner if dev else ""
+
+    def _macs(self, target: str) -> list[str]:
+        if target.startswith(OWNER):
+            return [d.mac for d in self.ctx.state.devices() if d.owner == target[len(OWNER):]]
+        return [target]
+
+    def _used(self, target: str, start: int, end: int) -> int:
+        macs = set(self._macs(target))
+        if self.ctx.config.usage_test_period_seconds:
+            return sum(self._short.get((mac, start), 0) for mac in macs)
+        return sum(r[2] + r[3] for r in self.book.rows(start, end) if r[0] in macs)
+
+    def _check_limits(self, mac: str, nbytes: int, now: float) -> list:
+        decisions = []
+        for limit in self.limits.for_device(mac, self._owner(mac)):
+            start, end = self.limit_window(limit.period, now)
+            # the target's bytes this period, kept in memory: state.db is read only when a
+            # period begins (or after a restart or a new limit), never per event
+            cached = self._limit_used.get(limit.target)
+            if cached is None or cached[0] != start:
+                used = self._used(limit.target, start, end)     # already holds this event's bytes
+            else:
+                used = cached[1] + nbytes
+            self._limit_used[limit.target] = (start, used)
+            if start in (limit.reached, limit.lifted):
+                continue
+            if used < limit.allowance:
+                continue
+            limit.reached = start
+            self.limits.save(limit)
+            self.ctx.count(f"usage.limit_{limit.action}")
+            for m in self._macs(limit.target):
+                self.ctx.bus.publish("alert", mac=m, kind="usage-limit",
+                                     detail=f"{limit.target} used {used} of its {limit.allowance} bytes this "
+                                            f"{limit.period}" + (": blocked until the next" if limit.action == "block"
+                                                                 else ""))
+            if limit.action == "block":
+                decisions += self._block(self._macs(limit.target))
+        return decisions
+
+    def _should_block(self, now: float) -> list[str]:
+        macs = []
+        for limit in self.limits.by_target.values():
+            start, _end = self.limit_window(limit.period, now)
+            if limit.action == "block" and limit.reached == start and limit.lifted != start:
+                macs += self._macs(limit.target)
+        return macs
+
+    def _block(self, macs) -> list:
+        decisions = []
+        for mac in macs:
+            lease = self.ctx.leases.get(mac)
+            if mac in self.blocked or lease is None or not lease.active or not lease.local:
+                continue
+            self.blocked[mac] = lease.index
+            decisions += block_flows(lease)
+        return decisions
+
+    def _unblock(self, keep: set[str]) -> None:
+        gone = [mac for mac in self.blocked if mac not in keep]
+        if gone:
+            self.ctx.send([unblock(self.blocked.pop(mac)) for mac in gone])
+
+    def _end_expired_blocks(self) -> None:
+        """A new period (or a lift, or a removed limit) ends a block."""
+        if self.blocked:
+            self._unblock(set(self._should_block(self.ctx.now())))
+
+    def _on_lease(self, topic: str, ev: dict) -> list:
+        lease = ev.get("lease")
+        if lease is None or lease.mac not in self.blocked:
+            return []
+        old = self.blocked.pop(lease.mac)
+        return [unblock(old), *self._block([lease.mac])]
+
+    def _facts(self, mac: str) -> dict:
+        limits = self.limits.for_device(mac, self._owner(mac))
+        return {"usage_blocked": mac in self.blocked,
+                "usage_limit": limits[0].as_dict() if limits else None}
+
+    def set_limit(self, allowance=None, mac=None, owner=None, period="day", action="block") -> dict:
+        """Set a device's (mac) or an owner's allowance per day or month (bytes, or e.g. 2G)."""
+        if allowance is None:
+            raise CommandError("usage-limit: give the allowance (bytes, or e.g. 2G)")
+        limit = parse_limit(parse_target(mac, owner), allowance, period or "day", action or "block")
+        self.limits.set(limit)
+        self._limit_used.pop(limit.target, None)
+        self._end_expired_blocks()
+        return limit.as_dict()
+
+    def remove_limit(self, mac=None, owner=None) -> dict:
+        limit = self.limits.remove(parse_target(mac, owner))
+        if limit is None:
+            raise CommandError("usage-limit-remove: no limit set for that", 404)
+        self._end_expired_blocks()
+        return {"removed": limit.target}
+
+    def lift(self, mac=None, owner=None) -> dict:
+        """A household member lifts a reached limit until the next period."""
+        target = parse_target(mac, owner)
+        limits = [self.limits.by_target[target]] if target in self.limits.by_target else \
+            [lim for lim in self.limits.for_device(target, self._owner(target))] if not owner else []
+        if not limits:
+            raise CommandError("usage-lift: no limit set for that", 404)
+        for limit in limits:
+            limit.lifted = self.limit_window(limit.period, self.ctx.now())[0]
+            self.limits.save(limit)
+        self._end_expired_blocks()
+        return {"lifted": [lim.target for lim in limits]}
