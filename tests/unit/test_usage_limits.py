@@ -1,0 +1,150 @@
+"""Per-device and per-owner usage limits (issue 14): notify, block to gateway services
+until the next period, lift, restart, on the strict fake switch."""
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from homework.commands import CommandError
+from homework.flows import LOCAL, Datapath
+from routingkit import PORTS, from_router, ip_pkt, join, routing_core
+
+LONDON = ZoneInfo("Europe/London")
+A, B = "02:00:00:00:00:0a", "02:00:00:00:00:0b"
+WEB = "203.0.113.10"
+
+
+def at(*args):
+    return datetime(*args, tzinfo=LONDON).timestamp()
+
+
+def new_home(tmp_path, clock, **kw):
+    core = routing_core(tmp_path, clock, components=("dhcp", "routing", "usage"), usage_timezone="Europe/London", **kw)
+    return core
+
+
+@pytest.fixture
+def home(tmp_path, clock):
+    clock.now = at(2026, 5, 10, 9, 30)
+    core = new_home(tmp_path, clock)
+    for mac, port in ((A, 1), (B, 2)):
+        join(core, mac, port)
+        core.commands.call("permit", mac=mac)
+    return core
+
+
+def bw(core, mac, down):
+    core.bus.publish("bandwidth", mac=mac, ip="", bytes=down, up=0, down=down)
+
+
+def web_ok(core, mac=A, port=1, ip="10.2.0.2"):
+    return LOCAL in core.switch.outputs(ip_pkt(port, mac, ip, WEB, dport=443))
+
+
+def gateway_ok(core, mac=A, port=1, ip="10.2.0.2", router="10.2.0.1"):
+    return LOCAL in core.switch.outputs(ip_pkt(port, mac, ip, router, dport=80))
+
+
+def alerts(core):
+    return [p for t, p in core.events if t == "alert" and p["kind"] == "usage-limit"]
+
+
+def test_a_daily_block_keeps_only_gateway_services_until_the_next_day(home, clock):
+    home.commands.call("usage-limit", mac=A, allowance="1M", period="day", action="block")
+    bw(home, A, 600_000)
+    assert web_ok(home)
+    bw(home, A, 400_000)                                 # 1 MB: reached
+    assert not web_ok(home) and gateway_ok(home)
+    assert 1 not in home.switch.outputs(from_router(WEB, "10.2.0.2", dport=40000))    # nothing comes in
+    assert 1 in home.switch.outputs(from_router("10.2.0.1", "10.2.0.2", sport=80, dport=40000))
+    assert web_ok(home, B, 2, "10.2.0.6")                # the other device is not touched
+    assert [a["mac"] for a in alerts(home)] == [A]
+    assert home.commands.call("status", mac=A)["usage_blocked"] is True
+    clock.now = at(2026, 5, 11, 0, 0, 1)                  # the next day
+    home.ctx.component("usage").flush()
+    assert web_ok(home)
+    assert home.commands.call("status", mac=A)["usage_blocked"] is False
+
+
+def test_notify_only_alerts_once_per_period(home, clock):
+    home.commands.call("usage-limit", mac=A, allowance=1000, period="day", action="notify")
+    bw(home, A, 1500)
+    bw(home, A, 1500)
+    assert web_ok(home) and len(alerts(home)) == 1
+
+
+def test_an_owner_limit_counts_and_blocks_all_the_owners_devices(home, clock):
+    for mac in (A, B):
+        home.commands.call("set-meta", mac=mac, owner="Lodger")
+    home.commands.call("usage-limit", owner="Lodger", allowance=1000, period="month", action="block")
+    bw(home, A, 600)
+    bw(home, B, 500)
+    assert not web_ok(home) and not web_ok(home, B, 2, "10.2.0.6")
+
+
+def test_a_household_member_lifts_it_for_the_rest_of_the_period(home, clock):
+    home.commands.call("usage-limit", mac=A, allowance=1000)
+    bw(home, A, 2000)
+    assert not web_ok(home)
+    home.commands.call("usage-lift", mac=A)
+    assert web_ok(home)
+    bw(home, A, 2000)                                    # lifted: not blocked again today
+    assert web_ok(home)
+    clock.now = at(2026, 5, 11, 12)
+    bw(home, A, 2000)                                    # a new day: the limit holds again
+    assert not web_ok(home)
+
+
+def test_a_block_is_back_after_a_restart_and_a_switch_reconnect(tmp_path, clock):
+    clock.now = at(2026, 5, 10, 9, 30)
+    core = new_home(tmp_path, clock)
+    join(core, A, 1)
+    core.commands.call("permit", mac=A)
+    core.commands.call("usage-limit", mac=A, allowance=1000)
+    bw(core, A, 5000)
+    assert not web_ok(core)
+    core.stop()
+    core.state.close()
+    again = new_home(tmp_path, clock, switch=core.switch)
+    again.datapath_up(Datapath(dpid=1, ports=dict(PORTS)))
+    assert not web_ok(again) and gateway_ok(again)
+
+
+def test_a_short_test_period_ends_the_block(tmp_path, clock):
+    clock.now = 1_000_000.0
+    core = new_home(tmp_path, clock, usage_test_period_seconds=20)
+    join(core, A, 1)
+    core.commands.call("permit", mac=A)
+    core.commands.call("usage-limit", mac=A, allowance=1000)
+    bw(core, A, 5000)
+    assert not web_ok(core)
+    clock.advance(20)
+    core.ctx.component("usage").flush()
+    assert web_ok(core)
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"allowance": "1M"}, "either mac or owner"),
+    ({"mac": A, "owner": "x", "allowance": 1}, "either mac or owner"),
+    ({"mac": "nope", "allowance": 1}, "MAC"),
+    ({"mac": A, "allowance": 0}, "more than 0"),
+    ({"mac": A, "allowance": 1, "period": "week"}, "day or month"),
+    ({"mac": A, "allowance": 1, "action": "slow"}, "notify or block"),
+    ({"mac": A}, "give the allowance")])
+def test_bad_limits_are_clear_errors(home, kw, message):
+    with pytest.raises(CommandError, match=message):
+        home.commands.call("usage-limit", **kw)
+
+
+def test_limits_read_state_db_once_per_period_not_per_event(home, clock):
+    home.commands.call("usage-limit", mac=A, allowance="1G")
+    bw(home, A, 1000)                                             # the period's first event reads it
+    reads = []
+    real = home.state.execute
+    home.state.execute = lambda sql, args=(): (reads.append(sql), real(sql, args))[1]
+    for _ in range(50):
+        bw(home, A, 1000)
+    assert not any("usage_hours" in r for r in reads)
+    home.commands.call("usage-limit", mac=A, allowance="40K")    # a new allowance: re-read once
+    bw(home, A, 1000)
+    assert not web_ok(home)                                       # 51 KB counted against 40 KB
