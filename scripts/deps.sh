@@ -15,7 +15,7 @@ APT_PACKAGES=(
   # test and benchmark tools
   python3-scapy python3-zeroconf kea-admin bind9-dnsutils dnsperf iperf3 hping3 wrk curl procps psmisc
   # integrations (issue 19): Prometheus exposition format, and Prometheus itself for its test
-  python3-prometheus-client prometheus
+  python3-prometheus-client prometheus python3-paho-mqtt mosquitto mosquitto-clients
   # static checks (make lint)
   shellcheck
   # image build and boot test

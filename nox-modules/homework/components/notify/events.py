@@ -1,0 +1,22 @@
+"""Which bus events become notifications, and their words. Pure: (topic, payload) in,
+a notification's fields (or None) out."""
+from __future__ import annotations
+
+
+def from_event(topic: str, ev: dict) -> dict | None:
+    mac = str(ev.get("mac") or "")
+    if topic == "device":
+        device = ev.get("device") or {}
+        who = device.get("name") or device.get("hostname") or mac
+        if ev.get("reason") == "seen":
+            return {"kind": "device-joining", "mac": mac, "title": f"New device asks to join: {who}",
+                    "detail": "permit or deny it on the Guest Board"}
+        if ev.get("state") == "blacklisted" and ev.get("old_state") != "blacklisted":
+            return {"kind": "device-blacklisted", "mac": mac, "title": f"Device blacklisted: {who}",
+                    "detail": "it can no longer join the network"}
+        return None
+    if topic == "alert":
+        kind = str(ev.get("kind") or "alert")
+        return {"kind": f"alert-{kind}", "mac": mac, "title": f"Alert: {kind}" + (f" ({mac})" if mac else ""),
+                "detail": str(ev.get("detail") or "")[:500]}
+    return None

@@ -1,0 +1,39 @@
+// The Guest Board's notification list (issue 19) in Debian's Chromium against a real
+// emulated home: a device asking to join shows up unread, "Mark all read" and "Send a test
+// notification" work through the API with the board's session.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startHome, launch, newPage, login, screenshot } from './lib.mjs';
+
+let home, browser, page;
+
+before(async () => {
+  home = await startHome({ config: { controller: { components: ['dhcp', 'routing', 'notify'] } } });
+  browser = await launch();
+  page = await newPage(browser);
+}, { timeout: 120000 });
+
+after(async () => {
+  if (browser) await browser.close();
+  if (home) await home.close();
+}, { timeout: 60000 });
+
+test('a device asking to join is an unread notification; mark read; send a test', { timeout: 90000 }, async () => {
+  await login(page, home.info.url, home.info.password);
+  const dev = await home.call({ op: 'add_device', name: 'tablet9' });
+  await home.call({ op: 'start_dhcp', dev: dev.name, client: 'udhcpc' });
+  const button = page.locator('#notifications-button');
+  await page.locator('#notifications-button', { hasText: 'Notifications (1)' }).waitFor({ timeout: 30000 });
+  await button.click();
+  const item = page.locator('#notifications li.unread', { hasText: 'New device asks to join' });
+  await item.waitFor();
+  assert.match(await item.innerText(), /tablet9/);
+  await screenshot(page, 'notifications-01-unread');
+  await page.locator('#notifications .mark-read').click();
+  await page.locator('#notifications li.read', { hasText: 'tablet9' }).waitFor();
+  assert.equal((await button.innerText()).trim(), 'Notifications');
+  await page.locator('#notifications .send-test').click();
+  await page.locator('#notifications li.unread', { hasText: 'Test notification' }).waitFor();
+  await page.locator('#notifications .status', { hasText: 'Test notification sent.' }).waitFor();
+  await screenshot(page, 'notifications-02-test');
+});

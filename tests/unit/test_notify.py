@@ -1,0 +1,175 @@
+"""Notifications (issue 19): which events become notifications, the bounded read/unread list
+across a restart, webhooks (signed, secret shown once, retried with backoff off the event
+loop, delivery log), and the API routes and their errors."""
+import hashlib
+import hmac
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from conftest import make_core
+from homework.commands import CommandError
+from homework.components.notify.events import from_event
+from homework.components.notify.webhooks import sign
+from test_api import Api
+
+A = "02:00:00:00:00:0a"
+COMPONENTS = ("dhcp", "routing", "api", "notify")
+
+
+def make(tmp_path, clock, **over):
+    over.setdefault("notify_webhook_backoff", 1)
+    return make_core(tmp_path, components=COMPONENTS, clock=clock, **over)
+
+
+@pytest.fixture
+def core(tmp_path, clock):
+    return make(tmp_path, clock)
+
+
+def test_events_that_become_notifications():
+    seen = from_event("device", {"mac": A, "reason": "seen", "state": "pending", "device": {"hostname": "phone"}})
+    assert seen["kind"] == "device-joining" and "phone" in seen["title"]
+    black = from_event("device", {"mac": A, "reason": "decision", "state": "blacklisted", "old_state": "pending"})
+    assert black["kind"] == "device-blacklisted"
+    assert from_event("device", {"mac": A, "reason": "decision", "state": "permitted"}) is None
+    alert = from_event("alert", {"mac": "", "kind": "usage-80", "detail": "80 %"})
+    assert alert["kind"] == "alert-usage-80" and alert["detail"] == "80 %"
+    assert from_event("bandwidth", {"mac": A}) is None
+
+
+def test_new_device_and_blacklist_are_listed_unread_then_read_and_survive_restart(tmp_path, clock):
+    core = make(tmp_path, clock)
+    core.ctx.devices.seen(A, "phone")
+    core.ctx.devices.blacklist(A)
+    got = core.commands.call("notifications")
+    assert got["unread"] == 2
+    assert [n["kind"] for n in got["notifications"]] == ["device-blacklisted", "device-joining"]
+    first = got["notifications"][1]["id"]
+    assert core.commands.call("notifications-read", ids=[first]) == {"marked": 1, "unread": 1}
+    core.stop()
+    core.state.close()
+    again = make(tmp_path, clock)
+    after = again.commands.call("notifications")
+    assert after["unread"] == 1 and len(after["notifications"]) == 2
+    again.ctx.devices.seen("02:00:00:00:00:0b")
+    ids = [n["id"] for n in again.commands.call("notifications")["notifications"]]
+    assert ids[0] > max(ids[1:])                # ids keep increasing after a restart
+    assert again.commands.call("notifications-read")["unread"] == 0
+
+
+def test_list_is_bounded_and_alert_bursts_deduplicated(tmp_path, clock):
+    core = make(tmp_path, clock, notify_keep=10)
+    for i in range(15):
+        core.bus.publish("alert", mac=f"02:00:00:00:01:{i:02x}", kind="flow-limit", detail="x")
+    for _ in range(5):
+        core.bus.publish("alert", mac=A, kind="flow-limit", detail="again")    # one notification
+    listed = core.commands.call("notifications", limit=100)["notifications"]
+    assert len(listed) == 10
+    assert core.counters.get("notify.deduplicated") == 4
+
+
+def test_bad_arguments_are_clear_errors(core):
+    with pytest.raises(CommandError, match="ids must be"):
+        core.commands.call("notifications-read", ids=["1"])
+    with pytest.raises(CommandError, match="limit"):
+        core.commands.call("notifications", limit="many")
+    with pytest.raises(CommandError, match="http"):
+        core.commands.call("webhook-add", url="ftp://example.net/x")
+    with pytest.raises(CommandError) as exc:
+        core.commands.call("webhook-remove", id="wh-nope")
+    assert exc.value.status == 404
+
+
+class Receiver:
+    """A local HTTP receiver: answers the queued statuses in turn (then 200)."""
+
+    def __init__(self, statuses):
+        self.statuses = list(statuses)
+        self.got = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                outer.got.append((dict(self.headers), body))
+                self.send_response(outer.statuses.pop(0) if outer.statuses else 200)
+                self.end_headers()
+
+            def log_message(self, *a):
+                pass
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_webhook_is_signed_retried_after_500_and_logged(core):
+    rx = Receiver([500])
+    try:
+        hook = core.commands.call("webhook-add", url=rx.url)
+        secret = hook["secret"]
+        assert all("secret" not in h for h in core.commands.call("webhooks"))    # never shown again
+        note = core.commands.call("notify-test")
+        assert core.ctx.component("notify").deliverer.wait_idle(10)
+        assert len(rx.got) == 2
+        headers, body = rx.got[-1]
+        expect = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+        assert headers["X-Homework-Signature"] == expect == sign(secret, body)
+        assert json.loads(body)["id"] == note["id"] and json.loads(body)["test"] is True
+        log = core.commands.call("webhook-deliveries")
+        assert [(d["attempt"], d["status"], d["ok"]) for d in log] == [(2, "200", True), (1, "500", False)]
+    finally:
+        rx.close()
+
+
+def test_delivery_gives_up_after_the_configured_attempts(tmp_path, clock):
+    core = make(tmp_path, clock, notify_webhook_attempts=2)
+    rx = Receiver([500, 500, 500])
+    try:
+        core.commands.call("webhook-add", url=rx.url)
+        core.commands.call("notify-test")
+        assert core.ctx.component("notify").deliverer.wait_idle(10)
+        assert len(rx.got) == 2 and core.counters.get("notify.webhook_given_up") == 1
+    finally:
+        rx.close()
+
+
+def test_a_dead_receiver_does_not_hold_up_the_controller(core):
+    core.commands.call("webhook-add", url="http://127.0.0.1:9/unreachable")
+    for i in range(20):
+        core.ctx.devices.seen(f"02:00:00:00:02:{i:02x}")     # returns at once; delivery is queued
+    assert core.commands.call("notifications")["unread"] == 20
+
+
+def test_api_routes_and_roles(core):
+    api = Api(core)
+    admin, ro = api.token("admin"), api.token("read-only")
+    core.ctx.devices.seen(A, "phone")
+    r = api.call("GET", "notifications?unread=1", token=ro)
+    assert r.status_int == 200 and r.json["unread"] == 1
+    assert api.call("POST", "notifications/read", {}, token=ro).status_int == 403
+    assert api.call("POST", "notifications/read", {"bogus": 1}, token=admin).status_int == 400
+    assert api.call("POST", "notifications/read", {"ids": "x"}, token=admin).status_int == 400
+    assert api.call("POST", "notifications/read", {}, token=admin).json == {"marked": 1, "unread": 0}
+    assert api.call("GET", "webhooks", token=ro).status_int == 403
+    assert api.call("POST", "webhooks", {"url": "nope"}, token=admin).status_int == 400
+    made = api.call("POST", "webhooks", {"url": "http://192.0.2.1/h"}, token=admin).json
+    assert made["secret"] and made["id"].startswith("wh-")
+    assert "secret" not in api.call("GET", "webhooks", token=admin).text
+    assert api.call("POST", f"webhooks/{made['id']}/remove", token=admin).json == {"removed": made["id"]}
+    assert api.call("POST", f"webhooks/{made['id']}/remove", token=admin).status_int == 404
+    assert api.call("POST", "notifications/test", token=admin).json["kind"] == "test"
+    assert api.call("GET", "webhooks/deliveries", token=admin).status_int == 200
+
+
+def test_api_says_when_notify_is_not_loaded(tmp_path, clock):
+    core = make_core(tmp_path, components=("dhcp", "routing", "api"), clock=clock)
+    api = Api(core)
+    r = api.call("GET", "notifications", token=api.token("read-only"))
+    assert r.status_int == 503 and "notify component" in r.json["error"]
