@@ -40,6 +40,8 @@ class Context:
         self.counters = Counters()     # the core's registry (one for the whole controller)
         # Facts components add to every device view (CLI, API, board): fn(mac) -> dict.
         self.device_facts: list[Callable[[str], dict]] = []
+        # Health of the daemons components talk to: name -> fn() -> up? (metrics shows them).
+        self.health: dict[str, Callable[[], bool]] = {}
         self.count = self.counters.count
 
     def component(self, name: str) -> "Component | None":

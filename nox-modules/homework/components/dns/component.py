@@ -69,6 +69,7 @@ class DnsComponent(Component):
         for device in self.ctx.state.devices():
             self.states[device.mac] = device.state
         self.ctx.bus.subscribe("device", self._on_device)
+        self.ctx.health["dnsd"] = lambda: self.link is not None and self.link.connected.is_set()
         self.ctx.bus.subscribe("lease", self._on_lease)
         self._register_commands()
         if self.net is not None:

@@ -19,6 +19,7 @@ class HwdbSync(Component):
     def start(self) -> None:
         cfg = self.ctx.config
         self.ctx.commands.register("hwdb-sync-status", self.status)
+        self.ctx.health["hwdbd"] = lambda: self.sink is not None and self.sink.client is not None
         if not cfg.hwdb_enabled:
             self.log.info("hwdb disabled in the configuration: nothing is logged")
             return

@@ -53,12 +53,4 @@ class Metrics(Component):
         return dict(Counter(d.state for d in self._devices()))
 
     def _health(self) -> dict[str, bool]:
-        out: dict[str, bool] = {}
-        sync = self.ctx.component("hwdb_sync")
-        if sync is not None:
-            out["hwdbd"] = getattr(sync, "sink", None) is not None and sync.sink.client is not None
-        dns = self.ctx.component("dns")
-        if dns is not None:
-            link = getattr(dns, "link", None)
-            out["dnsd"] = link is not None and link.connected.is_set()
-        return out
+        return {name: bool(probe()) for name, probe in self.ctx.health.items()}
