@@ -22,7 +22,8 @@ def home():
     why = ("needs root (network namespaces, OVS)" if os.geteuid() != 0 else None) or have_web()
     if why:
         pytest.skip(why)
-    with web_home() as h:
+    # Every component with API routes loaded, so schemathesis meets each route served.
+    with web_home({"controller": {"components": ["dhcp", "routing", "usage", "metrics", "notify"]}}) as h:
         h.web = Web(h).start()
         yield h
 

@@ -410,6 +410,8 @@ class ApiApp:
     def notifications_read(self, call: Call) -> Response:
         self._need_notify()
         data = self.body(call) if call.req.body else {}
+        if not isinstance(data, dict):
+            raise ApiError(400, "send {\"ids\": [...]} or nothing (all)")
         unknown = set(data) - {"ids"}
         if unknown:
             raise ApiError(400, f"unknown field(s) {', '.join(sorted(unknown))} (allowed: ids; none = all)")

@@ -73,8 +73,9 @@ class Notify(Component):
 
     def mark_read(self, ids=None) -> dict:
         if ids is not None:
-            if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
-                raise CommandError("ids must be a list of notification ids (integers), or absent for all")
+            if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool)
+                                                    and 0 <= i < 2**63 for i in ids):
+                raise CommandError("ids must be a list of notification ids (integers from 0), or absent for all")
             if len(ids) > MAX_LIST:
                 raise CommandError(f"at most {MAX_LIST} ids at once")
         return {"marked": self.store.mark_read(ids), "unread": self.store.unread()}
