@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from homelab import REPO
-from homelab.web import Web, api, curl_from, have_web, web_home
+from homelab.web import Web, api, curl_from, have_web, sse_events, web_home
 
 
 @pytest.fixture(scope="module")
@@ -200,16 +200,12 @@ def test_event_stream_carries_new_device_and_decision(home, web):
 
     def reader():
         with api(web, "GET", "events", role="read-only", stream=True, timeout=30) as r:
-            name = None
-            for line in r.iter_lines(decode_unicode=True):
-                if line.startswith("event: "):
-                    name = line[7:]
-                elif line.startswith("data: "):
-                    events.append((name, json.loads(line[6:])))
-                    if name == "snapshot":
-                        ready.set()
-                    if name == "device" and events[-1][1].get("state") == "permitted":
-                        return
+            for name, data in sse_events(r):
+                events.append((name, data))
+                if name == "snapshot":
+                    ready.set()
+                if name == "device" and data.get("state") == "permitted":
+                    return
     t = threading.Thread(target=reader, daemon=True)
     t.start()
     assert ready.wait(10), "no snapshot on the event stream"

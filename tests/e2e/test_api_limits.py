@@ -22,7 +22,7 @@ import pytest
 import requests
 
 from homelab import REPO, _kill_pid, sh
-from homelab.web import Web, api, have_web, web_home
+from homelab.web import Web, api, have_web, sse_events, web_home
 
 STREAMS = 300
 
@@ -175,15 +175,11 @@ def test_full_state_disk_keeps_login_and_status_and_loses_no_lease(full_disk_hom
     def read_alerts():
         try:
             with api(web, "GET", "events", role="read-only", stream=True, timeout=120) as r:
-                name = None
-                for line in r.iter_lines(decode_unicode=True):
-                    if line.startswith("event: "):
-                        name = line[7:]
-                    elif line.startswith("data: "):
-                        if name == "snapshot":
-                            ready.set()
-                        elif name == "alert":
-                            alerts.append(json.loads(line[6:]))
+                for name, data in sse_events(r):
+                    if name == "snapshot":
+                        ready.set()
+                    elif name == "alert":
+                        alerts.append(data)
         except requests.RequestException:
             pass          # the home went away at the end of the test
     threading.Thread(target=read_alerts, daemon=True).start()

@@ -182,3 +182,14 @@ def api(web: "Web", method: str, path: str, role: str | None = "admin", **kw):
         headers.update(web.bearer(role))
     return requests.request(method, f"{web.url}ws.v1/{path}", headers=headers, verify=web.ca,
                             timeout=kw.pop("timeout", 10), **kw)
+
+
+def sse_events(response):
+    """(event name, decoded data) for each Server-Sent Event of a streaming response."""
+    import json
+    name = None
+    for line in response.iter_lines(decode_unicode=True):
+        if line.startswith("event: "):
+            name = line[7:]
+        elif line.startswith("data: "):
+            yield name, json.loads(line[6:])
