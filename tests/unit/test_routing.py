@@ -1,10 +1,12 @@
 """Routing and access control on a fake flow table: who may send what, where it goes."""
 import pytest
 
-from homework.flows import CONTROLLER, LOCAL, Datapath, FlowDelete, PacketIn
+from homework.components.dhcp import message as m
+from homework.flows import CONTROLLER, LOCAL, Datapath, FlowDelete, FlowMod, PacketIn
 from homework import pipeline as L
 from homework.packets import parse_ethernet, parse_ipv4
 from conftest import make_core
+from dhcpframes import dhcp_frame, opt_ip
 from routingkit import (ROUTER_MAC, arp_pkt, from_router, igmp_v2, igmp_v3, ip_frame, ip_pkt, join,
                         routing_core)
 
@@ -239,3 +241,21 @@ def test_stale_flows_of_devices_without_lease_are_deleted_on_reconnect(tmp_path,
                and d.cookie_mask == L.MASK_ALL_KINDS_ONE_DEVICE]
     assert deletes and L.device_of(deletes[0].cookie) == 0
     assert again.switch.outputs(ip_pkt(1, A, "10.2.0.2", WEB)) == []
+
+
+def test_a_renewal_keeps_the_flows_and_the_per_host_collapse(core, clock):
+    """A renewal changes only the expiry: reinstalling would cut the device's traffic for
+    a moment and forget that it was collapsed to per-host counting."""
+    ip = join(core, A, 1)
+    core.commands.call("permit", mac=A)
+    routing = core.ctx.component("routing")
+    routing.per_host.add(core.ctx.leases.get(A).index)
+    before = len(core.switch.messages)
+    clock.advance(60)
+    core.packet_in(PacketIn(in_port=1, data=dhcp_frame(A, m.REQUEST, options=[opt_ip(50, ip)], ciaddr=ip)))
+    renewed = core.ctx.leases.get(A)
+    assert renewed.ip == ip and renewed.expires > 0
+    sent = core.switch.messages[before:]
+    assert not [d for d in sent if isinstance(d, (FlowDelete, FlowMod))], sent
+    assert routing.flow_limited(A)
+    assert core.switch.outputs(ip_pkt(1, A, ip, WEB)) == [LOCAL]

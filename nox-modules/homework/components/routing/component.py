@@ -129,7 +129,10 @@ class Routing(Component):
         dev = self._dev(mac)
         mode = self._mode(mac) if dev else None
         old = self.installed.get(mac)
-        if old == (dev, mode) or (old is None and mode is None and dev is None):
+        if old is not None and dev is not None and old[1] == mode and old[0].same_place(dev):
+            self.installed[mac] = (dev, mode)   # a renewal: the flows stay as they are
+            return []
+        if old is None and mode is None and dev is None:
             return []
         self.ctx.count("routing.syncs")
         was_permitted = old is not None and old[1] == "permitted"
@@ -138,7 +141,7 @@ class Routing(Component):
         def delete(kind: int, index: int) -> None:
             decisions.append(FlowDelete(cookie=L.routing_cookie(kind, index), cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE))
 
-        if old is not None and (dev is None or mode is None or old[0] != dev):
+        if old is not None and (dev is None or mode is None or not old[0].same_place(dev)):
             decisions.append(FlowDelete(cookie=L.routing_cookie(L.KIND_SHARED, old[0].index),
                                         cookie_mask=L.MASK_ALL_KINDS_ONE_DEVICE))
             self.per_host.discard(old[0].index)
