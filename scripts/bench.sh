@@ -31,6 +31,11 @@ if want routing; then
   "$PY" scripts/bench_routing.py
 fi
 
+if want usage; then
+  section "Usage: accounting on vs off, storage per device per month (scripts/bench_usage.py)"
+  "$PY" scripts/bench_usage.py
+fi
+
 if want scale; then
   section "Scale: idle CPU and RSS at 3 / 100 / 1,000 permitted devices (scripts/bench_scale.py)"
   "$PY" scripts/bench_scale.py

@@ -72,6 +72,7 @@ sysctl_keys() {
   echo net.ipv4.conf.default.send_redirects
   echo "net.ipv4.conf.$BRIDGE.send_redirects"
   echo net.ipv4.conf.all.accept_redirects
+  [ -d /proc/sys/net/ipv6 ] && echo net.ipv6.conf.all.forwarding
   echo net.ipv4.conf.default.accept_redirects
 }
 
@@ -126,6 +127,16 @@ up() {
     net.ipv4.conf.all.send_redirects=0 net.ipv4.conf.default.send_redirects=0 \
     "net.ipv4.conf.$BRIDGE.send_redirects=0" \
     net.ipv4.conf.all.accept_redirects=0 net.ipv4.conf.default.accept_redirects=0 >/dev/null
+  # IPv6 (when the controller's [ipv6] is on): the router is fe80::1 on the LAN side and
+  # routes; each device's /64 is routed to it by the controller. The WAN still takes the
+  # ISP's Router Advertisements while forwarding (accept_ra=2).
+  if [ -d /proc/sys/net/ipv6 ]; then     # a kernel booted with ipv6.disable=1 has none
+    sysctl -q -w net.ipv6.conf.all.forwarding=1 "net.ipv6.conf.$BRIDGE.disable_ipv6=0" >/dev/null
+    ip addr replace fe80::1/64 dev "$BRIDGE" nodad
+    if [ -n "$WAN_IF" ] && [ -e "/proc/sys/net/ipv6/conf/$WAN_IF" ]; then
+      sysctl -q -w "net.ipv6.conf.$WAN_IF.accept_ra=2" >/dev/null
+    fi
+  fi
 
   # 4. NAT in our own nftables table: never touches anyone else's rules.
   if [ -n "$WAN_IF" ]; then
@@ -135,7 +146,8 @@ delete table inet $NFT_TABLE
 table inet $NFT_TABLE {
   chain postrouting {
     type nat hook postrouting priority srcnat; policy accept;
-    oifname "$WAN_IF" masquerade
+    # IPv4 only: every device has a routed IPv6 /64 of its own (no NAT66).
+    oifname "$WAN_IF" meta nfproto ipv4 masquerade
   }
   # Nothing from the WAN reaches the router's services (Guest Board, API, DNS) or the
   # home unless it answers a connection made from inside.
@@ -143,6 +155,8 @@ table inet $NFT_TABLE {
     type filter hook input priority filter; policy accept;
     iifname "$WAN_IF" ct state established,related accept
     iifname "$WAN_IF" meta l4proto icmp accept
+    iifname "$WAN_IF" meta l4proto ipv6-icmp accept
+    iifname "$WAN_IF" meta nfproto ipv6 udp dport 546 accept
     iifname "$WAN_IF" meta nfproto ipv4 udp dport 68 accept
     iifname "$WAN_IF" drop
   }
@@ -150,6 +164,10 @@ table inet $NFT_TABLE {
     type filter hook forward priority filter; policy accept;
     iifname "$WAN_IF" ct state established,related accept
     iifname "$WAN_IF" drop
+    # A device's DNS goes to the router (the switch steers port 53 there); over IPv4 it is
+    # answered by homework-dnsd, and IPv6 DNS must not slip past the rules by being
+    # routed to the internet instead.
+    iifname "$BRIDGE" meta nfproto ipv6 meta l4proto { udp, tcp } th dport { 53, 853 } drop
   }
 }
 EOF

@@ -8,6 +8,9 @@ It is strict, as Faucet's fake table is, because a real switch would not tell us
   do the same thing (same actions and goto): OVS would pick either one for the packets
   in the overlap. Adding a flow with exactly the same match and priority replaces it.
 - a decision or action of a type the adapter does not know raises `TypeError`.
+- meters are kept as OVS keeps them: adding one that exists, or a flow that uses one
+  that does not, raises `MeterError`; deleting a meter removes the flows that use it.
+  Registers (reg0..reg15) of a packet start at 0, as in OVS.
 
 With `adapter=True` each decision is also run through the os-ken adapter's message
 builder and read back from the bytes (tests/ofwire.py), so the unit tests cover it."""
@@ -24,22 +27,35 @@ class OverlapError(AssertionError):
     """Two flows at one priority in one table claim the same packets and differ."""
 
 
+class MeterError(AssertionError):
+    """A meter added twice, or a flow using a meter the switch does not have."""
+
+
 def _field_matches(field, want, have):
+    if have is None and field.startswith("reg"):
+        have = 0                          # registers start at 0 for every packet
     if have is None:
         return False
     if isinstance(want, tuple):           # (value, mask)
         value, mask = want
+        if field.startswith("ipv6"):
+            m = int(ipaddress.IPv6Address(mask))
+            return int(ipaddress.IPv6Address(have)) & m == int(ipaddress.IPv6Address(value)) & m
         if field.startswith("ipv4") or field.startswith("arp_"):
             # any bit mask, contiguous or not, as OpenFlow allows
             m = int(ipaddress.IPv4Address(mask))
             return int(ipaddress.IPv4Address(have)) & m == int(ipaddress.IPv4Address(value)) & m
         return (int(have) & int(mask)) == (int(value) & int(mask))
+    if field.startswith("ipv6"):
+        return ipaddress.IPv6Address(want) == ipaddress.IPv6Address(have)
     return str(want).lower() == str(have).lower()
 
 
 def _as_int(value) -> int:
     """A match value as a number: MACs ('02:00:..'), IPv4 addresses and integers."""
     if isinstance(value, str):
+        if "::" in value or value.count(":") == 7:   # IPv6 (a MAC has five colons)
+            return int(ipaddress.IPv6Address(value))
         if ":" in value:
             return int(value.replace(":", "").replace("-", ""), 16)
         return int(ipaddress.IPv4Address(value))
@@ -70,6 +86,16 @@ def _check_actions(actions) -> None:
     for a in actions:
         if not isinstance(a, KNOWN_ACTIONS):
             raise TypeError(f"unknown action {a!r}")
+        if isinstance(a, F.Learn):
+            _check_learn(a)
+
+
+def _check_learn(a: F.Learn) -> None:
+    """OVS refuses (OFPBAC_MATCH_INCONSISTENT) a learn whose port fields' protocol is not
+    a literal: it cannot prove the learned match's prerequisites."""
+    fields = dict(a.fields)
+    if any(name.startswith(("tcp_", "udp_")) for name in fields) and fields.get("ip_proto") is None:
+        raise ValueError(f"learn copies ports but not a literal ip_proto: {a!r}")
 
 
 class FakeSwitch:
@@ -78,6 +104,8 @@ class FakeSwitch:
         self.packet_outs: list[F.PacketOut] = []
         self.stats_requests: list[F.FlowStatsRequest] = []
         self.messages: list = []
+        self.meters: dict[int, F.MeterMod] = {}
+        self.last_meters: list[int] = []
         self.adapter = adapter
         if adapter:
             import ofwire        # imports os-ken: only when asked for
@@ -86,14 +114,16 @@ class FakeSwitch:
     def apply(self, decisions):
         for d in decisions:
             if not isinstance(d, (F.FlowMod, F.FlowDelete, F.PacketOut, F.FlowStatsRequest,
-                                  F.AggregateStatsRequest)):
+                                  F.AggregateStatsRequest, F.MeterMod)):
                 raise TypeError(f"unknown decision {d!r}")
             if isinstance(d, (F.FlowMod, F.PacketOut)):
                 _check_actions(d.actions)
             if self.adapter:
                 self._round_trip(d)
             self.messages.append(d)
-            if isinstance(d, F.FlowMod):
+            if isinstance(d, F.MeterMod):
+                self._meter(d)
+            elif isinstance(d, F.FlowMod):
                 self._add(d)
             elif isinstance(d, F.FlowDelete):
                 self.flows = [f for f in self.flows if not self._deletes(d, f)]
@@ -102,7 +132,20 @@ class FakeSwitch:
             else:
                 self.stats_requests.append(d)
 
+    def _meter(self, d: F.MeterMod) -> None:
+        if d.command == "delete":
+            self.meters.pop(d.meter_id, None)
+            self.flows = [f for f in self.flows if f.meter != d.meter_id]
+            return
+        if d.rate_kbps <= 0:
+            raise MeterError(f"meter {d.meter_id}: rate {d.rate_kbps} kbit/s")
+        if (d.command == "add") == (d.meter_id in self.meters):
+            raise MeterError(f"meter {d.meter_id}: {d.command} but it {'exists' if d.command == 'add' else 'does not'}")
+        self.meters[d.meter_id] = d
+
     def _add(self, d: F.FlowMod) -> None:
+        if d.meter is not None and d.meter not in self.meters:
+            raise MeterError(f"flow uses meter {d.meter}, which the switch does not have: {d!r}")
         kept = []
         for f in self.flows:
             if f.table_id != d.table_id or f.priority != d.priority:
@@ -110,7 +153,7 @@ class FakeSwitch:
             elif f.match == d.match:
                 continue                                  # exact replacement
             elif (matches_overlap(f.match, d.match)
-                  and (f.actions, f.goto) != (d.actions, d.goto)):
+                  and (f.actions, f.goto, f.meter) != (d.actions, d.goto, d.meter)):
                 raise OverlapError(f"table {d.table_id} priority {d.priority}: adding {d!r}\n"
                                    f"  overlaps {f!r}")
             else:
@@ -144,6 +187,7 @@ class FakeSwitch:
         Learn actions add flows as the switch would; `self.last_packet` is the packet as it
         left (after set-field), `self.last_hits` the flows it hit."""
         self.last_hits = []
+        self.last_meters = []
         ports: list[int] = []
         self.last_packet = self._run(dict(packet), 0, ports, 0)
         return ports
@@ -155,6 +199,8 @@ class FakeSwitch:
             if flow is None:
                 return packet
             self.last_hits.append(flow)
+            if flow.meter is not None:
+                self.last_meters.append(flow.meter)
             for a in flow.actions:
                 if isinstance(a, F.Output):
                     ports.append(a.port)

@@ -59,6 +59,8 @@ def decode(buf: bytes):
         return _packet_out(buf)
     if msg_type == ofp.OFPT_MULTIPART_REQUEST:
         return _stats_request(buf)
+    if msg_type == ofp.OFPT_METER_MOD:
+        return _meter_mod(buf)
     raise AdapterMismatch(f"unexpected OpenFlow message type {msg_type}")
 
 
@@ -101,6 +103,8 @@ def canonical(decision):
         if isinstance(decision, F.FlowMod):
             values["actions"] = tuple(_canonical_action(a) for a in decision.actions)
         return type(decision).__name__, tuple(sorted(values.items(), key=lambda kv: kv[0]))
+    if isinstance(decision, F.MeterMod):
+        return dataclasses.astuple(decision)
     if isinstance(decision, F.PacketOut):
         return ("PacketOut", bytes(decision.data), decision.in_port,
                 tuple(_canonical_action(a) for a in decision.actions))
@@ -121,17 +125,20 @@ def _flow_mod(msg):
                             priority=msg.priority, out_port=msg.out_port)
     if msg.command != ofp.OFPFC_ADD:
         raise AdapterMismatch(f"flow-mod command {msg.command} is neither add nor delete")
-    actions, goto = (), None
+    actions, goto, meter = (), None, None
     for inst in msg.instructions:
         if isinstance(inst, parser.OFPInstructionActions) and inst.type == ofp.OFPIT_APPLY_ACTIONS:
             actions = tuple(_action(a) for a in inst.actions)
         elif isinstance(inst, parser.OFPInstructionGotoTable):
             goto = inst.table_id
+        elif isinstance(inst, parser.OFPInstructionMeter):
+            meter = inst.meter_id
         else:
             raise AdapterMismatch(f"unexpected instruction {inst!r}")
     return F.FlowMod(match=match, actions=actions, priority=msg.priority, table_id=msg.table_id,
                      idle_timeout=msg.idle_timeout, hard_timeout=msg.hard_timeout, cookie=msg.cookie,
-                     send_flow_removed=bool(msg.flags & ofp.OFPFF_SEND_FLOW_REM), goto=goto)
+                     send_flow_removed=bool(msg.flags & ofp.OFPFF_SEND_FLOW_REM), goto=goto,
+                     meter=meter)
 
 
 def _action(a):
@@ -221,3 +228,32 @@ def _stats_request(buf: bytes):
     if kind is None:
         raise AdapterMismatch(f"unexpected multipart request type {mp_type}")
     return kind(match=_match_dict(match), cookie=cookie, cookie_mask=cookie_mask, table_id=table_id)
+
+
+_METER_MOD = struct.Struct("!HHI")               # command, flags, meter_id
+_METER_BAND = struct.Struct("!HHII4x")           # type, len, rate, burst_size (drop band)
+_METER_COMMANDS = {ofp.OFPMC_ADD: "add", ofp.OFPMC_MODIFY: "modify", ofp.OFPMC_DELETE: "delete"}
+
+
+def _meter_mod(buf: bytes) -> F.MeterMod:
+    command, flags, meter_id = _METER_MOD.unpack_from(buf, ofp.OFP_HEADER_SIZE)
+    if command not in _METER_COMMANDS:
+        raise AdapterMismatch(f"meter-mod command {command}")
+    bands = []
+    off = ofp.OFP_HEADER_SIZE + _METER_MOD.size
+    while off < len(buf):
+        band_type, length, rate, burst = _METER_BAND.unpack_from(buf, off)
+        if band_type != ofp.OFPMBT_DROP or length != _METER_BAND.size:
+            raise AdapterMismatch(f"meter band type {band_type} length {length}: only drop bands are used")
+        bands.append((rate, burst))
+        off += length
+    if command == ofp.OFPMC_DELETE:
+        if bands:
+            raise AdapterMismatch("a meter delete carries bands")
+        return F.MeterMod(meter_id, "delete")
+    if len(bands) != 1 or not flags & ofp.OFPMF_KBPS:
+        raise AdapterMismatch(f"meter {meter_id}: {len(bands)} bands, flags {flags:#x} (want one kbps drop band)")
+    rate, burst = bands[0]
+    if bool(flags & ofp.OFPMF_BURST) != bool(burst):
+        raise AdapterMismatch(f"meter {meter_id}: burst {burst} but flags {flags:#x}")
+    return F.MeterMod(meter_id, _METER_COMMANDS[command], rate_kbps=rate, burst_kbits=burst)

@@ -1,16 +1,19 @@
 //! homework-dnsd: the router's DNS interception data path.
 //!
 //!   homework-dnsd --listen 169.254.53.53:5300 --upstream 127.0.0.1:5353 \
-//!                 --control /run/homework/dnsd.sock
+//!                 --control /run/homework/dnsd.sock \
+//!                 [--resolv-file /run/homework/resolv.upstream] [--local-domains lan,home.arpa]
 //!
 //! nftables sends every device's port-53 traffic here (see the dns component); each query
 //! is checked against the asking device's policy (pushed by the controller over the control
-//! socket); allowed ones are answered from a short-lived cache (cache.rs) or forwarded to
-//! dnsmasq. It runs apart from the Python controller so name lookups never wait for it
+//! socket); allowed ones are answered from a short-lived cache (cache.rs) or forwarded
+//! (forward.rs) straight to the upstream resolvers named in the resolv file, or to dnsmasq
+//! (`--upstream`) for the household's own names and as the fallback. It runs apart from the Python controller so name lookups never wait for it
 //! (see the README's DNS section).
 
 mod cache;
 mod control;
+mod forward;
 mod policy;
 mod server;
 #[cfg(test)]
@@ -23,7 +26,8 @@ use std::sync::mpsc::sync_channel;
 const EVENT_QUEUE: usize = 200_000;
 
 fn usage() -> ! {
-    eprintln!("usage: homework-dnsd --listen ADDR:PORT --upstream ADDR:PORT --control SOCKET");
+    eprintln!("usage: homework-dnsd --listen ADDR:PORT --upstream ADDR:PORT --control SOCKET \
+               [--resolv-file PATH] [--local-domains NAME,...]");
     std::process::exit(2)
 }
 
@@ -31,6 +35,8 @@ fn main() {
     let mut listen: Option<SocketAddr> = None;
     let mut upstream: Option<SocketAddr> = None;
     let mut control_path: Option<String> = None;
+    let mut resolv_file: Option<std::path::PathBuf> = None;
+    let mut local_domains: Vec<String> = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let value = args.next().unwrap_or_else(|| usage());
@@ -38,6 +44,11 @@ fn main() {
             "--listen" => listen = Some(value.parse().unwrap_or_else(|_| usage())),
             "--upstream" => upstream = Some(value.parse().unwrap_or_else(|_| usage())),
             "--control" => control_path = Some(value),
+            "--resolv-file" => resolv_file = Some(value.into()).filter(|p: &std::path::PathBuf| !p.as_os_str().is_empty()),
+            "--local-domains" => {
+                local_domains = value.split(',').map(|d| d.trim().trim_matches('.').to_ascii_lowercase())
+                    .filter(|d| !d.is_empty()).collect()
+            }
             _ => usage(),
         }
     }
@@ -47,7 +58,11 @@ fn main() {
     let shared = server::Shared::new(tx);
     let run = || -> std::io::Result<Vec<std::thread::JoinHandle<()>>> {
         control::serve(shared.clone(), &control_path, rx)?;
-        let mut threads = server::serve_udp(shared.clone(), listen, upstream)?;
+        let upstreams = forward::Upstreams::new(upstream, resolv_file.clone(), local_domains.clone());
+        let resolvers: Vec<String> = upstreams.resolvers.iter().map(|r| r.addr.to_string()).collect();
+        eprintln!("homework-dnsd: upstream resolvers: {}",
+                  if resolvers.is_empty() { "none (all via dnsmasq)".to_string() } else { resolvers.join(" ") });
+        let mut threads = server::serve_udp(shared.clone(), listen, upstreams)?;
         threads.push(server::serve_tcp(shared.clone(), listen, upstream)?);
         Ok(threads)
     };

@@ -1,10 +1,12 @@
 //! The query path. UDP: one thread reads client queries, answers blocked/pending ones
-//! itself and forwards allowed ones to dnsmasq under a fresh id; a second thread relays
-//! dnsmasq's answers back (so the two halves run on both cores). TCP: a thread per client
-//! connection (bounded), forwarding over its own upstream connection.
+//! itself, answers from the cache, and sends the rest upstream (forward.rs: the upstream
+//! resolvers directly, dnsmasq for the household's own names) under a random id; a second
+//! thread relays the answers back (so the two halves run on both cores); a timer thread
+//! moves silent queries on to the next upstream, then dnsmasq, then SERVFAIL. TCP: a thread
+//! per client connection (bounded), forwarding to dnsmasq over its own connection.
 //!
-//! Allowed queries that dnsd relayed a moment ago are answered from a small cache
-//! (cache.rs) after the policy check, without the round trip to dnsmasq.
+//! Allowed queries answered a moment ago are answered from a small cache (cache.rs) after
+//! the policy check, without any upstream round trip.
 //!
 //! Every query yields a `q` event line for the controller; answers carrying addresses
 //! yield `a` lines (deduplicated) so the controller can learn name -> address mappings.
@@ -20,10 +22,13 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::cache::{Cache, Key};
+use crate::forward::{InFlight, Reject, Table, Upstreams};
 use crate::policy::{Device, Policy, Verdict};
 use crate::wire;
 
 const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(5);
+const TIMER_TICK: Duration = Duration::from_millis(10);
+const RELOAD_EVERY: Duration = Duration::from_secs(1);
 const TCP_IDLE: Duration = Duration::from_secs(10);
 const MAX_TCP_CLIENTS: usize = 128;
 const RELEARN_AFTER: Duration = Duration::from_secs(60);
@@ -33,6 +38,12 @@ const LEARNED_CAP: usize = 100_000;
 pub struct Stats {
     pub queries: AtomicU64,
     pub forwarded: AtomicU64,
+    pub direct: AtomicU64,
+    pub via_dnsmasq: AtomicU64,
+    pub retries: AtomicU64,
+    pub servfail: AtomicU64,
+    pub mismatched: AtomicU64,
+    pub late: AtomicU64,
     pub cache_hits: AtomicU64,
     pub answered: AtomicU64,
     pub blocked: AtomicU64,
@@ -49,8 +60,9 @@ impl Stats {
     pub fn line(&self) -> String {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         format!(
-            "queries={} forwarded={} cache_hits={} answered={} blocked={} pending={} refused={} malformed={} timeouts={} tcp_queries={} events_dropped={} panics={}",
-            g(&self.queries), g(&self.forwarded), g(&self.cache_hits), g(&self.answered), g(&self.blocked), g(&self.pending),
+            "queries={} forwarded={} direct={} via_dnsmasq={} retries={} servfail={} mismatched={} late={} cache_hits={} answered={} blocked={} pending={} refused={} malformed={} timeouts={} tcp_queries={} events_dropped={} panics={}",
+            g(&self.queries), g(&self.forwarded), g(&self.direct), g(&self.via_dnsmasq), g(&self.retries),
+            g(&self.servfail), g(&self.mismatched), g(&self.late), g(&self.cache_hits), g(&self.answered), g(&self.blocked), g(&self.pending),
             g(&self.refused), g(&self.malformed), g(&self.timeouts), g(&self.tcp_queries),
             g(&self.events_dropped), g(&self.panics)
         )
@@ -83,7 +95,7 @@ impl Shared {
     }
 }
 
-/// An allowed query on its way to dnsmasq.
+/// An allowed query on its way upstream.
 pub struct Forward {
     mac: Arc<str>,
     name: String,
@@ -150,7 +162,7 @@ pub fn handle(shared: &Shared, src: IpAddr, buf: &[u8], tcp: bool) -> Outcome {
     outcome
 }
 
-/// Post-process dnsmasq's answer: CNAME check for restricted devices, learning, logging.
+/// Post-process an upstream's answer: CNAME check for restricted devices, learning, logging.
 /// Returns a replacement answer when the original must not reach the device.
 fn finish(shared: &Shared, fwd: &Forward, answer_buf: &[u8], latency_us: u64) -> Option<Vec<u8>> {
     let answer = wire::parse_answer(answer_buf);
@@ -234,55 +246,46 @@ fn guard<F: FnOnce()>(shared: &Shared, f: F) {
 
 // ---------------------------------------------------------------------------- UDP
 
-struct Slot {
-    client: SocketAddr,
-    orig_id: u16,
-    t0: Instant,
-    fwd: Forward,
+/// The routes (resolvers, dnsmasq) and the queries in flight: one lock, taken once per
+/// query on the way out and once per answer on the way back.
+pub struct Flight {
+    pub upstreams: Upstreams,
+    pub table: Table<Forward>,
 }
 
-struct Pending {
-    slots: Vec<Option<Slot>>,
-    next: u16,
+fn lock_flight(flight: &Mutex<Flight>) -> std::sync::MutexGuard<'_, Flight> {
+    flight.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-impl Pending {
-    fn new() -> Pending {
-        Pending { slots: (0..65536).map(|_| None).collect(), next: 0 }
+/// No step left for `q` (or no room in the table): SERVFAIL, so the device moves on now
+/// instead of waiting for its own timeout.
+fn give_up(shared: &Shared, sock: &UdpSocket, mut q: InFlight<Forward>, timed_out: bool) {
+    q.query[..2].copy_from_slice(&q.orig_id.to_be_bytes());
+    if timed_out {
+        shared.stats.timeouts.fetch_add(1, Ordering::Relaxed);
+        shared.query_event(&q.data.mac, q.data.qtype, "timeout", q.t0.elapsed().as_micros() as u64, &q.data.name);
     }
-
-    /// A free upstream id (an entry older than the timeout may be reused).
-    fn insert(&mut self, slot: Slot, stats: &Stats) -> Option<u16> {
-        for _ in 0..256 {
-            let id = self.next;
-            self.next = self.next.wrapping_add(1);
-            let entry = &mut self.slots[id as usize];
-            let free = match entry {
-                None => true,
-                Some(old) if old.t0.elapsed() > UPSTREAM_TIMEOUT => {
-                    stats.timeouts.fetch_add(1, Ordering::Relaxed);
-                    true
-                }
-                _ => false,
-            };
-            if free {
-                *entry = Some(slot);
-                return Some(id);
-            }
-        }
-        None
+    shared.stats.servfail.fetch_add(1, Ordering::Relaxed);
+    if let Ok(parsed) = wire::parse_query(&q.query) {
+        let _ = sock.send_to(&wire::reply(&q.query, &parsed, wire::RCODE_SERVFAIL), q.client);
     }
 }
 
-pub fn serve_udp(shared: Arc<Shared>, listen: SocketAddr, upstream: SocketAddr) -> std::io::Result<Vec<thread::JoinHandle<()>>> {
+/// Sends upstream, by destination (a query that is retried counts once per try).
+fn count_step(shared: &Shared, fallback: bool) {
+    let counter = if fallback { &shared.stats.via_dnsmasq } else { &shared.stats.direct };
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+pub fn serve_udp(shared: Arc<Shared>, listen: SocketAddr, upstreams: Upstreams) -> std::io::Result<Vec<thread::JoinHandle<()>>> {
     let sock = UdpSocket::bind(listen)?;
-    let up = UdpSocket::bind(if upstream.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" })?;
-    up.connect(upstream)?;
-    let pending = Arc::new(Mutex::new(Pending::new()));
+    // One socket for every upstream, unconnected: answers are matched by sender, id and question.
+    let up = UdpSocket::bind(if upstreams.fallback.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" })?;
+    let flight = Arc::new(Mutex::new(Flight { upstreams, table: Table::new() }));
     let mut threads = Vec::new();
 
     {
-        let (shared, sock, up, pending) = (shared.clone(), sock.try_clone()?, up.try_clone()?, pending.clone());
+        let (shared, sock, up, flight) = (shared.clone(), sock.try_clone()?, up.try_clone()?, flight.clone());
         threads.push(thread::Builder::new().name("udp-in".into()).spawn(move || {
             let mut buf = vec![0u8; 65535];
             loop {
@@ -303,20 +306,23 @@ pub fn serve_udp(shared: Arc<Shared>, listen: SocketAddr, upstream: SocketAddr) 
                             }
                             return;
                         }
-                        let orig_id = u16::from_be_bytes([buf[0], buf[1]]);
-                        let slot = Slot { client, orig_id, t0: Instant::now(), fwd };
-                        let id = pending.lock().unwrap_or_else(|e| e.into_inner()).insert(slot, &shared.stats);
-                        match id {
-                            Some(id) => {
+                        let question_end = fwd.question_end;
+                        let q = InFlight::new(client, t0, buf[..n].to_vec(), question_end, fwd);
+                        let sent = {
+                            let mut f = lock_flight(&flight);
+                            let step = f.upstreams.first(&q.data.name, t0);
+                            let (addr, timeout, fallback) = (f.upstreams.addr(step).expect("first step exists"),
+                                                             f.upstreams.timeout(step), f.upstreams.is_fallback(step));
+                            f.table.insert(q, step, addr, timeout, t0).map(|id| (id, addr, fallback))
+                        };
+                        match sent {
+                            Ok((id, addr, fallback)) => {
                                 buf[..2].copy_from_slice(&id.to_be_bytes());
                                 shared.stats.forwarded.fetch_add(1, Ordering::Relaxed);
-                                let _ = up.send(&buf[..n]);
+                                count_step(&shared, fallback);
+                                let _ = up.send_to(&buf[..n], addr);
                             }
-                            None => {
-                                if let Ok(q) = wire::parse_query(&buf[..n]) {
-                                    let _ = sock.send_to(&wire::reply(&buf[..n], &q, wire::RCODE_SERVFAIL), client);
-                                }
-                            }
+                            Err(q) => give_up(&shared, &sock, q, false),
                         }
                     }
                 });
@@ -325,26 +331,42 @@ pub fn serve_udp(shared: Arc<Shared>, listen: SocketAddr, upstream: SocketAddr) 
     }
 
     {
-        let (shared, sock, up, pending) = (shared.clone(), sock.try_clone()?, up, pending.clone());
+        let (shared, sock, up, flight) = (shared.clone(), sock.try_clone()?, up.try_clone()?, flight.clone());
         threads.push(thread::Builder::new().name("udp-up".into()).spawn(move || {
             let mut buf = vec![0u8; 65535];
             loop {
-                let n = match up.recv(&mut buf) {
-                    Ok(n) if n >= wire::HEADER => n,
-                    _ => continue,
+                let (n, from) = match up.recv_from(&mut buf) {
+                    Ok(r) => r,
+                    Err(_) => continue,
                 };
                 guard(&shared, || {
-                    let id = u16::from_be_bytes([buf[0], buf[1]]);
-                    let slot = pending.lock().unwrap_or_else(|e| e.into_inner()).slots[id as usize].take();
-                    let Some(slot) = slot else { return };
-                    buf[..2].copy_from_slice(&slot.orig_id.to_be_bytes());
-                    let latency = slot.t0.elapsed().as_micros() as u64;
-                    match finish(&shared, &slot.fwd, &buf[..n], latency) {
+                    let taken = {
+                        let mut f = lock_flight(&flight);
+                        let taken = f.table.take_answer(from, &buf[..n]);
+                        if let Ok(q) = &taken {
+                            f.upstreams.answered(q.step);
+                        }
+                        taken
+                    };
+                    let q = match taken {
+                        Ok(q) => q,
+                        Err(Reject::Mismatch) => {
+                            shared.stats.mismatched.fetch_add(1, Ordering::Relaxed);
+                            return;
+                        }
+                        Err(Reject::UnknownId) => {
+                            shared.stats.late.fetch_add(1, Ordering::Relaxed);
+                            return;
+                        }
+                    };
+                    buf[..2].copy_from_slice(&q.orig_id.to_be_bytes());
+                    let latency = q.t0.elapsed().as_micros() as u64;
+                    match finish(&shared, &q.data, &buf[..n], latency) {
                         None => {
-                            let _ = sock.send_to(&buf[..n], slot.client);
+                            let _ = sock.send_to(&buf[..n], q.client);
                         }
                         Some(r) if !r.is_empty() => {
-                            let _ = sock.send_to(&r, slot.client);
+                            let _ = sock.send_to(&r, q.client);
                         }
                         Some(_) => {}
                     }
@@ -354,22 +376,55 @@ pub fn serve_udp(shared: Arc<Shared>, listen: SocketAddr, upstream: SocketAddr) 
     }
 
     {
-        // Forget queries dnsmasq never answered; the client retries by itself.
-        let (shared, pending) = (shared.clone(), pending);
-        threads.push(thread::Builder::new().name("udp-sweep".into()).spawn(move || loop {
-            thread::sleep(Duration::from_secs(1));
-            let expired: Vec<Slot> = {
-                let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
-                p.slots.iter_mut().filter(|s| matches!(s, Some(x) if x.t0.elapsed() > UPSTREAM_TIMEOUT))
-                    .filter_map(|s| s.take()).collect()
-            };
-            for slot in expired {
-                shared.stats.timeouts.fetch_add(1, Ordering::Relaxed);
-                shared.query_event(&slot.fwd.mac, slot.fwd.qtype, "timeout", UPSTREAM_TIMEOUT.as_micros() as u64, &slot.fwd.name);
+        // Timeouts: a query whose upstream is silent moves on to the next upstream, then
+        // dnsmasq, then SERVFAIL. Also notices a new resolv file (the WAN lease renewed).
+        let (shared, flight) = (shared.clone(), flight);
+        threads.push(thread::Builder::new().name("udp-timer".into()).spawn(move || {
+            let mut last_reload = Instant::now();
+            loop {
+                thread::sleep(TIMER_TICK);
+                guard(&shared, || sweep(&shared, &flight, &sock, &up, &mut last_reload));
             }
         })?);
     }
     Ok(threads)
+}
+
+/// One timer tick: resend timed-out queries to their next step, SERVFAIL the rest.
+pub fn sweep(shared: &Shared, flight: &Mutex<Flight>, sock: &UdpSocket, up: &UdpSocket, last_reload: &mut Instant) {
+    let now = Instant::now();
+    let mut resend = Vec::new();
+    let mut failed = Vec::new();
+    {
+        let mut f = lock_flight(flight);
+        if now.duration_since(*last_reload) >= RELOAD_EVERY {
+            *last_reload = now;
+            if f.upstreams.reload() {
+                let list: Vec<String> = f.upstreams.resolvers.iter().map(|r| r.addr.to_string()).collect();
+                eprintln!("homework-dnsd: upstream resolvers: {}", if list.is_empty() { "none (all via dnsmasq)".into() } else { list.join(" ") });
+            }
+        }
+        for q in f.table.expired(now) {
+            let next = f.upstreams.after_timeout(q.step, now).and_then(|s| f.upstreams.addr(s).map(|a| (s, a)));
+            let Some((step, addr)) = next else {
+                failed.push(q);
+                continue;
+            };
+            let (timeout, fallback) = (f.upstreams.timeout(step), f.upstreams.is_fallback(step));
+            match f.table.insert(q, step, addr, timeout, now) {
+                Ok(id) => resend.push((addr, fallback, f.table.query(id).to_vec())),
+                Err(q) => failed.push(q),
+            }
+        }
+    }
+    for (addr, fallback, query) in resend {
+        shared.stats.retries.fetch_add(1, Ordering::Relaxed);
+        count_step(shared, fallback);
+        let _ = up.send_to(&query, addr);
+    }
+    for q in failed {
+        give_up(shared, sock, q, true);
+    }
 }
 
 // ---------------------------------------------------------------------------- TCP
@@ -438,6 +493,7 @@ fn tcp_client(shared: &Shared, mut conn: TcpStream, upstream: SocketAddr) {
                     continue;
                 }
                 shared.stats.forwarded.fetch_add(1, Ordering::Relaxed);
+                count_step(shared, true);
                 let answer = tcp_upstream(&mut up, upstream, &msg);
                 let reply = match answer {
                     Some(ans) => match finish(shared, &fwd, &ans, t0.elapsed().as_micros() as u64) {

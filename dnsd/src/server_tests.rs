@@ -222,3 +222,116 @@ fn dnsd_agrees_with_the_shared_policy_vectors() {
     assert!(n >= 30, "only {n} checks read");
     assert!(failures.is_empty(), "dnsd disagrees with tests/vectors/dns_policy.json:\n{}", failures.join("\n"));
 }
+
+/// The UDP path end to end on loopback: dnsd with a silent resolver, an answering one
+/// and a fake dnsmasq, each a socket of this test.
+mod udp {
+    use std::net::{SocketAddr, UdpSocket};
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::forward::Upstreams;
+
+    fn free_port() -> u16 {
+        UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    }
+
+    /// A fake upstream answering every query with 192.0.2.10 (unless `silent`); returns
+    /// its address and the count of queries it saw.
+    fn fake_upstream(silent: bool) -> (SocketAddr, Arc<AtomicU64>) {
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let seen = Arc::new(AtomicU64::new(0));
+        let (addr, counter) = (sock.local_addr().unwrap(), seen.clone());
+        thread::spawn(move || {
+            let mut buf = [0u8; 512];
+            while let Ok((n, from)) = sock.recv_from(&mut buf) {
+                counter.fetch_add(1, Ordering::Relaxed);
+                if !silent {
+                    let _ = sock.send_to(&upstream_answer(&buf[..n], &[]), from);
+                }
+            }
+        });
+        (addr, seen)
+    }
+
+    fn start(resolvers: Vec<SocketAddr>, dnsmasq: SocketAddr) -> (Arc<Shared>, SocketAddr) {
+        let (s, rx) = shared();
+        std::mem::forget(rx);
+        add_device(&s, "127.0.0.1".parse().unwrap(), "02:00:00:00:00:01", State::Permitted, false);
+        let mut ups = Upstreams::new(dnsmasq, None, vec!["lan".into()]);
+        ups.set_resolvers(resolvers);
+        let listen: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        serve_udp(s.clone(), listen, ups).unwrap();
+        (s, listen)
+    }
+
+    fn ask(server: SocketAddr, id: u16, name: &str) -> (Option<Vec<u8>>, Duration) {
+        let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(6))).unwrap();
+        let t0 = Instant::now();
+        c.send_to(&wire::build_query(id, name, wire::TYPE_A), server).unwrap();
+        let mut buf = [0u8; 512];
+        let r = c.recv(&mut buf).ok().map(|n| buf[..n].to_vec());
+        (r, t0.elapsed())
+    }
+
+    #[test]
+    fn a_silent_resolver_is_skipped_and_the_answer_fills_the_cache() {
+        let (silent, silent_seen) = fake_upstream(true);
+        let (good, good_seen) = fake_upstream(false);
+        let (dnsmasq, dnsmasq_seen) = fake_upstream(false);
+        let (s, server) = start(vec![silent, good], dnsmasq);
+        let (r, _) = ask(server, 4242, "www.example.com");
+        let r = r.expect("an answer via the second resolver");
+        assert_eq!((u16::from_be_bytes([r[0], r[1]]), rcode(&r)), (4242, 0), "the client's own id comes back");
+        assert_eq!((silent_seen.load(Ordering::Relaxed), good_seen.load(Ordering::Relaxed)), (1, 1));
+        // Cached now: no upstream sees the repeat; the silent resolver is skipped for a new name.
+        let (r, _) = ask(server, 4243, "www.example.com");
+        assert_eq!(r.map(|r| rcode(&r)), Some(0));
+        assert_eq!(good_seen.load(Ordering::Relaxed), 1);
+        assert_eq!(s.stats.cache_hits.load(Ordering::Relaxed), 1);
+        let (r, took) = ask(server, 4244, "new.example.com");
+        assert_eq!(r.map(|r| rcode(&r)), Some(0));
+        assert!(took < crate::forward::RESOLVER_TIMEOUT, "a resolver known down is not waited for again");
+        assert_eq!(silent_seen.load(Ordering::Relaxed), 1);
+        // A household name goes to dnsmasq, never upstream.
+        let (r, _) = ask(server, 4245, "printer.lan");
+        assert_eq!(r.map(|r| rcode(&r)), Some(0));
+        assert_eq!((dnsmasq_seen.load(Ordering::Relaxed), good_seen.load(Ordering::Relaxed)), (1, 2));
+        assert_eq!(s.stats.retries.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn nobody_answering_means_servfail_after_dnsmasq_was_tried() {
+        let (silent, _) = fake_upstream(true);
+        let (dnsmasq, dnsmasq_seen) = fake_upstream(true);
+        let (s, server) = start(vec![silent], dnsmasq);
+        let (r, took) = ask(server, 77, "example.com");
+        let r = r.expect("SERVFAIL, not silence");
+        assert_eq!((u16::from_be_bytes([r[0], r[1]]), rcode(&r)), (77, wire::RCODE_SERVFAIL));
+        assert!(took >= crate::forward::RESOLVER_TIMEOUT, "waited for the resolver first");
+        assert_eq!(dnsmasq_seen.load(Ordering::Relaxed), 1, "dnsmasq was the fallback");
+        assert_eq!((s.stats.timeouts.load(Ordering::Relaxed), s.stats.servfail.load(Ordering::Relaxed)), (1, 1));
+    }
+
+    #[test]
+    fn a_spoofed_answer_from_elsewhere_is_dropped() {
+        // The resolver answers late; a spoofer who even guessed our id answers first.
+        let resolver = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let (dnsmasq, _) = fake_upstream(true);
+        let (s, server) = start(vec![resolver.local_addr().unwrap()], dnsmasq);
+        let asker = thread::spawn(move || ask(server, 5, "bank.example.com"));
+        let mut buf = [0u8; 512];
+        let (n, dnsd_up) = resolver.recv_from(&mut buf).unwrap();
+        let spoofer = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut forged = upstream_answer(&buf[..n], &[]);
+        *forged.last_mut().unwrap() = 66;
+        spoofer.send_to(&forged, dnsd_up).unwrap();
+        thread::sleep(Duration::from_millis(100));
+        resolver.send_to(&upstream_answer(&buf[..n], &[]), dnsd_up).unwrap();
+        let (r, _) = asker.join().unwrap();
+        let r = r.expect("the genuine answer");
+        assert_eq!(*r.last().unwrap(), 10, "the spoofed address must not reach the device");
+        assert_eq!(s.stats.mismatched.load(Ordering::Relaxed), 1);
+    }
+}

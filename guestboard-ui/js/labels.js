@@ -37,6 +37,9 @@ HW.labels = (function () {
     if (d.label_source === "mac" && !d.private) parts.push("unknown maker");
     if (d.owner) parts.push(d.owner);
     if (d.type) parts.push(d.type);
+    /* over a usage limit (issue 14): a block wins over a slow-down, as in the switch */
+    if (d.usage_blocked) parts.push("blocked: usage limit");
+    else if (d.usage_slowed) parts.push("slowed: usage limit");
     return parts.join(" · ") || d.mac;
   }
 

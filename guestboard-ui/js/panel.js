@@ -1,11 +1,15 @@
-/* The per-device panel (tap a label): traffic now and today, DNS rules, blacklist and
-   whitelist, forgetting it, recent alerts; and the naming dialog shown after a first permit. */
+/* The per-device panel (tap a label): traffic now and today, a chart of its traffic over the
+   last hour/day/month, DNS rules, blacklist and whitelist, forgetting it, recent alerts; and
+   the naming dialog shown after a first permit. */
 window.HW = window.HW || {};
 HW.panel = (function ($) {
   "use strict";
   var current = null;          // MAC shown in the panel
   var FORGET_ARM_MS = 4000;    // Forget needs a second tap within this time
   var forgetTimer = 0;
+  var chartRange = "day";      // last hour | day | month, kept while the board is open
+  var CHART_REFRESH_MS = 30000;
+  var chartTimer = 0;
 
   function fail($where) {
     return function (xhr) { $where.text(HW.api.errorText(xhr)); };
@@ -52,6 +56,74 @@ HW.panel = (function ($) {
     if (!(d.alerts || []).length) $alerts.append($("<li>").text("none"));
   }
 
+  /* The traffic chart's markup, added once: index.html stays as it is, and Chart.js, its
+     helpers and usage.css load only when a panel first opens. */
+  function addChart() {
+    if ($("#panel .usage-chart").length) return;
+    $('<link rel="stylesheet" href="usage.css">').appendTo("head");
+    var $box = $('<section class="usage-chart">').append(
+      $("<h3>").text("Traffic"),
+      $('<div class="range" role="group" aria-label="Traffic over the last">').append(
+        ["hour", "day", "month"].map(function (r) {
+          return $('<button type="button" class="secondary">').attr("data-range", r).text("Last " + r);
+        })),
+      $('<div class="chart-box">').append($("<canvas>").attr("aria-label", "traffic up and down")),
+      $('<p class="chart-note">'));
+    $("#panel .grid").after($box);
+    $box.on("click", "button[data-range]", function () {
+      chartRange = this.dataset.range;
+      loadChart();
+    });
+  }
+
+  /* A <script> element, not $.ajax: the page's CSP (script-src 'self') forbids eval. */
+  var chartsLoading = null;
+  function chartScript() {
+    if (HW.charts) return $.Deferred().resolve().promise();
+    if (!chartsLoading) {
+      var d = $.Deferred(), s = document.createElement("script");
+      s.src = "js/charts.js";
+      s.onload = function () { d.resolve(); };
+      s.onerror = function () { chartsLoading = null; d.reject("js/charts.js did not load"); };
+      document.head.appendChild(s);
+      chartsLoading = d.promise();
+    }
+    return chartsLoading;
+  }
+
+  /* The device's bytes up and down over the chosen range, from GET usage/devices/{mac}. */
+  function loadChart() {
+    var mac = current, range = chartRange;
+    var $box = $("#panel .usage-chart");
+    $box.find("button[data-range]").each(function () {
+      $(this).toggleClass("selected", this.dataset.range === range).attr("aria-pressed", this.dataset.range === range);
+    });
+    clearTimeout(chartTimer);
+    if (!mac) return;
+    chartTimer = setTimeout(loadChart, CHART_REFRESH_MS);
+    var series = HW.api.call("GET", "usage/devices/" + encodeURIComponent(mac) + "?range=" + range);
+    $.when(chartScript().then(function () { return HW.charts.load(); }), series).done(function (_c, res) {
+      if (current !== mac || chartRange !== range) return;     // the panel moved on meanwhile
+      var s = res[0];
+      var canvas = $box.find("canvas")[0];
+      HW.charts.draw(canvas, {
+        type: "bar",
+        data: { labels: s.labels, datasets: [
+          { label: "Down", data: s.down, backgroundColor: HW.charts.COLOURS.down, stack: "bytes" },
+          { label: "Up", data: s.up, backgroundColor: HW.charts.COLOURS.up, stack: "bytes" }] },
+        options: { scales: { x: { stacked: true, ticks: { maxTicksLimit: 8 } }, y: HW.charts.bytesAxis({ stacked: true }) },
+                   plugins: { tooltip: HW.charts.tooltip() } }
+      });
+      canvas.dataset.loaded = mac + " " + range;    // which data the chart holds (tests wait for it)
+      $box.find(".chart-note").text(HW.charts.size(s.total) + " in the last " + range +
+        (range === "hour" ? " (per minute)" : range === "day" ? " (per hour)" : " (per day)"));
+    }).fail(function (xhr) {
+      if (current !== mac) return;
+      $box.find(".chart-note").text(xhr && xhr.status === 503 ? "Usage charts need the router's usage component."
+        : typeof xhr === "string" ? xhr : HW.api.errorText(xhr));
+    });
+  }
+
   function refresh() {
     if (!current) return;
     HW.api.device(current).done(fill).fail(fail($("#panel .error")));
@@ -81,6 +153,7 @@ HW.panel = (function ($) {
 
   function close() {
     current = null;
+    clearTimeout(chartTimer);
     disarmForget();
     var dlg = $("#panel")[0];
     if (dlg.open) dlg.close();
@@ -95,6 +168,10 @@ HW.panel = (function ($) {
     var dlg = $("#panel")[0];
     if (!dlg.open) dlg.showModal();
     if (d && d.state !== "unknown") refresh();
+    addChart();
+    $("#panel .usage-chart").prop("hidden", !d || d.state === "unknown");
+    $("#panel .usage-chart canvas").removeAttr("data-loaded");
+    if (d && d.state !== "unknown") loadChart();
   }
 
   function askName(d) {
@@ -110,7 +187,7 @@ HW.panel = (function ($) {
 
   function init() {
     $("#panel .close").on("click", close);
-    $("#panel").on("close", function () { current = null; disarmForget(); });
+    $("#panel").on("close", function () { current = null; clearTimeout(chartTimer); disarmForget(); });
     $("#panel .forget").on("click", forget);
     $("#panel .rule-form").on("submit", function (e) {
       e.preventDefault();

@@ -67,8 +67,9 @@ SIMPLE = {
     "dns-mode": (("mac", "mode?"), None), "dns-stats": ((), None), "dns-learned": (("name?",), None),
     "usage": (("period?", "by?"), None),     # components/usage: period hour|day|month, by device|owner|type
     "usage-cap": (("cap?", "billing_day?"), None),   # cap in bytes or e.g. 500G; billing day 1-31
-    # limits: MAC or owner:NAME; allowance e.g. 2G; period day|month; action notify|block
-    "usage-limit": (("mac", "allowance", "period?", "action?"), None), "usage-limits": ((), None),
+    # limits: MAC or owner:NAME; allowance e.g. 2G; period day|month; action notify|slow|block;
+    # rate (slow only) e.g. 1mbit
+    "usage-limit": (("mac", "allowance", "period?", "action?", "rate?"), None), "usage-limits": ((), None),
     "usage-limit-remove": (("mac",), None), "usage-lift": (("mac",), None),
 }
 

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from .bus import EventBus
     from .config import Config
     from .hostnet import HostNet
+    from .ipv6plan import AddressPlan
     from .state import StateStore
 
 
@@ -37,6 +38,7 @@ class Context:
         self.components: dict[str, Component] = {}
         self.datapath: Datapath | None = None
         self.leases: LeaseReader = NoLeases()   # DHCP puts itself here at start
+        self.ipv6: AddressPlan | None = None  # the /64 of each block index; None: IPv4 only
         self.counters = Counters()     # the core's registry (one for the whole controller)
         # Facts components add to every device view (CLI, API, board): fn(mac) -> dict.
         self.device_facts: list[Callable[[str], dict]] = []

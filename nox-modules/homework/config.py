@@ -25,7 +25,8 @@ from typing import Any, Callable
 
 log = logging.getLogger("homework.config")
 
-KNOWN_COMPONENTS = ("dhcp", "routing", "dns", "eapol", "hwdb_sync", "api", "linksim", "usage", "metrics", "notify", "mqtt")
+KNOWN_COMPONENTS = ("dhcp", "routing", "dns", "eapol", "hwdb_sync", "api", "linksim", "usage", "metrics", "notify", "mqtt",
+                    "wanwatch")
 IFNAME = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
 CURRENT_VERSION = 2
 
@@ -126,6 +127,24 @@ def timezone_name(key: str, value: str) -> str:
     return value
 
 
+def ipv6_site_prefix(key: str, value: str) -> str:
+    if value:
+        from .ipv6plan import PlanError, parse_site_prefix
+        try:
+            parse_site_prefix(value)
+        except PlanError as exc:
+            raise ConfigError(key, str(exc)) from None
+    return value
+
+
+def domain_list(key: str, value: str) -> str:
+    """'lan,home.arpa': comma-separated domain names (dnsd's --local-domains)."""
+    for name in filter(None, (d.strip() for d in value.split(","))):
+        if not re.fullmatch(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.?", name):
+            raise ConfigError(key, f"{name!r} is not a domain name (expected e.g. 'lan,home.arpa')")
+    return value
+
+
 def path(key: str, value: str) -> Path:
     return Path(value)
 
@@ -182,6 +201,11 @@ KEYS: tuple[Key, ...] = (
     Key("dns.listen", "dns_listen", str, "169.254.53.53:5300", "homework-dnsd; nftables steers port 53 here",
         host_port),
     Key("dns.control", "dns_control", str, "/run/homework/dnsd.sock", "homework-dnsd's control socket"),
+    Key("dns.resolv_file", "dns_resolv_file", str, "/run/homework/resolv.upstream",
+        "upstream resolvers (the file the WAN lease writes, dnsmasq's resolv-file): dnsd asks them directly; "
+        "empty: everything via dns.upstream"),
+    Key("dns.local_domains", "dns_local_domains", str, "lan,home.arpa",
+        "names under these (and single labels, private PTR) go to dnsmasq, not upstream", domain_list),
     Key("dns.intercept", "dns_intercept", bool, True, "install the nftables redirect"),
     Key("api.listen", "api_listen", str, "127.0.0.1", "ws.v1 API address (lighttpd proxies to it)", ip_address),
     Key("api.port", "api_port", int, 8080, "ws.v1 API port", int_range(1, 65535)),
@@ -218,6 +242,14 @@ KEYS: tuple[Key, ...] = (
         "tries per webhook delivery before giving up", int_range(1, 20)),
     Key("notify.webhook_backoff", "notify_webhook_backoff", int, 2,
         "seconds before the first retry; doubled for each further one", int_range(1, 600)),
+    Key("wanwatch.interface", "wanwatch_interface", str, "wan0",
+        "the WAN interface whose loss makes a wan-down notification (the image's WAN)", ifname),
+    Key("wanwatch.interval", "wanwatch_interval", int, 5, "seconds between looks at the WAN",
+        int_range(1, 3600)),
+    Key("wanwatch.down_after", "wanwatch_down_after", int, 3,
+        "failed looks in a row before the WAN counts as down", int_range(1, 100)),
+    Key("wanwatch.up_after", "wanwatch_up_after", int, 2,
+        "good looks in a row before it counts as up again", int_range(1, 100)),
     Key("mqtt.host", "mqtt_host", str, "", "the MQTT broker's host name or address; '' = no MQTT"),
     Key("mqtt.port", "mqtt_port", int, 1883, "the broker's port", int_range(1, 65535)),
     Key("mqtt.username", "mqtt_username", str, "", "the controller's MQTT user; '' = anonymous"),
@@ -226,6 +258,14 @@ KEYS: tuple[Key, ...] = (
     Key("mqtt.discovery_prefix", "mqtt_discovery_prefix", str, "homeassistant", "Home Assistant's discovery prefix"),
     Key("mqtt.accept_commands", "mqtt_accept_commands", bool, False,
         "apply permit/deny from PREFIX/device/ID/set (the broker's ACL must allow only the admin user there)"),
+    Key("ipv6.enabled", "ipv6_enabled", bool, False,
+        "give every device its own /64 (Router Advertisements, routed like IPv4); off: IPv4 only"),
+    Key("ipv6.prefix", "ipv6_prefix", str, "",
+        "the site prefix the /64s come from (the ISP's delegated /48-/60); '' = a unique local /48 made once",
+        ipv6_site_prefix),
+    Key("ipv6.prefix_file", "ipv6_prefix_file", str, "/run/homework/ipv6-delegated-prefix",
+        "where the WAN's DHCPv6 client writes the ISP's delegated prefix (scripts/wan-pd-hook.sh); "
+        "used when prefix is ''"),
 )
 SECTIONS = tuple(dict.fromkeys(k.name.partition(".")[0] for k in KEYS))
 
@@ -326,7 +366,14 @@ def load(path: str | Path) -> Config:
 def dnsd_args(config: Config) -> list[str]:
     """homework-dnsd's command line, from the same file the controller reads (so the
     nftables redirect and dnsd never point at different places)."""
-    return ["--listen", config.dns_listen, "--upstream", config.dns_upstream, "--control", config.dns_control]
+    args = ["--listen", config.dns_listen, "--upstream", config.dns_upstream, "--control", config.dns_control]
+    # Left out when empty: the systemd unit word-splits this line.
+    if config.dns_resolv_file:
+        args += ["--resolv-file", config.dns_resolv_file]
+    local = ",".join(filter(None, (d.strip() for d in config.dns_local_domains.split(","))))
+    if local:
+        args += ["--local-domains", local]
+    return args
 
 
 def help_text() -> str:

@@ -18,6 +18,7 @@ from .component import Component, Context
 from .config import Config
 from .counters import Counters
 from .devices import DeviceRegistry
+from .ipv6plan import AddressPlan, PrefixSource
 from .flows import AggregateStats, Datapath, Decision, FlowRemoved, FlowStats, PacketIn
 from .hostnet import HostNet
 from .packets import PacketError, parse_ethernet
@@ -28,6 +29,9 @@ log = logging.getLogger("homework.core")
 # Packet-in dispatch order: the most specific protocol handlers first.
 DISPATCH_ORDER = ("eapol", "dhcp", "routing")
 FORGET_CHECK_SECONDS = 60.0     # how often never-approved devices unseen for long are forgotten
+
+
+PREFIX_CHECK_SECONDS = 5.0      # how often the ISP's delegated prefix is looked at (IPv6)
 
 
 class Core:
@@ -47,6 +51,11 @@ class Core:
         self.devices = DeviceRegistry(self.state, self.bus, max_pending=config.max_pending,
                                       forget_after=config.forget_unapproved_after, clock=clock)
         self.ctx.devices = self.devices
+        self.prefix_source = None
+        if config.ipv6_enabled:
+            self.prefix_source = PrefixSource(config.ipv6_prefix, config.ipv6_prefix_file, config.state_dir)
+            self.ctx.ipv6 = AddressPlan(self.prefix_source.site())
+            log.info("IPv6: a /64 per device from %s", self.ctx.ipv6.site)
         self.ctx.counters = self.counters
         self.ctx.count = self.counters.count
         self.commands = Commands()
@@ -68,7 +77,21 @@ class Core:
             self._safe(f"{component.name}.start", component.start)
         self.every(WRITE_BEHIND_SECONDS, self.state.flush)
         self.every(FORGET_CHECK_SECONDS, self.devices.forget_unseen)
+        if self.prefix_source is not None:
+            self.every(PREFIX_CHECK_SECONDS, self.check_site_prefix)
         log.info("components loaded: %s", ", ".join(c.name for c in self.components))
+
+    def check_site_prefix(self) -> None:
+        """The ISP delegated another prefix (or none any more): every device moves to its
+        /64 of the new one. DHCP and routing do their part on the `ipv6_plan` event."""
+        site = self.prefix_source.site()
+        old = self.ctx.ipv6
+        if old is not None and site == old.site:
+            return
+        self.ctx.ipv6 = AddressPlan(site)
+        log.warning("IPv6 site prefix %s -> %s: renumbering every device", old.site if old else None, site)
+        self.counters.count("core.ipv6_renumbered")
+        self.bus.publish("ipv6_plan", old=old, new=self.ctx.ipv6)
 
     def stop(self) -> None:
         for component in reversed(self.components):

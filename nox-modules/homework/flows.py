@@ -77,6 +77,7 @@ class FlowMod:
     cookie: int = 0
     send_flow_removed: bool = False
     goto: int | None = None       # goto-table instruction after the actions
+    meter: int | None = None      # meter instruction: the packet goes through this meter first
 
 
 @dataclass
@@ -117,7 +118,18 @@ class AggregateStatsRequest:
     table_id: int = 0xFF
 
 
-Decision = FlowMod | FlowDelete | PacketOut | FlowStatsRequest | AggregateStatsRequest
+@dataclass
+class MeterMod:
+    """Add, change or delete an OpenFlow 1.3 meter with one drop band: packets above
+    `rate_kbps` (kbit/s) are dropped. A FlowMod with `meter` sends its packets through it.
+    Deleting a meter also removes the flows that use it (OpenFlow 1.3, as OVS does)."""
+    meter_id: int
+    command: str = "add"          # add | modify | delete
+    rate_kbps: int = 0
+    burst_kbits: int = 0          # 0: the switch's default burst
+
+
+Decision = FlowMod | FlowDelete | PacketOut | FlowStatsRequest | AggregateStatsRequest | MeterMod
 
 
 @dataclass

@@ -95,6 +95,21 @@ class HostNet:
     def remove_router_address(self, address: str, prefixlen: int = 30) -> None:
         self._enqueue(f"addr del {address}/{prefixlen} dev {self.bridge}")
 
+    def add_device_prefix6(self, index: int, prefix: str, router: str, mac: str) -> None:
+        """The router's ::1 in the device's /64, and the /64 routed straight to the device's
+        MAC: a permanent neighbour stands for the device, so the router never needs
+        neighbour discovery towards it (the switch gives a device nothing but its port)."""
+        hop = _next_hop6(index)
+        self._enqueue(f"addr replace {router}/128 dev {self.bridge} nodad")
+        self._enqueue(f"neigh replace {hop} lladdr {mac} dev {self.bridge} nud permanent")
+        self._enqueue(f"route replace {prefix} via {hop} dev {self.bridge}")
+
+    def remove_device_prefix6(self, index: int, prefix: str, router: str) -> None:
+        hop = _next_hop6(index)
+        self._enqueue(f"route del {prefix} dev {self.bridge}")
+        self._enqueue(f"neigh del {hop} dev {self.bridge}")
+        self._enqueue(f"addr del {router}/128 dev {self.bridge}")
+
     def router_addresses(self) -> set[str]:
         res = self._ip("-4", "-o", "addr", "show", "dev", self.bridge)
         found = set()
@@ -116,6 +131,11 @@ class HostNet:
                 self._mac = None
             self._mac_read_at = now
         return self._mac
+
+
+def _next_hop6(index: int) -> str:
+    """A link-local stand-in for device `index` (fe80::ff:0:0 + index), never on the wire."""
+    return f"fe80::ff:{index >> 16:x}:{index & 0xFFFF:x}"
 
 
 def _log_errors(stream) -> None:
@@ -142,6 +162,7 @@ class FakeHost(HostNet):
         super().__init__(bridge)
         self.flush = lambda timeout=0: None
         self.addresses: set[str] = set()
+        self.prefixes6: dict[int, tuple[str, str, str]] = {}
         self.mac = mac
 
     def add_router_address(self, address: str, prefixlen: int = 30) -> None:
@@ -149,6 +170,12 @@ class FakeHost(HostNet):
 
     def remove_router_address(self, address: str, prefixlen: int = 30) -> None:
         self.addresses.discard(f"{address}/{prefixlen}")
+
+    def add_device_prefix6(self, index: int, prefix: str, router: str, mac: str) -> None:
+        self.prefixes6[index] = (prefix, router, mac)
+
+    def remove_device_prefix6(self, index: int, prefix: str, router: str) -> None:
+        self.prefixes6.pop(index, None)
 
     def router_addresses(self) -> set[str]:
         return set(self.addresses)

@@ -156,6 +156,21 @@ CREATE TABLE IF NOT EXISTS webhook_deliveries (
     ok INTEGER NOT NULL
 );
 """),
+    Step(6, "issue 14: usage limits may slow a device down (action slow, usage_limits.rate in kbit/s)", sql="""
+CREATE TABLE usage_limits_6 (
+    target TEXT PRIMARY KEY,            -- a device's MAC, or "owner:NAME"
+    period TEXT NOT NULL CHECK (period IN ('day', 'month')),
+    allowance INTEGER NOT NULL,         -- bytes per period
+    action TEXT NOT NULL CHECK (action IN ('notify', 'slow', 'block')),
+    reached INTEGER NOT NULL DEFAULT 0, -- start of the period in which it was last reached
+    lifted INTEGER NOT NULL DEFAULT 0,  -- start of the period in which a household member lifted it
+    rate INTEGER NOT NULL DEFAULT 0     -- slow: kbit/s left to the device once the allowance is used up
+);
+INSERT INTO usage_limits_6 (target, period, allowance, action, reached, lifted)
+    SELECT target, period, allowance, action, reached, lifted FROM usage_limits;
+DROP TABLE usage_limits;
+ALTER TABLE usage_limits_6 RENAME TO usage_limits;
+"""),
 )
 LATEST = STEPS[-1].number
 assert [s.number for s in STEPS] == list(range(1, LATEST + 1))

@@ -9,8 +9,10 @@ Table 0 (CLASSIFY): first match wins, from the top
     60000        dhcp     every DHCP request (udp/67) to the controller
     50000        dns      port 53 of every device to the router (dnsd); DoT/DoQ dropped
     40000        dns      reverse check: a device to an address of a name it may not use
-    35999-35000  usage    a device over its usage limit: only its gateway services
-    30999-0      routing  IGMP to us, gateway access (ARP, pending: DNS/HTTP/ICMP to .1),
+    35999-35000  usage    a device over its usage limit: through its meter (slow), then
+                          table 0 again; or only its gateway services (block)
+    30999-0      routing  IGMP to us, IPv6 neighbour discovery with the router (RS to us),
+                          gateway access (ARP, pending: DNS/HTTP/ICMP to .1 and ::1),
                           a permitted device's anti-spoofed entry (port + MAC + address),
                           default drop at 0
 
@@ -90,9 +92,18 @@ COOKIE_DNS_REVERSE = COOKIE_DNS | 0x40_0000
 # usage (table 0): a device over its limit keeps DNS/HTTP/ICMP to its gateway, loses the rest
 PRIO_USAGE_GATEWAY = 35500
 PRIO_USAGE_BLOCK = 35000
+# usage, slow: the device's traffic goes through its meter, marks a register and runs
+# through table 0 again, where the mark keeps it from matching the same flow twice. Two
+# priorities (and two registers), so traffic between two slowed devices meets both meters.
+PRIO_USAGE_SLOW_FROM = 35900       # from the device's port
+PRIO_USAGE_SLOW_TO = 35800         # to the device's address
+REG_USAGE_SLOW_FROM = "reg5"
+REG_USAGE_SLOW_TO = "reg6"
 
 # routing, table 0
 PRIO_IGMP = 30500          # above gateway access
+PRIO_ND = 30200            # IPv6 neighbour discovery with the router (the v6 ARP), above
+                           # gateway access, whose ICMPv6 to the router's ::1 it overlaps
 PRIO_GATEWAY = 30000       # ARP with the gateway; pending/denied: DNS, HTTP, ICMP to .1
 PRIO_DEVICE = 20000        # a permitted device's traffic (and traffic to it from LOCAL)
 PRIO_DROP = 0
@@ -105,6 +116,7 @@ PRIO_ACCOUNT_OTHER = 9     # protocols without ports
 PRIO_MCAST_GROUP = 300
 PRIO_BROADCAST = 300
 PRIO_MCAST_OTHER = 250     # multicast group nobody joined: dropped
+PRIO_TO_ROUTER6 = 220      # the router's ::1 inside a permitted device's /64 (above the /64)
 PRIO_TTL_EXPIRED = 210     # routed to another device with TTL 1: ICMP time exceeded from us
 PRIO_TO_DEVICE = 200       # another permitted device, own subnet broadcast, a gateway
 PRIO_POOL_DROP = 150       # anything else inside the pool (unleased, not permitted)
@@ -116,10 +128,10 @@ PRIORITIES = {
     "dhcp": (PRIO_DHCP,),
     "dns-intercept": (PRIO_DNS_INTERCEPT,),
     "dns-reverse": (PRIO_DNS_REVERSE,),
-    "usage": (PRIO_USAGE_GATEWAY, PRIO_USAGE_BLOCK),
-    "routing": (PRIO_IGMP, PRIO_GATEWAY, PRIO_DEVICE, PRIO_DROP),
+    "usage": (PRIO_USAGE_SLOW_FROM, PRIO_USAGE_SLOW_TO, PRIO_USAGE_GATEWAY, PRIO_USAGE_BLOCK),
+    "routing": (PRIO_IGMP, PRIO_ND, PRIO_GATEWAY, PRIO_DEVICE, PRIO_DROP),
     "routing-account": (PRIO_LEARNED, PRIO_ACCOUNT_SYN, PRIO_ACCOUNT, PRIO_ACCOUNT_OTHER),
-    "routing-forward": (PRIO_MCAST_GROUP, PRIO_BROADCAST, PRIO_MCAST_OTHER, PRIO_TTL_EXPIRED,
+    "routing-forward": (PRIO_MCAST_GROUP, PRIO_BROADCAST, PRIO_MCAST_OTHER, PRIO_TO_ROUTER6, PRIO_TTL_EXPIRED,
                         PRIO_TO_DEVICE, PRIO_POOL_DROP, PRIO_UPSTREAM),
 }
 
@@ -157,3 +169,9 @@ def kind_of(value: int) -> int:
 
 def is_routing(value: int) -> bool:
     return value & COOKIE_MASK_OWNER == COOKIE_ROUTING
+
+
+# -- meters ---------------------------------------------------------------------------------------
+def meter_id(block_index: int) -> int:
+    """The OpenFlow meter of one device (its /30 block index + 1: meter 0 is not valid)."""
+    return block_index + 1

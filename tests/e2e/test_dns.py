@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from homelab.dns import GAMES_WEB, PUBLIC, WEB, DnsLab, dns_home
+from homelab.dns import GAMES_WEB, NEW_ADDR, NEW_DOMAIN, PUBLIC, ROUTER_RECORDS, UPSTREAM, WEB, DnsLab, dns_home
 
 
 @pytest.fixture(scope="module")
@@ -215,3 +215,77 @@ def test_cli_rejects_a_malformed_domain_clearly(lab):
     assert res.returncode != 0 and "not a domain name" in res.stderr
     res = lab.home.homework("deny-dns", "02:00:00:99:99:99", "example.com")
     assert res.returncode != 0 and "no device" in res.stderr
+
+
+# -- uncached names in one hop (issue 11): dnsd asks the upstream itself --------------------
+
+def new_name(label: str) -> str:
+    """A name nobody asked before (every name under NEW_DOMAIN exists upstream)."""
+    return f"{label}-{time.monotonic_ns()}.{NEW_DOMAIN}"
+
+
+def dnsd_stats(lab) -> dict:
+    return json.loads(lab.homework("--json", "dns-stats"))["dnsd"]
+
+
+def test_a_blocked_name_is_blocked_on_its_very_first_query(lab):
+    a = lab.join("a")
+    first = new_name("first")
+    lab.homework("deny-dns", a.mac, first)
+    lab.homework("household-deny-dns", f"ads.{NEW_DOMAIN}")
+    before, dnsmasq_before = dnsd_stats(lab), lab.router_dnsmasq_queries()
+    assert lab.dig(a, first)[0] == "NXDOMAIN"                       # exists upstream: the policy answered
+    assert lab.dig(a, f"x{time.monotonic_ns()}.ads.{NEW_DOMAIN}")[0] == "NXDOMAIN"
+    after = dnsd_stats(lab)
+    assert after["forwarded"] == before["forwarded"], "a blocked name must never leave the router"
+    assert lab.router_dnsmasq_queries() == dnsmasq_before
+
+
+def test_a_new_allowed_name_goes_straight_upstream_not_through_dnsmasq(lab):
+    a = lab.join("a")
+    before, dnsmasq_before = dnsd_stats(lab), lab.router_dnsmasq_queries()
+    names = [new_name(f"n{i}") for i in range(5)]
+    for name in names:
+        assert lab.dig(a, name) == ("NOERROR", [NEW_ADDR]), lab.debug()
+    after = dnsd_stats(lab)
+    assert after["direct"] - before["direct"] == len(names), after
+    assert after["via_dnsmasq"] == before["via_dnsmasq"]
+    assert lab.router_dnsmasq_queries() == dnsmasq_before, "the router's dnsmasq saw the queries"
+    # The answers were learned for the reverse check, as before (dns_answer events).
+    lab.homework("deny-dns", a.mac, names[0])
+    assert lab.dig(a, names[0])[0] == "NXDOMAIN"                    # cached answer, policy still first
+
+
+def test_household_names_are_still_answered_by_the_routers_dnsmasq(lab):
+    a = lab.join("a")
+    (name, addr), = ROUTER_RECORDS.items()
+    before, dnsmasq_before = dnsd_stats(lab), lab.router_dnsmasq_queries()
+    assert lab.dig(a, name) == ("NOERROR", [addr]), lab.debug()
+    status, answers = lab.dig(a, ".".join(reversed(addr.split("."))) + ".in-addr.arpa", "PTR")
+    assert status == "NOERROR" and answers == [f"{name}."]         # PTR of the LAN pool, from dnsmasq too
+    assert dnsd_stats(lab)["via_dnsmasq"] - before["via_dnsmasq"] == 2
+    assert lab.router_dnsmasq_queries() - dnsmasq_before == 2
+
+
+def test_upstream_down_falls_back_to_dnsmasq_then_comes_back(lab):
+    a = lab.join("a")
+    try:
+        lab.set_upstreams("203.0.113.254")                          # nobody answers there
+        time.sleep(1.5)                                             # dnsd re-reads the file every second
+        before = dnsd_stats(lab)
+        t0 = time.monotonic()
+        assert lab.dig(a, new_name("down"), timeout=3, tries=1) == ("NOERROR", [NEW_ADDR]), lab.debug()
+        first = time.monotonic() - t0
+        after = dnsd_stats(lab)
+        assert after["retries"] - before["retries"] == 1 and after["via_dnsmasq"] > before["via_dnsmasq"], after
+        # The silent resolver is now skipped: the next new name goes to dnsmasq at once.
+        t0 = time.monotonic()
+        assert lab.dig(a, new_name("down2"), timeout=3, tries=1) == ("NOERROR", [NEW_ADDR])
+        assert time.monotonic() - t0 < first
+        assert dnsd_stats(lab)["retries"] == after["retries"]
+    finally:
+        lab.set_upstreams(UPSTREAM)
+    time.sleep(1.5)
+    before = dnsd_stats(lab)
+    assert lab.dig(a, new_name("back")) == ("NOERROR", [NEW_ADDR])
+    assert dnsd_stats(lab)["direct"] - before["direct"] == 1        # a new resolv file: asked directly again

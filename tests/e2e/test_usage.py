@@ -2,7 +2,9 @@
 amounts from the emulated internet; the durable usage per device and per owner matches
 the bytes on their wire within 2 %, and is read back from state.db after a restart. A
 daily limit blocks a device (its gateway's services stay), a household member lifts it,
-and the next period (PERIOD seconds long in this run, usage.test_period_seconds) ends it."""
+and the next period (PERIOD seconds long in this run, usage.test_period_seconds) ends it.
+A daily `slow` limit puts a device behind an OpenFlow meter: its download rate drops far
+below what it was before the limit, and a lift makes it fast again."""
 from __future__ import annotations
 
 import json
@@ -11,7 +13,7 @@ import time
 
 import pytest
 
-from homelab import WEB_ADDR, Home
+from homelab import BRIDGE, WEB_ADDR, Home
 from homelab.routing import can_connect, curl, gateway, permitted_device, router_tcp_server, wait_until
 
 MB = 1_000_000
@@ -112,3 +114,43 @@ def test_a_daily_limit_blocks_a_lift_and_the_next_period_end_it(home: Home):
     curl(c, f"http://{WEB_ADDR}/three.bin", timeout=10)
     wait_until(lambda: blocked_to_gateway_only(c), 10, "blocked again in the next period")
     wait_until(lambda: web_ok(c), PERIOD + 5, "the next period ends the block", interval=0.5)
+
+
+def download_rate(dev, url: str, seconds: float) -> float:
+    """Bytes per second of one download (cut off after `seconds`: a slowed one would take long)."""
+    out = dev.run(["curl", "-s", "-o", "/dev/null", "-w", "%{size_download} %{time_total}", "-m", str(seconds), url],
+                  check=False, timeout=seconds + 10)
+    size, took = out.stdout.split()
+    assert int(size) > 0, out
+    return int(size) / float(took)
+
+
+def slowed(home: Home, dev) -> bool:
+    status = json.loads(home.homework("--json", "status", dev.mac).stdout)
+    return status["usage_slowed"] is True
+
+
+def test_a_daily_slow_limit_meters_the_device_until_a_lift(home: Home):
+    d = permitted_device(home)
+    (home.dir / "www" / "four.bin").write_bytes(os.urandom(4 * MB))
+    url = f"http://{WEB_ADDR}/four.bin"
+    out = home.homework("usage-limit", d.mac, "2M", "day", "slow", "1mbit")
+    assert out.returncode == 0, out.stderr + out.stdout
+    # start at the beginning of a period, so the slow-down and the checks fall inside it
+    time.sleep(PERIOD - time.time() % PERIOD + 0.5)
+    before = download_rate(d, url, 10)                 # done before the limit is noticed
+    wait_until(lambda: slowed(home, d), 10, "the device slowed down")
+    meters = home.router(["ovs-ofctl", "-O", "OpenFlow13", "dump-meters", BRIDGE]).stdout
+    print("meters while slowed:", meters)
+    assert "kbps" in meters and "rate=1000" in meters
+    during = download_rate(d, url, 5)
+    print(f"download rate before the limit {before / MB:.2f} MB/s, slowed {during / MB:.3f} MB/s")
+    assert during * 3 < before
+    assert during < 2 * 1_000_000 / 8                    # about the meter's 1 Mbit/s (with its burst)
+
+    assert home.homework("usage-lift", d.mac).returncode == 0            # a household member lifts it
+    wait_until(lambda: not slowed(home, d), 5, "the lift ends the slow-down")
+    after = download_rate(d, url, 10)
+    print(f"after the lift {after / MB:.2f} MB/s")
+    assert after > 3 * during
+    assert "rate=1000" not in home.router(["ovs-ofctl", "-O", "OpenFlow13", "dump-meters", BRIDGE]).stdout

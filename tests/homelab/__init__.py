@@ -53,6 +53,15 @@ ISP_ADDR = "198.51.100.1"
 ROUTER_WAN_ADDR = "198.51.100.2"
 SERVER_NET = ipaddress.IPv4Network("203.0.113.0/24")
 WEB_ADDR = "203.0.113.10"
+# IPv6 on the WAN link and in the internet; the ISP routes the LAN's site prefix to the
+# router (a static delegation; a home with [ipv6] enabled uses LAN6_SITE).
+ISP6_ADDR = "2001:db8:ffff::1"
+ROUTER_WAN6_ADDR = "2001:db8:ffff::2"
+WEB6_ADDR = "2001:db8:cafe::10"
+LAN6_SITE = "2001:db8:100::/48"
+# With Home(ipv6_pd=True) the ISP delegates /48s out of this range by DHCPv6-PD (kea).
+PD_POOL = "2001:db8:200::/44"
+WAN_PD_HOOK = REPO / "scripts" / "wan-pd-hook.sh"
 DNS_ADDR = "203.0.113.53"  # reserved for the internet's DNS resolver (not started yet)
 HWDB_PORT = 987
 
@@ -378,6 +387,12 @@ class Device:
                     return a["local"], int(a["prefixlen"])
         return None
 
+    def ipv6_global(self) -> list[str]:
+        """The device's global IPv6 addresses (SLAAC, privacy ones too), not tentative."""
+        out = self.run(["ip", "-j", "-6", "addr", "show", "dev", self.ifname, "scope", "global"]).stdout
+        return [a["local"] for link in json.loads(out or "[]") for a in link.get("addr_info", [])
+                if a.get("family") == "inet6" and not a.get("tentative")]
+
     def wait_for_ipv4(self, timeout: float = 15) -> tuple[str, int]:
         """The address once the client has finished configuring it. udhcpc's script uses
         `ifconfig ADDR netmask M`, two steps with a moment of classful /8 in between, so an
@@ -434,7 +449,7 @@ class Home:
     def __init__(self, *, controller: bool = True, config: dict | None = None,
                  internet: bool = True, hwdb: bool | None = None, run_id: str | None = None,
                  keep: bool | None = None, log: Callable[[str], None] | None = None,
-                 connect_timeout: float = 60, hwdb_memory: str | None = None):
+                 connect_timeout: float = 60, hwdb_memory: str | None = None, ipv6_pd: bool = False):
         self.run_id = run_id or new_run_id()
         self.router_ns = f"{self.run_id}-r"
         self.internet_ns = f"{self.run_id}-i"
@@ -445,6 +460,8 @@ class Home:
         self.want_hwdb = hwdb
         self.hwdb_memory = hwdb_memory          # hwdbd --memory (default: hwdbd's own)
         self.config_overrides = config or {}
+        self.ipv6_pd = ipv6_pd                  # the ISP delegates a prefix (kea), the router asks (dhcpcd)
+        self.pd_prefix_file = self.dir / "ipv6-delegated-prefix"
         self.keep = keep if keep is not None else os.environ.get("HOMELAB_KEEP") == "1"
         self.connect_timeout = connect_timeout
         self._say = log or (lambda msg: None)
@@ -538,6 +555,8 @@ class Home:
             self._start_router()
             if self.with_internet:
                 self._start_internet()
+                if self.ipv6_pd:
+                    self._start_prefix_delegation()
             if self.with_controller:
                 self._start_hwdb()
                 self._write_config()
@@ -588,11 +607,13 @@ class Home:
             sh(["ip", "-n", self.router_ns, "link", "add", WAN_IF, "type", "veth",
                 "peer", "name", "isp0", "netns", self.internet_ns])
             sh(["ip", "-n", self.router_ns, "addr", "add", f"{ROUTER_WAN_ADDR}/24", "dev", WAN_IF])
+            sh(["ip", "-n", self.router_ns, "addr", "add", f"{ROUTER_WAN6_ADDR}/64", "dev", WAN_IF, "nodad"])
             sh(["ip", "-n", self.router_ns, "link", "set", WAN_IF, "up"])
             self.router(["ethtool", "-K", WAN_IF, "tx", "off"], check=False)
         self.router_net("up")
         if self.with_internet:
             sh(["ip", "-n", self.router_ns, "route", "replace", "default", "via", ISP_ADDR])
+            sh(["ip", "-n", self.router_ns, "-6", "route", "replace", "default", "via", ISP6_ADDR, "dev", WAN_IF])
 
     def _start_internet(self) -> None:
         i = self.internet_ns
@@ -602,6 +623,9 @@ class Home:
         # Servers live on lo (no dummy module on these kernels).
         for addr in (WEB_ADDR, DNS_ADDR):
             sh(["ip", "-n", i, "addr", "add", f"{addr}/32", "dev", "lo"])
+        sh(["ip", "-n", i, "addr", "add", f"{ISP6_ADDR}/64", "dev", "isp0", "nodad"])
+        sh(["ip", "-n", i, "addr", "add", f"{WEB6_ADDR}/128", "dev", "lo"])
+        sh(["ip", "-n", i, "-6", "route", "add", LAN6_SITE, "via", ROUTER_WAN6_ADDR, "dev", "isp0"])
         # No route back to 10.2.0.0/16 on purpose: like a real ISP, the internet only
         # sees the router's WAN address, so reaching a server proves the NAT works.
         www = self.dir / "www"
@@ -609,15 +633,66 @@ class Home:
         (www / "index.html").write_text("<html><body><h1>Hello from the homelab internet</h1>"
                                         "</body></html>\n")
         self._web_log = open(self.dir / "web.log", "ab")
-        self.internet_popen([sys.executable, "-m", "http.server", "80", "--bind", WEB_ADDR,
-                             "--directory", str(www)], stdout=self._web_log,
-                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        for bind in (WEB_ADDR, WEB6_ADDR):
+            self.internet_popen([sys.executable, "-m", "http.server", "80", "--bind", bind,
+                                 "--directory", str(www)], stdout=self._web_log,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
-        while self.internet(["ss", "-Hltn", f"src {WEB_ADDR}:80"]).stdout.strip() == "":
+        while (self.internet(["ss", "-Hltn", f"src {WEB_ADDR}:80"]).stdout.strip() == ""
+               or self.internet(["ss", "-Hltn", f"src [{WEB6_ADDR}]:80"]).stdout.strip() == ""):
             if time.monotonic() > deadline:
                 raise RuntimeError("web server in the internet namespace did not start")
             time.sleep(0.05)
         self._say(f"internet namespace {i}: ISP {ISP_ADDR}, web http://{WEB_ADDR}/")
+
+    def _start_prefix_delegation(self) -> None:
+        """kea-dhcp6 in the internet namespace delegates /48s; dhcpcd on the router's WAN
+        asks for one, and our hook (scripts/wan-pd-hook.sh) writes it where the
+        controller reads it ([ipv6] prefix_file). Waits for the first delegation."""
+        pool = ipaddress.IPv6Network(PD_POOL)
+        kea_conf = self.dir / "kea-dhcp6.conf"
+        kea_conf.write_text(json.dumps({"Dhcp6": {
+            "interfaces-config": {"interfaces": ["isp0"]},
+            "lease-database": {"type": "memfile", "persist": False},
+            "server-id": {"type": "LL", "persist": False},
+            "preferred-lifetime": 3000, "valid-lifetime": 4000, "renew-timer": 1000, "rebind-timer": 2000,
+            "subnet6": [{"id": 1, "subnet": str(ipaddress.IPv6Network(f"{ISP6_ADDR}/64", strict=False)),
+                         "interface": "isp0",
+                         "pd-pools": [{"prefix": str(pool.network_address), "prefix-len": pool.prefixlen,
+                                       "delegated-len": 48}]}],
+            "loggers": [{"name": "kea-dhcp6", "severity": "INFO",
+                         "output_options": [{"output": str(self.dir / "kea-dhcp6.log")}]}]}}))
+        # kea binds the link-local address: wait until duplicate address detection is over.
+        deadline = time.monotonic() + 10
+        while True:
+            out = sh(["ip", "-n", self.internet_ns, "-6", "addr", "show", "dev", "isp0", "scope", "link"]).stdout
+            if "inet6" in out and "tentative" not in out:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError("isp0 has no usable link-local address")
+            time.sleep(0.1)
+        kea_env = dict(os.environ, KEA_PIDFILE_DIR=str(self.dir), KEA_LOCKFILE_DIR=str(self.dir))
+        self.internet_popen(["kea-dhcp6", "-c", str(kea_conf)], env=kea_env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        # The ISP routes every prefix it delegates to the router.
+        sh(["ip", "-n", self.internet_ns, "-6", "route", "add", PD_POOL, "via", ROUTER_WAN6_ADDR, "dev", "isp0"])
+        conf = self.dir / "dhcpcd-wan.conf"
+        # dhcpcd runs hooks with a clean environment: `env` in its config passes the file's path.
+        conf.write_text(f"ipv6only\nnoipv6rs\nia_pd 1\nenv PREFIX_FILE={self.pd_prefix_file}\n")
+        lib = self.dir / "dhcpcd-wan-lib"
+        lib.mkdir(exist_ok=True)
+        inner = (f"mount -t tmpfs tmpfs /run && mount --bind '{lib}' /var/lib/dhcpcd && "
+                 f"exec dhcpcd -6 -B -f '{conf}' -c '{WAN_PD_HOOK}' {WAN_IF}")
+        self._pd_log = open(self.dir / "dhcpcd-wan.log", "ab")
+        self._procs.append(subprocess.Popen(ns_cmd(self.router_ns, ["unshare", "-m", "sh", "-c", inner]),
+                                            stdout=self._pd_log, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, start_new_session=True))
+        deadline = time.monotonic() + 30
+        while not (self.pd_prefix_file.exists() and self.pd_prefix_file.read_text().strip()):
+            if time.monotonic() > deadline:
+                raise RuntimeError("no delegated prefix from the ISP in 30 s (see dhcpcd-wan.log, kea-dhcp6.log)")
+            time.sleep(0.1)
+        self._say(f"ISP delegated {self.pd_prefix_file.read_text().strip()} to the router (DHCPv6-PD)")
 
     def _hwdbd_binary(self) -> Path | None:
         b = REPO / "hwdb" / "target" / "release" / "hwdbd"
@@ -664,6 +739,8 @@ class Home:
             "state": {"dir": str(self.state_dir)},
             "hwdb": {"enabled": self.hwdb_enabled, "host": "127.0.0.1", "port": HWDB_PORT},
         }
+        if self.ipv6_pd:
+            doc["ipv6"] = {"enabled": True, "prefix": "", "prefix_file": str(self.pd_prefix_file)}
         for section, table in self.config_overrides.items():
             doc.setdefault(section, {}).update(table)
         self.config_path.write_text(to_toml(doc))
@@ -830,7 +907,7 @@ class Home:
         for ns in reversed(self._namespaces):
             attempt(self._kill_ns_processes, ns)
             attempt(sh, ["ip", "netns", "del", ns], False)
-        for f in ("_web_log", "_hwdb_log"):
+        for f in ("_web_log", "_hwdb_log", "_pd_log"):
             fh = getattr(self, f, None)
             if fh:
                 attempt(fh.close)

@@ -37,6 +37,11 @@ RECORDS = {
     "connectivitycheck.gstatic.com": WEB, "captive.apple.com": WEB, "www.msftconnecttest.com": WEB,
 }
 CNAMES = {"alias.test": "blocked.test"}
+# Every name under NEW_DOMAIN exists upstream: names nobody asked before, as many as needed.
+NEW_DOMAIN = "new.test"
+NEW_ADDR = "203.0.113.77"
+# Names only the router's dnsmasq knows (the household's own), never asked upstream.
+ROUTER_RECORDS = {"printer.lan": "10.2.255.250"}
 DNSD_BINARY = REPO / "dnsd" / "target" / "release" / "homework-dnsd"
 CAPTIVE_CONF = REPO / "conf" / "lighttpd-captive.conf"
 CAPTIVE_ROOT = REPO / "guestboard-ui" / "captive"
@@ -45,9 +50,11 @@ CAPTIVE_ROOT = REPO / "guestboard-ui" / "captive"
 def dns_config(run_id: str, components=("dhcp", "routing", "dns"), **dns) -> dict:
     """Controller config overrides for a home whose controller runs the dns component."""
     control = RUN_ROOT / f"{RUN_DIR_PREFIX}{run_id}" / "dnsd.sock"
+    # The WAN lease's resolv file of this home (DnsLab.start writes it): the internet's resolver.
+    resolv = RUN_ROOT / f"{RUN_DIR_PREFIX}{run_id}" / "resolv.upstream"
     return {"controller": {"components": list(components)},
             "dns": {"listen": f"{DNSD_ADDR}:{DNSD_PORT}", "upstream": ROUTER_DNSMASQ,
-                    "control": str(control), **dns}}
+                    "control": str(control), "resolv_file": str(resolv), **dns}}
 
 
 def dns_home(components=("dhcp", "routing", "dns"), dns: dict | None = None, **kw) -> Home:
@@ -80,6 +87,13 @@ class DnsLab:
             raise RuntimeError(f"{DNSD_BINARY} is not built (make deps, or: cd dnsd && cargo build --release)")
         self.dir.mkdir(exist_ok=True)
         self._start_internet()
+        self.set_upstreams(UPSTREAM)
+        # Domains a test has the router's dnsmasq answer itself (--address=/d/...) are the
+        # router's own names: dnsd sends them to dnsmasq, as [dns] local_domains says.
+        own = [a.split("/")[1] for a in dnsmasq_args if a.startswith("--address=/")]
+        if own:
+            dns = self.home.config_overrides["dns"]
+            dns["local_domains"] = ",".join(filter(None, [dns.get("local_domains", "lan,home.arpa"), *own]))
         self._start_router_dnsmasq(dnsmasq_args)
         self.start_dnsd()
         if captive:
@@ -101,6 +115,7 @@ class DnsLab:
                 "--local=/#/", "--local-ttl=300", "--user=root", "--log-facility=-"]
         args += [f"--host-record={name},{addr}" for name, addr in RECORDS.items()]
         args += [f"--cname={alias},{target}" for alias, target in CNAMES.items()]
+        args += [f"--address=/{NEW_DOMAIN}/{NEW_ADDR}"]
         p = h.internet_popen(args, stdout=self._log("internet-dnsmasq"), stderr=subprocess.STDOUT,
                              stdin=subprocess.DEVNULL)
         _wait("internet dnsmasq", lambda: h.internet(["ss", "-Hlun", f"src {UPSTREAM}:53"]).stdout.strip(), proc=p)
@@ -120,9 +135,37 @@ class DnsLab:
         h = self.home
         p = h.router_popen(["dnsmasq", f"--conf-file={REPO / 'conf' / 'dnsmasq.conf'}", "--keep-in-foreground",
                             "--no-resolv", f"--server={UPSTREAM}", f"--pid-file={self.dir / 'dnsmasq.pid'}",
-                            "--user=root", "--log-facility=-", *extra],
+                            "--user=root", "--log-facility=-",
+                            *(f"--host-record={name},{addr}" for name, addr in ROUTER_RECORDS.items()), *extra],
                            stdout=self._log("dnsmasq"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         _wait("router dnsmasq", lambda: h.router(["ss", "-Hlun", "sport = :5353"]).stdout.strip(), proc=p)
+
+    def set_upstreams(self, *addrs: str) -> None:
+        """Write the resolv file as the WAN's DHCP client does (dnsd re-reads it within 1 s)."""
+        resolv = Path(self.home.config_overrides["dns"]["resolv_file"])
+        resolv.parent.mkdir(parents=True, exist_ok=True)
+        tmp = resolv.with_suffix(".new")
+        tmp.write_text("".join(f"nameserver {a}\n" for a in addrs))
+        tmp.replace(resolv)
+
+    def router_dnsmasq_queries(self) -> int:
+        """Queries the router's dnsmasq has handled (forwarded + answered itself), from the
+        statistics it writes to its log on SIGUSR1."""
+        import os
+        import signal
+        log = self.dir / "dnsmasq.log"
+        before = log.stat().st_size if log.exists() else 0
+        os.kill(int((self.dir / "dnsmasq.pid").read_text()), signal.SIGUSR1)
+        pattern = re.compile(r"queries forwarded (\d+), queries answered locally (\d+)")
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            with open(log, "rb") as f:
+                f.seek(before)
+                m = pattern.findall(f.read().decode(errors="replace"))
+            if m:
+                return int(m[-1][0]) + int(m[-1][1])
+            time.sleep(0.05)
+        raise TimeoutError("dnsmasq wrote no statistics after SIGUSR1")
 
     def start_dnsd(self) -> subprocess.Popen:
         h = self.home

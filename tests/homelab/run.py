@@ -16,7 +16,7 @@ import os
 import sys
 import time
 
-from . import WEB_ADDR, Home, new_run_id
+from . import LAN6_SITE, WEB6_ADDR, WEB_ADDR, Home, new_run_id
 from .dns import DNSD_BINARY, DnsLab, dns_config
 from .web import Web, have_web, web_home
 
@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     with_dns = DNSD_BINARY.exists()
     config = dns_config(run_id, ("dhcp", "routing", "dns", "hwdb_sync")) if with_dns else \
         {"controller": {"components": ["dhcp", "routing", "hwdb_sync"]}}
+    config["ipv6"] = {"enabled": True, "prefix": LAN6_SITE}     # each device's /64 (issue 12)
     home = (web_home(config=config, run_id=run_id, log=say) if have_web() is None
             else Home(config=config, run_id=run_id, log=say))
     with home:
@@ -66,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    {home.cli_command('permit', dev.mac)}")
         print(f"  To list devices:  {home.cli_command('devices')}")
         print(f"  To use a device:  ip netns exec {devs[0].ns} curl http://{WEB_ADDR}/" if devs else "")
+        if devs:
+            print(f"  Over IPv6:        ip netns exec {devs[0].ns} curl -6 'http://[{WEB6_ADDR}]/'"
+                  f"   (its own /64 from {LAN6_SITE}; `ip -6 addr` in the namespace shows it)")
         if web:
             print(f"  Guest Board:      {web.url}  (admin password: {home.admin_password};"
                   " self-signed certificate, so accept it once)")

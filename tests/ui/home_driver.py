@@ -6,11 +6,15 @@ sends one JSON request per line on stdin and reads one JSON answer per line on s
     {"op": "wait_fetch", "dev": "dev1", "expect": true, "timeout": 20}
                                        -> {"ok": true, "elapsed": s, "t": epoch of the first success}
     {"op": "traffic", "dev": "dev1", "seconds": 8}    (ICMP to its gateway, ~1 MB/s, in background)
+    {"op": "download", "dev": "dev1", "bytes": 3000000}  (that many bytes from the emulated internet)
     {"op": "linksim", "dev": "dev1", "rssi": -92, "retry_rate": 0.3}
     {"op": "cli", "args": ["--json", "devices"]}     -> {"ok": true, "stdout": ..}
     {"op": "udp_flood", "dev": "dev1", "count": 3000}  (one datagram to each of COUNT ports)
     {"op": "seed_devices", "pending": 900, "permitted": 50, "denied": 50}
                                        -> {"ok": true, "pending": [macs, oldest first], ..}
+    {"op": "start_receiver", "port": 8097}  -> {"ok": true, "url": webhook URL in the emulated internet}
+    {"op": "receiver_secret", "secret": ..}   (the receiver checks signatures with it)
+    {"op": "received"}                        -> {"ok": true, "requests": [{status, signature_ok, body}]}
     {"op": "quit"}
 
 Config overrides for the home (TOML sections as JSON) may come in $HOMEWORK_UI_CONFIG.
@@ -93,6 +97,16 @@ class Driver:
         self.traffic.append(p)
         return {"gateway": gw}
 
+    def op_download(self, req):
+        """The device fetches a file of `bytes` random bytes from the internet namespace's web server."""
+        size = int(req["bytes"])
+        name = f"{req['dev']}-{size}.bin"
+        (self.home.dir / "www" / name).write_bytes(os.urandom(size))
+        got = self.op_fetch({**req, "url": f"http://{WEB_ADDR}/{name}", "max_time": 8})
+        if not got["success"]:
+            raise RuntimeError(f"download of {name} failed (HTTP {got['code']})")
+        return {"bytes": size}
+
     def op_linksim(self, req):
         dev = self.dev(req)
         args = [f"mac={dev.mac}"] + [f"{k}={req[k]}" for k in ("rssi", "retry_rate") if k in req]
@@ -147,6 +161,34 @@ class Driver:
             store.close()
         self.home.start_controller()
         return out
+
+    # -- a webhook receiver in the emulated internet (settings.test.mjs) -----------------------
+    def op_start_receiver(self, req):
+        """The end-to-end tests' receiver (tests/e2e/test_notify.py): one JSON line per POST
+        with its body and whether the signature matches the secret given by receiver_secret."""
+        from e2e.test_notify import RECEIVER
+        port = int(req.get("port", 8097))
+        self.receiver_secret = self.home.dir / "ui-webhook-secret"
+        self.receiver_out = self.home.dir / "ui-webhook-received.jsonl"
+        self.receiver_secret.write_text("")
+        self.home.internet_popen([sys.executable, "-c", RECEIVER, WEB_ADDR, str(self.receiver_secret),
+                                  str(self.receiver_out), str(port), "ok"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while not self.home.internet(["ss", "-Hltn", f"sport = :{port}"]).stdout.strip():
+            if time.monotonic() > deadline:
+                raise TimeoutError("the webhook receiver did not start")
+            time.sleep(0.05)
+        return {"url": f"http://{WEB_ADDR}:{port}/hook"}
+
+    def op_receiver_secret(self, req):
+        self.receiver_secret.write_text(req["secret"])
+        return {}
+
+    def op_received(self, req):
+        out = self.receiver_out
+        lines = out.read_text().splitlines() if out.exists() else []
+        return {"requests": [json.loads(ln) for ln in lines]}
 
     def op_controller_log(self, req):
         return {"log": self.home.controller_log()[-6000:]}

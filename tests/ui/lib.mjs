@@ -60,15 +60,30 @@ export async function launch() {
 
 export async function newPage(browser, viewport = { width: 1024, height: 600 }) {
   const context = await browser.newContext({ ignoreHTTPSErrors: true, viewport, hasTouch: true });
+  // 60 s, not Playwright's 30: on a busy 2-core machine Chromium's first paint of the board
+  // alone has taken most of 30 s (the board itself then answers in milliseconds).
+  context.setDefaultTimeout(60000);
   return context.newPage();
 }
 
 export async function login(page, url, password) {
-  await page.goto(url);
-  await page.locator('#login input[name=password]').fill(password);
-  await page.locator('#login button[type=submit]').click();
-  await page.locator('#board').waitFor({ state: 'visible' });
-  await page.locator('#live.on').waitFor();
+  // Chromium aborts loads in flight with ERR_NETWORK_CHANGED when any interface of the
+  // host comes or goes, which the emulated home's devices do: a failed attempt starts
+  // again from a fresh load (logged out), up to three times.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await page.goto(url);
+      await page.locator('#login input[name=password]').fill(password, { timeout: 20000 });
+      await page.locator('#login button[type=submit]').click();
+      await page.locator('#board').waitFor({ state: 'visible', timeout: 20000 });
+      await page.locator('#live.on').waitFor({ timeout: 20000 });
+      return;
+    } catch (err) {
+      if (attempt >= 3) throw err;
+      console.error(`login attempt ${attempt} failed (${String(err.message || err).split('\n')[0]}); again`);
+      await page.context().clearCookies();
+    }
+  }
 }
 
 export function label(page, mac) {

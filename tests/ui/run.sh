@@ -7,4 +7,5 @@ if [ ! -d node_modules/playwright-core ]; then
   echo "ui: playwright-core missing (make deps runs npm install in tests/)" >&2
   exit 1
 fi
-exec node --test --test-concurrency=1 --test-timeout=600000 ui/
+# Arguments: only these test files, relative to tests/ (e.g. ui/usage_charts.test.mjs).
+exec node --test --test-concurrency=1 --test-timeout=600000 "${@:-ui/}"

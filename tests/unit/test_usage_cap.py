@@ -157,7 +157,7 @@ def test_api_limits_block_shows_in_the_device_view_and_lift(api, clock):
     r = api.call("POST", "usage/limits", body, token=admin)
     assert r.status_int == 200, r.text
     assert r.json == {"target": A, "period": "day", "allowance": 1000, "action": "notify"}
-    for bad in ({"mac": A, "allowance": "1K", "action": "slow"}, {"allowance": "1K"}, {"mac": A, "allowance": "x"},
+    for bad in ({"mac": A, "allowance": "1K", "action": "throttle"}, {"allowance": "1K"}, {"mac": A, "allowance": "x"},
                 {"mac": A, "allowance": 5, "colour": "red"}, {"mac": 5, "allowance": 5}):
         assert api.call("POST", "usage/limits", bad, token=admin).status_int == 400, bad
     assert api.call("GET", "usage/limits", token=ro).json == [r.json]

@@ -129,7 +129,11 @@ def test_a_short_test_period_ends_the_block(tmp_path, clock):
     ({"mac": "nope", "allowance": 1}, "MAC"),
     ({"mac": A, "allowance": 0}, "more than 0"),
     ({"mac": A, "allowance": 1, "period": "week"}, "day or month"),
-    ({"mac": A, "allowance": 1, "action": "slow"}, "notify or block"),
+    ({"mac": A, "allowance": 1, "action": "throttle"}, "notify, slow or block"),
+    ({"mac": A, "allowance": 1, "action": "slow", "rate": "fast"}, "bad rate"),
+    ({"mac": A, "allowance": 1, "action": "slow", "rate": "1kbit"}, "between 8 kbit/s"),
+    ({"mac": A, "allowance": 1, "action": "slow", "rate": "20gbit"}, "between 8 kbit/s"),
+    ({"mac": A, "allowance": 1, "action": "block", "rate": "1mbit"}, "only for the action slow"),
     ({"mac": A}, "give the allowance")])
 def test_bad_limits_are_clear_errors(home, kw, message):
     with pytest.raises(CommandError, match=message):
@@ -148,3 +152,38 @@ def test_limits_read_state_db_once_per_period_not_per_event(home, clock):
     home.commands.call("usage-limit", mac=A, allowance="40K")    # a new allowance: re-read once
     bw(home, A, 1000)
     assert not web_ok(home)                                       # 51 KB counted against 40 KB
+
+
+def test_a_block_that_ended_while_the_controller_was_down_is_gone_after_a_restart(tmp_path, clock):
+    clock.now = at(2026, 5, 10, 9, 30)
+    core = new_home(tmp_path, clock)
+    join(core, A, 1)
+    core.commands.call("permit", mac=A)
+    core.commands.call("usage-limit", mac=A, allowance=1000)
+    bw(core, A, 5000)
+    assert not web_ok(core)
+    core.stop()
+    core.state.close()
+    clock.now = at(2026, 5, 11, 9, 30)                   # the next day: the block has ended
+    again = new_home(tmp_path, clock, switch=core.switch)
+    again.datapath_up(Datapath(dpid=1, ports=dict(PORTS)))
+    join(again, A, 1)                                    # its lease ran out overnight too
+    assert web_ok(again)
+
+
+def test_a_block_covers_the_devices_ipv6_too(tmp_path, clock):
+    clock.now = at(2026, 5, 10, 9, 30)
+    core = new_home(tmp_path, clock, ipv6_enabled=True, ipv6_prefix="2001:db8:100::/48")
+    join(core, A, 1)
+    core.commands.call("permit", mac=A)
+    prefix = core.ctx.ipv6.device_prefix(core.ctx.leases.get(A).index)
+    me = str(prefix.network_address + 7)
+    out6 = {"in_port": 1, "eth_src": A, "eth_type": 0x86DD, "ipv6_src": me, "ipv6_dst": "2001:db8:cafe::10",
+            "ip_proto": 6, "tcp_src": 40000, "tcp_dst": 443}
+    in6 = {"in_port": LOCAL, "eth_type": 0x86DD, "ipv6_src": "2001:db8:cafe::10", "ipv6_dst": me,
+           "ip_proto": 6, "tcp_src": 443, "tcp_dst": 40000}
+    assert core.switch.outputs(out6) == [LOCAL] and core.switch.outputs(in6) == [1]
+    core.commands.call("usage-limit", mac=A, allowance=1000)
+    bw(core, A, 5000)
+    assert core.switch.outputs(out6) == [] and core.switch.outputs(in6) == []
+    assert not web_ok(core) and gateway_ok(core)

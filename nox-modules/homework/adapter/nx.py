@@ -23,6 +23,8 @@ NXM_FIELDS = {
     "ip_proto": ("ip_proto_nxm", 8),
     "ipv4_src": ("ipv4_src_nxm", 32),
     "ipv4_dst": ("ipv4_dst_nxm", 32),
+    "ipv6_src": ("ipv6_src_nxm", 128),
+    "ipv6_dst": ("ipv6_dst_nxm", 128),
     "tcp_src": ("tcp_src_nxm", 16),
     "tcp_dst": ("tcp_dst_nxm", 16),
     "udp_src": ("udp_src_nxm", 16),

@@ -239,6 +239,8 @@ def to_message(dp, decision):
     ofp, parser = dp.ofproto, dp.ofproto_parser
     if isinstance(decision, F.FlowMod):
         inst = []
+        if decision.meter is not None:      # OpenFlow 1.3 runs the meter before the actions
+            inst.append(parser.OFPInstructionMeter(decision.meter, ofp.OFPIT_METER))
         if decision.actions:
             inst.append(parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, _actions(parser, decision.actions)))
         if decision.goto is not None:
@@ -265,4 +267,21 @@ def to_message(dp, decision):
     if isinstance(decision, F.AggregateStatsRequest):
         return parser.OFPAggregateStatsRequest(dp, 0, decision.table_id, ofp.OFPP_ANY, ofp.OFPG_ANY,
                                                decision.cookie, decision.cookie_mask, _match(dp, decision.match))
+    if isinstance(decision, F.MeterMod):
+        return _meter_mod(dp, decision)
     raise TypeError(f"unknown decision {decision!r}")
+
+
+_METER_COMMANDS = {"add": ofproto_v1_3.OFPMC_ADD, "modify": ofproto_v1_3.OFPMC_MODIFY,
+                   "delete": ofproto_v1_3.OFPMC_DELETE}
+
+
+def _meter_mod(dp, decision: F.MeterMod):
+    ofp, parser = dp.ofproto, dp.ofproto_parser
+    if decision.command not in _METER_COMMANDS:
+        raise ValueError(f"meter command must be one of {', '.join(_METER_COMMANDS)}, got {decision.command!r}")
+    flags = ofp.OFPMF_KBPS | (ofp.OFPMF_BURST if decision.burst_kbits else 0)
+    bands = [] if decision.command == "delete" else \
+        [parser.OFPMeterBandDrop(rate=decision.rate_kbps, burst_size=decision.burst_kbits)]
+    return parser.OFPMeterMod(dp, command=_METER_COMMANDS[decision.command], flags=flags,
+                              meter_id=decision.meter_id, bands=bands)

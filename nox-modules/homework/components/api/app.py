@@ -109,9 +109,10 @@ class ApiApp:
         add("GET", "/usage/cap/?", self.usage_cap, "read")
         add("POST", "/usage/cap/?", self.usage_cap, "admin")
         add("GET", r"/usage\.csv", self.usage_csv, "read")
+        add("GET", f"/usage/devices/{mac}/?", self.usage_device, "read")
         add("GET", "/usage/limits/?", self.simple("usage-limits"), "read")
         add("POST", "/usage/limits/?", self._usage_post("usage-limit", ("mac", "owner", "allowance", "period",
-                                                                         "action")), "admin")
+                                                                         "action", "rate")), "admin")
         add("POST", "/usage/limits/remove/?", self._usage_post("usage-limit-remove", ("mac", "owner")), "admin")
         add("POST", "/usage/lift/?", self._usage_post("usage-lift", ("mac", "owner")), "admin")
         add("GET", "/metrics/?", self.metrics, "read")
@@ -122,6 +123,7 @@ class ApiApp:
         add("POST", "/webhooks/?", self.webhook_add, "admin")
         add("POST", r"/webhooks/(?P<hook_id>[^/]+)/remove/?", self.webhook_remove, "admin")
         add("GET", "/webhooks/deliveries/?", self.webhook_deliveries, "admin")
+        add("GET", "/notify/status/?", self._notify("notify-status"), "admin")
 
     def _add(self, method: str, path: str, handler: Callable, access: str) -> None:
         self.routes.append(Route(method, re.compile(f"^{re.escape(PREFIX)}{path}$"), handler, access))
@@ -346,6 +348,12 @@ class ApiApp:
         self._need_usage()
         return json_response(self.command("usage", period=call.req.GET.get("period", "month"),
                                           by=call.req.GET.get("by", "device")))
+
+    def usage_device(self, call: Call, mac: str) -> Response:
+        """One device's traffic over the last hour/day/month (the panel's chart)."""
+        self._need_usage()
+        mac = self.known_mac(mac)
+        return json_response(self.command("usage-device", mac=mac, span=call.req.GET.get("range", "day")))
 
     def usage_cap(self, call: Call) -> Response:
         self._need_usage()

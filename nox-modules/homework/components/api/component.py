@@ -143,9 +143,9 @@ class ApiComponent(Component):
         if topic == "alert":
             self.board.on_alert(payload)
             self.stream.publish("alert", {**payload, "at": self.ctx.now()})
-            device = self.ctx.state.get_device(mac) if payload.get("kind") == "flow-limit" else None
-            if device:   # the label gets its flow-limit mark (view["flow_limited"])
-                self.stream.publish("device", {"mac": mac, "state": device.state, "reason": "flow-limit",
+            device = self.ctx.state.get_device(mac) if payload.get("kind") in ("flow-limit", "usage-limit") else None
+            if device:   # the label gets its flow-limit or usage mark (view["flow_limited"], ["usage_slowed"])
+                self.stream.publish("device", {"mac": mac, "state": device.state, "reason": payload["kind"],
                                                "view": self.board.view(device)})
             return
         device = self.ctx.state.get_device(mac)

@@ -63,6 +63,7 @@ class DhcpServer(Component):
             else:
                 self.ctx.state.drop_quarantine(index)
         self.ctx.bus.subscribe("device", self._on_device)
+        self.ctx.bus.subscribe("ipv6_plan", self._on_ipv6_plan)
         self.ctx.devices.has_live_lease = self.live.__contains__
         self.ctx.leases = self
         # Remove router addresses of leases that expired while we were down.
@@ -403,10 +404,38 @@ class DhcpServer(Component):
         relayed = mac in self.relays
         if not relayed and mac not in self.addressed:
             self.addressed.add(mac)
-            self.ctx.host.add_router_address(self.alloc.block_for(mac).router)
+            self._add_router_addresses(mac, self.alloc.block_for(mac))
         elif relayed and mac in self.addressed:   # moved behind a relay
             self.addressed.discard(mac)
-            self.ctx.host.remove_router_address(self.alloc.block_for(mac).router)
+            self._remove_router_addresses(self.alloc.block_for(mac))
+
+    def _add_router_addresses(self, mac: str, block) -> None:
+        """The router's side of the device's subnets: its .1, and with IPv6 its ::1 and
+        the route of its /64."""
+        self.ctx.host.add_router_address(block.router)
+        self._add_prefix6(self.ctx.ipv6, mac, block)
+
+    def _remove_router_addresses(self, block) -> None:
+        self.ctx.host.remove_router_address(block.router)
+        self._remove_prefix6(self.ctx.ipv6, block)
+
+    def _add_prefix6(self, plan, mac: str, block) -> None:
+        prefix = plan.device_prefix(block.index) if plan else None
+        if prefix is not None:
+            self.ctx.host.add_device_prefix6(block.index, str(prefix), str(prefix.network_address + 1), mac)
+
+    def _remove_prefix6(self, plan, block) -> None:
+        prefix = plan.device_prefix(block.index) if plan else None
+        if prefix is not None:
+            self.ctx.host.remove_device_prefix6(block.index, str(prefix), str(prefix.network_address + 1))
+
+    def _on_ipv6_plan(self, topic: str, ev: dict) -> None:
+        """The site prefix changed: every addressed device's /64 moves on the router too."""
+        for mac in sorted(self.addressed):
+            block = self.alloc.block_for(mac)
+            if block is not None:
+                self._remove_prefix6(ev["old"], block)
+                self._add_prefix6(ev["new"], mac, block)
 
     def _end_lease(self, mac: str, action: str) -> None:
         block = self.alloc.block_for(mac)
@@ -417,7 +446,7 @@ class DhcpServer(Component):
         self.ctx.state.save_lease(self.get(mac))
         if mac in self.addressed:
             self.addressed.discard(mac)
-            self.ctx.host.remove_router_address(block.router)
+            self._remove_router_addresses(block)
         self.log.info("lease of %s (%s) %s", mac, block.device, action)
         self._publish_lease(action, self.get(mac), None, 0)
 

@@ -31,7 +31,7 @@ def device_rows(ev: dict) -> list:
 
 
 def flow_rows(ev: dict) -> list:
-    return [("Flows", (_int(ev["proto"]), _text(ev["saddr"], 16), _int(ev["sport"]), _text(ev["daddr"], 16),
+    return [("Flows", (_int(ev["proto"]), _text(ev["saddr"], 45), _int(ev["sport"]), _text(ev["daddr"], 45),
                        _int(ev["dport"]), _int(ev["npkts"]), _int(ev["nbytes"])), False)]
 
 

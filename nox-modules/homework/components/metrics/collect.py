@@ -8,7 +8,8 @@ Families:
   homework_device_flow_packets_total {mac, name}: per device, since the controller started;
 - homework_devices {state}: devices known per state; homework_dhcp_active_leases;
 - homework_hwdbd_up / homework_dnsd_up: 1 when the controller's link to the daemon is up
-  (only when the component that talks to it is loaded).
+  (only when the component that talks to it is loaded); homework_wan_up: 1 while wanwatch
+  holds the WAN up (0 before its first confirmed look).
 
 Cardinality: per-device series exist only for devices with an active lease or seen in the
 last day (traffic.py), so at most pool size + the day's departed devices, times 3.
@@ -24,6 +25,8 @@ from prometheus_client.registry import Collector
 from .traffic import DeviceTraffic
 
 NAME_BAD = re.compile(r"[^a-zA-Z0-9_]")
+# Health probes that are not a link to a daemon say what they measure.
+HEALTH_HELP = {"wan": "1 if the router's WAN is up (wanwatch: carrier and a default route, debounced)"}
 
 
 def counter_name(part: str, what: str) -> str:
@@ -80,4 +83,5 @@ class HomeworkCollector(Collector):
                                 value=self.active_leases())
         for daemon, up in sorted(self.health().items()):
             yield GaugeMetricFamily(f"homework_{daemon}_up",
-                                    f"1 if the controller's link to {daemon} is up", value=int(up))
+                                    HEALTH_HELP.get(daemon, f"1 if the controller's link to {daemon} is up"),
+                                    value=int(up))

@@ -1,14 +1,14 @@
 """The notify component: bus events -> notifications (state.db) -> webhooks.
 
 Commands: notifications, notifications-read, webhooks, webhook-add, webhook-remove,
-webhook-deliveries, notify-test. A burst of the same alert for the same device within
-`DEDUP_SECONDS` makes one notification (a flood must not flood the household's phones)."""
+webhook-deliveries, notify-test, notify-status. A burst of the same alert for the same
+device within `DEDUP_SECONDS` makes one notification (a flood must not flood the household's phones)."""
 from __future__ import annotations
 
 from ...commands import CommandError
 from ...component import Component
 from .deliver import Deliverer
-from .events import from_event
+from .events import WAN_TITLES, from_event
 from .store import NotificationStore
 from .webhooks import BadWebhook, WebhookStore
 
@@ -39,6 +39,7 @@ class Notify(Component):
         cmd("webhook-remove", self.webhook_remove)
         cmd("webhook-deliveries", lambda limit=100: self.hooks.deliveries(_limit(limit)))
         cmd("notify-test", self.send_test)
+        cmd("notify-status", self.status)
 
     def stop(self) -> None:
         self.deliverer.stop()
@@ -49,7 +50,7 @@ class Notify(Component):
             return
         now = self.ctx.now()
         key = (fields["kind"], fields["mac"])
-        if now - self._recent.get(key, float("-inf")) < DEDUP_SECONDS:
+        if fields["kind"] not in WAN_TITLES and now - self._recent.get(key, float("-inf")) < DEDUP_SECONDS:
             self.ctx.count("notify.deduplicated")
             return
         self._recent[key] = now
@@ -91,6 +92,22 @@ class Notify(Component):
         if not self.hooks.remove(str(id)):
             raise CommandError(f"no webhook {id!r}", status=404)
         return {"removed": str(id)}
+
+    def status(self) -> dict:
+        """What the settings page shows besides webhooks: MQTT (set in the config file,
+        read-only here; never the password) and the WAN watch, if loaded."""
+        cfg = self.ctx.config
+        mqtt = self.ctx.component("mqtt")
+        link = getattr(mqtt, "link", None)
+        commands = self.ctx.commands
+        return {
+            "mqtt": {"loaded": mqtt is not None, "host": cfg.mqtt_host, "port": cfg.mqtt_port,
+                     "username": cfg.mqtt_username, "password_set": bool(cfg.mqtt_password_file),
+                     "topic_prefix": cfg.mqtt_topic_prefix, "discovery_prefix": cfg.mqtt_discovery_prefix,
+                     "accept_commands": cfg.mqtt_accept_commands,
+                     "connected": bool(getattr(link, "connected", False))},
+            "wan": commands.call("wan-status") if "wan-status" in commands.names() else None,
+        }
 
     def send_test(self) -> dict:
         return self.notify("test", "", "Test notification from Homework",

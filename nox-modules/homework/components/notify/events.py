@@ -2,6 +2,9 @@
 a notification's fields (or None) out."""
 from __future__ import annotations
 
+# wanwatch's alerts; its hysteresis already makes one per change, so they are not deduplicated.
+WAN_TITLES = {"wan-down": "Internet connection down", "wan-up": "Internet connection back"}
+
 
 def from_event(topic: str, ev: dict) -> dict | None:
     mac = str(ev.get("mac") or "")
@@ -17,6 +20,8 @@ def from_event(topic: str, ev: dict) -> dict | None:
         return None
     if topic == "alert":
         kind = str(ev.get("kind") or "alert")
+        if kind in WAN_TITLES:       # about the router's uplink: its own kinds, plain words
+            return {"kind": kind, "mac": "", "title": WAN_TITLES[kind], "detail": str(ev.get("detail") or "")[:500]}
         return {"kind": f"alert-{kind}", "mac": mac, "title": f"Alert: {kind}" + (f" ({mac})" if mac else ""),
                 "detail": str(ev.get("detail") or "")[:500]}
     return None

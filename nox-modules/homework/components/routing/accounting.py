@@ -25,8 +25,15 @@ def flow_key(match: dict) -> tuple:
     """(proto, saddr, sport, daddr, dport) of a learned flow's match."""
     proto = int(match.get("ip_proto", 0) or 0)
     sport_f, dport_f = PORT_FIELDS.get(proto, (None, None))
-    return (proto, str(match.get("ipv4_src", "")), int(match.get(sport_f, 0) or 0) if sport_f else 0,
-            str(match.get("ipv4_dst", "")), int(match.get(dport_f, 0) or 0) if dport_f else 0)
+    return (proto, _address(match, "src"), int(match.get(sport_f, 0) or 0) if sport_f else 0,
+            _address(match, "dst"), int(match.get(dport_f, 0) or 0) if dport_f else 0)
+
+
+def _address(match: dict, side: str) -> str:
+    """The entry's source or destination address, IPv4 or IPv6 (a masked one, as in the
+    per-host entries of a /64: its network address)."""
+    value = match.get(f"ipv4_{side}") or match.get(f"ipv6_{side}") or ""
+    return str(value[0] if isinstance(value, (tuple, list)) else value)
 
 
 def _entry_key(cookie: int, priority: int, match: dict) -> tuple:
@@ -35,10 +42,13 @@ def _entry_key(cookie: int, priority: int, match: dict) -> tuple:
 
 class Accounting:
     def __init__(self, publish: Callable[..., None], device_for_index: Callable[[int], tuple | None],
-                 count: Callable[..., None] = lambda name, n=1: None):
-        """`device_for_index(block index) -> (mac, ip) | None`; `count`: the counter registry."""
+                 count: Callable[..., None] = lambda name, n=1: None,
+                 owns: Callable[[int, str], bool] = lambda index, address: False):
+        """`device_for_index(block index) -> (mac, ip) | None`; `count`: the counter registry;
+        `owns(index, address)`: is this one of the device's IPv6 addresses (its /64)?"""
         self.publish = publish
         self.device_for_index = device_for_index
+        self.owns = owns
         self.count = count
         self._reported: dict[tuple, tuple[int, int]] = {}   # entry -> (packets, bytes) reported
         # block index -> the learned entries the switch holds for it (seen in a dump, not
@@ -47,7 +57,7 @@ class Accounting:
         self._bytes: dict[int, int] = defaultdict(int)       # block index -> bytes this interval
         # (block index, ipv4_src of the entry) -> bytes this interval: the up/down split is
         # made at the interval's end, when the device's address is looked up once
-        self._by_src: dict[tuple[int, str], int] = defaultdict(int)
+        self._by_src: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))  # index -> source -> bytes
         self.priming = False
 
     def start_priming(self) -> None:
@@ -69,7 +79,7 @@ class Accounting:
             if self.priming or (dp == 0 and db == 0):
                 continue
             self._bytes[index] += db
-            self._by_src[(index, str(s.match.get("ipv4_src", "")))] += db
+            self._by_src[index][_address(s.match, "src")] += db
             if kind == L.KIND_LEARNED:
                 self._flow_event(index, s.match, dp, db)
 
@@ -91,7 +101,7 @@ class Accounting:
         if dp == 0 and db == 0:
             return
         self._bytes[index] += db
-        self._by_src[(index, str(ev.match.get("ipv4_src", "")))] += db
+        self._by_src[index][_address(ev.match, "src")] += db
         if L.kind_of(ev.cookie) == L.KIND_LEARNED:
             self._flow_event(index, ev.match, dp, db)
 
@@ -104,7 +114,10 @@ class Accounting:
                 continue
             mac, ip = device
             total = self._bytes.get(index, 0)
-            up = min(total, self._by_src.get((index, str(ip)), 0))
+            # Upload: entries whose source is the device (its IPv4 address, or any address
+            # of its /64: the per-host entries match the whole /64 and carry no source).
+            sources = self._by_src.get(index, {})
+            up = min(total, sum(n for src, n in sources.items() if src == str(ip) or self.owns(index, src)))
             self.publish("bandwidth", mac=mac, ip=ip, bytes=total, up=up, down=total - up)
         self._bytes.clear()
         self._by_src.clear()

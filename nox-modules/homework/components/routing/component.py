@@ -14,22 +14,27 @@ every live device is re-synchronised from the persisted state.
 """
 from __future__ import annotations
 
+import ipaddress
+
 from ...component import Component
-from ...flows import (ETH_IP, PROTO_IGMP, AggregateStats, AggregateStatsRequest, Datapath,
+from ...flows import (ETH_IP, ETH_IPV6, PROTO_IGMP, AggregateStats, AggregateStatsRequest, Datapath,
                       FlowDelete, FlowRemoved, FlowStats, FlowStatsRequest, Output, PacketIn, PacketOut)
 from ...leases import Lease
 from ...pipeline import COOKIE_MASK_OWNER
 from ...macaddr import to_bytes
 from ...packets import parse_ipv4
 from . import flowsets as fs
+from . import flowsets6 as fs6
+from . import ndp
 from ... import pipeline as L
 from .accounting import Accounting
-from .icmp import time_exceeded
+from .icmp import time_exceeded, time_exceeded6
 from .multicast import Memberships, general_query, parse_igmp
 
 QUERY_INTERVAL = 60.0          # IGMP general queries to permitted devices
 FLOW_COUNT_INTERVAL = 1.0      # how often the learned flows are counted (one request, table-wide)
 MEMBERSHIP_LIFETIME = 3 * QUERY_INTERVAL + 10
+RA_INTERVAL = 60.0             # unsolicited Router Advertisements to each device (IPv6 on)
 
 
 class Routing(Component):
@@ -40,7 +45,7 @@ class Routing(Component):
         self.installed: dict[str, tuple[Lease, str]] = {}   # mac -> (device, "permitted"|"gateway")
         self.per_host: set[int] = set()                       # block indexes collapsed to per-host
         self.memberships = Memberships(MEMBERSHIP_LIFETIME)
-        self.accounting = Accounting(self.ctx.bus.publish, self._device_for_index, self.ctx.count)
+        self.accounting = Accounting(self.ctx.bus.publish, self._device_for_index, self.ctx.count, self._owns6)
         self.router_mac = "02:00:00:00:00:01"
 
     # -- life cycle ----------------------------------------------------------------------
@@ -48,16 +53,21 @@ class Routing(Component):
         self.router_mac = self.ctx.host.local_mac() or self.router_mac
         self.ctx.bus.subscribe("lease", self._on_lease)
         self.ctx.bus.subscribe("device", self._on_device)
+        self.ctx.bus.subscribe("ipv6_plan", self._on_ipv6_plan)
         self.ctx.every(self.ctx.config.flow_stats_interval, self.poll_flow_stats)
         self.ctx.every(QUERY_INTERVAL, self.query_members)
         self.ctx.every(FLOW_COUNT_INTERVAL, self.count_flows)
+        if self.ctx.ipv6 is not None:
+            self.ctx.every(RA_INTERVAL, self.advertise_all)
         self.ctx.commands.register("routing-status", self.status)
         # Device views say whether the device is counted per host (over the flow limit).
-        self.ctx.device_facts.append(lambda mac: {"flow_limited": self.flow_limited(mac)})
+        self.ctx.device_facts.append(self._facts)
 
     def datapath_up(self, dp: Datapath) -> list:
         self.router_mac = self.ctx.host.local_mac() or self.router_mac
         decisions = fs.base_flows(self.ctx.config.pool)
+        if self.ctx.ipv6 is not None:
+            decisions += fs6.base_flows(self.ctx.ipv6.site)
         # Memberships are rebuilt from the devices' answers to an immediate query.
         decisions.append(FlowDelete(cookie=L.routing_cookie(L.KIND_MCAST), cookie_mask=L.MASK_ONE_KIND))
         self.memberships.clear()
@@ -86,12 +96,31 @@ class Routing(Component):
     def _on_lease(self, topic: str, ev: dict) -> list:
         return self._sync(ev["lease"].mac)
 
+    def _on_ipv6_plan(self, topic: str, ev: dict) -> list:
+        """Renumbering (the ISP delegated another prefix): each device hears its old /64
+        is no longer preferred (RFC 4862 keeps the address up to two hours, but new
+        connections take the new one), then every routing flow is rebuilt as when the
+        switch connects. IPv4 traffic pauses for as long as that takes (milliseconds)."""
+        if self.ctx.datapath is None:
+            return []
+        old_plan = ev.get("old")
+        decisions: list = []
+        for dev, _ in list(self.installed.values()):
+            old = old_plan.device_prefix(dev.index) if old_plan is not None else None
+            decisions += self._advertisement(dev, deprecated=[old] if old is not None else [])
+        decisions.append(FlowDelete(cookie=L.COOKIE_ROUTING, cookie_mask=COOKIE_MASK_OWNER))
+        return decisions + self.datapath_up(self.ctx.datapath)
+
     def _on_device(self, topic: str, ev: dict) -> list:
         if ev.get("reason") == "meta":
             return []
         return self._sync(ev["mac"])
 
     def packet_in(self, pkt: PacketIn, frame) -> list | None:
+        if frame.ethertype == ETH_IPV6:
+            if pkt.reason == "invalid_ttl" or pkt.cookie == L.routing_cookie(L.KIND_TTL):
+                return self._hop_limit_exceeded(pkt, frame)
+            return self._router_solicitation(pkt, frame)
         if frame.ethertype != ETH_IP:
             return None
         if pkt.reason == "invalid_ttl" or pkt.cookie == L.routing_cookie(L.KIND_TTL):
@@ -160,13 +189,23 @@ class Routing(Component):
             self.per_host.discard(dev.index)
             self.accounting.forget_learned(dev.index)
             decisions += fs.arp_flows(dev) + fs.gateway_flows(dev)
+            prefix = self._prefix6(dev)
+            if prefix is not None:
+                decisions += fs6.nd_flows(dev, prefix) + fs6.gateway_flows(dev, prefix)
             self.installed[mac] = (dev, mode)
         else:
             delete(L.KIND_GATEWAY, dev.index)
             decisions += fs.arp_flows(dev) + fs.forward_flows(dev, self.router_mac)
             decisions += (fs.per_host_flows(dev) if dev.index in self.per_host
                           else fs.account_flows(dev, self.ctx.config.flow_idle_timeout))
+            prefix = self._prefix6(dev)
+            if prefix is not None:
+                decisions += fs6.nd_flows(dev, prefix) + fs6.forward_flows(dev, prefix, self.router_mac)
+                decisions += (fs6.per_host_flows(dev, prefix) if dev.index in self.per_host
+                              else fs6.account_flows(dev, prefix, self.ctx.config.flow_idle_timeout))
             self.installed[mac] = (dev, mode)
+        if dev is not None and mode is not None and (old is None or not old[0].same_place(dev)):
+            decisions += self._advertisement(dev)      # its /64 without waiting for a solicitation
         is_permitted = mode == "permitted"
         self.log.info("device %s: %s -> %s (%s)", mac, old[1] if old else "none", mode or "none",
                       dev.ip if dev else "no lease")
@@ -187,6 +226,67 @@ class Routing(Component):
     def _device_for_index(self, index: int) -> tuple | None:
         lease = self.ctx.leases.by_index(index)
         return (lease.mac, lease.ip) if lease else None
+
+    # -- IPv6: prefixes and Router Advertisements -----------------------------------------------
+    def _prefix6(self, dev: Lease):
+        """The device's /64, or None (IPv6 off, or the site prefix has no room for it)."""
+        return self.ctx.ipv6.device_prefix(dev.index) if self.ctx.ipv6 is not None else None
+
+    def _owns6(self, index: int, address: str) -> bool:
+        return ":" in address and self.ctx.ipv6 is not None and self.ctx.ipv6.index_of(address) == index
+
+    def _advertisement(self, dev: Lease, to=ndp.ALL_NODES, deprecated=()) -> list:
+        prefix = self._prefix6(dev)
+        if prefix is None:
+            return []
+        lifetime = max(0, int(dev.expires - self.ctx.now())) + int(2 * RA_INTERVAL)
+        # No RDNSS yet: homework-dnsd answers over IPv4 only, and a device that is told of
+        # an IPv6 resolver nobody answers on waits for it on every lookup.
+        frame = ndp.router_advertisement(to_bytes(self.router_mac), to_bytes(dev.mac), prefix, lifetime, to=to,
+                                         deprecated=deprecated)
+        self.ctx.count("routing.ra_sent")
+        return [PacketOut(data=frame, actions=(Output(dev.port),))]
+
+    def _router_solicitation(self, pkt: PacketIn, frame) -> list:
+        """Answered only for a device with a lease on that port (its flows sent it here)."""
+        entry = self.installed.get(frame.src_mac)
+        if entry is None or entry[0].port != pkt.in_port:
+            return []
+        try:
+            ip = ndp.parse_ipv6(frame.payload)
+        except ValueError:
+            return []
+        if not ndp.is_router_solicitation(ip):
+            self.ctx.count("routing.ignored")
+            return []
+        self.ctx.count("routing.rs")
+        to = ip.src if ip.src.is_link_local else ndp.ALL_NODES
+        return self._advertisement(entry[0], to=to)
+
+    def _hop_limit_exceeded(self, pkt: PacketIn, frame) -> list:
+        """traceroute -6 between devices shows the router, as for IPv4."""
+        entry = self.installed.get(frame.src_mac)
+        if entry is None or entry[1] != "permitted" or entry[0].port != pkt.in_port:
+            return []
+        data = frame.payload           # cut at 256 bytes by the switch: only the header is read
+        if len(data) < 40 or data[0] >> 4 != 6:
+            return []
+        prefix = self._prefix6(entry[0])
+        if prefix is None or ipaddress.IPv6Address(data[8:24]) not in prefix:
+            return []
+        self.ctx.count("routing.ttl_exceeded")
+        reply = time_exceeded6(to_bytes(self.router_mac), frame.src, prefix.network_address + 1, frame.payload)
+        return [PacketOut(data=reply, actions=(Output(pkt.in_port),))]
+
+    def advertise_all(self) -> None:
+        """Refresh every device's prefix before its lifetime runs out."""
+        if self.ctx.datapath is None:
+            return
+        decisions: list = []
+        for dev, _ in list(self.installed.values()):
+            decisions += self._advertisement(dev)
+        if decisions:
+            self.ctx.send(decisions)
 
     # -- multicast ------------------------------------------------------------------------------
     def _permitted_sender(self, pkt: PacketIn, frame, src_ip: str) -> Lease | None:
@@ -284,6 +384,15 @@ class Routing(Component):
             decisions += self._collapse(entry[0], count)
         return decisions
 
+    def _facts(self, mac: str) -> dict:
+        """What routing adds to a device's view: per-host counting, and its IPv6 /64."""
+        facts = {"flow_limited": self.flow_limited(mac)}
+        if self.ctx.ipv6 is not None:
+            lease = self.ctx.leases.get(mac)
+            prefix = self._prefix6(lease) if lease is not None and lease.active and lease.local else None
+            facts["ipv6_prefix"] = str(prefix) if prefix is not None else None
+        return facts
+
     def flow_limited(self, mac: str) -> bool:
         """Whether this device was collapsed to per-host counting (shown on its label)."""
         entry = self.installed.get(mac)
@@ -302,6 +411,7 @@ class Routing(Component):
                              detail=f"{dev.ip} opened {flows} flows (limit {limit}); now counted per host")
         return ([FlowDelete(cookie=L.routing_cookie(L.KIND_ACCOUNT, dev.index), cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE)]
                 + fs.per_host_flows(dev)
+                + (fs6.per_host_flows(dev, prefix) if (prefix := self._prefix6(dev)) is not None else [])
                 + [FlowDelete(cookie=L.routing_cookie(L.KIND_LEARNED, dev.index), cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE)])
 
     # -- accounting ---------------------------------------------------------------------------------
@@ -318,7 +428,8 @@ class Routing(Component):
     def status(self) -> dict:
         return {
             "devices": [{"mac": mac, "mode": mode, "ip": dev.ip, "port": dev.port,
-                         "per_host": dev.index in self.per_host}
+                         "per_host": dev.index in self.per_host,
+                         "ipv6_prefix": str(p) if (p := self._prefix6(dev)) is not None else None}
                         for mac, (dev, mode) in sorted(self.installed.items())],
             "groups": {g: self.memberships.members(g) for g in self.memberships.groups()},
             "stats": {**dict.fromkeys(("syncs", "igmp", "ttl_exceeded", "flow_limit", "ignored", "flows_reported",

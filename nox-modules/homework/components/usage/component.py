@@ -15,8 +15,15 @@ from ...component import Component
 from . import export, periods, report
 from .book import UsageBook
 from .blockflows import block_flows, unblock
+from .blockflows import forget_all as forget_blocks
+from ...leases import Lease
+from .slowflows import forget_all, slow_flows, unslow
 from .cap import Cap, parse_day, parse_size
-from .limits import OWNER, Limits, parse_limit, parse_target
+from .limits import OWNER, Limit, Limits, parse_limit, parse_target
+from .recent import RecentMinutes
+
+
+ACTION_NOTE = {"block": ": blocked until the next", "slow": ": slowed down until the next"}
 
 
 class Usage(Component):
@@ -32,10 +39,12 @@ class Usage(Component):
         self._period_used = 0
         self.limits = Limits(ctx.state)
         self.blocked: dict[str, int] = {}      # MAC -> block index of the flows installed for it
+        self.slowed: dict[str, tuple[Lease, int]] = {}   # MAC -> (lease, kbit/s) its meter and flows are for
         # tests only (usage.test_period_seconds): periods shorter than the stored hours are
         # counted here, in memory: (MAC, period start) -> bytes
         self._short: dict[tuple[str, int], int] = {}
         self._limit_used: dict[str, tuple[int, int]] = {}   # target -> (period start, bytes)
+        self.recent = RecentMinutes()        # the panel's "last hour" chart, per minute
 
     @property
     def billing_day(self) -> int:
@@ -47,11 +56,13 @@ class Usage(Component):
         self.ctx.commands.register("usage", self.usage)
         self.ctx.commands.register("usage-cap", self.usage_cap)
         self.ctx.commands.register("usage-csv", self.usage_csv)
+        self.ctx.commands.register("usage-device", self.usage_device)
         self.ctx.commands.register("usage-limit", self.set_limit)
         self.ctx.commands.register("usage-limit-remove", self.remove_limit)
         self.ctx.commands.register("usage-limits", lambda: [lim.as_dict() for lim in self.limits.by_target.values()])
         self.ctx.commands.register("usage-lift", self.lift)
         self.ctx.bus.subscribe("lease", self._on_lease)
+        self.ctx.bus.subscribe("ipv6_plan", self._on_ipv6_plan)
         self.ctx.device_facts.append(self._facts)
 
     def stop(self) -> None:
@@ -65,7 +76,17 @@ class Usage(Component):
 
     def datapath_up(self, dp) -> list:
         self.blocked.clear()
-        return self._block(self._should_block(self.ctx.now()))
+        self.slowed.clear()
+        now = self.ctx.now()
+        return [forget_blocks(), forget_all(), *self._block(self._should_block(now)),
+                *self._slow(self._should_slow(now))]
+
+    def _on_ipv6_plan(self, topic: str, ev: dict) -> list:
+        """Renumbered: blocks and slow-downs cover the devices' new /64s."""
+        return self.datapath_up(self.ctx.datapath) if self.ctx.datapath is not None else []
+
+    def _prefix6(self, lease):
+        return self.ctx.ipv6.device_prefix(lease.index) if self.ctx.ipv6 is not None else None
 
     def _on_bandwidth(self, topic: str, ev: dict) -> list:
         total = int(ev.get("bytes", 0) or 0)
@@ -74,6 +95,7 @@ class Usage(Component):
         now = self.ctx.now()
         start, _end = self._period_so_far(now)     # before adding: a re-read must not count it twice
         self.book.add(ev["mac"], up, down, now)
+        self.recent.add(ev["mac"], up, down, now)
         if self.ctx.config.usage_test_period_seconds:
             key = (ev["mac"], self.limit_window("day", now)[0])
             self._short = {k: v for k, v in self._short.items() if k[1] == key[1]}
@@ -120,7 +142,17 @@ class Usage(Component):
                 "label": periods.label(start, self.tz, period, self.billing_day),
                 "total": sum(r[2] + r[3] for r in rows),
                 "rows": report.group(rows, devices, by, period, self.tz, self.billing_day),
-                "series": report.group(rows, devices, by, step, self.tz, self.billing_day)}
+                "series": report.group(rows, devices, by, step, self.tz, self.billing_day),
+                "steps": report.step_labels(start, now, step, self.tz)}
+
+    def usage_device(self, mac: str, span: str = "day") -> dict:
+        """One device's bytes up and down over the last hour (per minute), day (per local
+        hour) or month (per local day), for the panel's chart."""
+        if span not in report.RANGES:
+            raise CommandError(f"usage-device: range must be one of {', '.join(report.RANGES)}, got {span!r}")
+        edges = report.range_edges(span, self.ctx.now(), self.tz)
+        rows = self.recent.rows(mac) if span == "hour" else self.book.rows(edges[0], edges[-1])
+        return report.device_series(mac, span, rows, edges, self.tz)
 
     def usage_cap(self, cap=None, billing_day=None) -> dict:
         """Set the cap (bytes, or with K/M/G/T) and/or billing day when given; this
@@ -186,22 +218,36 @@ class Usage(Component):
             limit.reached = start
             self.limits.save(limit)
             self.ctx.count(f"usage.limit_{limit.action}")
+            # applied before the alert, so a device view read for the alert shows it
+            if limit.action == "block":
+                decisions += self._block(self._macs(limit.target))
+            elif limit.action == "slow":
+                decisions += self._slow(self._should_slow(now))
             for m in self._macs(limit.target):
                 self.ctx.bus.publish("alert", mac=m, kind="usage-limit",
                                      detail=f"{limit.target} used {used} of its {limit.allowance} bytes this "
-                                            f"{limit.period}" + (": blocked until the next" if limit.action == "block"
-                                                                 else ""))
-            if limit.action == "block":
-                decisions += self._block(self._macs(limit.target))
+                                            f"{limit.period}" + ACTION_NOTE.get(limit.action, ""))
         return decisions
 
-    def _should_block(self, now: float) -> list[str]:
-        macs = []
+    def _in_force(self, action: str, now: float) -> list[Limit]:
+        """The limits with this action reached this period and not lifted."""
+        found = []
         for limit in self.limits.by_target.values():
             start, _end = self.limit_window(limit.period, now)
-            if limit.action == "block" and limit.reached == start and limit.lifted != start:
-                macs += self._macs(limit.target)
-        return macs
+            if limit.action == action and limit.reached == start and limit.lifted != start:
+                found.append(limit)
+        return found
+
+    def _should_block(self, now: float) -> list[str]:
+        return [mac for limit in self._in_force("block", now) for mac in self._macs(limit.target)]
+
+    def _should_slow(self, now: float) -> dict[str, int]:
+        """MAC -> kbit/s; a device under two slow limits (its own, its owner's) gets the lower rate."""
+        rates: dict[str, int] = {}
+        for limit in self._in_force("slow", now):
+            for mac in self._macs(limit.target):
+                rates[mac] = min(rates.get(mac, limit.rate), limit.rate)
+        return rates
 
     def _block(self, macs) -> list:
         decisions = []
@@ -210,7 +256,22 @@ class Usage(Component):
             if mac in self.blocked or lease is None or not lease.active or not lease.local:
                 continue
             self.blocked[mac] = lease.index
-            decisions += block_flows(lease)
+            decisions += block_flows(lease, self._prefix6(lease))
+        return decisions
+
+    def _slow(self, rates: dict[str, int]) -> list:
+        decisions = []
+        for mac, rate in rates.items():
+            lease = self.ctx.leases.get(mac)
+            if lease is None or not lease.active or not lease.local:
+                continue
+            old = self.slowed.get(mac)
+            if old is not None and old[1] == rate and old[0].same_place(lease):
+                continue
+            if old is not None:                        # another rate or place: made anew
+                decisions += unslow(self.slowed.pop(mac)[0].index)
+            self.slowed[mac] = (lease, rate)
+            decisions += slow_flows(lease, rate, self._prefix6(lease))
         return decisions
 
     def _unblock(self, keep: set[str]) -> None:
@@ -218,28 +279,47 @@ class Usage(Component):
         if gone:
             self.ctx.send([unblock(self.blocked.pop(mac)) for mac in gone])
 
+    def _unslow(self, keep: set[str]) -> None:
+        gone = [mac for mac in self.slowed if mac not in keep]
+        if gone:
+            self.ctx.send([d for mac in gone for d in unslow(self.slowed.pop(mac)[0].index)])
+
     def _end_expired_blocks(self) -> None:
-        """A new period (or a lift, or a removed limit) ends a block."""
+        """A new period (or a lift, or a removed limit) ends a block or a slow-down."""
         if self.blocked:
             self._unblock(set(self._should_block(self.ctx.now())))
+        if self.slowed:
+            self._unslow(set(self._should_slow(self.ctx.now())))
 
     def _on_lease(self, topic: str, ev: dict) -> list:
         lease = ev.get("lease")
-        if lease is None or lease.mac not in self.blocked:
+        if lease is None:
             return []
-        old = self.blocked.pop(lease.mac)
-        return [unblock(old), *self._block([lease.mac])]
+        decisions = []
+        if lease.mac in self.blocked:
+            decisions += [unblock(self.blocked.pop(lease.mac)), *self._block([lease.mac])]
+        # the meter and flows move with the lease, go when it ends, and come when a device
+        # of an owner over a slow limit gets one
+        rate = self._should_slow(self.ctx.now()).get(lease.mac)
+        if lease.mac in self.slowed and not (rate and lease.active and lease.local):
+            decisions += unslow(self.slowed.pop(lease.mac)[0].index)
+        elif rate:
+            decisions += self._slow({lease.mac: rate})
+        return decisions
 
     def _facts(self, mac: str) -> dict:
         limits = self.limits.for_device(mac, self._owner(mac))
         return {"usage_blocked": mac in self.blocked,
+                "usage_slowed": mac in self.slowed,
+                "usage_slow_kbps": self.slowed[mac][1] if mac in self.slowed else 0,
                 "usage_limit": limits[0].as_dict() if limits else None}
 
-    def set_limit(self, allowance=None, mac=None, owner=None, period="day", action="block") -> dict:
-        """Set a device's (mac) or an owner's allowance per day or month (bytes, or e.g. 2G)."""
+    def set_limit(self, allowance=None, mac=None, owner=None, period="day", action="block", rate=None) -> dict:
+        """Set a device's (mac) or an owner's allowance per day or month (bytes, or e.g. 2G);
+        with action slow, the rate it keeps once that is used (e.g. 1mbit; default 1 Mbit/s)."""
         if allowance is None:
             raise CommandError("usage-limit: give the allowance (bytes, or e.g. 2G)")
-        limit = parse_limit(parse_target(mac, owner), allowance, period or "day", action or "block")
+        limit = parse_limit(parse_target(mac, owner), allowance, period or "day", action or "block", rate)
         self.limits.set(limit)
         self._limit_used.pop(limit.target, None)
         self._end_expired_blocks()

@@ -1,0 +1,145 @@
+"""The IPv6 flows of a device: the same decisions as flowsets.py, for its own /64.
+
+Each function returns the v6 counterpart of the v4 function of the same name and uses
+the same cookie kind, so one FlowDelete removes both families of a device at once. The
+device is alone in its /64 (Router Advertisements say "not on-link"), so everything it
+sends goes to the router, and the switch routes it like IPv4: MAC rewrite, hop limit
+decrement, never bridged.
+"""
+from __future__ import annotations
+
+import ipaddress
+
+from ...flows import CONTROLLER, ETH_IPV6, LOCAL, PROTO_TCP, PROTO_UDP, DecTTL, FlowMod, Learn, Output, Resubmit, SetField
+from ...ipv6plan import ROUTER_LINK_LOCAL
+from ...leases import Lease
+from ... import pipeline as L
+from .flowsets import GATEWAY_SERVICES
+
+PROTO_ICMPV6 = 58
+ICMPV6_RS, ICMPV6_RA, ICMPV6_NS, ICMPV6_NA = 133, 134, 135, 136
+FULL = "ffff:ffff:ffff:ffff::"                 # a /64 mask
+ROUTER_LL = str(ROUTER_LINK_LOCAL)
+
+
+def _net(prefix: ipaddress.IPv6Network) -> tuple[str, str]:
+    return (str(prefix.network_address), FULL)
+
+
+def nd_flows(d: Lease, prefix: ipaddress.IPv6Network) -> list[FlowMod]:
+    """Neighbour discovery with the router only, as arp_flows: Router Solicitations to the
+    controller (it answers with the device's own prefix), Neighbour Solicitations and
+    Advertisements for the router's two addresses to the router's stack, and the router's
+    link-local answers back. A device's own RAs (rogue router) and NS/NA for anyone else
+    meet the table miss."""
+    c = L.routing_cookie(L.KIND_ARP, d.index)
+    me = {"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_IPV6, "ip_proto": PROTO_ICMPV6}
+    router = str(prefix.network_address + 1)
+    flows = [FlowMod(match={**me, "icmpv6_type": ICMPV6_RS}, actions=(Output(CONTROLLER, 256),),
+                     priority=L.PRIO_ND, cookie=c)]
+    for target in (ROUTER_LL, router):
+        flows.append(FlowMod(match={**me, "icmpv6_type": ICMPV6_NS, "ipv6_nd_target": target},
+                             actions=(Output(LOCAL),), priority=L.PRIO_ND, cookie=c))
+    # Its answers to the router's reachability probes.
+    flows.append(FlowMod(match={**me, "icmpv6_type": ICMPV6_NA, "ipv6_dst": ROUTER_LL},
+                         actions=(Output(LOCAL),), priority=L.PRIO_ND, cookie=c))
+    # What the router's stack sends from its link-local address (NA, probes) to this device.
+    flows.append(FlowMod(match={"in_port": LOCAL, "eth_dst": d.mac, "eth_type": ETH_IPV6, "ipv6_src": ROUTER_LL},
+                         actions=(Output(d.port),), priority=L.PRIO_ND, cookie=c))
+    return flows
+
+
+def gateway_flows(d: Lease, prefix: ipaddress.IPv6Network) -> list[FlowMod]:
+    """Pending or denied: DNS, HTTP(80) and ICMPv6 with the router's ::1 of its own /64."""
+    c = L.routing_cookie(L.KIND_GATEWAY, d.index)
+    router = str(prefix.network_address + 1)
+    out = {"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_IPV6, "ipv6_src": _net(prefix),
+           "ipv6_dst": router}
+    back = {"in_port": LOCAL, "eth_type": ETH_IPV6, "ipv6_src": router, "ipv6_dst": _net(prefix)}
+    flows = [FlowMod(match={**out, "ip_proto": PROTO_ICMPV6}, actions=(Output(LOCAL),),
+                     priority=L.PRIO_GATEWAY, cookie=c),
+             FlowMod(match={**back, "ip_proto": PROTO_ICMPV6}, actions=(Output(d.port),),
+                     priority=L.PRIO_GATEWAY, cookie=c)]
+    for proto, name, port in GATEWAY_SERVICES:
+        flows.append(FlowMod(match={**out, "ip_proto": proto, f"{name}_dst": port},
+                             actions=(Output(LOCAL),), priority=L.PRIO_GATEWAY, cookie=c))
+        flows.append(FlowMod(match={**back, "ip_proto": proto, f"{name}_src": port},
+                             actions=(Output(d.port),), priority=L.PRIO_GATEWAY, cookie=c))
+    return flows
+
+
+def forward_flows(d: Lease, prefix: ipaddress.IPv6Network, router_mac: str) -> list[FlowMod]:
+    """Permitted: the anti-spoofed entry (port + MAC + a source inside its own /64: its
+    privacy addresses too), the way back from the router's stack, and this /64 as a
+    destination of other devices (routed), its ::1 being the router."""
+    c = L.routing_cookie(L.KIND_FORWARD, d.index)
+    net = _net(prefix)
+    return [
+        FlowMod(match={"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_IPV6, "ipv6_src": net},
+                actions=(Resubmit(L.TABLE_ACCOUNT), Resubmit(L.TABLE_FORWARD)),
+                priority=L.PRIO_DEVICE, cookie=c),
+        FlowMod(match={"in_port": LOCAL, "eth_type": ETH_IPV6, "ipv6_dst": net},
+                actions=(Resubmit(L.TABLE_ACCOUNT), Output(d.port)), priority=L.PRIO_DEVICE, cookie=c),
+        FlowMod(match={"eth_type": ETH_IPV6, "ipv6_dst": net},
+                actions=(SetField("eth_src", router_mac), SetField("eth_dst", d.mac), DecTTL(), Output(d.port)),
+                priority=L.PRIO_TO_DEVICE, table_id=L.TABLE_FORWARD, cookie=c),
+        FlowMod(match={"eth_type": ETH_IPV6, "ipv6_dst": str(prefix.network_address + 1)},
+                actions=(Output(LOCAL),), priority=L.PRIO_TO_ROUTER6, table_id=L.TABLE_FORWARD, cookie=c),
+    ]
+
+
+def _learn(d: Lease, proto: int | None, ports: str | None, idle: int) -> Learn:
+    # The protocol is a literal when ports are copied: OVS refuses a learned TCP port
+    # match whose protocol it cannot see (OFPBAC_MATCH_INCONSISTENT).
+    fields = [("eth_type", ETH_IPV6), ("ip_proto", proto), ("ipv6_src", None), ("ipv6_dst", None)]
+    if ports:
+        fields += [(f"{ports}_src", None), (f"{ports}_dst", None)]
+    return Learn(table_id=L.TABLE_ACCOUNT, fields=tuple(fields), priority=L.PRIO_LEARNED,
+                 idle_timeout=idle, fin_idle_timeout=2 if ports == "tcp" else 0,
+                 cookie=L.routing_cookie(L.KIND_LEARNED, d.index), send_flow_removed=True)
+
+
+def account_flows(d: Lease, prefix: ipaddress.IPv6Network, idle: int) -> list[FlowMod]:
+    """Per-flow accounting as for IPv4 (flowsets.account_flows says why TCP learns from SYN)."""
+    c = L.routing_cookie(L.KIND_ACCOUNT, d.index)
+    net = _net(prefix)
+    flows = []
+    for side in ({"in_port": d.port, "ipv6_src": net}, {"in_port": LOCAL, "ipv6_dst": net}):
+        flows.append(FlowMod(match={"eth_type": ETH_IPV6, "ip_proto": PROTO_TCP, "tcp_flags_nxm": (0x002, 0x002),
+                                    **side},
+                             actions=(_learn(d, PROTO_TCP, "tcp", idle),),
+                             priority=L.PRIO_ACCOUNT_SYN, table_id=L.TABLE_ACCOUNT, cookie=c))
+        for proto, ports in ((PROTO_TCP, "tcp"), (PROTO_UDP, "udp")):
+            flows.append(FlowMod(match={"eth_type": ETH_IPV6, "ip_proto": proto, **side},
+                                 actions=(_learn(d, proto, ports, idle),),
+                                 priority=L.PRIO_ACCOUNT, table_id=L.TABLE_ACCOUNT, cookie=c))
+        flows.append(FlowMod(match={"eth_type": ETH_IPV6, **side}, actions=(_learn(d, None, None, idle),),
+                             priority=L.PRIO_ACCOUNT_OTHER, table_id=L.TABLE_ACCOUNT, cookie=c))
+    return flows
+
+
+def per_host_flows(d: Lease, prefix: ipaddress.IPv6Network) -> list[FlowMod]:
+    c = L.routing_cookie(L.KIND_ACCOUNT, d.index)
+    net = _net(prefix)
+    return [FlowMod(match={"eth_type": ETH_IPV6, "in_port": d.port, "ipv6_src": net}, actions=(),
+                    priority=L.PRIO_ACCOUNT, table_id=L.TABLE_ACCOUNT, cookie=c),
+            FlowMod(match={"eth_type": ETH_IPV6, "in_port": LOCAL, "ipv6_dst": net}, actions=(),
+                    priority=L.PRIO_ACCOUNT, table_id=L.TABLE_ACCOUNT, cookie=c)]
+
+
+def base_flows(site: ipaddress.IPv6Network) -> list[FlowMod]:
+    """Shared: the household's site prefix is closed except for the /64s of permitted
+    devices (their own entries are above), the rest of IPv6 goes to the router's stack."""
+    shared = L.routing_cookie(L.KIND_SHARED)
+    site_match = (str(site.network_address), str(site.netmask))
+    return [
+        # Hop limit 1 towards a device dies here: the controller answers time exceeded
+        # (the router's ::1 addresses, above, take theirs).
+        FlowMod(match={"eth_type": ETH_IPV6, "nw_ttl": 1, "ipv6_dst": site_match},
+                actions=(Output(CONTROLLER, 256),), priority=L.PRIO_TTL_EXPIRED, table_id=L.TABLE_FORWARD,
+                cookie=L.routing_cookie(L.KIND_TTL)),
+        FlowMod(match={"eth_type": ETH_IPV6, "ipv6_dst": site_match},
+                actions=(), priority=L.PRIO_POOL_DROP, table_id=L.TABLE_FORWARD, cookie=shared),
+        FlowMod(match={"eth_type": ETH_IPV6}, actions=(Output(LOCAL),), priority=L.PRIO_UPSTREAM,
+                table_id=L.TABLE_FORWARD, cookie=shared),
+    ]

@@ -1,0 +1,46 @@
+// A device over a `slow` usage limit (issue 14) in Debian's Chromium against a real emulated
+// home: once it has downloaded its allowance through the emulated internet, its label on the
+// Guest Board says so (a `device` event with the alert, no reload), and the API view agrees.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startHome, launch, newPage, login, label, screenshot } from './lib.mjs';
+
+let home, browser, page;
+
+before(async () => {
+  home = await startHome({ config: {
+    controller: { components: ['dhcp', 'routing', 'usage'] },
+    routing: { flow_stats_interval: 1 },
+    usage: { flush_interval: 1, timezone: 'UTC' } } });
+  browser = await launch();
+  page = await newPage(browser);
+}, { timeout: 120000 });
+
+after(async () => {
+  if (browser) await browser.close();
+  if (home) await home.close();
+}, { timeout: 60000 });
+
+async function cli(...args) {
+  const res = await home.call({ op: 'cli', args });
+  assert.equal(res.rc, 0, `homework ${args.join(' ')}: ${res.stderr}${res.stdout}`);
+  return res.stdout;
+}
+
+test('a slowed device is marked on its label', { timeout: 180000 }, async () => {
+  await login(page, home.info.url, home.info.password);
+  const dev = await home.call({ op: 'add_device', name: 'console7' });
+  await home.call({ op: 'start_dhcp', dev: dev.name, client: 'udhcpc' });
+  await home.call({ op: 'wait_ipv4', dev: dev.name });
+  await cli('permit', dev.mac);
+  await home.call({ op: 'wait_fetch', dev: dev.name, expect: true, timeout: 30 });
+  await cli('usage-limit', dev.mac, '500K', 'day', 'slow', '1mbit');
+  const mark = label(page, dev.mac).filter({ hasText: 'slowed: usage limit' });
+  assert.equal(await mark.count(), 0);
+  await home.call({ op: 'download', dev: dev.name, bytes: 1000000 });
+  await mark.waitFor({ timeout: 30000 });
+  const view = JSON.parse(await cli('--json', 'status', dev.mac));
+  assert.equal(view.usage_slowed, true);
+  assert.equal(view.usage_slow_kbps, 1000);
+  await screenshot(page, 'usage-label-01-slowed');
+});

@@ -1,0 +1,27 @@
+"""dnsd's forwarding settings (issue 11) come from the controller's [dns] table, like the
+rest of its command line, so dnsd and dnsmasq read the same resolv file."""
+from __future__ import annotations
+
+import pytest
+
+from homework.config import ConfigError, dnsd_args, parse
+
+
+def test_dnsd_reads_the_wan_resolv_file_and_the_local_domains_by_default():
+    args = dnsd_args(parse({}))
+    assert args[args.index("--resolv-file") + 1] == "/run/homework/resolv.upstream"
+    assert args[args.index("--local-domains") + 1] == "lan,home.arpa"
+
+
+def test_empty_settings_are_left_out_so_the_unit_can_word_split_the_line():
+    args = dnsd_args(parse({"dns": {"resolv_file": "", "local_domains": " lan , , home.arpa "}}))
+    assert "--resolv-file" not in args
+    assert args[args.index("--local-domains") + 1] == "lan,home.arpa"
+    assert "" not in args
+    assert "--local-domains" not in dnsd_args(parse({"dns": {"local_domains": ""}}))
+
+
+def test_a_bad_local_domain_is_a_clear_config_error():
+    with pytest.raises(ConfigError) as exc:
+        parse({"dns": {"local_domains": "lan,my home"}})
+    assert exc.value.key == "dns.local_domains" and "'my home' is not a domain name" in str(exc.value)
