@@ -4,7 +4,8 @@
 //!
 //!   reset                                       forget every device and rule
 //!   blocked nxdomain|drop                       how blocked names are answered
-//!   device IP MAC STATE denylist|allowlist ROUTER
+//!   device IP MAC STATE denylist|allowlist ROUTER   IP: an IPv4 address, or any address of
+//!                                               the device's IPv6 /64 (ROUTER: its IPv4 .1)
 //!   nodevice IP
 //!   rule OWNER DOMAIN allow|deny                OWNER is a MAC or * (household)
 //!   unrule OWNER DOMAIN
@@ -114,10 +115,10 @@ fn apply(shared: &Shared, batch: Vec<Change>) -> (usize, usize) {
             Change::Reset => p.clear(),
             Change::Blocked(drop) => p.drop_blocked = drop,
             Change::Device(ip, dev) => {
-                p.devices.insert(ip, dev);
+                p.devices.insert(crate::policy::device_key(ip), dev);
             }
             Change::NoDevice(ip) => {
-                p.devices.remove(&ip);
+                p.devices.remove(&crate::policy::device_key(ip));
             }
             Change::Rule(owner, domain, action) => {
                 let owner = if owner == HOUSEHOLD { HOUSEHOLD } else { owner.as_str() };

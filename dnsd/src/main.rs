@@ -3,6 +3,7 @@
 //!   homework-dnsd --listen 169.254.53.53:5300 --upstream 127.0.0.1:5353 \
 //!                 --control /run/homework/dnsd.sock \
 //!                 [--resolv-file /run/homework/resolv.upstream] [--local-domains lan,home.arpa]
+//!                 [--listen6 [fd00:53::53]:5300]
 //!
 //! nftables sends every device's port-53 traffic here (see the dns component); each query
 //! is checked against the asking device's policy (pushed by the controller over the control
@@ -27,12 +28,13 @@ const EVENT_QUEUE: usize = 200_000;
 
 fn usage() -> ! {
     eprintln!("usage: homework-dnsd --listen ADDR:PORT --upstream ADDR:PORT --control SOCKET \
-               [--resolv-file PATH] [--local-domains NAME,...]");
+               [--resolv-file PATH] [--local-domains NAME,...] [--listen6 [ADDR]:PORT]");
     std::process::exit(2)
 }
 
 fn main() {
     let mut listen: Option<SocketAddr> = None;
+    let mut listen6: Option<SocketAddr> = None;
     let mut upstream: Option<SocketAddr> = None;
     let mut control_path: Option<String> = None;
     let mut resolv_file: Option<std::path::PathBuf> = None;
@@ -42,6 +44,7 @@ fn main() {
         let value = args.next().unwrap_or_else(|| usage());
         match arg.as_str() {
             "--listen" => listen = Some(value.parse().unwrap_or_else(|_| usage())),
+            "--listen6" => listen6 = Some(value.parse().unwrap_or_else(|_| usage())),
             "--upstream" => upstream = Some(value.parse().unwrap_or_else(|_| usage())),
             "--control" => control_path = Some(value),
             "--resolv-file" => resolv_file = Some(value.into()).filter(|p: &std::path::PathBuf| !p.as_os_str().is_empty()),
@@ -64,11 +67,19 @@ fn main() {
                   if resolvers.is_empty() { "none (all via dnsmasq)".to_string() } else { resolvers.join(" ") });
         let mut threads = server::serve_udp(shared.clone(), listen, upstreams)?;
         threads.push(server::serve_tcp(shared.clone(), listen, upstream)?);
+        // Devices' DNS over IPv6 (nftables sends it here): the same policy, the device
+        // found by its /64; its own upstream socket and queries in flight.
+        if let Some(listen6) = listen6 {
+            let upstreams6 = forward::Upstreams::new(upstream, resolv_file.clone(), local_domains.clone());
+            threads.extend(server::serve_udp(shared.clone(), listen6, upstreams6)?);
+            threads.push(server::serve_tcp(shared.clone(), listen6, upstream)?);
+        }
         Ok(threads)
     };
     match run() {
         Ok(threads) => {
-            eprintln!("homework-dnsd: listening on {listen} (udp, tcp), upstream {upstream}, control {control_path}");
+            let also = listen6.map(|a| format!(" and {a}")).unwrap_or_default();
+            eprintln!("homework-dnsd: listening on {listen}{also} (udp, tcp), upstream {upstream}, control {control_path}");
             for t in threads {
                 let _ = t.join();
             }

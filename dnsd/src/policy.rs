@@ -8,7 +8,7 @@
 //! 3. no rule: allowed, unless the device is in allow-list mode.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
 pub const CANARIES: [&str; 3] = ["use-application-dns.net", "mask.icloud.com", "mask-h2.icloud.com"];
@@ -55,6 +55,19 @@ impl Verdict {
             Verdict::Pending => "pending",
             Verdict::Blacklisted => "blacklisted",
         }
+    }
+}
+
+/// The key a device's policy is filed under: its IPv4 address, or its IPv6 /64 (so any of
+/// its addresses asks as the device, privacy addresses too). An IPv4-mapped IPv6 address
+/// is its IPv4 address.
+pub fn device_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(a) => match a.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(Ipv6Addr::from(u128::from(a) & !((1u128 << 64) - 1))),
+        },
+        v4 => v4,
     }
 }
 

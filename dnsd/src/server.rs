@@ -132,7 +132,7 @@ pub fn handle(shared: &Shared, src: IpAddr, buf: &[u8], tcp: bool) -> Outcome {
         }
     };
     let policy = read_policy(shared);
-    let dev = match policy.devices.get(&src) {
+    let dev = match policy.devices.get(&crate::policy::device_key(src)) {
         Some(d) => d,
         None => {
             // Not a leased device address: we do not know whose policy applies.

@@ -131,6 +131,30 @@ fn blacklisted_and_unknown_sources_get_no_answer() {
 }
 
 #[test]
+fn a_device_asks_as_itself_from_any_address_of_its_ipv6_64() {
+    let (s, rx) = home();
+    // the controller files the device under its /64 (any address of it in the line)
+    let prefix: std::net::Ipv6Addr = "2001:db8:100:5::1".parse().unwrap();
+    let dev = Device { mac: Arc::from("02:00:00:00:00:05"), state: State::Permitted, allowlist: false, router: ROUTER };
+    s.policy.write().unwrap().devices.insert(crate::policy::device_key(IpAddr::V6(prefix)), dev);
+    s.policy.write().unwrap().set_rule("02:00:00:00:00:05", "blocked.test", Some(Action::Deny));
+    let q = wire::build_query(12, "x.blocked.test", wire::TYPE_AAAA);
+    for src in ["2001:db8:100:5:1234:5678:9abc:def0", "2001:db8:100:5::2"] {
+        let src: IpAddr = src.parse().unwrap();
+        let Outcome::Reply(r) = handle(&s, src, &q, false) else { panic!("blocked over IPv6: expected a reply") };
+        assert_eq!(rcode(&r), wire::RCODE_NXDOMAIN);
+        assert_eq!(last_verdict(&rx).0, "blocked");
+    }
+    // another /64 is nobody
+    let Outcome::Reply(r) = handle(&s, "2001:db8:100:6::2".parse().unwrap(), &q, false) else { panic!() };
+    assert_eq!(rcode(&r), wire::RCODE_REFUSED);
+    // an IPv4-mapped source is the IPv4 device
+    let mapped: IpAddr = IpAddr::V6(Ipv4Addr::from(ALLOWED_IP).to_ipv6_mapped());
+    assert!(matches!(handle(&s, mapped, &wire::build_query(13, "example.com", wire::TYPE_A), false),
+                     Outcome::Forward(_)));
+}
+
+#[test]
 fn malformed_queries_are_counted_and_never_forwarded() {
     let (s, _rx) = home();
     let src = IpAddr::from(ALLOWED_IP);

@@ -76,7 +76,10 @@ def ip_address(key: str, value: str) -> str:
 
 
 def host_port(key: str, value: str) -> str:
+    """ADDRESS:PORT, an IPv6 address in brackets ([fd00:53::53]:5300)."""
     host, _, port = value.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
     try:
         ipaddress.ip_address(host)
         if not 1 <= int(port) <= 65535:
@@ -200,6 +203,8 @@ KEYS: tuple[Key, ...] = (
         host_port),
     Key("dns.listen", "dns_listen", str, "169.254.53.53:5300", "homework-dnsd; nftables steers port 53 here",
         host_port),
+    Key("dns.listen6", "dns_listen6", str, "[fd00:53::53]:5300",
+        "homework-dnsd for devices' DNS over IPv6 ([ipv6] enabled); nftables steers it here", host_port),
     Key("dns.control", "dns_control", str, "/run/homework/dnsd.sock", "homework-dnsd's control socket"),
     Key("dns.resolv_file", "dns_resolv_file", str, "/run/homework/resolv.upstream",
         "upstream resolvers (the file the WAN lease writes, dnsmasq's resolv-file): dnsd asks them directly; "
@@ -373,6 +378,8 @@ def dnsd_args(config: Config) -> list[str]:
     local = ",".join(filter(None, (d.strip() for d in config.dns_local_domains.split(","))))
     if local:
         args += ["--local-domains", local]
+    if config.ipv6_enabled:
+        args += ["--listen6", config.dns_listen6]
     return args
 
 

@@ -173,7 +173,7 @@ class DnsLab:
         h.router(["ip", "addr", "replace", f"{DNSD_ADDR}/32", "dev", "lo"])
         # dnsd's arguments come from the same [dns] table the controller reads, as on the router.
         from homework.config import dnsd_args, parse
-        args = dnsd_args(parse({"dns": h.config_overrides["dns"]}))
+        args = dnsd_args(parse({"dns": h.config_overrides["dns"], "ipv6": h.config_overrides.get("ipv6", {})}))
         self.dnsd = h.router_popen([str(DNSD_BINARY), *args],
                                    stdout=self._log("dnsd"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         _wait("homework-dnsd", lambda: control.exists() and

@@ -17,6 +17,8 @@ def send(core, frame, port=1):
     replies = []
     for out in outs:
         eth = parse_ethernet(out.data)
+        if eth.ethertype != 0x0800:   # e.g. routing's Router Advertisement (IPv6 on)
+            continue
         ip = parse_ipv4(eth.payload)
         if ip.proto != 17:   # not DHCP: e.g. routing's IGMP query to a newly permitted device
             continue

@@ -261,3 +261,25 @@ def test_one_new_name_costs_the_same_whatever_was_learned_before(tmp_path):
     dns._on_events([f"a {B} 300 blocked.test 203.0.113.66 -", f"a {B} 300 more.test 203.0.113.67 -"])
     assert drops(core, A) == ["203.0.113.66"]
     assert len(looked_up) <= 4
+
+
+def test_with_ipv6_dnsd_also_knows_the_device_by_its_64_and_follows_a_renumbering(tmp_path):
+    prefix_file = tmp_path / "delegated"
+    prefix_file.write_text("2001:db8:200::/48\n")
+    core = make_core(tmp_path, components=("dhcp", "routing", "dns"), dns_control="", dns_intercept=False,
+                     ipv6_enabled=True, ipv6_prefix="", ipv6_prefix_file=str(prefix_file))
+    dns = core.ctx.component("dns")
+    dns.link, dns.net = FakeLink(), FakeDnsNet()
+    core.datapath_up(DP)
+    ip = join(core, A, 1)[1].yiaddr
+    net = str(core.ctx.ipv6.device_prefix(core.ctx.leases.get(A).index).network_address)
+    lines = dns.link.take()
+    assert f"device {ip} {A} pending denylist 10.2.0.1" in lines
+    assert f"device {net} {A} pending denylist 10.2.0.1" in lines
+    call(core, "permit", mac=A)
+    assert f"device {net} {A} permitted denylist 10.2.0.1" in dns.link.take()
+    prefix_file.write_text("2001:db8:300::/48\n")
+    core.check_site_prefix()
+    new = str(core.ctx.ipv6.device_prefix(core.ctx.leases.get(A).index).network_address)
+    lines = dns.link.take()
+    assert f"nodevice {net}" in lines and f"device {new} {A} permitted denylist 10.2.0.1" in lines

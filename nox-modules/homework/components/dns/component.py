@@ -61,7 +61,9 @@ class DnsComponent(Component):
         self.captive_ips: set[str] = set()
         self.dot_blocked: set[str] = set()
         config = ctx.config
-        self.net = DnsNet(config.bridge, config.dns_listen, ctx.count) if config.dns_intercept else None
+        self.net = (DnsNet(config.bridge, config.dns_listen, ctx.count,
+                           listen6=config.dns_listen6 if config.ipv6_enabled else "")
+                    if config.dns_intercept else None)
         self.link = DnsdLink(config.dns_control, self._snapshot, self._on_events) if config.dns_control else None
 
     # -- life cycle ------------------------------------------------------------------------
@@ -71,6 +73,7 @@ class DnsComponent(Component):
         self.ctx.bus.subscribe("device", self._on_device)
         self.ctx.health["dnsd"] = lambda: self.link is not None and self.link.connected.is_set()
         self.ctx.bus.subscribe("lease", self._on_lease)
+        self.ctx.bus.subscribe("ipv6_plan", self._on_ipv6_plan)
         self._register_commands()
         if self.net is not None:
             self.net.setup()
@@ -102,10 +105,18 @@ class DnsComponent(Component):
         return decisions
 
     # -- devices and leases ----------------------------------------------------------------
-    def _device_line(self, lease: Lease) -> str:
+    def _device_keys(self, lease: Lease) -> list[str]:
+        """Where dnsd files the device: its IPv4 address, and its IPv6 /64 (IPv6 on)."""
+        keys = [lease.ip]
+        prefix = self.ctx.ipv6.device_prefix(lease.index) if self.ctx.ipv6 is not None and lease.local else None
+        if prefix is not None:
+            keys.append(str(prefix.network_address))
+        return keys
+
+    def _device_line(self, lease: Lease, key: str) -> str:
         mac = lease.mac
         state = self.states.get(mac, "pending")
-        return f"device {lease.ip} {mac} {state} {self.policy.mode(mac)} {lease.router}"
+        return f"device {key} {mac} {state} {self.policy.mode(mac)} {lease.router}"
 
     def _sync_device(self, mac: str, push: bool = True, wait: bool = True) -> None:
         """Bring dnsd's device table and the captive set in line for one device."""
@@ -113,17 +124,29 @@ class DnsComponent(Component):
         lines = []
         with self._lock:
             if lease and lease.active:
-                line = self._device_line(lease)
-                if self.device_lines.get(lease.ip) != line:
-                    self.device_lines[lease.ip] = line
-                    lines.append(line)
+                for key in self._device_keys(lease):
+                    line = self._device_line(lease, key)
+                    if self.device_lines.get(key) != line:
+                        self.device_lines[key] = line
+                        lines.append(line)
                 self._set_captive(lease.ip, self.states.get(mac, "pending") in CAPTIVE_STATES)
             elif lease:
-                if self.device_lines.pop(lease.ip, None) is not None:
-                    lines.append(f"nodevice {lease.ip}")
+                for key in self._device_keys(lease):
+                    if self.device_lines.pop(key, None) is not None:
+                        lines.append(f"nodevice {key}")
                 self._set_captive(lease.ip, False)
         if push:
             self._push(lines, wait)
+
+    def _on_ipv6_plan(self, topic: str, ev: dict) -> None:
+        """Renumbered: dnsd forgets the old /64s and learns the new ones."""
+        old_keys = [k for k in self.device_lines if ":" in k]
+        with self._lock:
+            for key in old_keys:
+                self.device_lines.pop(key, None)
+        self._push([f"nodevice {key}" for key in old_keys], wait=False)
+        for lease in self.ctx.leases.active():
+            self._sync_device(lease.mac, wait=False)
 
     def _set_captive(self, ip: str, on: bool) -> None:
         if on == (ip in self.captive_ips):
@@ -285,7 +308,8 @@ class DnsComponent(Component):
                 self.policy.set_mode(mac, mode)
             self._sync_device(mac, push=False)
             lease = self.ctx.leases.get(mac)
-            lines = [self.device_lines[lease.ip]] if lease and lease.ip in self.device_lines else []
+            lines = ([self.device_lines[k] for k in self._device_keys(lease) if k in self.device_lines]
+                     if lease else [])
             self._policy_changed(mac, lines)
         return {"mac": mac, "mode": self.policy.mode(mac)}
 

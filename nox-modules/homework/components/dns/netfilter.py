@@ -18,18 +18,29 @@ TABLE = "homework_dns"
 CAPTIVE_PORT = 8088   # not 80: the Guest Board's lighttpd holds *:80 (redirect to HTTPS)
 
 
-def ruleset(bridge: str, listen_addr: str, listen_port: int) -> str:
+def ruleset(bridge: str, listen_addr: str, listen_port: int, listen6: tuple[str, int] | None = None) -> str:
+    """`listen6`: dnsd's IPv6 address and port, when devices have IPv6 (their port 53
+    over IPv6 goes there; without it the router drops it, scripts/router-net.sh)."""
+    v6 = (f"""
+    iifname "{bridge}" meta nfproto ipv6 meta l4proto {{ udp, tcp }} th dport 53 dnat ip6 to [{listen6[0]}]:{listen6[1]}"""
+          if listen6 else "")
     return f"""table inet {TABLE}
 delete table inet {TABLE}
 table inet {TABLE} {{
   set captive4 {{ type ipv4_addr; }}
   chain prerouting {{
     type nat hook prerouting priority dstnat; policy accept;
-    iifname "{bridge}" meta nfproto ipv4 meta l4proto {{ udp, tcp }} th dport 53 dnat ip to {listen_addr}:{listen_port}
+    iifname "{bridge}" meta nfproto ipv4 meta l4proto {{ udp, tcp }} th dport 53 dnat ip to {listen_addr}:{listen_port}{v6}
     iifname "{bridge}" ip saddr @captive4 tcp dport 80 dnat ip to {listen_addr}:{CAPTIVE_PORT}
   }}
 }}
 """
+
+
+def split_host_port(value: str) -> tuple[str, int]:
+    """'169.254.53.53:5300' or '[fd00:53::53]:5300' -> (address, port)."""
+    addr, _, port = value.rpartition(":")
+    return addr.strip("[]"), int(port)
 
 
 class DnsNet:
@@ -41,10 +52,10 @@ class DnsNet:
 
     RETRY_SECONDS = 2.0
 
-    def __init__(self, bridge: str, listen: str, count=None):
+    def __init__(self, bridge: str, listen: str, count=None, listen6: str = ""):
         self.bridge = bridge
-        addr, _, port = listen.rpartition(":")
-        self.addr, self.port = addr, int(port)
+        self.addr, self.port = split_host_port(listen)
+        self.listen6 = split_host_port(listen6) if listen6 else None
         self._wanted: set[str] = set()
         self._lock = threading.Lock()
         self.counters = None if count else Counters()     # own registry only when used alone (tests)
@@ -57,7 +68,12 @@ class DnsNet:
                              capture_output=True, text=True, timeout=10)
         if res.returncode != 0:
             log.error("cannot add %s to lo: %s", self.addr, res.stderr.strip())
-        res = subprocess.run(["nft", "-f", "-"], input=ruleset(self.bridge, self.addr, self.port),
+        if self.listen6:
+            res = subprocess.run(["ip", "addr", "replace", f"{self.listen6[0]}/128", "dev", "lo", "nodad"],
+                                 capture_output=True, text=True, timeout=10)
+            if res.returncode != 0:
+                log.error("cannot add %s to lo: %s", self.listen6[0], res.stderr.strip())
+        res = subprocess.run(["nft", "-f", "-"], input=ruleset(self.bridge, self.addr, self.port, self.listen6),
                              capture_output=True, text=True, timeout=10)
         if res.returncode != 0:
             log.error("nftables interception rules failed: %s", res.stderr.strip())
@@ -99,7 +115,7 @@ class DnsNet:
 class FakeDnsNet:
     """Unit tests: remembers what would be in the captive set."""
 
-    def __init__(self, *args):
+    def __init__(self, *args, **kw):
         self.captive_ips: set[str] = set()
         self.set_up = False
 

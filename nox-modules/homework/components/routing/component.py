@@ -240,10 +240,12 @@ class Routing(Component):
         if prefix is None:
             return []
         lifetime = max(0, int(dev.expires - self.ctx.now())) + int(2 * RA_INTERVAL)
-        # No RDNSS yet: homework-dnsd answers over IPv4 only, and a device that is told of
-        # an IPv6 resolver nobody answers on waits for it on every lookup.
-        frame = ndp.router_advertisement(to_bytes(self.router_mac), to_bytes(dev.mac), prefix, lifetime, to=to,
-                                         deprecated=deprecated)
+        # The router's ::1 as DNS server (RFC 8106) only when homework-dnsd answers there:
+        # a device told of a resolver nobody answers waits for it on every lookup.
+        cfg = self.ctx.config
+        dns = prefix.network_address + 1 if "dns" in cfg.components and cfg.dns_intercept else None
+        frame = ndp.router_advertisement(to_bytes(self.router_mac), to_bytes(dev.mac), prefix, lifetime, dns=dns,
+                                         to=to, deprecated=deprecated)
         self.ctx.count("routing.ra_sent")
         return [PacketOut(data=frame, actions=(Output(dev.port),))]
 

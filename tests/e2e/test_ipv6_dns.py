@@ -1,0 +1,81 @@
+"""DNS over IPv6 (issue 12): a device's queries over IPv6, to the router's ::1 that its
+Router Advertisements name, or to any outside resolver, are answered by homework-dnsd
+under the same per-device rules as over IPv4, the device found by its /64."""
+from __future__ import annotations
+
+import ipaddress
+import json
+
+import pytest
+
+from homelab import LAN6_SITE, WEB6_ADDR
+from homelab.dns import WEB, DnsLab, dns_home
+from homelab.routing import wait_until
+
+
+@pytest.fixture(scope="module")
+def lab():
+    from conftest import _can_run_home
+    why = _can_run_home()
+    if why:
+        pytest.skip(why)
+    with dns_home(config={"ipv6": {"enabled": True, "prefix": LAN6_SITE}}) as home:
+        home._dns_lab = DnsLab(home).start()
+        yield home._dns_lab
+
+
+def router6(lab, dev) -> str:
+    [view] = [d for d in json.loads(lab.homework("--json", "devices")) if d["mac"] == dev.mac]
+    prefix = ipaddress.IPv6Network(view["ipv6_prefix"])
+    wait_until(dev.ipv6_global, 15, f"{dev.name}: a SLAAC address")
+    return str(prefix.network_address + 1)
+
+
+def test_a_device_asks_over_ipv6_and_its_rules_apply_from_the_first_query(lab):
+    a, b = lab.join("a6"), lab.join("b6")
+    ra, rb = router6(lab, a), router6(lab, b)
+    assert lab.dig(a, "example.com", server=ra) == ("NOERROR", [WEB])
+    lab.homework("deny-dns", a.mac, "school.test")            # never asked before by anyone
+    assert lab.dig(a, "www.school.test", "AAAA", server=ra)[0] == "NXDOMAIN"
+    assert lab.dig(a, "school.test", server=ra)[0] == "NXDOMAIN"
+    assert lab.dig(b, "school.test", server=rb)[0] == "NOERROR"  # b has no rule
+    # the same over IPv4: one device, one policy
+    assert lab.dig(a, "school.test")[0] == "NXDOMAIN"
+
+
+def test_v6_dns_to_an_outside_resolver_is_answered_by_the_router(lab):
+    a = lab.join("c6")
+    router6(lab, a)
+    lab.homework("deny-dns", a.mac, "kids.test")
+    assert lab.dig(a, "example.com", server=WEB6_ADDR) == ("NOERROR", [WEB])
+    assert lab.dig(a, "kids.test", server=WEB6_ADDR)[0] == "NXDOMAIN"
+
+
+def test_a_pending_device_over_ipv6_gets_the_waiting_page_address(lab):
+    d = lab.join("p6", permit=False)
+    status, answer = lab.dig(d, "example.com", server=router6(lab, d))
+    assert (status, answer) == ("NOERROR", [d.default_gateway()])
+
+
+RS_AND_LISTEN = r"""
+import sys
+from scapy.all import AsyncSniffer, Ether, IPv6, ICMPv6ND_RS, ICMPv6NDOptRDNSS, sendp
+sniffer = AsyncSniffer(iface="eth0", filter="icmp6 and ip6[40] == 134", count=1, timeout=5)
+sniffer.start()
+import time; time.sleep(0.3)
+sendp(Ether(dst="33:33:00:00:00:02") / IPv6(src=sys.argv[1], dst="ff02::2", hlim=255) / ICMPv6ND_RS(), iface="eth0", verbose=False)
+sniffer.join()
+for p in sniffer.results or []:
+    if ICMPv6NDOptRDNSS in p:
+        print(" ".join(p[ICMPv6NDOptRDNSS].dns))
+"""
+
+
+def test_router_advertisements_name_the_routers_own_address_as_dns_server(lab):
+    a = lab.join("r6")
+    router = router6(lab, a)
+    out = a.run(["ip", "-j", "-6", "addr", "show", "dev", "eth0", "scope", "link"]).stdout
+    [link_local] = [a["local"] for link in json.loads(out) for a in link.get("addr_info", [])
+                    if a.get("local", "").startswith("fe80:")]
+    res = a.run(["/usr/bin/python3", "-c", RS_AND_LISTEN, link_local], check=False, timeout=30)
+    assert res.stdout.split() == [router], res
