@@ -30,6 +30,9 @@ HW.panel = (function ($) {
     $p.find(".signal").text(m.rssi === null || m.rssi === undefined ? "–" : m.rssi + " dBm" +
                             (HW.labels.retransmitting(m.retrans) ? " (many retries)" : ""));
     $p.find(".address").text(d.lease && d.lease.active ? d.lease.ip : "none");
+    // Its own IPv6 /64 when the router gives devices IPv6 (every address in it is the device's).
+    $p.find(".ipv6-row").prop("hidden", !d.ipv6_prefix);
+    $p.find(".ipv6-prefix").text(d.ipv6_prefix || "");
     $p.find(".flow-note").prop("hidden", !d.flow_limited);
     $p.find(".blacklist").prop("hidden", d.state === "blacklisted");
     // Only registered devices can be forgotten (one merely heard by the radio is not).

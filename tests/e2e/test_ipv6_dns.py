@@ -79,3 +79,31 @@ def test_router_advertisements_name_the_routers_own_address_as_dns_server(lab):
                     if a.get("local", "").startswith("fe80:")]
     res = a.run(["/usr/bin/python3", "-c", RS_AND_LISTEN, link_local], check=False, timeout=30)
     assert res.stdout.split() == [router], res
+
+
+INFO_REQUEST = r"""
+import sys
+from scapy.all import (AsyncSniffer, Ether, IPv6, UDP, DHCP6_InfoRequest, DHCP6OptClientId, DUID_LL,
+                       DHCP6OptOptReq, DHCP6OptDNSServers, get_if_hwaddr, sendp)
+mac = get_if_hwaddr("eth0")
+sniffer = AsyncSniffer(iface="eth0", filter="udp and dst port 546", count=1, timeout=5)
+sniffer.start()
+import time; time.sleep(0.3)
+sendp(Ether(src=mac, dst="33:33:00:01:00:02") / IPv6(src=sys.argv[1], dst="ff02::1:2") / UDP(sport=546, dport=547)
+      / DHCP6_InfoRequest(trid=0x1234) / DHCP6OptClientId(duid=DUID_LL(lladdr=mac)) / DHCP6OptOptReq(reqopts=[23]),
+      iface="eth0", verbose=False)
+sniffer.join()
+for p in sniffer.results or []:
+    if DHCP6OptDNSServers in p:
+        print(" ".join(p[DHCP6OptDNSServers].dnsservers))
+"""
+
+
+def test_stateless_dhcpv6_gives_the_same_dns_server(lab):
+    a = lab.join("i6")
+    router = router6(lab, a)
+    out = a.run(["ip", "-j", "-6", "addr", "show", "dev", "eth0", "scope", "link"]).stdout
+    [link_local] = [x["local"] for link in json.loads(out) for x in link.get("addr_info", [])
+                    if x.get("local", "").startswith("fe80:")]
+    res = a.run(["/usr/bin/python3", "-c", INFO_REQUEST, link_local], check=False, timeout=30)
+    assert res.stdout.split() == [router], res

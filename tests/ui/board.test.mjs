@@ -8,7 +8,8 @@ let home, browser, page;
 const HTC_MAC = '40:4e:36:12:34:56';   // a real OUI (HTC Corporation), never asked for DHCP
 
 before(async () => {
-  home = await startHome();
+  // IPv6 on, as a household with an ISP that delegates would have it (the panel shows the /64).
+  home = await startHome({ config: { ipv6: { enabled: true, prefix: '2001:db8:100::/48' } } });
   browser = await launch();
   page = await newPage(browser);
 }, { timeout: 120000 });
@@ -124,6 +125,7 @@ test('vendor name from the IEEE OUI table; panel blacklists', { timeout: 60000 }
   const panel = page.locator('#panel');
   await panel.waitFor({ state: 'visible' });
   await panel.locator('.traffic-today').filter({ hasText: /B|kB|MB/ }).waitFor();
+  assert.match(await panel.locator('.ipv6-prefix').innerText(), /^2001:db8:100:[0-9a-f]*::\/64$/);
   await screenshot(page, '08-panel');
   await panel.locator('button.blacklist').click();
   await page.locator(`#zone-outside .label[data-mac="${dev.mac}"][data-state="blacklisted"]`).waitFor();

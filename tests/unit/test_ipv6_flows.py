@@ -293,3 +293,39 @@ def test_the_isps_delegation_is_used_and_a_new_one_renumbers_every_device(tmp_pa
     core.check_site_prefix()
     assert core.ctx.ipv6.site == PrefixSource("", "", tmp_path).site()
     assert core.ctx.ipv6.site.subnet_of(ipaddress.IPv6Network("fd00::/8"))
+
+
+def _info_request(mac, src="fe80::a", xid=b"\x01\x02\x03", msg_type=11, extra=b""):
+    from homework.components.routing import dhcpv6
+    body = bytes([msg_type]) + xid + struct.pack("!HH", 1, 10) + b"\x00\x03\x00\x01" + to_bytes(mac) + extra
+    src_a, dst_a = ipaddress.IPv6Address(src), ipaddress.IPv6Address("ff02::1:2")
+    udp = struct.pack("!HHHH", dhcpv6.PORT_CLIENT, dhcpv6.PORT_SERVER, 8 + len(body), 0) + body
+    ip = struct.pack("!IHBB16s16s", 6 << 28, len(udp), 17, 1, src_a.packed, dst_a.packed) + udp
+    return b"\x33\x33\x00\x01\x00\x02" + to_bytes(mac) + b"\x86\xdd" + ip
+
+
+def test_stateless_dhcpv6_answers_the_routers_dns_to_the_asking_device_only(core):
+    join(core, A, 1)
+    prefix = _prefix(core, A)
+    routing = core.ctx.component("routing")
+    assert core.switch.outputs(v6(1, A, "fe80::a", "ff02::1:2", 17, udp_src=546, dport=547)) == [CONTROLLER]
+    core.switch.take_packet_outs()
+    core.packet_in(PacketIn(in_port=1, data=_info_request(A)))
+    assert core.switch.take_packet_outs() == []          # no dnsd in this home: nothing to tell
+    routing._dns6 = lambda p: p.network_address + 1       # as with the dns component intercepting
+    core.packet_in(PacketIn(in_port=1, data=_info_request(A)))
+    (reply,) = core.switch.take_packet_outs()
+    ip = ndp.parse_ipv6(reply.data[14:])
+    assert reply.actions[0].port == 1 and str(ip.src) == "fe80::1" and str(ip.dst) == "fe80::a"
+    msg = ip.payload[8:]
+    assert msg[0] == 7 and msg[1:4] == b"\x01\x02\x03"
+    assert (prefix.network_address + 1).packed in msg
+    pseudo = ip.src.packed + ip.dst.packed + struct.pack("!IxxxB", len(ip.payload), 17)
+    assert checksum(pseudo + ip.payload) == 0
+    # not from its port, not link-local, a SOLICIT, a malformed option: nothing
+    for bad in (PacketIn(in_port=2, data=_info_request(A)),
+                PacketIn(in_port=1, data=_info_request(A, src=str(prefix.network_address + 9))),
+                PacketIn(in_port=1, data=_info_request(A, msg_type=1)),
+                PacketIn(in_port=1, data=_info_request(A, extra=b"\x00\x17\x00\x40"))):
+        core.packet_in(bad)
+        assert core.switch.take_packet_outs() == []

@@ -22,10 +22,10 @@ from ...flows import (ETH_IP, ETH_IPV6, PROTO_IGMP, AggregateStats, AggregateSta
 from ...leases import Lease
 from ...pipeline import COOKIE_MASK_OWNER
 from ...macaddr import to_bytes
-from ...packets import parse_ipv4
+from ...packets import PacketError, parse_ipv4
 from . import flowsets as fs
 from . import flowsets6 as fs6
-from . import ndp
+from . import dhcpv6, ndp
 from ... import pipeline as L
 from .accounting import Accounting
 from .icmp import time_exceeded, time_exceeded6
@@ -120,6 +120,8 @@ class Routing(Component):
         if frame.ethertype == ETH_IPV6:
             if pkt.reason == "invalid_ttl" or pkt.cookie == L.routing_cookie(L.KIND_TTL):
                 return self._hop_limit_exceeded(pkt, frame)
+            if len(frame.payload) > 43 and frame.payload[6] == 17:
+                return self._information_request(pkt, frame)
             return self._router_solicitation(pkt, frame)
         if frame.ethertype != ETH_IP:
             return None
@@ -242,8 +244,7 @@ class Routing(Component):
         lifetime = max(0, int(dev.expires - self.ctx.now())) + int(2 * RA_INTERVAL)
         # The router's ::1 as DNS server (RFC 8106) only when homework-dnsd answers there:
         # a device told of a resolver nobody answers waits for it on every lookup.
-        cfg = self.ctx.config
-        dns = prefix.network_address + 1 if "dns" in cfg.components and cfg.dns_intercept else None
+        dns = self._dns6(prefix)
         frame = ndp.router_advertisement(to_bytes(self.router_mac), to_bytes(dev.mac), prefix, lifetime, dns=dns,
                                          to=to, deprecated=deprecated)
         self.ctx.count("routing.ra_sent")
@@ -264,6 +265,33 @@ class Routing(Component):
         self.ctx.count("routing.rs")
         to = ip.src if ip.src.is_link_local else ndp.ALL_NODES
         return self._advertisement(entry[0], to=to)
+
+    def _dns6(self, prefix):
+        """The DNS server devices are told of over IPv6: the router's ::1 of their /64 when
+        homework-dnsd answers there, else none."""
+        cfg = self.ctx.config
+        return prefix.network_address + 1 if "dns" in cfg.components and cfg.dns_intercept else None
+
+    def _information_request(self, pkt: PacketIn, frame) -> list:
+        """Stateless DHCPv6 from a leased device on its own port, from its link-local."""
+        entry = self.installed.get(frame.src_mac)
+        if entry is None or entry[0].port != pkt.in_port:
+            return []
+        prefix = self._prefix6(entry[0])
+        dns = self._dns6(prefix) if prefix is not None else None
+        try:
+            ip = ndp.parse_ipv6(frame.payload)
+            if not ip.src.is_link_local or len(ip.payload) < 8:
+                raise PacketError("not from a link-local address")
+            xid, client = dhcpv6.parse_information_request(ip.payload[8:])
+        except ValueError:
+            self.ctx.count("routing.ignored")
+            return []
+        if dns is None:
+            return []
+        self.ctx.count("routing.dhcpv6_info")
+        reply = dhcpv6.reply_frame(to_bytes(self.router_mac), frame.src, ip.src, xid, client, dns)
+        return [PacketOut(data=reply, actions=(Output(pkt.in_port),))]
 
     def _hop_limit_exceeded(self, pkt: PacketIn, frame) -> list:
         """traceroute -6 between devices shows the router, as for IPv4."""

@@ -36,7 +36,10 @@ def nd_flows(d: Lease, prefix: ipaddress.IPv6Network) -> list[FlowMod]:
     me = {"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_IPV6, "ip_proto": PROTO_ICMPV6}
     router = str(prefix.network_address + 1)
     flows = [FlowMod(match={**me, "icmpv6_type": ICMPV6_RS}, actions=(Output(CONTROLLER, 256),),
-                     priority=L.PRIO_ND, cookie=c)]
+                     priority=L.PRIO_ND, cookie=c),
+             # stateless DHCPv6 (INFORMATION-REQUEST): the controller answers the DNS server
+             FlowMod(match={"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_IPV6, "ip_proto": PROTO_UDP,
+                            "udp_dst": 547}, actions=(Output(CONTROLLER, 512),), priority=L.PRIO_ND, cookie=c)]
     for target in (ROUTER_LL, router):
         flows.append(FlowMod(match={**me, "icmpv6_type": ICMPV6_NS, "ipv6_nd_target": target},
                              actions=(Output(LOCAL),), priority=L.PRIO_ND, cookie=c))

@@ -71,7 +71,10 @@ def router_advertisement(router_mac: bytes, device_mac: bytes, prefix: ipaddress
                                old.network_address.packed)
     if dns is not None:
         options += struct.pack("!BBHI16s", OPT_RDNSS, 3, 0, lifetime, dns.packed)
-    body = struct.pack("!BBHBBHII", ICMPV6_RA, 0, 0, 64, 0, ROUTER_LIFETIME if lifetime else 0, 0, 0) + options
+    # "Other configuration" (O flag) when there is a DNS server: DHCPv6-only clients then
+    # ask for it by INFORMATION-REQUEST (dhcpv6.py).
+    flags = 0x40 if dns is not None else 0
+    body = struct.pack("!BBHBBHII", ICMPV6_RA, 0, 0, 64, flags, ROUTER_LIFETIME if lifetime else 0, 0, 0) + options
     csum = _icmpv6_checksum(ROUTER_LINK_LOCAL, to, body)
     body = body[:2] + struct.pack("!H", csum) + body[4:]
     header = struct.pack("!IHBB16s16s", 6 << 28, len(body), PROTO_ICMPV6, 255, ROUTER_LINK_LOCAL.packed, to.packed)
