@@ -168,6 +168,9 @@ table inet $NFT_TABLE {
     # answered by homework-dnsd, and IPv6 DNS must not slip past the rules by being
     # routed to the internet instead.
     iifname "$BRIDGE" meta nfproto ipv6 meta l4proto { udp, tcp } th dport { 53, 853 } drop
+    # Unique local addresses (no prefix from the ISP) stay inside the home (RFC 4193); a
+    # reject, so the device falls back to IPv4 at once.
+    oifname "$WAN_IF" ip6 saddr fc00::/7 reject with icmpv6 type admin-prohibited
   }
 }
 EOF

@@ -161,3 +161,36 @@ def test_v6_flows_and_bytes_reach_hwdb_like_v4(home: Home):
     assert down_bytes() <= size * 1.15
     wait_until(lambda: sum(r["bytes"] for r in hwdb_query(home, "select * from BWStats")
                            if r["mac"] == dev.mac) >= size, 15, "BWStats rows")
+
+
+def test_a_controller_restart_keeps_every_devices_64_and_its_v6_path(home: Home):
+    dev = permitted_device(home)
+    addr = slaac_address(home, dev)
+    before = own_prefix(home, dev)
+    home.restart_controller()
+    wait_until(lambda: [d for d in routing_status(home)["devices"] if d["mac"] == dev.mac], 20,
+               "the device's flows back after the restart")
+    assert own_prefix(home, dev) == before
+    wait_until(lambda: curl6(dev, f"http://[{WEB6_ADDR}]/").stdout == "200", 15, "v6 path back after the restart")
+    assert addr in dev.ipv6_global()
+
+
+def test_without_a_prefix_from_the_isp_devices_get_unique_local_addresses_only():
+    """No [ipv6] prefix and no delegation: a ULA /48, made once; v6 between devices and to
+    the router works, the internet is reached over IPv4 only (no NAT66)."""
+    from conftest import emulated_home
+    for h in emulated_home({"controller": {"components": ["dhcp", "routing"]},
+                            "ipv6": {"enabled": True, "prefix": "", "prefix_file": ""}}):
+        a, b = permitted_device(h), permitted_device(h)
+        pa = own_prefix(h, a)
+        assert pa.subnet_of(ipaddress.IPv6Network("fd00::/8"))
+        assert (h.state_dir / "ula-prefix").read_text().strip() == str(ipaddress.IPv6Network((pa.network_address, 48),
+                                                                                            strict=False))
+        slaac_address(h, a)
+        addr_b = slaac_address(h, b)
+        assert a.run(["ping", "-6", "-n", "-c", "1", "-W", "2", addr_b], check=False).returncode == 0
+        # the router rejects unique local sources towards the WAN: an error at once
+        # (curl: could not connect), not a timeout, so the device moves on to IPv4
+        out = a.run(["curl", "-6", "-s", "-o", "/dev/null", "-m", "5", f"http://[{WEB6_ADDR}]/"], check=False)
+        assert out.returncode == 7, out
+        assert curl(a, "http://203.0.113.10/").stdout == "200"
