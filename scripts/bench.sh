@@ -36,6 +36,11 @@ if want usage; then
   "$PY" scripts/bench_usage.py
 fi
 
+if want ipv6; then
+  section "IPv6 against IPv4: new connections, bulk TCP, DNS (scripts/bench_ipv6.py)"
+  "$PY" scripts/bench_ipv6.py
+fi
+
 if want scale; then
   section "Scale: idle CPU and RSS at 3 / 100 / 1,000 permitted devices (scripts/bench_scale.py)"
   "$PY" scripts/bench_scale.py
