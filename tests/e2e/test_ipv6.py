@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from homelab import LAN6_SITE, WEB6_ADDR, Home
+from homelab import LAN6_SITE, REPO, WEB6_ADDR, Home
 from homelab.routing import PY, curl, hwdb_query, pending_device, permitted_device, routing_status, wait_until
 
 
@@ -194,3 +194,30 @@ def test_without_a_prefix_from_the_isp_devices_get_unique_local_addresses_only()
         out = a.run(["curl", "-6", "-s", "-o", "/dev/null", "-m", "5", f"http://[{WEB6_ADDR}]/"], check=False)
         assert out.returncode == 7, out
         assert curl(a, "http://203.0.113.10/").stdout == "200"
+
+
+MDNS_TOOL = REPO / "tests" / "homelab" / "mdns_tool.py"
+
+
+def test_mdns_over_ipv6_between_permitted_devices_not_to_a_denied_one(home: Home):
+    """Hosts join ff02::fb by MLD; the controller keeps the memberships as for IGMP."""
+    a, b = permitted_device(home), permitted_device(home)
+    d = pending_device(home)
+    home.homework("deny", d.mac)
+    addr_b = slaac_address(home, b)
+    slaac_address(home, a)
+    v6 = ["env", "MDNS_V6=1", PY, str(MDNS_TOOL)]
+    publisher = b.popen([*v6, "publish", "printer-b6", addr_b, "40"], stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT, text=True)
+    denied = d.popen([*v6, "browse", "15"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        found = a.run([*v6, "browse", "12"], timeout=40).stdout
+        assert "found printer-b6._homework._tcp.local." in found, found
+        out, _ = denied.communicate(timeout=30)
+        assert "found" not in out, out
+        members = routing_status(home)["groups"].get("ff02::fb", [])
+        assert b.mac in members and d.mac not in members, members
+    finally:
+        publisher.kill()
+        if denied.poll() is None:
+            denied.kill()

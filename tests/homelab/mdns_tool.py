@@ -2,18 +2,22 @@
 
     mdns_tool.py publish NAME ADDRESS SECONDS     announce _homework._tcp service NAME
     mdns_tool.py browse SECONDS                   print each _homework._tcp service found
+    MDNS_V6=1 ...                                 the same over IPv6 only (ff02::fb)
 """
+import ipaddress
+import os
 import sys
 import time
 
 from zeroconf import IPVersion, ServiceBrowser, ServiceInfo, ServiceStateChange, Zeroconf
 
 TYPE = "_homework._tcp.local."
+VERSION = IPVersion.V6Only if os.environ.get("MDNS_V6") == "1" else IPVersion.V4Only
 
 
 def publish(name: str, address: str, seconds: float) -> None:
-    zc = Zeroconf(ip_version=IPVersion.V4Only)
-    info = ServiceInfo(TYPE, f"{name}.{TYPE}", addresses=[bytes(int(x) for x in address.split("."))],
+    zc = Zeroconf(ip_version=VERSION)
+    info = ServiceInfo(TYPE, f"{name}.{TYPE}", addresses=[ipaddress.ip_address(address).packed],
                        port=8000, properties={"who": name})
     zc.register_service(info, allow_name_change=True)
     print("published", flush=True)
@@ -23,7 +27,7 @@ def publish(name: str, address: str, seconds: float) -> None:
 
 
 def browse(seconds: float) -> None:
-    zc = Zeroconf(ip_version=IPVersion.V4Only)
+    zc = Zeroconf(ip_version=VERSION)
 
     def changed(zeroconf, service_type, name, state_change):
         if state_change is ServiceStateChange.Added:

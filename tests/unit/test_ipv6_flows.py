@@ -278,7 +278,9 @@ def test_the_isps_delegation_is_used_and_a_new_one_renumbers_every_device(tmp_pa
     assert core.switch.outputs(v6(1, A, me_old, WEB6)) == []   # the old /64 is gone
     outs = [p for p in core.switch.take_packet_outs() if p.data[12:14] == b"\x86\xdd"]
     prefixes = []
-    for ra in outs:
+    ras = [p for p in outs if ndp.parse_ipv6(p.data[14:]).next_header == 58
+           and ndp.parse_ipv6(p.data[14:]).payload[0] == 134]
+    for ra in ras:
         opts = ndp.parse_ipv6(ra.data[14:]).payload[16:]
         while opts:
             if opts[0] == 3:
@@ -329,3 +331,52 @@ def test_stateless_dhcpv6_answers_the_routers_dns_to_the_asking_device_only(core
                 PacketIn(in_port=1, data=_info_request(A, extra=b"\x00\x17\x00\x40"))):
         core.packet_in(bad)
         assert core.switch.take_packet_outs() == []
+
+
+def _mld_report(mac, groups, src="fe80::a"):
+    records = b"".join(struct.pack("!BBH16s", 4, 0, 0, ipaddress.IPv6Address(g).packed) for g in groups)  # TO_EXCLUDE {}
+    icmp = struct.pack("!BBHHH", 143, 0, 0, 0, len(groups)) + records
+    src_a, dst_a = ipaddress.IPv6Address(src), ipaddress.IPv6Address("ff02::16")
+    csum = checksum(src_a.packed + dst_a.packed + struct.pack("!IxxxB", len(icmp), 58) + icmp)
+    icmp = icmp[:2] + struct.pack("!H", csum) + icmp[4:]
+    payload = bytes([58, 0, 5, 2, 0, 0, 1, 0]) + icmp
+    ip = struct.pack("!IHBB16s16s", 6 << 28, len(payload), 0, 1, src_a.packed, dst_a.packed) + payload
+    return b"\x33\x33\x00\x00\x00\x16" + to_bytes(mac) + b"\x86\xdd" + ip
+
+
+def test_mld_joins_carry_mdns_over_ipv6_between_permitted_devices_only(core):
+    C = "02:00:00:00:00:0c"
+    for mac, port in ((A, 1), (B, 2), (C, 3)):
+        join(core, mac, port)
+    for mac in (A, B):
+        core.commands.call("permit", mac=mac)
+    sw = core.switch
+    mdns = {"eth_type": 0x86DD, "ipv6_dst": "ff02::fb", "ip_proto": 17, "udp_src": 5353, "udp_dst": 5353}
+    assert sw.outputs({**mdns, "in_port": 1, "eth_src": A, "ipv6_src": "fe80::a"}) == []    # nobody joined
+    report = {"in_port": 2, "eth_src": B, "eth_type": 0x86DD, "ipv6_src": "fe80::b", "ipv6_dst": "ff02::16",
+              "ip_proto": 58, "icmpv6_type": 143}
+    assert sw.outputs(report) == [CONTROLLER]
+    core.packet_in(PacketIn(in_port=2, data=_mld_report(B, ["ff02::fb", "ff02::1:ff00:b"], src="fe80::b")))
+    core.packet_in(PacketIn(in_port=3, data=_mld_report(C, ["ff02::fb"], src="fe80::c")))   # C is pending
+    assert sw.outputs({**mdns, "in_port": 1, "eth_src": A, "ipv6_src": "fe80::a"}) == [2]
+    assert sw.outputs({**mdns, "in_port": 3, "eth_src": C, "ipv6_src": "fe80::c"}) == []     # pending sends nothing
+    # a solicited-node group never carries neighbour discovery from one device to another
+    ns = {"in_port": 1, "eth_src": A, "eth_type": 0x86DD, "ipv6_src": "fe80::a", "ipv6_dst": "ff02::1:ff00:b",
+          "ip_proto": 58, "icmpv6_type": 135, "ipv6_nd_target": "fe80::b"}
+    assert sw.outputs(ns) == []
+    core.commands.call("deny", mac=B)                          # a denied member leaves every group
+    assert sw.outputs({**mdns, "in_port": 1, "eth_src": A, "ipv6_src": "fe80::a"}) == []
+
+
+def test_permitted_devices_get_mld_general_queries(core):
+    join(core, A, 1)
+    core.switch.take_packet_outs()
+    core.commands.call("permit", mac=A)
+    outs = core.switch.take_packet_outs()
+    queries = [p for p in outs if p.data[:6] == bytes.fromhex("333300000001")]
+    assert queries and queries[0].actions[0].port == 1
+    ip = ndp.parse_ipv6(queries[0].data[14:])
+    assert ip.hop_limit == 1 and str(ip.src) == "fe80::1" and ip.next_header == 0
+    icmp = ip.payload[8:]
+    assert icmp[0] == 130
+    assert checksum(ip.src.packed + ip.dst.packed + struct.pack("!IxxxB", len(icmp), 58) + icmp) == 0

@@ -29,7 +29,9 @@ from . import dhcpv6, ndp
 from ... import pipeline as L
 from .accounting import Accounting
 from .icmp import time_exceeded, time_exceeded6
-from .multicast import Memberships, general_query, parse_igmp
+from .multicast import (MLD_V1_DONE, MLD_V1_REPORT, MLD_V2_REPORT, Memberships, general_query, icmpv6_of,
+                        mld_general_query, parse_igmp, parse_mld)
+from ...ipv6plan import ROUTER_LINK_LOCAL
 
 QUERY_INTERVAL = 60.0          # IGMP general queries to permitted devices
 FLOW_COUNT_INTERVAL = 1.0      # how often the learned flows are counted (one request, table-wide)
@@ -122,7 +124,7 @@ class Routing(Component):
                 return self._hop_limit_exceeded(pkt, frame)
             if len(frame.payload) > 43 and frame.payload[6] == 17:
                 return self._information_request(pkt, frame)
-            return self._router_solicitation(pkt, frame)
+            return self._icmpv6(pkt, frame)
         if frame.ethertype != ETH_IP:
             return None
         if pkt.reason == "invalid_ttl" or pkt.cookie == L.routing_cookie(L.KIND_TTL):
@@ -250,15 +252,19 @@ class Routing(Component):
         self.ctx.count("routing.ra_sent")
         return [PacketOut(data=frame, actions=(Output(dev.port),))]
 
-    def _router_solicitation(self, pkt: PacketIn, frame) -> list:
-        """Answered only for a device with a lease on that port (its flows sent it here)."""
+    def _icmpv6(self, pkt: PacketIn, frame) -> list:
+        """Router Solicitations and MLD reports, from a device with a lease on that port."""
         entry = self.installed.get(frame.src_mac)
         if entry is None or entry[0].port != pkt.in_port:
             return []
         try:
             ip = ndp.parse_ipv6(frame.payload)
+            icmp = icmpv6_of(ip.payload, ip.next_header)
         except ValueError:
+            self.ctx.count("routing.ignored")
             return []
+        if icmp and icmp[0] in (MLD_V1_REPORT, MLD_V1_DONE, MLD_V2_REPORT):
+            return self._mld(entry, icmp)
         if not ndp.is_router_solicitation(ip):
             self.ctx.count("routing.ignored")
             return []
@@ -308,6 +314,23 @@ class Routing(Component):
         reply = time_exceeded6(to_bytes(self.router_mac), frame.src, prefix.network_address + 1, frame.payload)
         return [PacketOut(data=reply, actions=(Output(pkt.in_port),))]
 
+    def _mld(self, entry: tuple, icmp: bytes) -> list:
+        """MLD from a permitted device: its IPv6 groups, kept as IGMP's are."""
+        dev, mode = entry
+        if mode != "permitted":
+            self.ctx.count("routing.ignored")
+            return []
+        try:
+            joined, left = parse_mld(icmp)
+        except ValueError:
+            self.ctx.count("routing.ignored")
+            return []
+        self.ctx.count("routing.mld")
+        now = self.ctx.now()
+        changed = [g for g in joined if self.memberships.join(g, dev.mac, now)]
+        changed += [g for g in left if self.memberships.leave(g, dev.mac)]
+        return self._group_flows(changed)
+
     def advertise_all(self) -> None:
         """Refresh every device's prefix before its lifetime runs out."""
         if self.ctx.datapath is None:
@@ -356,8 +379,12 @@ class Routing(Component):
     def _queries(self, max_resp_tenths: int, only: Lease | None = None) -> list:
         router = to_bytes(self.router_mac)
         devices = [only] if only else self._permitted()
-        return [PacketOut(data=general_query(router, dev.router, max_resp_tenths), actions=(Output(dev.port),))
-                for dev in devices]
+        queries = [PacketOut(data=general_query(router, dev.router, max_resp_tenths), actions=(Output(dev.port),))
+                   for dev in devices]
+        if self.ctx.ipv6 is not None:        # and MLD's, so IPv6 memberships are refreshed too
+            mld = mld_general_query(router, ROUTER_LINK_LOCAL.packed, max_resp_tenths * 100)
+            queries += [PacketOut(data=mld, actions=(Output(dev.port),)) for dev in devices]
+        return queries
 
     def query_members(self) -> None:
         changed = self.memberships.expire(self.ctx.now())

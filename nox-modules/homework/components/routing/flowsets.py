@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from ...flows import (CONTROLLER, ETH_ARP, ETH_IP, LOCAL, PROTO_ICMP, PROTO_IGMP, PROTO_TCP,
+from ...flows import (CONTROLLER, ETH_ARP, ETH_IP, ETH_IPV6, LOCAL, PROTO_ICMP, PROTO_IGMP, PROTO_TCP,
                       PROTO_UDP, DecTTL, FlowMod, Learn, Output, Resubmit, SetField)
 from ...leases import Lease
 from ... import pipeline as L
@@ -167,6 +167,8 @@ def broadcast_flow(ports: list[int]) -> FlowMod:
 
 
 def multicast_flow(group: str, ports: list[int]) -> FlowMod:
-    return FlowMod(match={"eth_type": ETH_IP, "ipv4_dst": group},
+    """A joined group's members (an IPv4 group, or an IPv6 one learned by MLD)."""
+    match = {"eth_type": ETH_IPV6, "ipv6_dst": group} if ":" in group else {"eth_type": ETH_IP, "ipv4_dst": group}
+    return FlowMod(match=match,
                    actions=tuple(Output(p) for p in sorted(set(ports))), priority=L.PRIO_MCAST_GROUP,
                    table_id=L.TABLE_FORWARD, cookie=L.routing_cookie(L.KIND_MCAST))

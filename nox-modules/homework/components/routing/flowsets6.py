@@ -19,6 +19,9 @@ from .flowsets import GATEWAY_SERVICES
 PROTO_ICMPV6 = 58
 ICMPV6_RS, ICMPV6_RA, ICMPV6_NS, ICMPV6_NA = 133, 134, 135, 136
 FULL = "ffff:ffff:ffff:ffff::"                 # a /64 mask
+LINK_LOCAL = ("fe80::", "ffc0::")              # fe80::/10
+MULTICAST6 = ("ff00::", "ff00::")              # ff00::/8
+MLD_REPORTS = (131, 132, 143)                  # MLDv1 report and done, MLDv2 report
 ROUTER_LL = str(ROUTER_LINK_LOCAL)
 
 
@@ -88,6 +91,11 @@ def forward_flows(d: Lease, prefix: ipaddress.IPv6Network, router_mac: str) -> l
                 priority=L.PRIO_TO_DEVICE, table_id=L.TABLE_FORWARD, cookie=c),
         FlowMod(match={"eth_type": ETH_IPV6, "ipv6_dst": str(prefix.network_address + 1)},
                 actions=(Output(LOCAL),), priority=L.PRIO_TO_ROUTER6, table_id=L.TABLE_FORWARD, cookie=c),
+        # Multicast from its link-local address (mDNS over IPv6 is sent so): to the groups'
+        # members in table 20, never upstream.
+        FlowMod(match={"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_IPV6, "ipv6_src": LINK_LOCAL,
+                       "ipv6_dst": MULTICAST6},
+                actions=(Resubmit(L.TABLE_FORWARD),), priority=L.PRIO_DEVICE, cookie=c),
     ]
 
 
@@ -136,6 +144,9 @@ def base_flows(site: ipaddress.IPv6Network) -> list[FlowMod]:
     shared = L.routing_cookie(L.KIND_SHARED)
     site_match = (str(site.network_address), str(site.netmask))
     return [
+        # MLD reports to us, as IGMP (multicast.py keeps the memberships)
+        *[FlowMod(match={"eth_type": ETH_IPV6, "ip_proto": PROTO_ICMPV6, "icmpv6_type": t},
+                  actions=(Output(CONTROLLER),), priority=L.PRIO_IGMP, cookie=shared) for t in MLD_REPORTS],
         # Hop limit 1 towards a device dies here: the controller answers time exceeded
         # (the router's ::1 addresses, above, take theirs).
         FlowMod(match={"eth_type": ETH_IPV6, "nw_ttl": 1, "ipv6_dst": site_match},
@@ -143,6 +154,9 @@ def base_flows(site: ipaddress.IPv6Network) -> list[FlowMod]:
                 cookie=L.routing_cookie(L.KIND_TTL)),
         FlowMod(match={"eth_type": ETH_IPV6, "ipv6_dst": site_match},
                 actions=(), priority=L.PRIO_POOL_DROP, table_id=L.TABLE_FORWARD, cookie=shared),
+        # multicast groups nobody joined: dropped (joined ones: flowsets.multicast_flow)
+        FlowMod(match={"eth_type": ETH_IPV6, "ipv6_dst": MULTICAST6}, actions=(),
+                priority=L.PRIO_MCAST_OTHER, table_id=L.TABLE_FORWARD, cookie=shared),
         FlowMod(match={"eth_type": ETH_IPV6}, actions=(Output(LOCAL),), priority=L.PRIO_UPSTREAM,
                 table_id=L.TABLE_FORWARD, cookie=shared),
     ]

@@ -6,6 +6,7 @@ Source filters of IGMPv3 are not honoured: a device that wants any source of a g
 gets the whole group, which is what home protocols (mDNS, SSDP) need."""
 from __future__ import annotations
 
+import ipaddress
 import struct
 
 from ...packets import PacketError, build_ethernet, build_ipv4, checksum, ip_bytes
@@ -114,3 +115,84 @@ class Memberships:
 
     def clear(self) -> None:
         self._groups.clear()
+
+
+# -- IPv6: MLD (RFC 2710, RFC 3810), the same bookkeeping with IPv6 groups ------------------
+MLD_QUERY, MLD_V1_REPORT, MLD_V1_DONE, MLD_V2_REPORT = 130, 131, 132, 143
+ALL_NODES_MAC = bytes.fromhex("333300000001")
+ROUTER_ALERT_HBH = bytes([58, 0, 5, 2, 0, 0, 1, 0])     # next: ICMPv6; Router Alert (MLD); PadN
+
+
+def _group6(raw: bytes) -> str:
+    return str(ipaddress.IPv6Address(raw))
+
+
+SOLICITED_NODE = ipaddress.IPv6Network("ff02::1:ff00:0/104")
+NOT_FORWARDED6 = {ipaddress.IPv6Address(a) for a in ("ff02::1", "ff02::2", "ff02::16")}
+
+
+def _wanted6(group: str) -> bool:
+    """A group worth forwarding between devices (mDNS's ff02::fb, SSDP's ff02::c, ...):
+    not interface-local, not all-nodes/all-routers/MLD routers, and not a solicited-node
+    group (that would carry neighbour discovery from one device to another, which the
+    one-subnet-per-device design never allows)."""
+    addr = ipaddress.IPv6Address(group)
+    return (addr.is_multicast and (int(addr) >> 112) & 0xF >= 2 and addr not in NOT_FORWARDED6
+            and addr not in SOLICITED_NODE)
+
+
+def icmpv6_of(ipv6_payload: bytes, next_header: int) -> bytes:
+    """The ICMPv6 message behind an optional Hop-by-Hop header (MLD carries one)."""
+    if next_header == 0:
+        if len(ipv6_payload) < 8:
+            raise PacketError("Hop-by-Hop header truncated")
+        size = 8 * (ipv6_payload[1] + 1)
+        next_header, ipv6_payload = ipv6_payload[0], ipv6_payload[size:]
+    if next_header != 58:
+        raise PacketError("not ICMPv6")
+    return ipv6_payload
+
+
+def parse_mld(msg: bytes) -> tuple[list[str], list[str]]:
+    """(groups joined, groups left) of one MLD message (v1 report/done, v2 report)."""
+    if len(msg) < 8:
+        raise PacketError("MLD message truncated")
+    kind = msg[0]
+    if kind in (MLD_V1_REPORT, MLD_V1_DONE):
+        if len(msg) < 24:
+            raise PacketError("MLDv1 message truncated")
+        group = _group6(msg[8:24])
+        if not _wanted6(group):
+            return [], []
+        return ([group], []) if kind == MLD_V1_REPORT else ([], [group])
+    if kind != MLD_V2_REPORT:
+        return [], []
+    (nrec,) = struct.unpack_from("!H", msg, 6)
+    joined, left, offset = [], [], 8
+    for _ in range(nrec):
+        if offset + 20 > len(msg):
+            raise PacketError("MLDv2 record truncated")
+        rtype, aux, nsrc = struct.unpack_from("!BBH", msg, offset)
+        group = _group6(msg[offset + 4:offset + 20])
+        offset += 20 + 16 * nsrc + 4 * aux
+        if offset > len(msg):
+            raise PacketError("MLDv2 sources truncated")
+        if not _wanted6(group):
+            continue
+        if rtype in (MODE_IS_EXCLUDE, TO_EXCLUDE) or (rtype in (MODE_IS_INCLUDE, ALLOW_NEW) and nsrc):
+            joined.append(group)
+        elif rtype == TO_INCLUDE and nsrc == 0:
+            left.append(group)
+    return joined, left
+
+
+def mld_general_query(router_mac: bytes, router_ll: bytes, max_resp_ms: int = 10000) -> bytes:
+    """MLDv2 general query from the router's link-local to ff02::1, hop limit 1, with
+    the Router Alert option hosts require."""
+    dst = ipaddress.IPv6Address("ff02::1").packed
+    icmp = struct.pack("!BBHHH16sBBH", MLD_QUERY, 0, 0, min(max_resp_ms, 32767), 0, b"\0" * 16, 2, 60, 0)
+    pseudo = router_ll + dst + struct.pack("!IxxxB", len(icmp), 58)
+    icmp = icmp[:2] + struct.pack("!H", checksum(pseudo + icmp)) + icmp[4:]
+    payload = ROUTER_ALERT_HBH + icmp
+    header = struct.pack("!IHBB16s16s", 6 << 28, len(payload), 0, 1, router_ll, dst)
+    return ALL_NODES_MAC + router_mac + struct.pack("!H", 0x86DD) + header + payload
