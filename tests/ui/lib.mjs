@@ -73,14 +73,18 @@ export async function login(page, url, password) {
   for (let attempt = 1; ; attempt++) {
     try {
       await page.goto(url);
-      await page.locator('#login input[name=password]').fill(password, { timeout: 20000 });
+      await page.locator('#login input[name=password]').fill(password, { timeout: 30000 });
       await page.locator('#login button[type=submit]').click();
-      await page.locator('#board').waitFor({ state: 'visible', timeout: 20000 });
-      await page.locator('#live.on').waitFor({ timeout: 20000 });
+      await page.locator('#board').waitFor({ state: 'visible', timeout: 30000 });
+      await page.locator('#live.on').waitFor({ timeout: 30000 });
       return;
     } catch (err) {
       if (attempt >= 3) throw err;
-      console.error(`login attempt ${attempt} failed (${String(err.message || err).split('\n')[0]}); again`);
+      const where = await page.evaluate(() => ({
+        login: !document.querySelector('#login')?.hidden, board: !document.querySelector('#board')?.hidden,
+        live: document.querySelector('#live')?.textContent })).catch(() => ({}));
+      console.error(`login attempt ${attempt} failed (${String(err.message || err).split('\n')[0]}; ` +
+                    `page ${JSON.stringify(where)}); again`);
       await page.context().clearCookies();
     }
   }
