@@ -47,6 +47,7 @@ mkdir -p "$R/usr/share/homework/conf" "$R/etc/homework"
 find conf -maxdepth 1 -type f -exec install -m 644 {} "$R/usr/share/homework/conf/" \;
 install -m 644 conf/image/homework.toml.in "$R/etc/homework/"
 inst 755 scripts/router-net.sh /usr/lib/homework/scripts/router-net.sh   # homework-net brings the network up with it
+inst 755 scripts/wan-pd-hook.sh /usr/lib/homework/scripts/wan-pd-hook.sh   # homework-wan6's dhcpcd hook
 
 # --- image scripts and units
 mkdir -p "$R/usr/lib/homework/image"
@@ -57,6 +58,8 @@ for f in conf/systemd/*.service conf/systemd/*.target; do inst 644 "$f" "/usr/li
 inst 644 conf/systemd/90-homework-wifi.rules /usr/lib/udev/rules.d/90-homework-wifi.rules
 inst 644 image/README.md /usr/share/doc/homework/README.image.md
 ln -sfn /var/lib/homework/etc/router.conf "$R/etc/homework/router.conf"
+# dhcpcd's DUID (the ISP ties the delegated prefix to it) on the data partition: an upgrade keeps it.
+rm -rf "$R/var/lib/dhcpcd"; ln -sfn /var/lib/homework/dhcpcd "$R/var/lib/dhcpcd"
 printf '%s\ninputs %s\nbuilt %s\n' "$VERSION" "$KEY" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$R/etc/homework/version"
 
 # --- system configuration
@@ -95,7 +98,7 @@ rm -rf "$R/var/cache/apt/archives/"*.deb "$R/var/lib/apt/lists/"* 2>/dev/null ||
 
 # --- units: ours on, Debian's own instances of the same daemons off (ours replace them)
 systemctl --root="$R" enable homework.target homework-firstboot.service homework-net.service \
-  homework-wan.service homework-hwdbd.service homework-controller.service homework-dns.service \
+  homework-wan.service homework-wan6.service homework-hwdbd.service homework-controller.service homework-dns.service \
   homework-dnsd.service homework-captive.service homework-web.service homework-ready.service homework-test-agent.service homework-test-hwsim.service openvswitch-switch.service
 for u in hostapd.service lighttpd.service radvd.service wpa_supplicant.service systemd-networkd.service \
          apt-daily.timer apt-daily-upgrade.timer e2scrub_reap.service; do

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Callable
 
 from .devices import CannotForget, UnknownDevice
-from .leases import as_dicts
 from .state import StorageError
 from .macaddr import BadMac
 
@@ -54,10 +53,18 @@ def register_core_commands(core) -> None:
 
     ctx = core.ctx     # read ctx.leases at call time: DHCP installs its reader at start
 
+    def lease_view(lease) -> dict:
+        """A lease as the CLI and API show it, with its IPv6 /64 when devices have IPv6."""
+        view = lease.as_dict()
+        prefix = ctx.ipv6.device_prefix(lease.index) if ctx.ipv6 is not None and lease.local else None
+        if prefix is not None:
+            view["ipv6_prefix"] = str(prefix)
+        return view
+
     def device_view(device) -> dict:
         view = device.as_dict()
         lease = ctx.leases.get(device.mac)
-        view["lease"] = lease.as_dict() if lease else None
+        view["lease"] = lease_view(lease) if lease else None
         view.update(ctx.facts_about(device.mac))
         return view
 
@@ -72,8 +79,8 @@ def register_core_commands(core) -> None:
     cmd.register("blacklist-status", lambda: [device_view(d) for d in devices.all() if d.state == "blacklisted"])
     cmd.register("set-meta", lambda mac, name=None, owner=None, type=None:
                  device_view(devices.set_meta(mac, name=name, owner=owner, type=type)))
-    cmd.register("dhcp-status", lambda: as_dicts(ctx.leases.active()))
-    cmd.register("leases", lambda: as_dicts(ctx.leases.all()))
+    cmd.register("dhcp-status", lambda: [lease_view(lease) for lease in ctx.leases.active()])
+    cmd.register("leases", lambda: [lease_view(lease) for lease in ctx.leases.all()])
     cmd.register("stats", lambda: {**core.counters.snapshot(),
                                    "devices": {"pending": devices.pending_count(),
                                                "forgotten": devices.forgotten}})

@@ -7,7 +7,7 @@ by `lease` events that carry the Lease itself, so nobody asks DHCP again.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Iterable, Protocol
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,3 @@ class NoLeases:
 
     def is_router_address(self, address: str) -> bool:
         return False
-
-
-def as_dicts(leases: Iterable[Lease]) -> list[dict]:
-    return [lease.as_dict() for lease in leases]

@@ -175,6 +175,7 @@ def test_make_run_smoke_mode():
     for client in CLIENTS:
         assert f"({client})" in out, out[-4000:]
     assert out.count("/30") >= 3, out[-4000:]
+    assert "IPv6 (SLAAC in its own /64): 2001:db8:100:" in out, out[-4000:]     # issue 12
     assert "scripts/homework --socket" in out and "permit" in out
     assert "DNS interception on" in out or not (REPO / "dnsd" / "target" / "release" / "homework-dnsd").exists()
     assert "torn down" in out

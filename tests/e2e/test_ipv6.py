@@ -10,6 +10,7 @@ import ipaddress
 import json
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -221,3 +222,34 @@ def test_mdns_over_ipv6_between_permitted_devices_not_to_a_denied_one(home: Home
         publisher.kill()
         if denied.poll() is None:
             denied.kill()
+
+
+ROGUE = r"""
+import sys
+from scapy.all import (Ether, IPv6, ICMPv6ND_RA, ICMPv6NDOptPrefixInfo, ICMPv6NDOptSrcLLAddr, ICMPv6ND_NA,
+                       ICMPv6NDOptDstLLAddr, get_if_hwaddr, sendp)
+mac = get_if_hwaddr("eth0")
+ll = sys.argv[1]
+ra = (Ether(src=mac, dst="33:33:00:00:00:01") / IPv6(src=ll, dst="ff02::1", hlim=255)
+      / ICMPv6ND_RA(routerlifetime=1800) / ICMPv6NDOptSrcLLAddr(lladdr=mac)
+      / ICMPv6NDOptPrefixInfo(prefix="2001:db8:bad::", prefixlen=64, L=1, A=1, validlifetime=3600, preferredlifetime=3600))
+na = (Ether(src=mac, dst="33:33:00:00:00:01") / IPv6(src="fe80::1", dst="ff02::1", hlim=255)
+      / ICMPv6ND_NA(tgt="fe80::1", R=1, S=0, O=1) / ICMPv6NDOptDstLLAddr(lladdr=mac))
+for _ in range(3):
+    sendp([ra, na], iface="eth0", verbose=False)
+"""
+
+
+def test_a_devices_rogue_router_advertisement_and_forged_na_reach_no_one(home: Home):
+    a, b = permitted_device(home), permitted_device(home)
+    slaac_address(home, a)
+    slaac_address(home, b)
+    out = a.run(["ip", "-j", "-6", "addr", "show", "dev", "eth0", "scope", "link"]).stdout
+    [ll] = [x["local"] for link in json.loads(out) for x in link.get("addr_info", []) if x.get("local", "").startswith("fe80:")]
+    a.run([PY, "-c", ROGUE, ll], timeout=30)
+    time.sleep(1)
+    assert not [x for x in b.ipv6_global() if x.startswith("2001:db8:bad:")]
+    assert "2001:db8:bad" not in b.run(["ip", "-6", "route"]).stdout
+    neigh = b.run(["ip", "-6", "neigh", "show", "fe80::1", "dev", "eth0"]).stdout
+    assert a.mac not in neigh, neigh                     # the router's address still means the router
+    assert curl6(b, f"http://[{WEB6_ADDR}]/").stdout == "200"

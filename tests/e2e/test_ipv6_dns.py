@@ -107,3 +107,59 @@ def test_stateless_dhcpv6_gives_the_same_dns_server(lab):
                     if x.get("local", "").startswith("fe80:")]
     res = a.run(["/usr/bin/python3", "-c", INFO_REQUEST, link_local], check=False, timeout=30)
     assert res.stdout.split() == [router], res
+
+
+def test_the_internets_resolver_answers_the_router_over_ipv6(lab):
+    """The emulated internet's resolver is reachable over IPv6 from the router's WAN."""
+    from homelab.dns import UPSTREAM6
+    out = lab.home.router(["dig", f"@{UPSTREAM6}", "example.com", "A", "+short", "+time=2", "+tries=2"], check=False)
+    assert out.stdout.split() == [WEB], out
+
+
+def test_an_ipv6_address_of_a_blocked_name_learned_from_another_device_is_dropped(lab):
+    """The reverse check (seed §4.5) with AAAA answers: once anyone's lookup shows that an
+    address belongs to a name a device may not use, that device loses it, over IPv6 too."""
+    a, b = lab.join("a7"), lab.join("b7")
+    router6(lab, a)
+    rb = router6(lab, b)
+    url = f"http://[{WEB6_ADDR}]/"
+
+    def reach(dev):
+        return dev.run(["curl", "-6", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-m", "2", url],
+                       check=False).stdout == "200"
+    lab.homework("deny-dns", a.mac, "v6games.test")
+    assert reach(a), "A reaches the address while nobody has looked it up"
+    assert lab.dig(b, "v6games.test", "AAAA", server=rb) == ("NOERROR", [WEB6_ADDR])
+    assert wait_until(lambda: not reach(a), 5, "the address of a name A may not use is dropped")
+    assert reach(b)
+    assert f"ipv6_dst={WEB6_ADDR}" in lab.home.dump_flows()
+    lab.homework("remove-dns-rule", "v6games.test", a.mac)
+    assert wait_until(lambda: reach(a), 5, "reachable again once the rule is gone")
+
+
+def test_dhcpcd_with_ipv6_takes_its_64_and_the_routers_dns_server(lab):
+    """A real dual-stack client: dhcpcd does its own SLAAC from our RA and asks stateless
+    DHCPv6 (the RA's O flag) for the DNS server, which it writes to resolv.conf."""
+    d = lab.home.add_device("dc6")
+    d.start_dhcpcd(ipv6=True)
+    d.wait_for_ipv4(20)
+    lab.homework("permit", d.mac)
+    router = router6(lab, d)
+    prefix = ipaddress.IPv6Network((ipaddress.IPv6Address(router) - 1, 64))
+    assert all(ipaddress.IPv6Address(x) in prefix for x in d.ipv6_global())
+    wait_until(lambda: router in d.resolv_conf(), 20, "dhcpcd wrote the router's ::1 to resolv.conf")
+    assert lab.dig(d, "example.com", server=router) == ("NOERROR", [WEB])
+
+
+def test_systemd_networkd_in_a_device_namespace_gets_both_families(lab):
+    d = lab.home.add_device("nd6")
+    d.start_networkd()
+    d.wait_for_ipv4(30)
+    assert d.ipv4()[1] == 30
+    lab.homework("permit", d.mac)
+    router = router6(lab, d)
+    prefix = ipaddress.IPv6Network((ipaddress.IPv6Address(router) - 1, 64))
+    assert all(ipaddress.IPv6Address(x) in prefix for x in d.ipv6_global())
+    out = d.run(["curl", "-6", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-m", "3", f"http://[{WEB6_ADDR}]/"],
+                check=False)
+    assert out.stdout == "200", out

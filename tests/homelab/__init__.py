@@ -300,20 +300,37 @@ class Device:
                f"-x hostname:{self.name} -t 10 -T 2 -A 3 {' '.join(extra)}")
         return self._start_client("udhcpc", cmd)
 
-    def start_dhcpcd(self, extra: Sequence[str] = ()) -> subprocess.Popen:
+    def start_dhcpcd(self, extra: Sequence[str] = (), ipv6: bool = False) -> subprocess.Popen:
+        """dhcpcd for IPv4; with ipv6=True for IPv6 as well (its own SLAAC from the Router
+        Advertisements, and stateless DHCPv6 for the DNS server when the RA says so)."""
         hook = self._wrapper("dhcpcd", "/usr/lib/dhcpcd/dhcpcd-run-hooks")
         conf = self.dir / "dhcpcd.conf"
         conf.write_text("option domain_name_servers, domain_name, host_name\n"
                         "option subnet_mask, routers, broadcast_address\n"
                         "require dhcp_server_identifier\n"
-                        "noipv6rs\nnoipv4ll\n")
+                        + ("" if ipv6 else "noipv6rs\n") + "noipv4ll\n")
         lib = self.dir / "dhcpcd-lib"
         lib.mkdir(exist_ok=True)
         cmd = ("mount -t tmpfs tmpfs /run && "
                f"mount --bind '{lib}' /var/lib/dhcpcd && "
-               f"exec dhcpcd -B -4 -A -L -h {self.name} -f '{conf}' -c '{hook}' "
+               f"exec dhcpcd -B {'' if ipv6 else '-4 '}-A -L -h {self.name} -f '{conf}' -c '{hook}' "
                f"{' '.join(extra)} {self.ifname}")
         return self._start_client("dhcpcd", cmd)
+
+    def start_networkd(self) -> subprocess.Popen:
+        """systemd-networkd as the device's network manager (DHCPv4, and IPv6 from our Router
+        Advertisements and stateless DHCPv6), with a private /run so it sees only this
+        namespace. Its leases are not in dev.leases(): read the addresses instead."""
+        conf = (f"[Match]\nName={self.ifname}\n[Network]\nDHCP=yes\nIPv6AcceptRA=yes\n"
+                "[DHCPv4]\nSendHostname=yes\n")
+        # A read-only /sys (in this mount namespace only) tells networkd there is no udev to
+        # wait for, as in a container; otherwise every link stays "pending udev".
+        script = ("mount -t tmpfs tmpfs /run && mkdir -p /run/systemd/network /run/systemd/netif && "
+                  "mount -o remount,ro /sys && "
+                  "chown systemd-network:systemd-network /run/systemd/netif && "
+                  f"printf '%s' '{conf}' > /run/systemd/network/10-homework.network && "
+                  "exec /lib/systemd/systemd-networkd")
+        return self._start_client("networkd", script)
 
     def start_dhcp(self, client: str) -> subprocess.Popen:
         return {"dhclient": self.start_dhclient, "udhcpc": self.start_udhcpc,

@@ -24,12 +24,14 @@ DNSD_ADDR = "169.254.53.53"
 DNSD_PORT = 5300
 ROUTER_DNSMASQ = "127.0.0.1:5353"
 UPSTREAM = "203.0.113.53"
+UPSTREAM6 = "2001:db8:cafe::53"     # the same resolver over IPv6 (issue 12)
 PUBLIC = "203.0.113.99"
 WEB = "203.0.113.10"
 BLOCKED_WEB = "203.0.113.66"
 GAMES_WEB = "203.0.113.70"      # games.test: looked up by one test only (learning is shared)
 RECORDS = {
     "example.com": WEB, "www.example.com": WEB,
+    "v6games.test": "2001:db8:cafe::10",          # AAAA: the internet's IPv6 web server (WEB6_ADDR)
     "blocked.test": BLOCKED_WEB, "www.blocked.test": BLOCKED_WEB,
     "kids.test": "203.0.113.67", "school.test": "203.0.113.68", "www.school.test": "203.0.113.68",
     "games.test": GAMES_WEB, "www.games.test": GAMES_WEB,
@@ -110,8 +112,9 @@ class DnsLab:
         h = self.home
         for addr in (PUBLIC, BLOCKED_WEB, GAMES_WEB):
             h.internet(["ip", "addr", "replace", f"{addr}/32", "dev", "lo"])
+        h.internet(["ip", "addr", "replace", f"{UPSTREAM6}/128", "dev", "lo", "nodad"])
         args = ["dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--bind-interfaces",
-                f"--listen-address={UPSTREAM},{PUBLIC}", f"--pid-file={self.dir / 'internet-dnsmasq.pid'}",
+                f"--listen-address={UPSTREAM},{PUBLIC},{UPSTREAM6}", f"--pid-file={self.dir / 'internet-dnsmasq.pid'}",
                 "--local=/#/", "--local-ttl=300", "--user=root", "--log-facility=-"]
         args += [f"--host-record={name},{addr}" for name, addr in RECORDS.items()]
         args += [f"--cname={alias},{target}" for alias, target in CNAMES.items()]

@@ -79,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
 
         log_pos = 0
         seen_leases = {dev.mac: 0 for dev in devs}
+        seen_v6: dict[str, list[str]] = {}
         states: dict[str, str] = {}
         deadline = time.monotonic() + args.seconds if args.seconds else None  # after start-up
         try:
@@ -96,6 +97,10 @@ def main(argv: list[str] | None = None) -> int:
                             f"{_prefix(lease.mask)} router {lease.router} dns {','.join(lease.dns)} "
                             f"lease {lease.lease_time} s")
                     seen_leases[dev.mac] = len(leases)
+                    v6 = dev.ipv6_global()
+                    if v6 and v6 != seen_v6.get(dev.mac):
+                        seen_v6[dev.mac] = v6
+                        say(f"{dev.name} IPv6 (SLAAC in its own /64): {', '.join(v6)}")
                 res = home.homework("--json", "devices")
                 if res.returncode == 0:
                     try:

@@ -118,7 +118,9 @@ def test_a_lease_routes_the_devices_64_on_the_router_and_advertises_it(core):
     ras = [p for p in core.switch.messages if getattr(p, "data", b"")[12:14] == b"\x86\xdd"]
     assert ras and ras[-1].actions[0].port == 1 and ras[-1].data[:6] == to_bytes(A)
     [view] = [d for d in core.commands.call("devices") if d["mac"] == A]     # CLI, API and board
-    assert view["ipv6_prefix"] == str(prefix)
+    assert view["ipv6_prefix"] == str(prefix) and view["lease"]["ipv6_prefix"] == str(prefix)
+    [lease] = [x for x in core.commands.call("dhcp-status") if x["mac"] == A]
+    assert lease["ipv6_prefix"] == str(prefix)
 
 
 def test_a_solicitation_gets_an_answer_only_from_the_devices_port(core):
