@@ -148,6 +148,7 @@ def test_dhcpcd_with_ipv6_takes_its_64_and_the_routers_dns_server(lab):
     prefix = ipaddress.IPv6Network((ipaddress.IPv6Address(router) - 1, 64))
     assert all(ipaddress.IPv6Address(x) in prefix for x in d.ipv6_global())
     wait_until(lambda: router in d.resolv_conf(), 20, "dhcpcd wrote the router's ::1 to resolv.conf")
+    assert "lan" in d.resolv_conf().split("search", 1)[-1], d.resolv_conf()     # the household's domain
     assert lab.dig(d, "example.com", server=router) == ("NOERROR", [WEB])
 
 

@@ -382,3 +382,19 @@ def test_permitted_devices_get_mld_general_queries(core):
     icmp = ip.payload[8:]
     assert icmp[0] == 130
     assert checksum(ip.src.packed + ip.dst.packed + struct.pack("!IxxxB", len(icmp), 58) + icmp) == 0
+
+
+def test_the_dns_search_list_goes_with_the_dns_server():
+    prefix = ipaddress.IPv6Network("2001:db8:100:5::/64")
+    frame = ndp.router_advertisement(to_bytes(ROUTER_MAC), to_bytes(A), prefix, 300,
+                                     dns=prefix.network_address + 1, search=["lan"])
+    assert _icmp_ok(frame)
+    opts, found = ndp.parse_ipv6(frame[14:]).payload[16:], {}
+    while opts:
+        found[opts[0]] = opts[:opts[1] * 8]
+        opts = opts[opts[1] * 8:]
+    assert found[31][8:].rstrip(b"\0") == b"\x03lan" and len(found[31]) % 8 == 0
+    no_dns = ndp.router_advertisement(to_bytes(ROUTER_MAC), to_bytes(A), prefix, 300, search=["lan"])
+    assert b"\x03lan" not in no_dns                            # no DNS server: no search list either
+    with pytest.raises(ValueError):
+        ndp.dns_names(["a" * 64 + ".lan"])

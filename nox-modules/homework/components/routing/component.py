@@ -248,7 +248,7 @@ class Routing(Component):
         # a device told of a resolver nobody answers waits for it on every lookup.
         dns = self._dns6(prefix)
         frame = ndp.router_advertisement(to_bytes(self.router_mac), to_bytes(dev.mac), prefix, lifetime, dns=dns,
-                                         to=to, deprecated=deprecated)
+                                         to=to, deprecated=deprecated, search=self._search_domains())
         self.ctx.count("routing.ra_sent")
         return [PacketOut(data=frame, actions=(Output(dev.port),))]
 
@@ -271,6 +271,12 @@ class Routing(Component):
         self.ctx.count("routing.rs")
         to = ip.src if ip.src.is_link_local else ndp.ALL_NODES
         return self._advertisement(entry[0], to=to)
+
+    def _search_domains(self) -> list[str]:
+        """The household's own domain (the first of [dns] local_domains, which dnsmasq
+        answers): the DNS search list of RAs (DNSSL) and stateless DHCPv6."""
+        first = next((d.strip() for d in self.ctx.config.dns_local_domains.split(",") if d.strip()), "")
+        return [first] if first else []
 
     def _dns6(self, prefix):
         """The DNS server devices are told of over IPv6: the router's ::1 of their /64 when
@@ -296,7 +302,8 @@ class Routing(Component):
         if dns is None:
             return []
         self.ctx.count("routing.dhcpv6_info")
-        reply = dhcpv6.reply_frame(to_bytes(self.router_mac), frame.src, ip.src, xid, client, dns)
+        reply = dhcpv6.reply_frame(to_bytes(self.router_mac), frame.src, ip.src, xid, client, dns,
+                                   ndp.dns_names(self._search_domains()))
         return [PacketOut(data=reply, actions=(Output(pkt.in_port),))]
 
     def _hop_limit_exceeded(self, pkt: PacketIn, frame) -> list:

@@ -18,7 +18,7 @@ ICMPV6_RS = 133
 ICMPV6_RA = 134
 ALL_NODES = ipaddress.IPv6Address("ff02::1")
 ROUTER_LIFETIME = 1800          # seconds the device keeps the router as its default route
-OPT_SOURCE_LL, OPT_PREFIX, OPT_MTU, OPT_RDNSS = 1, 3, 5, 25
+OPT_SOURCE_LL, OPT_PREFIX, OPT_MTU, OPT_RDNSS, OPT_DNSSL = 1, 3, 5, 25, 31
 PREFIX_AUTONOMOUS = 0x40        # SLAAC on; the on-link flag (0x80) stays off
 
 
@@ -54,10 +54,24 @@ def _icmpv6_checksum(src: ipaddress.IPv6Address, dst: ipaddress.IPv6Address, bod
     return checksum(pseudo + body)
 
 
+def dns_names(domains: "list[str] | tuple") -> bytes:
+    """Domain names in DNS wire format (labels, each with its length; a zero at the end)."""
+    out = b""
+    for domain in domains:
+        for label in domain.strip(".").split("."):
+            raw = label.encode("idna") if label else b""
+            if not 0 < len(raw) < 64:
+                raise ValueError(f"bad domain {domain!r}")
+            out += bytes([len(raw)]) + raw
+        out += b"\0"
+    return out
+
+
 def router_advertisement(router_mac: bytes, device_mac: bytes, prefix: ipaddress.IPv6Network,
                          lifetime: int, dns: ipaddress.IPv6Address | None = None,
                          to: ipaddress.IPv6Address = ALL_NODES, mtu: int = 1500,
-                         deprecated: "list[ipaddress.IPv6Network] | tuple" = ()) -> bytes:
+                         deprecated: "list[ipaddress.IPv6Network] | tuple" = (),
+                         search: "list[str] | tuple" = ()) -> bytes:
     """The Ethernet frame of an RA for one device: its /64 (autonomous, not on-link) valid
     for `lifetime` seconds, from fe80::1, `dns` as its DNS server if given, and the
     prefixes it had before a renumbering with lifetime 0."""
@@ -71,6 +85,10 @@ def router_advertisement(router_mac: bytes, device_mac: bytes, prefix: ipaddress
                                old.network_address.packed)
     if dns is not None:
         options += struct.pack("!BBHI16s", OPT_RDNSS, 3, 0, lifetime, dns.packed)
+        if search:        # DNSSL (RFC 8106): the household's own domain(s), padded to 8 octets
+            names = dns_names(search)
+            names += b"\0" * (-(8 + len(names)) % 8)
+            options += struct.pack("!BBHI", OPT_DNSSL, (8 + len(names)) // 8, 0, lifetime) + names
     # "Other configuration" (O flag) when there is a DNS server: DHCPv6-only clients then
     # ask for it by INFORMATION-REQUEST (dhcpv6.py).
     flags = 0x40 if dns is not None else 0
