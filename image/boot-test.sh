@@ -4,7 +4,8 @@
 # QEMU boots out/homework-<version>-amd64.img (built or reused from cache by image/build.sh)
 # with two NICs, LAN first so the WAN has to be found by its DHCP answer:
 #   LAN NIC -- host bridge -- veth -- namespace "device"  (a household device, udhcpc + curl)
-#   WAN NIC -- host bridge -- veth -- namespace "isp"     (dnsmasq DHCP+DNS, a web server)
+#   WAN NIC -- host bridge -- veth -- namespace "isp"     (dnsmasq DHCP+DNS, a web server;
+#                                                           IPv6: radvd, kea-dhcp6 delegating /48s)
 # Boot 1 uses UEFI (OVMF, systemd-boot); the in-guest reboot comes back with legacy BIOS
 # (SeaBIOS, GRUB) on the same disk, so both boot paths and the persistence of state are tested.
 # The guest prints its first-boot credentials and readiness on ttyS1; host-driven checks inside
@@ -58,7 +59,7 @@ summary() {
 if [ "$(id -u)" != 0 ]; then
   skip_all "image boot test" "needs root (network namespaces, taps)"
 fi
-for t in qemu-system-x86_64 qemu-img ip dnsmasq udhcpc curl python3 mcopy; do
+for t in qemu-system-x86_64 qemu-img ip dnsmasq udhcpc curl python3 mcopy radvd kea-dhcp6; do
   command -v "$t" >/dev/null || { fail "preflight" "$t not installed (make deps)"; summary; exit 1; }
 done
 [ -c /dev/net/tun ] || skip_all "image boot test" "no /dev/net/tun on this machine"
@@ -86,6 +87,7 @@ SUF=$(printf '%04x' $(( $$ % 65536 )))
 NS_ISP=hwbt-isp-$SUF NS_DEV=hwbt-dev-$SUF
 BR_W=hbw$SUF-br BR_L=hbl$SUF-br TAP_W=hbw$SUF-tap TAP_L=hbl$SUF-tap VETH_W=hbw$SUF-v VETH_L=hbl$SUF-v
 ISP_IP=198.51.100.1
+ISP6_IP=2001:db8:100::1 PD_POOL=2001:db8:200::/44   # the ISP's IPv6 link and the prefixes it delegates
 WAN_MAC=52:54:00:48:57:01 LAN_MAC=52:54:00:48:57:02
 QEMU_PID="" PIDS=()
 
@@ -173,11 +175,53 @@ netup() {
   ip netns exec "$NS_ISP" python3 -m http.server 80 --bind "$ISP_IP" --directory "$ART/www" \
     >"$ART/isp-http.log" 2>&1 &
   echo $! > "$ART/isp-http.pid"
+  isp6_up
+}
+isp6_up() {  # the ISP's IPv6: RAs on the link (the router's WAN address and default route), a
+  # web server, kea-dhcp6 delegating a /48 from $PD_POOL (DHCPv6-PD)
+  ip netns exec "$NS_ISP" sysctl -q -w net.ipv6.conf.all.forwarding=1
+  ip -n "$NS_ISP" addr add "$ISP6_IP/64" dev eth0 nodad
+  # the device is a host, not a router: it takes the RAs its router sends (accept_ra=1)
+  ip netns exec "$NS_DEV" sysctl -q -w net.ipv6.conf.all.forwarding=0
+  cat > "$ART/isp-radvd.conf" <<CONF
+interface eth0 {
+  AdvSendAdvert on;
+  MinRtrAdvInterval 3;
+  MaxRtrAdvInterval 10;
+  prefix ${ISP6_IP%::1}::/64 { AdvOnLink on; AdvAutonomous on; };
+};
+CONF
+  ip netns exec "$NS_ISP" radvd -n -C "$ART/isp-radvd.conf" -p "$ART/isp-radvd.pid" -m logfile -l "$ART/isp-radvd.log" \
+    >"$ART/isp-radvd.out" 2>&1 &
+  ip netns exec "$NS_ISP" python3 -m http.server 80 --bind "$ISP6_IP" --directory "$ART/www" \
+    >"$ART/isp-http6.log" 2>&1 &
+  echo $! > "$ART/isp-http6.pid"
+  cat > "$ART/kea-dhcp6.conf" <<CONF
+{"Dhcp6": {
+  "interfaces-config": {"interfaces": ["eth0"]},
+  "lease-database": {"type": "memfile", "persist": false},
+  "server-id": {"type": "LL", "persist": false},
+  "preferred-lifetime": 3000, "valid-lifetime": 4000, "renew-timer": 1000, "rebind-timer": 2000,
+  "subnet6": [{"id": 1, "subnet": "${ISP6_IP%::1}::/64", "interface": "eth0",
+               "pd-pools": [{"prefix": "${PD_POOL%/*}", "prefix-len": ${PD_POOL#*/}, "delegated-len": 48}]}],
+  "loggers": [{"name": "kea-dhcp6", "severity": "INFO", "output_options": [{"output": "$ART/kea-dhcp6.log"}]}]
+}}
+CONF
+  # kea binds the link-local address: only once duplicate address detection is over
+  local n=0
+  until ip -n "$NS_ISP" -6 addr show dev eth0 scope link | grep -q inet6 &&
+        ! ip -n "$NS_ISP" -6 addr show dev eth0 scope link | grep -q tentative; do
+    n=$((n+1)); [ $n -lt 100 ] || { echo "isp eth0: no usable link-local address"; return 1; }
+    sleep 0.1
+  done
+  KEA_PIDFILE_DIR=$ART KEA_LOCKFILE_DIR=$ART ip netns exec "$NS_ISP" kea-dhcp6 -c "$ART/kea-dhcp6.conf" \
+    >"$ART/kea-dhcp6.out" 2>&1 &
+  echo $! > "$ART/isp-kea.pid"
 }
 if ! (netup) >"$ART/netup.log" 2>&1; then
   fail "test network set-up" "see $ART/netup.log"; summary; exit 1
 fi
-log "ISP namespace $NS_ISP ($ISP_IP: DHCP, DNS, web), device namespace $NS_DEV"
+log "ISP namespace $NS_ISP ($ISP_IP: DHCP, DNS, web; $ISP6_IP: RA, DHCPv6-PD from $PD_POOL, web), device namespace $NS_DEV"
 
 # ------------------------------------------------------------------ QEMU helpers
 boot() {  # boot uefi|bios N [extra QEMU args]
@@ -215,6 +259,37 @@ g() {  # run a shell command in the guest; output to stdout
 gq() { g "$@" >>"$ART/checks.log" 2>&1; }
 cred() { sed -n "s/^HOMEWORK-CRED $1=//p" "$ART/ttyS1-boot$2.log" | tr -d '\r' | tail -1; }
 dev() { ip netns exec "$NS_DEV" "$@"; }
+v6_in() {  # v6_in NET_OR_ADDR NET: inside it?
+  python3 -c 'import ipaddress as i, sys; sys.exit(0 if i.ip_network(sys.argv[1], strict=False).subnet_of(i.ip_network(sys.argv[2])) else 1)' "$1" "$2" 2>/dev/null
+}
+dev_v6() {  # the device's global IPv6 address (usable: not tentative)
+  ip -n "$NS_DEV" -6 -o addr show dev eth0 scope global | grep -v -e tentative -e dadfailed | awk '{print $4}' | cut -d/ -f1 | head -1
+}
+dev_rs() {  # the device restarts IPv6 on its port, as on a link-up: it sends Router Solicitations
+  dev sysctl -q -w net.ipv6.conf.eth0.disable_ipv6=1; dev sysctl -q -w net.ipv6.conf.eth0.disable_ipv6=0
+}
+dev_slaac() {  # wait up to 40 s for the device's SLAAC address; fills DEV6
+  local i
+  DEV6=""
+  dev_rs
+  for i in $(seq 1 40); do DEV6=$(dev_v6); [ -n "$DEV6" ] && return 0; [ "$i" = 20 ] && dev_rs; sleep 1; done
+  return 1
+}
+dev_prefix6() {  # the device's /64 as `homework --json devices` shows it
+  g "homework --json devices" 2>/dev/null | python3 -c 'import json, sys
+for d in json.load(sys.stdin):
+    if d.get("mac", "").lower() == sys.argv[1].lower():
+        print(d.get("ipv6_prefix") or (d.get("lease") or {}).get("ipv6_prefix") or "")' "$1" 2>/dev/null
+}
+delegated_prefix() {  # what the router's dhcpcd hook wrote (waits up to 90 s for the first delegation)
+  GT=100 g 'for i in $(seq 1 90); do [ -s /run/homework/ipv6-delegated-prefix ] && exec cat /run/homework/ipv6-delegated-prefix; sleep 1; done' | tr -d '\r\n'
+}
+isp_route6() {  # the ISP routes the prefix it delegated to the router's WAN (via its link-local address)
+  local ll
+  ll=$(g ". /run/homework/interfaces.env; ip -6 -o addr show dev \$WAN scope link | awk '{print \$4}' | cut -d/ -f1 | head -1" | tr -d '\r\n')
+  echo "router WAN link-local: '$ll'; route $1" >>"$ART/checks.log"
+  [ -n "$ll" ] && ip -n "$NS_ISP" -6 route replace "$1" via "$ll" dev eth0
+}
 
 # DHCP in the device namespace (udhcpc with our own hook: touches nothing on the host)
 cat > "$ART/dev-dhcp.sh" <<EOF
@@ -318,6 +393,16 @@ check "HTTPS (lighttpd) serves the Guest Board with the first-boot certificate" 
 WAN_IP=$(g ". /run/homework/interfaces.env; ip -4 -o addr show dev \$WAN | awk '{print \$4}' | cut -d/ -f1 | head -1" | tr -d '\r\n')
 check "WAN side closed: from the ISP, the router ($WAN_IP) answers ping but not its web server (443, 80)" \
   sh -c "ip netns exec $NS_ISP ping -c1 -W5 '$WAN_IP' && ! ip netns exec $NS_ISP curl -sk -m 5 https://$WAN_IP/ && ! ip netns exec $NS_ISP curl -s -m 5 http://$WAN_IP/"
+PD=$(delegated_prefix)
+if [ -n "$PD" ] && v6_in "$PD" "$PD_POOL"; then
+  pass "WAN asks for a prefix: the ISP delegated $PD (DHCPv6-PD, dhcpcd -> /run/homework/ipv6-delegated-prefix)"
+  isp_route6 "$PD" >>"$ART/checks.log" 2>&1
+else
+  fail "router gets a delegated prefix from the ISP (DHCPv6-PD)" "got '$PD'; see $ART/kea-dhcp6.log"; PD=""
+  g "systemctl --no-pager status homework-wan6; journalctl -u homework-wan6 --no-pager | tail -30" >>"$ART/checks.log" 2>&1
+fi
+check "the router reaches the ISP over IPv6 (WAN address and default route from the ISP's RAs)" \
+  g "curl -6 -s -m 10 http://[$ISP6_IP]/ | grep -q 'hello from the ISP'"
 check "data partition (hw-data) mounted on /var/lib/homework and grown to the disk" \
   g "findmnt -n -o SOURCE /var/lib/homework | grep -q vda4 && [ \$(df -m --output=size /var/lib/homework | tail -1) -gt 1000 ]"
 
@@ -334,6 +419,20 @@ if [ "$DEV_OK" = yes ]; then
   st=$(device_state "$DEV_MAC")
   if [ "$st" = pending ]; then pass "device $DEV_MAC is pending"; else fail "device is pending" "state '$st'"; fi
   check "pending device cannot reach the ISP" sh -c "! ip netns exec $NS_DEV curl -s -m 5 http://$ISP_IP/"
+  DEV6="" DEV_P6=""
+  if [ -n "$PD" ]; then
+    dev_slaac
+    DEV_P6=$(dev_prefix6 "$DEV_MAC")
+    if [ -n "$DEV6" ] && [ "${DEV_P6#*/}" = 64 ] && v6_in "$DEV_P6" "$PD" && v6_in "$DEV6" "$DEV_P6"; then
+      pass "device got $DEV6 by SLAAC (kernel, accept_ra=1) in its own /64 $DEV_P6 of the delegated prefix"
+    else
+      fail "device gets an IPv6 address in its own /64 of the delegated prefix" "address '$DEV6', homework devices: ipv6_prefix '$DEV_P6'"
+      DEV6=""
+    fi
+    check "pending device cannot reach the ISP over IPv6" sh -c "! ip netns exec $NS_DEV curl -6 -s -m 5 http://[$ISP6_IP]/"
+  else
+    fail "device IPv6 checks" "no delegated prefix (see above)"
+  fi
   check "ws.v1 API refuses a change without the admin credential (401)" \
     g "[ \"\$(curl -sk -m 20 -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' -d '{}' https://127.0.0.1/ws.v1/permit/$DEV_MAC)\" = 401 ]"
   if api_login; then pass "ws.v1 login with the first-boot admin password (HTTPS via lighttpd)"
@@ -356,6 +455,22 @@ if [ "$DEV_OK" = yes ]; then
       sh -c "ip netns exec $NS_DEV curl -s -m 10 -o /dev/null -w '%{http_code} %{redirect_url}' http://$ROUTER/ | grep -q '^30[18] https://'"
     check "approved device resolves names through the router" \
       sh -c "ip netns exec $NS_DEV dig +short +time=3 +tries=2 @$ROUTER isp.example | grep -q $ISP_IP"
+    if [ -n "$DEV6" ]; then
+      ok=no
+      for _ in 1 2 3; do
+        dev curl -6 -s -m 10 "http://[$ISP6_IP]/" 2>>"$ART/checks.log" | grep -q 'hello from the ISP' && { ok=yes; break; }
+        sleep 2
+      done
+      if [ $ok = yes ] && grep -qF "$DEV6" "$ART/isp-http6.log"; then
+        pass "approved device fetches the ISP's page over IPv6, routed: the ISP sees $DEV6 (no NAT66)"
+      else fail "approved device fetches the ISP's page over IPv6" "curl ok=$ok; see $ART/isp-http6.log"; fi
+      dev python3 -m http.server 8081 --bind :: >"$ART/dev-listen6.log" 2>&1 &
+      LISTENER=$!; PIDS+=("$LISTENER")
+      for _ in $(seq 1 50); do dev ss -Hltn 'sport = :8081' | grep -q . && break; sleep 0.2; done
+      check "nothing from the ISP opens a TCP connection to the device ([$DEV6]:8081 listens and answers locally)" \
+        sh -c "ip netns exec $NS_DEV curl -s -m 5 -o /dev/null http://[$DEV6]:8081/ && ! ip netns exec $NS_ISP curl -s -m 5 -o /dev/null http://[$DEV6]:8081/"
+      kill "$LISTENER" 2>/dev/null
+    fi
   else
     fail "approve the device" "the API refused the decision; see $ART/checks.log"
   fi
@@ -391,6 +506,15 @@ if [ "$APPROVED" = yes ]; then
   if dev_dhcp && [[ "$IP" == 10.2.* ]] && dev curl -s -m 15 "http://$ISP_IP/" | grep -q 'hello from the ISP'; then
     pass "after the reboot the device gets $IP/$MASK again and reaches the ISP without a new approval"
   else fail "device reaches the ISP after the reboot" "lease '${IP:-none}'"; fi
+  if [ -n "${DEV6:-}" ]; then
+    PD2=$(delegated_prefix); OLD6=$DEV6
+    [ -n "$PD2" ] && isp_route6 "$PD2" >>"$ART/checks.log" 2>&1
+    dev_slaac; P2=$(dev_prefix6 "$DEV_MAC")
+    if [ "$PD2" = "$PD" ] && [ "$P2" = "$DEV_P6" ] && [ "$DEV6" = "$OLD6" ] &&
+       dev curl -6 -s -m 15 "http://[$ISP6_IP]/" 2>>"$ART/checks.log" | grep -q 'hello from the ISP'; then
+      pass "after the reboot: the same delegated prefix and /64, and the device reaches the ISP over IPv6"
+    else fail "IPv6 after the reboot" "prefix '$PD2' (was $PD), /64 '$P2' (was $DEV_P6), address '$DEV6' (was $OLD6)"; fi
+  fi
 else
   skip "a reboot keeps the approval" "no approval was made in boot 1 (see above)"
 fi
