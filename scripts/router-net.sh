@@ -163,6 +163,9 @@ table inet $NFT_TABLE {
   chain wan_forward {
     type filter hook forward priority filter; policy accept;
     iifname "$WAN_IF" ct state established,related accept
+    # ICMPv6 that RFC 4890 (4.3.1) says must not be dropped on its way to a host (IPv6
+    # devices have no NAT in front of them: path MTU discovery needs packet-too-big).
+    iifname "$WAN_IF" icmpv6 type { destination-unreachable, packet-too-big, time-exceeded, parameter-problem, echo-request, echo-reply } accept
     iifname "$WAN_IF" drop
     # A device's DNS goes to the router (the switch steers port 53 there); over IPv4 it is
     # answered by homework-dnsd, and IPv6 DNS must not slip past the rules by being

@@ -117,6 +117,8 @@ def test_the_internet_cannot_open_a_connection_to_a_device(home: Home):
         probe = home.internet([PY, "-c", "import socket,sys; s=socket.create_connection((sys.argv[1], 8000), 2)",
                                addr], check=False)
         assert probe.returncode != 0, probe
+        # the ICMPv6 RFC 4890 says must pass does (echo: the device answers a ping)
+        assert home.internet(["ping", "-6", "-n", "-c", "1", "-W", "2", addr], check=False).returncode == 0
     finally:
         srv.kill()
 
