@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -87,6 +88,11 @@ class StateStore:
         path = Path(path)
         if str(path) != ":memory:":
             path.parent.mkdir(parents=True, exist_ok=True)
+            # Root only: besides leases it holds the admin password's hash, token hashes
+            # and webhook secrets (which an HMAC needs in the clear). SQLite gives its -wal
+            # and -shm files the database file's mode.
+            path.touch(mode=0o600, exist_ok=True)
+            os.chmod(path, 0o600)
         self._lock = threading.RLock()
         self.db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self.db.row_factory = sqlite3.Row

@@ -80,3 +80,15 @@ def test_a_newer_database_is_refused_clearly(tmp_path):
 
 def test_steps_are_numbered_in_order():
     assert [s.number for s in migrations.STEPS] == list(range(1, migrations.LATEST + 1))
+
+
+def test_the_state_database_is_readable_by_its_owner_only(tmp_path):
+    import stat
+    from homework.state import StateStore
+    path = tmp_path / "state" / "state.db"
+    store = StateStore(path)
+    store.close()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    path.chmod(0o644)                        # an older release's file is tightened at start
+    StateStore(path).close()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
