@@ -367,7 +367,7 @@ check "no shared secrets: credentials differ from the image (generated at first 
 # Units
 units_check() {  # units_check BOOT
   local bad="" u s
-  local list="homework-firstboot homework-net homework-wan homework-controller homework-dns homework-web openvswitch-switch homework-hwdbd homework-dnsd homework-captive"
+  local list="homework-firstboot homework-net homework-wan homework-wan6 homework-controller homework-dns homework-web openvswitch-switch homework-hwdbd homework-dnsd homework-captive"
   for u in $list; do
     s=$(g "systemctl is-active $u.service" | tr -d '\r\n')
     [ "$s" = active ] || bad="$bad $u=$s"
@@ -375,9 +375,10 @@ units_check() {  # units_check BOOT
   [ -z "$bad" ] || { echo "not active:$bad"; g "systemctl --no-pager status 'homework-*' | tail -60"; return 1; }
 }
 if units_check 1 >>"$ART/checks.log" 2>&1; then
-  pass "units active: homework-firstboot, -net, -wan, -dns, -web, openvswitch, -controller, -hwdbd, -dnsd, -captive"
+  pass "units active: homework-firstboot, -net, -wan, -wan6, -dns, -web, openvswitch, -controller, -hwdbd, -dnsd, -captive"
 else fail "all Homework units active" "$(grep 'not active' "$ART/checks.log" | tail -1)"; fi
 check "hwdbd answers on udp/987" g "ss -Hluln | grep -q '127.0.0.1:987 '"
+check "homework-dnsd listens on IPv6 too ([fd00:53::53]:5300, [ipv6] enabled)" g "ss -Hluln | grep -qF '[fd00:53::53]:5300 '"
 
 # Data plane
 check "kernel datapath in use (system@ovs-system, bridge datapath_type=system)" \

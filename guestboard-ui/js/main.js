@@ -20,6 +20,7 @@ jQuery(function ($) {
   }
 
   function start() {
+    if (HW.usageBanner) HW.usageBanner.refresh();
     $("#login").prop("hidden", true);
     $("#board, #logout").prop("hidden", false);
     if (es) es.close();
@@ -47,7 +48,10 @@ jQuery(function ($) {
       lease: function (d) { HW.board.upsert(d.view); },
       link: function (d) { HW.board.metrics(d.mac, d.metrics, d.label); },
       bandwidth: function (d) { HW.board.metrics(d.mac, d.metrics); },
-      alert: function (d) { if (HW.panel.current() === d.mac) HW.panel.refresh(); },
+      alert: function (d) {
+        if (HW.panel.current() === d.mac) HW.panel.refresh();
+        if (HW.usageBanner) HW.usageBanner.alert(d);
+      },
       state: setLive,
       closed: function () {
         // The stream ended: expired session (-> log in) or a restart (-> reconnect).

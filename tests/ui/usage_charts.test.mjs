@@ -127,7 +127,10 @@ test('the usage page: cap and projection, per owner, per day; set from its form'
   assert.match(await page.locator('#usage .projection').innerText(),
     new RegExp(`^Projected .* \\(${cap.projected_percent}%\\) by the billing day`));
   const capChart = await chartData('#cap-chart');
-  assert.deepEqual(capChart.datasets[0].data, [cap.used, cap.projected, cap.cap]);
+  const [used, projected, allowance] = capChart.datasets[0].data;
+  assert.deepEqual([used, allowance], [cap.used, cap.cap]);
+  // the projection moves with the clock between the page's request and ours
+  assert.ok(Math.abs(projected - cap.projected) <= cap.projected * 0.001, `${projected} vs ${cap.projected}`);
   assert.ok(cap.used >= 4 * MB);
 
   const perOwner = await chartData('#owners-chart');
@@ -142,4 +145,26 @@ test('the usage page: cap and projection, per owner, per day; set from its form'
   assert.deepEqual(perDay.datasets[0].data, owners.steps.map((d) => sums[d] || 0));
   assert.equal(perDay.datasets[0].data.reduce((a, b) => a + b, 0), owners.total);
   await screenshot(page, 'usage-page');
+});
+
+test('the board warns from 80% of the allowance, in red once it is used up', { timeout: 90000 }, async () => {
+  const used = (await api('usage/cap')).used;
+  await page.goto(home.info.url);
+  await page.locator('#board').waitFor({ state: 'visible' });
+  const banner = page.locator('#usage-banner');
+  assert.ok(await banner.isHidden());                   // 10 MB allowance: well under 80 %
+  await cli('usage-cap', String(Math.ceil(used / 0.9)));   // now about 90 % used
+  await page.reload();
+  await banner.waitFor({ state: 'visible', timeout: 15000 });
+  assert.match(await banner.innerText(), /has used 9\d(\.\d)?% of this month's/);
+  assert.equal(await banner.locator('a').getAttribute('href'), 'usage.html');
+  await cli('usage-cap', String(Math.floor(used / 2)));     // over it
+  await page.reload();
+  await banner.filter({ hasText: 'has used its allowance' }).waitFor({ timeout: 15000 });
+  await screenshot(page, 'usage-banner');
+  await cli('usage-cap', '0');                               // no cap: no banner
+  await page.reload();
+  await page.locator('#board').waitFor({ state: 'visible' });
+  await page.waitForTimeout(1000);
+  assert.ok(await banner.isHidden());
 });
