@@ -468,8 +468,10 @@ if [ "$DEV_OK" = yes ]; then
       dev python3 -m http.server 8081 --bind :: >"$ART/dev-listen6.log" 2>&1 &
       LISTENER=$!; PIDS+=("$LISTENER")
       for _ in $(seq 1 50); do dev ss -Hltn 'sport = :8081' | grep -q . && break; sleep 0.2; done
-      check "nothing from the ISP opens a TCP connection to the device ([$DEV6]:8081 listens and answers locally)" \
-        sh -c "ip netns exec $NS_DEV curl -s -m 5 -o /dev/null http://[$DEV6]:8081/ && ! ip netns exec $NS_ISP curl -s -m 5 -o /dev/null http://[$DEV6]:8081/"
+      # the port answers locally and the ISP's ping reaches the device (ICMPv6 echo passes, RFC
+      # 4890), so the refused connection is the router's doing, not a missing route
+      check "nothing from the ISP opens a TCP connection to the device ([$DEV6]:8081 listens; the ISP's ping reaches it)" \
+        sh -c "ip netns exec $NS_DEV curl -s -m 5 -o /dev/null http://[$DEV6]:8081/ && ip netns exec $NS_ISP ping -6 -c1 -W5 $DEV6 && ! ip netns exec $NS_ISP curl -s -m 5 -o /dev/null http://[$DEV6]:8081/"
       kill "$LISTENER" 2>/dev/null
     fi
   else

@@ -7,16 +7,17 @@ usage is what sums their `bandwidth` events per hour and writes them to state.db
 
 Per round and setting: a controller restart with that component list, then bulk TCP
 (iperf3 device -> internet) and new connections/s (wrk, Connection: close), measured as
-scripts/bench_routing.py does (its helpers, its BENCH_ROUTING_RUNS / _SECONDS). Polling
-every second and flushing every second make usage do its work far more often than the
-defaults (10 s, 60 s) would. One unrecorded warm-up, then an even number of rounds, each
+scripts/bench_routing.py does (its helpers, its BENCH_ROUTING_RUNS / _SECONDS), with the
+router's default intervals (routing polls every 10 s, usage writes every 60 s), or with
+both every second (BENCH_USAGE_STRESS=1). One unrecorded warm-up, then an even number of rounds, each
 in the other order (on-off, off-on, ...), so neither setting is always first after a
 restart. Medians of the rounds; ratio on / off.
 
 Storage: N devices x one month of hourly rows (31 x 24) written through the usage book's
 own code (UsageBook.add / flush and the state store's batched write) into a temporary
 state.db; bytes added to the file per device per month.
-Environment: BENCH_USAGE_ROUNDS (4, made even), BENCH_USAGE_DEVICES (20). JSON in
+Environment: BENCH_USAGE_ROUNDS (8, made even), BENCH_USAGE_DEVICES (20), BENCH_USAGE_STRESS
+(1: poll and write every second instead of the defaults). JSON in
 out/bench-usage.json.
 """
 from __future__ import annotations
@@ -37,7 +38,11 @@ from homelab import Home  # noqa: E402
 from homelab.routing import permitted_device, wait_until  # noqa: E402
 
 DEVICES = int(os.environ.get("BENCH_USAGE_DEVICES", "20"))
-ROUNDS = max(4, int(os.environ.get("BENCH_USAGE_ROUNDS", "4")) + 1) // 2 * 2
+ROUNDS = max(4, int(os.environ.get("BENCH_USAGE_ROUNDS", "8")) + 1) // 2 * 2
+# The router's own settings (routing polls every 10 s, usage writes once a minute) unless
+# BENCH_USAGE_STRESS=1: both every second, to see the accounting work at its most often.
+STRESS = os.environ.get("BENCH_USAGE_STRESS") == "1"
+POLL_S, FLUSH_S = (1, 1) if STRESS else (10, 60)
 WITH = ["dhcp", "routing", "usage"]
 WITHOUT = ["dhcp", "routing"]
 
@@ -51,8 +56,8 @@ def use_components(home: Home, components: list[str]) -> None:
 
 def throughput() -> dict:
     config = {"controller": {"components": WITH},
-              "routing": {"flow_stats_interval": 1},
-              "usage": {"flush_interval": 1, "timezone": "UTC"}}
+              "routing": {"flow_stats_interval": POLL_S},
+              "usage": {"flush_interval": FLUSH_S, "timezone": "UTC"}}
     rounds: dict[str, dict[str, list]] = {"on": {"conn": [], "iperf": []}, "off": {"conn": [], "iperf": []}}
     with Home(config=config, hwdb=False) as home:
         br.start_servers(home)
@@ -110,7 +115,7 @@ def print_table(results: dict) -> None:
     on, off = results["throughput"]["on"], results["throughput"]["off"]
     s = results["storage"]
     print(f"\nusage accounting on vs off (medians of {len(on['rounds']['iperf'])} alternating rounds; routing polls "
-          "every 1 s, usage flushes every 1 s)")
+          f"every {POLL_S} s, usage writes every {FLUSH_S} s{' (stress)' if STRESS else ': the defaults'})")
     print(f"{'':18} {'usage on':>9} {'usage off':>9} {'on / off':>8}   {'on: min-max':>11} {'off: min-max':>12}")
     for name, key, raw in (("new connections/s", "conn_per_s", "conn"), ("iperf3 TCP Mb/s", "iperf_mbps", "iperf")):
         print(f"{name:18} {on[key] or 0:9.0f} {off[key] or 0:9.0f} {ratio(on[key], off[key]) or 0:8.3f}   "

@@ -56,6 +56,20 @@ HW.api = (function ($) {
 
   function mac(m) { return encodeURIComponent(m); }
 
+  /* The page's #login form and #logout button, the same on every page: `start` runs once
+     logged in, `showLogin(message)` when a call finds the session gone or on logout. */
+  function bindLogin(start, showLogin) {
+    onUnauthorized = function () { showLogin("Please log in."); };
+    $("#login").on("submit", function (e) {
+      e.preventDefault();
+      var $f = $(this);
+      login(this.elements.password.value).done(start).fail(function (xhr) {
+        $f.find(".error").text(xhr.status === 401 ? "Wrong password." : errorText(xhr));
+      });
+    });
+    $("#logout").on("click", function () { logout().always(function () { showLogin(); }); });
+  }
+
   return {
     call: call, errorText: errorText, session: session, login: login, logout: logout, stream: stream,
     permit: function (m) { return call("POST", "permit/" + mac(m)); },
@@ -71,6 +85,7 @@ HW.api = (function ($) {
     removeDnsRule: function (m, domain) {
       return call("POST", "remove-dns-rule/" + mac(m) + "/" + encodeURIComponent(domain));
     },
-    onUnauthorized: function (fn) { onUnauthorized = fn; }
+    onUnauthorized: function (fn) { onUnauthorized = fn; },
+    bindLogin: bindLogin
   };
 })(jQuery);

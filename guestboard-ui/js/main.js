@@ -71,16 +71,7 @@ jQuery(function ($) {
   });
   HW.board.on("open", HW.panel.open);
   HW.panel.init();
-  HW.api.onUnauthorized(function () { showLogin("Please log in."); });
-
-  $("#login").on("submit", function (e) {
-    e.preventDefault();
-    var $f = $(this);
-    HW.api.login(this.elements.password.value).done(start).fail(function (xhr) {
-      $f.find(".error").text(xhr.status === 401 ? "Wrong password." : HW.api.errorText(xhr));
-    });
-  });
-  $("#logout").on("click", function () { HW.api.logout().always(function () { showLogin(); }); });
+  HW.api.bindLogin(start, showLogin);
 
   HW.api.session().done(start).fail(function () { showLogin(); });
 });

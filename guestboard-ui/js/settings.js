@@ -122,15 +122,7 @@
   }
 
   $(function () {
-    HW.api.onUnauthorized(function () { showLogin("Please log in."); });
-    $("#login").on("submit", function (e) {
-      e.preventDefault();
-      var $f = $(this);
-      HW.api.login(this.elements.password.value).done(start).fail(function (xhr) {
-        $f.find(".error").text(xhr.status === 401 ? "Wrong password." : HW.api.errorText(xhr));
-      });
-    });
-    $("#logout").on("click", function () { HW.api.logout().always(function () { showLogin(); }); });
+    HW.api.bindLogin(start, showLogin);
     $("#webhook-add").on("submit", addWebhook);
     $("#webhook-secret .dismiss").on("click", function () {
       $("#webhook-secret").prop("hidden", true).find(".value").text("");

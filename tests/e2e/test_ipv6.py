@@ -246,8 +246,7 @@ def test_a_devices_rogue_router_advertisement_and_forged_na_reach_no_one(home: H
     a, b = permitted_device(home), permitted_device(home)
     slaac_address(home, a)
     slaac_address(home, b)
-    out = a.run(["ip", "-j", "-6", "addr", "show", "dev", "eth0", "scope", "link"]).stdout
-    [ll] = [x["local"] for link in json.loads(out) for x in link.get("addr_info", []) if x.get("local", "").startswith("fe80:")]
+    ll = a.ipv6_link_local()
     a.run([PY, "-c", ROGUE, ll], timeout=30)
     time.sleep(1)
     assert not [x for x in b.ipv6_global() if x.startswith("2001:db8:bad:")]

@@ -74,9 +74,7 @@ for p in sniffer.results or []:
 def test_router_advertisements_name_the_routers_own_address_as_dns_server(lab):
     a = lab.join("r6")
     router = router6(lab, a)
-    out = a.run(["ip", "-j", "-6", "addr", "show", "dev", "eth0", "scope", "link"]).stdout
-    [link_local] = [a["local"] for link in json.loads(out) for a in link.get("addr_info", [])
-                    if a.get("local", "").startswith("fe80:")]
+    link_local = a.ipv6_link_local()
     res = a.run(["/usr/bin/python3", "-c", RS_AND_LISTEN, link_local], check=False, timeout=30)
     assert res.stdout.split() == [router], res
 
@@ -102,9 +100,7 @@ for p in sniffer.results or []:
 def test_stateless_dhcpv6_gives_the_same_dns_server(lab):
     a = lab.join("i6")
     router = router6(lab, a)
-    out = a.run(["ip", "-j", "-6", "addr", "show", "dev", "eth0", "scope", "link"]).stdout
-    [link_local] = [x["local"] for link in json.loads(out) for x in link.get("addr_info", [])
-                    if x.get("local", "").startswith("fe80:")]
+    link_local = a.ipv6_link_local()
     res = a.run(["/usr/bin/python3", "-c", INFO_REQUEST, link_local], check=False, timeout=30)
     assert res.stdout.split() == [router], res
 

@@ -404,6 +404,13 @@ class Device:
                     return a["local"], int(a["prefixlen"])
         return None
 
+    def ipv6_link_local(self) -> str | None:
+        """The device's fe80:: address on its interface (None before it has one)."""
+        out = self.run(["ip", "-j", "-6", "addr", "show", "dev", self.ifname, "scope", "link"]).stdout
+        found = [a["local"] for link in json.loads(out or "[]") for a in link.get("addr_info", [])
+                 if a.get("local", "").startswith("fe80:")]
+        return found[0] if found else None
+
     def ipv6_global(self) -> list[str]:
         """The device's global IPv6 addresses (SLAAC, privacy ones too), not tentative."""
         out = self.run(["ip", "-j", "-6", "addr", "show", "dev", self.ifname, "scope", "global"]).stdout

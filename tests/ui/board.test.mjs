@@ -1,23 +1,14 @@
 // The Guest Board in Debian's Chromium against a real emulated home: real DHCP clients in
 // device namespaces, real OVS, the controller, lighttpd over HTTPS.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHome, launch, newPage, login, label, drag, screenshot } from './lib.mjs';
+import { drag, label, login, newPage, screenshot, useBoard } from './lib.mjs';
 
 let home, browser, page;
 const HTC_MAC = '40:4e:36:12:34:56';   // a real OUI (HTC Corporation), never asked for DHCP
 
-before(async () => {
   // IPv6 on, as a household with an ISP that delegates would have it (the panel shows the /64).
-  home = await startHome({ config: { ipv6: { enabled: true, prefix: '2001:db8:100::/48' } } });
-  browser = await launch();
-  page = await newPage(browser);
-}, { timeout: 120000 });
-
-after(async () => {
-  if (browser) await browser.close();
-  if (home) await home.close();
-}, { timeout: 60000 });
+useBoard({ ipv6: { enabled: true, prefix: '2001:db8:100::/48' } }, (h, b, p) => { home = h; browser = b; page = p; });
 
 async function deviceState(mac) {
   const res = await home.call({ op: 'cli', args: ['--json', 'status', mac] });

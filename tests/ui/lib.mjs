@@ -6,6 +6,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { before, after } from 'node:test';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const REPO = path.resolve(HERE, '..', '..');
@@ -109,4 +110,29 @@ export async function screenshot(page, name) {
   const file = path.join(ARTIFACTS, `${name}.png`);
   await page.screenshot({ path: file });
   return file;
+}
+
+/** The set-up every board test file shares: one emulated home (with these config
+    overrides), one Chromium and one page, made before the file's tests and closed after
+    them. `assign(home, browser, page)` hands them to the file's own variables. */
+export function useBoard(config, assign) {
+  let home, browser;
+  before(async () => {
+    home = await startHome({ config });
+    browser = await launch();
+    assign(home, browser, await newPage(browser));
+  }, { timeout: 120000 });
+  after(async () => {
+    if (browser) await browser.close();
+    if (home) await home.close();
+  }, { timeout: 60000 });
+}
+
+/** `homework ARGS...` in the home `getHome()` returns; fails the test on a non-zero exit. */
+export function cliOf(getHome) {
+  return async (...args) => {
+    const res = await getHome().call({ op: 'cli', args });
+    if (res.rc !== 0) throw new Error(`homework ${args.join(' ')}: ${res.stderr}${res.stdout}`);
+    return res.stdout;
+  };
 }

@@ -1,22 +1,13 @@
 // The Guest Board's notification list (issue 19) in Debian's Chromium against a real
 // emulated home: a device asking to join shows up unread, "Mark all read" and "Send a test
 // notification" work through the API with the board's session.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHome, launch, newPage, login, screenshot } from './lib.mjs';
+import { login, screenshot, useBoard } from './lib.mjs';
 
 let home, browser, page;
 
-before(async () => {
-  home = await startHome({ config: { controller: { components: ['dhcp', 'routing', 'notify'] } } });
-  browser = await launch();
-  page = await newPage(browser);
-}, { timeout: 120000 });
-
-after(async () => {
-  if (browser) await browser.close();
-  if (home) await home.close();
-}, { timeout: 60000 });
+useBoard({ controller: { components: ['dhcp', 'routing', 'notify'] } }, (h, b, p) => { home = h; browser = b; page = p; });
 
 test('a device asking to join is an unread notification; mark read; send a test', { timeout: 90000 }, async () => {
   await login(page, home.info.url, home.info.password);

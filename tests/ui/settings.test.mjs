@@ -3,24 +3,16 @@
 // once; "Send a test notification" reaches the receiver, signed with that secret, and the
 // delivery log on the page shows it; an invalid URL shows the API's error and adds nothing;
 // MQTT and WAN status are shown; a webhook can be removed.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHome, launch, newPage, login, screenshot } from './lib.mjs';
+import { login, screenshot, useBoard } from './lib.mjs';
 
 let home, browser, page;
 
-before(async () => {
-  home = await startHome({ config: {
-    controller: { components: ['dhcp', 'routing', 'notify', 'wanwatch'] },
-    mqtt: { host: '127.0.0.1', username: 'homework' } } });
-  browser = await launch();
-  page = await newPage(browser);
-}, { timeout: 120000 });
-
-after(async () => {
-  if (browser) await browser.close();
-  if (home) await home.close();
-}, { timeout: 60000 });
+useBoard({
+  controller: { components: ['dhcp', 'routing', 'notify', 'wanwatch'] },
+  mqtt: { host: '127.0.0.1', username: 'homework' },
+}, (h, b, p) => { home = h; browser = b; page = p; });
 
 // Other emulated homes on this machine add and remove host interfaces; Chromium may then
 // abort a page load or a request with ERR_NETWORK_CHANGED (or land on chrome-error://).

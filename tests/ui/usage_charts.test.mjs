@@ -3,32 +3,20 @@
 // usage accounting); the device panel's chart and the household usage page draw exactly the
 // API's numbers (read back from the Chart.js instances), and the page shows the cap and its
 // projection set through its own form.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHome, launch, newPage, login, label, screenshot } from './lib.mjs';
+import { label, login, screenshot, useBoard, cliOf } from './lib.mjs';
 
 const MB = 1000000;
 let home, browser, page, lodger, guest;
 
-before(async () => {
-  home = await startHome({ config: {
-    controller: { components: ['dhcp', 'routing', 'usage'] },
-    routing: { flow_stats_interval: 1 },
-    usage: { flush_interval: 1, timezone: 'UTC' } } });
-  browser = await launch();
-  page = await newPage(browser);
-}, { timeout: 120000 });
+useBoard({
+  controller: { components: ['dhcp', 'routing', 'usage'] },
+  routing: { flow_stats_interval: 1 },
+  usage: { flush_interval: 1, timezone: 'UTC' },
+}, (h, b, p) => { home = h; browser = b; page = p; });
 
-after(async () => {
-  if (browser) await browser.close();
-  if (home) await home.close();
-}, { timeout: 60000 });
-
-async function cli(...args) {
-  const res = await home.call({ op: 'cli', args });
-  assert.equal(res.rc, 0, `homework ${args.join(' ')}: ${res.stderr}${res.stdout}`);
-  return res.stdout;
-}
+const cli = cliOf(() => home);
 
 async function permitted(name, owner) {
   const dev = await home.call({ op: 'add_device', name });

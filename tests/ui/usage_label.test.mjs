@@ -1,31 +1,19 @@
 // A device over a `slow` usage limit (issue 14) in Debian's Chromium against a real emulated
 // home: once it has downloaded its allowance through the emulated internet, its label on the
 // Guest Board says so (a `device` event with the alert, no reload), and the API view agrees.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHome, launch, newPage, login, label, screenshot } from './lib.mjs';
+import { label, login, screenshot, useBoard, cliOf } from './lib.mjs';
 
 let home, browser, page;
 
-before(async () => {
-  home = await startHome({ config: {
-    controller: { components: ['dhcp', 'routing', 'usage'] },
-    routing: { flow_stats_interval: 1 },
-    usage: { flush_interval: 1, timezone: 'UTC' } } });
-  browser = await launch();
-  page = await newPage(browser);
-}, { timeout: 120000 });
+useBoard({
+  controller: { components: ['dhcp', 'routing', 'usage'] },
+  routing: { flow_stats_interval: 1 },
+  usage: { flush_interval: 1, timezone: 'UTC' },
+}, (h, b, p) => { home = h; browser = b; page = p; });
 
-after(async () => {
-  if (browser) await browser.close();
-  if (home) await home.close();
-}, { timeout: 60000 });
-
-async function cli(...args) {
-  const res = await home.call({ op: 'cli', args });
-  assert.equal(res.rc, 0, `homework ${args.join(' ')}: ${res.stderr}${res.stdout}`);
-  return res.stdout;
-}
+const cli = cliOf(() => home);
 
 test('a slowed device is marked on its label', { timeout: 180000 }, async () => {
   await login(page, home.info.url, home.info.password);

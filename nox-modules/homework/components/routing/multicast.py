@@ -52,13 +52,18 @@ def parse_igmp(payload: bytes) -> tuple[list[str], list[str]]:
         offset += 8 + 4 * nsrc + 4 * aux
         if offset > len(payload):
             raise PacketError("IGMPv3 sources truncated")
-        if not is_multicast(group):
-            continue
-        if rtype in (MODE_IS_EXCLUDE, TO_EXCLUDE) or (rtype in (MODE_IS_INCLUDE, ALLOW_NEW) and nsrc):
-            joined.append(group)
-        elif rtype == TO_INCLUDE and nsrc == 0:
-            left.append(group)
+        if is_multicast(group):
+            _apply_record(rtype, nsrc, group, joined, left)
     return joined, left
+
+
+def _apply_record(rtype: int, nsrc: int, group: str, joined: list, left: list) -> None:
+    """One IGMPv3 / MLDv2 group record (the same record types): wanting any source of
+    the group is a join, including none of its sources is a leave."""
+    if rtype in (MODE_IS_EXCLUDE, TO_EXCLUDE) or (rtype in (MODE_IS_INCLUDE, ALLOW_NEW) and nsrc):
+        joined.append(group)
+    elif rtype == TO_INCLUDE and nsrc == 0:
+        left.append(group)
 
 
 def general_query(router_mac: bytes, gateway: str, max_resp_tenths: int = 100) -> bytes:
@@ -177,12 +182,8 @@ def parse_mld(msg: bytes) -> tuple[list[str], list[str]]:
         offset += 20 + 16 * nsrc + 4 * aux
         if offset > len(msg):
             raise PacketError("MLDv2 sources truncated")
-        if not _wanted6(group):
-            continue
-        if rtype in (MODE_IS_EXCLUDE, TO_EXCLUDE) or (rtype in (MODE_IS_INCLUDE, ALLOW_NEW) and nsrc):
-            joined.append(group)
-        elif rtype == TO_INCLUDE and nsrc == 0:
-            left.append(group)
+        if _wanted6(group):
+            _apply_record(rtype, nsrc, group, joined, left)
     return joined, left
 
 
