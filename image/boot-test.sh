@@ -98,7 +98,7 @@ cleanup() {
     kill -9 "$QEMU_PID" 2>/dev/null
   fi
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  for f in "$ART"/*.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
+  for f in "$ART"/*.pid; do [ -f "$f" ] && kill "$(cat "$f" 2>/dev/null)" 2>/dev/null; done
   ip netns pids "$NS_ISP" 2>/dev/null | xargs -r kill 2>/dev/null
   ip netns pids "$NS_DEV" 2>/dev/null | xargs -r kill 2>/dev/null
   sleep 0.2
