@@ -137,8 +137,8 @@ class FakeSwitch:
             self.meters.pop(d.meter_id, None)
             self.flows = [f for f in self.flows if f.meter != d.meter_id]
             return
-        if d.rate_kbps <= 0:
-            raise MeterError(f"meter {d.meter_id}: rate {d.rate_kbps} kbit/s")
+        if (d.rate_kbps <= 0) == (d.rate_pps <= 0):
+            raise MeterError(f"meter {d.meter_id}: give one rate, kbit/s or packets/s ({d.rate_kbps}, {d.rate_pps})")
         if (d.command == "add") == (d.meter_id in self.meters):
             raise MeterError(f"meter {d.meter_id}: {d.command} but it {'exists' if d.command == 'add' else 'does not'}")
         self.meters[d.meter_id] = d

@@ -251,9 +251,12 @@ def _meter_mod(buf: bytes) -> F.MeterMod:
         if bands:
             raise AdapterMismatch("a meter delete carries bands")
         return F.MeterMod(meter_id, "delete")
-    if len(bands) != 1 or not flags & ofp.OFPMF_KBPS:
-        raise AdapterMismatch(f"meter {meter_id}: {len(bands)} bands, flags {flags:#x} (want one kbps drop band)")
+    kbps, pps = bool(flags & ofp.OFPMF_KBPS), bool(flags & ofp.OFPMF_PKTPS)
+    if len(bands) != 1 or kbps == pps:
+        raise AdapterMismatch(f"meter {meter_id}: {len(bands)} bands, flags {flags:#x} (want one kbps or pktps drop band)")
     rate, burst = bands[0]
     if bool(flags & ofp.OFPMF_BURST) != bool(burst):
         raise AdapterMismatch(f"meter {meter_id}: burst {burst} but flags {flags:#x}")
+    if pps:
+        return F.MeterMod(meter_id, _METER_COMMANDS[command], burst_kbits=burst, rate_pps=rate)
     return F.MeterMod(meter_id, _METER_COMMANDS[command], rate_kbps=rate, burst_kbits=burst)

@@ -127,6 +127,7 @@ class MeterMod:
     command: str = "add"          # add | modify | delete
     rate_kbps: int = 0
     burst_kbits: int = 0          # 0: the switch's default burst
+    rate_pps: int = 0             # instead of rate_kbps: packets per second (burst in packets)
 
 
 Decision = FlowMod | FlowDelete | PacketOut | FlowStatsRequest | AggregateStatsRequest | MeterMod

@@ -175,3 +175,12 @@ def is_routing(value: int) -> bool:
 def meter_id(block_index: int) -> int:
     """The OpenFlow meter of one device (its /30 block index + 1: meter 0 is not valid)."""
     return block_index + 1
+
+
+PUNT_METER_BASE = 1 << 24    # above every meter_id (a /8 pool has 4M blocks; OpenFlow allows ids to 0xffff0000)
+
+
+def punt_meter_id(block_index: int) -> int:
+    """The meter on what one device sends to the controller over IPv6 (Router
+    Solicitations, DHCPv6, MLD): a device flooding them cannot swamp the controller."""
+    return PUNT_METER_BASE + block_index + 1

@@ -261,3 +261,32 @@ def test_a_devices_rogue_router_advertisement_and_forged_na_reach_no_one(home: H
     neigh = b.run(["ip", "-6", "neigh", "show", "fe80::1", "dev", "eth0"]).stdout
     assert a.mac not in neigh, neigh                     # the router's address still means the router
     assert curl6(b, f"http://[{WEB6_ADDR}]/").stdout == "200"
+
+
+RS_FLOOD = r"""
+import sys
+from scapy.all import Ether, IPv6, ICMPv6ND_RS, get_if_hwaddr, sendp
+mac = get_if_hwaddr("eth0")
+rs = Ether(src=mac, dst="33:33:00:00:00:02") / IPv6(src=sys.argv[1], dst="ff02::2", hlim=255) / ICMPv6ND_RS()
+sendp(rs, iface="eth0", count=int(sys.argv[2]), inter=0, verbose=False)
+"""
+
+
+def test_a_router_solicitation_flood_is_metered_before_the_controller(home: Home):
+    """A device's packets to the controller over IPv6 (RS, DHCPv6, MLD) pass its own punt
+    meter in the switch: a flood costs the controller a trickle, and others keep working."""
+    a, flooder = permitted_device(home), pending_device(home)
+    slaac_address(home, a)
+    wait_until(flooder.ipv6_link_local, 10, "the flooder's link-local address")
+
+    def rs_count():
+        stats = json.loads(home.homework("--json", "stats").stdout)
+        return stats.get("routing", {}).get("rs", 0)
+    before, t0 = rs_count(), time.monotonic()
+    flooder.run([PY, "-c", RS_FLOOD, flooder.ipv6_link_local(), "3000"], timeout=120)
+    seconds = time.monotonic() - t0
+    time.sleep(1)
+    answered = rs_count() - before
+    # 20 packets/s with a burst of 40 (flowsets6.PUNT_RATE_PPS / PUNT_BURST), generously
+    assert answered <= 40 + 20 * (seconds + 1) * 2, (answered, seconds)
+    assert curl6(a, f"http://[{WEB6_ADDR}]/").stdout == "200"

@@ -398,3 +398,21 @@ def test_the_dns_search_list_goes_with_the_dns_server():
     assert b"\x03lan" not in no_dns                            # no DNS server: no search list either
     with pytest.raises(ValueError):
         ndp.dns_names(["a" * 64 + ".lan"])
+
+
+def test_what_a_device_sends_to_the_controller_over_ipv6_passes_its_own_meter(core, clock):
+    from homework import pipeline as L
+    join(core, A, 1)
+    index = core.ctx.leases.get(A).index
+    meter = core.switch.meters[L.punt_meter_id(index)]
+    assert meter.rate_pps > 0 and meter.rate_kbps == 0
+    punts = [f for f in core.switch.flows if CONTROLLER in [getattr(a, "port", None) for a in f.actions]
+             and f.match.get("eth_type") == 0x86DD and f.table_id == 0]
+    assert {f.match.get("icmpv6_type") or f.match.get("udp_dst") for f in punts} == {133, 131, 132, 143, 547}
+    assert all(f.meter == L.punt_meter_id(index) for f in punts)
+    core.commands.call("permit", mac=A)                   # same place: the meter stays, flows re-added
+    assert L.punt_meter_id(index) in core.switch.meters
+    clock.advance(10_000)
+    core.ctx.component("dhcp").expire_leases()             # lease over: meter and flows go
+    assert L.punt_meter_id(index) not in core.switch.meters
+    assert not [f for f in core.switch.flows if f.meter == L.punt_meter_id(index)]

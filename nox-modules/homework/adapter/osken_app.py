@@ -280,8 +280,9 @@ def _meter_mod(dp, decision: F.MeterMod):
     ofp, parser = dp.ofproto, dp.ofproto_parser
     if decision.command not in _METER_COMMANDS:
         raise ValueError(f"meter command must be one of {', '.join(_METER_COMMANDS)}, got {decision.command!r}")
-    flags = ofp.OFPMF_KBPS | (ofp.OFPMF_BURST if decision.burst_kbits else 0)
+    unit, rate = (ofp.OFPMF_PKTPS, decision.rate_pps) if decision.rate_pps else (ofp.OFPMF_KBPS, decision.rate_kbps)
+    flags = unit | (ofp.OFPMF_BURST if decision.burst_kbits else 0)
     bands = [] if decision.command == "delete" else \
-        [parser.OFPMeterBandDrop(rate=decision.rate_kbps, burst_size=decision.burst_kbits)]
+        [parser.OFPMeterBandDrop(rate=rate, burst_size=decision.burst_kbits)]
     return parser.OFPMeterMod(dp, command=_METER_COMMANDS[decision.command], flags=flags,
                               meter_id=decision.meter_id, bands=bands)

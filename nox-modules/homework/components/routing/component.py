@@ -174,9 +174,12 @@ class Routing(Component):
         def delete(kind: int, index: int) -> None:
             decisions.append(FlowDelete(cookie=L.routing_cookie(kind, index), cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE))
 
+        new_place = old is None or dev is None or not old[0].same_place(dev)
         if old is not None and (dev is None or mode is None or not old[0].same_place(dev)):
             decisions.append(FlowDelete(cookie=L.routing_cookie(L.KIND_SHARED, old[0].index),
                                         cookie_mask=L.MASK_ALL_KINDS_ONE_DEVICE))
+            if self._prefix6(old[0]) is not None:
+                decisions.append(fs6.no_punt_meter(old[0]))
             self.per_host.discard(old[0].index)
             self.accounting.forget_learned(old[0].index)
         if dev is None or mode is None:
@@ -195,7 +198,8 @@ class Routing(Component):
             decisions += fs.arp_flows(dev) + fs.gateway_flows(dev)
             prefix = self._prefix6(dev)
             if prefix is not None:
-                decisions += fs6.nd_flows(dev, prefix) + fs6.gateway_flows(dev, prefix)
+                decisions += (fs6.punt_meter(dev) if new_place else []) + fs6.nd_flows(dev, prefix)
+                decisions += fs6.gateway_flows(dev, prefix)
             self.installed[mac] = (dev, mode)
         else:
             delete(L.KIND_GATEWAY, dev.index)
@@ -204,7 +208,8 @@ class Routing(Component):
                           else fs.account_flows(dev, self.ctx.config.flow_idle_timeout))
             prefix = self._prefix6(dev)
             if prefix is not None:
-                decisions += fs6.nd_flows(dev, prefix) + fs6.forward_flows(dev, prefix, self.router_mac)
+                decisions += (fs6.punt_meter(dev) if new_place else []) + fs6.nd_flows(dev, prefix)
+                decisions += fs6.forward_flows(dev, prefix, self.router_mac)
                 decisions += (fs6.per_host_flows(dev, prefix) if dev.index in self.per_host
                               else fs6.account_flows(dev, prefix, self.ctx.config.flow_idle_timeout))
             self.installed[mac] = (dev, mode)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import ipaddress
 
-from ...flows import CONTROLLER, ETH_IPV6, LOCAL, PROTO_TCP, PROTO_UDP, DecTTL, FlowMod, Learn, Output, Resubmit, SetField
+from ...flows import (CONTROLLER, ETH_IPV6, LOCAL, PROTO_TCP, PROTO_UDP, DecTTL, FlowMod, Learn, MeterMod, Output,
+                      Resubmit, SetField)
 from ...ipv6plan import ROUTER_LINK_LOCAL
 from ...leases import Lease
 from ... import pipeline as L
@@ -38,11 +39,17 @@ def nd_flows(d: Lease, prefix: ipaddress.IPv6Network) -> list[FlowMod]:
     c = L.routing_cookie(L.KIND_ARP, d.index)
     me = {"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_IPV6, "ip_proto": PROTO_ICMPV6}
     router = str(prefix.network_address + 1)
+    # What comes to the controller passes the device's punt meter (punt_meter).
+    punt = L.punt_meter_id(d.index)
     flows = [FlowMod(match={**me, "icmpv6_type": ICMPV6_RS}, actions=(Output(CONTROLLER, 256),),
-                     priority=L.PRIO_ND, cookie=c),
+                     priority=L.PRIO_ND, cookie=c, meter=punt),
              # stateless DHCPv6 (INFORMATION-REQUEST): the controller answers the DNS server
              FlowMod(match={"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_IPV6, "ip_proto": PROTO_UDP,
-                            "udp_dst": 547}, actions=(Output(CONTROLLER, 512),), priority=L.PRIO_ND, cookie=c)]
+                            "udp_dst": 547}, actions=(Output(CONTROLLER, 512),), priority=L.PRIO_ND, cookie=c,
+                     meter=punt)]
+    # MLD reports (multicast.py keeps the memberships of permitted devices), above ND
+    flows += [FlowMod(match={**me, "icmpv6_type": t}, actions=(Output(CONTROLLER),), priority=L.PRIO_IGMP,
+                      cookie=c, meter=punt) for t in MLD_REPORTS]
     for target in (ROUTER_LL, router):
         flows.append(FlowMod(match={**me, "icmpv6_type": ICMPV6_NS, "ipv6_nd_target": target},
                              actions=(Output(LOCAL),), priority=L.PRIO_ND, cookie=c))
@@ -144,9 +151,6 @@ def base_flows(site: ipaddress.IPv6Network) -> list[FlowMod]:
     shared = L.routing_cookie(L.KIND_SHARED)
     site_match = (str(site.network_address), str(site.netmask))
     return [
-        # MLD reports to us, as IGMP (multicast.py keeps the memberships)
-        *[FlowMod(match={"eth_type": ETH_IPV6, "ip_proto": PROTO_ICMPV6, "icmpv6_type": t},
-                  actions=(Output(CONTROLLER),), priority=L.PRIO_IGMP, cookie=shared) for t in MLD_REPORTS],
         # Hop limit 1 towards a device dies here: the controller answers time exceeded
         # (the router's ::1 addresses, above, take theirs).
         FlowMod(match={"eth_type": ETH_IPV6, "nw_ttl": 1, "ipv6_dst": site_match},
@@ -160,3 +164,18 @@ def base_flows(site: ipaddress.IPv6Network) -> list[FlowMod]:
         FlowMod(match={"eth_type": ETH_IPV6}, actions=(Output(LOCAL),), priority=L.PRIO_UPSTREAM,
                 table_id=L.TABLE_FORWARD, cookie=shared),
     ]
+
+
+PUNT_RATE_PPS = 20      # a device's RS, DHCPv6 and MLD together: far above what a host sends
+PUNT_BURST = 40
+
+
+def punt_meter(d: Lease) -> list:
+    """The device's punt meter, made anew (an earlier run's is deleted first: adding an
+    existing meter is an error, and the delete takes that run's flows with it)."""
+    m = L.punt_meter_id(d.index)
+    return [MeterMod(m, "delete"), MeterMod(m, "add", rate_pps=PUNT_RATE_PPS, burst_kbits=PUNT_BURST)]
+
+
+def no_punt_meter(d: Lease) -> MeterMod:
+    return MeterMod(L.punt_meter_id(d.index), "delete")
