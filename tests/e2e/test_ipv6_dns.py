@@ -71,12 +71,18 @@ for p in sniffer.results or []:
 """
 
 
-def test_router_advertisements_name_the_routers_own_address_as_dns_server(lab):
-    a = lab.join("r6")
+def dns_servers_heard(lab, name: str, script: str) -> tuple[str, list[str]]:
+    """(the device's router ::1, the DNS servers `script` (scapy, run in a new device with
+    its link-local address as argument) printed from the router's answer)."""
+    a = lab.join(name)
     router = router6(lab, a)
-    link_local = a.ipv6_link_local()
-    res = a.run(["/usr/bin/python3", "-c", RS_AND_LISTEN, link_local], check=False, timeout=30)
-    assert res.stdout.split() == [router], res
+    res = a.run(["/usr/bin/python3", "-c", script, a.ipv6_link_local()], check=False, timeout=30)
+    return router, res.stdout.split()
+
+
+def test_router_advertisements_name_the_routers_own_address_as_dns_server(lab):
+    router, heard = dns_servers_heard(lab, "r6", RS_AND_LISTEN)
+    assert heard == [router]
 
 
 INFO_REQUEST = r"""
@@ -98,11 +104,8 @@ for p in sniffer.results or []:
 
 
 def test_stateless_dhcpv6_gives_the_same_dns_server(lab):
-    a = lab.join("i6")
-    router = router6(lab, a)
-    link_local = a.ipv6_link_local()
-    res = a.run(["/usr/bin/python3", "-c", INFO_REQUEST, link_local], check=False, timeout=30)
-    assert res.stdout.split() == [router], res
+    router, heard = dns_servers_heard(lab, "i6", INFO_REQUEST)
+    assert heard == [router]
 
 
 def test_the_internets_resolver_answers_the_router_over_ipv6(lab):

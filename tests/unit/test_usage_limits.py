@@ -95,7 +95,9 @@ def test_a_household_member_lifts_it_for_the_rest_of_the_period(home, clock):
     assert not web_ok(home)
 
 
-def test_a_block_is_back_after_a_restart_and_a_switch_reconnect(tmp_path, clock):
+def blocked_then_restarted(tmp_path, clock, down_until=None):
+    """A blocks A at 09:30, stops; a new controller (down until `down_until`, if given)
+    starts on the same switch and state."""
     clock.now = at(2026, 5, 10, 9, 30)
     core = new_home(tmp_path, clock)
     join(core, A, 1)
@@ -105,8 +107,15 @@ def test_a_block_is_back_after_a_restart_and_a_switch_reconnect(tmp_path, clock)
     assert not web_ok(core)
     core.stop()
     core.state.close()
+    if down_until is not None:
+        clock.now = down_until
     again = new_home(tmp_path, clock, switch=core.switch)
     again.datapath_up(Datapath(dpid=1, ports=dict(PORTS)))
+    return again
+
+
+def test_a_block_is_back_after_a_restart_and_a_switch_reconnect(tmp_path, clock):
+    again = blocked_then_restarted(tmp_path, clock)
     assert not web_ok(again) and gateway_ok(again)
 
 
@@ -155,18 +164,8 @@ def test_limits_read_state_db_once_per_period_not_per_event(home, clock):
 
 
 def test_a_block_that_ended_while_the_controller_was_down_is_gone_after_a_restart(tmp_path, clock):
-    clock.now = at(2026, 5, 10, 9, 30)
-    core = new_home(tmp_path, clock)
-    join(core, A, 1)
-    core.commands.call("permit", mac=A)
-    core.commands.call("usage-limit", mac=A, allowance=1000)
-    bw(core, A, 5000)
-    assert not web_ok(core)
-    core.stop()
-    core.state.close()
-    clock.now = at(2026, 5, 11, 9, 30)                   # the next day: the block has ended
-    again = new_home(tmp_path, clock, switch=core.switch)
-    again.datapath_up(Datapath(dpid=1, ports=dict(PORTS)))
+    # back the next day: the block has ended
+    again = blocked_then_restarted(tmp_path, clock, down_until=at(2026, 5, 11, 9, 30))
     join(again, A, 1)                                    # its lease ran out overnight too
     assert web_ok(again)
 

@@ -37,13 +37,18 @@ def arp_flows(d: Lease) -> list[FlowMod]:
 def gateway_flows(d: Lease) -> list[FlowMod]:
     """Pending or denied: DNS, HTTP (port 80) and ICMP with the own .1 and nothing else;
     the router's HTTPS API and every other port stay out of reach."""
-    c = L.routing_cookie(L.KIND_GATEWAY, d.index)
     out = {"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_IP, "ipv4_src": d.ip, "ipv4_dst": d.router}
     back = {"in_port": LOCAL, "eth_type": ETH_IP, "ipv4_src": d.router, "ipv4_dst": d.ip}
-    flows = [FlowMod(match={**out, "ip_proto": PROTO_ICMP}, actions=(Output(LOCAL),),
-                     priority=L.PRIO_GATEWAY, cookie=c),
-             FlowMod(match={**back, "ip_proto": PROTO_ICMP}, actions=(Output(d.port),),
-                     priority=L.PRIO_GATEWAY, cookie=c)]
+    return gateway_service_flows(d, out, back, PROTO_ICMP)
+
+
+def gateway_service_flows(d: Lease, out: dict, back: dict, icmp: int) -> list[FlowMod]:
+    """The gateway services (ICMP and GATEWAY_SERVICES) between a device and its router
+    address, for either family: `out` matches the device's packets to it, `back` the
+    answers (flowsets6.gateway_flows gives the IPv6 matches)."""
+    c = L.routing_cookie(L.KIND_GATEWAY, d.index)
+    flows = [FlowMod(match={**out, "ip_proto": icmp}, actions=(Output(LOCAL),), priority=L.PRIO_GATEWAY, cookie=c),
+             FlowMod(match={**back, "ip_proto": icmp}, actions=(Output(d.port),), priority=L.PRIO_GATEWAY, cookie=c)]
     for proto, name, port in GATEWAY_SERVICES:
         flows.append(FlowMod(match={**out, "ip_proto": proto, f"{name}_dst": port},
                              actions=(Output(LOCAL),), priority=L.PRIO_GATEWAY, cookie=c))

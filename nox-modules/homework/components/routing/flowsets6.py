@@ -15,7 +15,7 @@ from ...flows import (CONTROLLER, ETH_IPV6, LOCAL, PROTO_TCP, PROTO_UDP, DecTTL,
 from ...ipv6plan import ROUTER_LINK_LOCAL
 from ...leases import Lease
 from ... import pipeline as L
-from .flowsets import GATEWAY_SERVICES
+from .flowsets import gateway_service_flows
 
 PROTO_ICMPV6 = 58
 ICMPV6_RS, ICMPV6_RA, ICMPV6_NS, ICMPV6_NA = 133, 134, 135, 136
@@ -64,21 +64,11 @@ def nd_flows(d: Lease, prefix: ipaddress.IPv6Network) -> list[FlowMod]:
 
 def gateway_flows(d: Lease, prefix: ipaddress.IPv6Network) -> list[FlowMod]:
     """Pending or denied: DNS, HTTP(80) and ICMPv6 with the router's ::1 of its own /64."""
-    c = L.routing_cookie(L.KIND_GATEWAY, d.index)
     router = str(prefix.network_address + 1)
     out = {"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_IPV6, "ipv6_src": _net(prefix),
            "ipv6_dst": router}
     back = {"in_port": LOCAL, "eth_type": ETH_IPV6, "ipv6_src": router, "ipv6_dst": _net(prefix)}
-    flows = [FlowMod(match={**out, "ip_proto": PROTO_ICMPV6}, actions=(Output(LOCAL),),
-                     priority=L.PRIO_GATEWAY, cookie=c),
-             FlowMod(match={**back, "ip_proto": PROTO_ICMPV6}, actions=(Output(d.port),),
-                     priority=L.PRIO_GATEWAY, cookie=c)]
-    for proto, name, port in GATEWAY_SERVICES:
-        flows.append(FlowMod(match={**out, "ip_proto": proto, f"{name}_dst": port},
-                             actions=(Output(LOCAL),), priority=L.PRIO_GATEWAY, cookie=c))
-        flows.append(FlowMod(match={**back, "ip_proto": proto, f"{name}_src": port},
-                             actions=(Output(d.port),), priority=L.PRIO_GATEWAY, cookie=c))
-    return flows
+    return gateway_service_flows(d, out, back, PROTO_ICMPV6)
 
 
 def forward_flows(d: Lease, prefix: ipaddress.IPv6Network, router_mac: str) -> list[FlowMod]:

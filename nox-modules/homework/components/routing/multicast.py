@@ -42,28 +42,31 @@ def parse_igmp(payload: bytes) -> tuple[list[str], list[str]]:
         return [], [_group(payload[4:8])]
     if kind != V3_REPORT:
         return [], []
-    (nrec,) = struct.unpack_from("!H", payload, 6)
+    return _group_records(payload, 4, _group, is_multicast, "IGMPv3")
+
+
+def _group_records(msg: bytes, addr_len: int, to_group, wanted, name: str) -> tuple[list[str], list[str]]:
+    """(joined, left) from the group records of an IGMPv3 or MLDv2 report: the same
+    layout (type, aux length, source count, group, sources, aux data) with 4- or 16-byte
+    addresses. Wanting any source of a group is a join, including none of its sources a
+    leave; source filters are not kept (see the module's docstring)."""
+    (nrec,) = struct.unpack_from("!H", msg, 6)
     joined, left, offset = [], [], 8
     for _ in range(nrec):
-        if offset + 8 > len(payload):
-            raise PacketError("IGMPv3 record truncated")
-        rtype, aux, nsrc = struct.unpack_from("!BBH", payload, offset)
-        group = _group(payload[offset + 4:offset + 8])
-        offset += 8 + 4 * nsrc + 4 * aux
-        if offset > len(payload):
-            raise PacketError("IGMPv3 sources truncated")
-        if is_multicast(group):
-            _apply_record(rtype, nsrc, group, joined, left)
+        if offset + 4 + addr_len > len(msg):
+            raise PacketError(f"{name} record truncated")
+        rtype, aux, nsrc = struct.unpack_from("!BBH", msg, offset)
+        group = to_group(msg[offset + 4:offset + 4 + addr_len])
+        offset += 4 + addr_len + addr_len * nsrc + 4 * aux
+        if offset > len(msg):
+            raise PacketError(f"{name} sources truncated")
+        if not wanted(group):
+            continue
+        if rtype in (MODE_IS_EXCLUDE, TO_EXCLUDE) or (rtype in (MODE_IS_INCLUDE, ALLOW_NEW) and nsrc):
+            joined.append(group)
+        elif rtype == TO_INCLUDE and nsrc == 0:
+            left.append(group)
     return joined, left
-
-
-def _apply_record(rtype: int, nsrc: int, group: str, joined: list, left: list) -> None:
-    """One IGMPv3 / MLDv2 group record (the same record types): wanting any source of
-    the group is a join, including none of its sources is a leave."""
-    if rtype in (MODE_IS_EXCLUDE, TO_EXCLUDE) or (rtype in (MODE_IS_INCLUDE, ALLOW_NEW) and nsrc):
-        joined.append(group)
-    elif rtype == TO_INCLUDE and nsrc == 0:
-        left.append(group)
 
 
 def general_query(router_mac: bytes, gateway: str, max_resp_tenths: int = 100) -> bytes:
@@ -172,19 +175,7 @@ def parse_mld(msg: bytes) -> tuple[list[str], list[str]]:
         return ([group], []) if kind == MLD_V1_REPORT else ([], [group])
     if kind != MLD_V2_REPORT:
         return [], []
-    (nrec,) = struct.unpack_from("!H", msg, 6)
-    joined, left, offset = [], [], 8
-    for _ in range(nrec):
-        if offset + 20 > len(msg):
-            raise PacketError("MLDv2 record truncated")
-        rtype, aux, nsrc = struct.unpack_from("!BBH", msg, offset)
-        group = _group6(msg[offset + 4:offset + 20])
-        offset += 20 + 16 * nsrc + 4 * aux
-        if offset > len(msg):
-            raise PacketError("MLDv2 sources truncated")
-        if _wanted6(group):
-            _apply_record(rtype, nsrc, group, joined, left)
-    return joined, left
+    return _group_records(msg, 16, _group6, _wanted6, "MLDv2")
 
 
 def mld_general_query(router_mac: bytes, router_ll: bytes, max_resp_ms: int = 10000) -> bytes:
