@@ -210,25 +210,30 @@ def test_mdns_over_ipv6_between_permitted_devices_not_to_a_denied_one(home: Home
     addr_b = slaac_address(home, b)
     slaac_address(home, a)
     v6 = ["env", "MDNS_V6=1", PY, str(MDNS_TOOL)]
-    publisher = b.popen([*v6, "publish", "printer-b6", addr_b, "40"], stdout=subprocess.PIPE,
-                        stderr=subprocess.STDOUT, text=True)
     denied = d.popen([*v6, "browse", "15"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    publisher = None
     try:
-        # the publisher's join (its MLD report) is in before anyone browses; the browser's
-        # own join races its first query, which zeroconf repeats (1 s, 2 s, 4 s, ...)
-        wait_until(lambda: b.mac in routing_status(home)["groups"].get("ff02::fb", []), 15, "b joined ff02::fb")
         found = ""
-        for _ in range(2):
-            found = a.run([*v6, "browse", "15"], timeout=60).stdout
+        # A publisher that misses its start answers no one (seen about once in ten runs in
+        # CI: it joined ff02::fb and received a's queries, the router's memberships and
+        # flows were right, and it never sent a packet): a new publisher, not a longer wait.
+        for _ in range(3):
+            publisher = b.popen([*v6, "publish", "printer-b6", addr_b, "40"], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+            wait_until(lambda: b.mac in routing_status(home)["groups"].get("ff02::fb", []), 15, "b joined ff02::fb")
+            found = a.run([*v6, "browse", "12"], timeout=60).stdout
             if "found printer-b6" in found:
                 break
+            publisher.kill()
+            publisher.wait()
         assert "found printer-b6._homework._tcp.local." in found, (found, routing_status(home)["groups"])
         out, _ = denied.communicate(timeout=30)
         assert "found" not in out, out
         members = routing_status(home)["groups"].get("ff02::fb", [])
         assert b.mac in members and d.mac not in members, members
     finally:
-        publisher.kill()
+        if publisher is not None:
+            publisher.kill()
         if denied.poll() is None:
             denied.kill()
 

@@ -9,14 +9,18 @@ import os
 import sys
 import time
 
-from zeroconf import IPVersion, ServiceBrowser, ServiceInfo, ServiceStateChange, Zeroconf
+from zeroconf import InterfaceChoice, IPVersion, ServiceBrowser, ServiceInfo, ServiceStateChange, Zeroconf
 
 TYPE = "_homework._tcp.local."
 VERSION = IPVersion.V6Only if os.environ.get("MDNS_V6") == "1" else IPVersion.V4Only
+# Over IPv6 one socket on :: (the kernel picks the link-local source), not zeroconf's
+# default of one socket bound to each address: a socket bound to an address that is
+# briefly tentative is never made, and that host then answers nobody.
+INTERFACES = InterfaceChoice.Default if VERSION is IPVersion.V6Only else InterfaceChoice.All
 
 
 def publish(name: str, address: str, seconds: float) -> None:
-    zc = Zeroconf(ip_version=VERSION)
+    zc = Zeroconf(interfaces=INTERFACES, ip_version=VERSION)
     info = ServiceInfo(TYPE, f"{name}.{TYPE}", addresses=[ipaddress.ip_address(address).packed],
                        port=8000, properties={"who": name})
     zc.register_service(info, allow_name_change=True)
@@ -27,7 +31,7 @@ def publish(name: str, address: str, seconds: float) -> None:
 
 
 def browse(seconds: float) -> None:
-    zc = Zeroconf(ip_version=VERSION)
+    zc = Zeroconf(interfaces=INTERFACES, ip_version=VERSION)
 
     def changed(zeroconf, service_type, name, state_change):
         if state_change is ServiceStateChange.Added:
