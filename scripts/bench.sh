@@ -26,6 +26,11 @@ if want dns; then
   "$PY" scripts/bench_dns.py
 fi
 
+if want blocklists; then
+  section "Blocklists: dnsperf with a 1,000,000-name list vs none, list load time (scripts/bench_blocklists.py)"
+  "$PY" scripts/bench_blocklists.py
+fi
+
 if want routing; then
   section "Routing: new connections, bulk TCP, flow-table scaling (scripts/bench_routing.py)"
   "$PY" scripts/bench_routing.py

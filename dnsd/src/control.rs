@@ -9,21 +9,34 @@
 //!   nodevice IP
 //!   rule OWNER DOMAIN allow|deny                OWNER is a MAC or * (household)
 //!   unrule OWNER DOMAIN
+//!   list ID MACS PATH                           a blocklist (blocklist.rs): PATH holds one name per
+//!                                               line; MACS is * (every device) or MAC,MAC,... (the
+//!                                               devices of the owner it was added for). The file is
+//!                                               read when the line arrives, before `sync`, off the
+//!                                               query path; queries see the new list at `sync`.
+//!                                               A list sent again unchanged (same path, size, mtime)
+//!                                               is not read again. A file that cannot be read or
+//!                                               parsed: `error` at sync, the list in force stays.
+//!   unlist ID
+//!   safesearch on|off                           answer search engines with their safe hosts
 //!   sync TOKEN                                  -> "ok TOKEN devices=N rules=M" (or "error TOKEN ...")
-//!   stats                                       -> "stats k=v ..."
+//!   stats                                       -> "stats k=v ..." (list_blocked.ID=N: queries each
+//!                                               blocklist blocked since dnsd started; list_names.ID=N)
 //!
 //! Lines out: `q MAC QTYPE VERDICT LATENCY_US NAME COUNT` per distinct query of a batch, `a MAC TTL NAME ADDR,ADDR CNAME,CNAME|-`
 //! per learned answer. A new connection replaces the old one (controller restart); the
 //! last policy stays in force meanwhile, so DNS keeps working while the controller restarts.
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::IpAddr;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
 use std::thread;
 
+use crate::blocklist::{self, Blocklist, NameSet};
 use crate::policy::{Action, Device, State, HOUSEHOLD};
 use crate::server::Shared;
 
@@ -35,7 +48,6 @@ const BATCH_LINES: usize = 20_000;
 /// `q MAC QTYPE VERDICT LATENCY NAME` lines -> `q MAC QTYPE VERDICT MEAN_LATENCY NAME COUNT`,
 /// one per distinct (MAC, QTYPE, VERDICT, NAME), in first-seen order; other lines as they are.
 pub fn merge_queries(lines: &[String], out: &mut String) {
-    use std::collections::HashMap;
     let mut index: HashMap<(&str, &str, &str, &str), usize> = HashMap::new();
     let mut merged: Vec<(&str, &str, &str, &str, u64, u64)> = Vec::new();
     for line in lines {
@@ -68,9 +80,44 @@ enum Change {
     Device(IpAddr, Device),
     NoDevice(IpAddr),
     Rule(String, String, Option<Action>),
+    List(Arc<Blocklist>),
+    Unlist(String),
+    SafeSearch(bool),
 }
 
-fn parse_line(line: &str) -> Result<Change, String> {
+/// Lists read so far, so a list sent again (controller reconnect, an owner's devices
+/// changed) is not read again, and per-list counters outlive a controller restart.
+#[derive(Default)]
+pub struct Loaded {
+    files: HashMap<String, (String, u64, std::time::SystemTime, Arc<NameSet>)>,
+    counters: HashMap<String, Arc<AtomicU64>>,
+}
+
+impl Loaded {
+    fn list(&mut self, id: &str, macs: &str, path: &str) -> Result<Blocklist, String> {
+        let meta = std::fs::metadata(path).map_err(|e| format!("list {id}: cannot read {path}: {e}"))?;
+        let (len, mtime) = (meta.len(), meta.modified().map_err(|e| e.to_string())?);
+        let names = match self.files.get(id) {
+            Some((p, l, m, names)) if p == path && *l == len && *m == mtime => names.clone(),
+            _ => {
+                let t0 = std::time::Instant::now();
+                let names = Arc::new(blocklist::load(path).map_err(|e| format!("list {id}: {e}"))?);
+                eprintln!("homework-dnsd: list {id}: {} names loaded in {} ms", names.len(), t0.elapsed().as_millis());
+                self.files.insert(id.to_string(), (path.to_string(), len, mtime, names.clone()));
+                names
+            }
+        };
+        let macs = if macs == HOUSEHOLD { None } else { Some(macs.split(',').filter(|m| !m.is_empty()).map(Arc::from).collect()) };
+        let blocked = self.counters.entry(id.to_string()).or_default().clone();
+        Ok(Blocklist { id: id.to_string(), macs, names, blocked })
+    }
+
+    fn forget(&mut self, id: &str) {
+        self.files.remove(id);
+    }
+}
+
+fn parse_line(line: &str, loaded: &Mutex<Loaded>) -> Result<Change, String> {
     let parts: Vec<&str> = line.split_whitespace().collect();
     let bad = || format!("bad line: {line}");
     match parts.as_slice() {
@@ -104,6 +151,16 @@ fn parse_line(line: &str) -> Result<Change, String> {
             Ok(Change::Rule(owner.to_string(), domain.to_string(), Some(action)))
         }
         ["unrule", owner, domain] => Ok(Change::Rule(owner.to_string(), domain.to_string(), None)),
+        ["list", id, macs, path] => {
+            let list = loaded.lock().unwrap_or_else(|e| e.into_inner()).list(id, macs, path)?;
+            Ok(Change::List(Arc::new(list)))
+        }
+        ["unlist", id] => {
+            loaded.lock().unwrap_or_else(|e| e.into_inner()).forget(id);
+            Ok(Change::Unlist(id.to_string()))
+        }
+        ["safesearch", "on"] => Ok(Change::SafeSearch(true)),
+        ["safesearch", "off"] => Ok(Change::SafeSearch(false)),
         _ => Err(bad()),
     }
 }
@@ -124,6 +181,12 @@ fn apply(shared: &Shared, batch: Vec<Change>) -> (usize, usize) {
                 let owner = if owner == HOUSEHOLD { HOUSEHOLD } else { owner.as_str() };
                 p.set_rule(owner, &domain, action);
             }
+            Change::List(list) => {
+                let id = list.id.clone();
+                p.set_list(&id, Some(list));
+            }
+            Change::Unlist(id) => p.set_list(&id, None),
+            Change::SafeSearch(on) => p.safe_search = on,
         }
     }
     (p.devices.len(), p.rule_count())
@@ -138,7 +201,19 @@ fn send(sink: &Sink, line: &str) {
     }
 }
 
-fn serve_connection(shared: Arc<Shared>, sink: Sink, stream: UnixStream) {
+/// The `stats` line: dnsd's counters, then each list's.
+fn stats_line(shared: &Shared) -> String {
+    let mut line = format!("stats {}", shared.stats.line());
+    let p = shared.policy.read().unwrap_or_else(|e| e.into_inner());
+    for list in &p.lists {
+        line.push_str(&format!(" list_blocked.{}={} list_names.{}={}", list.id, list.blocked.load(Ordering::Relaxed),
+                               list.id, list.names.len()));
+    }
+    line.push('\n');
+    line
+}
+
+fn serve_connection(shared: Arc<Shared>, sink: Sink, stream: UnixStream, loaded: Arc<Mutex<Loaded>>) {
     let reader = BufReader::new(stream);
     let mut batch = Vec::new();
     let mut errors: Vec<String> = Vec::new();
@@ -158,9 +233,9 @@ fn serve_connection(shared: Arc<Shared>, sink: Sink, stream: UnixStream) {
                 errors.clear();
             }
         } else if line == "stats" {
-            send(&sink, &format!("stats {}\n", shared.stats.line()));
+            send(&sink, &stats_line(&shared));
         } else {
-            match parse_line(line) {
+            match parse_line(line, &loaded) {
                 Ok(change) => batch.push(change),
                 Err(e) => errors.push(e),
             }
@@ -176,6 +251,7 @@ pub fn serve(shared: Arc<Shared>, path: &str, events: Receiver<String>) -> std::
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
     }
     let sink: Sink = Arc::new(Mutex::new(None));
+    let loaded = Arc::new(Mutex::new(Loaded::default()));
 
     // Event writer: batches whatever is queued into one write, merging identical query
     // events (same device, type, verdict, name) of one batch into one line with a count, so
@@ -210,8 +286,8 @@ pub fn serve(shared: Arc<Shared>, path: &str, events: Receiver<String>) -> std::
             let Ok(conn) = conn else { continue };
             let Ok(writer) = conn.try_clone() else { continue };
             *sink.lock().unwrap_or_else(|e| e.into_inner()) = Some(writer);
-            let (shared, sink) = (shared.clone(), sink.clone());
-            let _ = thread::Builder::new().name("control-conn".into()).spawn(move || serve_connection(shared, sink, conn));
+            let (shared, sink, loaded) = (shared.clone(), sink.clone(), loaded.clone());
+            let _ = thread::Builder::new().name("control-conn".into()).spawn(move || serve_connection(shared, sink, conn, loaded));
         }
     })?;
     Ok(())
@@ -219,6 +295,27 @@ pub fn serve(shared: Arc<Shared>, path: &str, events: Receiver<String>) -> std::
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn list_lines_load_once_and_keep_counts() {
+        use std::sync::atomic::Ordering;
+        let dir = std::env::temp_dir().join(format!("dnsd-list-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("1.list");
+        std::fs::write(&path, "ads.test\n").unwrap();
+        let loaded = std::sync::Mutex::new(super::Loaded::default());
+        let line = format!("list 1 aa:bb,cc:dd {}", path.display());
+        let super::Change::List(a) = super::parse_line(&line, &loaded).unwrap() else { panic!() };
+        a.blocked.fetch_add(3, Ordering::Relaxed);
+        let super::Change::List(b) = super::parse_line(&line, &loaded).unwrap() else { panic!() };
+        assert!(std::sync::Arc::ptr_eq(&a.names, &b.names));          // not read again
+        assert_eq!(b.blocked.load(Ordering::Relaxed), 3);
+        assert!(b.applies_to("cc:dd") && !b.applies_to("ee:ff"));
+        assert!(super::parse_line(&format!("list 2 * {}", dir.join("missing").display()), &loaded).is_err());
+        std::fs::write(&path, "bad name\n").unwrap();
+        assert!(super::parse_line(&format!("list 3 * {}", path.display()), &loaded).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn identical_queries_are_merged_with_a_count() {
         let lines: Vec<String> = ["q aa 1 allowed 100 x.test\n", "a aa 30 x.test 1.2.3.4 -\n", "q aa 1 allowed 300 x.test\n",

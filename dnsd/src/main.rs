@@ -12,10 +12,12 @@
 //! (`--upstream`) for the household's own names and as the fallback. It runs apart from the Python controller so name lookups never wait for it
 //! (see the README's DNS section).
 
+mod blocklist;
 mod cache;
 mod control;
 mod forward;
 mod policy;
+mod safesearch;
 mod server;
 #[cfg(test)]
 mod testjson;

@@ -5,11 +5,19 @@
 //! 1. the browsers' DoH canary and the iCloud Private Relay names are NXDOMAIN for everyone;
 //! 2. otherwise the most specific matching rule wins (a rule for example.com covers its
 //!    subdomains); at the same name a device rule beats a household rule;
-//! 3. no rule: allowed, unless the device is in allow-list mode.
+//! 3. no rule: blocked if a blocklist that applies to the device (the household's, or one
+//!    sent for the device's MAC) lists the name or a parent of it; explicit rules beat
+//!    lists, so an `allow` rule un-blocks a listed name;
+//! 4. otherwise allowed, unless the device is in allow-list mode.
+//!
+//! Safe-search (an option) is not a verdict: an allowed query for a search engine's name is
+//! answered with the engine's safe host (safesearch.rs).
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
+
+use crate::blocklist::Blocklist;
 
 pub const CANARIES: [&str; 3] = ["use-application-dns.net", "mask.icloud.com", "mask-h2.icloud.com"];
 pub const HOUSEHOLD: &str = "*";
@@ -77,6 +85,9 @@ pub struct Policy {
     /// mac (or "*" for the household) -> domain -> action
     pub rules: HashMap<Arc<str>, HashMap<String, Action>>,
     pub drop_blocked: bool,
+    /// Blocklists in force, by list id order of arrival.
+    pub lists: Vec<Arc<Blocklist>>,
+    pub safe_search: bool,
     household_rules: usize,
 }
 
@@ -106,6 +117,8 @@ impl Policy {
     pub fn clear(&mut self) {
         self.devices.clear();
         self.rules.clear();
+        self.lists.clear();
+        self.safe_search = false;
         self.household_rules = 0;
     }
 
@@ -116,6 +129,25 @@ impl Policy {
     /// Whether any rule can block this device (then answers are checked for CNAMEs too).
     pub fn restricted(&self, dev: &Device) -> bool {
         dev.allowlist || self.household_rules > 0 || self.rules.contains_key(&*dev.mac)
+            || self.lists.iter().any(|l| l.applies_to(&dev.mac))
+    }
+
+    /// Put a list in force (replacing one with the same id), or take it away (`None`).
+    pub fn set_list(&mut self, id: &str, list: Option<Arc<Blocklist>>) {
+        match self.lists.iter().position(|l| l.id == id) {
+            Some(i) => match list {
+                Some(l) => self.lists[i] = l,
+                None => {
+                    self.lists.remove(i);
+                }
+            },
+            None => self.lists.extend(list),
+        }
+    }
+
+    /// The first list applying to this device that covers the name.
+    fn listed(&self, mac: &str, name: &str) -> Option<&Blocklist> {
+        self.lists.iter().map(|l| &**l).find(|l| l.applies_to(mac) && l.names.covers(name))
     }
 
     fn lookup(&self, mac: &str, name: &str) -> Option<Action> {
@@ -156,8 +188,14 @@ impl Policy {
         match self.lookup(&dev.mac, name) {
             Some(Action::Allow) => Verdict::Allowed,
             Some(Action::Deny) => Verdict::Blocked,
-            None if dev.allowlist => Verdict::Blocked,
-            None => Verdict::Allowed,
+            None => match self.listed(&dev.mac, name) {
+                Some(list) => {
+                    list.count();
+                    Verdict::Blocked
+                }
+                None if dev.allowlist => Verdict::Blocked,
+                None => Verdict::Allowed,
+            },
         }
     }
 }
@@ -201,6 +239,36 @@ mod tests {
         assert_eq!(p.decide(&dev("zz", false), "use-application-dns.net"), Verdict::Bypass);
         p.set_rule("kk", "school.test", None);
         assert!(p.rules.is_empty());
+    }
+
+    fn list(id: &str, macs: Option<&[&str]>, names: &str) -> Option<Arc<Blocklist>> {
+        Some(Arc::new(Blocklist { id: id.into(), macs: macs.map(|m| m.iter().map(|x| Arc::from(*x)).collect()),
+                                  names: Arc::new(crate::blocklist::NameSet::parse(names).unwrap()), blocked: Default::default() }))
+    }
+
+    #[test]
+    fn lists_block_below_rules_and_count() {
+        let mut p = Policy::default();
+        let (a, b) = (dev("aa", false), dev("bb", false));
+        assert!(!p.restricted(&a));
+        p.set_list("1", list("1", None, "ads.test
+tracker.test
+"));
+        p.set_list("2", list("2", Some(&["bb"]), "games.test
+"));
+        assert!(p.restricted(&a));
+        assert_eq!(p.decide(&a, "x.ads.test"), Verdict::Blocked);
+        assert_eq!(p.decide(&a, "games.test"), Verdict::Allowed);     // list 2 is bb's only
+        assert_eq!(p.decide(&b, "www.games.test"), Verdict::Blocked);
+        p.set_rule(HOUSEHOLD, "ok.ads.test", Some(Action::Allow));      // an allow rule un-blocks
+        assert_eq!(p.decide(&a, "ok.ads.test"), Verdict::Allowed);
+        p.set_rule("bb", "games.test", Some(Action::Allow));
+        assert_eq!(p.decide(&b, "games.test"), Verdict::Allowed);
+        assert_eq!(p.lists[0].blocked.load(std::sync::atomic::Ordering::Relaxed), 1);
+        assert_eq!(p.lists[1].blocked.load(std::sync::atomic::Ordering::Relaxed), 1);
+        p.set_list("1", None);
+        assert_eq!(p.decide(&a, "x.ads.test"), Verdict::Allowed);
+        assert_eq!(p.lists.len(), 1);
     }
 
     #[test]

@@ -54,17 +54,18 @@ pub struct Stats {
     pub tcp_queries: AtomicU64,
     pub events_dropped: AtomicU64,
     pub panics: AtomicU64,
+    pub safe_search: AtomicU64,
 }
 
 impl Stats {
     pub fn line(&self) -> String {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         format!(
-            "queries={} forwarded={} direct={} via_dnsmasq={} retries={} servfail={} mismatched={} late={} cache_hits={} answered={} blocked={} pending={} refused={} malformed={} timeouts={} tcp_queries={} events_dropped={} panics={}",
+            "queries={} forwarded={} direct={} via_dnsmasq={} retries={} servfail={} mismatched={} late={} cache_hits={} answered={} blocked={} pending={} refused={} malformed={} timeouts={} tcp_queries={} events_dropped={} panics={} safe_search={}",
             g(&self.queries), g(&self.forwarded), g(&self.direct), g(&self.via_dnsmasq), g(&self.retries),
             g(&self.servfail), g(&self.mismatched), g(&self.late), g(&self.cache_hits), g(&self.answered), g(&self.blocked), g(&self.pending),
             g(&self.refused), g(&self.malformed), g(&self.timeouts), g(&self.tcp_queries),
-            g(&self.events_dropped), g(&self.panics)
+            g(&self.events_dropped), g(&self.panics), g(&self.safe_search)
         )
     }
 }
@@ -105,6 +106,25 @@ pub struct Forward {
     /// None for queries the cache does not handle.
     key: Option<Key>,
     question_end: usize,
+    /// Safe-search: the query goes upstream for the engine's safe host instead.
+    pub safe: Option<Box<SafeSearch>>,
+}
+
+/// A query answered with a CNAME to a search engine's safe host (safesearch.rs).
+pub struct SafeSearch {
+    /// The client's own query (header and question), for the answer.
+    original: Vec<u8>,
+    question: wire::Question,
+    target: &'static str,
+    /// What goes upstream: the same query for `target`.
+    pub upstream_query: Vec<u8>,
+}
+
+impl Forward {
+    /// The bytes to send upstream: the client's query, or its safe-search rewrite.
+    pub fn upstream_query<'a>(&'a self, client_query: &'a [u8]) -> &'a [u8] {
+        self.safe.as_ref().map_or(client_query, |s| &s.upstream_query)
+    }
 }
 
 pub enum Outcome {
@@ -145,8 +165,18 @@ pub fn handle(shared: &Shared, src: IpAddr, buf: &[u8], tcp: bool) -> Outcome {
     let outcome = match verdict {
         Verdict::Allowed => {
             let check = if policy.restricted(dev) { Some(dev.clone()) } else { None };
+            let safe = if policy.safe_search { crate::safesearch::target(&q.name) } else { None };
+            if let Some(target) = safe {
+                // Not cached: the cache is keyed by the client's question, this answer is built.
+                let upstream_query = wire::with_question(buf, &q, target);
+                let safe = SafeSearch { original: buf[..q.end].to_vec(), question: q.clone(), target, upstream_query };
+                let question_end = safe.upstream_query.len();
+                return Outcome::Forward(Forward { mac: dev.mac.clone(), name: q.name, qtype: q.qtype, check, key: None,
+                                                  question_end, safe: Some(Box::new(safe)) });
+            }
             let key = Key::of(buf, &q, tcp);
-            return Outcome::Forward(Forward { mac: dev.mac.clone(), name: q.name, qtype: q.qtype, check, key, question_end: q.end });
+            return Outcome::Forward(Forward { mac: dev.mac.clone(), name: q.name, qtype: q.qtype, check, key, question_end: q.end,
+                                              safe: None });
         }
         Verdict::Blocked if policy.drop_blocked => Outcome::Drop,
         Verdict::Blocked | Verdict::Bypass => Outcome::Reply(wire::reply(buf, &q, wire::RCODE_NXDOMAIN)),
@@ -184,6 +214,10 @@ fn finish(shared: &Shared, fwd: &Forward, answer_buf: &[u8], latency_us: u64) ->
     }
     shared.stats.answered.fetch_add(1, Ordering::Relaxed);
     shared.query_event(&fwd.mac, fwd.qtype, verdict, latency_us, &fwd.name);
+    if let (None, Some(safe), Some(ans)) = (&replacement, &fwd.safe, &answer) {
+        shared.stats.safe_search.fetch_add(1, Ordering::Relaxed);
+        return Some(wire::alias_answer(&safe.original, &safe.question, safe.target, ans));
+    }
     replacement
 }
 
@@ -307,20 +341,22 @@ pub fn serve_udp(shared: Arc<Shared>, listen: SocketAddr, upstreams: Upstreams) 
                             return;
                         }
                         let question_end = fwd.question_end;
-                        let q = InFlight::new(client, t0, buf[..n].to_vec(), question_end, fwd);
+                        let rewritten = fwd.safe.is_some();
+                        let q = InFlight::new(client, t0, fwd.upstream_query(&buf[..n]).to_vec(), question_end, fwd);
                         let sent = {
                             let mut f = lock_flight(&flight);
                             let step = f.upstreams.first(&q.data.name, t0);
                             let (addr, timeout, fallback) = (f.upstreams.addr(step).expect("first step exists"),
                                                              f.upstreams.timeout(step), f.upstreams.is_fallback(step));
-                            f.table.insert(q, step, addr, timeout, t0).map(|id| (id, addr, fallback))
+                            f.table.insert(q, step, addr, timeout, t0)
+                                .map(|id| (id, addr, fallback, if rewritten { f.table.query(id).to_vec() } else { Vec::new() }))
                         };
                         match sent {
-                            Ok((id, addr, fallback)) => {
+                            Ok((id, addr, fallback, rewritten_query)) => {
                                 buf[..2].copy_from_slice(&id.to_be_bytes());
                                 shared.stats.forwarded.fetch_add(1, Ordering::Relaxed);
                                 count_step(&shared, fallback);
-                                let _ = up.send_to(&buf[..n], addr);
+                                let _ = up.send_to(if rewritten { &rewritten_query } else { &buf[..n] }, addr);
                             }
                             Err(q) => give_up(&shared, &sock, q, false),
                         }
@@ -494,7 +530,7 @@ fn tcp_client(shared: &Shared, mut conn: TcpStream, upstream: SocketAddr) {
                 }
                 shared.stats.forwarded.fetch_add(1, Ordering::Relaxed);
                 count_step(shared, true);
-                let answer = tcp_upstream(&mut up, upstream, &msg);
+                let answer = tcp_upstream(&mut up, upstream, fwd.upstream_query(&msg));
                 let reply = match answer {
                     Some(ans) => match finish(shared, &fwd, &ans, t0.elapsed().as_micros() as u64) {
                         None => ans,

@@ -109,6 +109,28 @@ fn a_blocked_name_gets_nxdomain_or_nothing() {
 }
 
 #[test]
+fn safe_search_asks_for_the_safe_host_and_answers_with_a_cname() {
+    let (s, rx) = home();
+    let q = wire::build_query(12, "www.google.com", wire::TYPE_A);
+    let Outcome::Forward(fwd) = handle(&s, IpAddr::from(ALLOWED_IP), &q, false) else { panic!() };
+    assert!(fwd.safe.is_none(), "safe-search is off by default");
+    s.policy.write().unwrap().safe_search = true;
+    let Outcome::Forward(fwd) = handle(&s, IpAddr::from(ALLOWED_IP), &q, false) else { panic!() };
+    let asked = fwd.upstream_query(&q).to_vec();
+    assert_eq!(wire::parse_query(&asked).unwrap().name, "forcesafesearch.google.com");
+    assert!(fwd.key.is_none());
+    let reply = finish(&s, &fwd, &upstream_answer(&asked, &[]), 0).expect("a built answer");
+    let ans = wire::parse_answer(&reply).unwrap();
+    assert_eq!(ans.cnames, vec!["forcesafesearch.google.com".to_string()]);
+    assert_eq!(ans.addrs, vec![IpAddr::from([192, 0, 2, 10])]);
+    assert_eq!(&reply[..2], &q[..2]);
+    assert_eq!(&reply[wire::HEADER..q.len()], &q[wire::HEADER..], "the client's own question");
+    assert_eq!(last_verdict(&rx), ("allowed".to_string(), "www.google.com".to_string()));
+    s.policy.write().unwrap().set_rule("02:00:00:00:00:01", "google.com", Some(Action::Deny));
+    assert!(matches!(handle(&s, IpAddr::from(ALLOWED_IP), &q, false), Outcome::Reply(_)), "a deny rule still wins");
+}
+
+#[test]
 fn a_pending_device_gets_its_gateway_for_every_name() {
     let (s, rx) = home();
     let q = wire::build_query(9, "connectivitycheck.gstatic.com", wire::TYPE_A);

@@ -314,6 +314,58 @@ pub fn nxdomain_from_answer(answer_buf: &[u8], question_end: usize) -> Option<Ve
     Some(out)
 }
 
+fn push_name(out: &mut Vec<u8>, name: &str) {
+    for label in name.split('.').filter(|l| !l.is_empty()) {
+        out.push(label.len() as u8);
+        out.extend_from_slice(label.as_bytes());
+    }
+    out.push(0);
+}
+
+/// The client's query asked for another name (safe-search): same header, type and class,
+/// the new name, no other sections (an EDNS record would only be echoed back).
+pub fn with_question(buf: &[u8], q: &Question, name: &str) -> Vec<u8> {
+    let mut out = buf[..HEADER].to_vec();
+    out[4..12].copy_from_slice(&[0, 1, 0, 0, 0, 0, 0, 0]);
+    push_name(&mut out, name);
+    out.extend_from_slice(&buf[q.end - 4..q.end]);
+    out
+}
+
+/// The safe-search answer: the client's question, `CNAME target`, then the target's
+/// addresses of the asked type from the upstream's answer (`rcode` as upstream said).
+pub fn alias_answer(original: &[u8], q: &Question, target: &str, upstream: &Answer) -> Vec<u8> {
+    let addrs: Vec<&IpAddr> = upstream.addrs.iter().filter(|a| match q.qtype {
+        TYPE_A => a.is_ipv4(),
+        TYPE_AAAA => a.is_ipv6(),
+        TYPE_ANY => true,
+        _ => false,
+    }).take(MAX_RECORDS).collect();
+    let ttl = upstream.min_ttl.to_be_bytes();
+    let mut out = header(q.id, q.flags, upstream.rcode, 1, 1 + addrs.len() as u16);
+    out.extend_from_slice(&original[HEADER..q.end]);
+    let mut target_wire = Vec::new();
+    push_name(&mut target_wire, target);
+    out.extend_from_slice(&[0xC0, 0x0C, 0, TYPE_CNAME as u8, 0, 1]);
+    out.extend_from_slice(&ttl);
+    out.extend_from_slice(&(target_wire.len() as u16).to_be_bytes());
+    let target_at = out.len() as u16;
+    out.extend_from_slice(&target_wire);
+    for addr in addrs {
+        let (rtype, bytes) = match addr {
+            IpAddr::V4(a) => (TYPE_A, a.octets().to_vec()),
+            IpAddr::V6(a) => (TYPE_AAAA, a.octets().to_vec()),
+        };
+        out.extend_from_slice(&(0xC000 | target_at).to_be_bytes());
+        out.extend_from_slice(&rtype.to_be_bytes());
+        out.extend_from_slice(&[0, 1]);
+        out.extend_from_slice(&ttl);
+        out.extend_from_slice(&(bytes.len() as u16).to_be_bytes());
+        out.extend_from_slice(&bytes);
+    }
+    out
+}
+
 /// Build a plain query (tests).
 #[cfg(test)]
 pub fn build_query(id: u16, name: &str, qtype: u16) -> Vec<u8> {
@@ -405,6 +457,21 @@ mod tests {
             let _ = parse_answer(&buf);
             let _ = reply_header_only(&buf, RCODE_FORMERR);
         }
+    }
+
+    #[test]
+    fn alias_answer_is_parseable() {
+        let q_buf = build_query(5, "www.google.com", TYPE_A);
+        let q = parse_query(&q_buf).unwrap();
+        let asked = with_question(&q_buf, &q, "forcesafesearch.google.com");
+        assert_eq!(parse_query(&asked).unwrap().name, "forcesafesearch.google.com");
+        let upstream = Answer { addrs: vec!["216.239.38.120".parse().unwrap(), "::1".parse().unwrap()], min_ttl: 60,
+                                ..Default::default() };
+        let reply = alias_answer(&q_buf, &q, "forcesafesearch.google.com", &upstream);
+        let ans = parse_answer(&reply).unwrap();
+        assert_eq!(ans.cnames, vec!["forcesafesearch.google.com".to_string()]);
+        assert_eq!(ans.addrs, vec!["216.239.38.120".parse::<IpAddr>().unwrap()]);
+        assert_eq!((u16::from_be_bytes([reply[0], reply[1]]), ans.min_ttl), (5, 60));
     }
 
     #[test]

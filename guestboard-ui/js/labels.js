@@ -40,9 +40,24 @@ HW.labels = (function () {
     /* over a usage limit (issue 14): a block wins over a slow-down, as in the switch */
     if (d.usage_blocked) parts.push("blocked: usage limit");
     else if (d.usage_slowed) parts.push("slowed: usage limit");
+    var pause = paused(d);
+    if (pause) parts.push(pause);
     return parts.join(" · ") || d.mac;
   }
 
+  /* Schedules (issue 17): "paused until 22:15" for a one-tap pause, "bedtime" while a pause
+     window holds, "strict DNS" in a dns-strict window; "" otherwise. */
+  function paused(d) {
+    if (d.paused && d.paused_by === "schedule") return "bedtime";
+    if (d.paused) return "paused until " + clock(d.paused_until);
+    return d.in_schedule === "dns-strict" ? "strict DNS" : "";
+  }
+
+  function clock(epochSeconds) {
+    var t = new Date(epochSeconds * 1000);
+    return ("0" + t.getHours()).slice(-2) + ":" + ("0" + t.getMinutes()).slice(-2);
+  }
+
   return { opacity: opacity, scale: scale, retransmitting: retransmitting, bytes: bytes,
-           subtitle: subtitle, clamp: clamp };
+           subtitle: subtitle, clamp: clamp, paused: paused, clock: clock };
 })();

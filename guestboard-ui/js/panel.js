@@ -33,6 +33,9 @@ HW.panel = (function ($) {
     // Its own IPv6 /64 when the router gives devices IPv6 (every address in it is the device's).
     $p.find(".ipv6-row").prop("hidden", !d.ipv6_prefix);
     $p.find(".ipv6-prefix").text(d.ipv6_prefix || "");
+    // The name other devices reach it by inside the home (localnames: permitted devices).
+    $p.find(".dns-name-row").prop("hidden", !d.dns_name);
+    $p.find(".dns-name").text(d.dns_name || "");
     $p.find(".flow-note").prop("hidden", !d.flow_limited);
     $p.find(".blacklist").prop("hidden", d.state === "blacklisted");
     // Only registered devices can be forgotten (one merely heard by the radio is not).
@@ -57,6 +60,86 @@ HW.panel = (function ($) {
       $alerts.append($("<li>").text(new Date(a.at * 1000).toLocaleTimeString() + " " + a.kind + ": " + a.detail));
     });
     if (!(d.alerts || []).length) $alerts.append($("<li>").text("none"));
+    fillPause(d);
+  }
+
+  /* Pause and bedtime (issue 17): a one-tap pause for an hour, resume, and the device's
+     schedules (its own and its owner's) with add and remove. Markup added once, as the
+     chart's; hidden when the router has no schedules component (no `paused` in the view). */
+  function addSchedules() {
+    if ($("#panel .schedules").length) return;
+    var $box = $('<section class="schedules">').append(
+      $("<h3>").text("Pause and bedtime"),
+      $('<p class="pause-note">'),
+      $('<div class="actions pause-actions">').append(
+        $('<button type="button" class="pause-1h">').text("Pause 1 h"),
+        $('<button type="button" class="resume secondary">').text("Resume")),
+      $('<ul class="schedule-list">'),
+      $('<form class="schedule-form">').append(
+        $('<input name="days" required maxlength="40" aria-label="days">').attr("placeholder", "sun-thu").val("sun-thu"),
+        $('<input name="from" type="time" required aria-label="from">').val("21:30"),
+        $('<input name="to" type="time" required aria-label="to">').val("07:00"),
+        $('<select name="action" aria-label="what happens">').append(
+          $('<option value="pause">').text("no internet"),
+          $('<option value="dns-strict">').text("allowed websites only")),
+        $('<button type="submit">').text("Add")).css({ display: "flex", flexWrap: "wrap", gap: "0.4em" }));
+    $("#panel .actions").first().after($box);
+    $box.on("click", ".pause-1h", function () {
+      HW.api.call("POST", "pause/" + encodeURIComponent(current), { minutes: 60 }).done(pauseChanged)
+        .fail(fail($("#panel .error")));
+    });
+    $box.on("click", ".resume", function () {
+      HW.api.call("POST", "resume/" + encodeURIComponent(current)).done(pauseChanged)
+        .fail(fail($("#panel .error")));
+    });
+    $box.on("click", ".schedule-list .remove", function () {
+      HW.api.call("POST", "schedules/" + encodeURIComponent(this.dataset.id) + "/remove").done(pauseChanged)
+        .fail(fail($("#panel .error")));
+    });
+    $box.on("submit", ".schedule-form", function (e) {
+      e.preventDefault();
+      var f = this;
+      HW.api.call("POST", "schedules", { mac: current, days: f.elements.days.value.trim(), from: f.elements.from.value,
+                                         to: f.elements.to.value, action: f.elements.action.value })
+        .done(pauseChanged).fail(fail($("#panel .error")));
+    });
+  }
+
+  function fillPause(d) {
+    var $box = $("#panel .schedules");
+    var shown = d.paused !== undefined && d.state === "permitted";
+    $box.prop("hidden", !shown);
+    if (!shown) return;
+    $box.find(".pause-note").text(HW.labels.paused(d) ? "Now: " + HW.labels.paused(d) : "Not paused.");
+    $box.find(".pause-1h").prop("hidden", !!(d.paused && d.paused_by === "pause"));
+    $box.find(".resume").prop("hidden", !d.paused);
+  }
+
+  function loadSchedules() {
+    var mac = current;
+    if (!mac || $("#panel .schedules").prop("hidden")) return;
+    HW.api.call("GET", "schedules?mac=" + encodeURIComponent(mac)).done(function (rows) {
+      if (current !== mac) return;
+      var $list = $("#panel .schedule-list").empty();
+      rows.forEach(function (r) {
+        $list.append($("<li>").append(
+          $('<span class="window">').text(r.window),
+          $('<span class="action">').text(" · " + (r.action === "pause" ? "no internet" : "allowed websites only") +
+                                          (r.owner ? " (all of " + r.owner + "'s devices) " : " ")),
+          $('<button type="button" class="secondary remove">Remove</button>').attr("data-id", r.id)));
+      });
+      if (!rows.length) $list.append($('<li class="none">').text("No schedules."));
+    });
+  }
+
+  /* After a pause, resume or schedule change: the panel and the board's label follow. */
+  function pauseChanged() {
+    var mac = current;
+    $("#panel .error").text("");
+    HW.api.device(mac).done(function (d) {
+      HW.board.upsert(d);
+      if (current === mac) { fill(d); loadSchedules(); }
+    });
   }
 
   /* The traffic chart's markup, added once: index.html stays as it is, and Chart.js, its
@@ -129,7 +212,7 @@ HW.panel = (function ($) {
 
   function refresh() {
     if (!current) return;
-    HW.api.device(current).done(fill).fail(fail($("#panel .error")));
+    HW.api.device(current).done(function (d) { fill(d); loadSchedules(); }).fail(fail($("#panel .error")));
   }
 
   function disarmForget() {
@@ -166,6 +249,7 @@ HW.panel = (function ($) {
     current = mac;
     disarmForget();
     $("#panel .error").text("");
+    addSchedules();
     var d = HW.board.get(mac);
     if (d) fill($.extend({ dns_rules: undefined }, d));
     var dlg = $("#panel")[0];

@@ -9,6 +9,8 @@ import socket
 import sys
 import time
 
+from . import cli_blocklists, cli_parity, cli_schedules
+
 DEFAULT_SOCKET = os.environ.get("HOMEWORK_SOCKET", "/run/homework/control.sock")
 
 
@@ -48,11 +50,27 @@ def print_devices(rows: list[dict]) -> None:
         print(f"{d['mac']:17}  {d['state']:11}  {address:15}  {_ago(lease.get('expires', 0)):8}  {name}")
 
 
+def print_names(rows: list[dict]) -> None:
+    if not rows:
+        print("no named devices (only permitted devices with a lease are named)")
+    for r in rows:
+        print(f"{r['name']:40}  {r['ip']:15}  {r['mac']}")
+
+
+def print_queries(result: dict) -> None:
+    rows = result["queries"]
+    if not rows:
+        print("no queries logged")
+    for r in rows:
+        when = time.strftime("%H:%M:%S", time.localtime(r["at"]))
+        times = f" x{r['count']}" if r["count"] > 1 else ""
+        print(f"{when}  {r['mac']:17}  {r['verdict']:8}  {r['type']:5}  {r['name']}{times}")
+
+
 # name -> (positional argument names, how to print the result)
 SIMPLE = {
     "devices": ((), print_devices),
-    "permit": (("mac",), None), "deny": (("mac",), None),
-    "blacklist": (("mac",), None), "whitelist": (("mac",), None), "forget": (("mac",), None),
+    "whitelist": (("mac",), None),    # permit, deny, blacklist, forget: cli_parity (one or more MACs)
     "status": (("mac?",), None), "dhcp-status": ((), None), "leases": ((), None),
     "blacklist-status": ((), None), "stats": ((), None),
     "metrics": ((), lambda text: print(text, end="")),   # Prometheus text format (components/metrics)
@@ -111,13 +129,33 @@ def main(argv: list[str] | None = None) -> int:
     toksub.add_parser("revoke").add_argument("id")
     passwd = sub.add_parser("passwd", help="set the Guest Board admin password (ends every session)")
     passwd.add_argument("--generate", action="store_true", help="make up a password and print it")
+    # issue 17: local names (components/localnames) and the DNS query log (hwdb's DnsQueries)
+    sub.add_parser("names", help="the names devices answer to in the home (<label>.home.arpa)")
+    queries = sub.add_parser("queries", help="recent DNS queries, newest first")
+    queries.add_argument("--mac")
+    queries.add_argument("--search", help="part of the name")
+    queries.add_argument("--verdict", help="allowed, blocked, pending, ...")
+    queries.add_argument("--limit", help="at most this many rows (default 100, at most 1000)")
+    queries.add_argument("--summary", action="store_true", help="per device: total and blocked; top blocked names")
+    cli_schedules.add_parsers(sub)       # issue 17: schedule, pause, resume, rules' --schedule
+    cli_parity.add_parsers(sub)          # issue 17: group decisions, pre-approval, household-rule
+    cli_blocklists.add_parsers(sub)      # issue 17: blocklist add/list/refresh/remove, safe-search
     raw = sub.add_parser("call", help="call any controller command with key=value arguments")
     raw.add_argument("command")
     raw.add_argument("args", nargs="*")
     args = parser.parse_args(argv)
 
     try:
-        if args.cmd == "name":
+        scheduled = cli_schedules.run(args, call, args.socket)
+        parity = cli_parity.run(args, call, args.socket) if scheduled is None else None
+        listed = cli_blocklists.run(args, call, args.socket) if scheduled is None and parity is None else None
+        if scheduled is not None:
+            result, printer = scheduled
+        elif parity is not None:
+            result, printer = parity
+        elif listed is not None:
+            result, printer = listed
+        elif args.cmd == "name":
             result = call(args.socket, "set-meta", mac=args.mac, name=args.name, owner=args.owner, type=args.type)
             printer = None
         elif args.cmd == "token":
@@ -133,6 +171,13 @@ def main(argv: list[str] | None = None) -> int:
             result, printer = call(args.socket, "set-password", password=password), None
             if args.generate:
                 result["password"] = password
+        elif args.cmd == "names":
+            result, printer = call(args.socket, "local-names"), print_names
+        elif args.cmd == "queries" and args.summary:
+            result, printer = call(args.socket, "dns-queries-summary"), None
+        elif args.cmd == "queries":
+            wanted = {k: getattr(args, k) for k in ("mac", "search", "verdict", "limit") if getattr(args, k)}
+            result, printer = call(args.socket, "dns-queries", **wanted), print_queries
         elif args.cmd == "call":
             kv = dict(a.split("=", 1) for a in args.args if "=" in a)
             result, printer = call(args.socket, args.command, **kv), None

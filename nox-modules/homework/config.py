@@ -26,7 +26,9 @@ from typing import Any, Callable
 log = logging.getLogger("homework.config")
 
 KNOWN_COMPONENTS = ("dhcp", "routing", "dns", "eapol", "hwdb_sync", "api", "linksim", "usage", "metrics", "notify", "mqtt",
-                    "wanwatch")
+                    "wanwatch", "localnames")
+KNOWN_COMPONENTS += ("schedules",)     # issue 17: bedtime windows and pauses
+KNOWN_COMPONENTS += ("blocklists",)    # issue 17: blocklist subscriptions and safe-search
 IFNAME = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
 CURRENT_VERSION = 2
 
@@ -212,6 +214,17 @@ KEYS: tuple[Key, ...] = (
     Key("dns.local_domains", "dns_local_domains", str, "lan,home.arpa",
         "names under these (and single labels, private PTR) go to dnsmasq, not upstream", domain_list),
     Key("dns.intercept", "dns_intercept", bool, True, "install the nftables redirect"),
+    Key("dns.safe_search", "dns_safe_search", bool, False,
+        "answer Google, Bing, DuckDuckGo and YouTube with their safe-search hosts, until set on the "
+        "board/API/CLI (the blocklists component)"),
+    Key("blocklists.refresh_interval", "blocklists_refresh_interval", int, 86400,
+        "seconds between fetches of each subscribed blocklist", int_range(60, 30 * 86400)),
+    Key("blocklists.max_bytes", "blocklists_max_bytes", int, 64 * 1024 * 1024,
+        "largest list download accepted", int_range(1024, 1024 ** 3)),
+    Key("blocklists.fetch_timeout", "blocklists_fetch_timeout", int, 30,
+        "seconds a list download may take to answer", int_range(1, 600)),
+    Key("localnames.hosts_dir", "localnames_hosts_dir", str, "/run/homework/hosts.d",
+        "where the localnames component writes permitted devices' names for dnsmasq (its hostsdir=)", path),
     Key("api.listen", "api_listen", str, "127.0.0.1", "ws.v1 API address (lighttpd proxies to it)", ip_address),
     Key("api.port", "api_port", int, 8080, "ws.v1 API port", int_range(1, 65535)),
     Key("api.admin_password_file", "api_admin_password_file", str, "",
@@ -224,8 +237,14 @@ KEYS: tuple[Key, ...] = (
     Key("eapol.hostapd_deny_file", "hostapd_deny_file", str, "", "hostapd's deny list file"),
     Key("eapol.hostapd_port", "hostapd_port", str, "", "bridge port of hostapd's interface; '' = LOCAL",
         ifname_or_empty),
+    Key("router.timezone", "timezone", str, "",
+        "IANA zone of the household's clock (schedules' windows; usage's hours and months unless "
+        "usage.timezone says otherwise); '' = /etc/localtime", timezone_name),
+    Key("schedules.check_interval", "schedules_check_interval", int, 15,
+        "seconds between looks at the clock for schedule windows opening or closing (changes apply at once)",
+        int_range(1, 60)),
     Key("usage.timezone", "usage_timezone", str, "",
-        "IANA zone whose hours, days and months usage is counted in; '' = /etc/localtime", timezone_name),
+        "IANA zone whose hours, days and months usage is counted in; '' = router.timezone", timezone_name),
     Key("usage.flush_interval", "usage_flush_interval", int, 60,
         "seconds usage is summed in memory before one batched write (a restart loses at most this)",
         int_range(1, 3600)),

@@ -10,12 +10,15 @@ from collections import OrderedDict
 from typing import Callable
 
 from .bus import EventBus
-from .macaddr import normalize
+from .macaddr import BadMac, normalize
 from .state import Device, StateStore
 
 log = logging.getLogger("homework.devices")
 
 META_LIMIT = 64
+# Group decisions (issue 17): decision -> the state it sets (forget: none); MACs per call.
+GROUP_DECISIONS = {"permit": "permitted", "deny": "denied", "blacklist": "blacklisted", "forget": None}
+GROUP_LIMIT = 256
 
 
 class UnknownDevice(LookupError):
@@ -24,6 +27,23 @@ class UnknownDevice(LookupError):
 
 class CannotForget(ValueError):
     pass
+
+
+def assignable(mac: str) -> str:
+    """A MAC a device can have: normalized, unicast and not all zeros. Decisions about
+    MACs never seen (pre-approval) check this: a typo like 01:... would never match."""
+    mac = normalize(mac)
+    first = int(mac[:2], 16)
+    if first & 1:
+        raise BadMac(f"{mac} is a multicast/broadcast address, not a device's MAC")
+    if mac == "00:00:00:00:00:00":
+        raise BadMac("00:00:00:00:00:00 is not a device's MAC")
+    return mac
+
+
+def never_seen(device: Device) -> bool:
+    """A pre-approved device (decided on before it ever asked for an address)."""
+    return device.last_seen == 0
 
 
 class DeviceRegistry:
@@ -58,7 +78,11 @@ class DeviceRegistry:
         return self.state.devices()
 
     def seen(self, mac: str, hostname: str = "") -> Device:
+        before = self.state.get_device(normalize(mac))
         device, created = self.state.touch_device(normalize(mac), hostname, self.clock())
+        if before is not None and never_seen(before):
+            log.info("pre-approved device %s (%s) seen for the first time: %s", device.mac,
+                     hostname or "no hostname", device.state)
         if created:
             log.info("new device %s (%s) asks to join", device.mac, hostname or "no hostname")
             self._pending[device.mac] = None
@@ -116,7 +140,10 @@ class DeviceRegistry:
         old = self.state.get_device(mac)
         if old is None and not allow_unknown:
             raise UnknownDevice(f"no device with MAC {mac} has been seen")
-        device = self.state.set_device_state(mac, state)
+        # A MAC never seen gets a row with first/last seen 0: "known, not yet seen" until
+        # its first DHCP request, which then meets the decision at once (no pending stage).
+        device = self.state.set_device_state(assignable(mac) if old is None else mac, state,
+                                             now=0 if old is None else None)
         if state == "pending":
             self._pending.setdefault(mac, None)
         else:
@@ -157,3 +184,33 @@ class DeviceRegistry:
         self.bus.publish("device", mac=device.mac, state=device.state, old_state=device.state,
                          device=device.as_dict(), reason="meta")
         return device
+
+    def decide_group(self, decision: str, macs) -> list[Device | dict]:
+        """One decision for several MACs (issue 17), all or nothing: every MAC is checked
+        first (syntax; for forget, known and not blacklisted), then all are applied. A MAC
+        not seen yet is pre-approved, as for one MAC."""
+        if decision not in GROUP_DECISIONS:
+            raise ValueError(f"decision must be one of {', '.join(GROUP_DECISIONS)}, got {decision!r}")
+        if not isinstance(macs, list) or not macs:
+            raise ValueError("give a non-empty list of MACs")
+        if len(macs) > GROUP_LIMIT:
+            raise ValueError(f"at most {GROUP_LIMIT} MACs at once, got {len(macs)}")
+        wanted: list[str] = []
+        for text in macs:
+            if not isinstance(text, str):
+                raise BadMac(f"not a MAC address: {text!r}")
+            mac = normalize(text)
+            known = self.state.get_device(mac)
+            if known is None:
+                if decision == "forget":
+                    raise UnknownDevice(f"no device with MAC {mac} has been seen")
+                assignable(mac)
+            elif decision == "forget" and known.state == "blacklisted":
+                raise CannotForget(f"{mac} is blacklisted: whitelist it first, then forget it")
+            if mac not in wanted:
+                wanted.append(mac)
+        if decision == "forget":
+            return [self.forget(mac) for mac in wanted]
+        state = GROUP_DECISIONS[decision]
+        return [self._decide(mac, state, allow_unknown=True) for mac in wanted]
+

@@ -171,6 +171,43 @@ INSERT INTO usage_limits_6 (target, period, allowance, action, reached, lifted)
 DROP TABLE usage_limits;
 ALTER TABLE usage_limits_6 RENAME TO usage_limits;
 """),
+    Step(7, "issue 17: blocklist subscriptions (names in files under the state dir) and DNS options", sql="""
+CREATE TABLE blocklists (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    url TEXT NOT NULL,
+    owner TEXT NOT NULL DEFAULT '*',    -- '*' = the household, otherwise a devices.owner name
+    enabled INTEGER NOT NULL DEFAULT 1,
+    added REAL NOT NULL,
+    fetched REAL,                       -- last successful fetch (the names in force are from then)
+    checked REAL,                       -- last attempt, successful or not
+    rules INTEGER NOT NULL DEFAULT 0,   -- blocked names
+    exceptions INTEGER NOT NULL DEFAULT 0,  -- @@||name^ exceptions kept
+    skipped INTEGER NOT NULL DEFAULT 0, -- lines a resolver cannot enforce (cosmetic, URL rules)
+    error TEXT NOT NULL DEFAULT '',     -- why the last attempt failed; '' = it worked
+    UNIQUE (url, owner)
+);
+CREATE TABLE dns_options (
+    key TEXT PRIMARY KEY,               -- e.g. safe_search; overrides the config file's value
+    value TEXT NOT NULL
+);
+"""),
+    Step(8, "issue 17: schedules (bedtime windows per device or owner) and one-shot pauses", sql="""
+CREATE TABLE IF NOT EXISTS schedules (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,   -- never reused: a stale id removes nothing
+    target TEXT NOT NULL,               -- a device's MAC, or "owner:NAME"
+    days TEXT NOT NULL,                 -- weekdays it starts on, Monday = 0: "0,1,2,3,4"
+    start_min INTEGER NOT NULL,         -- local minute of the day it opens
+    end_min INTEGER NOT NULL,           -- local minute it closes; <= start_min: the next day
+    action TEXT NOT NULL CHECK (action IN ('pause', 'dns-strict')),
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS pauses (
+    mac TEXT PRIMARY KEY,
+    kind TEXT NOT NULL CHECK (kind IN ('pause', 'resume')),   -- cut now, or open through its windows
+    since REAL NOT NULL,                -- epoch seconds: it holds while since <= now < until
+    until REAL NOT NULL
+);
+"""),
 )
 LATEST = STEPS[-1].number
 assert [s.number for s in STEPS] == list(range(1, LATEST + 1))

@@ -9,6 +9,8 @@ Table 0 (CLASSIFY): first match wins, from the top
     60000        dhcp     every DHCP request (udp/67) to the controller
     50000        dns      port 53 of every device to the router (dnsd); DoT/DoQ dropped
     40000        dns      reverse check: a device to an address of a name it may not use
+    36999-36000  schedules a paused device (one-shot or a bedtime window): only its
+                          gateway services, as a usage block, above it: neither undoes the other
     35999-35000  usage    a device over its usage limit: through its meter (slow), then
                           table 0 again; or only its gateway services (block)
     30999-0      routing  IGMP to us, IPv6 neighbour discovery with the router (RS to us),
@@ -44,6 +46,7 @@ COOKIE_ROUTING = 0x0300_0000_0000_0000
 COOKIE_DNS = 0x0400_0000_0000_0000
 COOKIE_EAPOL = 0x0500_0000_0000_0000
 COOKIE_USAGE = 0x0600_0000_0000_0000
+COOKIE_SCHEDULE = 0x0700_0000_0000_0000
 COOKIE_MASK_ALL = 0xFFFF_FFFF_FFFF_FFFF
 
 # -- priority bands ---------------------------------------------------------------------------------
@@ -65,6 +68,7 @@ BANDS = (
     Band("dhcp", TABLE_CLASSIFY, 60000, 60000),
     Band("dns-intercept", TABLE_CLASSIFY, 50000, 50000),
     Band("dns-reverse", TABLE_CLASSIFY, 40000, 40000),
+    Band("schedules", TABLE_CLASSIFY, 36000, 36999),
     Band("usage", TABLE_CLASSIFY, 35000, 35999),
     Band("routing", TABLE_CLASSIFY, 0, 30999),
     Band("routing-account", TABLE_ACCOUNT, 0, 65535),
@@ -92,6 +96,9 @@ COOKIE_DNS_REVERSE = COOKIE_DNS | 0x40_0000
 # usage (table 0): a device over its limit keeps DNS/HTTP/ICMP to its gateway, loses the rest
 PRIO_USAGE_GATEWAY = 35500
 PRIO_USAGE_BLOCK = 35000
+# schedules (table 0): a paused device keeps DNS/HTTP/ICMP to its gateway, loses the rest
+PRIO_SCHEDULE_GATEWAY = 36500
+PRIO_SCHEDULE_BLOCK = 36000
 # usage, slow: the device's traffic goes through its meter, marks a register and runs
 # through table 0 again, where the mark keeps it from matching the same flow twice. Two
 # priorities (and two registers), so traffic between two slowed devices meets both meters.
@@ -128,6 +135,7 @@ PRIORITIES = {
     "dhcp": (PRIO_DHCP,),
     "dns-intercept": (PRIO_DNS_INTERCEPT,),
     "dns-reverse": (PRIO_DNS_REVERSE,),
+    "schedules": (PRIO_SCHEDULE_GATEWAY, PRIO_SCHEDULE_BLOCK),
     "usage": (PRIO_USAGE_SLOW_FROM, PRIO_USAGE_SLOW_TO, PRIO_USAGE_GATEWAY, PRIO_USAGE_BLOCK),
     "routing": (PRIO_IGMP, PRIO_ND, PRIO_GATEWAY, PRIO_DEVICE, PRIO_DROP),
     "routing-account": (PRIO_LEARNED, PRIO_ACCOUNT_SYN, PRIO_ACCOUNT, PRIO_ACCOUNT_OTHER),

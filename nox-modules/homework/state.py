@@ -288,6 +288,9 @@ class StateStore:
                 self._seen_written[mac] = now
                 return dataclasses.replace(device), True
             existing.last_seen = now
+            if not existing.first_seen:      # pre-approved (issue 17): this is its first visit
+                existing.first_seen = now
+                self.defer("UPDATE devices SET first_seen=? WHERE mac=?", (now, mac))
             if hostname and hostname != existing.hostname:
                 existing.hostname = hostname
                 self.defer("UPDATE devices SET hostname=?, last_seen=? WHERE mac=?", (hostname, now, mac))

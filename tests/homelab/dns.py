@@ -37,6 +37,8 @@ RECORDS = {
     "games.test": GAMES_WEB, "www.games.test": GAMES_WEB,
     "use-application-dns.net": "203.0.113.80", "mask.icloud.com": "203.0.113.81",
     "connectivitycheck.gstatic.com": WEB, "captive.apple.com": WEB, "www.msftconnecttest.com": WEB,
+    # issue 17 safe-search: a search engine and its safe host (dnsd answers one with the other)
+    "www.google.com": "203.0.113.91", "forcesafesearch.google.com": "203.0.113.92",
 }
 CNAMES = {"alias.test": "blocked.test"}
 # Every name under NEW_DOMAIN exists upstream: names nobody asked before, as many as needed.
@@ -54,9 +56,12 @@ def dns_config(run_id: str, components=("dhcp", "routing", "dns"), **dns) -> dic
     control = RUN_ROOT / f"{RUN_DIR_PREFIX}{run_id}" / "dnsd.sock"
     # The WAN lease's resolv file of this home (DnsLab.start writes it): the internet's resolver.
     resolv = RUN_ROOT / f"{RUN_DIR_PREFIX}{run_id}" / "resolv.upstream"
+    # The directory the localnames component writes and the router's dnsmasq reads (hostsdir).
+    hosts_dir = RUN_ROOT / f"{RUN_DIR_PREFIX}{run_id}" / "hosts.d"
     return {"controller": {"components": list(components)},
             "dns": {"listen": f"{DNSD_ADDR}:{DNSD_PORT}", "upstream": ROUTER_DNSMASQ,
-                    "control": str(control), "resolv_file": str(resolv), **dns}}
+                    "control": str(control), "resolv_file": str(resolv), **dns},
+            "localnames": {"hosts_dir": str(hosts_dir)}}
 
 
 def dns_home(components=("dhcp", "routing", "dns"), dns: dict | None = None, **kw) -> Home:
@@ -136,9 +141,14 @@ class DnsLab:
     # -- the router ----------------------------------------------------------------------
     def _start_router_dnsmasq(self, extra: tuple = ()) -> None:
         h = self.home
+        # This home's own hosts directory (conf/dnsmasq.conf's /run/homework/hosts.d is the
+        # image's; homes running side by side must not share one). It must exist before
+        # dnsmasq starts, or dnsmasq does not watch it.
+        hosts_dir = Path(h.config_overrides.get("localnames", {}).get("hosts_dir", self.dir / "hosts.d"))
+        hosts_dir.mkdir(parents=True, exist_ok=True)
         p = h.router_popen(["dnsmasq", f"--conf-file={REPO / 'conf' / 'dnsmasq.conf'}", "--keep-in-foreground",
                             "--no-resolv", f"--server={UPSTREAM}", f"--pid-file={self.dir / 'dnsmasq.pid'}",
-                            "--user=root", "--log-facility=-",
+                            "--user=root", "--log-facility=-", f"--hostsdir={hosts_dir}",
                             *(f"--host-record={name},{addr}" for name, addr in ROUTER_RECORDS.items()), *extra],
                            stdout=self._log("dnsmasq"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         _wait("router dnsmasq", lambda: h.router(["ss", "-Hlun", "sport = :5353"]).stdout.strip(), proc=p)

@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     # machine can serve it.
     run_id = new_run_id()
     with_dns = DNSD_BINARY.exists()
-    config = dns_config(run_id, ("dhcp", "routing", "dns", "hwdb_sync")) if with_dns else \
+    config = dns_config(run_id, ("dhcp", "routing", "dns", "localnames", "hwdb_sync")) if with_dns else \
         {"controller": {"components": ["dhcp", "routing", "hwdb_sync"]}}
     config["ipv6"] = {"enabled": True, "prefix": LAN6_SITE}     # each device's /64 (issue 12)
     home = (web_home(config=config, run_id=run_id, log=say) if have_web() is None

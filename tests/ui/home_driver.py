@@ -39,13 +39,28 @@ from homework.state import StateStore
 class Driver:
     def __init__(self):
         config = json.loads(os.environ.get("HOMEWORK_UI_CONFIG") or "{}")
-        self.home = web_home(config=config, log=lambda msg: print(msg, file=sys.stderr, flush=True))
+        # {"dns_lab": true}: the whole DNS path (homework-dnsd, dnsmasq, the dns component) and
+        # hwdb, as tests/e2e/test_local_names.py runs it (querylog.test.mjs).
+        self.dns_lab = config.pop("dns_lab", False)
+        kw = {}
+        if self.dns_lab:
+            from homelab import new_run_id
+            from homelab.dns import dns_config
+            kw["run_id"] = new_run_id()
+            components = config.pop("controller", {}).get("components", ["dhcp", "routing", "dns"])
+            for section, table in dns_config(kw["run_id"], components).items():
+                config.setdefault(section, {}).update(table)
+            kw["hwdb"] = True
+        self.home = web_home(config=config, log=lambda msg: print(msg, file=sys.stderr, flush=True), **kw)
         self.devices = {}
         self.traffic: list[subprocess.Popen] = []
 
     def start(self) -> dict:
         self.home.start()
         self.web = Web(self.home).start()
+        if self.dns_lab:
+            from homelab.dns import DnsLab
+            self.dns_lab = DnsLab(self.home).start()
         return {"ready": True, "url": self.web.url, "password": self.home.admin_password,
                 "run_id": self.home.run_id, "web": f"http://{WEB_ADDR}/"}
 
@@ -122,6 +137,18 @@ class Driver:
         if r.returncode:
             raise RuntimeError(r.stderr)
         return {"t": t}
+
+    def op_dig(self, req):
+        """{"op": "dig", "dev": "dev1", "name": "example.com"} -> {"status": "NOERROR", "answers": [..]}"""
+        status, answers = self.dns_lab.dig(self.dev(req), req["name"], req.get("qtype", "A"))
+        return {"status": status, "answers": answers}
+
+    def op_serve_file(self, req):
+        """{"op": "serve_file", "name": "hosts.txt", "text": ..} -> {"url": ..}: a file on the
+        emulated internet's web server (dns_lab homes; issue 17 blocklists)."""
+        from homelab.dns import BLOCKED_WEB
+        (self.dns_lab.dir / "blocked-www" / req["name"]).write_text(req["text"])
+        return {"url": f"http://{BLOCKED_WEB}/{req['name']}"}
 
     def op_cli(self, req):
         r = self.home.homework(*req["args"])

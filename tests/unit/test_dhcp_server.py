@@ -207,9 +207,11 @@ def test_devices_command_shows_state_and_lease(core):
     assert core.commands.call("permit", mac="02-00-00-00-00-01")["state"] == "permitted"
     import pytest
     from homework.commands import CommandError
+    # issue 17: a MAC never seen is pre-approved (no lease, last_seen 0); a multicast one is refused
+    assert core.commands.call("permit", mac="02:00:00:00:00:99")["last_seen"] == 0
     with pytest.raises(CommandError) as exc:
-        core.commands.call("permit", mac="02:00:00:00:00:99")
-    assert exc.value.status == 404
+        core.commands.call("permit", mac="03:00:00:00:00:99")
+    assert exc.value.status == 400
     with pytest.raises(CommandError) as exc:
         core.commands.call("permit", mac="nonsense")
     assert exc.value.status == 400

@@ -77,3 +77,14 @@ def test_core_flushes_on_its_timer_and_at_stop(tmp_path):
     core.packet_in(PacketIn(in_port=1, data=dhcp_frame(mac, m.RELEASE, src_ip=block.device, dst_ip=block.router)))
     core.stop()
     assert on_disk(db, "SELECT expires FROM leases") == [(0.0,)]
+
+
+def test_a_pre_approved_device_is_first_seen_when_it_first_asks(tmp_path):
+    db = tmp_path / "s.db"
+    store = StateStore(db)
+    store.set_device_state("02:00:00:00:00:09", "permitted", now=0)     # decided on before it came
+    device, created = store.touch_device("02:00:00:00:00:09", "console", now=50.0)
+    assert not created and device.state == "permitted"
+    assert (device.first_seen, device.last_seen) == (50.0, 50.0)
+    store.flush()
+    assert on_disk(db, "SELECT first_seen FROM devices") == [(50.0,)]

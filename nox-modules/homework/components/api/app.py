@@ -28,6 +28,10 @@ from ...commands import CommandError
 from ...macaddr import BadMac, normalize
 from ...state import StorageError
 from .auth import Principal
+from . import querylog
+from . import blocklists as blocklist_routes
+from . import schedules as schedule_routes
+from . import parity
 from .stream import StreamLimit
 
 log = logging.getLogger("homework.api")
@@ -41,6 +45,7 @@ DOMAIN = re.compile(r"^(?=.{1,253}$)(\*\.)?([A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A
                     r"(\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$")
 SELECT = re.compile(r"^\s*select\s", re.IGNORECASE)
 DNS_COMMANDS = {"permit-dns", "deny-dns", "remove-dns-rule", "dns-rules"}
+HOUSEHOLD = "household"     # in place of a MAC in the DNS rule routes: the household's rules
 
 
 class ApiError(Exception):
@@ -124,6 +129,10 @@ class ApiApp:
         add("POST", r"/webhooks/(?P<hook_id>[^/]+)/remove/?", self.webhook_remove, "admin")
         add("GET", "/webhooks/deliveries/?", self.webhook_deliveries, "admin")
         add("GET", "/notify/status/?", self._notify("notify-status"), "admin")
+        querylog.add_routes(self)      # issue 17: query log and local names (querylog.py)
+        schedule_routes.add_routes(self)   # issue 17: schedules and pauses (schedules.py)
+        parity.add_routes(self)            # issue 17: group decisions, dns-mode (parity.py)
+        blocklist_routes.add_routes(self)  # issue 17: blocklists and safe-search (blocklists.py)
 
     def _add(self, method: str, path: str, handler: Callable, access: str) -> None:
         self.routes.append(Route(method, re.compile(f"^{re.escape(PREFIX)}{path}$"), handler, access))
@@ -246,6 +255,10 @@ class ApiApp:
             raise ApiError(404, f"no device with MAC {mac} has been seen")
         return mac
 
+    def rules_owner(self, text: str) -> str:
+        """Whose DNS rules: a seen device's MAC, or the literal `household` (every device)."""
+        return HOUSEHOLD if text.lower() == HOUSEHOLD else self.known_mac(text)
+
     @staticmethod
     def not_self(call: Call, mac: str) -> None:
         if call.client_mac and call.client_mac == mac:
@@ -331,11 +344,14 @@ class ApiApp:
     def _dns(self, name: str):
         def handler(call: Call, mac: str, domain: str) -> Response:
             self._need_dns(name)
-            mac = self.known_mac(mac)
+            mac = self.rules_owner(mac)
             if not DOMAIN.match(domain):
                 raise ApiError(400, f"not a domain name: {domain!r}")
             self.not_self(call, mac)
-            return json_response(self.command(name, mac=mac, domain=domain.lower().rstrip(".")))
+            extra = {}
+            if name != "remove-dns-rule" and self.body(call).get("schedule"):    # issue 17: when it counts
+                extra["schedule"] = self.body(call)["schedule"]
+            return json_response(self.command(name, mac=mac, domain=domain.lower().rstrip("."), **extra))
         handler.__name__ = name
         return handler
 
@@ -442,7 +458,7 @@ class ApiApp:
 
     def dns_rules(self, call: Call, mac: str) -> Response:
         self._need_dns("dns-rules")
-        return json_response(self.command("dns-rules", mac=self.known_mac(mac)))
+        return json_response(self.command("dns-rules", mac=self.rules_owner(mac)))
 
     def meta(self, call: Call, mac: str) -> Response:
         mac = self.mac(mac)

@@ -56,6 +56,7 @@ class ApiComponent(Component):
         bus = self.ctx.bus
         for topic in ("device", "lease", "link", "bandwidth", "alert"):
             bus.subscribe(topic, self._on_event)
+        bus.subscribe("schedule", self._on_schedule)     # issue 17: a pause began or ended
         self.ctx.state.watch_storage(self._on_storage)
         if _under_eventlet():
             self._listen()
@@ -152,6 +153,13 @@ class ApiComponent(Component):
         data = {k: v for k, v in payload.items() if k not in ("device", "lease")}
         data["view"] = self.board.view(device) if device else None
         self.stream.publish(topic, data)
+
+    def _on_schedule(self, topic: str, payload: dict) -> None:
+        """The label shows "paused until ..." / "bedtime": the board gets the device's view."""
+        device = self.ctx.state.get_device(payload.get("mac") or "")
+        if device is not None:
+            self.stream.publish("device", {"mac": device.mac, "state": device.state, "reason": "schedule",
+                                           "view": self.board.view(device)})
 
     def _hwdb_client(self):
         if self._hwdb is None:

@@ -28,6 +28,8 @@ from .names import normalize_domain
 from .netfilter import DnsNet
 from .policy import HOUSEHOLD, MODES, Policy, owner_of
 from .reverse import ReverseCheck
+from ..schedules.component import STRICT_TOPIC
+from ..usage.periods import zone
 
 EXPIRE_SECONDS = 60
 # dnsd's events come in reads of up to 64 KiB (~1,000 lines); under eventlet a read that
@@ -54,7 +56,7 @@ class DnsComponent(Component):
     def __init__(self, ctx):
         super().__init__(ctx)
         self._lock = threading.RLock()
-        self.policy = Policy(ctx.state, ctx.now)
+        self.policy = Policy(ctx.state, ctx.now, zone(ctx.config.timezone))
         self.reverse = ReverseCheck(ctx.state, ctx.now)
         self.states: dict[str, str] = {}          # mac -> device state
         self.device_lines: dict[str, str] = {}    # ip -> the `device` line dnsd has
@@ -65,6 +67,8 @@ class DnsComponent(Component):
                            listen6=config.dns_listen6 if config.ipv6_enabled else "")
                     if config.dns_intercept else None)
         self.link = DnsdLink(config.dns_control, self._snapshot, self._on_events) if config.dns_control else None
+        # issue 17: other components' dnsd lines (blocklists, safe-search), resent on reconnect
+        self.snapshot_sources: list = []
 
     # -- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -84,6 +88,9 @@ class DnsComponent(Component):
         for mac in list(self.states):
             self.reverse.sync(mac, self.policy)
         self.ctx.every(EXPIRE_SECONDS, self._expire)
+        # issue 17: scheduled rules come and go with their windows; dns-strict windows
+        self.ctx.every(self.ctx.config.schedules_check_interval, self._refresh_schedules)
+        self.ctx.bus.subscribe(STRICT_TOPIC, self._on_strict)
 
     def stop(self) -> None:
         if self.link is not None:
@@ -180,7 +187,20 @@ class DnsComponent(Component):
             lines += list(self.device_lines.values())
             for owner, table in self.policy.rules.items():
                 lines += [f"rule {owner} {domain} {action}" for domain, action in table.items()]
+        for source in self.snapshot_sources:
+            lines += source()
         return lines
+
+    def push_lines(self, lines: list[str], timeout: float = 30.0) -> bool:
+        """issue 17 (blocklists): send lines whose policy twin the caller has already set,
+        then bring every device's flows in line. A list can take dnsd a second to read."""
+        ok = self.link.push(lines, timeout=timeout) if self.link is not None else True
+        with self._lock:
+            decisions = self._sync_dot()
+            for mac in list(self.states):
+                decisions += self.reverse.sync(mac, self.policy)
+        self.ctx.send(decisions)
+        return ok
 
     def _push(self, lines: list[str], wait: bool = True) -> bool:
         if not lines or self.link is None:
@@ -270,6 +290,20 @@ class DnsComponent(Component):
                 decisions += self.reverse.sync(mac, self.policy)
         self.ctx.send(decisions)
 
+    def _refresh_schedules(self) -> None:
+        """Push the scheduled rules whose window opened or closed (dnsd gets rule/unrule)."""
+        with self._lock:
+            changed = self.policy.refresh()
+        for owner in {owner for owner, _name, _action in changed}:
+            self._policy_changed(owner, [f"rule {o} {n} {a}" if a else f"unrule {o} {n}"
+                                         for o, n, a in changed if o == owner])
+
+    def _on_strict(self, topic: str, ev: dict) -> None:
+        """A dns-strict window opened or closed: those devices' mode (dnsd's device line)."""
+        for mac in sorted(self.policy.set_strict(ev.get("macs", ()))):
+            self._sync_device(mac, wait=False)
+            self._policy_changed(mac, [])
+
     # -- commands (CLI and ws.v1 API) ------------------------------------------------------
     def _owner(self, mac) -> str:
         owner = owner_of(mac)
@@ -277,17 +311,24 @@ class DnsComponent(Component):
             self.ctx.devices.get(owner)   # UnknownDevice -> 404
         return owner
 
-    def set_rules(self, mac, domains, action: str) -> dict:
+    def set_rules(self, mac, domains, action: str, schedule=None) -> dict:
         if isinstance(domains, str):
             domains = [d for d in domains.replace("\n", ",").split(",") if d.strip()]
         if not isinstance(domains, list) or not domains:
             raise ValueError("give at least one domain")
+        if schedule is not None and not isinstance(schedule, str):
+            raise ValueError("schedule must be text like 'sun-thu 21:30-07:00'")
         owner = self._owner(mac)
         with self._lock:
-            rules = self.policy.set_rules(owner, domains, action)
-        self._policy_changed(owner, [f"rule {owner} {r['domain']} {action}" for r in rules])
-        return {"owner": "household" if owner == HOUSEHOLD else owner, "action": action,
-                "domains": [r["domain"] for r in rules]}
+            rules = self.policy.set_rules(owner, domains, action, schedule)
+        # a rule outside its window is not in force: dnsd must not have it (it may have had it)
+        self._policy_changed(owner, [f"rule {owner} {r['domain']} {action}" if r["active"]
+                                     else f"unrule {owner} {r['domain']}" for r in rules])
+        out = {"owner": "household" if owner == HOUSEHOLD else owner, "action": action,
+               "domains": [r["domain"] for r in rules]}
+        if schedule:
+            out.update(schedule=rules[0]["schedule"], active=rules[0]["active"])
+        return out
 
     def remove_rule(self, mac, domain: str) -> dict:
         owner = self._owner(mac)
@@ -329,11 +370,14 @@ class DnsComponent(Component):
 
     def _register_commands(self) -> None:
         cmd = self.ctx.commands.register
-        cmd("permit-dns", lambda mac, domain: self.set_rules(mac, [domain], "allow"))
-        cmd("deny-dns", lambda mac, domain: self.set_rules(mac, [domain], "deny"))
-        cmd("household-permit-dns", lambda domain: self.set_rules(HOUSEHOLD, [domain], "allow"))
-        cmd("household-deny-dns", lambda domain: self.set_rules(HOUSEHOLD, [domain], "deny"))
-        cmd("import-dns-rules", lambda domains, mac=None, action="deny": self.set_rules(mac, domains, action))
+        # schedule (issue 17): when the rule counts, e.g. "sun-thu 21:30-07:00"; none = always
+        cmd("permit-dns", lambda mac, domain, schedule=None: self.set_rules(mac, [domain], "allow", schedule))
+        cmd("deny-dns", lambda mac, domain, schedule=None: self.set_rules(mac, [domain], "deny", schedule))
+        cmd("household-permit-dns",
+            lambda domain, schedule=None: self.set_rules(HOUSEHOLD, [domain], "allow", schedule))
+        cmd("household-deny-dns", lambda domain, schedule=None: self.set_rules(HOUSEHOLD, [domain], "deny", schedule))
+        cmd("import-dns-rules", lambda domains, mac=None, action="deny", schedule=None:
+            self.set_rules(mac, domains, action, schedule))
         cmd("remove-dns-rule", lambda domain, mac=None: self.remove_rule(mac, domain))
         cmd("dns-rules", lambda mac=None: self.rules_view(mac))
         cmd("dns-mode", lambda mac, mode=None: self.set_mode(mac, mode))

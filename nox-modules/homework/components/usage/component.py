@@ -31,7 +31,7 @@ class Usage(Component):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        self.tz = periods.zone(ctx.config.usage_timezone)
+        self.tz = periods.zone(ctx.config.usage_timezone or ctx.config.timezone)
         self.book = UsageBook(ctx.state, self.tz, ctx.config.usage_keep_months)
         self.cap = Cap(ctx.state, ctx.config.usage_monthly_cap, ctx.config.usage_billing_day)
         # the billing period's bytes so far, kept up to date per event for the cap alerts

@@ -1,0 +1,133 @@
+/* The DNS query log page: recent queries from hwdb (GET /ws.v1/dns/queries), searchable and
+   filtered by device or verdict, with one-click Block/Allow of a name for that device or the
+   whole household (POST /ws.v1/deny-dns|permit-dns/<mac or "household">/<name>); counts per
+   device and the most blocked names (GET /ws.v1/dns/queries/summary). */
+jQuery(function ($) {
+  "use strict";
+  var REFRESH_MS = 10000;
+  var LIMIT = 200;
+  var HOUSEHOLD = "household";
+  var timer = 0;
+  var names = {};          // mac -> the name the board shows
+
+  function showLogin(message) {
+    clearTimeout(timer);
+    $("#querylog, #logout").prop("hidden", true);
+    $("#login").prop("hidden", false).find(".error").text(message || "");
+    $("#login input[name=password]").val("").trigger("focus");
+  }
+
+  function time(epoch) {
+    return new Date(epoch * 1000).toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  }
+
+  function who(mac, fallback) { return names[mac] || fallback || mac || "?"; }
+
+  function filters() {
+    var f = $("#filters")[0], q = { limit: LIMIT };
+    if (f.elements.search.value.trim()) q.search = f.elements.search.value.trim();
+    if (f.elements.mac.value) q.mac = f.elements.mac.value;
+    if (f.elements.verdict.value) q.verdict = f.elements.verdict.value;
+    return q;
+  }
+
+  /* The rule buttons of one row: block an allowed name, allow a blocked one. */
+  function ruleCell(row) {
+    var $td = $("<td>", { "class": "rule" });
+    if (!row.mac || row.name.charAt(0) === "(") return $td;   // "(other names)": a flood's fold-up row
+    var action = row.verdict === "blocked" ? "permit" : "deny";
+    var word = action === "deny" ? "Block" : "Allow";
+    [[row.mac, "device", word + " for " + who(row.mac, row.device)], [HOUSEHOLD, "household", word + " for everyone"]]
+      .forEach(function (target) {
+        $("<button>", { type: "button", text: target[1] === "device" ? word : word + " for all",
+                        title: target[2] + ": " + row.name, "class": target[1] === "device" ? "" : "secondary" })
+          .attr({ "data-action": action, "data-target": target[1], "data-mac": target[0], "data-name": row.name })
+          .appendTo($td);
+      });
+    return $td;
+  }
+
+  function showQueries(result) {
+    var $body = $("#queries tbody").empty();
+    result.queries.forEach(function (r) {
+      $("<tr>", { "class": r.verdict }).attr({ "data-mac": r.mac, "data-name": r.name }).append(
+        $("<td>", { text: time(r.at) }),
+        $("<td>", { "class": "device", text: who(r.mac, r.device) }),
+        $("<td>", { "class": "name", text: r.name + (r.count > 1 ? " ×" + r.count : "") }),
+        $("<td>", { text: r.type }),
+        $("<td>", { "class": "verdict", text: r.verdict }),
+        ruleCell(r)).appendTo($body);
+    });
+    $("#querylog .status").text(result.queries.length ? result.queries.length + " most recent queries" +
+                                (result.queries.length >= result.limit ? " (older ones not shown)" : "")
+                                : "No queries match.");
+  }
+
+  function showSummary(s) {
+    var $body = $("#per-device tbody").empty();
+    s.devices.forEach(function (d) {
+      $("<tr>").attr("data-mac", d.mac).append($("<td>", { text: who(d.mac, d.device) }),
+        $("<td>", { "class": "total", text: d.total }), $("<td>", { "class": "blocked", text: d.blocked })).appendTo($body);
+    });
+    var $top = $("#top-blocked").empty();
+    s.top_blocked.forEach(function (t) {
+      $("<li>", { text: t.name + " (" + t.count + ")" }).attr("data-name", t.name).appendTo($top);
+    });
+    if (!s.top_blocked.length) $("<li>", { text: "Nothing blocked yet." }).appendTo($top);
+  }
+
+  function showDevices(views) {
+    var $sel = $("#filters select[name=mac]"), chosen = $sel.val();
+    $sel.find("option:not(:first)").remove();
+    views.filter(function (v) { return v.state; }).forEach(function (v) {
+      names[v.mac] = v.label || v.name || v.hostname || v.mac;
+      $("<option>", { value: v.mac, text: names[v.mac] }).appendTo($sel);
+    });
+    $sel.val(chosen || "");
+  }
+
+  function load() {
+    clearTimeout(timer);
+    timer = setTimeout(load, REFRESH_MS);
+    $.when(HW.api.call("GET", "dns/queries?" + $.param(filters())), HW.api.call("GET", "dns/queries/summary"))
+      .done(function (queries, summary) {
+        $(".load-error").text("");
+        showQueries(queries[0]);
+        showSummary(summary[0]);
+        $("#querylog").attr("data-loaded", String(Date.now()));   // tests wait for a completed load
+      })
+      .fail(function (xhr) {
+        if (xhr.status === 401) return;             // HW.api shows the log-in form
+        $(".load-error").text(xhr.status === 503 ? "The query log needs hwdb on the router." : HW.api.errorText(xhr));
+      });
+  }
+
+  function start() {
+    $("#login").prop("hidden", true);
+    $("#querylog, #logout").prop("hidden", false);
+    HW.api.call("GET", "devices").done(showDevices).always(load);
+  }
+
+  HW.api.bindLogin(start, showLogin);
+  var typing = 0;
+  $("#filters").on("submit", function (e) { e.preventDefault(); load(); });
+  $("#filters input[name=search]").on("input", function () { clearTimeout(typing); typing = setTimeout(load, 300); });
+  $("#filters select").on("change", load);
+  $("#filters .refresh").on("click", load);
+  $("#queries").on("click", "td.rule button", function () {
+    var $b = $(this), $cell = $b.closest("td");
+    $cell.find("button").prop("disabled", true);
+    HW.api.dnsRule($b.attr("data-action"), $b.attr("data-mac"), $b.attr("data-name"))
+      .done(function () {
+        $cell.empty().append($("<span>", { "class": "done",
+          text: ($b.attr("data-action") === "deny" ? "Blocked" : "Allowed") +
+                ($b.attr("data-target") === "household" ? " for everyone" : " for this device") }));
+      })
+      .fail(function (xhr) {
+        $cell.find("button").prop("disabled", false);
+        $(".load-error").text(HW.api.errorText(xhr));
+      });
+  });
+
+  HW.api.session().done(start).fail(function () { showLogin(); });
+});
