@@ -39,6 +39,7 @@ NAMES = int(os.environ.get("STALL_NAMES", "200000"))
 # that already stalled the old controller for 6.6 s, and lasts long enough (10 s) to sample.
 QPS = int(os.environ.get("STALL_QPS", "20000"))
 STALL_ADDR = "203.0.113.90"
+CLIENT_RETRANSMIT = 2.0     # udhcpc's wait before it sends a REQUEST again
 DHCP_BOUND = 1.0
 CLI_BOUND = 0.5
 IDLE_CPU = 10.0
@@ -125,7 +126,12 @@ def test_a_burst_of_new_names_does_not_stall_dhcp_or_the_control_socket(lab):
     print(summary)
     assert len(cli) >= 5 and len(dhcp) >= 3, summary
     assert max(cli) <= CLI_BOUND, summary
-    assert max(dhcp) <= DHCP_BOUND, summary
+    # Every renew within the bound, except that one may have needed the client's one
+    # retransmission (udhcpc resends after 2 s): under this load the userspace datapath can
+    # drop a frame now and then (seen once in CI: renews 4, 6, 2072, 6 ms). A controller
+    # that stalled would be slow for every renew in the stall, not lose one frame.
+    slow = [x for x in dhcp if x > DHCP_BOUND]
+    assert len(slow) <= 1 and all(x <= DHCP_BOUND + CLIENT_RETRANSMIT for x in slow), summary
     assert idle_pct < IDLE_CPU, summary
     # and the devices still work: a fresh name still resolves, the renewer still renews
     assert lab.dig(load, "last.stall.test") == ("NOERROR", [STALL_ADDR])
