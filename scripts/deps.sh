@@ -17,6 +17,7 @@ APT_PACKAGES=(
   python3-scapy python3-zeroconf kea-admin kea-dhcp6-server bind9-dnsutils dnsperf iperf3 hping3 wrk curl procps psmisc
   # integrations (issue 19): Prometheus exposition format, and Prometheus itself for its test
   python3-prometheus-client prometheus python3-paho-mqtt mosquitto mosquitto-clients
+  python3-cryptography    # settings backup (issue 18): scrypt + AES-GCM
   # static checks (make lint)
   shellcheck
   # image build and boot test

@@ -10,6 +10,7 @@ import sys
 import time
 
 from . import cli_blocklists, cli_parity, cli_schedules
+from . import cli_backup
 
 DEFAULT_SOCKET = os.environ.get("HOMEWORK_SOCKET", "/run/homework/control.sock")
 
@@ -140,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     cli_schedules.add_parsers(sub)       # issue 17: schedule, pause, resume, rules' --schedule
     cli_parity.add_parsers(sub)          # issue 17: group decisions, pre-approval, household-rule
     cli_blocklists.add_parsers(sub)      # issue 17: blocklist add/list/refresh/remove, safe-search
+    cli_backup.add_parsers(sub)          # issue 18: backup, restore
     raw = sub.add_parser("call", help="call any controller command with key=value arguments")
     raw.add_argument("command")
     raw.add_argument("args", nargs="*")
@@ -149,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
         scheduled = cli_schedules.run(args, call, args.socket)
         parity = cli_parity.run(args, call, args.socket) if scheduled is None else None
         listed = cli_blocklists.run(args, call, args.socket) if scheduled is None and parity is None else None
+        backed = cli_backup.run(args, call, args.socket) if args.cmd in ("backup", "restore") else None
+        if backed is not None:
+            scheduled = backed
         if scheduled is not None:
             result, printer = scheduled
         elif parity is not None:

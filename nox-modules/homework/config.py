@@ -29,6 +29,7 @@ KNOWN_COMPONENTS = ("dhcp", "routing", "dns", "eapol", "hwdb_sync", "api", "link
                     "wanwatch", "localnames")
 KNOWN_COMPONENTS += ("schedules",)     # issue 17: bedtime windows and pauses
 KNOWN_COMPONENTS += ("blocklists",)    # issue 17: blocklist subscriptions and safe-search
+KNOWN_COMPONENTS += ("backup",)        # issue 18: settings backup and restore
 IFNAME = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
 CURRENT_VERSION = 2
 

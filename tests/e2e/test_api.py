@@ -24,7 +24,7 @@ def home(tmp_path_factory):
         pytest.skip(why)
     # Every component with API routes loaded, so schemathesis meets each route served.
     with web_home({"controller": {"components": ["dhcp", "routing", "usage", "metrics", "notify", "localnames",
-                                                 "schedules", "blocklists"]},
+                                                 "schedules", "blocklists", "backup"]},
                    "localnames": {"hosts_dir": str(tmp_path_factory.mktemp("hosts.d"))}}) as h:
         h.web = Web(h).start()
         yield h

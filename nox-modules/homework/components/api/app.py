@@ -32,6 +32,7 @@ from . import querylog
 from . import blocklists as blocklist_routes
 from . import schedules as schedule_routes
 from . import parity
+from . import backup as backup_routes
 from .stream import StreamLimit
 
 log = logging.getLogger("homework.api")
@@ -62,6 +63,7 @@ class Route:
     pattern: re.Pattern
     handler: Callable
     access: str        # public | read | admin
+    max_body: int = MAX_BODY
 
 
 @dataclass
@@ -133,9 +135,10 @@ class ApiApp:
         schedule_routes.add_routes(self)   # issue 17: schedules and pauses (schedules.py)
         parity.add_routes(self)            # issue 17: group decisions, dns-mode (parity.py)
         blocklist_routes.add_routes(self)  # issue 17: blocklists and safe-search (blocklists.py)
+        backup_routes.add_routes(self)     # issue 18: backup and restore (backup.py)
 
-    def _add(self, method: str, path: str, handler: Callable, access: str) -> None:
-        self.routes.append(Route(method, re.compile(f"^{re.escape(PREFIX)}{path}$"), handler, access))
+    def _add(self, method: str, path: str, handler: Callable, access: str, max_body: int = MAX_BODY) -> None:
+        self.routes.append(Route(method, re.compile(f"^{re.escape(PREFIX)}{path}$"), handler, access, max_body))
 
     # -- WSGI --------------------------------------------------------------------------------
     def __call__(self, environ, start_response):
@@ -172,8 +175,8 @@ class ApiApp:
                 sent = req.headers.get("X-CSRF-Token", "")
                 if not hmac.compare_digest(sent.encode(), principal.csrf.encode()):
                     raise ApiError(403, "missing or wrong X-CSRF-Token for this session")
-        if req.content_length and req.content_length > MAX_BODY:
-            raise ApiError(413, f"request body larger than {MAX_BODY} bytes")
+        if req.content_length and req.content_length > route.max_body:
+            raise ApiError(413, f"request body larger than {route.max_body} bytes")
         return route.handler(Call(req, principal, client, client_mac), **params)
 
     def _match(self, req: Request) -> tuple[Route, dict]:

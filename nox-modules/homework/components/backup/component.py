@@ -1,0 +1,64 @@
+"""Backup and restore of the settings (issue 18).
+
+    backup  {passphrase}            -> {"filename", "document"}: the .hwbak file's JSON
+    restore {passphrase, backup | path} -> {"restored": {table: rows}, "restart_required": true}
+
+The settings are read from state.db through the state store (contents.py), packed with
+the secrets encrypted (fileformat.py), and a restore checks the format, the schema, the
+integrity and every row (validate.py) before it writes anything, in one transaction
+(apply.py). The components keep some settings in memory (devices, DNS policy, schedules,
+tokens), read at start: rather than teach each of them to reload, a restore tells the
+caller the controller must restart (systemctl restart homework-controller); the restored
+settings then come in through every component's own load path.
+"""
+from __future__ import annotations
+
+import logging
+import sqlite3
+
+from ... import __version__, migrations
+from ...commands import CommandError
+from ...component import Component
+from .apply import apply
+from .contents import collect
+from .fileformat import BackupError, filename, pack, parse, read_file, unpack
+from .validate import validate
+
+log = logging.getLogger(__name__)
+RESTART_NOTE = "restart the controller (systemctl restart homework-controller) to use the restored settings"
+
+
+class Backup(Component):
+    name = "backup"
+
+    def start(self) -> None:
+        self.ctx.commands.register("backup", self.backup)
+        self.ctx.commands.register("restore", self.restore)
+
+    def backup(self, passphrase=None) -> dict:
+        state = self.ctx.state
+        with state.transaction():       # one consistent read (queued writes flushed first)
+            settings, secrets = collect(lambda sql: state.db.execute(sql).fetchall())
+        try:
+            doc = pack(settings, secrets, passphrase, schema=migrations.LATEST, software=__version__)
+        except BackupError as exc:
+            raise CommandError(str(exc)) from None
+        return {"filename": filename(), "document": doc}
+
+    def restore(self, passphrase=None, backup=None, path=None) -> dict:
+        """`backup`: the document (the API); `path`: a file on the router (the CLI: the
+        control socket takes requests of at most 64 KiB, a backup may be larger)."""
+        try:
+            doc = parse(read_file(path) if path else backup)
+            settings, secrets = unpack(doc, passphrase, migrations.LATEST)
+            validate(settings, secrets)
+        except BackupError as exc:
+            raise CommandError(str(exc)) from None
+        try:
+            written = apply(self.ctx.state, settings, secrets)
+        except sqlite3.IntegrityError as exc:     # e.g. the same rule twice: rolled back, nothing changed
+            raise CommandError(f"backup: rows that cannot go together ({exc}): nothing restored") from None
+        log.warning("settings restored from a backup made %s (schema %s, software %s): %s",
+                    doc.get("created"), doc.get("schema"), doc.get("software"), written)
+        return {"restored": written, "created": doc.get("created"), "schema": doc.get("schema"),
+                "software": doc.get("software"), "restart_required": True, "note": RESTART_NOTE}

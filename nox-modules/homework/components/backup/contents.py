@@ -1,0 +1,49 @@
+"""What goes into a backup: the settings rows of state.db, table by table.
+
+Settings are what the household chose (decisions, names, rules, schedules, limits);
+secrets are what lets someone in or signs for the router (password and token hashes,
+webhook URLs and their HMAC keys) and are stored encrypted. Leases, usage counters,
+sessions, logs and fetched blocklist contents are not settings: a restored router
+rebuilds them. A table that an older schema does not have is simply absent.
+"""
+from __future__ import annotations
+
+# table -> the columns kept. Other columns (statistics, alert state) take their defaults.
+SETTINGS: dict[str, tuple[str, ...]] = {
+    "devices": ("mac", "state", "hostname", "name", "owner", "type", "first_seen", "last_seen"),
+    "dns_rules": ("owner", "domain", "action", "schedule", "created"),
+    "dns_modes": ("mac", "mode"),
+    "dns_options": ("key", "value"),
+    "schedules": ("target", "days", "start_min", "end_min", "action", "created"),
+    "pauses": ("mac", "kind", "since", "until"),
+    "blocklists": ("url", "owner", "enabled", "added"),    # the names are fetched again
+    "usage_limits": ("target", "period", "allowance", "action", "rate"),
+    "usage_cap": ("id", "cap", "billing_day"),
+}
+SECRETS: dict[str, tuple[str, ...]] = {
+    "api_admin": ("id", "password_hash", "changed"),
+    "api_tokens": ("id", "name", "role", "token_hash", "created", "last_used", "revoked"),
+    "webhooks": ("id", "url", "secret", "created"),
+}
+# Emptied with a restore though not restored: sessions were signed in under the old password.
+CLEARED = ("api_sessions",)
+
+
+def existing_columns(execute, table: str) -> set[str]:
+    return {row[1] for row in execute(f"PRAGMA table_info({table})")}
+
+
+def collect(execute) -> tuple[dict, dict]:
+    """(settings, secrets): {table: [row dict, ...]} read through `execute` (StateStore.execute)."""
+    return _read(execute, SETTINGS), _read(execute, SECRETS)
+
+
+def _read(execute, spec: dict[str, tuple[str, ...]]) -> dict:
+    out = {}
+    for table, columns in spec.items():
+        present = [c for c in columns if c in existing_columns(execute, table)]
+        if not present:
+            continue
+        rows = execute(f"SELECT {', '.join(present)} FROM {table} ORDER BY rowid")
+        out[table] = [dict(zip(present, tuple(row))) for row in rows]
+    return out
