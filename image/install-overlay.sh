@@ -15,6 +15,8 @@ copytree() {   # copytree SRC DEST: copy without caches, tests' node_modules, by
 if [ -d nox-modules ] && [ -n "$(ls -A nox-modules)" ]; then
   copytree nox-modules /usr/lib/homework/nox-modules
   [ -d hwdb/python ] && copytree hwdb/python /usr/lib/homework/nox-modules   # hwdb_client, for hwdb_sync
+  # The link simulator is for the emulated home only; the image reads the real radio (radio).
+  rm -rf "$R/usr/lib/homework/nox-modules/homework/components/linksim"
   echo "installed nox-modules -> /usr/lib/homework/nox-modules"
 fi
 if [ -f nox-modules/homework/cli.py ]; then   # the admin CLI, over the controller's control socket

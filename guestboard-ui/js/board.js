@@ -152,7 +152,8 @@ HW.board = (function ($) {
     el.classList.toggle("private", !!d.private);
     el.title = d.private ? "This device uses a private (randomised) address, so it may look new on each network."
                          : (d.vendor || d.mac);
-    applyMetrics(el, d.metrics || {});
+    el.classList.toggle("wired", !!d.wired);     // issue 16: a lease on a wired port
+    applyMetrics(el, d.metrics || {}, d.leave_after);
   }
 
   function badge(cls, text) {
@@ -162,8 +163,11 @@ HW.board = (function ($) {
     return b;
   }
 
-  function applyMetrics(el, m) {
-    el.style.opacity = HW.labels.opacity(m.rssi);
+  function applyMetrics(el, m, leaveAfter) {
+    var now = Date.now() / 1000;
+    leaveAfter = leaveAfter || m.leave_after;
+    el.style.opacity = (HW.labels.opacity(m.rssi) * HW.labels.fade(m.seen_at, leaveAfter, now)).toFixed(3);
+    el.classList.toggle("departed", HW.labels.departed(m.seen_at, leaveAfter, now));
     el.style.setProperty("--scale", HW.labels.scale(m.bps).toFixed(3));
     el.classList.toggle("retrans", HW.labels.retransmitting(m.retrans));
     el.dataset.rssi = m.rssi === null || m.rssi === undefined ? "" : m.rssi;
@@ -218,8 +222,16 @@ HW.board = (function ($) {
     if (!d) return;
     d.metrics = m;
     var el = labels.get(mac);
-    if (el) applyMetrics(el, m);
+    if (el) applyMetrics(el, m, d.leave_after);
   }
+
+  /* Time passes without events while a device is away: re-apply the fade every few seconds. */
+  setInterval(function () {
+    labels.forEach(function (el, mac) {
+      var d = devices.get(mac);
+      if (d && d.metrics && d.metrics.seen_at) applyMetrics(el, d.metrics, d.leave_after);   // radio-heard only
+    });
+  }, 2000);
 
   /* -- drag and tap, delegated -------------------------------------------------------- */
   function zoneAt(x, y) {

@@ -18,6 +18,18 @@ HW.labels = (function () {
     return 1 + clamp(Math.log10(1 + bps / 1000) / 3, 0, 1);
   }
 
+  /* Leaving (issue 16): a device unseen (no traffic, not associated) since `seenAt` fades
+     from full to 0.3x over `leaveAfter` seconds, then counts as departed (it leaves the
+     board's middle) until it is seen again. No seen time (no radio, no traffic yet): no fade. */
+  var FADE_FLOOR = 0.3, UNSEEN_GRACE = 5;
+  function unseenFor(seenAt, now) { return seenAt ? Math.max(0, now - seenAt) : 0; }
+  function fade(seenAt, leaveAfter, now) {
+    var unseen = unseenFor(seenAt, now);
+    if (unseen <= UNSEEN_GRACE) return 1;
+    return 1 - (1 - FADE_FLOOR) * clamp(unseen / (leaveAfter || 600), 0, 1);
+  }
+  function departed(seenAt, leaveAfter, now) { return !!seenAt && unseenFor(seenAt, now) >= (leaveAfter || 600); }
+
   /* Retransmissions -> red highlight once more than 10% of frames are retried. */
   function retransmitting(retrans) { return (retrans || 0) > 0.1; }
 
@@ -37,6 +49,7 @@ HW.labels = (function () {
     if (d.label_source === "mac" && !d.private) parts.push("unknown maker");
     if (d.owner) parts.push(d.owner);
     if (d.type) parts.push(d.type);
+    if (d.wired) parts.push("wired");      /* issue 16: no signal to show */
     /* over a usage limit (issue 14): a block wins over a slow-down, as in the switch */
     if (d.usage_blocked) parts.push("blocked: usage limit");
     else if (d.usage_slowed) parts.push("slowed: usage limit");
@@ -59,5 +72,6 @@ HW.labels = (function () {
   }
 
   return { opacity: opacity, scale: scale, retransmitting: retransmitting, bytes: bytes,
-           subtitle: subtitle, clamp: clamp, paused: paused, clock: clock };
+           subtitle: subtitle, clamp: clamp, paused: paused, clock: clock,
+           fade: fade, departed: departed };
 })();

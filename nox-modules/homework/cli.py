@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     cli_schedules.add_parsers(sub)       # issue 17: schedule, pause, resume, rules' --schedule
     cli_parity.add_parsers(sub)          # issue 17: group decisions, pre-approval, household-rule
     cli_blocklists.add_parsers(sub)      # issue 17: blocklist add/list/refresh/remove, safe-search
-    cli_backup.add_parsers(sub)          # issue 18: backup, restore
+    cli_backup.add_parsers(sub)          # issue 18: backup, restore, factory-reset
     raw = sub.add_parser("call", help="call any controller command with key=value arguments")
     raw.add_argument("command")
     raw.add_argument("args", nargs="*")
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         scheduled = cli_schedules.run(args, call, args.socket)
         parity = cli_parity.run(args, call, args.socket) if scheduled is None else None
         listed = cli_blocklists.run(args, call, args.socket) if scheduled is None and parity is None else None
-        backed = cli_backup.run(args, call, args.socket) if args.cmd in ("backup", "restore") else None
+        backed = cli_backup.run(args, call, args.socket) if args.cmd in ("backup", "restore", "factory-reset") else None
         if backed is not None:
             scheduled = backed
         if scheduled is not None:

@@ -1,7 +1,8 @@
 """The CLI's backup and restore (issue 18; components/backup):
 
     homework backup --out FILE [--passphrase-file F]     (asks for the passphrase twice if no file)
-    homework restore FILE [--passphrase-file F]
+    homework restore FILE [--passphrase-file F]          (the controller then restarts by itself)
+    homework factory-reset --yes                          (erase the controller's state, restart)
 
 The file holds encrypted secrets but readable settings (device names, rules): it is
 written readable by its owner only.
@@ -17,9 +18,12 @@ def add_parsers(sub) -> None:
     backup = sub.add_parser("backup", help="save the settings to a file (secrets encrypted with a passphrase)")
     backup.add_argument("--out", required=True, help="the file to write, e.g. homework-backup-2026-11-23.hwbak")
     backup.add_argument("--passphrase-file", help="read the passphrase from this file's first line")
-    restore = sub.add_parser("restore", help="replace the settings with a backup's (then restart the controller)")
+    restore = sub.add_parser("restore", help="replace the settings with a backup's (the controller then restarts)")
     restore.add_argument("file")
     restore.add_argument("--passphrase-file", help="read the passphrase from this file's first line")
+    reset = sub.add_parser("factory-reset", help="erase every device, rule, token and setting of the controller "
+                                                 "(not the admin password file) and restart it")
+    reset.add_argument("--yes", action="store_true", help="really erase everything (required)")
 
 
 def _passphrase(path: str | None, confirm: bool) -> str:
@@ -53,4 +57,8 @@ def run(args, call, sock: str):
         passphrase = _passphrase(args.passphrase_file, confirm=False)
         return call(sock, "restore", timeout=60.0, passphrase=passphrase,
                     path=os.path.abspath(args.file)), print_restore
+    if args.cmd == "factory-reset":
+        if not args.yes:
+            raise RuntimeError("factory-reset erases every device, rule and token: add --yes to do it")
+        return call(sock, "factory-reset", confirm="erase everything"), lambda r: print(r["note"])
     return None

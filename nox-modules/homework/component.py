@@ -45,6 +45,8 @@ class Context:
         # Health of the daemons components talk to: name -> fn() -> up? (metrics shows them).
         self.health: dict[str, Callable[[], bool]] = {}
         self.count = self.counters.count
+        # restart(why): restart the controller in place soon (main.py wires it; None in tests).
+        self.restart: Callable[[str], None] | None = None
 
     def component(self, name: str) -> "Component | None":
         return self.components.get(name)

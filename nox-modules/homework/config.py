@@ -30,6 +30,7 @@ KNOWN_COMPONENTS = ("dhcp", "routing", "dns", "eapol", "hwdb_sync", "api", "link
 KNOWN_COMPONENTS += ("schedules",)     # issue 17: bedtime windows and pauses
 KNOWN_COMPONENTS += ("blocklists",)    # issue 17: blocklist subscriptions and safe-search
 KNOWN_COMPONENTS += ("backup",)        # issue 18: settings backup and restore
+KNOWN_COMPONENTS += ("radio",)         # issue 16: the real radio's link monitor
 IFNAME = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
 CURRENT_VERSION = 2
 
@@ -234,6 +235,14 @@ KEYS: tuple[Key, ...] = (
         int_range(60, 30 * 86400)),
     Key("linksim.interval", "linksim_interval", int, 2, "seconds between simulated link reports",
         int_range(1, 3600)),
+    Key("radio.interfaces", "radio_interfaces", list, [], "Wi-Fi interfaces whose stations are read; [] = none",
+        lan_ports),
+    Key("radio.interval", "radio_interval", int, 1, "seconds between station dumps", int_range(1, 3600)),
+    Key("radio.station_dump_command", "radio_station_dump_command", str, "iw dev {ifname} station dump",
+        "command printing one interface's stations in `iw station dump` format ({ifname} is replaced)"),
+    Key("radio.leave_after", "radio_leave_after", int, 600,
+        "seconds a device may stay unseen (no traffic, not associated) before its label leaves the board's middle",
+        int_range(10, 7 * 86400)),
     Key("eapol.hostapd_ctrl", "hostapd_ctrl", str, "", "hostapd's control socket; '' = none"),
     Key("eapol.hostapd_deny_file", "hostapd_deny_file", str, "", "hostapd's deny list file"),
     Key("eapol.hostapd_port", "hostapd_port", str, "", "bridge port of hostapd's interface; '' = LOCAL",

@@ -12,6 +12,7 @@ import threading
 import time
 from typing import Callable, Iterable
 
+from . import factory_reset, system
 from .bus import EventBus
 from .commands import Commands, register_core_commands
 from .component import Component, Context
@@ -61,6 +62,8 @@ class Core:
         self.commands = Commands()
         self.ctx.commands = self.commands
         register_core_commands(self)
+        factory_reset.register(self)        # issue 18
+        system.register(self)               # issue 18: system-info, set-timezone
         self.components: list[Component] = []
         self._dispatch: list[Component] = []
 

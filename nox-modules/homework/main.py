@@ -50,6 +50,7 @@ def main(argv: list[str] | None = None) -> None:
     from . import control
     from .adapter import osken_app
     from .core import Core
+    from .restart import InPlace
 
     def spawn_periodic(seconds, fn):
         def loop():
@@ -67,6 +68,8 @@ def main(argv: list[str] | None = None) -> None:
     core.load_components()
     control_server = control.ControlServer(core, config.control_socket)
     hub.spawn(control_server.serve_forever)
+    # Restore and factory reset restart the controller in place (restart.py).
+    core.ctx.restart = InPlace(lambda: (core.stop(), control_server.close()), hub.spawn_after)
 
     cfg.CONF(args=["--ofp-listen-host", config.of_listen, "--ofp-tcp-listen-port", str(config.of_port)],
              project="os_ken", default_config_files=[])

@@ -208,6 +208,12 @@ CREATE TABLE IF NOT EXISTS pauses (
     until REAL NOT NULL
 );
 """),
+    Step(9, "issue 18: router settings changed from the Guest Board (e.g. the time zone)", sql="""
+CREATE TABLE IF NOT EXISTS settings (
+    key TEXT PRIMARY KEY,               -- e.g. timezone; overrides the config file's value
+    value TEXT NOT NULL
+);
+"""),
 )
 LATEST = STEPS[-1].number
 assert [s.number for s in STEPS] == list(range(1, LATEST + 1))

@@ -4,9 +4,9 @@ admin CLI; udhcpc, TCP connects and dig in device namespaces.
 
 Two devices are permitted and named, one gets a DNS deny rule, the other a schedule; a
 backup is made with the CLI; a factory reset (controller stopped, its state dir deleted,
-started again) makes them pending strangers; the restore (plus the controller restart it
-asks for) gives them back the internet and the rule applies again. A tampered file is
-refused and nothing changes."""
+started again) makes them pending strangers; the restore restarts the controller in place
+by itself (same PID, the switch reconnects) and gives them back the internet and the rule
+applies again. A tampered file is refused and nothing changes."""
 from __future__ import annotations
 
 import json
@@ -53,6 +53,17 @@ def restart(lab, reset: bool = False) -> None:
     _wait("controller -> dnsd link", lambda: home.controller_log().count("policy snapshot sent") > sent, 15)
 
 
+def comes_back_by_itself(lab, sent: int, pid: int) -> None:
+    """The controller restarted in place (restart.py): the process the harness started
+    is still the one running (exec, not exit), it holds the switch again and has given
+    dnsd its policy again."""
+    home = lab.home
+    _wait("the controller restarts by itself",
+          lambda: home.controller_log().count("policy snapshot sent") > sent, 20)
+    assert home.controller_running() and home._controller.pid == pid
+    home.wait_connected()
+
+
 def states(lab) -> dict:
     return {d["mac"]: d["state"] for d in json.loads(lab.homework("--json", "devices"))}
 
@@ -80,9 +91,11 @@ def test_backup_factory_reset_restore(lab, tmp_path):
     wait_until(lambda: states(lab) == {a.mac: "pending", b.mac: "pending"}, 20, "both are strangers again")
     assert not web_ok(a) and not web_ok(b)
 
+    sent, pid = home.controller_log().count("policy snapshot sent"), home._controller.pid
     out = lab.homework("restore", str(backup), "--passphrase-file", str(secret))
-    assert "restored" in out and "restart the controller" in out
-    restart(lab)
+    assert "restored" in out and "restarting" in out
+    comes_back_by_itself(lab, sent, pid)
+    assert "restarting the controller in place" in home.controller_log()
     for dev in (a, b):
         dev.renew()
     wait_until(lambda: web_ok(a) and web_ok(b), 20, "the restored devices reach the internet again")

@@ -62,7 +62,8 @@ class Driver:
             from homelab.dns import DnsLab
             self.dns_lab = DnsLab(self.home).start()
         return {"ready": True, "url": self.web.url, "password": self.home.admin_password,
-                "run_id": self.home.run_id, "web": f"http://{WEB_ADDR}/"}
+                "run_id": self.home.run_id, "web": f"http://{WEB_ADDR}/",
+                "password_file": str(getattr(self.home, "admin_password_file", ""))}   # issue 18: factory reset
 
     def dev(self, req):
         return self.devices[req["dev"]]

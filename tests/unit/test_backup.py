@@ -63,10 +63,13 @@ def test_round_trip_onto_a_fresh_router(configured, tmp_path, clock):
 
     fresh = router(tmp_path / "new", clock)
     assert fresh.commands.call("devices") == []
+    asked = []
+    fresh.ctx.restart = asked.append                     # main.py wires restart.InPlace here
     result = fresh.commands.call("restore", passphrase=PASS, backup=json.loads(text))
-    assert result["restart_required"] and result["restored"]["devices"] == 2
+    assert result["restarting"] and result["restored"]["devices"] == 2 and "restarting" in result["note"]
+    assert asked == ["settings restored from a backup"]
     fresh.stop()
-    restarted = router(tmp_path / "new", clock)          # the controller restart the restore asks for
+    restarted = router(tmp_path / "new", clock)          # what the in-place restart does
     states = {d["mac"]: (d["state"], d["name"], d["owner"]) for d in restarted.commands.call("devices")}
     assert states == {MAC: ("permitted", "Laptop", "Ana"), MAC2: ("denied", "", "")}
     rules = restarted.commands.call("dns-rules")
@@ -190,7 +193,8 @@ def test_api_backup_is_a_download_and_restore_reports_errors(configured):
     assert api.call("POST", "restore", {"passphrase": PASS}, token=admin).status_int == 400
     assert api.call("POST", "backup", {"passphrase": 5}, token=admin).status_int == 400
     r = api.call("POST", "restore", {"passphrase": PASS, "backup": doc}, token=admin)
-    assert r.status_int == 200 and r.json["restart_required"], r.text
+    assert r.status_int == 200 and r.json["restarting"] is False, r.text     # no ctx.restart here
+    assert "systemctl restart" in r.json["note"]
 
 
 def test_only_the_restore_route_takes_a_large_body(configured):

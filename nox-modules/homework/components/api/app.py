@@ -33,6 +33,7 @@ from . import blocklists as blocklist_routes
 from . import schedules as schedule_routes
 from . import parity
 from . import backup as backup_routes
+from . import system as system_routes
 from .stream import StreamLimit
 
 log = logging.getLogger("homework.api")
@@ -136,6 +137,7 @@ class ApiApp:
         parity.add_routes(self)            # issue 17: group decisions, dns-mode (parity.py)
         blocklist_routes.add_routes(self)  # issue 17: blocklists and safe-search (blocklists.py)
         backup_routes.add_routes(self)     # issue 18: backup and restore (backup.py)
+        system_routes.add_routes(self)     # issue 18: factory reset, system, time zone (system.py)
 
     def _add(self, method: str, path: str, handler: Callable, access: str, max_body: int = MAX_BODY) -> None:
         self.routes.append(Route(method, re.compile(f"^{re.escape(PREFIX)}{path}$"), handler, access, max_body))

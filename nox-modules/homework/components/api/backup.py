@@ -1,7 +1,7 @@
 """Backup and restore of the settings in the ws.v1 API (issue 18; components/backup):
 
     POST /ws.v1/backup    {"passphrase"}            -> the .hwbak file, as a download
-    POST /ws.v1/restore   {"passphrase", "backup"}  -> what was restored; the controller must restart
+    POST /ws.v1/restore   {"passphrase", "backup"}  -> what was restored; the controller restarts in place
 
 Admin only: a backup holds every device decision and, encrypted, the password and token
 hashes. A wrong passphrase, a changed or damaged file, a backup of a newer release or

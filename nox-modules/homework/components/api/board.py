@@ -40,11 +40,14 @@ class Metrics:
     today: int = 0                # bytes since local midnight
     day: str = ""
     traffic_at: float = 0.0
+    seen_at: float = 0.0          # issue 16: last time the radio heard it; 0 = never (wired: no fading)
+    leave_after: int = 600        # issue 16: [radio] leave_after, so labels heard only by the radio fade too
     alerts: deque = field(default_factory=lambda: deque(maxlen=MAX_ALERTS))
 
     def as_dict(self) -> dict:
         return {"rssi": self.rssi, "retrans": round(self.retrans, 4), "link_at": self.link_at,
-                "bps": round(self.bps, 1), "today_bytes": self.today}
+                "bps": round(self.bps, 1), "today_bytes": self.today, "seen_at": self.seen_at,
+                "leave_after": self.leave_after}
 
 
 class Board:
@@ -59,7 +62,7 @@ class Board:
         if m is None:
             if len(self._metrics) >= MAX_LINK_ONLY * 4:
                 self._forget_stale()
-            m = self._metrics[mac] = Metrics()
+            m = self._metrics[mac] = Metrics(leave_after=getattr(self.ctx.config, "radio_leave_after", 600))
         return m
 
     def _forget_stale(self) -> None:
@@ -76,7 +79,10 @@ class Board:
             packets, retries, nbytes = (_int(ev.get(k)) for k in ("packets", "retries", "bytes"))
             if m.packets is not None and packets is not None and retries is not None and m.retries is not None:
                 dp, dr = packets - m.packets, retries - m.retries
-                m.retrans = (dr / dp) if dp > 0 and dr >= 0 else 0.0
+                # No frames since the last report (a real station idling between two polls): no
+                # new evidence, so the last share stands instead of the red blinking off.
+                if dp > 0:
+                    m.retrans = dr / dp if dr >= 0 else 0.0
             if nbytes is not None and m.link_bytes is not None:
                 self._count(m, max(0, nbytes - m.link_bytes), now)
             elif nbytes is not None:
@@ -85,6 +91,8 @@ class Board:
             if ev.get("rssi") is not None:
                 m.rssi = float(ev["rssi"])
             m.link_at = now
+            # The radio says when the station was last active (inactive time); the simulator does not.
+            m.seen_at = max(m.seen_at, float(ev.get("seen_at") or now))
             return m
 
     def on_bandwidth(self, ev: dict) -> Metrics:

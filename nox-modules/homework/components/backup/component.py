@@ -1,15 +1,16 @@
 """Backup and restore of the settings (issue 18).
 
     backup  {passphrase}            -> {"filename", "document"}: the .hwbak file's JSON
-    restore {passphrase, backup | path} -> {"restored": {table: rows}, "restart_required": true}
+    restore {passphrase, backup | path} -> {"restored": {table: rows}, "restarting": true, "note"}
 
 The settings are read from state.db through the state store (contents.py), packed with
 the secrets encrypted (fileformat.py), and a restore checks the format, the schema, the
 integrity and every row (validate.py) before it writes anything, in one transaction
 (apply.py). The components keep some settings in memory (devices, DNS policy, schedules,
-tokens), read at start: rather than teach each of them to reload, a restore tells the
-caller the controller must restart (systemctl restart homework-controller); the restored
-settings then come in through every component's own load path.
+tokens), read at start: rather than teach each of them to reload, a restore restarts the
+controller in place a moment after answering (restart.py, ctx.restart); the restored
+settings then come in through every component's own load path. Without ctx.restart (a
+core built in a test) the answer says restarting: false and asks for a restart.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from .validate import validate
 
 log = logging.getLogger(__name__)
 RESTART_NOTE = "restart the controller (systemctl restart homework-controller) to use the restored settings"
+RESTARTING_NOTE = "restarting: the controller restarts now to use the restored settings (back in a few seconds)"
 
 
 class Backup(Component):
@@ -60,5 +62,9 @@ class Backup(Component):
             raise CommandError(f"backup: rows that cannot go together ({exc}): nothing restored") from None
         log.warning("settings restored from a backup made %s (schema %s, software %s): %s",
                     doc.get("created"), doc.get("schema"), doc.get("software"), written)
+        restarting = self.ctx.restart is not None
+        if restarting:
+            self.ctx.restart("settings restored from a backup")
         return {"restored": written, "created": doc.get("created"), "schema": doc.get("schema"),
-                "software": doc.get("software"), "restart_required": True, "note": RESTART_NOTE}
+                "software": doc.get("software"), "restarting": restarting,
+                "note": RESTARTING_NOTE if restarting else RESTART_NOTE}

@@ -19,6 +19,7 @@ SETTINGS: dict[str, tuple[str, ...]] = {
     "blocklists": ("url", "owner", "enabled", "added"),    # the names are fetched again
     "usage_limits": ("target", "period", "allowance", "action", "rate"),
     "usage_cap": ("id", "cap", "billing_day"),
+    "settings": ("key", "value"),                          # the board's time zone (migration 9)
 }
 SECRETS: dict[str, tuple[str, ...]] = {
     "api_admin": ("id", "password_hash", "changed"),

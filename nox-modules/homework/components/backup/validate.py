@@ -181,5 +181,5 @@ CHECKS = {
     "devices": _device, "dns_rules": _dns_rule, "dns_modes": lambda r: (_mac(r["mac"]), _choice(
         r["mode"], "mode", ("denylist", "allowlist"))),
     "dns_options": _option, "schedules": _schedule, "pauses": _pause, "blocklists": _blocklist,
-    "usage_limits": _limit, "usage_cap": _cap, "api_admin": _admin, "api_tokens": _token, "webhooks": _webhook,
+    "usage_limits": _limit, "usage_cap": _cap, "settings": _option, "api_admin": _admin, "api_tokens": _token, "webhooks": _webhook,
 }

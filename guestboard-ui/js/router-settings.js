@@ -1,0 +1,82 @@
+/* The settings page's "Router" section (issue 18): the software version, uptime, time
+   zone, state schema and update slot (GET /ws.v1/system); set the time zone (the
+   controller restarts in place to use it), change the admin password (every session
+   ends: log in again), and a factory reset behind a typed confirmation. Runs on its own:
+   the section is inside #settings, shown after login (js/settings.js). */
+(function ($) {
+  "use strict";
+
+  var CONFIRM = "erase everything";
+  var BACK_AFTER_MS = 4000;        // the in-place restart takes a few seconds
+
+  function say($form, which, text) { $form.find("." + which).text(text || ""); }
+
+  function duration(seconds) {
+    var d = Math.floor(seconds / 86400), h = Math.floor(seconds % 86400 / 3600), m = Math.floor(seconds % 3600 / 60);
+    return d ? d + " d " + h + " h" : h ? h + " h " + m + " min" : m + " min";
+  }
+
+  function load() {
+    HW.api.call("GET", "system").done(function (s) {
+      var $r = $("#router");
+      $r.find(".version").text(s.version);
+      $r.find(".uptime").text(duration(s.uptime));
+      $r.find(".timezone").text((s.timezone || "the system's") +
+        (s.timezone_source === "board" ? " (set here)" : " (from the configuration file)"));
+      $r.find(".schema").text(s.schema);
+      $r.find(".slot").text(s.update_slot);
+    });
+  }
+
+  function submitter(handler) {
+    return function (e) {
+      e.preventDefault();
+      var $form = $(this);
+      say($form, "error", "");
+      say($form, "status", "");
+      var request = handler($form, this.elements);
+      if (!request) return;
+      var $button = $form.find("button").prop("disabled", true);
+      request.fail(function (xhr) { say($form, "error", HW.api.errorText(xhr)); })
+        .always(function () { $button.prop("disabled", false); });
+    };
+  }
+
+  var setTimezone = submitter(function ($form, f) {
+    return HW.api.call("POST", "system/timezone", { timezone: f.timezone.value.trim() }).done(function (r) {
+      say($form, "status", "Time zone set to " + r.timezone + ". " + (r.note || ""));
+      setTimeout(load, BACK_AFTER_MS);
+    });
+  });
+
+  var changePassword = submitter(function ($form, f) {
+    return HW.api.call("POST", "password", { old: f.old.value, "new": f["new"].value }).done(function () {
+      $form[0].reset();
+      say($form, "status", "Password changed: every session ended, log in again with the new password.");
+    });
+  });
+
+  var factoryReset = submitter(function ($form, f) {
+    if (f.confirm.value !== CONFIRM) {
+      say($form, "error", "Type " + CONFIRM + " exactly to confirm.");
+      return null;
+    }
+    return HW.api.call("POST", "factory-reset", { confirm: CONFIRM }).done(function (r) {
+      $form[0].reset();
+      say($form, "status", "Factory reset: " + r.note + ". Log in again with the password on the router's label.");
+    });
+  });
+
+  $(function () {
+    $("#router-timezone").on("submit", setTimezone);
+    $("#router-password").on("submit", changePassword);
+    $("#router-reset").on("submit", factoryReset);
+    // The section loads once the page has logged in (settings.js shows #settings then).
+    var shown = false;
+    setInterval(function () {
+      var visible = !$("#settings").prop("hidden");
+      if (visible && !shown) load();
+      shown = visible;
+    }, 300);
+  });
+})(jQuery);

@@ -1,0 +1,1 @@
+from .monitor import RadioMonitor as COMPONENT  # noqa: F401

@@ -1,0 +1,85 @@
+"""Factory reset (issue 18): forget everything the household set up and start over.
+
+    factory-reset {confirm: "erase everything"} -> {"restarting": true, "note"}
+
+Once the controller has stopped (restart.py), every flow on the switch is deleted (a
+device the new start knows nothing of must not keep its forwarding), state.db (with its
+WAL) and the fetched blocklists are deleted, then the controller starts again in place on an empty database:
+every device is a stranger, every rule, schedule, limit, token and session is gone.
+Kept: what the router, not the household, owns in the state dir (the image's router.conf,
+Wi-Fi settings, TLS certificate, the ULA prefix, hwdb's log) and the initial admin
+password file: a reset router is logged into with the password on its label / from first
+boot, as a new one is. The image moves that file aside once the password was changed
+(homework-firstboot), so the reset puts it back.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from pathlib import Path
+
+from .commands import CommandError
+from .flows import FlowDelete
+
+log = logging.getLogger(__name__)
+CONFIRM = "erase everything"
+WIPED_FILES = ("state.db", "state.db-wal", "state.db-shm", "state.db-journal")
+WIPED_DIRS = ("blocklists",)
+FLUSH_SECONDS = 0.3      # lets the flow delete leave the send queue before the exec
+NOTE = "restarting: the controller erases its state and restarts now (back in a few seconds)"
+
+
+def check_confirmation(confirm) -> None:
+    if confirm != CONFIRM:
+        raise CommandError(f"factory reset: confirm with the exact phrase {CONFIRM!r}")
+
+
+def wipe(state_dir: Path, password_file: str = "") -> list[str]:
+    """Delete the controller's state in `state_dir` (the database must be closed); returns what went."""
+    gone = []
+    for name in WIPED_FILES:
+        path = state_dir / name
+        if path.exists():
+            path.unlink()
+            gone.append(name)
+    for name in WIPED_DIRS:
+        path = state_dir / name
+        if path.is_dir():
+            shutil.rmtree(path)
+            gone.append(name + "/")
+    if password_file:
+        consumed = Path(password_file + ".consumed")
+        if consumed.exists() and not os.path.exists(password_file):
+            consumed.rename(password_file)        # the label's password works again
+            gone.append(consumed.name + " -> " + Path(password_file).name)
+    return gone
+
+
+def register(core) -> None:
+    ctx = core.ctx
+
+    def factory_reset(confirm=None) -> dict:
+        check_confirmation(confirm)
+        if ctx.restart is None:
+            raise CommandError("factory reset: this controller cannot restart itself (not started by main)")
+        config = ctx.config
+        pwfile = config.api_admin_password_file
+        if pwfile and not os.path.exists(pwfile) and not os.path.exists(pwfile + ".consumed"):
+            # The api component reads it at its first start: without it nobody could log in.
+            raise CommandError(f"factory reset refused: the admin password file {pwfile} is missing, "
+                               "and a reset router would have no admin password", 409)
+
+        def erase() -> None:
+            # Every flow goes: the restarted controller only resynchronises devices it has
+            # leases for, and the erased ones would keep their forwarding until then.
+            core.send([FlowDelete()])
+            time.sleep(FLUSH_SECONDS)     # eventlet's: the OpenFlow sender runs meanwhile
+            core.state.close()
+            gone = wipe(Path(config.state_dir), config.api_admin_password_file)
+            log.warning("factory reset: deleted %s", ", ".join(gone) or "nothing")
+        ctx.restart("factory reset", then=erase)
+        return {"restarting": True, "note": NOTE}
+
+    core.commands.register("factory-reset", factory_reset)

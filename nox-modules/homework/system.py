@@ -1,0 +1,83 @@
+"""The router's own facts and settings (issue 18): what the Guest Board's "Router" section shows.
+
+    system-info                      -> {version, uptime, timezone, timezone_source, schema, update_slot}
+    set-timezone {timezone}          -> {timezone, restarting}
+
+The time zone chosen on the board is kept in state.db (`settings`, migration 9) and
+overrides [router] timezone. Schedules, usage periods and DNS rule windows read the zone
+when they start, so setting it restarts the controller in place (restart.py); at every
+start the stored zone replaces the config file's before any component starts.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from . import __version__, migrations
+from .commands import CommandError
+
+VERSION_FILE = Path("/etc/homework/version")   # the image's stamp (install-overlay.sh): git describe
+UPDATE_SLOT = "single (A/B updates not built yet)"
+TIMEZONE_KEY = "timezone"
+MAX_ZONE = 64
+
+
+def software_version(stamp: Path = VERSION_FILE) -> str:
+    """The image's version stamp (first line), else the controller package's __version__."""
+    try:
+        first = stamp.read_text(encoding="utf-8").splitlines()[0].strip()
+    except (OSError, IndexError, UnicodeDecodeError):
+        first = ""
+    return first or __version__
+
+
+def check_zone(name) -> str:
+    if not isinstance(name, str) or not name or len(name) > MAX_ZONE:
+        raise CommandError("timezone: give an IANA time zone name like 'Europe/London'")
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise CommandError(f"timezone: unknown time zone {name!r} (an IANA name like 'Europe/London')") from None
+    return name
+
+
+def stored(state, key: str) -> str | None:
+    rows = state.execute("SELECT value FROM settings WHERE key=?", (key,))
+    return rows[0]["value"] if rows else None
+
+
+def register(core, version_file: Path = VERSION_FILE) -> None:
+    ctx = core.ctx
+    started = time.monotonic()
+    zone = stored(core.state, TIMEZONE_KEY)
+    if zone:
+        try:
+            check_zone(zone)
+        except CommandError:
+            zone = None      # a zone this system's tzdata no longer has: keep the file's
+    from_file = core.config.timezone
+    if zone:
+        core.config = ctx.config = dataclasses.replace(core.config, timezone=zone)
+
+    def system_info() -> dict:
+        return {"version": software_version(version_file), "uptime": int(time.monotonic() - started),
+                "timezone": ctx.config.timezone or "", "timezone_source": "board" if zone else "config",
+                "timezone_config": from_file or "", "schema": migrations.LATEST,
+                "update_slot": UPDATE_SLOT}
+
+    def set_timezone(timezone=None) -> dict:
+        check_zone(timezone)
+        with core.state.transaction() as st:
+            st.db.execute("INSERT INTO settings (key, value) VALUES (?, ?) "
+                          "ON CONFLICT(key) DO UPDATE SET value=excluded.value", (TIMEZONE_KEY, timezone))
+        restarting = ctx.restart is not None
+        if restarting:
+            ctx.restart(f"time zone set to {timezone}")
+        return {"timezone": timezone, "restarting": restarting,
+                "note": "restarting: schedules and usage use the new zone in a few seconds" if restarting
+                else "used from the controller's next start"}
+
+    core.commands.register("system-info", system_info)
+    core.commands.register("set-timezone", set_timezone)
