@@ -38,6 +38,24 @@ def emulated_home(config: dict | None = None, **kw):
         yield h
 
 
+def dns_web_lab(components: tuple[str, ...], extra: dict | None = None, **kw):
+    """A module's home with the whole DNS path (homework-dnsd, dnsmasq, these components),
+    lighttpd with the Guest Board and its API: yields the started homelab.dns.DnsLab
+    (its .home.web is the Web). `extra`: more config sections; `kw` go to web_home."""
+    from homelab import new_run_id
+    from homelab.dns import DnsLab, dns_config
+    from homelab.web import Web, have_web, web_home
+    why = _can_run_home() or have_web()
+    if why:
+        pytest.skip(why)
+    run_id = new_run_id()
+    config = dns_config(run_id, components)
+    config.update(extra or {})
+    with web_home(config=config, run_id=run_id, **kw) as home:
+        home.web = Web(home).start()
+        yield DnsLab(home).start()
+
+
 @pytest.fixture(scope="module")
 def home():
     yield from emulated_home()

@@ -18,10 +18,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from homelab import REPO, WEB_ADDR, new_run_id
-from homelab.dns import WEB, DnsLab, dns_config
+from homelab import REPO, WEB_ADDR
+from homelab.dns import WEB
 from homelab.routing import can_connect, wait_until
-from homelab.web import API_PORT, Web, api, have_web, web_home
+from homelab.web import API_PORT, api
 
 PRE_PERMITTED = "02:68:77:17:05:01"     # outside the homelab's own 02:68:77:01:xx:xx range
 PRE_BLACKLISTED = "02:68:77:17:05:02"
@@ -29,14 +29,8 @@ PRE_BLACKLISTED = "02:68:77:17:05:02"
 
 @pytest.fixture(scope="module")
 def lab():
-    from conftest import _can_run_home
-    why = _can_run_home() or have_web()
-    if why:
-        pytest.skip(why)
-    run_id = new_run_id()
-    with web_home(config=dns_config(run_id, ("dhcp", "routing", "dns")), run_id=run_id) as home:
-        home.web = Web(home).start()
-        yield DnsLab(home).start()
+    from conftest import dns_web_lab
+    yield from dns_web_lab(("dhcp", "routing", "dns"))
 
 
 @pytest.fixture(autouse=True)

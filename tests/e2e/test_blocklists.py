@@ -8,9 +8,8 @@ import time
 
 import pytest
 
-from homelab import new_run_id
-from homelab.dns import BLOCKED_WEB, NEW_ADDR, DnsLab, dns_config
-from homelab.web import Web, api, have_web, web_home
+from homelab.dns import BLOCKED_WEB, NEW_ADDR
+from homelab.web import api
 
 HOSTS = "# test hosts list\n127.0.0.1 localhost\n0.0.0.0 ads.new.test\n0.0.0.0 pixel.new.test metrics.new.test\n"
 ABP = "[Adblock Plus 2.0]\n! test list\n||tracker.new.test^\nexample.org##.banner\n@@||fine.tracker.new.test^\n"
@@ -18,15 +17,8 @@ ABP = "[Adblock Plus 2.0]\n! test list\n||tracker.new.test^\nexample.org##.banne
 
 @pytest.fixture(scope="module")
 def lab():
-    from conftest import _can_run_home
-    why = _can_run_home() or have_web()
-    if why:
-        pytest.skip(why)
-    run_id = new_run_id()
-    config = dns_config(run_id, ("dhcp", "routing", "dns", "blocklists"))
-    with web_home(config=config, run_id=run_id) as home:
-        home.web = Web(home).start()
-        yield DnsLab(home).start()
+    from conftest import dns_web_lab
+    yield from dns_web_lab(("dhcp", "routing", "dns", "blocklists"))
 
 
 def serve(lab, name: str, text: str) -> str:

@@ -9,22 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from homelab import new_run_id
-from homelab.dns import WEB, DnsLab, dns_config
-from homelab.web import Web, api, have_web, web_home
+from homelab.dns import WEB
+from homelab.web import api
 
 
 @pytest.fixture(scope="module")
 def lab():
-    from conftest import _can_run_home
-    why = _can_run_home() or have_web()
-    if why:
-        pytest.skip(why)
-    run_id = new_run_id()
-    config = dns_config(run_id, ("dhcp", "routing", "dns", "localnames", "hwdb_sync"))
-    with web_home(config=config, run_id=run_id, hwdb=True) as home:
-        home.web = Web(home).start()
-        yield DnsLab(home).start()
+    from conftest import dns_web_lab
+    yield from dns_web_lab(("dhcp", "routing", "dns", "localnames", "hwdb_sync"), hwdb=True)
 
 
 def wait_for(check, timeout=5.0, step=0.1):

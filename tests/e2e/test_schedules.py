@@ -13,10 +13,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from homelab import WEB_ADDR, new_run_id
-from homelab.dns import BLOCKED_WEB, WEB, DnsLab, dns_config
+from homelab import WEB_ADDR
+from homelab.dns import BLOCKED_WEB, WEB
 from homelab.routing import can_connect, gateway, wait_until
-from homelab.web import Web, api, have_web, web_home
+from homelab.web import api
 
 ZONE = "Europe/London"
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
@@ -24,17 +24,10 @@ DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
 @pytest.fixture(scope="module")
 def lab():
-    from conftest import _can_run_home
-    why = _can_run_home() or have_web()
-    if why:
-        pytest.skip(why)
-    run_id = new_run_id()
-    config = dns_config(run_id, ("dhcp", "routing", "dns", "schedules"))
-    config["router"] = {"timezone": ZONE}
-    config["schedules"] = {"check_interval": 1}     # a window's end is seen within a second
-    with web_home(config=config, run_id=run_id) as home:
-        home.web = Web(home).start()
-        yield DnsLab(home).start()
+    from conftest import dns_web_lab
+    yield from dns_web_lab(("dhcp", "routing", "dns", "schedules"),
+                           {"router": {"timezone": ZONE},
+                            "schedules": {"check_interval": 1}})    # a window's end is seen within a second
 
 
 @pytest.fixture(autouse=True)
