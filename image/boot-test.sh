@@ -523,7 +523,8 @@ else
 fi
 
 # ================================================================== Wi-Fi (mac80211_hwsim in the guest)
-log "Wi-Fi: two mac80211_hwsim radios loaded at boot 2 (homework-test-hwsim): hostapd (nl80211, WPA2) on wlan0, wpa_supplicant on wlan1 in a guest namespace"
+log "Wi-Fi: three mac80211_hwsim radios loaded at boot 2 (homework-test-hwsim): hostapd (nl80211, WPA2) on wlan0, wpa_supplicant on wlan1 in a guest namespace, a prober on wlan2 in another"
+PROBE_MAC=""
 check "Wi-Fi interface found at boot: wlan0 on br0, hostapd active, controller config lists it" \
   g "grep -q 'wlan0' /run/homework/interfaces.env && ovs-vsctl list-ports br0 | grep -qx wlan0 && systemctl is-active -q homework-hostapd@wlan0 && grep -q '\"wlan0\"' /run/homework/homework.toml"
 GT=90 g "$(cat <<EOF
@@ -570,6 +571,65 @@ if [ "$WIFI_OK" = yes ]; then
      && grep -q 'lease of 10\.2\.' "$ART/wifi-dhcp.log" && [ "$(device_state "$STA_MAC")" = permitted ]; then
     pass "Wi-Fi station gets a /30 after approval ($(grep -o '10\.2\.[0-9.]*' "$ART/wifi-dhcp.log" | head -1), state permitted)"
   else fail "Wi-Fi station gets a /30 after approval" "see $ART/wifi-dhcp.log"; fi
+  # issue 16: the radio component reads the kernel's station dump into hwdb's Links
+  sta_view() {  # sta_view MAC FIELD: one field of the device view (homework --json status)
+    g "homework --json status $1" 2>/dev/null | python3 -c 'import json,sys
+try:
+    d=json.load(sys.stdin); d=d[0] if isinstance(d,list) else d; v=d.get(sys.argv[1]); print("" if v is None else v)
+except Exception: print("")' "$2"
+  }
+  GT=40 g "for i in \$(seq 1 30); do hwdb --json -q \"select mac, rssi from Links [range 30 seconds] where mac = '$STA_MAC'\" > /run/sta-links.json && grep -q '\"rssi\"' /run/sta-links.json && break; sleep 1; done; cat /run/sta-links.json; echo; iw dev wlan0 station dump" >"$ART/wifi-links.log" 2>&1
+  RSSI=$(head -1 "$ART/wifi-links.log" | python3 -c 'import json,sys
+try: print(min(r["rssi"] for r in json.load(sys.stdin)["rows"]))
+except Exception: print("")' 2>/dev/null)
+  if [ -n "$RSSI" ] && python3 -c "import sys; sys.exit(not -100 < float('$RSSI') < 0)"; then
+    pass "hwdb's Links has rows for the station $STA_MAC with a real signal from the kernel's station dump (rssi $RSSI dBm)"
+  else fail "hwdb's Links has rows for the Wi-Fi station with a negative dBm signal" "rssi '$RSSI'; see $ART/wifi-links.log"; fi
+  STA_RADIO=$(sta_view "$STA_MAC" radio); STA_BAND=$(sta_view "$STA_MAC" band)
+  if [ "$STA_RADIO" = wlan0 ]; then
+    pass "the station's device view says radio $STA_RADIO${STA_BAND:+, band $STA_BAND}"
+  else fail "the station's device view names its radio (wlan0)" "radio '$STA_RADIO' band '$STA_BAND'"; fi
+  # issue 16: a radio that only probes (wlan2, its own guest namespace) is heard, not associated
+  PROBE_MAC=00:16:3e:16:00:02   # wlan2 gets it: a vendor's MAC (hwsim's own 02:... are randomised ones, grouped)
+  GT=30 g "$(cat <<EOF
+set -e
+ip netns add probe
+iw phy \$(cat /sys/class/net/wlan2/phy80211/name) set netns name probe
+ip netns exec probe ip link set wlan2 address $PROBE_MAC
+ip netns exec probe ip link set wlan2 up
+setsid sh -c 'while :; do ip netns exec probe iw dev wlan2 scan >/dev/null 2>&1; sleep 1; done' </dev/null >/dev/null 2>&1 &
+echo \$! > /run/probe-loop.pid
+EOF
+)" >"$ART/wifi-probe.log" 2>&1
+  # 30 s from the first probe (the loop is timed: a CLI call alone takes seconds under TCG)
+  GT=60 g "end=\$(( \$(date +%s) + 30 )); while [ \$(date +%s) -lt \$end ]; do homework --json nearby > /run/nearby.json 2>&1 && grep -qi '$PROBE_MAC' /run/nearby.json && break; sleep 1; done; cat /run/nearby.json; echo; echo stations:; iw dev wlan0 station dump | grep -i '^Station'" >>"$ART/wifi-probe.log" 2>&1
+  if grep -qi "\"mac\": *\"$PROBE_MAC\"" "$ART/wifi-probe.log" && ! grep -qi "^Station $PROBE_MAC" "$ART/wifi-probe.log"; then
+    pass "a probing, non-associated radio ($PROBE_MAC, iw scan on wlan2) is in homework nearby within 30 s"
+  else
+    fail "a probing radio appears in homework nearby within 30 s, not associated" "see $ART/wifi-probe.log"
+    # what hostapd's control socket says meanwhile (its events go to the action script)
+    GT=60 g "$(cat <<'EOF'
+echo "probe loop: $(cat /run/probe-loop.pid) $(pgrep -af 'iw dev wlan2' | head -3)"
+ip netns exec probe ip link show wlan2; ip netns exec probe iw dev wlan2 info
+printf '#!/bin/sh\necho "$*" >> /run/hostapd-events.log\n' > /run/hostapd-ev.sh; chmod +x /run/hostapd-ev.sh
+timeout 15 hostapd_cli -p /run/hostapd -i wlan0 -a /run/hostapd-ev.sh & sleep 1
+ip netns exec probe iw dev wlan2 scan 2>&1 | grep -E 'BSS |SSID|failed' | head -5
+wait; echo "hostapd events:"; cat /run/hostapd-events.log
+journalctl -u homework-controller --no-pager | grep -i 'radio\|nearby\|hostapd' | tail -20
+EOF
+)" >>"$ART/wifi-probe.log" 2>&1
+  fi
+  # issue 16: the station leaves: its station-dump entry goes and radio_seen_at stops advancing
+  SEEN0=$(sta_view "$STA_MAC" radio_seen_at)
+  GT=60 g "$sta_dhcp; sleep 2" >>"$ART/wifi-leave.log" 2>&1   # frames from the station: it is heard again
+  SEEN1=$(sta_view "$STA_MAC" radio_seen_at)
+  GT=30 g "ip netns exec sta wpa_cli -p /run/sta-wpa -i wlan1 disconnect; for i in \$(seq 1 20); do iw dev wlan0 station dump | grep -qi '^Station $STA_MAC' || { echo gone; break; }; sleep 0.5; done; sleep 2" >>"$ART/wifi-leave.log" 2>&1
+  SEEN2=$(sta_view "$STA_MAC" radio_seen_at); sleep 5; SEEN3=$(sta_view "$STA_MAC" radio_seen_at)
+  echo "radio_seen_at: before traffic $SEEN0, after $SEEN1, after leaving $SEEN2, 5 s later $SEEN3" >>"$ART/wifi-leave.log"
+  if grep -qx gone "$ART/wifi-leave.log" && [ -n "$SEEN2" ] && [ "$SEEN2" = "$SEEN3" ] &&
+     python3 -c "import sys; sys.exit(not float('$SEEN0') < float('$SEEN1'))" 2>/dev/null; then
+    pass "the station disconnects: gone from wlan0's station dump, radio_seen_at stops advancing (it advanced while associated)"
+  else fail "a disconnected station leaves the station dump and its radio_seen_at stops advancing" "see $ART/wifi-leave.log"; fi
   if decide blacklist "$STA_MAC" >/dev/null; then
     GT=60 g "ip netns exec sta wpa_cli -p /run/sta-wpa -i wlan1 disconnect >/dev/null; sleep 1; ip netns exec sta wpa_cli -p /run/sta-wpa -i wlan1 reconnect >/dev/null; sleep 15; ip netns exec sta wpa_cli -p /run/sta-wpa -i wlan1 status" >"$ART/wifi-blacklist.log" 2>&1
     if grep -q 'wpa_state=COMPLETED' "$ART/wifi-blacklist.log"; then
@@ -577,6 +637,37 @@ if [ "$WIFI_OK" = yes ]; then
     else pass "blacklisted station cannot complete its key handshake ($(grep -o 'wpa_state=[A-Z_0-9]*' "$ART/wifi-blacklist.log"))"; fi
   else fail "blacklist the station" "the API refused"; fi
 fi
+
+# issue 18: the settings page's Wi-Fi passphrase change (POST /ws.v1/wifi) restarts the AP
+NEW_PSK="boot-test new passphrase 18"
+api_json() {  # api_json METHOD PATH JSON (no single quotes in it): like api, with a body
+  g "curl -sk -m 30 -b /run/boottest-cookies -H 'X-CSRF-Token: $API_CSRF' -H 'Content-Type: application/json' -X $1 -d '$3' -w '\nHTTP %{http_code}\n' https://127.0.0.1/ws.v1$2"
+}
+sta_try() {  # sta_try PASSPHRASE SECONDS: wpa_supplicant on wlan2 (namespace probe); prints its wpa_state
+  GT=$(( $2 + 20 )) g "$(cat <<EOF
+kill \$(cat /run/probe-loop.pid 2>/dev/null) 2>/dev/null; [ -f /run/probe-wpa.pid ] && kill \$(cat /run/probe-wpa.pid) 2>/dev/null; sleep 0.5
+printf 'ctrl_interface=/run/probe-wpa\nnetwork={\n ssid="%s"\n psk="%s"\n key_mgmt=WPA-PSK\n proto=RSN\n}\n' '$SSID' '$1' > /run/probe-wpa.conf
+ip netns exec probe wpa_supplicant -B -D nl80211 -i wlan2 -c /run/probe-wpa.conf -P /run/probe-wpa.pid -f /run/probe-wpa.log
+for i in \$(seq 1 $(( $2 * 2 ))); do ip netns exec probe wpa_cli -p /run/probe-wpa -i wlan2 status | grep -q wpa_state=COMPLETED && break; sleep 0.5; done
+ip netns exec probe wpa_cli -p /run/probe-wpa -i wlan2 status | grep -o 'wpa_state=[A-Z_0-9]*'
+kill \$(cat /run/probe-wpa.pid); rm -f /run/probe-wpa.pid; sleep 0.5
+EOF
+)" 2>>"$ART/wifi-passphrase-err.log" | tr -d '\r' | tee -a "$ART/wifi-passphrase.log" | tail -1
+}
+if [ -n "$PROBE_MAC" ] && { [ -n "$API_CSRF" ] || api_login; }; then
+  out=$(api_json POST /wifi "{\"ssid\": \"$SSID\", \"passphrase\": \"short77\"}"); echo "short passphrase: $out" >>"$ART/wifi-passphrase.log"
+  if echo "$out" | grep -q '^HTTP 400' && echo "$out" | grep -q 'passphrase'; then
+    pass "POST /ws.v1/wifi refuses a 7-character passphrase (400 with a message)"
+  else fail "POST /ws.v1/wifi refuses a 7-character passphrase" "see $ART/wifi-passphrase.log"; fi
+  out=$(api_json POST /wifi "{\"ssid\": \"$SSID\", \"passphrase\": \"$NEW_PSK\"}"); echo "change: $out" >>"$ART/wifi-passphrase.log"
+  GT=40 g "for i in \$(seq 1 30); do curl -sk -m 5 -b /run/boottest-cookies https://127.0.0.1/ws.v1/wifi | grep -q '\"ok\": *true' && break; sleep 1; done; curl -sk -m 5 -b /run/boottest-cookies https://127.0.0.1/ws.v1/wifi" >>"$ART/wifi-passphrase.log" 2>&1
+  if echo "$out" | grep -q '^HTTP 200' && ! echo "$out" | grep -qF "$NEW_PSK"; then
+    NEW_STATE=$(sta_try "$NEW_PSK" 30); OLD_STATE=$(sta_try "$PSK" 15)
+    if [ "$NEW_STATE" = wpa_state=COMPLETED ] && [ -n "$OLD_STATE" ] && [ "$OLD_STATE" != wpa_state=COMPLETED ]; then
+      pass "after POST /ws.v1/wifi a station with the new passphrase associates (COMPLETED), one with the old does not ($OLD_STATE)"
+    else fail "the new Wi-Fi passphrase is used: new associates, old does not" "new '$NEW_STATE', old '$OLD_STATE'; see $ART/wifi-passphrase.log"; fi
+  else fail "POST /ws.v1/wifi changes the passphrase (200, passphrase not echoed)" "see $ART/wifi-passphrase.log"; fi
+else fail "change the Wi-Fi passphrase through the API" "no prober radio or no API login; see $ART/wifi-probe.log"; fi
 
 # Diagnostics for the record (boot time per unit, the controller's log)
 g "systemd-analyze; systemd-analyze critical-chain homework-ready.service; systemd-analyze blame | head -25; journalctl -u homework-controller --no-pager | tail -40" \

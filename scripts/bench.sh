@@ -55,3 +55,13 @@ if want hwdb; then
   section "hwdb vs SQLite :memory: (make -C hwdb bench)"
   make --no-print-directory -C hwdb bench
 fi
+
+if want qos; then
+  section "QoS: latency under load behind a slow link with a deep modem buffer, Homework's shaping vs none vs HTB by hand (scripts/bench_qos.py)"
+  "$PY" scripts/bench_qos.py
+fi
+
+if want radio; then
+  section "Radio monitor: CPU with 50 stations, signal change -> label opacity (scripts/bench_radio.py)"
+  "$PY" scripts/bench_radio.py
+fi

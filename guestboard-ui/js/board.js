@@ -244,6 +244,8 @@ HW.board = (function ($) {
 
   function labelFrom(target) {
     var el = target && target.closest ? target.closest(".label") : null;
+    // A radio's group of randomised MACs (issue 16) stands for many devices: no drag, no panel.
+    if (el && el.dataset.state === "group") return null;
     return el && !el.classList.contains("ghost") && labels.get(el.dataset.mac) === el ? el : null;
   }
 

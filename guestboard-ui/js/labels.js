@@ -49,14 +49,29 @@ HW.labels = (function () {
     if (d.label_source === "mac" && !d.private) parts.push("unknown maker");
     if (d.owner) parts.push(d.owner);
     if (d.type) parts.push(d.type);
-    if (d.wired) parts.push("wired");      /* issue 16: no signal to show */
+    var link = connection(d);                /* issue 16: "wired" or "Wi-Fi 2.4 GHz (wlan0)" */
+    if (link) parts.push(link);
     /* over a usage limit (issue 14): a block wins over a slow-down, as in the switch */
     if (d.usage_blocked) parts.push("blocked: usage limit");
     else if (d.usage_slowed) parts.push("slowed: usage limit");
     var pause = paused(d);
     if (pause) parts.push(pause);
+    if (d.priority === "high") parts.push("★ first");     /* issue 13: a high-priority device */
     return parts.join(" · ") || d.mac;
   }
+
+  /* Priorities (issue 13): household words for the API's classes high, medium, default. */
+  var PRIORITY_WORDS = { high: "First", medium: "Preferred", "default": "Normal" };
+  function priority(cls) { return PRIORITY_WORDS[cls] || cls; }
+
+  /* How the device is connected (issue 16): "wired", "Wi-Fi 5 GHz (wlan1)", "Wi-Fi (wlan0)" when
+     the band is unknown; a radio's group of randomised MACs is "not connected"; "" otherwise. */
+  function connection(d) {
+    if (d.wired) return "wired";
+    if (d.state === "group") return "not connected" + (d.radio ? " · " + wifi(d) : "");
+    return d.radio ? wifi(d) : "";
+  }
+  function wifi(d) { return "Wi-Fi " + (d.band ? d.band + " " : "") + "(" + d.radio + ")"; }
 
   /* Schedules (issue 17): "paused until 22:15" for a one-tap pause, "bedtime" while a pause
      window holds, "strict DNS" in a dns-strict window; "" otherwise. */
@@ -73,5 +88,5 @@ HW.labels = (function () {
 
   return { opacity: opacity, scale: scale, retransmitting: retransmitting, bytes: bytes,
            subtitle: subtitle, clamp: clamp, paused: paused, clock: clock,
-           fade: fade, departed: departed };
+           fade: fade, departed: departed, connection: connection, priority: priority, PRIORITIES: ["high", "medium", "default"] };
 })();

@@ -27,8 +27,9 @@ HW.panel = (function ($) {
     var m = d.metrics || {};
     $p.find(".traffic-now").text(HW.labels.bytes(m.bps) + "/s");
     $p.find(".traffic-today").text(HW.labels.bytes(m.today_bytes));
-    $p.find(".signal").text(m.rssi === null || m.rssi === undefined ? "–" : m.rssi + " dBm" +
-                            (HW.labels.retransmitting(m.retrans) ? " (many retries)" : ""));
+    $p.find(".signal").text((m.rssi === null || m.rssi === undefined ? "–" : m.rssi + " dBm" +
+                            (HW.labels.retransmitting(m.retrans) ? " (many retries)" : "")) +
+                            (HW.labels.connection(d) ? " · " + HW.labels.connection(d) : ""));  // issue 16
     $p.find(".address").text(d.lease && d.lease.active ? d.lease.ip : "none");
     // Its own IPv6 /64 when the router gives devices IPv6 (every address in it is the device's).
     $p.find(".ipv6-row").prop("hidden", !d.ipv6_prefix);
@@ -61,6 +62,39 @@ HW.panel = (function ($) {
     });
     if (!(d.alerts || []).length) $alerts.append($("<li>").text("none"));
     fillPause(d);
+    fillPriority(d);
+  }
+
+  /* Priority (issue 13): the device's class, in household words, set with
+     POST qos/devices/<mac>. Markup added once; hidden without the qos component (no
+     `priority` in the view) and for devices not on the network. */
+  function addPriority() {
+    if ($("#panel .priority").length) return;
+    var $select = $('<select name="class" aria-label="Priority">');
+    HW.labels.PRIORITIES.forEach(function (c) { $select.append($("<option>").val(c).text(HW.labels.priority(c))); });
+    var $box = $('<section class="priority">').append(
+      $("<h3>").text("Priority"),
+      $('<div class="priority-form">').css({ display: "flex", alignItems: "center", gap: "0.6em" }).append(
+        $select.css({ width: "auto" }), $('<a href="priorities.html">').text("all priorities"),
+        // not class "error": the panel's other failures fill every "#panel .error"
+        $('<span class="priority-error" role="alert">').css({ color: "var(--danger)", fontSize: "13px" })));
+    $("#panel .grid").after($box);
+    $select.on("change", function () {
+      var mac = current, $error = $box.find(".priority-error").text("");
+      HW.api.call("POST", "qos/devices/" + encodeURIComponent(mac), { "class": this.value }).done(function () {
+        HW.api.device(mac).done(function (d) {
+          HW.board.upsert(d);
+          if (current === mac) fill(d);
+        });
+      }).fail(fail($error));
+    });
+  }
+
+  function fillPriority(d) {
+    var $box = $("#panel .priority");
+    $box.prop("hidden", d.priority === undefined || d.state !== "permitted");
+    $box.find("select").val(d.priority || "default");
+    if (d.mac !== $box.attr("data-mac")) $box.attr("data-mac", d.mac).find(".priority-error").text("");
   }
 
   /* Pause and bedtime (issue 17): a one-tap pause for an hour, resume, and the device's
@@ -250,6 +284,7 @@ HW.panel = (function ($) {
     disarmForget();
     $("#panel .error").text("");
     addSchedules();
+    addPriority();
     var d = HW.board.get(mac);
     if (d) fill($.extend({ dns_rules: undefined }, d));
     var dlg = $("#panel")[0];

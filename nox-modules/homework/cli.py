@@ -11,6 +11,8 @@ import time
 
 from . import cli_blocklists, cli_parity, cli_schedules
 from . import cli_backup
+from . import cli_wifi
+from . import cli_qos
 
 DEFAULT_SOCKET = os.environ.get("HOMEWORK_SOCKET", "/run/homework/control.sock")
 
@@ -68,9 +70,21 @@ def print_queries(result: dict) -> None:
         print(f"{when}  {r['mac']:17}  {r['verdict']:8}  {r['type']:5}  {r['name']}{times}")
 
 
+def print_nearby(result: dict) -> None:
+    """issue 16: devices the radio hears probing that are not connected (--json: GET /ws.v1/nearby's body)."""
+    rows = result["nearby"]
+    if not rows:
+        print("no nearby devices heard")
+    for r in rows:
+        what = f"{r['count']} randomised devices" if r["randomised"] else r["mac"]
+        band = f" {r['band']}" if r.get("band") else ""
+        heard = int(time.time() - r["last_heard"])
+        print(f"{what:24}  {r['rssi']:>5} dBm  {r['radio']}{band}  heard {heard}s ago")
+
 # name -> (positional argument names, how to print the result)
 SIMPLE = {
     "devices": ((), print_devices),
+    "nearby": ((), print_nearby),     # issue 16: components/radio/nearby.py
     "whitelist": (("mac",), None),    # permit, deny, blacklist, forget: cli_parity (one or more MACs)
     "status": (("mac?",), None), "dhcp-status": ((), None), "leases": ((), None),
     "blacklist-status": ((), None), "stats": ((), None),
@@ -142,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     cli_parity.add_parsers(sub)          # issue 17: group decisions, pre-approval, household-rule
     cli_blocklists.add_parsers(sub)      # issue 17: blocklist add/list/refresh/remove, safe-search
     cli_backup.add_parsers(sub)          # issue 18: backup, restore, factory-reset
+    cli_wifi.add_parsers(sub)            # issue 18: wifi (SSID, passphrase)
+    cli_qos.add_parsers(sub)             # issue 13: qos (priorities and shaping)
     raw = sub.add_parser("call", help="call any controller command with key=value arguments")
     raw.add_argument("command")
     raw.add_argument("args", nargs="*")
@@ -152,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
         parity = cli_parity.run(args, call, args.socket) if scheduled is None else None
         listed = cli_blocklists.run(args, call, args.socket) if scheduled is None and parity is None else None
         backed = cli_backup.run(args, call, args.socket) if args.cmd in ("backup", "restore", "factory-reset") else None
+        backed = cli_wifi.run(args, call, args.socket) if args.cmd == "wifi" else backed
+        backed = cli_qos.run(args, call, args.socket) if args.cmd == "qos" else backed
         if backed is not None:
             scheduled = backed
         if scheduled is not None:

@@ -31,6 +31,7 @@ KNOWN_COMPONENTS += ("schedules",)     # issue 17: bedtime windows and pauses
 KNOWN_COMPONENTS += ("blocklists",)    # issue 17: blocklist subscriptions and safe-search
 KNOWN_COMPONENTS += ("backup",)        # issue 18: settings backup and restore
 KNOWN_COMPONENTS += ("radio",)         # issue 16: the real radio's link monitor
+KNOWN_COMPONENTS += ("qos",)           # issue 13: priorities and shaping
 IFNAME = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
 CURRENT_VERSION = 2
 
@@ -243,6 +244,19 @@ KEYS: tuple[Key, ...] = (
     Key("radio.leave_after", "radio_leave_after", int, 600,
         "seconds a device may stay unseen (no traffic, not associated) before its label leaves the board's middle",
         int_range(10, 7 * 86400)),
+    Key("radio.info_command", "radio_info_command", str, "iw dev {ifname} info",
+        "command printing one interface's `iw dev IF info` (its channel gives the band; {ifname} is replaced)"),
+    Key("radio.hostapd_ctrl_dir", "radio_hostapd_ctrl_dir", str, "/run/hostapd",
+        "hostapd's control sockets (one per interface), read for probe requests (nearby devices); '' = off"),
+    Key("radio.nearby_interval", "radio_nearby_interval", int, 10,
+        "at most one nearby-device report per MAC this often (seconds)", int_range(1, 3600)),
+    Key("radio.nearby_forget", "radio_nearby_forget", int, 300,
+        "seconds a nearby device stays listed after its last probe request", int_range(10, 86400)),
+    Key("radio.nearby_max", "radio_nearby_max", int, 30,
+        "most nearby devices listed (the strongest signals win)", int_range(1, 1000)),
+    Key("wifi.apply_command", "wifi_apply_command", str, "",
+        "run after the Wi-Fi SSID/passphrase change (in <state.dir>/wifi.env) to restart the access point; "
+        "'' = just store"),
     Key("eapol.hostapd_ctrl", "hostapd_ctrl", str, "", "hostapd's control socket; '' = none"),
     Key("eapol.hostapd_deny_file", "hostapd_deny_file", str, "", "hostapd's deny list file"),
     Key("eapol.hostapd_port", "hostapd_port", str, "", "bridge port of hostapd's interface; '' = LOCAL",
@@ -284,6 +298,20 @@ KEYS: tuple[Key, ...] = (
         "failed looks in a row before the WAN counts as down", int_range(1, 100)),
     Key("wanwatch.up_after", "wanwatch_up_after", int, 2,
         "good looks in a row before it counts as up again", int_range(1, 100)),
+    Key("qos.enabled", "qos_enabled", bool, False,
+        "shape the line and apply priorities (loads the qos component); the board's setting wins once set"),
+    Key("qos.down_kbit", "qos_down_kbit", int, 0, "the line's download rate in kbit/s; 0 = unset (not shaped)",
+        lambda k, v: v if v == 0 else int_range(64, 10_000_000)(k, v)),
+    Key("qos.up_kbit", "qos_up_kbit", int, 0, "the line's upload rate in kbit/s; 0 = unset (not shaped)",
+        lambda k, v: v if v == 0 else int_range(64, 10_000_000)(k, v)),
+    Key("qos.high_share", "qos_high_share", int, 30, "percent of the line the high class may use at most",
+        int_range(5, 90)),
+    Key("qos.shape_percent", "qos_shape_percent", int, 95,
+        "shape at this percent of the line's rates, so the queue builds in the router", int_range(80, 100)),
+    Key("qos.lan_interface", "qos_lan_interface", str, "", "where download is shaped; '' = the bridge",
+        ifname_or_empty),
+    Key("qos.wan_interface", "qos_wan_interface", str, "", "where upload is shaped; '' = wanwatch.interface",
+        ifname_or_empty),
     Key("mqtt.host", "mqtt_host", str, "", "the MQTT broker's host name or address; '' = no MQTT"),
     Key("mqtt.port", "mqtt_port", int, 1883, "the broker's port", int_range(1, 65535)),
     Key("mqtt.username", "mqtt_username", str, "", "the controller's MQTT user; '' = anonymous"),

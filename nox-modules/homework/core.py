@@ -69,7 +69,10 @@ class Core:
 
     # -- set-up --------------------------------------------------------------------
     def load_components(self) -> None:
-        for name in self.config.components:
+        names = tuple(self.config.components)
+        if self.config.qos_enabled and "qos" not in names:
+            names += ("qos",)       # issue 13: [qos] enabled = true loads it
+        for name in names:
             module = importlib.import_module(f"homework.components.{name}")
             component = module.COMPONENT(self.ctx)
             self.components.append(component)

@@ -214,6 +214,21 @@ CREATE TABLE IF NOT EXISTS settings (
     value TEXT NOT NULL
 );
 """),
+    Step(10, "issue 13: priorities per device and per application (the link rates are in settings)", sql="""
+CREATE TABLE IF NOT EXISTS qos_devices (
+    mac TEXT PRIMARY KEY,
+    class TEXT NOT NULL CHECK (class IN ('high', 'medium')),   -- default: no row
+    window TEXT NOT NULL DEFAULT ''     -- "mon-fri 09:00-17:00": only then; '' = always
+);
+CREATE TABLE IF NOT EXISTS qos_apps (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,   -- the connections' ct mark: never reused
+    name TEXT NOT NULL UNIQUE,
+    class TEXT NOT NULL CHECK (class IN ('high', 'medium', 'default')),
+    ports TEXT NOT NULL DEFAULT '',     -- "udp/3478-3481,tcp/443"
+    domains TEXT NOT NULL DEFAULT '',   -- "zoom.us,zoom.com"
+    window TEXT NOT NULL DEFAULT ''
+);
+"""),
 )
 LATEST = STEPS[-1].number
 assert [s.number for s in STEPS] == list(range(1, LATEST + 1))

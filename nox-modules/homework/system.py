@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from . import __version__, migrations
+from . import __version__, migrations, wifi
 from .commands import CommandError
 
 VERSION_FILE = Path("/etc/homework/version")   # the image's stamp (install-overlay.sh): git describe
@@ -81,3 +81,4 @@ def register(core, version_file: Path = VERSION_FILE) -> None:
 
     core.commands.register("system-info", system_info)
     core.commands.register("set-timezone", set_timezone)
+    wifi.register(core)                   # Wi-Fi SSID/passphrase: the settings page's Wi-Fi section

@@ -473,7 +473,8 @@ class Home:
     def __init__(self, *, controller: bool = True, config: dict | None = None,
                  internet: bool = True, hwdb: bool | None = None, run_id: str | None = None,
                  keep: bool | None = None, log: Callable[[str], None] | None = None,
-                 connect_timeout: float = 60, hwdb_memory: str | None = None, ipv6_pd: bool = False):
+                 connect_timeout: float = 60, hwdb_memory: str | None = None, ipv6_pd: bool = False,
+                 isp_link: dict | None = None):
         self.run_id = run_id or new_run_id()
         self.router_ns = f"{self.run_id}-r"
         self.internet_ns = f"{self.run_id}-i"
@@ -486,6 +487,8 @@ class Home:
         self.config_overrides = config or {}
         self.ipv6_pd = ipv6_pd                  # the ISP delegates a prefix (kea), the router asks (dhcpcd)
         self.pd_prefix_file = self.dir / "ipv6-delegated-prefix"
+        # A slow WAN with a modem's deep buffer (isp_link.py: down_kbit, up_kbit, buffer_ms).
+        self.isp_link = isp_link
         self.keep = keep if keep is not None else os.environ.get("HOMELAB_KEEP") == "1"
         self.connect_timeout = connect_timeout
         self._say = log or (lambda msg: None)
@@ -579,6 +582,9 @@ class Home:
             self._start_router()
             if self.with_internet:
                 self._start_internet()
+                if self.isp_link:
+                    from .isp_link import shape_isp_link
+                    shape_isp_link(self.internet, **self.isp_link)
                 if self.ipv6_pd:
                     self._start_prefix_delegation()
             if self.with_controller:

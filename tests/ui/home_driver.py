@@ -63,7 +63,8 @@ class Driver:
             self.dns_lab = DnsLab(self.home).start()
         return {"ready": True, "url": self.web.url, "password": self.home.admin_password,
                 "run_id": self.home.run_id, "web": f"http://{WEB_ADDR}/",
-                "password_file": str(getattr(self.home, "admin_password_file", ""))}   # issue 18: factory reset
+                "password_file": str(getattr(self.home, "admin_password_file", "")),   # issue 18: factory reset
+                "state_dir": str(self.home.state_dir)}   # issue 18: the Wi-Fi settings' wifi.env
 
     def dev(self, req):
         return self.devices[req["dev"]]

@@ -154,6 +154,11 @@ def test_a_damaged_file_is_refused_with_a_reason(configured, tmp_path, raw, mess
     ("schedules", {"target": MAC, "days": "0,1", "start_min": 1500, "end_min": 60, "action": "pause"}, "start_min"),
     ("usage_limits", {"target": MAC, "period": "day", "allowance": 2 ** 70, "action": "block"}, "allowance"),
     ("dns_rules", {"owner": "*", "domain": "ads.example", "action": "allow"}, "cannot go together"),   # twice
+    ("qos_devices", {"mac": MAC2, "class": "urgent", "window": ""}, "class must be one of"),
+    ("qos_apps", {"id": 3, "name": "games", "class": "medium", "ports": "udp/99999", "domains": "",
+                  "window": ""}, "ports"),
+    ("qos_apps", {"id": 4, "name": "calls", "class": "high", "ports": "", "domains": "zoom.us",
+                  "window": "someday 25:00-26:00"}, "window|day|time"),
 ])
 def test_a_bad_row_in_an_intact_backup_changes_nothing(configured, table, row, message):
     core, _ = configured
@@ -207,3 +212,21 @@ def test_only_the_restore_route_takes_a_large_body(configured):
     assert r.status_int == 400 and "larger than" not in r.json["error"], r.text    # read, then refused as a backup
     r = api.call("POST", "backup", big, token=admin)
     assert r.status_int == 413 and "larger than" in r.json["error"], r.text
+
+
+def test_priorities_go_into_the_backup_and_come_back(configured, tmp_path, clock):
+    """issue 13's rules (qos_devices, qos_apps, migration 10) are settings too; the app's id
+    (its connections' ct mark) is kept."""
+    old, _ = configured
+    old.state.execute("INSERT INTO qos_devices (mac, class, window) VALUES (?, 'high', 'mon-fri 09:00-17:00')", (MAC,))
+    old.state.execute("INSERT INTO qos_apps (id, name, class, ports, domains, window) "
+                      "VALUES (7, 'video calls', 'high', 'udp/3478-3481', 'zoom.us', '')")
+    doc = old.commands.call("backup", passphrase=PASS)["document"]
+    assert [r["name"] for r in doc["settings"]["qos_apps"]] == ["video calls"]
+    fresh = router(tmp_path / "new", clock)
+    fresh.ctx.restart = lambda why: None
+    fresh.commands.call("restore", passphrase=PASS, backup=doc)
+    assert [tuple(r) for r in fresh.state.execute("SELECT mac, class, window FROM qos_devices")] == \
+        [(MAC, "high", "mon-fri 09:00-17:00")]
+    assert [tuple(r) for r in fresh.state.execute("SELECT id, name, ports, domains FROM qos_apps")] == \
+        [(7, "video calls", "udp/3478-3481", "zoom.us")]

@@ -34,6 +34,9 @@ from . import schedules as schedule_routes
 from . import parity
 from . import backup as backup_routes
 from . import system as system_routes
+from . import qos as qos_routes
+from . import nearby as nearby_routes
+from . import wifi as wifi_routes
 from .stream import StreamLimit
 
 log = logging.getLogger("homework.api")
@@ -138,6 +141,9 @@ class ApiApp:
         blocklist_routes.add_routes(self)  # issue 17: blocklists and safe-search (blocklists.py)
         backup_routes.add_routes(self)     # issue 18: backup and restore (backup.py)
         system_routes.add_routes(self)     # issue 18: factory reset, system, time zone (system.py)
+        qos_routes.add_routes(self)        # issue 13: priorities and shaping (qos.py)
+        nearby_routes.add_routes(self)     # issue 16: nearby devices heard probing (nearby.py)
+        wifi_routes.add_routes(self)       # issue 18: Wi-Fi SSID and passphrase (wifi.py)
 
     def _add(self, method: str, path: str, handler: Callable, access: str, max_body: int = MAX_BODY) -> None:
         self.routes.append(Route(method, re.compile(f"^{re.escape(PREFIX)}{path}$"), handler, access, max_body))

@@ -56,6 +56,8 @@ class Board:
         self.oui = oui or default_table()
         self._metrics: dict[str, Metrics] = {}
         self._lock = threading.Lock()
+        # fn(views so far) -> more views for the snapshot (issue 16: api/nearby.py's nearby devices)
+        self.extra_views: list = []
 
     def _m(self, mac: str) -> Metrics:
         m = self._metrics.get(mac)
@@ -117,6 +119,11 @@ class Board:
             m.bps = nbytes / max(now - m.traffic_at, 0.001)
         m.traffic_at = now
 
+    def forget_heard(self, mac: str) -> None:
+        """issue 16: a nearby MAC the radio stopped hearing leaves the snapshot too."""
+        with self._lock:
+            self._metrics.pop(mac, None)
+
     # -- views out ------------------------------------------------------------------------
     def metrics(self, mac: str) -> dict:
         with self._lock:
@@ -176,7 +183,10 @@ class Board:
     def all_views(self) -> list[dict]:
         devices = self.ctx.devices.all()
         views = [self.view(d) for d in devices]
-        return views + self.link_only_views({d.mac for d in devices})
+        views += self.link_only_views({d.mac for d in devices})
+        for extra in self.extra_views:
+            views += extra(views)
+        return views
 
 
 def _int(value) -> int | None:

@@ -57,6 +57,7 @@ class ApiComponent(Component):
         for topic in ("device", "lease", "link", "bandwidth", "alert"):
             bus.subscribe(topic, self._on_event)
         bus.subscribe("schedule", self._on_schedule)     # issue 17: a pause began or ended
+        bus.subscribe("qos_device", self._on_schedule)   # issue 13: a device's priority changed
         self.ctx.state.watch_storage(self._on_storage)
         if _under_eventlet():
             self._listen()

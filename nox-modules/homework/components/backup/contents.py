@@ -20,6 +20,8 @@ SETTINGS: dict[str, tuple[str, ...]] = {
     "usage_limits": ("target", "period", "allowance", "action", "rate"),
     "usage_cap": ("id", "cap", "billing_day"),
     "settings": ("key", "value"),                          # the board's time zone (migration 9)
+    "qos_devices": ("mac", "class", "window"),             # priorities (migration 10)
+    "qos_apps": ("id", "name", "class", "ports", "domains", "window"),   # id: the ct mark
 }
 SECRETS: dict[str, tuple[str, ...]] = {
     "api_admin": ("id", "password_hash", "changed"),

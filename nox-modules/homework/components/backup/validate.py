@@ -150,6 +150,34 @@ def _cap(r):
     _number(r["billing_day"], "billing_day", 1, 31, whole=True)
 
 
+def _qos_rule(r, classes) -> None:
+    """A priority row, checked by the qos component's own parsers."""
+    from ..qos import rules as qos_rules      # here: qos imports the commands module
+    try:
+        _choice(r["class"], "class", classes)
+        window = r.get("window", "")
+        _text(window, "window")
+        qos_rules.window_from_text(window)
+        if "ports" in r:
+            _text(r["ports"], "ports")
+            qos_rules.parse_ports(r["ports"])
+            _text(r.get("domains", ""), "domains")
+            qos_rules.parse_domains(r.get("domains", ""))
+            qos_rules.parse_name(r["name"])
+    except (qos_rules.CommandError, WindowError) as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _qos_device(r):
+    _mac(r["mac"])
+    _qos_rule(r, ("high", "medium"))
+
+
+def _qos_app(r):
+    _number(r["id"], "id", 1, whole=True)
+    _qos_rule(r, ("high", "medium", "default"))
+
+
 def _admin(r):
     _number(r.get("id", 1), "id", 1, 1, whole=True)
     _text(r["password_hash"], "password_hash", empty=False)
@@ -181,5 +209,5 @@ CHECKS = {
     "devices": _device, "dns_rules": _dns_rule, "dns_modes": lambda r: (_mac(r["mac"]), _choice(
         r["mode"], "mode", ("denylist", "allowlist"))),
     "dns_options": _option, "schedules": _schedule, "pauses": _pause, "blocklists": _blocklist,
-    "usage_limits": _limit, "usage_cap": _cap, "settings": _option, "api_admin": _admin, "api_tokens": _token, "webhooks": _webhook,
+    "usage_limits": _limit, "usage_cap": _cap, "settings": _option, "qos_devices": _qos_device, "qos_apps": _qos_app, "api_admin": _admin, "api_tokens": _token, "webhooks": _webhook,
 }

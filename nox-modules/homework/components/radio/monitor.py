@@ -13,6 +13,9 @@ Counters: the kernel's per-station counters restart at zero when a station re-as
 (and vanish while it is away), so this component publishes its own cumulative totals per
 MAC, adding each poll's delta (a counter lower than last time = a reset: the new value is
 the delta). The board's rates from successive reports therefore never go negative.
+
+Also here: each interface's band (`[radio] info_command`, ifinfo.py) for the device views, and
+nearby devices heard probing, from hostapd's control sockets (nearby.py).
 """
 from __future__ import annotations
 
@@ -21,10 +24,14 @@ import subprocess
 from dataclasses import dataclass
 
 from ...component import Component
+from .ifinfo import parse_band
+from .nearby import NearbyListener, NearbyTracker
 from .stationdump import Station, parse
 
 COMMAND_TIMEOUT = 5.0
 MAX_KNOWN = 4096        # MACs whose totals are kept (a busy hotspot must not grow memory forever)
+BAND_REFRESH = 60.0     # seconds between `iw dev IF info` reads (the channel can change: ACS, DFS)
+NEARBY_TICK = 0.25      # seconds between reads of hostapd's sockets (their queue holds few datagrams)
 
 
 @dataclass
@@ -66,28 +73,53 @@ class RadioMonitor(Component):
         self.last: dict[tuple[str, str], Station] = {}     # (ifname, mac) -> last poll's record
         self.totals: dict[str, Totals] = {}
         self.failing: set[str] = set()
+        self.bands: dict[str, str | None] = {}
+        self.nearby: NearbyListener | None = None
+        if self.interfaces and cfg.radio_hostapd_ctrl_dir:
+            tracker = NearbyTracker(
+                ctx.bus.publish, ctx.now, interval=cfg.radio_nearby_interval, forget=cfg.radio_nearby_forget,
+                cap=cfg.radio_nearby_max, associated=self.associated,
+                known=lambda mac: ctx.state.get_device(mac) is not None, band=self.bands.get, count=ctx.count)
+            self.nearby = NearbyListener(cfg.radio_hostapd_ctrl_dir, self.interfaces, tracker, ctx.count)
 
     def start(self) -> None:
         self.ctx.device_facts.append(self._facts)
+        self.ctx.commands.register("nearby", self.nearby_listing)
         if not self.interfaces:
             self.log.info("radio monitor: no Wi-Fi interfaces configured ([radio] interfaces)")
             return
+        self.read_bands()
+        self.ctx.every(BAND_REFRESH, self.read_bands)
+        if self.nearby is not None:
+            self.ctx.every(NEARBY_TICK, self.nearby.tick)
         self.ctx.every(self.ctx.config.radio_interval, self.tick)
         self.log.info("radio monitor on %s (every %d s)", ", ".join(self.interfaces), self.ctx.config.radio_interval)
 
+    def stop(self) -> None:
+        if self.nearby is not None:
+            self.nearby.close()
+
     # -- reading -----------------------------------------------------------------------------
+    def read_bands(self) -> None:
+        for ifname in self.interfaces:
+            text = run(self.ctx.config.radio_info_command, ifname)
+            if isinstance(text, Exception):
+                self.ctx.count("radio.info_errors")
+                band = None
+            else:
+                band = parse_band(text)
+            if band != self.bands.get(ifname):
+                self.log.info("%s is on %s", ifname, band or "no known band")
+            self.bands[ifname] = band
+
     def read_dump(self, ifname: str) -> str | None:
-        argv = shlex.split(self.command.replace("{ifname}", ifname))
-        try:
-            res = subprocess.run(argv, capture_output=True, text=True, timeout=COMMAND_TIMEOUT)
-        except (OSError, subprocess.SubprocessError) as exc:
-            return self._failed(ifname, str(exc))
-        if res.returncode != 0:
-            return self._failed(ifname, (res.stderr or "").strip() or f"exit {res.returncode}")
+        res = run(self.command, ifname)
+        if isinstance(res, Exception):
+            return self._failed(ifname, str(res))
         if ifname in self.failing:
             self.failing.discard(ifname)
             self.log.info("station dump of %s works again", ifname)
-        return res.stdout
+        return res
 
     def _failed(self, ifname: str, why: str) -> None:
         self.ctx.count("radio.dump_errors")
@@ -128,7 +160,7 @@ class RadioMonitor(Component):
                      "packets": totals.tx_packets, "bytes": totals.bytes, "retry_rate": round(retry_rate, 4),
                      "tx_failed": totals.tx_failed, "tx_bitrate": station.tx_bitrate,
                      "rx_bitrate": station.rx_bitrate, "inactive_ms": station.inactive_ms,
-                     "ifname": ifname, "seen_at": totals.seen_at}
+                     "ifname": ifname, "seen_at": totals.seen_at, "associated": True}
             self.ctx.bus.publish("link", **event)
             events.append(event)
         for key in [k for k in self.last if k[0] == ifname and k not in present]:
@@ -144,6 +176,14 @@ class RadioMonitor(Component):
             totals = self.totals[mac] = Totals()
         return totals
 
+    def associated(self, mac: str) -> bool:
+        """In the last station dump of any radio."""
+        return any(key[1] == mac for key in self.last)
+
+    def nearby_listing(self) -> dict:
+        """The `nearby` command (API GET /ws.v1/nearby, CLI `homework nearby`)."""
+        return {"nearby": self.nearby.tracker.listing() if self.nearby is not None else []}
+
     # -- device views ------------------------------------------------------------------------
     def _radio_port(self, port_no: int) -> bool | None:
         dp = self.ctx.datapath
@@ -158,5 +198,18 @@ class RadioMonitor(Component):
         on_radio = self._radio_port(lease.port) if lease is not None and lease.active else None
         return {"wired": on_radio is False and totals is None,
                 "radio": totals.ifname if totals else None,
+                "band": self.bands.get(totals.ifname) if totals else None,
                 "radio_seen_at": totals.seen_at if totals else None,
                 "leave_after": self.ctx.config.radio_leave_after}
+
+
+def run(template: str, ifname: str) -> str | Exception:
+    """Run a configured command for one interface: its stdout, or the failure."""
+    argv = shlex.split(template.replace("{ifname}", ifname))
+    try:
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=COMMAND_TIMEOUT)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return exc
+    if res.returncode != 0:
+        return RuntimeError((res.stderr or "").strip() or f"exit {res.returncode}")
+    return res.stdout

@@ -1,0 +1,86 @@
+"""Priorities and shaping in the ws.v1 API (issue 13; components/qos):
+
+    GET    /ws.v1/qos                 the link, the classes, every device's and app's priority
+    POST   /ws.v1/qos/link            {"enabled", "down_kbit", "up_kbit", "high_share"} (any subset)
+    POST   /ws.v1/qos/devices/{mac}   {"class": "high", "window"?: {"days", "start", "end"}}; "default" removes
+    POST   /ws.v1/qos/apps            {"name", "class", "ports", "domains", "window"?}: create or replace by name
+    DELETE /ws.v1/qos/apps/{name}
+    GET    /ws.v1/qos/stats           the last second's per class and per device counters
+
+Every POST answers with the GET body. Bad input (an unknown class, a rate of 0 or over
+10,000,000 kbit/s, a malformed port) is a 400 naming the problem; nothing is stored.
+"""
+from __future__ import annotations
+
+import hmac
+from urllib.parse import unquote
+
+LINK_FIELDS = {"enabled", "down_kbit", "up_kbit", "high_share"}
+DEVICE_FIELDS = {"class", "window"}
+APP_FIELDS = {"name", "class", "ports", "domains", "window"}
+
+
+def add_routes(app) -> None:
+    from .app import ApiError, json_response     # here: app.py imports this module
+
+    def need() -> None:
+        if "qos" not in app.ctx.commands.names():
+            raise ApiError(503, "priorities are not available: the qos component is not loaded "
+                                "(set [qos] enabled = true or add \"qos\" to [controller] components)")
+
+    def fields(call, allowed: set) -> dict:
+        data = app.body(call)
+        unknown = set(data) - allowed
+        if unknown:
+            raise ApiError(400, f"unknown field(s) {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(allowed))})")
+        return data
+
+    def show(call):
+        need()
+        return json_response(app.command("qos"))
+
+    def stats(call):
+        need()
+        return json_response(app.command("qos-stats"))
+
+    def link(call):
+        need()
+        data = fields(call, LINK_FIELDS)
+        if not data:
+            raise ApiError(400, f"give at least one of {', '.join(sorted(LINK_FIELDS))}")
+        for key, value in data.items():
+            if value is None:
+                raise ApiError(400, f"{key} must not be null")
+        return json_response(app.command("qos-link", **data))
+
+    def device(call, mac):
+        need()
+        mac = app.known_mac(mac)
+        data = fields(call, DEVICE_FIELDS)
+        if "class" not in data:
+            raise ApiError(400, "class is required (high, medium or default)")
+        return json_response(app.command("qos-device", mac=mac, cls=data["class"], window=data.get("window")))
+
+    def app_set(call):
+        need()
+        data = fields(call, APP_FIELDS)
+        for key in ("name", "class"):
+            if key not in data:
+                raise ApiError(400, f"{key} is required")
+        return json_response(app.command("qos-app", name=data["name"], cls=data["class"], ports=data.get("ports"),
+                                         domains=data.get("domains"), window=data.get("window")))
+
+    def app_delete(call, name):
+        need()
+        # app.py checks the CSRF token of POSTs only; this is the first DELETE route
+        if call.principal.kind == "session" and not hmac.compare_digest(
+                call.req.headers.get("X-CSRF-Token", "").encode(), call.principal.csrf.encode()):
+            raise ApiError(403, "missing or wrong X-CSRF-Token for this session")
+        return json_response(app.command("qos-app-delete", name=unquote(name)))
+
+    app._add("GET", "/qos/?", show, "read")
+    app._add("GET", "/qos/stats/?", stats, "read")
+    app._add("POST", "/qos/link/?", link, "admin")
+    app._add("POST", r"/qos/devices/(?P<mac>[^/]+)/?", device, "admin")
+    app._add("POST", "/qos/apps/?", app_set, "admin")
+    app._add("DELETE", r"/qos/apps/(?P<name>[^/]+)/?", app_delete, "admin")

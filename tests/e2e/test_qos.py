@@ -1,0 +1,203 @@
+"""Priorities and shaping end to end (issue 13): real OVS, the real controller with [qos]
+enabled (19000 down / 4750 up kbit/s), real tc and nft in the router namespace, lighttpd
+with the ws.v1 API; iperf3 between a device and a server in the internet namespace.
+
+A device set to high is counted in the high class both ways (upload on wan0, download on
+br0); a class change moves a running flow within a second; an application by port puts
+its connections in its class; priorities survive a controller restart; bad API input is
+a 400 and changes nothing."""
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+
+import pytest
+
+from homelab import WEB_ADDR
+from homelab.routing import permitted_device, wait_until
+from homelab.web import api
+
+IPERF_PORT = 5201
+
+
+@pytest.fixture(scope="module")
+def home():
+    from conftest import _can_run_home
+    from homelab.web import Web, have_web, web_home
+    why = _can_run_home() or have_web()
+    if why:
+        pytest.skip(why)
+    with web_home(config={"qos": {"enabled": True, "down_kbit": 19000, "up_kbit": 4750}}) as h:
+        h.web = Web(h).start()
+        h.internet_popen(["iperf3", "-s", "-B", WEB_ADDR, "-p", str(IPERF_PORT)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_until(lambda: h.internet(["ss", "-Hltn", f"sport = :{IPERF_PORT}"]).stdout.strip(), 10,
+                   "iperf3 server listening")
+        yield h
+
+
+@pytest.fixture
+def dev(home):
+    device = permitted_device(home)
+    wait_until(lambda: leaf_index(home, device) is not None, 5, "the device's leaves in the qos maps")
+    yield device
+    for mac in list(api(home.web, "GET", "qos").json()["devices"]):
+        api(home.web, "POST", f"qos/devices/{mac}", json={"class": "default"})
+    for app in api(home.web, "GET", "qos").json()["apps"]:
+        api(home.web, "DELETE", f"qos/apps/{app['name']}")
+    home.remove_devices()
+
+
+def leaf_index(home, dev) -> int | None:
+    """The device's lease index, read from its entry in the nftables map."""
+    network = dev.ipv4()[0].rsplit(".", 1)[0] + "." + str(int(dev.ipv4()[0].rsplit(".", 1)[1]) - 2)
+    out = home.router(["nft", "list", "map", "inet", "homework_qos", "dev_up4"], check=False).stdout
+    found = re.search(re.escape(network) + r"/30 : 1:([0-9a-f]+)", out)
+    return int(found.group(1), 16) & 0x3FFF if found else None
+
+
+def leaf_bytes(home, ifname: str, minor: int) -> int:
+    out = home.router(["tc", "-s", "class", "show", "dev", ifname, "classid", f"1:{minor:x}"]).stdout
+    found = re.search(r"Sent (\d+) bytes", out)
+    assert found, f"no class 1:{minor:x} on {ifname}:\n{out}"
+    return int(found.group(1))
+
+
+def high(index: int) -> int:
+    return (1 << 14) | index
+
+
+def medium(index: int) -> int:
+    return (2 << 14) | index
+
+
+def default(index: int) -> int:
+    return (3 << 14) | index
+
+
+def iperf(dev, seconds: int, reverse: bool = False) -> subprocess.Popen:
+    args = ["iperf3", "-c", WEB_ADDR, "-p", str(IPERF_PORT), "-t", str(seconds), "-P", "2"]
+    return dev.popen(args + (["-R"] if reverse else []), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def finish(proc: subprocess.Popen) -> None:
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def test_the_htb_trees_and_the_nftables_table_are_in_place(home):
+    body = api(home.web, "GET", "qos", role="read-only").json()
+    assert body["enabled"] and body["active"] and body["leaf"] in ("pfifo", "fq_codel")
+    for ifname, link in (("wan0", 4512), ("br0", 18050)):         # 95% of the line
+        out = home.router(["tc", "class", "show", "dev", ifname]).stdout
+        assert f"class htb 1:1 root rate {link}Kbit ceil {link}Kbit" in out, out
+        assert re.search(r"class htb 1:10 parent 1:1 .*prio 0", out) or "class htb 1:10 parent 1:1" in out
+        for minor in ("20", "30", "3fff"):
+            assert f"class htb 1:{minor} " in out
+    table = home.router(["nft", "list", "table", "inet", "homework_qos"]).stdout
+    assert 'oifname "wan0" goto up' in table and 'oifname "br0" goto down' in table
+
+
+def test_a_high_device_is_counted_in_the_high_class_both_ways(home, dev):
+    index = leaf_index(home, dev)
+    r = api(home.web, "POST", f"qos/devices/{dev.mac}", json={"class": "high"})
+    assert r.status_code == 200 and r.json()["devices"][dev.mac]["class"] == "high", r.text
+    wait_until(lambda: leaf_index(home, dev) is not None and
+               f"1:{high(index):x}" in home.router(["nft", "list", "map", "inet", "homework_qos", "dev_up4"]).stdout,
+               2, "the device mapped to its high leaf")
+    before = {ifname: leaf_bytes(home, ifname, high(index)) for ifname in ("wan0", "br0")}
+    defaults = {ifname: leaf_bytes(home, ifname, default(index)) for ifname in ("wan0", "br0")}
+    finish(iperf(dev, 2))
+    finish(iperf(dev, 2, reverse=True))
+    grown = {ifname: leaf_bytes(home, ifname, high(index)) - before[ifname] for ifname in ("wan0", "br0")}
+    assert grown["wan0"] > 500_000 and grown["br0"] > 500_000, grown          # upload and download
+    for ifname in ("wan0", "br0"):
+        assert leaf_bytes(home, ifname, default(index)) - defaults[ifname] < 50_000
+    view = api(home.web, "GET", f"devices/{dev.mac}").json()
+    assert view["priority"] == "high"
+    stats = api(home.web, "GET", "qos/stats", role="read-only").json()
+    assert any(r["mac"] == dev.mac and r["class"] == "high" and r["bytes"] > 0 for r in stats["devices"]), stats
+
+
+def test_a_running_flow_moves_class_within_a_second(home, dev):
+    index = leaf_index(home, dev)
+    proc = iperf(dev, 12)
+    try:
+        wait_until(lambda: leaf_bytes(home, "wan0", default(index)) > 200_000, 5, "the upload counted in default")
+        r = api(home.web, "POST", f"qos/devices/{dev.mac}", json={"class": "medium"})
+        assert r.status_code == 200, r.text
+        start = leaf_bytes(home, "wan0", medium(index))
+        wait_until(lambda: leaf_bytes(home, "wan0", medium(index)) > start + 50_000, 1.0,
+                   "the running upload counted in medium")
+        # what was queued in default before the move drains at default's own rate (its
+        # leaf may not borrow ahead of medium); then default sees nothing new
+        def drained() -> bool:
+            left = leaf_bytes(home, "wan0", default(index))
+            time.sleep(0.5)
+            return leaf_bytes(home, "wan0", default(index)) == left
+        wait_until(drained, 8, "the default leaf drained and left alone")
+        moved = leaf_bytes(home, "wan0", medium(index))
+        time.sleep(1.0)
+        assert leaf_bytes(home, "wan0", medium(index)) - moved > 100_000      # the flow goes on, in medium
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_an_application_by_port_puts_its_connections_in_its_class(home, dev):
+    index = leaf_index(home, dev)
+    r = api(home.web, "POST", "qos/apps", json={"name": "iperf", "class": "medium", "ports": [f"tcp/{IPERF_PORT}"]})
+    assert r.status_code == 200, r.text
+    time.sleep(1.0)
+    before = {ifname: leaf_bytes(home, ifname, medium(index)) for ifname in ("wan0", "br0")}
+    finish(iperf(dev, 2))
+    finish(iperf(dev, 2, reverse=True))
+    for ifname in ("wan0", "br0"):
+        assert leaf_bytes(home, ifname, medium(index)) - before[ifname] > 500_000, ifname
+    # the application's own rates (seed 4.5's application time series): counted both ways
+    time.sleep(1.5)
+    apps = api(home.web, "GET", "qos/stats", role="read-only").json()["apps"]
+    for direction in ("up", "down"):
+        assert any(r["name"] == "iperf" and r["direction"] == direction and r["bytes"] > 500_000
+                   for r in apps), apps
+
+
+def test_priorities_survive_a_controller_restart(home, dev):
+    index = leaf_index(home, dev)
+    assert api(home.web, "POST", f"qos/devices/{dev.mac}", json={"class": "high"}).status_code == 200
+    assert api(home.web, "POST", "qos/apps", json={"name": "calls", "class": "high",
+                                                   "ports": ["udp/3478-3481"]}).status_code == 200
+    home.restart_controller()
+    body = wait_until(lambda: (api(home.web, "GET", "qos").json() if api(home.web, "GET", "qos").ok else None),
+                      10, "the API back after the restart")
+    assert body["devices"][dev.mac]["class"] == "high"
+    assert [a["name"] for a in body["apps"]] == ["calls"]
+    shown = home.homework("qos")            # the CLI reads the same state
+    assert shown.returncode == 0 and f"device {dev.mac}  high" in shown.stdout, shown.stdout + shown.stderr
+    assert home.homework("qos", "device", dev.mac, "urgent").returncode != 0
+    wait_until(lambda: f"1:{high(index):x}" in home.router(
+        ["nft", "list", "map", "inet", "homework_qos", "dev_up4"], check=False).stdout, 10,
+        "the device in its high leaf after the restart")
+    before = leaf_bytes(home, "wan0", high(index))
+    finish(iperf(dev, 2))
+    assert leaf_bytes(home, "wan0", high(index)) - before > 500_000
+
+
+@pytest.mark.parametrize("path, body, message", [
+    ("qos/link", {"down_kbit": 0}, "between 64 and 10,000,000"),
+    ("qos/link", {"up_kbit": 99_000_000}, "between 64 and 10,000,000"),
+    ("qos/link", {"down_kbit": "fast"}, "whole number"),
+    ("qos/devices/{mac}", {"class": "urgent"}, "high, medium, default"),
+])
+def test_bad_input_is_400_and_nothing_changes(home, dev, path, body, message):
+    before = api(home.web, "GET", "qos").json()
+    tc_before = home.router(["tc", "class", "show", "dev", "br0", "classid", "1:1"]).stdout
+    r = api(home.web, "POST", path.format(mac=dev.mac), json=body)
+    assert r.status_code == 400 and message in r.json()["error"], r.text
+    time.sleep(0.3)
+    assert api(home.web, "GET", "qos").json() == before
+    assert home.router(["tc", "class", "show", "dev", "br0", "classid", "1:1"]).stdout == tc_before
