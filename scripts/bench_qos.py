@@ -4,10 +4,12 @@ buffer (homelab isp_link: 20/5 Mbit/s, 500 ms of queue each way). A "bulk" devic
 the link down and up with iperf3 (8 streams each way) while a "prio" device pings the
 internet's web address every 50 ms. Variants, alternating within each round:
 
-  homework   Homework's qos on (shaping at 95% of the link), the prio device in "high"
+  homework   Homework's qos on with its defaults (upload shaped at 95% of the link, download
+             at 90%, byte-limited leaves), the prio device in "high"
   off        no shaping: the queue builds in the modem
-  by hand    Homework's qos off and a plain Linux router's HTB made with tc in the router
-             namespace: HTB on wan0 (upload) and br0 (download) at 95% of the link, a high
+  by hand    Homework's qos off and a plain Linux router's textbook HTB made with tc in the
+             router namespace: HTB on wan0 (upload) and br0 (download) at 95% of the link,
+             100-packet pfifo leaves, a high
              class for the prio device (download: u32 on its address; upload: nftables sets
              the packet's priority to the class, as the NAT has rewritten the source by the
              time wan0 sees it and this kernel's u32 cannot match marks), default for the rest
@@ -92,7 +94,8 @@ def hand_shaper(home: Home, prio_ip: str, on: bool) -> None:
         home.router(tc + ["qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "20"])
         home.router(tc + ["class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
                           "rate", f"{rate}kbit", "ceil", f"{rate}kbit"])
-        # As Homework's plan: high capped at its share (rate = ceil), default borrows up to the link.
+        # As Homework's classes: high capped at its share (rate = ceil), default borrows up to
+        # the link; but both ways at 95% with packet-limited leaves (Homework: 90% down, bytes).
         high = int(rate * HIGH_SHARE)
         for cls, cls_rate, ceil, prio in (("1:10", high, high, "0"), ("1:20", rate - high, rate, "1")):
             home.router(tc + ["class", "add", "dev", dev, "parent", "1:1", "classid", cls, "htb",

@@ -16,6 +16,14 @@
     return d ? d + " d " + h + " h" : h ? h + " h " + m + " min" : m + " min";
   }
 
+  // The WAN's lease ([router] wan_lease_file): address, gateway, DNS servers, how long it has been up.
+  function wanText(w) {
+    if (!w.up) return "no lease from the ISP (not connected?)";
+    return w.address + " on " + w.interface + (w.gateway ? " via " + w.gateway : "") +
+      "; DNS " + (w.dns.length ? w.dns.join(", ") : "none") +
+      (w.up_for !== null ? "; up for " + duration(w.up_for) : "");
+  }
+
   function load() {
     HW.api.call("GET", "system").done(function (s) {
       var $r = $("#router");
@@ -25,6 +33,8 @@
         (s.timezone_source === "board" ? " (set here)" : " (from the configuration file)"));
       $r.find(".schema").text(s.schema);
       $r.find(".slot").text(s.update_slot);
+      $r.find(".wan-row").prop("hidden", !s.wan);
+      if (s.wan) $r.find(".wan").text(wanText(s.wan));
     });
   }
 

@@ -261,6 +261,9 @@ KEYS: tuple[Key, ...] = (
     Key("eapol.hostapd_deny_file", "hostapd_deny_file", str, "", "hostapd's deny list file"),
     Key("eapol.hostapd_port", "hostapd_port", str, "", "bridge port of hostapd's interface; '' = LOCAL",
         ifname_or_empty),
+    Key("router.wan_lease_file", "wan_lease_file", str, "",
+        "the WAN's DHCP lease as KEY='value' lines (the image's udhcpc hook writes it) for the settings "
+        "page's WAN status; '' = not shown"),
     Key("router.timezone", "timezone", str, "",
         "IANA zone of the household's clock (schedules' windows; usage's hours and months unless "
         "usage.timezone says otherwise); '' = /etc/localtime", timezone_name),
@@ -308,6 +311,9 @@ KEYS: tuple[Key, ...] = (
         int_range(5, 90)),
     Key("qos.shape_percent", "qos_shape_percent", int, 95,
         "shape at this percent of the line's rates, so the queue builds in the router", int_range(80, 100)),
+    Key("qos.down_percent", "qos_down_percent", int, 90,
+        "shape the download at this percent of the line's download rate (lower than shape_percent: "
+        "the router shapes after the modem's queue, which drains only at the spare)", int_range(50, 100)),
     Key("qos.lan_interface", "qos_lan_interface", str, "", "where download is shaped; '' = the bridge",
         ifname_or_empty),
     Key("qos.wan_interface", "qos_wan_interface", str, "", "where upload is shaped; '' = wanwatch.interface",

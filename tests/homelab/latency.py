@@ -119,6 +119,8 @@ class BulkLoad:
         for proc in self._clients.values():
             if proc.poll() is None:
                 _kill_pid(proc.pid, 3)
+            if proc in self.home._procs:     # reaped: teardown must not signal a reused PID
+                self.home._procs.remove(proc)
         for proc in self._servers:
             stop_process(self.home, proc)
         self._servers.clear()

@@ -21,7 +21,8 @@ def main(path: str) -> None:
             ready, _, _ = select.select([sock, sys.stdin], [], [])
             if sock in ready:
                 data, addr = sock.recvfrom(4096)
-                if data == b"ATTACH":
+                # hostapd 2.10 sends RX-PROBE-REQUEST only to monitors that ask for it
+                if data == b"ATTACH probe_rx_events=1":
                     monitors.add(addr)
                     print("attached", flush=True)
                 elif data == b"DETACH":

@@ -230,3 +230,24 @@ def test_priorities_go_into_the_backup_and_come_back(configured, tmp_path, clock
         [(MAC, "high", "mon-fri 09:00-17:00")]
     assert [tuple(r) for r in fresh.state.execute("SELECT id, name, ports, domains FROM qos_apps")] == \
         [(7, "video calls", "udp/3478-3481", "zoom.us")]
+
+
+def test_the_wifi_network_travels_encrypted_and_comes_back(configured, tmp_path, clock):
+    """issue 18: the Wi-Fi name and passphrase (wifi.env, not state.db) are in the backup's
+    encrypted part and a restore writes them back through set-wifi; a bad one refuses the file."""
+    old, _ = configured
+    old.commands.call("set-wifi", ssid="Casa Ana", passphrase="correct horse battery")
+    doc = old.commands.call("backup", passphrase=PASS)["document"]
+    assert "correct horse battery" not in json.dumps(doc) and "Casa Ana" not in json.dumps(doc)
+    fresh = router(tmp_path / "new", clock)
+    fresh.ctx.restart = lambda why: None
+    result = fresh.commands.call("restore", passphrase=PASS, backup=doc)
+    assert result["restored"]["wifi"] == 1
+    assert fresh.commands.call("wifi-info")["ssid"] == "Casa Ana"
+    assert "correct horse battery" in (tmp_path / "new" / "wifi.env").read_text()
+
+    bad = pack(doc["settings"], {"wifi": [{"ssid": "x", "passphrase": "short"}]}, PASS,
+               schema=migrations.LATEST, software="test")
+    with pytest.raises(CommandError, match="passphrase"):
+        fresh.commands.call("restore", passphrase=PASS, backup=bad)
+    assert fresh.commands.call("wifi-info")["ssid"] == "Casa Ana"

@@ -69,15 +69,16 @@ def qos(core):
     return core.ctx.component("qos")
 
 
-def test_enabled_in_the_config_loads_and_applies_at_95_percent(api, tools):
+def test_enabled_in_the_config_loads_and_applies_at_95_percent_up_and_90_down(api, tools):
     tc = "\n".join(tools.tc())
     assert "qdisc replace dev wan0 root handle 1: htb default 3fff" in tc
-    assert "class replace dev br0 parent 1: classid 1:1 htb rate 18050kbit ceil 18050kbit" in tc
+    assert "class replace dev br0 parent 1: classid 1:1 htb rate 17100kbit ceil 17100kbit" in tc
     assert "class replace dev wan0 parent 1: classid 1:1 htb rate 4512kbit ceil 4512kbit" in tc
     body = api.call("GET", "qos", token=api.token("read-only")).json
     assert body["enabled"] is True and body["down_kbit"] == 19000 and body["up_kbit"] == 4750
     assert body["classes"] == ["high", "medium", "default"] and body["active"] is True
-    assert body["leaf"] == "pfifo" and body["devices"] == {} and body["apps"] == []
+    assert body["leaf"] == "bfifo" and body["devices"] == {} and body["apps"] == []
+    assert body["shape_percent"] == 95 and body["down_percent"] == 90
 
 
 def test_a_device_set_high_is_mapped_to_its_high_leaf_and_shown_in_its_view(api, tools):
@@ -234,7 +235,7 @@ def test_priorities_and_rates_survive_a_restart(tmp_path, clock, tools):
     assert [(a["name"], a["class"], a["ports"]) for a in shown["apps"]] == [("games", "high", ["udp/27015-27030"])]
     assert shown["down_kbit"] == 50000 and shown["up_kbit"] == 4750      # state wins over the file; the rest stays
     qos(again).flush()
-    assert "class replace dev br0 parent 1: classid 1:1 htb rate 47500kbit" in "\n".join(tools.tc())
+    assert "class replace dev br0 parent 1: classid 1:1 htb rate 45000kbit" in "\n".join(tools.tc())
 
 
 def test_disabled_removes_the_shaping(api, tools):

@@ -1,6 +1,7 @@
 """The qos plan (issue 13) as text: the HTB tree per interface, the nftables table that
 classifies by device and by application, the leaf choice, and the counters parser."""
 import json
+import re
 
 from homework.components.qos import apply, plan, stats
 from homework.components.qos.plan import AppRule, Member, PortRange, Side, build
@@ -15,7 +16,7 @@ def lines_for(p, dev):
 
 
 def test_the_link_is_shaped_at_shape_percent_and_high_is_capped_at_its_share():
-    p = build(SIDES, MEMBERS, {}, [], 95, 30, "pfifo")
+    p = build(SIDES, MEMBERS, {}, [], 95, 30, "bfifo")
     down = lines_for(p, "br0")
     assert down[0] == "qdisc replace dev br0 root handle 1: htb default 3fff"
     assert "classid 1:1 htb rate 18050kbit ceil 18050kbit" in down[1]       # 95% of 19000
@@ -28,14 +29,33 @@ def test_the_link_is_shaped_at_shape_percent_and_high_is_capped_at_its_share():
     assert "classid 1:1 htb rate 4512kbit ceil 4512kbit" in up[1]            # 95% of 4750
 
 
+def test_the_download_is_shaped_at_its_own_lower_percent_and_the_upload_keeps_shape_percent():
+    p = build(SIDES, MEMBERS, {}, [], 95, 30, "bfifo", down_percent=90)
+    down, up = lines_for(p, "br0"), lines_for(p, "wan0")
+    assert "classid 1:1 htb rate 17100kbit ceil 17100kbit" in down[1]       # 90% of 19000
+    assert "rate 5130kbit ceil 5130kbit prio 0" in next(line for line in down if "classid 1:10 " in line)
+    assert "ceil 17100kbit prio 2" in next(line for line in down if "classid 1:30 " in line)
+    assert "classid 1:1 htb rate 4512kbit ceil 4512kbit" in up[1]            # still 95% of 4750
+    assert plan.side_percent(SIDES[1], 95, None) == 95                       # unset: shape_percent
+
+
+def test_without_fq_codel_a_leaf_holds_100_ms_at_its_ceil_in_bytes_not_packets():
+    # bytes: a download's ACKs on a device's upload leaf must not crowd out its data frames
+    p = build(SIDES, MEMBERS, {}, [], 95, 30, "bfifo")
+    assert "qdisc replace dev wan0 parent 1:c001 handle c001: bfifo limit 56400" in p.tc      # 4512 kbit, 100 ms
+    assert "qdisc replace dev wan0 parent 1:4001 handle 4001: bfifo limit 16912" in p.tc      # high: 1353 kbit
+    assert "qdisc replace dev br0 parent 1:8002 handle 8002: bfifo limit 225625" in p.tc      # 18050 kbit
+    assert plan.leaf_bytes(100) == plan.MIN_LEAF_BYTES                                         # a few frames at least
+
+
 def test_every_device_has_its_own_leaf_in_every_class_with_a_bounded_queue():
-    p = build(SIDES, MEMBERS, {}, [], 95, 30, "pfifo")
+    p = build(SIDES, MEMBERS, {}, [], 95, 30, "bfifo")
     for dev in ("wan0", "br0"):
         text = "\n".join(lines_for(p, dev))
         for parent, minor in (("1:10", "4001"), ("1:20", "8001"), ("1:30", "c001"),
                               ("1:10", "4002"), ("1:20", "8002"), ("1:30", "c002"), ("1:30", "3fff")):
             assert f"parent {parent} classid 1:{minor} htb" in text
-            assert f"parent 1:{minor} handle {minor}: pfifo limit {plan.PFIFO_LIMIT}" in text
+            assert re.search(rf"parent 1:{minor} handle {minor}: bfifo limit \d+$", text, re.M)
     assert p.leaves[("up", 0x4001)] == ("high", A) and p.leaves[("down", 0xC002)] == ("default", B)
     assert p.leaves[("down", 0x3FFF)] == ("default", None)
 
@@ -43,7 +63,7 @@ def test_every_device_has_its_own_leaf_in_every_class_with_a_bounded_queue():
 def test_fq_codel_leaves_when_the_kernel_has_them():
     p = build(SIDES, MEMBERS, {}, [], 95, 30, "fq_codel")
     assert "qdisc replace dev br0 parent 1:4001 handle 4001: fq_codel" in p.tc
-    assert not any("pfifo" in line for line in p.tc)
+    assert not any("bfifo" in line for line in p.tc)
 
 
 def test_the_leaf_is_chosen_by_trying_fq_codel(monkeypatch):
@@ -55,12 +75,13 @@ def test_the_leaf_is_chosen_by_trying_fq_codel(monkeypatch):
     monkeypatch.setattr(apply, "run_tool", fake)
     assert apply.choose_leaf("wan0") == "fq_codel"
     monkeypatch.setattr(apply, "run_tool", lambda argv, text="": (2, "Error: Specified qdisc kind is unknown."))
-    assert apply.choose_leaf("wan0") == "pfifo"
-    assert tried[0][:4] == ["tc", "qdisc", "replace", "dev"] and "3fff:" in tried[0]
+    assert apply.choose_leaf("wan0") == "bfifo"
+    # no handle: replacing the bfifo's own handle with another kind is refused by the kernel
+    assert tried[0] == ["tc", "qdisc", "replace", "dev", "wan0", "parent", "1:3fff", "fq_codel"]
 
 
 def test_devices_are_classified_by_their_addresses_before_masquerade():
-    p = build(SIDES, MEMBERS, {A: "high"}, [], 95, 30, "pfifo")
+    p = build(SIDES, MEMBERS, {A: "high"}, [], 95, 30, "bfifo")
     assert "type filter hook postrouting priority mangle" in p.nft      # before srcnat: the device's own address
     assert 'oifname "wan0" goto up' in p.nft and 'oifname "br0" goto down' in p.nft
     assert "map dev_up4 { type ipv4_addr : classid; flags interval; elements = { 10.2.0.4/30 : 1:4001, " \
@@ -74,7 +95,7 @@ def test_devices_are_classified_by_their_addresses_before_masquerade():
 def test_an_app_marks_its_connections_and_the_better_class_wins():
     video = AppRule(7, "medium", (PortRange("udp", 3478, 3481), PortRange("tcp", 443, 443)),
                     {"198.51.100.7": 120.0}, {}, True)
-    p = build(SIDES, MEMBERS, {A: "high"}, [video], 95, 30, "pfifo")
+    p = build(SIDES, MEMBERS, {A: "high"}, [video], 95, 30, "bfifo")
     assert "udp dport { 3478-3481 } ct mark set 7" in p.nft
     assert "tcp sport { 443 } ct mark set 7" in p.nft                   # the download direction
     assert "ip daddr @app7_4 ct mark set 7" in p.nft and "ip saddr @app7_4 ct mark set 7" in p.nft
@@ -85,7 +106,7 @@ def test_an_app_marks_its_connections_and_the_better_class_wins():
 
 
 def test_no_device_and_no_app_is_still_a_valid_table():
-    p = build(SIDES[:1], [], {}, [], 95, 30, "pfifo")
+    p = build(SIDES[:1], [], {}, [], 95, 30, "bfifo")
     assert "elements" not in p.nft and "chain down" not in p.nft
     assert not any("br0" in line for line in p.tc)
 
@@ -138,7 +159,7 @@ def test_the_counters_parser_reads_the_json_form():
 
 
 def test_rates_per_class_and_device_from_two_samples():
-    p = build(SIDES[:1], MEMBERS, {A: "high"}, [], 95, 30, "pfifo")
+    p = build(SIDES[:1], MEMBERS, {A: "high"}, [], 95, 30, "bfifo")
     before = stats.Sample(100.0, {("up", m): c for m, c in stats.parse(RECORDED.replace("5000", "1000")).items()})
     now = stats.Sample(102.0, {("up", m): c for m, c in stats.parse(RECORDED).items()})
     summary = stats.summarize(now, before, p.leaves)
@@ -151,7 +172,7 @@ def test_rates_per_class_and_device_from_two_samples():
 
 def test_every_app_has_a_byte_counter_per_direction():
     video = AppRule(7, "medium", (PortRange("udp", 3478, 3481),))
-    p = build(SIDES, MEMBERS, {}, [video], 95, 30, "pfifo")
+    p = build(SIDES, MEMBERS, {}, [video], 95, 30, "bfifo")
     assert "counter app7_up { }" in p.nft and "counter app7_down { }" in p.nft
     assert 'ct mark 7 counter name "app7_up"' in p.nft and 'ct mark 7 counter name "app7_down"' in p.nft
     # counted after the mark is set, so a connection's first packet counts too
@@ -175,3 +196,13 @@ def test_app_rates_from_nft_counters_and_garbage_is_left_out():
             "packets": 3} in summary["apps"]
     # an app deleted since the sample (no name) is not reported
     assert stats.summarize(now, before, {}, {})["apps"] == []
+
+
+def test_the_download_percent_is_a_checked_config_key():
+    import pytest
+    from homework.config import ConfigError, parse
+    assert parse({}).qos_down_percent == 90 and parse({}).qos_shape_percent == 95
+    assert parse({"qos": {"down_percent": 85}}).qos_down_percent == 85
+    for bad in (49, 101, "90"):
+        with pytest.raises(ConfigError, match="qos.down_percent"):
+            parse({"qos": {"down_percent": bad}})

@@ -211,7 +211,7 @@ class FakeHostapd:
             except (TimeoutError, OSError):
                 continue
             self.requests.append(data)
-            if data == b"ATTACH":
+            if data == b"ATTACH probe_rx_events=1":     # hostapd: probe events only for monitors asking
                 self.monitors.add(addr)
             elif data == b"DETACH":
                 self.monitors.discard(addr)
@@ -269,7 +269,7 @@ def test_the_listener_attaches_reads_events_and_reattaches_after_hostapd_restart
         assert server.requests == []
         clock.advance(RETRY)
         until(lambda: sock.attached, listener.tick)
-        assert server.requests == [b"ATTACH"]
+        assert server.requests == [b"ATTACH probe_rx_events=1"]
 
         server.send(probe(PHONE, -47))
         server.send(f"<3>RX-PROBE-REQUEST sa={PHONE} signal=")          # malformed: counted

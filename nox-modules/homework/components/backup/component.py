@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from pathlib import Path
 
-from ... import __version__, migrations
+from ... import __version__, migrations, wifi
 from ...commands import CommandError
 from ...component import Component
 from .apply import apply
@@ -33,6 +34,9 @@ RESTARTING_NOTE = "restarting: the controller restarts now to use the restored s
 class Backup(Component):
     name = "backup"
 
+    def _wifi_env(self) -> Path:
+        return Path(self.ctx.config.state_dir) / wifi.ENV_NAME
+
     def start(self) -> None:
         self.ctx.commands.register("backup", self.backup)
         self.ctx.commands.register("restore", self.restore)
@@ -41,6 +45,9 @@ class Backup(Component):
         state = self.ctx.state
         with state.transaction():       # one consistent read (queued writes flushed first)
             settings, secrets = collect(lambda sql: state.db.execute(sql).fetchall())
+        network = wifi.read_env(self._wifi_env())
+        if network.get("SSID") and network.get("PASSPHRASE"):
+            secrets["wifi"] = [{"ssid": network["SSID"], "passphrase": network["PASSPHRASE"]}]
         try:
             doc = pack(settings, secrets, passphrase, schema=migrations.LATEST, software=__version__)
         except BackupError as exc:
@@ -60,6 +67,13 @@ class Backup(Component):
             written = apply(self.ctx.state, settings, secrets)
         except sqlite3.IntegrityError as exc:     # e.g. the same rule twice: rolled back, nothing changed
             raise CommandError(f"backup: rows that cannot go together ({exc}): nothing restored") from None
+        for network in secrets.get("wifi", []):    # checked by validate(); applied like the settings page
+            try:
+                self.ctx.commands.call("set-wifi", ssid=network["ssid"], passphrase=network["passphrase"])
+                written["wifi"] = 1
+            except CommandError as exc:     # the settings are in; say what did not come back
+                log.error("the backup's Wi-Fi settings were not restored: %s", exc)
+                written["wifi"] = 0
         log.warning("settings restored from a backup made %s (schema %s, software %s): %s",
                     doc.get("created"), doc.get("schema"), doc.get("software"), written)
         restarting = self.ctx.restart is not None

@@ -27,6 +27,9 @@ SECRETS: dict[str, tuple[str, ...]] = {
     "api_admin": ("id", "password_hash", "changed"),
     "api_tokens": ("id", "name", "role", "token_hash", "created", "last_used", "revoked"),
     "webhooks": ("id", "url", "secret", "created"),
+    # not a state.db table: the Wi-Fi network's name and passphrase from wifi.env (wifi.py),
+    # added by the component and restored through the set-wifi command
+    "wifi": ("ssid", "passphrase"),
 }
 # Emptied with a restore though not restored: sessions were signed in under the old password.
 CLEARED = ("api_sessions",)

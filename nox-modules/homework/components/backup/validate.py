@@ -37,6 +37,8 @@ def validate(settings: dict, secrets: dict) -> None:
                     what = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
                     raise BackupError(f"backup: {table} row {i + 1}: {what}") from None
     _unique(settings.get("devices", []), "mac", "devices")
+    if len(secrets.get("wifi", [])) > 1:
+        raise BackupError("backup: wifi must hold one network")
 
 
 def _unique(rows: list, key: str, table: str) -> None:
@@ -178,6 +180,15 @@ def _qos_app(r):
     _qos_rule(r, ("high", "medium", "default"))
 
 
+def _wifi(r):
+    from ... import wifi
+    try:
+        wifi.check_ssid(r["ssid"])
+        wifi.check_passphrase(r["passphrase"])
+    except wifi.CommandError as exc:
+        raise ValueError(str(exc)) from None
+
+
 def _admin(r):
     _number(r.get("id", 1), "id", 1, 1, whole=True)
     _text(r["password_hash"], "password_hash", empty=False)
@@ -209,5 +220,6 @@ CHECKS = {
     "devices": _device, "dns_rules": _dns_rule, "dns_modes": lambda r: (_mac(r["mac"]), _choice(
         r["mode"], "mode", ("denylist", "allowlist"))),
     "dns_options": _option, "schedules": _schedule, "pauses": _pause, "blocklists": _blocklist,
-    "usage_limits": _limit, "usage_cap": _cap, "settings": _option, "qos_devices": _qos_device, "qos_apps": _qos_app, "api_admin": _admin, "api_tokens": _token, "webhooks": _webhook,
+    "usage_limits": _limit, "usage_cap": _cap, "settings": _option, "qos_devices": _qos_device,
+    "qos_apps": _qos_app, "api_admin": _admin, "api_tokens": _token, "webhooks": _webhook, "wifi": _wifi,
 }

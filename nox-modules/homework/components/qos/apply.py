@@ -21,11 +21,12 @@ def run_tool(argv: list[str], text: str = "") -> tuple[int, str]:
 
 
 def choose_leaf(dev: str) -> str:
-    """fq_codel where the kernel has it (the image), else a bounded pfifo (this dev kernel).
-    Tried on the root's own default leaf, which is there once the tree is."""
-    rc, _ = run_tool(["tc", "qdisc", "replace", "dev", dev, "parent", f"1:{OTHER_LEAF:x}",
-                      "handle", f"{OTHER_LEAF:x}:", "fq_codel"])
-    return "fq_codel" if rc == 0 else "pfifo"
+    """fq_codel where the kernel has it (the image), else a byte-bounded bfifo (this dev kernel).
+    Tried on the root's own default leaf, which is there once the tree is. Without a handle:
+    `replace` onto an existing handle of another kind is refused even where fq_codel exists
+    (the image's boot test caught that); the caller then rebuilds the tree with the leaf."""
+    rc, _ = run_tool(["tc", "qdisc", "replace", "dev", dev, "parent", f"1:{OTHER_LEAF:x}", "fq_codel"])
+    return "fq_codel" if rc == 0 else "bfifo"
 
 
 class Shaper:

@@ -165,7 +165,10 @@ class Qos(Component):
             if self.leaf is None and ok:
                 self.leaf = applying.choose_leaf(sides[0].dev)
                 self.log.info("shaping with HTB and %s leaves", self.leaf)
-                if self.leaf != "pfifo":
+                if self.leaf != "bfifo":
+                    # every leaf changes kind: `replace` cannot do that in place, so the
+                    # trees are built afresh (a moment without shaping, once per start)
+                    self.shaper.installed.clear()
                     plan = self._plan(link, sides)
                     ok = self.shaper.apply(plan, devs)
             self.active, self.leaves = ok, plan.leaves
@@ -173,7 +176,8 @@ class Qos(Component):
 
     def _plan(self, link: dict, sides: list[Side]):
         return build(sides, self.members(), self.device_classes(), self.app_rules(self.ctx.now()),
-                     self.ctx.config.qos_shape_percent, link["high_share"], self.leaf or "pfifo")
+                     self.ctx.config.qos_shape_percent, link["high_share"], self.leaf or "bfifo",
+                     self.ctx.config.qos_down_percent)
 
     def flush(self) -> None:
         """Wait until every change so far is applied (tests)."""
@@ -263,8 +267,9 @@ class Qos(Component):
                 "devices": {mac: {"class": r.cls, "window": window_view(r.window)}
                             for mac, r in sorted(self.store.devices.items())},
                 "apps": [self._app_view(a) for a in sorted(self.store.apps.values(), key=lambda a: a.name)],
-                "active": self.active, "leaf": self.leaf or "pfifo",
-                "shape_percent": self.ctx.config.qos_shape_percent, "wan_interface": self.wan,
+                "active": self.active, "leaf": self.leaf or "bfifo",
+                "shape_percent": self.ctx.config.qos_shape_percent,
+                "down_percent": self.ctx.config.qos_down_percent, "wan_interface": self.wan,
                 "lan_interface": self.lan}
 
     @staticmethod

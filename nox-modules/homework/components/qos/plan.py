@@ -5,13 +5,14 @@ Each shaped interface (upload: the WAN; download: the LAN bridge's LOCAL port, w
 packets from the internet leave the router's stack post-NAT) gets one HTB tree:
 
     1:    htb root, default 1:3fff
-    1:1   the link: rate = ceil = shape_percent% of the line
+    1:1   the link: rate = ceil = shape_percent% of the line (download: down_percent%)
     1:10  high:    rate = ceil = high_share% of the link (it cannot starve the rest), prio 0
     1:20  medium:  60% of the rest, ceil = the link, prio 1
     1:30  default: 40% of the rest, ceil = the link, prio 2
           1:3fff   the router's own and unknown traffic (under default)
           1:XXXX   one leaf per (class, device): minor = class bits << 14 | the lease's
-                   index, each with its own leaf qdisc, so devices share a class fairly.
+                   index, each with its own leaf qdisc (fq_codel, else a bfifo of
+                   LEAF_QUEUE_MS at the class's ceil), so devices share a class fairly.
 
 nftables (table inet homework_qos, a filter chain in postrouting before masquerade)
 sets `meta priority` to the leaf's classid: first from the device's own class (maps
@@ -32,7 +33,12 @@ MAX_INDEX = 0x3FFF           # lease indexes that fit in a leaf's minor (a /16 p
 MEDIUM_OF_REST = 0.6
 QUANTUM = 1514               # one full frame per round: fair among leaves at any rate
 MIN_LEAF_KBIT = 8
-PFIFO_LIMIT = 100            # packets: a bounded queue when fq_codel is missing (dev kernel)
+# Without fq_codel (this dev kernel) a leaf is a bfifo holding LEAF_QUEUE_MS at the class's
+# ceil: a byte limit, not a packet count, because on the upload a device's leaf also carries
+# the ACKs of its downloads (~1400/s at 20 Mbit/s), which filled a 100-packet pfifo and left
+# room for a few data frames only (the bulk upload got about half the line).
+LEAF_QUEUE_MS = 100
+MIN_LEAF_BYTES = 4 * 1514
 TABLE = "homework_qos"
 
 
@@ -101,8 +107,12 @@ def class_rates(kbit: int, shape_percent: int, high_share: int) -> dict[str, tup
             "default": (max(MIN_LEAF_KBIT, rest - medium), link)}
 
 
-def leaf_qdisc(leaf: str) -> str:
-    return "fq_codel" if leaf == "fq_codel" else f"pfifo limit {PFIFO_LIMIT}"
+def leaf_bytes(ceil_kbit: int) -> int:
+    return max(MIN_LEAF_BYTES, ceil_kbit * 1000 // 8 * LEAF_QUEUE_MS // 1000)
+
+
+def leaf_qdisc(leaf: str, ceil_kbit: int) -> str:
+    return "fq_codel" if leaf == "fq_codel" else f"bfifo limit {leaf_bytes(ceil_kbit)}"
 
 
 def _htb(dev: str, parent: str, minor: int, rate: int, ceil: int, prio: int | None = None) -> str:
@@ -126,7 +136,7 @@ def tc_lines(side: Side, members: list[Member], shape_percent: int, high_share: 
     def add_leaf(cls: str, minor: int, mac: str | None) -> None:
         rate, ceil = rates[cls]
         lines.append(_htb(dev, f"1:{CLASS_MINOR[cls]:x}", minor, max(MIN_LEAF_KBIT, rate // share), ceil, RANK[cls]))
-        lines.append(f"qdisc replace dev {dev} parent 1:{minor:x} handle {minor:x}: {leaf_qdisc(leaf)}")
+        lines.append(f"qdisc replace dev {dev} parent 1:{minor:x} handle {minor:x}: {leaf_qdisc(leaf, ceil)}")
         leaves[minor] = (cls, mac)
     add_leaf("default", OTHER_LEAF, None)
     for m in sorted(members, key=lambda m: m.index):
@@ -223,11 +233,19 @@ def nft_learned(app_id: int, addrs: list[str], seconds: int) -> str:
     return "\n".join(out) + ("\n" if out else "")
 
 
+def side_percent(side: Side, shape_percent: int, down_percent: int | None) -> int:
+    """The download is shaped lower than the upload: the router shapes it *after* the
+    modem's queue, which drains only at the rate the shaper leaves spare, so every burst
+    the senders push past the shaper stays there for (line / spare) times its length."""
+    return down_percent if side.direction == "down" and down_percent else shape_percent
+
+
 def build(sides: list[Side], members: list[Member], device_class: dict[str, str], apps: list[AppRule],
-          shape_percent: int, high_share: int, leaf: str) -> Plan:
+          shape_percent: int, high_share: int, leaf: str, down_percent: int | None = None) -> Plan:
     tc, leaves = [], {}
     for side in sides:
-        lines, side_leaves = tc_lines(side, members, shape_percent, high_share, leaf)
+        lines, side_leaves = tc_lines(side, members, side_percent(side, shape_percent, down_percent),
+                                      high_share, leaf)
         tc += lines
         leaves.update({(side.direction, minor): v for minor, v in side_leaves.items()})
     by_dir = {s.direction: s.dev for s in sides}

@@ -52,7 +52,7 @@ class MonitorSocket:
             sock.bind("")               # Linux autobind: an abstract address hostapd can answer
             sock.setblocking(False)
             sock.connect(self.path)
-            sock.send(b"ATTACH")
+            sock.send(b"ATTACH probe_rx_events=1")   # hostapd sends RX-PROBE-REQUEST only to monitors asking
         except OSError as exc:
             sock.close()
             self.on_error(f"{self.path}: {exc.strerror or exc}")
