@@ -21,7 +21,11 @@ jQuery(function ($) {
   var word = HW.labels.priority;
   var refreshTimer = 0, statsTimer = 0;
   var qos = null;
-  var samples = [];              // [{at, rates: {"down high": bps, ..}, dropped: {down, up}}]
+  var samples = [];              // [{at, rates: {"down high": bps, ..}, dropped: {down, up}, devices, apps}]
+  var chartView = "class";       // the chart's series: per "class", "device" or "app"
+  var names = {};                // mac -> the device's label, for the chart's legend
+  var TOP_SERIES = 6;            // busiest devices or applications drawn (a readable legend)
+  var SERIES_COLOURS = ["#3b6ea8", "#b3261e", "#2e7d32", "#8e44ad", "#c77800", "#00838f"];
   var highDrops = null;          // the high class's drop counters at the last poll, per direction
 
   function showLogin(message) {
@@ -71,6 +75,7 @@ jQuery(function ($) {
     var rows = views.filter(function (v) { return v.state === "permitted" || q.devices[v.mac]; });
     var known = {};
     rows.forEach(function (v) { known[v.mac] = true; });
+    views.forEach(function (v) { names[v.mac] = v.label || v.name || v.mac; });
     Object.keys(q.devices).forEach(function (mac) { if (!known[mac]) rows.push({ mac: mac, label: mac }); });
     var focused = $body.find("select:focus").closest("tr").attr("data-mac");
     if (focused) return;                   // redraw later, not under someone's finger
@@ -137,9 +142,46 @@ jQuery(function ($) {
       if (more > 0) { dropped[dir] = true; showDrop(s.at, more, dir); }
     });
     highDrops = drops;
-    samples.push({ at: s.at, rates: rates, dropped: dropped });
+    samples.push({ at: s.at, rates: rates, dropped: dropped, devices: perKey(s.devices, "mac"), apps: perKey(s.apps, "name") });
     while (samples.length && samples[0].at < s.at - WINDOW_S) samples.shift();
     drawChart();
+  }
+
+  /* Rows of GET qos/stats -> {key: {down: bps, up: bps}} (a device's classes summed). */
+  function perKey(rows, field) {
+    var out = {};
+    (rows || []).forEach(function (r) {
+      var k = r[field];
+      if (!k) return;
+      out[k] = out[k] || { down: 0, up: 0 };
+      out[k][r.direction] = (out[k][r.direction] || 0) + (r.rate_bps || 0);
+    });
+    return out;
+  }
+
+  /* The busiest devices or applications over the window, most traffic first. */
+  function busiest(field) {
+    var total = {};
+    samples.forEach(function (p) {
+      Object.keys(p[field] || {}).forEach(function (k) { total[k] = (total[k] || 0) + p[field][k].down + p[field][k].up; });
+    });
+    return Object.keys(total).sort(function (a, b) { return total[b] - total[a]; }).slice(0, TOP_SERIES);
+  }
+
+  function seriesDatasets() {
+    var field = chartView === "device" ? "devices" : "apps", datasets = [];
+    busiest(field).forEach(function (k, i) {
+      var colour = SERIES_COLOURS[i % SERIES_COLOURS.length];
+      ["down", "up"].forEach(function (dir) {
+        datasets.push({
+          label: (field === "devices" ? names[k] || k : k) + (dir === "down" ? " ↓" : " ↑"),
+          data: samples.map(function (p) { return ((p[field] || {})[k] || {})[dir] || 0; }),
+          borderColor: colour, backgroundColor: colour, borderWidth: 2, tension: 0.2, pointRadius: 0,
+          borderDash: dir === "up" ? [5, 4] : []
+        });
+      });
+    });
+    return datasets;
   }
 
   function clock(at) { return new Date(at * 1000).toLocaleTimeString(); }
@@ -155,8 +197,8 @@ jQuery(function ($) {
   function drawChart() {
     var canvas = $("#rates-chart")[0];
     HW.charts.load().done(function () {
-      var datasets = [];
-      ["down", "up"].forEach(function (dir) {
+      var datasets = chartView === "class" ? [] : seriesDatasets();
+      (chartView === "class" ? ["down", "up"] : []).forEach(function (dir) {
         HW.labels.PRIORITIES.forEach(function (c) {
           var isHigh = c === "high";
           datasets.push({
@@ -179,6 +221,7 @@ jQuery(function ($) {
                      return c.dataset.label + ": " + rate(c.parsed.y); } } } } }
       });
       canvas.dataset.samples = String(samples.length);     // tests wait for drawn samples
+      canvas.dataset.series = datasets.map(function (d) { return d.label; }).join("|");
       var last = samples[samples.length - 1];
       $("#priorities .chart-note").text(last ? "Now: down " + rate(sum(last, "down")) + ", up " + rate(sum(last, "up")) : "");
     }).fail(function (msg) { $("#priorities .chart-note").text(msg); });
@@ -223,6 +266,8 @@ jQuery(function ($) {
       changed($error)();
     }).fail(failed($error));
   });
+
+  $("#chart-view").on("change", function () { chartView = this.value; drawChart(); });
 
   $("#device-classes").on("change", "select.class", function () {
     var $row = $(this).closest("tr"), $error = $row.find(".error");

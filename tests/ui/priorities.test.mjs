@@ -205,4 +205,16 @@ test("the chart draws the polled stats; the First device's download shows in its
     await page.locator('#priorities .drop-marker').waitFor({ state: 'visible', timeout: 10000 });
     await page.locator(canvas).scrollIntoViewIfNeeded();
     await screenshot(page, 'priorities-04-chart');
+
+    // the same window per device: the laptop's download is its own series
+    await page.selectOption('#chart-view', 'device');
+    const byDevice = await until(async () => {
+      const c = await chart();
+      return c.sets.length >= 2 ? c : null;
+    }, 'the per-device series', 10000);
+    const down = byDevice.sets.filter((d) => d.label.endsWith('↓'));
+    assert.ok(down.length >= 1 && byDevice.sets.length === 2 * down.length, JSON.stringify(byDevice.sets.map((d) => d.label)));
+    assert.ok(Math.max(...down[0].data) > 0, `the busiest device's download: ${down[0].label}`);
+    assert.ok(!byDevice.sets.some((d) => d.label.startsWith('First')), 'no class series in the device view');
+    await page.selectOption('#chart-view', 'class');
   });
