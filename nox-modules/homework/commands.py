@@ -6,7 +6,7 @@ from typing import Callable
 
 from .devices import CannotForget, UnknownDevice
 from .state import StorageError
-from .macaddr import BadMac
+from .macaddr import BadMac, normalize
 
 
 class CommandError(Exception):
@@ -15,6 +15,18 @@ class CommandError(Exception):
     def __init__(self, message: str, status: int = 400):
         super().__init__(message)
         self.status = status
+
+
+def seen_device(state, mac) -> str:
+    """A command's MAC argument in the router's form, for a device the router has seen:
+    400 for a malformed MAC, 404 for one never seen."""
+    try:
+        mac = normalize(str(mac))
+    except BadMac as exc:
+        raise CommandError(str(exc)) from None
+    if state.get_device(mac) is None:
+        raise CommandError(f"no device with MAC {mac} has been seen", 404)
+    return mac
 
 
 class Commands:

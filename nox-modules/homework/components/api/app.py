@@ -288,6 +288,14 @@ class ApiApp:
             raise ApiError(400, "request body must be a JSON object")
         return data
 
+    def fields(self, call: Call, allowed: set[str]) -> dict:
+        """The JSON body, refused with a 400 naming them when it has fields not in `allowed`."""
+        data = self.body(call)
+        unknown = set(data) - allowed
+        if unknown:
+            raise ApiError(400, f"unknown field(s) {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(allowed))})")
+        return data
+
     # -- handlers: public and sessions ---------------------------------------------------------
     def openapi(self, call: Call) -> Response:
         return Response(body=OPENAPI.read_bytes(), content_type="application/json", charset=None)

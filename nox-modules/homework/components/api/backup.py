@@ -25,10 +25,7 @@ def add_routes(app) -> None:
                                 "(add \"backup\" to [controller] components)")
 
     def fields(call, allowed: set[str]) -> dict:
-        data = app.body(call)
-        unknown = set(data) - allowed
-        if unknown:
-            raise ApiError(400, f"unknown field(s) {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(allowed))})")
+        data = app.fields(call, allowed)
         if not isinstance(data.get("passphrase"), str):
             raise ApiError(400, "send {\"passphrase\": \"...\"} (at least 8 characters)")
         return data

@@ -28,13 +28,6 @@ def add_routes(app) -> None:
             raise ApiError(503, "priorities are not available: the qos component is not loaded "
                                 "(set [qos] enabled = true or add \"qos\" to [controller] components)")
 
-    def fields(call, allowed: set) -> dict:
-        data = app.body(call)
-        unknown = set(data) - allowed
-        if unknown:
-            raise ApiError(400, f"unknown field(s) {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(allowed))})")
-        return data
-
     def show(call):
         need()
         return json_response(app.command("qos"))
@@ -45,7 +38,7 @@ def add_routes(app) -> None:
 
     def link(call):
         need()
-        data = fields(call, LINK_FIELDS)
+        data = app.fields(call, LINK_FIELDS)
         if not data:
             raise ApiError(400, f"give at least one of {', '.join(sorted(LINK_FIELDS))}")
         for key, value in data.items():
@@ -56,14 +49,14 @@ def add_routes(app) -> None:
     def device(call, mac):
         need()
         mac = app.known_mac(mac)
-        data = fields(call, DEVICE_FIELDS)
+        data = app.fields(call, DEVICE_FIELDS)
         if "class" not in data:
             raise ApiError(400, "class is required (high, medium or default)")
         return json_response(app.command("qos-device", mac=mac, cls=data["class"], window=data.get("window")))
 
     def app_set(call):
         need()
-        data = fields(call, APP_FIELDS)
+        data = app.fields(call, APP_FIELDS)
         for key in ("name", "class"):
             if key not in data:
                 raise ApiError(400, f"{key} is required")

@@ -31,10 +31,7 @@ def add_routes(app) -> None:
 
     def add(call):
         need()
-        data = app.body(call)
-        unknown = set(data) - ADD_FIELDS
-        if unknown:
-            raise ApiError(400, f"unknown field(s) {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(ADD_FIELDS))})")
+        data = app.fields(call, ADD_FIELDS)
         for key, value in data.items():
             if value is not None and not isinstance(value, str):
                 raise ApiError(400, f"{key} must be a string")

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import threading
 
-from ...commands import CommandError
+from ...commands import CommandError, seen_device
 from ...component import Component
-from ...macaddr import BadMac, normalize
 from ...worker import BatchWorker
 from ..usage.periods import zone
 from . import apply as applying
@@ -295,15 +294,6 @@ class Qos(Component):
         self.reapply()
         return self.show()
 
-    def _mac(self, mac) -> str:
-        try:
-            mac = normalize(str(mac))
-        except BadMac as exc:
-            raise CommandError(str(exc)) from None
-        if self.ctx.state.get_device(mac) is None:
-            raise CommandError(f"no device with MAC {mac} has been seen", 404)
-        return mac
-
     def set_device(self, mac=None, cls=None, window=None, **kw) -> dict:
         """A device's whole traffic in a class ("default" removes its rule), optionally only
         in a weekly window."""
@@ -312,7 +302,7 @@ class Qos(Component):
             raise CommandError(f"qos-device: unknown argument(s) {', '.join(sorted(kw))}")
         cls = parse_class(cls)
         window = parse_window(window)
-        mac = self._mac(mac)
+        mac = seen_device(self.ctx.state, mac)
         with self._lock:
             if cls == "default":
                 self.store.clear_device(mac)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 
-from ...commands import CommandError
+from ...commands import CommandError, seen_device
 from ...component import Component
 from ...leases import Lease
 from ...macaddr import BadMac, normalize
@@ -243,18 +243,9 @@ class Schedules(Component):
         self._apply()
         return {"removed": schedule_id}
 
-    def _known(self, mac) -> str:
-        try:
-            mac = normalize(str(mac))
-        except BadMac as exc:
-            raise CommandError(str(exc)) from None
-        if self.ctx.state.get_device(mac) is None:
-            raise CommandError(f"no device with MAC {mac} has been seen", 404)
-        return mac
-
     def pause(self, mac=None, minutes=60) -> dict:
         """Cut the device off for `minutes` from now (the board's one tap: 60)."""
-        mac = self._known(mac)
+        mac = seen_device(self.ctx.state, mac)
         now = self.ctx.now()
         with self._lock:
             self.store.set_pause(Pause(mac, "pause", now, now + 60 * parse_minutes(minutes)))
@@ -263,7 +254,7 @@ class Schedules(Component):
 
     def resume(self, mac=None) -> dict:
         """End a pause now; inside a pause window, stay open until that window ends."""
-        mac = self._known(mac)
+        mac = seen_device(self.ctx.state, mac)
         now = self.ctx.now()
         ends = [s.window.end_after(now, self.tz) for s in self._open_for(mac, now) if s.action == "pause"]
         with self._lock:
