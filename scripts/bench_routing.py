@@ -7,7 +7,8 @@ Setups (each on real namespaces; servers in the homelab "internet" behind NAT):
   learn-switch   OVS + reactive MAC-learning switch on os-ken (scripts/bench_peers)
   reactive-flow  OVS + the seed's reactive design: every new 5-tuple to the controller
   homework       OVS + the Homework controller (dhcp, routing): proactive per-device
-                 flows, per-flow accounting entries learned by the switch
+                 flows; per-flow records of NATed flows from conntrack, per-flow
+                 entries learned by the switch for flows inside the household
 
 Measured:
   (a) new TCP connections/s: wrk -H 'Connection: close' to lighttpd in the internet

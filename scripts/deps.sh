@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
   # data plane and controller
-  openvswitch-switch python3-os-ken python3-venv iproute2 iputils-ping ethtool nftables iptables
+  openvswitch-switch python3-os-ken python3-venv iproute2 iputils-ping ethtool nftables iptables conntrack
   # router services
   dnsmasq-base hostapd wpasupplicant lighttpd lighttpd-mod-openssl libjs-jquery ieee-data radvd sqlite3 openssl
   libjs-chart.js  # Guest Board charts (issue 14), served by lighttpd at /lib/chart.js/

@@ -200,6 +200,10 @@ KEYS: tuple[Key, ...] = (
         int_range(1, 3600)),
     Key("routing.flow_stats_interval", "flow_stats_interval", int, 10, "seconds between flow counter polls",
         int_range(1, 3600)),
+    Key("routing.flow_records", "flow_records", str, "conntrack",
+        "where per-flow records of NATed (internet) traffic come from: 'conntrack' (the kernel's "
+        "NAT entries; the switch counts per host) or 'switch' (a learned entry per flow)",
+        one_of("conntrack", "switch")),
     Key("routing.per_host_flow_limit", "per_host_flow_limit", int, 1000,
         "learned entries before a device is counted per host", int_range(10, 10**7)),
     Key("dns.blocked_answer", "dns_blocked_answer", str, "nxdomain", "answer to a blocked name",

@@ -132,6 +132,13 @@ class HostNet:
             self._mac_read_at = now
         return self._mac
 
+    def conntrack_reader(self):
+        """The kernel's conntrack (per-flow records of NATed traffic), or None without
+        the `conntrack` tool."""
+        from .components.routing.conntrack import ConntrackReader
+        reader = ConntrackReader()
+        return reader if reader.available else None
+
 
 def _next_hop6(index: int) -> str:
     """A link-local stand-in for device `index` (fe80::ff:0:0 + index), never on the wire."""
@@ -164,6 +171,7 @@ class FakeHost(HostNet):
         self.addresses: set[str] = set()
         self.prefixes6: dict[int, tuple[str, str, str]] = {}
         self.mac = mac
+        self.fake_conntrack = None      # unit tests may set a fake ConntrackReader
 
     def add_router_address(self, address: str, prefixlen: int = 30) -> None:
         self.addresses.add(f"{address}/{prefixlen}")
@@ -182,3 +190,6 @@ class FakeHost(HostNet):
 
     def local_mac(self) -> str | None:
         return self.mac
+
+    def conntrack_reader(self):
+        return self.fake_conntrack

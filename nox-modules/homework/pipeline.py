@@ -21,7 +21,10 @@ Table 0 (CLASSIFY): first match wins, from the top
 Then permitted traffic visits routing's two other tables:
 
     table 10 ACCOUNT  per-flow counters: exact 5-tuple entries the switch learns itself
-                      (idle timeout, flow-removed to us), or one per-host entry each way
+                      (idle timeout, flow-removed to us), or one per-host entry each way;
+                      with [routing] flow_records = "conntrack" only flows within the
+                      pool are learned, NATed ones are counted per host here and read
+                      per flow from the kernel's conntrack (routing/conntrack.py)
     table 20 FORWARD  by destination: another device (MAC rewrite, TTL decrement),
                       broadcast and multicast fan-out, the router's own stack (LOCAL)
 
@@ -119,6 +122,7 @@ PRIO_LEARNED = 100         # the learned per-flow entries
 PRIO_ACCOUNT_SYN = 11      # per device: learn a TCP flow from its SYN
 PRIO_ACCOUNT = 10          # per device: learn a flow entry (or, collapsed, count per host)
 PRIO_ACCOUNT_OTHER = 9     # protocols without ports
+PRIO_ACCOUNT_HOST = 8      # per device: NATed traffic counted per host (flows from conntrack)
 # routing, table 20
 PRIO_MCAST_GROUP = 300
 PRIO_BROADCAST = 300
@@ -138,7 +142,7 @@ PRIORITIES = {
     "schedules": (PRIO_SCHEDULE_GATEWAY, PRIO_SCHEDULE_BLOCK),
     "usage": (PRIO_USAGE_SLOW_FROM, PRIO_USAGE_SLOW_TO, PRIO_USAGE_GATEWAY, PRIO_USAGE_BLOCK),
     "routing": (PRIO_IGMP, PRIO_ND, PRIO_GATEWAY, PRIO_DEVICE, PRIO_DROP),
-    "routing-account": (PRIO_LEARNED, PRIO_ACCOUNT_SYN, PRIO_ACCOUNT, PRIO_ACCOUNT_OTHER),
+    "routing-account": (PRIO_LEARNED, PRIO_ACCOUNT_SYN, PRIO_ACCOUNT, PRIO_ACCOUNT_OTHER, PRIO_ACCOUNT_HOST),
     "routing-forward": (PRIO_MCAST_GROUP, PRIO_BROADCAST, PRIO_MCAST_OTHER, PRIO_TO_ROUTER6, PRIO_TTL_EXPIRED,
                         PRIO_TO_DEVICE, PRIO_POOL_DROP, PRIO_UPSTREAM),
 }

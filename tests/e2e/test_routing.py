@@ -261,3 +261,61 @@ def test_controller_killed_and_restarted_during_traffic(home: Home):
     assert leases() == leases_before
     modes = {x["mac"]: x["mode"] for x in routing_status(home)["devices"]}
     assert modes[a.mac] == modes[b.mac] == "permitted" and modes[d.mac] == "gateway"
+
+
+# -- issue 11: new connections without a switch entry per connection -------------------------
+def _learned(home: Home, port: int) -> list[str]:
+    return [ln for ln in home.dump_flows().splitlines()
+            if "table=10" in ln and "priority=100" in ln and (f"tp_src={port}" in ln or f"tp_dst={port}" in ln)]
+
+
+def test_internet_flows_are_recorded_from_conntrack_and_device_to_device_flows_by_the_switch(home: Home):
+    if not home.hwdb_enabled:
+        pytest.skip("hwdbd not built")
+    a, b = permitted_device(home), permitted_device(home)
+    ip_a, ip_b = a.ipv4()[0], b.ipv4()[0]
+    port = 46000 + a.index
+    assert curl(a, f"http://{WEB_ADDR}/", extra=("--local-port", str(port))).stdout == "200"
+    # NATed: no learned entry in the switch, yet a Flows row each way (conntrack's counters)
+    assert _learned(home, port) == []
+
+    def rows():
+        flows = hwdb_query(home, "select * from Flows")
+        up = [r for r in flows if r["saddr"] == ip_a and r["sport"] == port and r["daddr"] == WEB_ADDR]
+        down = [r for r in flows if r["daddr"] == ip_a and r["dport"] == port and r["saddr"] == WEB_ADDR]
+        return up and down and (up, down)
+    up, down = wait_until(rows, 15, "Flows rows of the NATed connection")
+    assert all(r["proto"] == 6 and r["dport"] == 80 for r in up) and sum(r["nbytes"] for r in down) > 0
+    # within the household the switch still learns an exact entry per flow (and counts it)
+    listener = b.popen([PY, "-c", TCP_SERVER, ip_b, "7011"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: can_connect(a, ip_b, 7011), 10, "a reaches b's listener")
+        wait_until(lambda: [ln for ln in _learned(home, 7011) if f"nw_dst={ip_b}" in ln], 5,
+                   "a learned entry for the device-to-device flow")
+    finally:
+        listener.kill()
+        listener.wait(5)
+
+
+def test_a_denied_device_and_a_spoofer_get_nothing_during_a_connection_flood(home: Home):
+    a, d = permitted_device(home), pending_device(home)
+    assert home.homework("deny", d.mac).returncode == 0
+    ip_a = a.ipv4()[0]
+    flood = a.popen(["wrk", "-t", "1", "-c", "16", "-d", "8s", "-H", "Connection: close", f"http://{WEB_ADDR}/"],
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        time.sleep(1.5)
+        assert not can_connect(d, WEB_ADDR, 80, timeout=1)
+        assert not can_connect(d, ip_a, 22, timeout=1) and not can_connect(d, gateway(d), 443, timeout=1)
+        # the denied device claims the flooding device's address: nothing either
+        d.run(["ip", "addr", "add", f"{ip_a}/32", "dev", "eth0"])
+        try:
+            out = d.run(["curl", "-s", "-m", "2", "--interface", ip_a, f"http://{WEB_ADDR}/"], check=False)
+            assert out.returncode != 0, out.stdout
+        finally:
+            d.run(["ip", "addr", "del", f"{ip_a}/32", "dev", "eth0"])
+    finally:
+        out, _ = flood.communicate(timeout=40)
+    done = re.search(r"(\d+) requests in", out)
+    assert done and int(done.group(1)) > 100, out        # the flood itself went through
+    assert curl(a, f"http://{WEB_ADDR}/").stdout == "200"

@@ -143,10 +143,15 @@ class Accounting:
         return packets - old_p, nbytes - old_b
 
     def _flow_event(self, index: int, match: dict, packets: int, nbytes: int) -> None:
+        self.record(index, *flow_key(match), packets, nbytes)
+
+    def record(self, index: int, proto: int, saddr: str, sport: int, daddr: str, dport: int,
+               packets: int, nbytes: int) -> None:
+        """One `flow` event: a flow's growth in one direction (from a learned entry, or
+        from conntrack for NATed flows), for the device of block `index`."""
         device = self.device_for_index(index)
         if device is None:
             return
-        proto, saddr, sport, daddr, dport = flow_key(match)
         self.count("routing.flows_reported")
         self.publish("flow", mac=device[0], proto=proto, saddr=saddr, sport=sport, daddr=daddr,
                      dport=dport, npkts=packets, nbytes=nbytes)

@@ -6,7 +6,8 @@ and how every flow is counted.
 - permitted: anti-spoofed entry (port + MAC + leased IP) -> accounting table -> by
   destination: another permitted device (routed in the switch), broadcast/multicast
   fan-out, or the router's stack (NAT to the WAN). All proactive: the controller is off
-  the per-packet and per-flow path; the switch learns per-flow counter entries itself.
+  the per-packet and per-flow path; the switch learns per-flow counter entries itself for
+  flows inside the household, and NATed flows are read from conntrack (conntrack.py).
 
 Decisions take effect at once: a `device` event re-syncs that device's flows (delete by
 cookie kind, add the new set); a `lease` event does the same. When the switch (re)connects
@@ -28,6 +29,7 @@ from . import flowsets6 as fs6
 from . import dhcpv6, ndp
 from ... import pipeline as L
 from .accounting import Accounting
+from .conntrack import ConntrackFlows, per_source_counts
 from .icmp import time_exceeded, time_exceeded6
 from .multicast import (MLD_V1_DONE, MLD_V1_REPORT, MLD_V2_REPORT, Memberships, general_query, icmpv6_of,
                         mld_general_query, parse_igmp, parse_mld)
@@ -35,6 +37,7 @@ from ...ipv6plan import ROUTER_LINK_LOCAL
 
 QUERY_INTERVAL = 60.0          # IGMP general queries to permitted devices
 FLOW_COUNT_INTERVAL = 1.0      # how often the learned flows are counted (one request, table-wide)
+NAT_COUNT_INTERVAL = 3.0       # at most this often a conntrack dump to count NATed flows per device
 MEMBERSHIP_LIFETIME = 3 * QUERY_INTERVAL + 10
 RA_INTERVAL = 60.0             # unsolicited Router Advertisements to each device (IPv6 on)
 
@@ -48,6 +51,10 @@ class Routing(Component):
         self.per_host: set[int] = set()                       # block indexes collapsed to per-host
         self.memberships = Memberships(MEMBERSHIP_LIFETIME)
         self.accounting = Accounting(self.ctx.bus.publish, self._device_for_index, self.ctx.count, self._owns6)
+        # NATed (internet) flows: per-flow records from conntrack, when it is there
+        self.conntrack = None
+        self.nat_flows = ConntrackFlows(self._index_of_address, self.accounting.record, self.per_host.__contains__)
+        self._nat_counted_at = float("-inf")
         self.router_mac = "02:00:00:00:00:01"
 
     # -- life cycle ----------------------------------------------------------------------
@@ -56,6 +63,13 @@ class Routing(Component):
         self.ctx.bus.subscribe("lease", self._on_lease)
         self.ctx.bus.subscribe("device", self._on_device)
         self.ctx.bus.subscribe("ipv6_plan", self._on_ipv6_plan)
+        if self.ctx.config.flow_records == "conntrack":
+            self.conntrack = self.ctx.host.conntrack_reader()
+            if self.conntrack is None:
+                self.log.warning("no conntrack tool: every flow gets a learned switch entry")
+            else:
+                self.conntrack.enable_accounting()
+                self.conntrack.follow(self.nat_flows.ended)
         self.ctx.every(self.ctx.config.flow_stats_interval, self.poll_flow_stats)
         self.ctx.every(QUERY_INTERVAL, self.query_members)
         self.ctx.every(FLOW_COUNT_INTERVAL, self.count_flows)
@@ -64,6 +78,10 @@ class Routing(Component):
         self.ctx.commands.register("routing-status", self.status)
         # Device views say whether the device is counted per host (over the flow limit).
         self.ctx.device_facts.append(self._facts)
+
+    def stop(self) -> None:
+        if self.conntrack is not None:
+            self.conntrack.stop()
 
     def datapath_up(self, dp: Datapath) -> list:
         self.router_mac = self.ctx.host.local_mac() or self.router_mac
@@ -205,7 +223,7 @@ class Routing(Component):
             delete(L.KIND_GATEWAY, dev.index)
             decisions += fs.arp_flows(dev) + fs.forward_flows(dev, self.router_mac)
             decisions += (fs.per_host_flows(dev) if dev.index in self.per_host
-                          else fs.account_flows(dev, self.ctx.config.flow_idle_timeout))
+                          else fs.account_flows(dev, self.ctx.config.flow_idle_timeout, self._learned_within()))
             prefix = self._prefix6(dev)
             if prefix is not None:
                 decisions += (fs6.punt_meter(dev) if new_place else []) + fs6.nd_flows(dev, prefix)
@@ -235,6 +253,14 @@ class Routing(Component):
     def _device_for_index(self, index: int) -> tuple | None:
         lease = self.ctx.leases.by_index(index)
         return (lease.mac, lease.ip) if lease else None
+
+    def _index_of_address(self, address: str) -> int | None:
+        lease = self.ctx.leases.by_address(address)
+        return lease.index if lease else None
+
+    def _learned_within(self) -> ipaddress.IPv4Network | None:
+        """With conntrack, only flows inside the pool get learned entries."""
+        return self.ctx.config.pool if self.conntrack is not None else None
 
     # -- IPv6: prefixes and Router Advertisements -----------------------------------------------
     def _prefix6(self, dev: Lease):
@@ -416,6 +442,8 @@ class Routing(Component):
         """Flow protection, as cheap as the household is quiet: one request for the number
         of learned entries in the whole table (not one per device: 1,000 devices made that
         a third of a core for the controller and as much for the switch)."""
+        if self.conntrack is not None:
+            self._count_nat_flows()
         if self.ctx.datapath is None:
             return
         self.ctx.send([AggregateStatsRequest(table_id=L.TABLE_ACCOUNT, cookie=L.routing_cookie(L.KIND_LEARNED),
@@ -452,6 +480,25 @@ class Routing(Component):
                 continue
             decisions += self._collapse(entry[0], count)
         return decisions
+
+    def _count_nat_flows(self) -> None:
+        """The flow limit for NATed flows: the kernel's entry count is a file read; only
+        when it is over the limit (and not more often than NAT_COUNT_INTERVAL) are the
+        NATed connections dumped and counted per device."""
+        limit = self.ctx.config.per_host_flow_limit
+        now = self.ctx.now()
+        if self.conntrack.count() <= limit or now - self._nat_counted_at < NAT_COUNT_INTERVAL:
+            return
+        self._nat_counted_at = now
+        decisions: list = []
+        for address, count in per_source_counts(self.conntrack.dump()).items():
+            lease = self.ctx.leases.by_address(address) if count > limit else None
+            entry = self.installed.get(lease.mac) if lease else None
+            if entry is None or entry[1] != "permitted" or entry[0].index in self.per_host:
+                continue
+            decisions += self._collapse(entry[0], count)
+        if decisions:
+            self.ctx.send(decisions)
 
     def _facts(self, mac: str) -> dict:
         """What routing adds to a device's view: per-host counting, and its IPv6 /64."""
@@ -490,6 +537,8 @@ class Routing(Component):
 
     def poll_flow_stats(self) -> None:
         self.accounting.end_interval([dev.index for dev in self._permitted()])
+        if self.conntrack is not None:
+            self.nat_flows.snapshot(self.conntrack.dump())
         if self.ctx.datapath is not None:
             self.ctx.send([self._stats_request()])
 

@@ -97,18 +97,28 @@ def _learn(d: Lease, proto: int | None, ports: str | None, idle: int) -> Learn:
                  cookie=L.routing_cookie(L.KIND_LEARNED, d.index), send_flow_removed=True)
 
 
-def account_flows(d: Lease, idle: int) -> list[FlowMod]:
+def account_flows(d: Lease, idle: int, lan: ipaddress.IPv4Network | None = None) -> list[FlowMod]:
     """Per-flow accounting: the first packet of each flow, either way, makes the switch
     learn an exact-match entry (idle timeout, flow-removed to us) with the device's
     cookie. (No learn `limit`: Open vSwitch counts a cookie's flows by scanning the whole
     table on every learn, which cost 40 % of the new-connection rate; the component
-    polls each device's count instead.)"""
+    polls each device's count instead.)
+
+    With `lan` (the pool), only flows whose other end is in it are learned: device to
+    device and device to the router's own addresses. The rest, NATed to the internet,
+    is counted by one per-host entry each way and recorded per flow from conntrack
+    (conntrack.py says why), so a new connection to the internet changes no table."""
     c = L.routing_cookie(L.KIND_ACCOUNT, d.index)
     flows = []
     for outbound in (True, False):
         # Each side names its in_port, so the two never overlap (a packet the router's own
         # stack sends with a device's source address is not counted as that device's upload).
         side = {"in_port": d.port, "ipv4_src": d.ip} if outbound else {"in_port": LOCAL, "ipv4_dst": d.ip}
+        if lan is not None:
+            flows.append(FlowMod(match={"eth_type": ETH_IP, **side}, actions=(),
+                                 priority=L.PRIO_ACCOUNT_HOST, table_id=L.TABLE_ACCOUNT, cookie=c))
+            side = {**side, ("ipv4_dst" if outbound else "ipv4_src"):
+                    (str(lan.network_address), str(lan.netmask))}
         # A TCP flow is learned from its SYN (or SYN-ACK) in an entry of its own: the
         # switch caches the first translation per packet header, and packets that share
         # it keep being counted on the learning entry, not on the learned one, until the

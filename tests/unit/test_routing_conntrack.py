@@ -1,0 +1,140 @@
+"""Per-flow records of NATed connections from conntrack (routing/conntrack.py), and the
+switch entries that go with them (flowsets.account_flows with the pool)."""
+import ipaddress
+
+import pytest
+
+from homework import pipeline as L
+from homework.components.routing import flowsets as fs
+from homework.components.routing.conntrack import ConntrackFlows, parse_entry, per_source_counts
+from homework.flows import Learn
+from homework.leases import Lease
+
+DEVICE = "10.2.0.6"
+LIST_LINE = ("ipv4     2 tcp      6 119 TIME_WAIT src=10.2.0.6 dst=198.51.100.80 sport=47026 dport=443 "
+             "packets=5 bytes=273 src=198.51.100.80 dst=192.0.2.2 sport=443 dport=47026 packets=3 bytes=164 "
+             "[ASSURED] mark=0 use=1 id=4031490507")
+EVENT_LINE = ("[DESTROY] ipv4     2 udp      17 src=10.2.0.6 dst=198.51.100.53 sport=5000 dport=9 packets=2 "
+              "bytes=80 [UNREPLIED] src=198.51.100.53 dst=192.0.2.2 sport=9 dport=5000 packets=0 bytes=0 "
+              "id=77 [USERSPACE] portid=3881200269")
+
+
+def test_a_listed_entry_gives_both_directions_with_the_device_address():
+    e = parse_entry(LIST_LINE)
+    assert (e.id, e.proto, e.src, e.sport, e.dst, e.dport) == (4031490507, 6, DEVICE, 47026, "198.51.100.80", 443)
+    assert (e.packets, e.bytes, e.reply_packets, e.reply_bytes) == (5, 273, 3, 164)
+
+
+def test_an_event_line_parses_the_same_way():
+    e = parse_entry(EVENT_LINE)
+    assert (e.id, e.proto, e.dport, e.packets, e.reply_packets) == (77, 17, 9, 2, 0)
+
+
+@pytest.mark.parametrize("line", [
+    "", "conntrack v1.4.7 (conntrack-tools): 1 flow entries have been shown.",
+    "ipv6     10 tcp      6 src=fd00::2 dst=fd00::3 sport=1 dport=2 packets=1 bytes=1 src=fd00::3 dst=fd00::2 "
+    "sport=2 dport=1 packets=1 bytes=1 id=5",
+    # no accounting: no counters
+    "ipv4     2 tcp      6 119 TIME_WAIT src=10.2.0.6 dst=1.2.3.4 sport=1 dport=2 src=1.2.3.4 dst=9.9.9.9 "
+    "sport=2 dport=1 [ASSURED] id=9",
+    "ipv4     2 tcp      6 src=10.2.0.6 dst=1.2.3.4 sport=x dport=2 packets=1 bytes=1 src=1.2.3.4 dst=9.9.9.9 "
+    "sport=2 dport=1 packets=1 bytes=1 id=9",
+])
+def test_what_is_not_an_ipv4_flow_with_counters_is_skipped(line):
+    assert parse_entry(line) is None
+
+
+class Recorder:
+    def __init__(self):
+        self.rows = []
+        self.per_host = set()
+        self.flows = ConntrackFlows(lambda a: 1 if a == DEVICE else None, self.record, self.per_host.__contains__)
+
+    def record(self, *row):
+        self.rows.append(row)
+
+
+def entry(line=LIST_LINE, **counters):
+    e = parse_entry(line)
+    return e.__class__(**{**e.__dict__, **counters})
+
+
+def test_the_first_dump_is_a_baseline_then_growth_is_reported_each_way():
+    r = Recorder()
+    r.flows.snapshot([entry()])
+    assert r.rows == []
+    r.flows.snapshot([entry(packets=8, bytes=500, reply_packets=7, reply_bytes=9164)])
+    assert r.rows == [(1, 6, DEVICE, 47026, "198.51.100.80", 443, 3, 227),
+                      (1, 6, "198.51.100.80", 443, DEVICE, 47026, 4, 9000)]
+    r.rows.clear()
+    r.flows.snapshot([entry(packets=8, bytes=500, reply_packets=7, reply_bytes=9164)])
+    assert r.rows == []
+
+
+def test_an_ending_reports_what_the_last_dump_did_not_and_forgets_the_entry():
+    r = Recorder()
+    r.flows.snapshot([])
+    r.flows.snapshot([entry()])           # new since the baseline: all of it
+    r.flows.ended(entry(packets=6, bytes=313, reply_packets=3, reply_bytes=164))
+    assert [row[-2:] for row in r.rows] == [(5, 273), (3, 164), (1, 40)]
+    r.rows.clear()
+    r.flows.snapshot([])
+    assert r.rows == []
+
+
+def test_a_connection_that_begins_and_ends_between_dumps_is_reported_whole():
+    r = Recorder()
+    r.flows.snapshot([])
+    r.flows.ended(parse_entry(EVENT_LINE))
+    assert r.rows == [(1, 17, DEVICE, 5000, "198.51.100.53", 9, 2, 80)]
+
+
+def test_after_a_restart_an_ending_of_an_unknown_entry_belongs_to_the_previous_process():
+    r = Recorder()
+    r.flows.ended(parse_entry(EVENT_LINE))
+    assert r.rows == []
+
+
+def test_a_reused_id_starts_from_zero():
+    r = Recorder()
+    r.flows.snapshot([entry(packets=100, bytes=10000)])
+    r.flows.snapshot([entry(packets=2, bytes=120, reply_packets=0, reply_bytes=0)])
+    assert r.rows == [(1, 6, DEVICE, 47026, "198.51.100.80", 443, 2, 120)]
+
+
+def test_unknown_addresses_and_per_host_devices_get_no_rows():
+    r = Recorder()
+    r.flows.snapshot([])
+    r.flows.snapshot([entry(src="10.9.9.9")])
+    r.per_host.add(1)
+    r.flows.snapshot([entry(), entry(src="10.9.9.9")])
+    assert r.rows == []
+
+
+def test_connections_are_counted_per_source():
+    assert per_source_counts([entry(), entry(id=2), entry(src="10.2.0.10")]) == {DEVICE: 2, "10.2.0.10": 1}
+
+
+# -- the switch side --------------------------------------------------------------------------
+LEASE = Lease(mac="02:00:00:00:00:0a", index=1, network="10.2.0.4/30", router="10.2.0.5", ip=DEVICE,
+              broadcast="10.2.0.7", expires=0, port=3)
+POOL = ipaddress.IPv4Network("10.2.0.0/16")
+
+
+def test_with_the_pool_only_flows_within_it_are_learned_and_the_rest_is_counted_per_host():
+    flows = fs.account_flows(LEASE, 30, POOL)
+    learning = [f for f in flows if any(isinstance(a, Learn) for a in f.actions)]
+    per_host = [f for f in flows if not f.actions]
+    assert learning and all(f.priority > L.PRIO_ACCOUNT_HOST for f in learning)
+    pool = ("10.2.0.0", "255.255.0.0")
+    assert all(f.match.get("ipv4_dst") == pool for f in learning if f.match["in_port"] == 3)
+    assert all(f.match.get("ipv4_src") == pool for f in learning if f.match["in_port"] != 3)
+    assert sorted((f.priority, f.match["in_port"]) for f in per_host) == [(L.PRIO_ACCOUNT_HOST, 3),
+                                                                         (L.PRIO_ACCOUNT_HOST, 0xFFFFFFFE)]
+    assert {f.cookie for f in flows} == {L.routing_cookie(L.KIND_ACCOUNT, 1)}
+
+
+def test_without_the_pool_every_flow_is_learned_as_before():
+    flows = fs.account_flows(LEASE, 30)
+    assert all(any(isinstance(a, Learn) for a in f.actions) for f in flows)
+    assert all("ipv4_dst" not in f.match or f.match["in_port"] != 3 for f in flows)
