@@ -138,3 +138,10 @@ def test_without_the_pool_every_flow_is_learned_as_before():
     flows = fs.account_flows(LEASE, 30)
     assert all(any(isinstance(a, Learn) for a in f.actions) for f in flows)
     assert all("ipv4_dst" not in f.match or f.match["in_port"] != 3 for f in flows)
+
+
+def test_an_icmp_entry_takes_the_entry_id_not_the_echo_id():
+    line = ("ipv4     2 icmp     1 29 src=10.2.0.6 dst=198.51.100.1 type=8 code=0 id=1234 packets=3 bytes=252 "
+            "src=198.51.100.1 dst=192.0.2.2 type=0 code=0 id=1234 packets=3 bytes=252 mark=0 use=1 id=555")
+    e = parse_entry(line)
+    assert (e.id, e.proto, e.sport, e.dport, e.packets, e.reply_bytes) == (555, 1, 0, 0, 3, 252)

@@ -20,6 +20,7 @@ the final counters of nearly every connection well before that.
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import subprocess
 import threading
@@ -53,33 +54,24 @@ class CtEntry:
         return (self.id, self.proto, self.src, self.sport, self.dst, self.dport)
 
 
+# One entry of `conntrack -L/-E -o extended,id`: the original tuple and counters, the reply
+# counters, the entry's id (last: ICMP tuples carry an `id=` of their own before it). A
+# regular expression, not a token loop: a busy router parses thousands of these a second.
+ENTRY = re.compile(r"^(?:\[\w+\]\s+)?ipv4\s+\d+\s+(tcp|udp|icmp)\s.*?src=(\S+) dst=(\S+) "
+                   r"(?:sport=(\d+) dport=(\d+) |type=).*?packets=(\d+) bytes=(\d+) .*?packets=(\d+) bytes=(\d+)"
+                   r".*? id=(\d+)")
+
+
 def parse_entry(line: str) -> CtEntry | None:
     """One line of `conntrack -L/-E -o extended,id`; None for what is not an IPv4 flow
     with counters (IPv6, no accounting, a summary line)."""
-    tokens = line.split()
-    if "ipv4" not in tokens[:2]:
+    m = ENTRY.match(line)
+    if m is None:
         return None
-    proto = next((PROTOCOLS[t] for t in tokens if t in PROTOCOLS), None)
-    if proto is None:
-        return None
-    first: dict[str, str] = {}
-    second: dict[str, str] = {}
-    ident = None
-    for token in tokens:
-        name, sep, value = token.partition("=")
-        if not sep:
-            continue
-        if name == "id":
-            ident = value
-        elif name in ("src", "dst", "sport", "dport", "packets", "bytes"):
-            (second if name in first else first)[name] = value
-    try:
-        return CtEntry(id=int(ident), proto=proto, src=first["src"], dst=first["dst"],
-                       sport=int(first.get("sport", 0)), dport=int(first.get("dport", 0)),
-                       packets=int(first["packets"]), bytes=int(first["bytes"]),
-                       reply_packets=int(second["packets"]), reply_bytes=int(second["bytes"]))
-    except (KeyError, TypeError, ValueError):
-        return None
+    proto, src, dst, sport, dport, packets, nbytes, rpackets, rbytes, ident = m.groups()
+    return CtEntry(id=int(ident), proto=PROTOCOLS[proto], src=src, dst=dst, sport=int(sport or 0),
+                   dport=int(dport or 0), packets=int(packets), bytes=int(nbytes),
+                   reply_packets=int(rpackets), reply_bytes=int(rbytes))
 
 
 Record = Callable[[int, int, str, int, str, int, int, int], None]
