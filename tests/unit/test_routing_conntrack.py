@@ -32,15 +32,15 @@ def test_an_event_line_parses_the_same_way():
 
 @pytest.mark.parametrize("line", [
     "", "conntrack v1.4.7 (conntrack-tools): 1 flow entries have been shown.",
-    "ipv6     10 tcp      6 src=fd00::2 dst=fd00::3 sport=1 dport=2 packets=1 bytes=1 src=fd00::3 dst=fd00::2 "
-    "sport=2 dport=1 packets=1 bytes=1 id=5",
+    "ipv6     10 sctp     132 src=fd00::2 dst=fd00::3 packets=1 bytes=1 src=fd00::3 dst=fd00::2 "
+    "packets=1 bytes=1 id=5",
     # no accounting: no counters
     "ipv4     2 tcp      6 119 TIME_WAIT src=10.2.0.6 dst=1.2.3.4 sport=1 dport=2 src=1.2.3.4 dst=9.9.9.9 "
     "sport=2 dport=1 [ASSURED] id=9",
     "ipv4     2 tcp      6 src=10.2.0.6 dst=1.2.3.4 sport=x dport=2 packets=1 bytes=1 src=1.2.3.4 dst=9.9.9.9 "
     "sport=2 dport=1 packets=1 bytes=1 id=9",
 ])
-def test_what_is_not_an_ipv4_flow_with_counters_is_skipped(line):
+def test_what_is_not_a_flow_with_counters_is_skipped(line):
     assert parse_entry(line) is None
 
 
@@ -145,3 +145,32 @@ def test_an_icmp_entry_takes_the_entry_id_not_the_echo_id():
             "src=198.51.100.1 dst=192.0.2.2 type=0 code=0 id=1234 packets=3 bytes=252 mark=0 use=1 id=555")
     e = parse_entry(line)
     assert (e.id, e.proto, e.sport, e.dport, e.packets, e.reply_bytes) == (555, 1, 0, 0, 3, 252)
+
+
+def test_ipv6_entries_parse_and_flows_to_household_addresses_are_left_to_the_switch():
+    line = ("[DESTROY] ipv6     10 tcp      6 src=2001:db8:200:1::aa dst=2001:db8:100::1 sport=40000 dport=80 "
+            "packets=6 bytes=480 src=2001:db8:100::1 dst=2001:db8:200:1::aa sport=80 dport=40000 packets=4 bytes=900 "
+            "[ASSURED] id=42")
+    e = parse_entry(line)
+    assert (e.src, e.dst, e.proto, e.reply_bytes) == ("2001:db8:200:1::aa", "2001:db8:100::1", 6, 900)
+    rows = []
+    site = ipaddress.IPv6Network("2001:db8:200::/48")
+    flows = ConntrackFlows(lambda a: 3, lambda *row: rows.append(row),
+                           inside=lambda a: ipaddress.ip_address(a) in site)
+    flows.snapshot([])
+    flows.ended(e)
+    inward = e.__class__(**{**e.__dict__, "id": 43, "dst": "2001:db8:200:2::1"})
+    flows.ended(inward)
+    assert [r[2:5] for r in rows] == [("2001:db8:200:1::aa", 40000, "2001:db8:100::1"),
+                                      ("2001:db8:100::1", 80, "2001:db8:200:1::aa")]
+
+
+def test_ipv6_with_the_site_learns_only_flows_within_it():
+    from homework.components.routing import flowsets6 as fs6
+    site = ipaddress.IPv6Network("2001:db8:200::/48")
+    flows = fs6.account_flows(LEASE, ipaddress.IPv6Network("2001:db8:200:1::/64"), 30, site)
+    learning = [f for f in flows if f.actions]
+    assert learning and all((f.match.get("ipv6_dst") or f.match.get("ipv6_src")) for f in learning)
+    assert all(site.network_address.compressed == ipaddress.ip_address(
+        (f.match["ipv6_dst"] if f.match["in_port"] == 3 else f.match["ipv6_src"])[0]).compressed for f in learning)
+    assert sorted(f.priority for f in flows if not f.actions) == [L.PRIO_ACCOUNT_HOST] * 2

@@ -53,7 +53,8 @@ class Routing(Component):
         self.accounting = Accounting(self.ctx.bus.publish, self._device_for_index, self.ctx.count, self._owns6)
         # NATed (internet) flows: per-flow records from conntrack, when it is there
         self.conntrack = None
-        self.nat_flows = ConntrackFlows(self._index_of_address, self.accounting.record, self.per_host.__contains__)
+        self.nat_flows = ConntrackFlows(self._index_of_address, self.accounting.record, self.per_host.__contains__,
+                                        self._inside)
         self._nat_counted_at = float("-inf")
         self.router_mac = "02:00:00:00:00:01"
 
@@ -229,7 +230,8 @@ class Routing(Component):
                 decisions += (fs6.punt_meter(dev) if new_place else []) + fs6.nd_flows(dev, prefix)
                 decisions += fs6.forward_flows(dev, prefix, self.router_mac)
                 decisions += (fs6.per_host_flows(dev, prefix) if dev.index in self.per_host
-                              else fs6.account_flows(dev, prefix, self.ctx.config.flow_idle_timeout))
+                              else fs6.account_flows(dev, prefix, self.ctx.config.flow_idle_timeout,
+                                                     self._learned_within6()))
             self.installed[mac] = (dev, mode)
         if dev is not None and mode is not None and (old is None or not old[0].same_place(dev)):
             decisions += self._advertisement(dev)      # its /64 without waiting for a solicitation
@@ -255,12 +257,27 @@ class Routing(Component):
         return (lease.mac, lease.ip) if lease else None
 
     def _index_of_address(self, address: str) -> int | None:
+        if ":" in address:
+            return self.ctx.ipv6.index_of(address) if self.ctx.ipv6 is not None else None
         lease = self.ctx.leases.by_address(address)
         return lease.index if lease else None
+
+    def _inside(self, address: str) -> bool:
+        """An address of the household (the pool, the IPv6 site): flows to it are learned."""
+        try:
+            ip = ipaddress.ip_address(address)
+        except ValueError:
+            return False
+        if ip.version == 4:
+            return ip in self.ctx.config.pool
+        return self.ctx.ipv6 is not None and ip in self.ctx.ipv6.site
 
     def _learned_within(self) -> ipaddress.IPv4Network | None:
         """With conntrack, only flows inside the pool get learned entries."""
         return self.ctx.config.pool if self.conntrack is not None else None
+
+    def _learned_within6(self) -> ipaddress.IPv6Network | None:
+        return self.ctx.ipv6.site if self.conntrack is not None and self.ctx.ipv6 is not None else None
 
     # -- IPv6: prefixes and Router Advertisements -----------------------------------------------
     def _prefix6(self, dev: Lease):
@@ -491,8 +508,13 @@ class Routing(Component):
             return
         self._nat_counted_at = now
         decisions: list = []
+        counts: dict[int, int] = {}
         for address, count in per_source_counts(self.conntrack.dump()).items():
-            lease = self.ctx.leases.by_address(address) if count > limit else None
+            index = self._index_of_address(address)
+            if index is not None:
+                counts[index] = counts.get(index, 0) + count
+        for index, count in counts.items():
+            lease = self.ctx.leases.by_index(index) if count > limit else None
             entry = self.installed.get(lease.mac) if lease else None
             if entry is None or entry[1] != "permitted" or entry[0].index in self.per_host:
                 continue

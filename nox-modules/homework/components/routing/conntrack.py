@@ -4,16 +4,17 @@ conntrack instead of from a switch entry per connection.
 Why: an exact-match entry per connection (OVS `learn`) makes every new connection miss
 the switch's flow cache twice (once each way) and change the flow table, which sent
 the new-connection rate to a third of a plain OVS NORMAL bridge. Internet traffic
-crosses the router's own stack, where NAT already keeps a conntrack entry per
-connection with its counters (`nf_conntrack_acct`); the switch then only counts each
-device per host, one entry each way, and a new connection costs what it costs under
-NORMAL. Traffic that never leaves the switch (device to device, device to the router's
-own addresses) and IPv6 (routed, not NATed) keep their learned entries.
+crosses the router's own stack, where conntrack already keeps an entry per connection
+(NAT for IPv4, the firewall for IPv6) with its counters (`nf_conntrack_acct`); the
+switch then only counts each device per host, one entry each way, and a new connection
+costs what it costs under NORMAL. Traffic within the household (device to device,
+device to the router's own addresses) keeps its learned entries.
 
-Records: a periodic dump (`conntrack -L --src-nat`) reports the counters' growth of
-every NATed connection, both directions, as `flow` events like the learned entries'
-(the device's own address, not the NAT address, so the rows read the same); a
-DESTROY event (`conntrack -E`) reports the last growth when the kernel drops the entry.
+Records: a periodic dump (`conntrack -L`: IPv4 with --src-nat, and IPv6) reports the
+counters' growth of every such connection, both directions, as `flow` events like the
+learned entries' (the device's own address, not the NAT address, so the rows read the
+same); a DESTROY event (`conntrack -E`) reports the last growth when the kernel drops
+the entry.
 TCP entries stay for 120 s after the close (TIME_WAIT), so the periodic dump sees
 the final counters of nearly every connection well before that.
 """
@@ -29,10 +30,13 @@ from typing import Callable, Iterable
 
 log = logging.getLogger("homework.routing.conntrack")
 
-PROTOCOLS = {"tcp": 6, "udp": 17, "icmp": 1}
+PROTOCOLS = {"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58}
 COUNT_FILE = "/proc/sys/net/netfilter/nf_conntrack_count"
 ACCT_FILE = "/proc/sys/net/netfilter/nf_conntrack_acct"
 EVENT_BUFFER = 8 * 1024 * 1024       # bytes: a burst of endings must not overflow the socket
+# What is read: IPv4 connections that went through NAT (so not the router's own, nor the
+# DNS interception's), and IPv6 (routed, no NAT: the devices' own are picked by address)
+SELECTIONS = (("-f", "ipv4", "--src-nat"), ("-f", "ipv6"))
 
 
 @dataclass(frozen=True)
@@ -57,14 +61,14 @@ class CtEntry:
 # One entry of `conntrack -L/-E -o extended,id`: the original tuple and counters, the reply
 # counters, the entry's id (last: ICMP tuples carry an `id=` of their own before it). A
 # regular expression, not a token loop: a busy router parses thousands of these a second.
-ENTRY = re.compile(r"^(?:\[\w+\]\s+)?ipv4\s+\d+\s+(tcp|udp|icmp)\s.*?src=(\S+) dst=(\S+) "
+ENTRY = re.compile(r"^(?:\[\w+\]\s+)?ipv[46]\s+\d+\s+(tcp|udp|icmp|icmpv6)\s.*?src=(\S+) dst=(\S+) "
                    r"(?:sport=(\d+) dport=(\d+) |type=).*?packets=(\d+) bytes=(\d+) .*?packets=(\d+) bytes=(\d+)"
                    r".*? id=(\d+)")
 
 
 def parse_entry(line: str) -> CtEntry | None:
-    """One line of `conntrack -L/-E -o extended,id`; None for what is not an IPv4 flow
-    with counters (IPv6, no accounting, a summary line)."""
+    """One line of `conntrack -L/-E -o extended,id`; None for what is not a flow with
+    counters (no accounting, a summary line)."""
     m = ENTRY.match(line)
     if m is None:
         return None
@@ -82,13 +86,16 @@ class ConntrackFlows:
     address opened the connection. Pure: the caller feeds it lines."""
 
     def __init__(self, index_of: Callable[[str], int | None], record: Record,
-                 skip: Callable[[int], bool] = lambda index: False):
+                 skip: Callable[[int], bool] = lambda index: False,
+                 inside: Callable[[str], bool] = lambda address: False):
         """`index_of(address)`: the device's block index, None if no device has it;
         `record(index, proto, saddr, sport, daddr, dport, packets, bytes)` publishes one
-        direction's delta; `skip(index)`: the device is counted per host only."""
+        direction's delta; `skip(index)`: the device is counted per host only;
+        `inside(address)`: an address of the household, whose flows the switch learns."""
         self.index_of = index_of
         self.record = record
         self.skip = skip
+        self.inside = inside
         self._seen: dict[tuple, tuple[int, int, int, int]] = {}   # entry key -> counters reported
         self.priming = True
 
@@ -120,7 +127,7 @@ class ConntrackFlows:
         if any(n < b for n, b in zip(now, before)):     # an id reused for a new connection
             before = (0, 0, 0, 0)
         index = self.index_of(e.src)
-        if index is None or self.skip(index):
+        if index is None or self.skip(index) or self.inside(e.dst):
             return
         dp, db = now[0] - before[0], now[1] - before[1]
         rp, rb = now[2] - before[2], now[3] - before[3]
@@ -143,7 +150,7 @@ class ConntrackReader:
 
     def __init__(self, binary: str | None = None):
         self.binary = binary or shutil.which("conntrack")
-        self._events: subprocess.Popen | None = None
+        self._events: list[subprocess.Popen] = []
         self._stopping = False
 
     @property
@@ -171,28 +178,35 @@ class ConntrackReader:
             return 0
 
     def dump(self) -> list[CtEntry]:
-        """Every NATed IPv4 connection with its counters."""
-        try:
-            out = subprocess.run([self.binary, "-L", "--src-nat", "-f", "ipv4", "-o", "extended,id"],
-                                 capture_output=True, text=True, timeout=30, check=False).stdout
-        except (OSError, subprocess.SubprocessError) as exc:
-            log.warning("conntrack dump failed: %s", exc)
-            return []
-        return [e for line in out.splitlines() if (e := parse_entry(line)) is not None]
+        """Every NATed IPv4 connection and every IPv6 one (routed, not NATed: the caller
+        keeps the devices' own), with their counters."""
+        entries: list[CtEntry] = []
+        for selection in SELECTIONS:
+            try:
+                out = subprocess.run([self.binary, "-L", *selection, "-o", "extended,id"],
+                                     capture_output=True, text=True, timeout=30, check=False).stdout
+            except (OSError, subprocess.SubprocessError) as exc:
+                log.warning("conntrack dump failed: %s", exc)
+                continue
+            entries += [e for line in out.splitlines() if (e := parse_entry(line)) is not None]
+        return entries
 
     def follow(self, on_end: Callable[[CtEntry], None]) -> None:
-        """Start reading DESTROY events of NATed connections in the background (a green
-        thread under the controller's eventlet); restarts the tool if it exits."""
-        threading.Thread(target=self._follow, args=(on_end,), daemon=True, name="conntrack-events").start()
+        """Start reading DESTROY events in the background (green threads under the
+        controller's eventlet); restarts the tool if it exits."""
+        for selection in SELECTIONS:
+            threading.Thread(target=self._follow, args=(selection, on_end), daemon=True,
+                             name="conntrack-events").start()
 
-    def _follow(self, on_end: Callable[[CtEntry], None]) -> None:
+    def _follow(self, selection: tuple[str, ...], on_end: Callable[[CtEntry], None]) -> None:
         import time
         while not self._stopping:
             try:
-                self._events = subprocess.Popen(
-                    [self.binary, "-E", "-e", "DESTROY", "--src-nat", "-o", "extended,id",
+                proc = subprocess.Popen(
+                    [self.binary, "-E", "-e", "DESTROY", *selection, "-o", "extended,id",
                      "-b", str(EVENT_BUFFER)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-                for line in self._events.stdout:
+                self._events.append(proc)
+                for line in proc.stdout:
                     entry = parse_entry(line)
                     if entry is not None:
                         try:
@@ -206,10 +220,11 @@ class ConntrackReader:
 
     def stop(self) -> None:
         self._stopping = True
-        proc, self._events = self._events, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        procs, self._events = self._events, []
+        for proc in procs:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()

@@ -107,12 +107,20 @@ def _learn(d: Lease, proto: int | None, ports: str | None, idle: int) -> Learn:
                  cookie=L.routing_cookie(L.KIND_LEARNED, d.index), send_flow_removed=True)
 
 
-def account_flows(d: Lease, prefix: ipaddress.IPv6Network, idle: int) -> list[FlowMod]:
-    """Per-flow accounting as for IPv4 (flowsets.account_flows says why TCP learns from SYN)."""
+def account_flows(d: Lease, prefix: ipaddress.IPv6Network, idle: int,
+                  site: ipaddress.IPv6Network | None = None) -> list[FlowMod]:
+    """Per-flow accounting as for IPv4 (flowsets.account_flows says why TCP learns from
+    SYN, and why with `site` only flows within the household are learned: the rest is
+    counted per host and read per flow from conntrack)."""
     c = L.routing_cookie(L.KIND_ACCOUNT, d.index)
     net = _net(prefix)
     flows = []
-    for side in ({"in_port": d.port, "ipv6_src": net}, {"in_port": LOCAL, "ipv6_dst": net}):
+    for outbound in (True, False):
+        side = {"in_port": d.port, "ipv6_src": net} if outbound else {"in_port": LOCAL, "ipv6_dst": net}
+        if site is not None:
+            flows.append(FlowMod(match={"eth_type": ETH_IPV6, **side}, actions=(),
+                                 priority=L.PRIO_ACCOUNT_HOST, table_id=L.TABLE_ACCOUNT, cookie=c))
+            side = {**side, ("ipv6_dst" if outbound else "ipv6_src"): (str(site.network_address), str(site.netmask))}
         flows.append(FlowMod(match={"eth_type": ETH_IPV6, "ip_proto": PROTO_TCP, "tcp_flags_nxm": (0x002, 0x002),
                                     **side},
                              actions=(_learn(d, PROTO_TCP, "tcp", idle),),
