@@ -12,6 +12,7 @@ import time
 from . import cli_blocklists, cli_parity, cli_schedules
 from . import cli_backup
 from . import cli_wifi
+from . import cli_update
 from . import cli_qos
 
 DEFAULT_SOCKET = os.environ.get("HOMEWORK_SOCKET", "/run/homework/control.sock")
@@ -158,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     cli_backup.add_parsers(sub)          # issue 18: backup, restore, factory-reset
     cli_wifi.add_parsers(sub)            # issue 18: wifi (SSID, passphrase)
     cli_qos.add_parsers(sub)             # issue 13: qos (priorities and shaping)
+    cli_update.add_parsers(sub)          # issue 18: update, update-status, reboot
     raw = sub.add_parser("call", help="call any controller command with key=value arguments")
     raw.add_argument("command")
     raw.add_argument("args", nargs="*")
@@ -170,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         backed = cli_backup.run(args, call, args.socket) if args.cmd in ("backup", "restore", "factory-reset") else None
         backed = cli_wifi.run(args, call, args.socket) if args.cmd == "wifi" else backed
         backed = cli_qos.run(args, call, args.socket) if args.cmd == "qos" else backed
+        backed = cli_update.run(args, call, args.socket) if args.cmd in cli_update.COMMANDS else backed
         if backed is not None:
             scheduled = backed
         if scheduled is not None:

@@ -13,6 +13,7 @@ import time
 from typing import Callable, Iterable
 
 from . import factory_reset, system
+from .update import service as update_service
 from .bus import EventBus
 from .commands import Commands, register_core_commands
 from .component import Component, Context
@@ -64,6 +65,7 @@ class Core:
         register_core_commands(self)
         factory_reset.register(self)        # issue 18
         system.register(self)               # issue 18: system-info, set-timezone
+        update_service.register(self)       # issue 18: update-start, update-status, reboot
         self.components: list[Component] = []
         self._dispatch: list[Component] = []
 

@@ -19,7 +19,7 @@ def core(tmp_path, clock):
 def test_system_info_names_version_schema_and_slot(core, tmp_path):
     info = core.commands.call("system-info")
     assert info["version"] == system.software_version() and info["schema"] == migrations.LATEST
-    assert info["update_slot"] == "single (A/B updates not built yet)" and info["uptime"] >= 0
+    assert info["update_slot"] == "single (not booted from an A/B slot)" and info["uptime"] >= 0
     stamp = tmp_path / "version"
     stamp.write_text("v0.3-12-gabc1234\ninputs 1234\nbuilt 2026-11-23T20:00:00Z\n")
     assert system.software_version(stamp) == "v0.3-12-gabc1234"      # the image's stamp wins

@@ -37,6 +37,7 @@ from . import system as system_routes
 from . import qos as qos_routes
 from . import nearby as nearby_routes
 from . import wifi as wifi_routes
+from . import update as update_routes
 from .stream import StreamLimit
 
 log = logging.getLogger("homework.api")
@@ -144,6 +145,7 @@ class ApiApp:
         qos_routes.add_routes(self)        # issue 13: priorities and shaping (qos.py)
         nearby_routes.add_routes(self)     # issue 16: nearby devices heard probing (nearby.py)
         wifi_routes.add_routes(self)       # issue 18: Wi-Fi SSID and passphrase (wifi.py)
+        update_routes.add_routes(self)     # issue 18: .hwup upload, update status, reboot (update.py)
 
     def _add(self, method: str, path: str, handler: Callable, access: str, max_body: int = MAX_BODY) -> None:
         self.routes.append(Route(method, re.compile(f"^{re.escape(PREFIX)}{path}$"), handler, access, max_body))

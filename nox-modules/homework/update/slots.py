@@ -1,0 +1,223 @@
+"""The A/B slots as the boot loaders see them (the layout is image/README.md's contract).
+
+- The running slot is named by the kernel command line: root=PARTLABEL=hw-root-<a|b>.
+- UEFI (systemd-boot) boots the first loader entry homework-* by version; an entry
+  homework-<slot>+1.conf is tried once (systemd-boot renames it +0-1 before booting it)
+  and sorts last once its tries are used up, so an update never blessed falls back.
+- Legacy BIOS (GRUB) reads /grub/grubenv on the ESP: try_slot (one-shot, GRUB clears
+  it when it boots it) else good_slot.
+
+Every file on the ESP is replaced by write-to-temporary + fsync + rename, so a power cut
+leaves either the old or the new file, never half of one.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+SLOTS = ("a", "b")
+ENTRIES = Path("loader") / "entries"
+GRUBENV = Path("grub") / "grubenv"
+GRUBENV_SIZE = 1024
+GRUBENV_HEADER = b"# GRUB Environment Block\n"
+ENTRY = re.compile(r"^homework-(?P<slot>[ab])(?:\+(?P<left>\d+)(?:-(?P<done>\d+))?)?\.conf$")
+CMDLINE_SLOT = re.compile(r"(?:^|\s)root=PARTLABEL=hw-root-(?P<slot>[ab])(?:\s|$)")
+
+
+class SlotError(Exception):
+    pass
+
+
+def running_slot(cmdline_file: Path) -> str | None:
+    """'a' or 'b', or None when the system was not booted from a slot (a dev machine)."""
+    try:
+        m = CMDLINE_SLOT.search(Path(cmdline_file).read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return None
+    return m.group("slot") if m else None
+
+
+def other(slot: str) -> str:
+    return "b" if slot == "a" else "a"
+
+
+def slot_device(pattern: str, slot: str) -> Path:
+    return Path(pattern.format(slot=slot))
+
+
+# -- atomic files on the ESP (FAT: rename replaces; fsync the directory for the rename) --------
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass      # some file systems refuse fsync on a directory; the rename is still ordered
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def copy_atomic(src, offset: int, size: int, path: Path) -> None:
+    """size bytes of the open file src from offset into path, atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    src.seek(offset)
+    with open(tmp, "wb") as f:
+        left = size
+        while left:
+            chunk = src.read(min(1 << 20, left))
+            if not chunk:
+                raise SlotError(f"{path.name}: the source ended early")
+            f.write(chunk)
+            left -= len(chunk)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+# -- GRUB environment block ------------------------------------------------------------------
+def read_grubenv(esp: Path) -> dict[str, str]:
+    try:
+        data = (Path(esp) / GRUBENV).read_bytes()
+    except FileNotFoundError:
+        return {}
+    env = {}
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        if line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        env[key] = value
+    return env
+
+
+def grubenv_block(env: dict[str, str]) -> bytes:
+    body = GRUBENV_HEADER + b"".join(f"{k}={v}\n".encode() for k, v in env.items())
+    if len(body) > GRUBENV_SIZE:
+        raise SlotError("the GRUB environment does not fit in its 1024 bytes")
+    return body + b"#" * (GRUBENV_SIZE - len(body))
+
+
+def update_grubenv(esp: Path, **changes: str) -> None:
+    env = read_grubenv(esp)
+    env.update(changes)
+    write_atomic(Path(esp) / GRUBENV, grubenv_block(env))
+
+
+# -- systemd-boot loader entries ---------------------------------------------------------------
+@dataclass(frozen=True)
+class Entry:
+    path: Path
+    slot: str
+    tries_left: int | None     # None: a blessed entry (no counter)
+    tries_done: int
+
+    @property
+    def state(self) -> str:
+        if self.tries_left is None:
+            return "good"
+        return "trying" if self.tries_left > 0 else "failed"
+
+    def fields(self) -> dict[str, str]:
+        out = {}
+        try:
+            text = self.path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return out
+        for line in text.splitlines():
+            key, _, value = line.strip().partition(" ")
+            if key:
+                out[key] = value.strip()
+        return out
+
+
+def entries(esp: Path, slot: str | None = None) -> list[Entry]:
+    directory = Path(esp) / ENTRIES
+    try:
+        names = sorted(os.listdir(directory))
+    except FileNotFoundError:
+        return []
+    found = []
+    for name in names:
+        m = ENTRY.match(name)
+        if m and (slot is None or m.group("slot") == slot):
+            left = m.group("left")
+            found.append(Entry(directory / name, m.group("slot"), int(left) if left is not None else None,
+                               int(m.group("done") or 0)))
+    return found
+
+
+def entry_text(slot: str, version: str, sequence: int) -> str:
+    return (f"title Homework router {version} (slot {slot})\n"
+            "sort-key homework\n"
+            f"version {sequence}\n"
+            f"linux /homework/{slot}/vmlinuz\n"
+            f"initrd /homework/{slot}/initrd.img\n"
+            f"options root=PARTLABEL=hw-root-{slot} rw console=tty0 console=ttyS0,115200n8 net.ifnames=1\n")
+
+
+def remove_entries(esp: Path, slot: str) -> None:
+    for entry in entries(esp, slot):
+        entry.path.unlink()
+    _fsync_dir(Path(esp) / ENTRIES)
+
+
+def add_try_entry(esp: Path, slot: str, version: str, sequence: int) -> Path:
+    """The slot's only entry: boot it once (+1), then fall back unless it is marked good."""
+    remove_entries(esp, slot)
+    path = Path(esp) / ENTRIES / f"homework-{slot}+1.conf"
+    write_atomic(path, entry_text(slot, version, sequence).encode())
+    return path
+
+
+def mark_good(esp: Path, slot: str) -> dict:
+    """The running slot works: bless its entry (drop the counter) and make it GRUB's good slot."""
+    esp = Path(esp)
+    target = esp / ENTRIES / f"homework-{slot}.conf"
+    renamed = None
+    for entry in entries(esp, slot):
+        if entry.tries_left is not None:
+            os.replace(entry.path, target)
+            renamed = entry.path.name
+    _fsync_dir(esp / ENTRIES)
+    update_grubenv(esp, good_slot=slot, try_slot="")
+    return {"slot": slot, "entry": target.name if target.exists() else None, "renamed_from": renamed}
+
+
+def slot_info(esp: Path, slot: str) -> dict:
+    """What the boot loader knows of a slot: its entry's state and version (title), if any."""
+    found = entries(esp, slot)
+    if not found:
+        return {"slot": slot, "state": "empty", "version": None, "sequence": None}
+    entry = found[0]
+    fields = entry.fields()
+    title = fields.get("title", "")
+    m = re.match(r"Homework router (.+) \(slot [ab]\)$", title)
+    seq = fields.get("version", "")
+    return {"slot": slot, "state": entry.state, "version": m.group(1) if m else None,
+            "sequence": int(seq) if seq.isdigit() else None}
+
+
+def ensure_mounted(esp: Path, mount_command: str) -> None:
+    """The image may leave the ESP unmounted (fstab noauto): mount it before use."""
+    if (Path(esp) / "loader").is_dir() or not mount_command:
+        return
+    r = subprocess.run(mount_command, shell=True, capture_output=True, text=True, timeout=60)
+    if r.returncode != 0 or not (Path(esp) / "loader").is_dir():
+        raise SlotError(f"the ESP is not available at {esp}: {r.stderr.strip() or 'no loader/ directory'}")
