@@ -20,7 +20,7 @@ import ipaddress
 
 from homework import flows as F
 
-KNOWN_ACTIONS = (F.Output, F.SetField, F.DecTTL, F.Resubmit, F.Learn)
+KNOWN_ACTIONS = (F.Output, F.SetField, F.DecTTL, F.Resubmit, F.Learn, F.Move, F.OutputReg)
 
 
 class OverlapError(AssertionError):
@@ -45,6 +45,8 @@ def _field_matches(field, want, have):
             # any bit mask, contiguous or not, as OpenFlow allows
             m = int(ipaddress.IPv4Address(mask))
             return int(ipaddress.IPv4Address(have)) & m == int(ipaddress.IPv4Address(value)) & m
+        if field in ("eth_src", "eth_dst"):   # a MAC prefix (the DHCP fast path's marker)
+            return _as_int(have) & _as_int(mask) == _as_int(value) & _as_int(mask)
         return (int(have) & int(mask)) == (int(value) & int(mask))
     if field.startswith("ipv6"):
         return ipaddress.IPv6Address(want) == ipaddress.IPv6Address(have)
@@ -80,6 +82,22 @@ def matches_overlap(a: dict, b: dict) -> bool:
     return True
 
 
+
+
+# Field widths for Move: a MAC's bits are counted from its last byte, as OVS does.
+_WIDTHS = {"eth_src": 48, "eth_dst": 48, "in_port_nxm": 16, "in_port": 32}
+
+
+def _move(a: F.Move, packet: dict) -> dict:
+    """NXAST_REG_MOVE on a packet dict (MACs as 'aa:bb:..', everything else a number)."""
+    src_name = "in_port" if a.src == "in_port_nxm" else a.src
+    bits = (_as_int(packet.get(src_name, 0)) >> a.src_ofs) & ((1 << a.n_bits) - 1)
+    mask = ((1 << a.n_bits) - 1) << a.dst_ofs
+    value = (_as_int(packet.get(a.dst, 0)) & ~mask) | (bits << a.dst_ofs)
+    if _WIDTHS.get(a.dst) == 48:
+        raw = value.to_bytes(6, "big")
+        return dict(packet, **{a.dst: ":".join(f"{b:02x}" for b in raw)})
+    return dict(packet, **{a.dst: value})
 
 
 def _check_actions(actions) -> None:
@@ -212,6 +230,10 @@ class FakeSwitch:
                     packet = self._run(packet, a.table_id, ports, depth)
                 elif isinstance(a, F.Learn):
                     packet = self._learn(a, packet)
+                elif isinstance(a, F.Move):
+                    packet = _move(a, packet)
+                elif isinstance(a, F.OutputReg):
+                    ports.append((_as_int(packet.get(a.src, 0)) >> a.ofs) & ((1 << a.n_bits) - 1))
                 else:
                     raise TypeError(f"unknown action {a!r}")
             if flow.goto is None:

@@ -150,6 +150,11 @@ def _action(a):
         return F.DecTTL()
     if isinstance(a, parser.NXActionResubmitTable):
         return F.Resubmit(a.table_id)
+    if isinstance(a, parser.NXActionRegMove):
+        return F.Move(a.src_field, a.dst_field, a.n_bits, a.src_ofs, a.dst_ofs)
+    if isinstance(a, parser.NXActionOutputReg):
+        ofs, n_bits = a.ofs_nbits >> 6, (a.ofs_nbits & 0x3F) + 1
+        return F.OutputReg(a.src, n_bits, ofs, a.max_len)
     if getattr(a, "experimenter", None) == NX_VENDOR and getattr(a, "subtype", None) == NXAST_LEARN2:
         return _learn2(bytes(a.data))
     raise AdapterMismatch(f"unexpected action {a!r}")

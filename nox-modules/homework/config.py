@@ -179,6 +179,9 @@ KEYS: tuple[Key, ...] = (
     Key("dhcp.permitted_lease", "permitted_lease", int, 3600, "lease seconds once permitted",
         int_range(60, 7 * 86400)),
     Key("dhcp.relays", "dhcp_relays", list, [], "relay agents (giaddr) we answer; none by default", ipv4_list),
+    Key("dhcp.fast_path", "dhcp_fast_path", bool, True,
+        "DHCP through a raw socket on the bridge's LOCAL interface instead of OpenFlow packet-in "
+        "(falls back to packet-in if the socket cannot be opened)"),
     Key("dhcp.new_macs_burst", "new_macs_burst", int, 16, "never-seen MACs a port may bring at once",
         int_range(1, 100000)),
     Key("dhcp.new_macs_per_minute", "new_macs_per_minute", int, 60,

@@ -49,6 +49,28 @@ class Resubmit:
 
 
 @dataclass(frozen=True)
+class Move:
+    """Open vSwitch extension (NXAST_REG_MOVE): copy `n_bits` bits of field `src` (from
+    bit `src_ofs`) into field `dst` (from bit `dst_ofs`). Field names as in match dicts,
+    plus reg0..reg15 and in_port_nxm (the 16-bit port number)."""
+    src: str
+    dst: str
+    n_bits: int
+    src_ofs: int = 0
+    dst_ofs: int = 0
+
+
+@dataclass(frozen=True)
+class OutputReg:
+    """Open vSwitch extension (NXAST_OUTPUT_REG): output to the port number held in bits
+    `ofs`..`ofs + n_bits - 1` of field `src` (e.g. a port a Move put in reg0)."""
+    src: str
+    n_bits: int = 16
+    ofs: int = 0
+    max_len: int = 0xFFFF
+
+
+@dataclass(frozen=True)
 class Learn:
     """Open vSwitch extension: add an exact-match flow to `table_id` from the packet being
     processed, without a round trip to the controller.

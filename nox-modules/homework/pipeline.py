@@ -6,7 +6,10 @@ falls outside its owner's band.
 Table 0 (CLASSIFY): first match wins, from the top
 
     65000-63000  eapol    blacklisted MACs dropped; EAPOL steered to/from hostapd
-    60000        dhcp     every DHCP request (udp/67) to the controller
+    60001        dhcp     fast path: a DHCP reply from the router's stack (LOCAL) carrying
+                          its out port in eth_src: to that port, eth_src = the router's MAC
+    60000        dhcp     every DHCP request (udp/67) to the controller: with the fast path
+                          to LOCAL, its in_port in eth_dst (components/dhcp/fastpath.py)
     50000        dns      port 53 of every device to the router (dnsd); DoT/DoQ dropped
     40000        dns      reverse check: a device to an address of a name it may not use
     36999-36000  schedules a paused device (one-shot or a bedtime window): only its
@@ -68,7 +71,7 @@ class Band:
 
 BANDS = (
     Band("eapol", TABLE_CLASSIFY, 63000, 65000),
-    Band("dhcp", TABLE_CLASSIFY, 60000, 60000),
+    Band("dhcp", TABLE_CLASSIFY, 60000, 60001),
     Band("dns-intercept", TABLE_CLASSIFY, 50000, 50000),
     Band("dns-reverse", TABLE_CLASSIFY, 40000, 40000),
     Band("schedules", TABLE_CLASSIFY, 36000, 36999),
@@ -88,6 +91,7 @@ COOKIE_EAPOL_FORWARD = COOKIE_EAPOL | 0x20_0000
 
 # dhcp (table 0)
 PRIO_DHCP = 60000
+PRIO_DHCP_REPLY = 60001    # above PRIO_DHCP: a relayed reply (udp 67 -> 67) matches both
 
 # dns (table 0)
 PRIO_DNS_INTERCEPT = 50000
@@ -136,7 +140,7 @@ PRIO_UPSTREAM = 100        # everything else: the router's stack (NAT to the WAN
 # Which band each table-0 priority above belongs to (checked by the unit test).
 PRIORITIES = {
     "eapol": (PRIO_EAPOL_BLACKLIST, PRIO_EAPOL_TO_DEVICE, PRIO_EAPOL_FROM_HOSTAPD, PRIO_EAPOL_TO_HOSTAPD),
-    "dhcp": (PRIO_DHCP,),
+    "dhcp": (PRIO_DHCP, PRIO_DHCP_REPLY),
     "dns-intercept": (PRIO_DNS_INTERCEPT,),
     "dns-reverse": (PRIO_DNS_REVERSE,),
     "schedules": (PRIO_SCHEDULE_GATEWAY, PRIO_SCHEDULE_BLOCK),

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import struct
 
+from os_ken.ofproto import nicira_ext
+
 from .. import flows as F
 
 NXAST_LEARN2 = 45
@@ -77,3 +79,15 @@ def _learn2_class(parser, ofp):
 
     _CLASS_CACHE[id(parser)] = NXActionLearn2
     return NXActionLearn2
+
+
+def move_action(parser, move: F.Move):
+    """NXAST_REG_MOVE for F.Move (issue 11: the DHCP fast path carries ports in MACs)."""
+    return parser.NXActionRegMove(src_field=move.src, dst_field=move.dst, n_bits=move.n_bits,
+                                  src_ofs=move.src_ofs, dst_ofs=move.dst_ofs)
+
+
+def output_reg_action(parser, out: F.OutputReg):
+    """NXAST_OUTPUT_REG for F.OutputReg."""
+    return parser.NXActionOutputReg(ofs_nbits=nicira_ext.ofs_nbits(out.ofs, out.ofs + out.n_bits - 1),
+                                    src=out.src, max_len=out.max_len)

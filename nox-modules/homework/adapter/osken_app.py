@@ -52,6 +52,9 @@ class HomeworkApp(app_manager.OSKenApp):
         self._aggregate_requests: dict = {}     # xid -> AggregateStatsRequest awaiting its reply
         self.out = SendBatcher(hub.spawn)
         self.core._send = self.send_decisions
+        # A real switch and bridge: the DHCP fast path may read the bridge's LOCAL
+        # interface (a unit test's fake switch has none; issue 11).
+        self.core.ctx.switch_is_real = True
 
     # -- switch life cycle -------------------------------------------------------------
     @set_ev_cls(ofp_event.EventOFPSwitchFeatures, CONFIG_DISPATCHER)
@@ -204,6 +207,10 @@ def _actions(parser, actions):
             out.append(parser.NXActionResubmitTable(in_port=0xFFF8, table_id=action.table_id))
         elif isinstance(action, F.Learn):
             out.append(nx.learn_action(parser, ofproto_v1_3, action))
+        elif isinstance(action, F.Move):
+            out.append(nx.move_action(parser, action))
+        elif isinstance(action, F.OutputReg):
+            out.append(nx.output_reg_action(parser, action))
         else:
             raise TypeError(f"unknown action {action!r}")
     return out

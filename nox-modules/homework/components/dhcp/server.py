@@ -1,4 +1,6 @@
-"""DHCP component (seed §4.4.1): a DHCPv4 server on packet-in/packet-out.
+"""DHCP component (seed §4.4.1): a DHCPv4 server. Requests come from a raw socket on the
+bridge's LOCAL interface (fastpath.py, issue 11), or as OpenFlow packet-ins when that
+socket cannot be had or `[dhcp] fast_path = false`; both go through `handle`.
 
 Each MAC gets its own /30; leases are short (30 s) while a device is pending or denied
 and long (3600 s) once permitted, so an undecided device keeps coming back and a decision
@@ -10,8 +12,9 @@ from __future__ import annotations
 
 from ...component import Component
 from ...flows import CONTROLLER, ETH_IP, PROTO_UDP, Datapath, FlowMod, Output, PacketIn, PacketOut
-from ...packets import (BROADCAST_MAC, build_ethernet, build_ipv4, build_udp,
-                        parse_ipv4, parse_udp)
+from ...packets import (BROADCAST_MAC, PacketError, build_ethernet, build_ipv4, build_udp,
+                        parse_ethernet, parse_ipv4, parse_udp)
+from . import fastpath
 from . import message as m
 from .admission import NewMacGate
 from .allocator import Allocator, Block, PoolExhausted
@@ -39,6 +42,9 @@ class DhcpServer(Component):
         self.relay_agents = frozenset(ctx.config.dhcp_relays)
         self.gate = NewMacGate(ctx.config.new_macs_burst, ctx.config.new_macs_per_minute / 60.0)
         self._alerted: dict[tuple[str, str], float] = {}
+        self.fast: fastpath.FastPath | None = None
+        self._fast_mac = ""               # the router MAC the reply flow writes
+        self._fast_failed = False         # logged once
 
     # -- life cycle ------------------------------------------------------------------
     def start(self) -> None:
@@ -77,10 +83,67 @@ class DhcpServer(Component):
         self.log.info("DHCP serving %s (%d blocks), %d leases restored", self.ctx.config.pool,
                       self.alloc.size, len(self.live))
 
+    def stop(self) -> None:
+        if self.fast is not None:
+            self.fast.close()
+            self.fast = None
+
     def datapath_up(self, dp: Datapath) -> list:
+        if self._fast_path_ready():
+            self._fast_mac = self._router_mac()
+            return fastpath.flows(self._fast_mac)
         # Every DHCP request from any port comes to us.
         return [FlowMod(match={"eth_type": ETH_IP, "ip_proto": PROTO_UDP, "udp_dst": SERVER_PORT},
                         actions=(Output(CONTROLLER),), priority=PRIO_DHCP, cookie=COOKIE_DHCP)]
+
+    # -- the fast path (issue 11) -----------------------------------------------------------
+    def _fast_path_ready(self) -> bool:
+        """Is the raw socket open (opening it now if it may be)? Only with a real switch
+        (the os-ken adapter says so): a unit test's fake switch has no bridge to read."""
+        if self.fast is not None:
+            return True
+        if not (self.ctx.config.dhcp_fast_path and getattr(self.ctx, "switch_is_real", False)):
+            return False
+        try:
+            sock = fastpath.open_socket(self.ctx.config.bridge)
+        except OSError as exc:
+            if not self._fast_failed:
+                self._fast_failed = True
+                self.log.warning("DHCP fast path unavailable on %s (%s): DHCP goes through packet-in",
+                                 self.ctx.config.bridge, exc)
+            return False
+        self.fast = fastpath.FastPath(sock, self.fast_request, self.ctx.count)
+        self.fast.start()
+        self.log.info("DHCP fast path: requests read from %s", self.ctx.config.bridge)
+        return True
+
+    def fast_request(self, in_port: int, data: bytes) -> None:
+        """One request from the socket: handled as a packet-in would be; the reply goes out
+        on the socket first, then the other decisions, then the events the handler held
+        back (the new device's flows), so the ACK is ahead of them."""
+        with self.ctx.bus.held():
+            try:
+                decisions = self.packet_in(PacketIn(in_port=in_port, data=data), parse_ethernet(data))
+            except PacketError as exc:
+                self.ctx.count("dhcp.malformed")
+                self.log.info("malformed DHCP request from port %s (%s) dropped", in_port, exc)
+                return
+            except Exception:
+                self.ctx.count("dhcp.errors")
+                self.log.exception("error handling a DHCP request from port %s", in_port)
+                return
+            fast = self.fast
+            if not decisions or fast is None:     # None: stopped meanwhile
+                return
+            mac = self._router_mac()
+            if mac != self._fast_mac:     # the bridge's MAC changed: the reply flow follows
+                self._fast_mac = mac
+                self.ctx.send(fastpath.flows(mac)[1:])
+            rest = [d for d in decisions if not (isinstance(d, PacketOut) and fast.send(d))]
+            self.ctx.send(rest)
+
+    def _router_mac(self) -> str:
+        return self.ctx.host.local_mac() or "02:00:00:00:00:01"
 
     # -- the lease reader (ctx.leases): how everyone else sees leases ------------------------
     def get(self, mac: str) -> Lease | None:
@@ -390,7 +453,7 @@ class DhcpServer(Component):
 
     def _packet_out(self, payload: bytes, src_ip: str, dst_ip: str, dst_mac: bytes, port: int,
                     dport: int = CLIENT_PORT) -> PacketOut:
-        src_mac = bytes.fromhex((self.ctx.host.local_mac() or "02:00:00:00:00:01").replace(":", ""))
+        src_mac = bytes.fromhex(self._router_mac().replace(":", ""))
         src, dst = m.ip4(src_ip), m.ip4(dst_ip)
         udp = build_udp(src, dst, SERVER_PORT, dport, payload)
         frame = build_ethernet(dst_mac, src_mac, ETH_IP, build_ipv4(src, dst, PROTO_UDP, udp))

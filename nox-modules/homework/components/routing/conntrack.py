@@ -20,8 +20,10 @@ the final counters of nearly every connection well before that.
 """
 from __future__ import annotations
 
+import ctypes
 import logging
 import re
+import signal
 import shutil
 import subprocess
 import threading
@@ -33,6 +35,7 @@ log = logging.getLogger("homework.routing.conntrack")
 PROTOCOLS = {"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58}
 COUNT_FILE = "/proc/sys/net/netfilter/nf_conntrack_count"
 ACCT_FILE = "/proc/sys/net/netfilter/nf_conntrack_acct"
+PR_SET_PDEATHSIG = 1
 EVENT_BUFFER = 8 * 1024 * 1024       # bytes: a burst of endings must not overflow the socket
 # What is read: IPv4 connections that went through NAT (so not the router's own, nor the
 # DNS interception's), and IPv6 (routed, no NAT: the devices' own are picked by address)
@@ -204,8 +207,9 @@ class ConntrackReader:
             try:
                 proc = subprocess.Popen(
                     [self.binary, "-E", "-e", "DESTROY", *selection, "-o", "extended,id",
-                     "-b", str(EVENT_BUFFER)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-                self._events.append(proc)
+                     "-b", str(EVENT_BUFFER)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                    preexec_fn=_die_with_parent)
+                self._events = [p for p in self._events if p.poll() is None] + [proc]
                 for line in proc.stdout:
                     entry = parse_entry(line)
                     if entry is not None:
@@ -219,12 +223,17 @@ class ConntrackReader:
                 time.sleep(1.0)
 
     def stop(self) -> None:
+        """Ends the event readers without waiting for them: this runs from the
+        controller's signal handler, where nothing may block."""
         self._stopping = True
         procs, self._events = self._events, []
         for proc in procs:
             if proc.poll() is None:
                 proc.terminate()
-                try:
-                    proc.wait(5)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+
+
+def _die_with_parent() -> None:
+    """The event reader ends with the controller, even a controller killed with SIGKILL
+    (otherwise it would keep the router's namespace and its socket alive)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
