@@ -1,6 +1,6 @@
 """The update routes of the ws.v1 API (issue 18) called as lighttpd would: a good upload is
 202 and written, a refused one 400 with the reason, read-only and CSRF-less sessions are
-refused, a body over [update] max_upload_mb is 413, updates off is 503, one at a time."""
+refused, a body over [update] max_upload_mb is 413, updates off is 409, one at a time."""
 from __future__ import annotations
 
 import time
@@ -85,5 +85,8 @@ def test_too_large_busy_and_off(tmp_path, clock):
 def test_off_by_default(tmp_path, clock):
     api, lab = api_for(tmp_path, clock, enabled=False)
     r = upload(api, lab.dir / "seed.hwup", api.token("admin"))
-    assert r.status_int == 503 and "enabled = false" in r.json["error"]
+    assert r.status_int == 409 and "enabled = false" in r.json["error"]
     assert api.call("GET", "system/update", token=api.token("read-only")).json["enabled"] is False
+    # a controller on a development machine never reboots its host
+    r = api.call("POST", "system/reboot", token=api.token("admin"))
+    assert r.status_int == 409 and "enabled = false" in r.json["error"]

@@ -62,7 +62,7 @@ class Updater:
     def need_enabled(self) -> None:
         if not self.enabled:
             raise CommandError("updates are off on this system ([update] enabled = false): "
-                               "flash the new image instead", 503)
+                               "flash the new image instead", 409)
 
     # -- status --------------------------------------------------------------------------
     def _set(self, **changes) -> None:
@@ -161,6 +161,10 @@ class Updater:
             Path(path).unlink(missing_ok=True)
 
     def reboot(self) -> dict:
+        # Only a router image (updates on) reboots itself: a controller on a development
+        # machine or in the tests must never run `systemctl reboot` on its host.
+        if not self.enabled:
+            raise CommandError("reboot is off on this system ([update] enabled = false)", 409)
         with self._lock:
             state = self._status["state"]
         if state in BUSY:

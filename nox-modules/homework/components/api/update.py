@@ -5,7 +5,8 @@
                                    "update refused: <reason>: <detail>", nothing written
     GET  /ws.v1/system/update   -> {enabled, state, percent, phase, version, error, reason,
                                     running: {version, sequence, arch, slot}, other: {slot, state, version, sequence}}
-    POST /ws.v1/system/reboot   -> {rebooting: true} (refused 409 while an update is being written)
+    POST /ws.v1/system/reboot   -> {rebooting: true} (refused 409 while an update is being written,
+                                   and where updates are off: only a router image reboots itself)
 
 Admin only (a session also needs its CSRF token). The upload is streamed to
 [update] work_dir, never held in memory, and deleted once written or refused.
