@@ -70,7 +70,7 @@ test('router facts, time zone, password change and factory reset', { timeout: 30
   await cli('permit', MAC);
   await openSettings(home.info.password);
   const router = page.locator('#router');
-  assert.match(await router.locator('.slot').innerText(), /single \(A\/B updates not built yet\)/);
+  assert.match(await router.locator('.slot').innerText(), /single \(not booted from an A\/B slot\)/);
   assert.match(await router.locator('.schema').innerText(), /^\d+$/);
   assert.match(await router.locator('.timezone').innerText(), /from the configuration file/);
 
