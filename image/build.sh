@@ -2,16 +2,20 @@
 # Build the flashable Homework router image:
 #   out/homework-<version>-amd64.img       raw GPT disk (UEFI: systemd-boot, legacy BIOS: GRUB)
 #   out/homework-<version>-amd64.img.zst   compressed copy (what people download and flash)
+#   out/homework-<version>-amd64.hwup      signed update file (scripts/make-hwup.py) for a running router
 # from Debian bookworm with mmdebstrap, without loop devices, as root.
 #
 # Stages: prep, rootfs (cached on image/packages.txt), overlay, esp, root-fs, data-fs, disk,
-# bootloader, compress. The finished image is cached too, keyed on a hash of every input
-# (image/, conf/, nox-modules/, hwdb binaries + schema, guestboard-ui/, scripts/router-net.sh):
-# a second `make image` with nothing changed takes a second.
+# bootloader, hwup, compress. The finished image is cached too, keyed on a hash of every input
+# (image/, conf/, nox-modules/, hwdb binaries + schema, guestboard-ui/, scripts/router-net.sh,
+# scripts/make-hwup.py, the update public key): a second `make image` with nothing changed
+# takes a second.
 #
 # Environment: HOMEWORK_IMAGE_NOCACHE=1 rebuilds everything; HOMEWORK_IMAGE_NOCOMPRESS=1 skips
 # the .zst (the boot test uses the raw image); HOMEWORK_IMAGE_WORK=DIR puts the work dir and
-# its caches (base rootfs ~850 MB, last image) in DIR instead of image/work.
+# its caches (base rootfs ~850 MB, last image) in DIR instead of image/work;
+# HOMEWORK_SIGNING_KEY=FILE the update signing key (default ~/.config/homework/signing-key,
+# made on first use); VERSION_SEQUENCE=N the build sequence (default: the input commit's time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TOP=$PWD
@@ -21,13 +25,16 @@ LOGS=$WORK/logs
 mkdir -p "$WORK" "$OUT" "$LOGS"
 T0=$(date +%s)
 
-# ---- layout (fixed, so an upgrade can rewrite partitions 1-3 and keep 4; see image/README.md)
-ESP_START_MIB=1;    ESP_MIB=128      # p2: FAT32, label HWBOOT (kernel, initrd, systemd-boot)
-ROOT_START_MIB=129; ROOT_MIB=2048    # p3: ext4, label hw-root (the system, replaced on upgrade)
-DATA_START_MIB=2177; DATA_MIB=64     # p4: ext4, label hw-data (/var/lib/homework; grows at first boot)
+# ---- layout (fixed: an update writes one system slot and keeps the rest; see image/README.md)
+ESP_START_MIB=1;       ESP_MIB=128      # p2: FAT32, label HWBOOT (systemd-boot, kernels per slot, entries, grubenv)
+ROOT_A_START_MIB=129;  ROOT_MIB=2048    # p3: ext4, label hw-root, PARTLABEL hw-root-a (system slot A)
+ROOT_B_START_MIB=2177                   # p4: PARTLABEL hw-root-b (system slot B: empty in a fresh image)
+DATA_START_MIB=4225;   DATA_MIB=64      # p5: ext4, label hw-data (/var/lib/homework; grows at first boot)
 DISK_MIB=$((DATA_START_MIB + DATA_MIB + 1))   # + room for the backup GPT
 # p1: BIOS boot partition, LBA 34..2047 (GRUB core.img for legacy BIOS)
-CMDLINE="root=LABEL=hw-root rw console=tty0 console=ttyS0,115200n8 net.ifnames=1"
+# The kernel command line names the slot (root=PARTLABEL=hw-root-<slot>): both slots carry the
+# same file system label, so nothing may mount "/" by label.
+cmdline() { echo "root=PARTLABEL=hw-root-$1 rw console=tty0 console=ttyS0,115200n8 net.ifnames=1"; }
 
 say() { printf '%s\n' "$*"; }
 stage() {   # stage NAME FUNCTION: run with its output in image/work/logs/NAME.log
@@ -59,6 +66,39 @@ version() {
   echo "$v"
 }
 VERSION=$(version)
+sequence() {   # an integer that grows with every build: VERSION_SEQUENCE, else the input commit's time
+  local t=${VERSION_SEQUENCE:-}
+  [ -n "$t" ] || t=$(git log -1 --format=%ct -- "${INPUT_PATHS[@]}" 2>/dev/null || true)
+  [[ "$t" =~ ^[0-9]+$ ]] || t=0
+  echo "$t"
+}
+SEQUENCE=$(sequence)
+
+# ---- update signing key: outside the repo; made on first use by scripts/make-hwup.py (0600).
+# Its public half is baked into the image (the running router checks updates against it).
+SIGNING_KEY=${HOMEWORK_SIGNING_KEY:-$HOME/.config/homework/signing-key}
+UPDATE_PUB=$WORK/update-key.pub
+MAKE_HWUP=$TOP/scripts/make-hwup.py
+if [ -f "$MAKE_HWUP" ]; then
+  mkdir -p "$(dirname "$SIGNING_KEY")"
+  rm -f "$UPDATE_PUB"
+  # make-hwup.py's own key functions (so the key format is the one it signs with), before the
+  # root fs is made: the public key goes into the image, the image into the .hwup
+  python3 - "$MAKE_HWUP" "$SIGNING_KEY" "$UPDATE_PUB" >"$LOGS/signing-key.log" 2>&1 <<'PY' \
+    || { say "[image] scripts/make-hwup.py could not make/read the signing key $SIGNING_KEY; log: $LOGS/signing-key.log" >&2; exit 1; }
+import importlib.util, sys
+from pathlib import Path
+spec = importlib.util.spec_from_file_location("make_hwup", sys.argv[1])
+make_hwup = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(make_hwup)
+key, created = make_hwup.load_or_create_key(Path(sys.argv[2]))
+Path(sys.argv[3]).write_bytes(make_hwup.public_pem(key))
+print(("created " if created else "using ") + "signing key " + sys.argv[2])
+PY
+else
+  say "[image] WARNING: scripts/make-hwup.py missing: no update key in the image and no .hwup" >&2
+  rm -f "$UPDATE_PUB"
+fi
 
 hash_tree() {   # stable hash of file names + contents under the given paths (missing paths ok)
   local p
@@ -75,10 +115,11 @@ hash_tree() {   # stable hash of file names + contents under the given paths (mi
 HWDB_BINS=()
 for b in hwdb/target/release/hwdbd hwdb/target/release/hwdb dnsd/target/release/homework-dnsd; do [ -x "$b" ] && HWDB_BINS+=("$b"); done
 BASE_KEY=$( (cat image/packages.txt; sed -n '/^BASE-BEGIN/,/^BASE-END/p' "$0"; cat /etc/apt/sources.list.d/debian.sources 2>/dev/null) | sha256sum | cut -c1-16)
-IMAGE_KEY=$( (echo "$BASE_KEY $VERSION"; hash_tree image/build.sh image/install-overlay.sh image/packages.txt image/README.md image/guest conf nox-modules \
+IMAGE_KEY=$( (echo "$BASE_KEY $VERSION $SEQUENCE"; sha256sum "$UPDATE_PUB" 2>/dev/null || echo "no update key"; hash_tree scripts/make-hwup.py image/build.sh image/install-overlay.sh image/packages.txt image/README.md image/guest conf nox-modules \
              guestboard-ui hwdb/schema "${HWDB_BINS[@]}" scripts/router-net.sh) | sha256sum | cut -c1-16)
 NAME=homework-$VERSION-amd64
 IMG=$OUT/$NAME.img
+HWUP=$OUT/$NAME.hwup
 CACHE=$WORK/cache/$IMAGE_KEY
 
 say "[image] version $VERSION, inputs $IMAGE_KEY, base rootfs $BASE_KEY"
@@ -91,6 +132,7 @@ if [ -z "${HOMEWORK_IMAGE_NOCACHE:-}" ] && [ -f "$CACHE/disk.img" ]; then
     if [ -f "$CACHE/disk.img.zst" ]; then cp "$CACHE/disk.img.zst" "$IMG.zst"
     else zstd -q -T0 -6 -f "$IMG" -o "$IMG.zst" && cp "$IMG.zst" "$CACHE/disk.img.zst"; fi
   fi
+  if [ -f "$CACHE/update.hwup" ]; then cp "$CACHE/update.hwup" "$HWUP"; else rm -f "$HWUP"; fi
   ln -sfn "$NAME.img" "$OUT/homework-latest-amd64.img"
   say "[image] $IMG ($(du -h --apparent-size "$IMG" | cut -f1) raw, $(du -h "$IMG" | cut -f1) allocated)"
   exit 0
@@ -126,7 +168,7 @@ st_rootfs() {
 st_overlay() {
   rm -rf "$ROOTFS"
   cp -a --reflink=auto "$BASE" "$ROOTFS"; rm -f "$ROOTFS/.complete"
-  bash image/install-overlay.sh "$TOP" "$ROOTFS" "$VERSION" "$IMAGE_KEY"
+  bash image/install-overlay.sh "$TOP" "$ROOTFS" "$VERSION" "$IMAGE_KEY" "$SEQUENCE" "$UPDATE_PUB"
 }
 
 st_esp() {
@@ -135,23 +177,71 @@ st_esp() {
   kernel=$(ls "$ROOTFS"/boot/vmlinuz-* | sort -V | tail -1)
   initrd=$(ls "$ROOTFS"/boot/initrd.img-* | sort -V | tail -1)
   [ -f "$kernel" ] && [ -f "$initrd" ]
+  cp "$kernel" "$PARTS/vmlinuz"; cp "$initrd" "$PARTS/initrd.img"   # also the .hwup's members
   mkfs.vfat -C -F 32 -n HWBOOT "$PARTS/esp.img" $((ESP_MIB * 1024))
   export MTOOLS_SKIP_CHECK=1
   local E=(-i "$PARTS/esp.img")
-  mmd "${E[@]}" ::/EFI ::/EFI/BOOT ::/loader ::/loader/entries
+  mmd "${E[@]}" ::/EFI ::/EFI/BOOT ::/loader ::/loader/entries ::/homework ::/homework/a ::/homework/b ::/grub
   mcopy "${E[@]}" /usr/lib/systemd/boot/efi/systemd-bootx64.efi ::/EFI/BOOT/BOOTX64.EFI
-  mcopy "${E[@]}" "$kernel" ::/vmlinuz
-  mcopy "${E[@]}" "$initrd" ::/initrd.img
-  printf 'default homework.conf\ntimeout 0\nconsole-mode keep\neditor no\n' > "$PARTS/loader.conf"
-  printf 'title Homework router %s\nlinux /vmlinuz\ninitrd /initrd.img\noptions %s\n' "$VERSION" "$CMDLINE" > "$PARTS/homework.conf"
+  mcopy "${E[@]}" "$PARTS/vmlinuz" ::/homework/a/vmlinuz
+  mcopy "${E[@]}" "$PARTS/initrd.img" ::/homework/a/initrd.img
+  # UEFI: systemd-boot boots the first homework-* entry in its order: entries whose tries are
+  # used up (homework-X+0-N.conf) last, else the highest `version` (the build sequence) first.
+  printf 'timeout 0\neditor no\nconsole-mode keep\ndefault homework-*\n' > "$PARTS/loader.conf"
+  printf 'title Homework router %s (slot a)\nsort-key homework\nversion %s\nlinux /homework/a/vmlinuz\ninitrd /homework/a/initrd.img\noptions %s\n' \
+    "$VERSION" "$SEQUENCE" "$(cmdline a)" > "$PARTS/homework-a.conf"
   mcopy "${E[@]}" "$PARTS/loader.conf" ::/loader/loader.conf
-  mcopy "${E[@]}" "$PARTS/homework.conf" ::/loader/entries/homework.conf
+  mcopy "${E[@]}" "$PARTS/homework-a.conf" ::/loader/entries/homework-a.conf
+  # Legacy BIOS: core.img's embedded config loads /grub/grub.cfg, which takes the slot from grubenv
+  grub_cfg > "$PARTS/grub.cfg"
+  grub_env good_slot=a try_slot= > "$PARTS/grubenv"
+  mcopy "${E[@]}" "$PARTS/grub.cfg" ::/grub/grub.cfg
+  mcopy "${E[@]}" "$PARTS/grubenv" ::/grub/grubenv
   echo "homework $VERSION" > "$PARTS/homework.id"; mcopy "${E[@]}" "$PARTS/homework.id" ::/homework.id
   mdir "${E[@]}" -/ ::/
 }
 
+grub_cfg() {   # the ESP's /grub/grub.cfg: try_slot once (cleared before it boots), else good_slot
+  local opts; opts=$(cmdline '${slot}')
+  cat <<EOF
+# Homework A/B boot under legacy BIOS (UEFI uses systemd-boot's boot counting instead).
+# grubenv: good_slot = the slot marked good; try_slot = a freshly written slot, booted once.
+set timeout=0
+load_env --file \$prefix/grubenv good_slot try_slot
+if [ -n "\$try_slot" ]; then
+  set slot="\$try_slot"
+  set try_slot=
+  save_env --file \$prefix/grubenv try_slot
+else
+  set slot="\$good_slot"
+fi
+if [ "\$slot" != a -a "\$slot" != b ]; then set slot=a; fi
+echo "Homework: booting slot \$slot"
+linux /homework/\${slot}/vmlinuz $opts
+initrd /homework/\${slot}/initrd.img
+boot
+EOF
+}
+
+grub_env() {   # grub_env KEY=VALUE...: a GRUB environment block (1024 bytes, padded with '#')
+  python3 - "$@" <<'PY'
+import sys
+body = "# GRUB Environment Block\n" + "".join(kv + "\n" for kv in sys.argv[1:])
+sys.stdout.write(body + "#" * (1024 - len(body)))
+PY
+}
+
 st_rootfs_img() {
-  mkfs.ext4 -q -F -L hw-root -E lazy_itable_init=0 -d "$ROOTFS" "$PARTS/root.img" "${ROOT_MIB}M"
+  # Slot A's file system; the same file, compressed, is the .hwup's root.img.zst. Sized to its
+  # content plus room (an update writes and reads back all of it: under 2 GiB is faster); each
+  # slot's first boot grows it to its 2 GiB partition (homework-firstboot).
+  local used fs_mib
+  used=$(du -sm "$ROOTFS" | cut -f1)
+  fs_mib=$(( (used * 9 / 8 + 128 + 63) / 64 * 64 ))   # + ext4's own (inode tables, journal)
+  [ "$fs_mib" -le "$ROOT_MIB" ] || { echo "the system ($used MiB) does not fit its ${ROOT_MIB} MiB slot"; return 1; }
+  echo "system: $used MiB of files, file system $fs_mib MiB (slot $ROOT_MIB MiB)"
+  mkfs.ext4 -q -F -L hw-root -E lazy_itable_init=0 -d "$ROOTFS" "$PARTS/root.img" "${fs_mib}M"
+  tune2fs -e remount-ro "$PARTS/root.img"   # what fstab's "/" line used to say (root is mounted by the kernel now)
   rm -rf "$ROOTFS"   # 1 GB we no longer need
 }
 
@@ -159,7 +249,8 @@ st_data_img() {
   mkdir -p "$PARTS/data"
   cat > "$PARTS/data/README" <<EOF
 Homework router state (partition hw-data, mounted at /var/lib/homework).
-Kept across reboots and image upgrades: an upgrade rewrites partitions 1-3 only.
+Kept across reboots and updates: an update writes the other system slot (hw-root-a/-b)
+and the boot partition's entries, never this partition.
 EOF
   mkfs.ext4 -q -F -L hw-data -d "$PARTS/data" "$PARTS/data.img" "${DATA_MIB}M"
 }
@@ -172,29 +263,30 @@ label: gpt
 first-lba: 34
 start=34, size=2014, type=21686148-6449-6E6F-744E-656564454649, name="bios-boot"
 start=$((ESP_START_MIB*2048)), size=$((ESP_MIB*2048)), type=C12A7328-F81F-11D2-BA4B-00A0C93EC93B, name="HWBOOT"
-start=$((ROOT_START_MIB*2048)), size=$((ROOT_MIB*2048)), type=4F68BCE3-E8CD-4DB1-96E7-FBCAF984B709, name="hw-root"
+start=$((ROOT_A_START_MIB*2048)), size=$((ROOT_MIB*2048)), type=4F68BCE3-E8CD-4DB1-96E7-FBCAF984B709, name="hw-root-a"
+start=$((ROOT_B_START_MIB*2048)), size=$((ROOT_MIB*2048)), type=4F68BCE3-E8CD-4DB1-96E7-FBCAF984B709, name="hw-root-b"
 start=$((DATA_START_MIB*2048)), size=$((DATA_MIB*2048)), type=0FC63DAF-8483-4772-8E79-3D69D8477DE4, name="hw-data"
 EOF
   sfdisk -d "$tmp"
   dd if="$PARTS/esp.img"  of="$tmp" bs=1M seek=$ESP_START_MIB  conv=notrunc,sparse status=none
-  dd if="$PARTS/root.img" of="$tmp" bs=1M seek=$ROOT_START_MIB conv=notrunc,sparse status=none
+  dd if="$PARTS/root.img" of="$tmp" bs=1M seek=$ROOT_A_START_MIB conv=notrunc,sparse status=none
+  # slot B stays empty (zeros, sparse) until the first update writes it
   dd if="$PARTS/data.img" of="$tmp" bs=1M seek=$DATA_START_MIB conv=notrunc,sparse status=none
   mv "$tmp" "$IMG.part"
 }
 
 st_bootloader() {
   # Legacy BIOS: GRUB boot.img in the MBR code area, core.img in the BIOS boot partition (LBA 34),
-  # with an embedded config that boots the same kernel/initrd from the ESP. No grub-install needed.
+  # with an embedded config that loads the ESP's /grub/grub.cfg (the A/B choice from grubenv, so
+  # an update changes files on the ESP, never core.img). No grub-install needed.
   local g=/usr/lib/grub/i386-pc
   cat > "$PARTS/grub-embed.cfg" <<EOF
 set timeout=0
-search --no-floppy --label HWBOOT --set=root
-linux /vmlinuz $CMDLINE
-initrd /initrd.img
-boot
+set root=(hd0,gpt2)
+configfile (hd0,gpt2)/grub/grub.cfg
 EOF
   grub-mkimage -O i386-pc -p '(hd0,gpt2)/grub' -c "$PARTS/grub-embed.cfg" -o "$PARTS/core.img" \
-    biosdisk part_gpt fat ext2 search search_label normal linux echo test boot
+    biosdisk part_gpt fat normal configfile loadenv linux echo test boot
   local n=$(( ($(stat -c %s "$PARTS/core.img") + 511) / 512 ))
   [ "$n" -le 2014 ] || { echo "core.img too big: $n sectors"; return 1; }
   python3 - "$g/boot.img" "$PARTS/core.img" "$IMG.part" <<'PY'
@@ -215,6 +307,15 @@ PY
   mv "$IMG.part" "$IMG"
 }
 
+st_hwup() {   # the update file: this build's slot content (root fs, kernel, initrd), signed
+  rm -f "$HWUP"
+  if [ ! -f "$MAKE_HWUP" ]; then echo "skipped (scripts/make-hwup.py missing)"; return; fi
+  python3 "$MAKE_HWUP" --root "$PARTS/root.img" --kernel "$PARTS/vmlinuz" --initrd "$PARTS/initrd.img" \
+    --version "$VERSION" --sequence "$SEQUENCE" --arch amd64 --key "$SIGNING_KEY" -o "$HWUP.tmp"
+  mv "$HWUP.tmp" "$HWUP"
+  ls -l "$HWUP"
+}
+
 st_compress() {
   rm -f "$IMG.zst"
   if [ -n "${HOMEWORK_IMAGE_NOCOMPRESS:-}" ]; then echo "skipped (HOMEWORK_IMAGE_NOCOMPRESS)"; return; fi
@@ -225,9 +326,10 @@ st_cache() {
   rm -rf "$WORK/cache"; mkdir -p "$CACHE"
   cp --sparse=always --reflink=auto "$IMG" "$CACHE/disk.img"
   [ -f "$IMG.zst" ] && cp "$IMG.zst" "$CACHE/disk.img.zst" || true
-  # keep only this build's image in out/
-  find "$OUT" -maxdepth 1 -name 'homework-*-amd64.img*' ! -name "$NAME.img" ! -name "$NAME.img.zst" \
-    ! -name homework-latest-amd64.img -delete
+  [ -f "$HWUP" ] && cp "$HWUP" "$CACHE/update.hwup" || true
+  # keep only this build's image and update file in out/
+  find "$OUT" -maxdepth 1 \( -name 'homework-*-amd64.img*' -o -name 'homework-*-amd64.hwup' \) ! -name "$NAME.img" \
+    ! -name "$NAME.img.zst" ! -name "$NAME.hwup" ! -name homework-latest-amd64.img -delete
   rm -rf "$PARTS"
 }
 
@@ -238,9 +340,11 @@ stage root-fs    st_rootfs_img
 stage data-fs    st_data_img
 stage disk       st_disk
 stage bootloader st_bootloader
+stage hwup       st_hwup
 stage compress   st_compress
 stage cache      st_cache
 ln -sfn "$NAME.img" "$OUT/homework-latest-amd64.img"
 
 say "[image] done in $(( $(date +%s) - T0 ))s: $IMG"
 say "[image] raw $(du -h --apparent-size "$IMG" | cut -f1) (allocated $(du -h "$IMG" | cut -f1))$( [ -f "$IMG.zst" ] && echo ", compressed $(du -h "$IMG.zst" | cut -f1) ($IMG.zst)")"
+[ -f "$HWUP" ] && say "[image] update file $HWUP ($(du -h "$HWUP" | cut -f1), version $VERSION, sequence $SEQUENCE)"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Put Homework into a bookworm rootfs directory: whatever the source tree has at build time.
-#   install-overlay.sh TOP ROOTFS VERSION INPUT_HASH
+#   install-overlay.sh TOP ROOTFS VERSION INPUT_HASH [SEQUENCE [UPDATE_PUBLIC_KEY]]
 set -euo pipefail
-TOP=$1 R=$2 VERSION=$3 KEY=$4
+TOP=$1 R=$2 VERSION=$3 KEY=$4 SEQUENCE=${5:-0} UPDATE_PUB=${6:-}
 cd "$TOP"
 inst() { install -D -m "$1" "$2" "$R$3"; }
 copytree() {   # copytree SRC DEST: copy without caches, tests' node_modules, bytecode
@@ -62,7 +62,12 @@ inst 644 image/README.md /usr/share/doc/homework/README.image.md
 ln -sfn /var/lib/homework/etc/router.conf "$R/etc/homework/router.conf"
 # dhcpcd's DUID (the ISP ties the delegated prefix to it) on the data partition: an upgrade keeps it.
 rm -rf "$R/var/lib/dhcpcd"; ln -sfn /var/lib/homework/dhcpcd "$R/var/lib/dhcpcd"
-printf '%s\ninputs %s\nbuilt %s\n' "$VERSION" "$KEY" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$R/etc/homework/version"
+# first line: the version; `sequence N` grows with every build (an update must have a higher one)
+printf '%s\nsequence %s\ninputs %s\nbuilt %s\n' "$VERSION" "$SEQUENCE" "$KEY" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$R/etc/homework/version"
+# the public half of the update signing key: the router accepts only .hwup files it verifies
+if [ -n "$UPDATE_PUB" ] && [ -s "$UPDATE_PUB" ]; then
+  inst 644 "$UPDATE_PUB" /usr/share/homework/update-key.pub; echo "installed the update public key"
+fi
 
 # --- system configuration
 echo homework > "$R/etc/hostname"
@@ -71,11 +76,13 @@ cat > "$R/etc/hosts" <<'EOF'
 127.0.1.1	homework homework.lan
 ::1		localhost ip6-localhost ip6-loopback
 EOF
+# No "/" line: both system slots carry the label hw-root; the kernel command line names the
+# slot (root=PARTLABEL=hw-root-a|b) and mounts it rw. The ESP is mounted on first access (the
+# update code, mark-good) and unmounted when idle, so it is rarely mounted at a power cut.
 cat > "$R/etc/fstab" <<'EOF'
-# Homework router. Partitions: 1 BIOS boot, 2 ESP (HWBOOT), 3 system (hw-root), 4 state (hw-data).
-LABEL=hw-root  /                  ext4  defaults,noatime,errors=remount-ro  0 1
+# Homework router. Partitions: 1 BIOS boot, 2 ESP (HWBOOT), 3-4 system slots (hw-root-a, -b), 5 state (hw-data).
 LABEL=hw-data  /var/lib/homework  ext4  defaults,noatime,nofail,x-systemd.device-timeout=90s  0 2
-LABEL=HWBOOT   /boot/efi          vfat  noauto,nofail,umask=0077  0 0
+LABEL=HWBOOT   /boot/efi          vfat  nofail,x-systemd.automount,x-systemd.idle-timeout=30s,umask=0077  0 0
 EOF
 mkdir -p "$R/var/lib/homework" "$R/boot/efi"
 # (dnsmasq listens on 127.0.0.1:5353 only, so the router uses the ISP's resolvers directly.)
@@ -101,7 +108,7 @@ rm -rf "$R/var/cache/apt/archives/"*.deb "$R/var/lib/apt/lists/"* 2>/dev/null ||
 # --- units: ours on, Debian's own instances of the same daemons off (ours replace them)
 systemctl --root="$R" enable homework.target homework-firstboot.service homework-net.service \
   homework-wan.service homework-wan6.service homework-hwdbd.service homework-controller.service homework-dns.service \
-  homework-dnsd.service homework-captive.service homework-web.service homework-ready.service homework-test-agent.service homework-test-hwsim.service openvswitch-switch.service
+  homework-dnsd.service homework-captive.service homework-web.service homework-ready.service homework-mark-good.service homework-test-agent.service homework-test-hwsim.service openvswitch-switch.service
 for u in hostapd.service lighttpd.service radvd.service wpa_supplicant.service systemd-networkd.service \
          apt-daily.timer apt-daily-upgrade.timer e2scrub_reap.service; do
   systemctl --root="$R" disable "$u" 2>/dev/null || true

@@ -56,6 +56,11 @@ if want hwdb; then
   make --no-print-directory -C hwdb bench
 fi
 
+if want update; then
+  section "Updates: .hwup size, install time (upload to ready-to-reboot) vs zstd -dc into the slot by hand (scripts/bench_update.py)"
+  "$PY" scripts/bench_update.py
+fi
+
 if want qos; then
   section "QoS: latency under load behind a slow link with a deep modem buffer, Homework's shaping vs none vs HTB by hand (scripts/bench_qos.py)"
   "$PY" scripts/bench_qos.py

@@ -134,4 +134,4 @@ def test_one_update_at_a_time_and_off_unless_enabled(lab):
     off = Updater(configuration.parse({"state": {"dir": str(lab.state_dir)}}), None)
     with pytest.raises(CommandError) as info:
         off.start(lab.dir / "good.hwup")
-    assert info.value.status == 503 and "enabled = false" in str(info.value)
+    assert info.value.status == 409 and "enabled = false" in str(info.value)
