@@ -81,6 +81,49 @@ def _is_read(sql: str) -> bool:
     return sql.lstrip()[:6].upper() in ("SELECT", "PRAGMA")
 
 
+def _schema_of(path: Path) -> int | None:
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            return db.execute("PRAGMA user_version").fetchone()[0]
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return None
+
+
+def restore_pre_update_copy(path: Path) -> bool:
+    """state.db is newer than this release: the router went back to the old system slot
+    after an update that migrated it. If the update's copy of state.db from before it
+    (`state.db.pre-<version>`, homework/update/apply.py) has a schema this release reads,
+    it becomes state.db again and the newer one is kept aside (`state.db.newer-<schema>`),
+    for when the newer release runs again. What changed since the update is lost; what
+    the household had before it is not. False if there is no such copy."""
+    path = Path(path)
+    copies = sorted(path.parent.glob(f"{path.name}.pre-*"), key=lambda p: p.stat().st_mtime, reverse=True)
+    usable = [c for c in copies if not c.name.endswith(".tmp")
+              and (v := _schema_of(c)) is not None and v <= migrations.LATEST]
+    if not usable:
+        return False
+    newer = _schema_of(path)
+    aside = path.with_name(f"{path.name}.newer-{newer}")
+    for suffix in ("", "-wal", "-shm"):
+        src = Path(str(path) + suffix)
+        if src.exists():
+            os.replace(src, Path(str(aside) + suffix))
+    tmp = path.with_name(path.name + ".restoring")
+    with open(usable[0], "rb") as f, open(tmp, "wb") as out:
+        out.write(f.read())
+        out.flush()
+        os.fsync(out.fileno())
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+    log.warning("%s had schema %s, newer than this release reads (%s): the router is back on an older "
+                "system slot. Restored %s (the state from before the update); the newer database is "
+                "kept as %s", path, newer, migrations.LATEST, usable[0].name, aside.name)
+    return True
+
+
 class StateStore:
     """Thread-safe wrapper around one SQLite database in WAL mode."""
 
@@ -94,13 +137,17 @@ class StateStore:
             path.touch(mode=0o600, exist_ok=True)
             os.chmod(path, 0o600)
         self._lock = threading.RLock()
-        self.db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        # NORMAL keeps committed data across a process crash; only power loss may lose
-        # the last transactions, which a DHCP client recovers from by re-requesting.
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        migrations.migrate(self.db, str(path))
+        self.db = self._open(path)
+        try:
+            migrations.migrate(self.db, str(path))
+        except migrations.StateVersionError:
+            # A rollback to this release after an update migrated state.db: go back to the
+            # copy the update made before it (issue 18), or refuse as before.
+            self.db.close()
+            if not restore_pre_update_copy(path):
+                raise
+            self.db = self._open(path)
+            migrations.migrate(self.db, str(path))
         # Devices are read on every DHCP message: keep them in memory, write through.
         self._devices = {row["mac"]: Device(**dict(row)) for row in self.db.execute("SELECT * FROM devices")}
         self._seen_written: dict[str, float] = {}
@@ -113,6 +160,16 @@ class StateStore:
         self._retry_at = 0.0
         self._dropped = 0
         self._watchers: list[Callable[[dict], None]] = []
+
+    @staticmethod
+    def _open(path: Path) -> sqlite3.Connection:
+        db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        db.row_factory = sqlite3.Row
+        db.execute("PRAGMA journal_mode=WAL")
+        # NORMAL keeps committed data across a process crash; only power loss may lose
+        # the last transactions, which a DHCP client recovers from by re-requesting.
+        db.execute("PRAGMA synchronous=NORMAL")
+        return db
 
     # -- generic -------------------------------------------------------------------
     def ensure_schema(self, sql: str) -> None:

@@ -78,6 +78,38 @@ def test_a_newer_database_is_refused_clearly(tmp_path):
     assert res.returncode == 2 and "newer than this controller" in res.stderr, res.stderr
 
 
+def test_after_a_rollback_the_copy_from_before_the_update_is_used_and_the_newer_one_kept(tmp_path):
+    """Issue 18: an update copied state.db (state.db.pre-<version>) before it ran; the new
+    release migrated it past this one's schema; the router fell back to this release."""
+    path = previous_release_db(tmp_path)
+    StateStore(path).close()
+    copy = tmp_path / "state.db.pre-v2"
+    copy.write_bytes(path.read_bytes())
+    con = sqlite3.connect(path)              # what the newer release made of it
+    con.execute("DELETE FROM devices WHERE mac = '02:68:77:00:00:02'")
+    con.execute(f"PRAGMA user_version = {migrations.LATEST + 1}")
+    con.commit()
+    con.close()
+    store = StateStore(path)
+    assert migrations.version(store.db) == migrations.LATEST
+    assert "02:68:77:00:00:02" in {d.mac for d in store.devices()}      # the state from before the update
+    store.close()
+    aside = tmp_path / f"state.db.newer-{migrations.LATEST + 1}"
+    assert migrations.version(sqlite3.connect(aside)) == migrations.LATEST + 1
+    assert copy.exists()
+
+
+def test_a_newer_database_without_a_usable_copy_is_still_refused(tmp_path):
+    path = tmp_path / "state.db"
+    con = sqlite3.connect(path)
+    con.execute(f"PRAGMA user_version = {migrations.LATEST + 1}")
+    con.close()
+    (tmp_path / "state.db.pre-v3").write_bytes(path.read_bytes())     # as new as state.db: no use
+    with pytest.raises(StateVersionError, match="newer than this controller"):
+        StateStore(path)
+    assert migrations.version(sqlite3.connect(path)) == migrations.LATEST + 1     # untouched
+
+
 def test_steps_are_numbered_in_order():
     assert [s.number for s in migrations.STEPS] == list(range(1, migrations.LATEST + 1))
 
