@@ -81,12 +81,6 @@
     $("#router-timezone").on("submit", setTimezone);
     $("#router-password").on("submit", changePassword);
     $("#router-reset").on("submit", factoryReset);
-    // The section loads once the page has logged in (settings.js shows #settings then).
-    var shown = false;
-    setInterval(function () {
-      var visible = !$("#settings").prop("hidden");
-      if (visible && !shown) load();
-      shown = visible;
-    }, 300);
+    HW.settings.whenShown(load);
   });
 })(jQuery);

@@ -3,6 +3,20 @@
    notification", the delivery log, and the MQTT and WAN status the API exposes (both polled)
    (GET /ws.v1/notify/status; MQTT is set in the config file, so it is read-only here).
    Logs in with the board's session (js/api.js). Text only, never HTML. */
+window.HW = window.HW || {};
+/* The page's sections load once the page has logged in (start() below shows #settings):
+   HW.settings.whenShown(load) calls load each time #settings goes from hidden to shown. */
+HW.settings = {
+  whenShown: function (load) {
+    var shown = false;
+    setInterval(function () {
+      var visible = !jQuery("#settings").prop("hidden");
+      if (visible && !shown) load();
+      shown = visible;
+    }, 300);
+  }
+};
+
 (function ($) {
   "use strict";
   var POLL_MS = 3000;

@@ -122,11 +122,6 @@
   $(function () {
     $("#update-upload").on("submit", upload);
     $("#update-reboot").on("click", reboot);
-    var shown = false;
-    setInterval(function () {
-      var visible = !$("#settings").prop("hidden");
-      if (visible && !shown) load();
-      shown = visible;
-    }, 300);
+    HW.settings.whenShown(load);
   });
 })(jQuery);

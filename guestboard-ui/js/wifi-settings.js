@@ -29,11 +29,6 @@
 
   $(function () {
     $("#wifi-form").on("submit", save);
-    var shown = false;             // load once the page has logged in (settings.js shows #settings)
-    setInterval(function () {
-      var visible = !$("#settings").prop("hidden");
-      if (visible && !shown) load();
-      shown = visible;
-    }, 300);
+    HW.settings.whenShown(load);
   });
 })(jQuery);

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { cliOf, login, screenshot, useBoard } from './lib.mjs';
+import { cliOf, openSettings as openSettingsPage, screenshot, useBoard } from './lib.mjs';
 
 let home, browser, page;
 const cli = cliOf(() => home);
@@ -16,18 +16,8 @@ const PASSPHRASE = 'a passphrase for the test';
 useBoard({ controller: { components: ['dhcp', 'routing', 'notify', 'backup'] } },
   (h, b, p) => { home = h; browser = b; page = p; });
 
-async function openSettings() {
-  for (let i = 1; ; i++) {        // Chromium may abort a load with ERR_NETWORK_CHANGED: retry
-    try {
-      await page.context().clearCookies();
-      await login(page, home.info.url, home.info.password);
-      await page.goto(new URL('settings.html', home.info.url).href);
-      await page.locator('#settings').waitFor({ state: 'visible' });
-      return;
-    } catch (e) {
-      if (i >= 3) throw e;
-    }
-  }
+function openSettings() {
+  return openSettingsPage(page, home.info.url, home.info.password);
 }
 
 /** Choose the file, type the passphrase, press Restore: {error, status} the page shows.

@@ -91,6 +91,23 @@ export async function login(page, url, password) {
   }
 }
 
+/** Log in and open the settings page; `ready()` waits for what the test needs on it. A load
+    Chromium aborted (ERR_NETWORK_CHANGED) starts again from a fresh login, up to three times. */
+export async function openSettings(page, url, password, ready = async () => {}) {
+  for (let i = 1; ; i++) {
+    try {
+      await page.context().clearCookies();
+      await login(page, url, password);
+      await page.goto(new URL('settings.html', url).href);
+      await page.locator('#settings').waitFor({ state: 'visible' });
+      await ready();
+      return;
+    } catch (e) {
+      if (i >= 3) throw e;
+    }
+  }
+}
+
 export function label(page, mac) {
   return page.locator(`.label:not(.ghost)[data-mac="${mac}"]`);
 }

@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
-import { cliOf, login, screenshot, useBoard } from './lib.mjs';
+import { cliOf, openSettings as openSettingsPage, screenshot, useBoard } from './lib.mjs';
 
 let home, browser, page;
 const cli = cliOf(() => home);
@@ -27,19 +27,9 @@ async function waitFor(what, fn, timeout = 60000) {
   }
 }
 
-async function openSettings(password) {
-  for (let i = 1; ; i++) {        // Chromium may abort a load with ERR_NETWORK_CHANGED: retry
-    try {
-      await page.context().clearCookies();
-      await login(page, home.info.url, password);
-      await page.goto(new URL('settings.html', home.info.url).href);
-      await page.locator('#settings').waitFor({ state: 'visible' });
-      await page.locator('#router .version').filter({ hasText: /./ }).waitFor({ timeout: 30000 });
-      return;
-    } catch (e) {
-      if (i >= 3) throw e;
-    }
-  }
+function openSettings(password) {
+  return openSettingsPage(page, home.info.url, password, () =>
+    page.locator('#router .version').filter({ hasText: /./ }).waitFor({ timeout: 30000 }));
 }
 
 /** Fill the form's fields, press its button, wait for its status or error: {error, status}.

@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { REPO, login, screenshot, useBoard } from './lib.mjs';
+import { REPO, openSettings as openSettingsPage, screenshot, useBoard } from './lib.mjs';
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'hw-update-ui-'));
 const py = process.env.HOMEWORK_PYTHON || path.join(REPO, '.venv', 'bin', 'python');
@@ -22,18 +22,8 @@ let home, browser, page;
 useBoard({ controller: { components: ['dhcp', 'routing'] }, update: lab.config },
   (h, b, p) => { home = h; browser = b; page = p; });
 
-async function openSettings() {
-  for (let i = 1; ; i++) {        // Chromium may abort a load with ERR_NETWORK_CHANGED: retry
-    try {
-      await page.context().clearCookies();
-      await login(page, home.info.url, home.info.password);
-      await page.goto(new URL('settings.html', home.info.url).href);
-      await page.locator('#settings').waitFor({ state: 'visible' });
-      return;
-    } catch (e) {
-      if (i >= 3) throw e;
-    }
-  }
+function openSettings() {
+  return openSettingsPage(page, home.info.url, home.info.password);
 }
 
 /** Choose the file and press the button: {error, status} once the page has an answer.

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { cliOf, login, screenshot, useBoard } from './lib.mjs';
+import { cliOf, openSettings as openSettingsPage, screenshot, useBoard } from './lib.mjs';
 
 let home, browser, page;
 const cli = cliOf(() => home);
@@ -32,20 +32,10 @@ async function waitFor(what, fn, timeout = 30000) {
   }
 }
 
-async function openSettings() {
-  for (let i = 1; ; i++) {        // Chromium may abort a load with ERR_NETWORK_CHANGED: retry
-    try {
-      await page.context().clearCookies();
-      await login(page, home.info.url, home.info.password);
-      await page.goto(new URL('settings.html', home.info.url).href);
-      await page.locator('#settings').waitFor({ state: 'visible' });
-      await waitFor('the SSID in the form', async () =>
-        (await page.locator('#wifi-form [name=ssid]').inputValue()) === FIRST.ssid);
-      return;
-    } catch (e) {
-      if (i >= 3) throw e;
-    }
-  }
+function openSettings() {
+  return openSettingsPage(page, home.info.url, home.info.password, () =>
+    waitFor('the SSID in the form', async () =>
+      (await page.locator('#wifi-form [name=ssid]').inputValue()) === FIRST.ssid));
 }
 
 /** Fill the form, press Save, wait for its status or error: {error, status}. A request
