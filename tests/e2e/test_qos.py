@@ -15,6 +15,7 @@ import time
 import pytest
 
 from homelab import WEB_ADDR
+from homelab.iperf import transfer as iperf_transfer
 from homelab.routing import permitted_device, wait_until
 from homelab.web import api
 
@@ -81,12 +82,8 @@ def iperf(dev, seconds: int, reverse: bool = False) -> subprocess.Popen:
     return dev.popen(args + (["-R"] if reverse else []), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def finish(proc: subprocess.Popen) -> None:
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+def transfer(dev, seconds: int, reverse: bool = False) -> str:
+    return iperf_transfer(dev, WEB_ADDR, IPERF_PORT, seconds, reverse)
 
 
 def test_the_htb_trees_and_the_nftables_table_are_in_place(home):
@@ -114,8 +111,8 @@ def test_a_high_device_is_counted_in_the_high_class_both_ways(home, dev):
                2, "the device mapped to its high leaf")
     before = {ifname: leaf_bytes(home, ifname, high(index)) for ifname in ("wan0", "br0")}
     defaults = {ifname: leaf_bytes(home, ifname, default(index)) for ifname in ("wan0", "br0")}
-    finish(iperf(dev, 2))
-    finish(iperf(dev, 2, reverse=True))
+    transfer(dev, 2)
+    transfer(dev, 2, reverse=True)
     grown = {ifname: leaf_bytes(home, ifname, high(index)) - before[ifname] for ifname in ("wan0", "br0")}
     # upload and download; the high class is capped at 30% of the shaped link: 1353 kbit/s up
     # (~340 KB in 2 s, and its leaf queues only 100 ms of that), 5130 kbit/s down
@@ -159,8 +156,8 @@ def test_an_application_by_port_puts_its_connections_in_its_class(home, dev):
     assert r.status_code == 200, r.text
     time.sleep(1.0)
     before = {ifname: leaf_bytes(home, ifname, medium(index)) for ifname in ("wan0", "br0")}
-    finish(iperf(dev, 2))
-    finish(iperf(dev, 2, reverse=True))
+    transfer(dev, 2)
+    transfer(dev, 2, reverse=True)
     for ifname in ("wan0", "br0"):
         assert leaf_bytes(home, ifname, medium(index)) - before[ifname] > 500_000, ifname
     # the application's own rates (seed 4.5's application time series): counted both ways
@@ -188,7 +185,7 @@ def test_priorities_survive_a_controller_restart(home, dev):
         ["nft", "list", "map", "inet", "homework_qos", "dev_up4"], check=False).stdout, 10,
         "the device in its high leaf after the restart")
     before = leaf_bytes(home, "wan0", high(index))
-    finish(iperf(dev, 2))
+    transfer(dev, 2)
     assert leaf_bytes(home, "wan0", high(index)) - before > 200_000      # capped at 1353 kbit/s
 
 

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from homelab.dns import NEW_ADDR, NEW_DOMAIN
+from homelab.iperf import transfer as iperf_transfer
 from homelab.routing import wait_until
 from homelab.web import api
 
@@ -39,13 +40,7 @@ def server(lab):
 
 def transfer(dev, addr: str) -> None:
     for reverse in (False, True):
-        proc = dev.popen(["iperf3", "-c", addr, "-p", str(PORT), "-t", "2", "-P", "2"] + (["-R"] if reverse else []),
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        iperf_transfer(dev, addr, PORT, 2, reverse)
 
 
 def counted(web, mac: str) -> tuple[dict, dict]:

@@ -7,6 +7,7 @@ sends one JSON request per line on stdin and reads one JSON answer per line on s
                                        -> {"ok": true, "elapsed": s, "t": epoch of the first success}
     {"op": "traffic", "dev": "dev1", "seconds": 8}    (ICMP to its gateway, ~1 MB/s, in background)
     {"op": "download", "dev": "dev1", "bytes": 3000000}  (that many bytes from the emulated internet)
+    {"op": "link_bytes", "dev": "dev1"}  -> {"ok": true, "bytes": sent + received on its interface}
     {"op": "linksim", "dev": "dev1", "rssi": -92, "retry_rate": 0.3}
     {"op": "cli", "args": ["--json", "devices"]}     -> {"ok": true, "stdout": ..}
     {"op": "udp_flood", "dev": "dev1", "count": 3000}  (one datagram to each of COUNT ports)
@@ -123,6 +124,14 @@ class Driver:
         if not got["success"]:
             raise RuntimeError(f"download of {name} failed (HTTP {got['code']})")
         return {"bytes": size}
+
+    def op_link_bytes(self, req):
+        """{"op": "link_bytes", "dev": ..} -> {"bytes": ..}: every byte the device's interface
+        has sent and received (Ethernet frames), the ground truth for its usage."""
+        dev = self.dev(req)
+        stats = dev.run(["cat", f"/sys/class/net/{dev.ifname}/statistics/rx_bytes",
+                         f"/sys/class/net/{dev.ifname}/statistics/tx_bytes"]).stdout.split()
+        return {"bytes": sum(int(n) for n in stats)}
 
     def op_linksim(self, req):
         dev = self.dev(req)

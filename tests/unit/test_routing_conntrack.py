@@ -89,6 +89,20 @@ def test_a_connection_that_begins_and_ends_between_dumps_is_reported_whole():
     assert r.rows == [(1, 17, DEVICE, 5000, "198.51.100.53", 9, 2, 80)]
 
 
+def test_a_dump_read_while_the_entry_ended_does_not_count_it_again():
+    # the dump lists the connection at 900 bytes, but its DESTROY (1000 bytes) is handled
+    # before the dump is: the connection counts 1000 bytes, once
+    r = Recorder()
+    r.flows.snapshot([])
+    r.flows.ended(entry(packets=10, bytes=1000, reply_packets=0, reply_bytes=0))
+    r.flows.snapshot([entry(packets=9, bytes=900, reply_packets=0, reply_bytes=0)])
+    assert [row[-2:] for row in r.rows] == [(10, 1000)]
+    r.rows.clear()
+    r.flows.snapshot([entry(packets=9, bytes=900, reply_packets=0, reply_bytes=0)])   # a reuse later: new
+    r.flows.snapshot([entry(packets=12, bytes=1200, reply_packets=0, reply_bytes=0)])
+    assert [row[-2:] for row in r.rows] == [(9, 900), (3, 300)]
+
+
 def test_after_a_restart_an_ending_of_an_unknown_entry_belongs_to_the_previous_process():
     r = Recorder()
     r.flows.ended(parse_entry(EVENT_LINE))

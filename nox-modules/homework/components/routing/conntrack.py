@@ -100,6 +100,10 @@ class ConntrackFlows:
         self.skip = skip
         self.inside = inside
         self._seen: dict[tuple, tuple[int, int, int, int]] = {}   # entry key -> counters reported
+        # Entries whose DESTROY came in since the last snapshot: a dump is read while the
+        # events go on, so it may still list an entry already reported as ended; counting
+        # it again as new would count its bytes twice.
+        self._gone: set[tuple] = set()
         self.priming = True
 
     def snapshot(self, entries: Iterable[CtEntry]) -> int:
@@ -107,11 +111,14 @@ class ConntrackFlows:
         The first dump after a start only sets the baseline. Returns entries seen."""
         seen: dict[tuple, tuple[int, int, int, int]] = {}
         for e in entries:
+            if e.key in self._gone:
+                continue
             counters = (e.packets, e.bytes, e.reply_packets, e.reply_bytes)
             if not self.priming:
                 self._report(e, self._seen.get(e.key, (0, 0, 0, 0)))
             seen[e.key] = counters
         self._seen = seen
+        self._gone = set()
         self.priming = False
         return len(seen)
 
@@ -119,6 +126,7 @@ class ConntrackFlows:
         """A DESTROY event: the last growth, then the entry is forgotten. During priming
         an unknown entry's history belongs to the previous process: nothing reported."""
         before = self._seen.pop(e.key, None)
+        self._gone.add(e.key)
         if before is None and self.priming:
             return
         self._report(e, before or (0, 0, 0, 0))

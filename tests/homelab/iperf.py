@@ -1,0 +1,31 @@
+"""One iperf3 run from a device to a server in the emulated internet, to completion.
+
+The server takes one test at a time and may still be closing the previous one when the
+next client connects: iperf3 then exits at once with "the server is busy" and moves no
+data, which a test would otherwise see as too few bytes counted somewhere. Such an
+attempt is made again; any other failure fails the test with iperf3's own words."""
+from __future__ import annotations
+
+import subprocess
+import time
+
+ATTEMPTS = 10
+
+
+def transfer(dev, addr: str, port: int, seconds: int = 2, reverse: bool = False, streams: int = 2) -> str:
+    """iperf3 from `dev` to addr:port (reverse: the server sends); its output."""
+    args = ["iperf3", "-c", addr, "-p", str(port), "-t", str(seconds), "-P", str(streams)]
+    for attempt in range(1, ATTEMPTS + 1):
+        proc = dev.popen(args + (["-R"] if reverse else []), stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+        try:
+            out, _ = proc.communicate(timeout=seconds + 28)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+        if proc.returncode != 0 and "busy" in out and attempt < ATTEMPTS:
+            time.sleep(0.5)
+            continue
+        assert proc.returncode == 0, f"iperf3 {' '.join(args[1:])} exited {proc.returncode}: {out[-1500:]}"
+        return out
+    raise AssertionError("not reached")
