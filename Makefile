@@ -19,10 +19,12 @@ build: deps
 run: deps
 	@bash scripts/run-home.sh
 
-# Every test: lint first, then hwdb and dnsd (cargo), controller units, end to end on real OVS,
-# browser, image boot.
+# Every test: lint first, then hwdb and dnsd (cargo), controller units; then end to end on
+# real OVS and the browser tests, with the image boot test running beside them
+# (scripts/test-slow.sh).
 test: deps
-	@$(MAKE) --no-print-directory lint test-hwdb test-dnsd test-unit test-e2e test-ui image-test
+	@$(MAKE) --no-print-directory lint test-hwdb test-dnsd test-unit
+	@bash scripts/test-slow.sh
 
 test-hwdb:
 	@$(MAKE) --no-print-directory -C hwdb test

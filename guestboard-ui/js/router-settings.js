@@ -25,7 +25,7 @@
   }
 
   function load() {
-    HW.api.call("GET", "system").done(function (s) {
+    return HW.api.call("GET", "system").done(function (s) {
       var $r = $("#router");
       $r.find(".version").text(s.version);
       $r.find(".uptime").text(duration(s.uptime));

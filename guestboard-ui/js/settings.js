@@ -5,14 +5,26 @@
    Logs in with the board's session (js/api.js). Text only, never HTML. */
 window.HW = window.HW || {};
 /* The page's sections load once the page has logged in (start() below shows #settings):
-   HW.settings.whenShown(load) calls load each time #settings goes from hidden to shown. */
+   HW.settings.whenShown(load) calls load each time #settings goes from hidden to shown.
+   `load` returns its request: one that fails for want of the network (a dropped
+   connection, the controller restarting) is made again a few seconds later, so a section
+   is never left empty by one lost answer; a 401 brings the log-in form instead. */
 HW.settings = {
+  RETRY_MS: 3000,
   whenShown: function (load) {
-    var shown = false;
+    var loaded = false, busy = false, retryAt = 0;
     setInterval(function () {
-      var visible = !jQuery("#settings").prop("hidden");
-      if (visible && !shown) load();
-      shown = visible;
+      if (jQuery("#settings").prop("hidden")) { loaded = false; return; }
+      if (loaded || busy || Date.now() < retryAt) return;
+      var request = load();
+      if (!request || !request.done) { loaded = true; return; }
+      busy = true;
+      request.done(function () { loaded = true; })
+        .fail(function (xhr) {
+          if (xhr.status === 401) loaded = true;           // shown again after the log-in
+          else retryAt = Date.now() + HW.settings.RETRY_MS;
+        })
+        .always(function () { busy = false; });
     }, 300);
   }
 };

@@ -7,7 +7,7 @@
   function say(which, text) { $("#wifi-form ." + which).text(text || ""); }
 
   function load() {
-    HW.api.call("GET", "wifi").done(function (w) {
+    return HW.api.call("GET", "wifi").done(function (w) {
       $("#wifi-form [name=ssid]").val(w.ssid);
       $("#wifi .interfaces").text(w.interfaces.length ? "Access point on " + w.interfaces.join(", ") + "." :
         "No Wi-Fi interface is in use on this router.");

@@ -138,7 +138,8 @@ class BoardInChromium:
     """The Guest Board in Debian's Chromium (tests/ui/storage_banner.mjs), logged in."""
 
     def __init__(self, web: Web):
-        self.proc = subprocess.Popen(["node", "ui/storage_banner.mjs", web.url, web.password],
+        netns, url = web.add_viewer()        # Chromium where the network holds still
+        self.proc = subprocess.Popen(["node", "ui/storage_banner.mjs", url, web.password, netns],
                                      cwd=REPO / "tests", stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      text=True, start_new_session=True)
         assert self.answer().get("ready"), "the board did not open in Chromium"

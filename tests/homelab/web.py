@@ -35,6 +35,7 @@ JQUERY_DIR = Path("/usr/share/javascript/jquery")
 API_PORT = 8080
 WEB_COMPONENTS = ("api", "linksim")
 MGMT_BASE = ipaddress.IPv4Address("169.254.128.0")
+VIEW_BASE = ipaddress.IPv4Address("169.254.1.0")      # below MGMT_BASE's range
 
 
 def web_home(config: dict | None = None, password: str | None = None, **kw) -> Home:
@@ -72,6 +73,12 @@ def mgmt_addresses(run_id: str) -> tuple[str, str]:
     """(host side, router side) of this run's management /30."""
     index = int(run_id[2:], 16) % 8000
     base = MGMT_BASE + 4 * index
+    return str(base + 1), str(base + 2)
+
+
+def view_addresses(run_id: str) -> tuple[str, str]:
+    """(viewer side, router side) of this run's viewer /30 (Web.add_viewer)."""
+    base = VIEW_BASE + 4 * (int(run_id[2:], 16) % 7900)
     return str(base + 1), str(base + 2)
 
 
@@ -131,6 +138,31 @@ class Web:
         for cmd in (["ethtool", "-K", self.host_if, "tx", "off"],):
             sh(cmd, check=False)
         self.home.router(["ethtool", "-K", "mgmt0", "tx", "off"], check=False)
+
+    def add_viewer(self) -> tuple[str, str]:
+        """A namespace of its own for the browser tests' Chromium, cabled straight to the
+        router: (its name, the board's URL from there). Chromium aborts every request in
+        flight (ERR_NETWORK_CHANGED) when an address of its namespace comes or goes, and
+        the host's namespace sees that whenever an emulated home starts or a finished
+        one's links are cleaned up (the kernel does that late, in the background). Here
+        nothing changes while a test runs, as on a household member's laptop."""
+        ns = f"{self.home.run_id}-v"
+        viewer, router = view_addresses(self.home.run_id)
+        if ns in self.home._namespaces:          # made already for this home
+            return ns, f"https://{router}/"
+        sh(["ip", "netns", "add", ns])
+        self.home._namespaces.append(ns)
+        sh(["ip", "-n", ns, "link", "set", "lo", "up"])
+        sh(["ip", "-n", self.home.router_ns, "link", "add", "view0", "type", "veth", "peer", "name", "eth0",
+            "netns", ns])
+        sh(["ip", "-n", ns, "addr", "add", f"{viewer}/30", "dev", "eth0"])
+        sh(["ip", "-n", ns, "link", "set", "eth0", "up"])
+        sh(["ip", "-n", self.home.router_ns, "addr", "add", f"{router}/30", "dev", "view0"])
+        sh(["ip", "-n", self.home.router_ns, "link", "set", "view0", "up"])
+        for side in (["ip", "netns", "exec", ns], ["ip", "netns", "exec", self.home.router_ns]):
+            iface = "eth0" if side[-1] == ns else "view0"
+            sh([*side, "ethtool", "-K", iface, "tx", "off"], check=False)
+        return ns, f"https://{router}/"
 
     def error_log(self) -> str:
         try:

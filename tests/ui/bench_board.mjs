@@ -29,7 +29,7 @@ async function labelLatency(home, page, prefix, i) {
 }
 
 const home = await startHome();
-const browser = await launch();
+const browser = await launch(home.info.view_ns);
 const out = { devices: N, poll_seconds: POLL, label_sse_ms: [], label_poll_ms: [], permit_drop_ms: [], permit_cli_ms: [] };
 try {
   const live = await newPage(browser);

@@ -29,7 +29,7 @@ const home = await startHome({ config: {
   controller: { components: ['dhcp', 'routing', 'radio'] },
   radio: { interfaces: ['wlan0'], interval: INTERVAL, station_dump_command: `cat ${DUMP}`, hostapd_ctrl_dir: '' },
 } });
-const browser = await launch();
+const browser = await launch(home.info.view_ns);
 const out = { interval: INTERVAL, delay_ms: [] };
 try {
   const page = await newPage(browser);

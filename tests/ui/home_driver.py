@@ -19,7 +19,8 @@ sends one JSON request per line on stdin and reads one JSON answer per line on s
     {"op": "quit"}
 
 Config overrides for the home (TOML sections as JSON) may come in $HOMEWORK_UI_CONFIG.
-The first line written is {"ready": true, "url": .., "password": .., "run_id": ..}. The
+The first line written is {"ready": true, "url": .., "view_ns": .., "password": .., "run_id": ..}:
+the board's URL from the viewer namespace, where lib.mjs runs Chromium (Web.add_viewer). The
 home is torn down on quit, on end of input and on SIGTERM.
 """
 from __future__ import annotations
@@ -59,10 +60,12 @@ class Driver:
     def start(self) -> dict:
         self.home.start()
         self.web = Web(self.home).start()
+        view_ns, view_url = self.web.add_viewer()
         if self.dns_lab:
             from homelab.dns import DnsLab
             self.dns_lab = DnsLab(self.home).start()
-        return {"ready": True, "url": self.web.url, "password": self.home.admin_password,
+        return {"ready": True, "url": view_url, "view_ns": view_ns, "mgmt_url": self.web.url,
+                "password": self.home.admin_password,
                 "run_id": self.home.run_id, "web": f"http://{WEB_ADDR}/",
                 "password_file": str(getattr(self.home, "admin_password_file", "")),   # issue 18: factory reset
                 "state_dir": str(self.home.state_dir)}   # issue 18: the Wi-Fi settings' wifi.env

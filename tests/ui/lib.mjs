@@ -54,9 +54,15 @@ export async function startHome({ config } = {}) {
   return { info, call, close, stderr };
 }
 
-export async function launch() {
-  return chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', args: CHROMIUM_FLAGS,
-                           headless: true });
+/** Debian's Chromium; with `netns` (a home's viewer namespace: info.view_ns), inside it,
+    where the network never changes while the test runs (Chromium aborts requests in flight
+    when its namespace's addresses change, and the host's do whenever an emulated home
+    comes or goes, or a finished one's links are cleaned up). */
+export async function launch(netns) {
+  return chromium.launch({
+    executablePath: netns ? path.join(HERE, 'chromium-netns.sh') : (process.env.CHROMIUM || '/usr/bin/chromium'),
+    env: netns ? { ...process.env, HOMEWORK_VIEW_NS: netns } : process.env,
+    args: CHROMIUM_FLAGS, headless: true });
 }
 
 export async function newPage(browser, viewport = { width: 1024, height: 600 }) {
@@ -136,7 +142,7 @@ export function useBoard(config, assign) {
   let home, browser;
   before(async () => {
     home = await startHome({ config });
-    browser = await launch();
+    browser = await launch(home.info.view_ns);
     assign(home, browser, await newPage(browser));
   }, { timeout: 120000 });
   after(async () => {

@@ -18,7 +18,7 @@ before(async () => {
   home = await startHome({ config: { devices: { max_pending: 5000 },
                                      routing: { flow_stats_interval: 2, per_host_flow_limit: 50 } } });
   seeded = await home.call({ op: 'seed_devices', pending: PENDING, permitted: PERMITTED, denied: DENIED });
-  browser = await launch();
+  browser = await launch(home.info.view_ns);
   context = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1024, height: 600 }, hasTouch: true });
   const first = await context.newPage();
   await login(first, home.info.url, home.info.password);    // the session cookie for the next page

@@ -1,14 +1,14 @@
 // The Guest Board's "storage full" banner in Debian's Chromium, driven by
 // tests/e2e/test_api_limits.py (not a test on its own): it runs the home and fills its disk.
-//   node ui/storage_banner.mjs URL PASSWORD
+//   node ui/storage_banner.mjs URL PASSWORD [VIEWER-NETNS]
 // then reads commands on stdin, one per line, and answers one JSON line each:
 //   shown  -> waits for the banner, answers {"text": "..."}
 //   hidden -> waits until it is gone, answers {"hidden": true}
 import { createInterface } from 'node:readline';
 import { launch, newPage, login } from './lib.mjs';
 
-const [url, password] = process.argv.slice(2);
-const browser = await launch();
+const [url, password, netns] = process.argv.slice(2);
+const browser = await launch(netns);
 try {
   const page = await newPage(browser);
   await login(page, url, password);

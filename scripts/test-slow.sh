@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The slow half of `make test`: the image boot test (QEMU under TCG, about 13 minutes of
+# which most is the guest booting and writing a slot) runs beside the end-to-end and the
+# browser tests (about 20 minutes, mostly waiting on timers, DHCP and namespaces), instead
+# of after them. The two share nothing: the boot test's namespaces, links and taps are
+# its own (hwbt-*), the homes' are per run, and the browser runs in a namespace of its
+# own whose network holds still. The boot test's output goes to a file and is printed
+# when everything else is done. Exit status: non-zero if any of the three failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p test-artifacts
+LOG=test-artifacts/image-test.log
+make --no-print-directory image-test >"$LOG" 2>&1 &
+BOOT=$!
+# Ctrl-C or a CI timeout: the boot test's own trap removes its QEMU, namespaces and links.
+trap 'kill -TERM "$BOOT" 2>/dev/null; wait "$BOOT"; exit 130' INT TERM
+echo "image boot test started beside the tests below (output: $LOG)"
+
+make --no-print-directory test-e2e; E2E=$?
+make --no-print-directory test-ui; UI=$?
+wait "$BOOT"; IMAGE=$?
+trap - INT TERM
+echo "== image boot test (ran beside the tests above) =="
+cat "$LOG"
+echo "make test: e2e exit $E2E, ui exit $UI, image boot test exit $IMAGE"
+[ "$E2E" -eq 0 ] && [ "$UI" -eq 0 ] && [ "$IMAGE" -eq 0 ]
