@@ -140,6 +140,7 @@ if [ -f "$HWUP" ]; then
   S1=$(tar -xOf "$HWUP" manifest.json | python3 -c 'import json,sys; print(json.load(sys.stdin)["sequence"])')
 fi
 V2=$V1-bt2 S2=$((S1 + 1)) V3=$V1-bt3-broken S3=$((S1 + 2))   # V3: made by hand in the guest (below)
+V4=$V1-bt4 S4=$((S1 + 3))                                      # V4: a good build once more (A/B 4)
 make_test_hwups() {
   set -e
   local d=$ART/hwup-work
@@ -159,6 +160,8 @@ make_test_hwups() {
   }
   edit_root "$V2" "$S2"
   mkhwup "$V2" "$S2" "$ART/www/update-good.hwup"
+  edit_root "$V4" "$S4"
+  mkhwup "$V4" "$S4" "$ART/www/update-next.hwup"
   rm -rf "$d"
 }
 if [ -n "$V1" ]; then
@@ -900,7 +903,7 @@ ab_updates() {
   check "boot 4 runs slot B with the new build: $V2 (sequence $S2) in /etc/homework/version" in_slot b "$V2" "$S2"
   if units_check 4 >>"$ART/checks.log" 2>&1; then pass "units active on the new version"; else fail "units active on the new version"; fi
   state_kept "after the update"
-  GT=120 g "for i in \$(seq 1 110); do systemctl is-active -q homework-mark-good && break; sleep 1; done; systemctl is-active homework-mark-good" >>"$ART/checks.log" 2>&1
+  wait_mark_good
   e=$(entries)
   if [[ " $e " == *" homework-b.conf "* ]] && [[ "$e" != *"homework-b+"* ]] && [[ "$e" == *"good_slot=b "* ]] && [[ "$e" == *"try_slot= "* ]]; then
     pass "slot B marked good once ready (homework-mark-good): blessed entry homework-b.conf, grubenv good_slot=b, try_slot cleared"
@@ -948,6 +951,62 @@ ab_updates() {
   if in_slot b "$V2" "$S2" >>"$ART/checks.log" 2>&1 && [[ " $e " == *" homework-a+0-1.conf "* ]] && [[ " $e " == *" homework-b.conf "* ]]; then
     pass "boot 6: back on slot B ($V2) by itself within two boots; slot A's entry used its one try (ESP: $e)"
   else fail "back on the good slot B within two boots" "ESP: $e"; fi
+  wait_mark_good
+  e=$(entries)
+  if [[ "$e" == *"good_slot=b "* ]] && [[ "$e" == *"try_slot= "* ]]; then
+    pass "once boot 6 is ready, GRUB's half of the spent offer is withdrawn too (try_slot cleared: a BIOS boot will not try slot A again)"
+  else fail "the spent offer of slot A withdrawn from GRUB once the good slot is ready" "ESP: $e"; fi
+
+  # (4) power cuts late in writing a slot (its read-back) and during the new slot's first boot
+  # (BIOS: GRUB's one-shot try was taken), a good build once more, into slot A
+  log "A/B 4: power cut while slot A is verified (read back), then during its first boot (boot 8, BIOS)"
+  fetch_hwup update-next.hwup || { fail "the router downloads update-next.hwup" "see $ART/update.log"; return; }
+  out=$(update_start); echo "update-start update-next.hwup: $out" >>"$ART/update.log"
+  p=$(ustatus 92 400); p=${p% *}
+  echo "power cut at: $p" >>"$ART/update.log"
+  if [[ "$p" == verifying* ]]; then
+    kill -9 "$QEMU_PID"; wait_gone 10
+    pass "power cut (QEMU killed) while slot A was read back after writing (update-status: $p%)"
+  else fail "an update is being read back when the power is cut" "update-status '$p'; see $ART/update.log"; return; fi
+  ab_boot uefi 7 "after the power cut in the read-back" || return
+  e=$(entries)
+  if in_slot b "$V2" "$S2" >>"$ART/checks.log" 2>&1 && [[ "$e" != *"homework-a"* ]] && [[ "$e" == *"try_slot= "* ]]; then
+    pass "after the power cut in the read-back the router runs slot B, $V2 (slot A has no boot entry while it is written: $e)"
+  else fail "after the power cut in the read-back: slot B, the ESP not pointing at slot A" "ESP: $e"; fi
+  if units_check 7 >>"$ART/checks.log" 2>&1; then pass "units active after the second power cut"; else fail "units active after the second power cut"; fi
+  state_kept "after the power cut in the read-back"
+
+  g "[ -s /var/lib/homework/bt-update.hwup ]" >/dev/null 2>&1 || fetch_hwup update-next.hwup
+  full_update update-next.hwup a "$S4" || return
+  ctl_reboot
+  boot bios 8 || { fail "boot 8 (BIOS) QEMU start" "see $ART/qemu-boot8.log"; return; }
+  # the power goes once slot A's own system is up and the data partition is in use
+  local t0; t0=$(date +%s)
+  until grep -q 'homework-net: WAN=' "$ART/ttyS0-boot8.log" 2>/dev/null; do
+    kill -0 "$QEMU_PID" 2>/dev/null && [ $(( $(date +%s) - t0 )) -lt "$BOOT_TIMEOUT" ] || break
+    sleep 0.5
+  done
+  if grep -q 'root=PARTLABEL=hw-root-a ' "$ART/ttyS0-boot8.log" && grep -q 'homework-net: WAN=' "$ART/ttyS0-boot8.log" &&
+     kill -0 "$QEMU_PID" 2>/dev/null; then
+    kill -9 "$QEMU_PID"; wait_gone 10
+    pass "power cut (QEMU killed) during the first boot of slot A ($V4), its services starting, $(( $(date +%s) - t0 ))s into boot 8"
+  else
+    fail "a power cut during the first boot of the new slot A" "see $ART/ttyS0-boot8.log"
+    kill -0 "$QEMU_PID" 2>/dev/null && { kill -9 "$QEMU_PID"; wait_gone 10; }
+    return
+  fi
+  ab_boot bios 9 "after the power cut in the new slot's first boot" || return
+  check "boot 9 (BIOS) is back on slot B ($V2) by itself: GRUB's one try of slot A was spent" in_slot b "$V2" "$S2"
+  if units_check 9 >>"$ART/checks.log" 2>&1; then pass "units active after the third power cut"; else fail "units active after the third power cut"; fi
+  state_kept "after the power cut in the new slot's first boot"
+  wait_mark_good
+  e=$(entries)
+  if [[ " $e " == *" homework-a+0-1.conf "* ]] && [[ " $e " == *" homework-b.conf "* ]] && [[ "$e" == *"good_slot=b "* ]] && [[ "$e" == *"try_slot= "* ]]; then
+    pass "the offer of slot A that GRUB spent is withdrawn from systemd-boot too (homework-a+0-1.conf: a UEFI boot will not try it)"
+  else fail "the offer GRUB spent withdrawn from systemd-boot" "ESP: $e"; fi
+}
+wait_mark_good() {  # until this boot's homework-mark-good has run (it waits for readiness)
+  GT=150 g "for i in \$(seq 1 140); do systemctl is-active -q homework-mark-good && break; sleep 1; done; systemctl is-active homework-mark-good; journalctl -u homework-mark-good --no-pager | tail -3" >>"$ART/checks.log" 2>&1
 }
 ab_updates
 g "rm -f /var/lib/homework/bt-update.hwup /var/lib/homework/bt-ctl.py" >/dev/null 2>&1

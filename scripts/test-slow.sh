@@ -7,7 +7,7 @@
 # own whose network holds still. The boot test's output goes to a file and is printed
 # when everything else is done. Exit status: non-zero if any of the three failed.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 mkdir -p test-artifacts
 LOG=test-artifacts/image-test.log
 make --no-print-directory image-test >"$LOG" 2>&1 &

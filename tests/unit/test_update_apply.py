@@ -105,6 +105,27 @@ def test_an_interrupted_write_leaves_the_esp_so_the_old_slot_still_boots(lab):
     assert slots.read_grubenv(lab.esp) == {"good_slot": "a", "try_slot": ""}
 
 
+def test_the_slot_being_written_is_offered_to_no_boot_loader_until_it_is_verified(lab):
+    # slot B held a build that was once good (its blessed entry) and a pending GRUB try:
+    # both go before its first byte is overwritten, so a power cut boots only slot A
+    up = updater(lab)
+    (lab.esp / "loader" / "entries" / "homework-b.conf").write_text(slots.entry_text("b", "v0", 99))
+    slots.update_grubenv(lab.esp, try_slot="b")
+    bundle = hwup.verify(lab.make("good.hwup"), hwup.load_public_key(lab.pubkey),
+                         hwup.read_running(lab.version_file))
+    seen = {}
+
+    def power_cut(phase, percent):
+        if phase == "writing" and percent >= 10:
+            seen["entries"] = sorted(p.name for p in (lab.esp / "loader" / "entries").iterdir())
+            seen["grubenv"] = slots.read_grubenv(lab.esp)
+            raise KeyboardInterrupt("power cut")
+
+    with pytest.raises(KeyboardInterrupt):
+        applier.apply(bundle, up.target(), None, power_cut)
+    assert seen == {"entries": ["homework-a.conf"], "grubenv": {"good_slot": "a", "try_slot": ""}}
+
+
 def test_a_slot_that_reads_back_wrong_is_not_booted(lab, monkeypatch):
     up = updater(lab)
     before_esp = lab.snapshot()[1]

@@ -2,6 +2,9 @@
 command line, loader entries with boot counting, the GRUB environment block, mark-good."""
 from __future__ import annotations
 
+import os
+import time
+
 import pytest
 
 from homework.update import __main__ as update_main
@@ -54,10 +57,44 @@ def test_mark_good_blesses_the_entry_systemd_boot_renamed(lab):
     slots.update_grubenv(lab.esp, try_slot="")                                  # what GRUB does
     assert slots.slot_info(lab.esp, "b")["state"] == "failed"                  # if nobody blesses it
     result = slots.mark_good(lab.esp, "b")
-    assert result == {"slot": "b", "entry": "homework-b.conf", "renamed_from": "homework-b+0-1.conf"}
+    assert result == {"slot": "b", "entry": "homework-b.conf", "renamed_from": "homework-b+0-1.conf",
+                      "withdrawn": []}
     assert sorted(p.name for p in entries.iterdir()) == ["homework-a.conf", "homework-b.conf"]
     assert slots.read_grubenv(lab.esp) == {"good_slot": "b", "try_slot": ""}
     assert slots.slot_info(lab.esp, "b")["state"] == "good"
+
+
+def test_an_offer_the_boot_loader_did_not_take_is_withdrawn_from_the_other_loader_too(lab):
+    # slot B was offered to both loaders; GRUB (BIOS) spent its one-shot try and the power
+    # went; the next boot came back on the good slot A: systemd-boot's half of the same
+    # offer must not try B on a later UEFI boot
+    offered = slots.add_try_entry(lab.esp, "b", "v3", 103)
+    slots.update_grubenv(lab.esp, try_slot="")                  # GRUB took the try and cleared it
+    past = time.time() - 600
+    os.utime(offered, (past, past))
+    result = slots.mark_good(lab.esp, "a", booted_at=time.time() - 60)
+    assert result["withdrawn"] == ["homework-b+1.conf -> homework-b+0-1.conf"]
+    assert slots.slot_info(lab.esp, "b")["state"] == "failed"
+    assert slots.slot_info(lab.esp, "a")["state"] == "good"
+
+
+def test_grubs_half_of_a_spent_offer_is_cleared_but_a_fresh_offer_stays(lab):
+    slots.add_try_entry(lab.esp, "b", "v3", 103)
+    slots.update_grubenv(lab.esp, try_slot="b")
+    env = lab.esp / "grub" / "grubenv"
+    entry = lab.esp / "loader" / "entries" / "homework-b+1.conf"
+    # made during this boot (an update written before the router was ready): kept
+    result = slots.mark_good(lab.esp, "a", booted_at=time.time() - 60)
+    assert result["withdrawn"] == [] and entry.exists()
+    assert slots.read_grubenv(lab.esp) == {"good_slot": "a", "try_slot": "b"}
+    # made before this boot, which is on A: systemd-boot spent it (UEFI); GRUB's half goes too
+    (lab.esp / "loader" / "entries" / "homework-b+1.conf").rename(lab.esp / "loader" / "entries" / "homework-b+0-1.conf")
+    past = time.time() - 600
+    os.utime(env, (past, past))
+    result = slots.mark_good(lab.esp, "a", booted_at=time.time() - 60)
+    assert result["withdrawn"] == ["grubenv try_slot=b"]
+    assert slots.read_grubenv(lab.esp) == {"good_slot": "a", "try_slot": ""}
+    assert slots.slot_info(lab.esp, "b")["state"] == "failed"
 
 
 def lab_config(lab):

@@ -79,9 +79,20 @@ def mark_good(cfg, ready=None, wait: float | None = None) -> int:
                   "(rebooting falls back to the other slot)", file=sys.stderr)
             return 1
     slots.ensure_mounted(cfg.update_esp_dir, cfg.update_esp_mount_command)
-    result = slots.mark_good(cfg.update_esp_dir, slot)
-    print(f"slot {slot} marked good ({result['entry'] or 'no loader entry'}; GRUB good_slot={slot})")
+    result = slots.mark_good(cfg.update_esp_dir, slot, booted_at=boot_time())
+    withdrawn = f"; the other slot's untaken offer withdrawn: {', '.join(result['withdrawn'])}" \
+        if result["withdrawn"] else ""
+    print(f"slot {slot} marked good ({result['entry'] or 'no loader entry'}; GRUB good_slot={slot}){withdrawn}")
     return 0
+
+
+def boot_time(uptime_file: str = "/proc/uptime") -> float | None:
+    """When this boot began (epoch seconds), from the kernel's uptime."""
+    try:
+        with open(uptime_file) as f:
+            return time.time() - float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -184,6 +184,16 @@ def read_back(device: Path, size: int, expected: str, progress: Progress) -> Non
                          "the disk may be failing")
 
 
+def withdraw_offers(target: Target) -> None:
+    """Before a byte of the slot is overwritten, no boot loader may still know it: its
+    entries go (even a blessed one of the build it held) and GRUB's try_slot if it was
+    this slot. A power cut during the write then leaves only the running slot bootable."""
+    slots.ensure_mounted(target.esp, target.esp_mount_command)
+    slots.remove_entries(target.esp, target.slot)
+    if slots.read_grubenv(target.esp).get("try_slot") == target.slot:
+        slots.update_grubenv(target.esp, try_slot="")
+
+
 def point_boot_at(bundle: Bundle, target: Target) -> None:
     """The ESP: the slot's kernel and initrd, its try-once entry, GRUB's one-shot try_slot."""
     slots.ensure_mounted(target.esp, target.esp_mount_command)
@@ -202,6 +212,7 @@ def apply(bundle: Bundle, target: Target, state_db: Path | None, progress: Progr
     """Install the verified bundle into target.slot; the next boot tries it once."""
     progress("writing", 0)
     saved = save_state(state_db, bundle.version) if state_db else None
+    withdraw_offers(target)
     write_root(bundle, target.device, progress)
     progress("boot-loader", 98)
     point_boot_at(bundle, target)

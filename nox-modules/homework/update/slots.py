@@ -186,8 +186,14 @@ def add_try_entry(esp: Path, slot: str, version: str, sequence: int) -> Path:
     return path
 
 
-def mark_good(esp: Path, slot: str) -> dict:
-    """The running slot works: bless its entry (drop the counter) and make it GRUB's good slot."""
+def mark_good(esp: Path, slot: str, booted_at: float | None = None) -> dict:
+    """The running slot works: bless its entry (drop the counter) and make it GRUB's good
+    slot. An offer of the other slot made before this boot (`booted_at`, epoch seconds)
+    was not taken, so the boot loader that ran spent it (systemd-boot counts the entry
+    down, GRUB clears try_slot before it boots): the other loader's half of that offer is
+    withdrawn too, or a box whose firmware boots the other way next time (a BIOS/UEFI
+    setting changed) would try a slot that already failed. An offer made during this boot
+    (an update written before the router was ready) stays."""
     esp = Path(esp)
     target = esp / ENTRIES / f"homework-{slot}.conf"
     renamed = None
@@ -195,9 +201,32 @@ def mark_good(esp: Path, slot: str) -> dict:
         if entry.tries_left is not None:
             os.replace(entry.path, target)
             renamed = entry.path.name
+    withdrawn = []
+    for entry in entries(esp, other(slot)):
+        if entry.tries_left and _older_than(entry.path, booted_at):
+            spent = esp / ENTRIES / f"homework-{entry.slot}+0-{entry.tries_done + entry.tries_left}.conf"
+            os.replace(entry.path, spent)
+            withdrawn.append(f"{entry.path.name} -> {spent.name}")
     _fsync_dir(esp / ENTRIES)
-    update_grubenv(esp, good_slot=slot, try_slot="")
-    return {"slot": slot, "entry": target.name if target.exists() else None, "renamed_from": renamed}
+    changes = {"good_slot": slot}
+    try_slot = read_grubenv(esp).get("try_slot", "")
+    if try_slot == slot or (try_slot and _older_than(esp / GRUBENV, booted_at)):
+        changes["try_slot"] = ""
+        if try_slot != slot:
+            withdrawn.append(f"grubenv try_slot={try_slot}")
+    update_grubenv(esp, **changes)
+    return {"slot": slot, "entry": target.name if target.exists() else None, "renamed_from": renamed,
+            "withdrawn": withdrawn}
+
+
+def _older_than(path: Path, when: float | None) -> bool:
+    """Written before `when` (None: always). FAT keeps times to 2 s: a margin of 2 s."""
+    if when is None:
+        return True
+    try:
+        return path.stat().st_mtime < when - 2
+    except OSError:
+        return False
 
 
 def slot_info(esp: Path, slot: str) -> dict:
