@@ -47,6 +47,12 @@ class Context:
         self.count = self.counters.count
         # restart(why): restart the controller in place soon (main.py wires it; None in tests).
         self.restart: Callable[[str], None] | None = None
+        self.devices = None            # the core's DeviceRegistry (core.py puts it here)
+        # The update service (update/service.py wires it when [update] is on); None otherwise.
+        self.updater = None
+        # True when a real OpenFlow switch is behind the adapter (osken_app.py); the fake
+        # switch of the unit tests leaves it False, so nothing opens raw sockets there.
+        self.switch_is_real = False
 
     def component(self, name: str) -> "Component | None":
         return self.components.get(name)

@@ -81,7 +81,7 @@ def register(core, version_file: Path = VERSION_FILE) -> None:
         return {"version": software_version(version_file), "uptime": int(time.monotonic() - started),
                 "timezone": ctx.config.timezone or "", "timezone_source": "board" if zone else "config",
                 "timezone_config": from_file or "", "schema": migrations.LATEST,
-                "update_slot": ctx.updater.slot_text() if getattr(ctx, "updater", None) else UPDATE_SLOT,
+                "update_slot": ctx.updater.slot_text() if ctx.updater else UPDATE_SLOT,
                 "wan": wan_status(ctx.config.wan_lease_file)}
 
     def set_timezone(timezone=None) -> dict:

@@ -64,7 +64,7 @@ class Board:
         if m is None:
             if len(self._metrics) >= MAX_LINK_ONLY * 4:
                 self._forget_stale()
-            m = self._metrics[mac] = Metrics(leave_after=getattr(self.ctx.config, "radio_leave_after", 600))
+            m = self._metrics[mac] = Metrics(leave_after=self.ctx.config.radio_leave_after)
         return m
 
     def _forget_stale(self) -> None:

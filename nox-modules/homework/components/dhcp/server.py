@@ -102,7 +102,7 @@ class DhcpServer(Component):
         (the os-ken adapter says so): a unit test's fake switch has no bridge to read."""
         if self.fast is not None:
             return True
-        if not (self.ctx.config.dhcp_fast_path and getattr(self.ctx, "switch_is_real", False)):
+        if not (self.ctx.config.dhcp_fast_path and self.ctx.switch_is_real):
             return False
         try:
             sock = fastpath.open_socket(self.ctx.config.bridge)

@@ -43,7 +43,7 @@ class Metrics(Component):
         return generate_latest(self.registry).decode()
 
     def _devices(self) -> list:
-        devices = getattr(self.ctx, "devices", None)
+        devices = self.ctx.devices
         return devices.all() if devices is not None else []
 
     def _names(self) -> dict[str, str]:
