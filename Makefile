@@ -5,7 +5,7 @@ PY    := $(VENV)/bin/python
 PYTEST := $(VENV)/bin/pytest
 export PYTHONPATH := $(CURDIR)/nox-modules:$(CURDIR)/hwdb/python:$(CURDIR)/tests
 
-.PHONY: all deps build run test test-hwdb test-dnsd test-unit test-e2e test-ui image image-test bench clean \
+.PHONY: all deps build run test test-hwdb test-dnsd test-dhcpd test-unit test-e2e test-ui image image-test bench clean \
         lint lint-python lint-rust lint-shell
 
 all: build
@@ -23,7 +23,7 @@ run: deps
 # real OVS and the browser tests, with the image boot test running beside them
 # (scripts/test-slow.sh).
 test: deps
-	@$(MAKE) --no-print-directory lint test-hwdb test-dnsd test-unit
+	@$(MAKE) --no-print-directory lint test-hwdb test-dnsd test-dhcpd test-unit
 	@bash scripts/test-slow.sh
 
 test-hwdb:
@@ -31,6 +31,9 @@ test-hwdb:
 
 test-dnsd:
 	cd dnsd && cargo test --release -q
+
+test-dhcpd:
+	cd dhcpd && cargo test --release -q
 
 test-unit:
 	$(PYTEST) -q tests/unit
@@ -57,6 +60,7 @@ lint-python:
 lint-rust:
 	cd hwdb && cargo clippy --release -q --all-targets -- -D warnings
 	cd dnsd && cargo clippy --release -q --all-targets -- -D warnings
+	cd dhcpd && cargo clippy --release -q --all-targets -- -D warnings
 
 SHELL_SCRIPTS = $(wildcard scripts/*.sh image/*.sh) $(shell grep -lsE '^\#!/(usr/)?bin/(env )?(ba)?sh' image/guest/* 2>/dev/null)
 lint-shell:
@@ -70,3 +74,4 @@ clean:
 	rm -rf out .pytest_cache test-artifacts
 	cd hwdb && cargo clean
 	cd dnsd && cargo clean
+	cd dhcpd && cargo clean

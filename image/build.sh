@@ -52,7 +52,7 @@ stage() {   # stage NAME FUNCTION: run with its output in image/work/logs/NAME.l
 }
 
 # ---- version: VERSION file, else git describe of the last commit touching an input path
-INPUT_PATHS=(image conf nox-modules hwdb/schema hwdb/src dnsd/src guestboard-ui scripts/router-net.sh)
+INPUT_PATHS=(image conf nox-modules hwdb/schema hwdb/src dnsd/src dhcpd/src guestboard-ui scripts/router-net.sh)
 version() {
   if [ -f VERSION ]; then tr -d ' \n' < VERSION; return; fi
   local c v
@@ -113,7 +113,7 @@ hash_tree() {   # stable hash of file names + contents under the given paths (mi
 }
 
 HWDB_BINS=()
-for b in hwdb/target/release/hwdbd hwdb/target/release/hwdb dnsd/target/release/homework-dnsd; do [ -x "$b" ] && HWDB_BINS+=("$b"); done
+for b in hwdb/target/release/hwdbd hwdb/target/release/hwdb dnsd/target/release/homework-dnsd dhcpd/target/release/homework-dhcpd; do [ -x "$b" ] && HWDB_BINS+=("$b"); done
 BASE_KEY=$( (cat image/packages.txt; sed -n '/^BASE-BEGIN/,/^BASE-END/p' "$0"; cat /etc/apt/sources.list.d/debian.sources 2>/dev/null) | sha256sum | cut -c1-16)
 IMAGE_KEY=$( (echo "$BASE_KEY $VERSION $SEQUENCE"; sha256sum "$UPDATE_PUB" 2>/dev/null || echo "no update key"; hash_tree scripts/make-hwup.py image/build.sh image/install-overlay.sh image/packages.txt image/README.md image/guest conf nox-modules \
              guestboard-ui hwdb/schema "${HWDB_BINS[@]}" scripts/router-net.sh) | sha256sum | cut -c1-16)

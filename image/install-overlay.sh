@@ -33,6 +33,9 @@ done
 if [ -x dnsd/target/release/homework-dnsd ]; then
   inst 755 dnsd/target/release/homework-dnsd /usr/bin/homework-dnsd; echo "installed homework-dnsd"
 fi
+if [ -x dhcpd/target/release/homework-dhcpd ]; then
+  inst 755 dhcpd/target/release/homework-dhcpd /usr/bin/homework-dhcpd; echo "installed homework-dhcpd"
+fi
 [ -d hwdb/schema ] && [ -n "$(ls -A hwdb/schema)" ] && copytree hwdb/schema /usr/share/homework/hwdb/schema
 if [ -d guestboard-ui ] && [ -n "$(ls -A guestboard-ui)" ]; then
   copytree guestboard-ui /usr/share/homework/guestboard-ui

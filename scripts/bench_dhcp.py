@@ -26,10 +26,13 @@ dnsmasq (--no-ping, lease file on tmpfs) on the bridge's LOCAL interface.
 Each number is the median of several runs. Prints a table with ratios and writes
 out/bench-dhcp.json.
 
+Homework runs twice: with the controller answering every request (`homework`), and with
+homework-dhcpd answering the leases the controller has decided (`homework-dhcpd`, issue 11).
+
 Environment: BENCH_DHCP_RUNS (3), BENCH_DHCP_PERIOD (3 s), BENCH_DHCP_RAMP
 ("100,250,500,1000,2000,4000,8000"), BENCH_DHCP_RAMP_PERIOD (2 s),
 BENCH_DHCP_MAX_DROPS (2 %), BENCH_DHCP_DEVICES (100),
-BENCH_DHCP_SERVERS ("homework,dnsmasq"), BENCH_DHCP_FAST_PATH (1; 0: the controller's
+BENCH_DHCP_SERVERS ("homework,homework-dhcpd,dnsmasq"), BENCH_DHCP_FAST_PATH (1; 0: the controller's
 packet-in path, for comparison).
 """
 from __future__ import annotations
@@ -61,7 +64,8 @@ RAMP = [int(x) for x in os.environ.get("BENCH_DHCP_RAMP", "100,250,500,1000,2000
 RAMP_PERIOD = int(os.environ.get("BENCH_DHCP_RAMP_PERIOD", "2"))
 MAX_DROPS = float(os.environ.get("BENCH_DHCP_MAX_DROPS", "2"))
 N_DEVICES = int(os.environ.get("BENCH_DHCP_DEVICES", "100"))
-SERVERS = [s for s in os.environ.get("BENCH_DHCP_SERVERS", "homework,dnsmasq").split(",") if s]
+SERVERS = [s for s in os.environ.get("BENCH_DHCP_SERVERS", "homework,homework-dhcpd,dnsmasq").split(",") if s]
+DHCPD = REPO / "dhcpd" / "target" / "release" / "homework-dhcpd"
 T0 = time.monotonic()
 
 
@@ -84,6 +88,9 @@ PERF_AGENT = "10.2.0.2"     # the perf device is the home's first device: block 
 HOMEWORK_CONFIG = {"dhcp": {"relays": [PERF_AGENT], "new_macs_burst": 100000, "new_macs_per_minute": 10**6,
                             "fast_path": os.environ.get("BENCH_DHCP_FAST_PATH", "1") != "0"},
                    "devices": {"max_pending": 10**6}}
+# homework-dhcpd (issue 11): the controller decides new leases, the daemon answers the rest
+HOMEWORK_DHCPD_CONFIG = {**HOMEWORK_CONFIG, "dhcp": {**HOMEWORK_CONFIG["dhcp"], "answerer": "dhcpd",
+                                                        "dhcpd_binary": str(DHCPD)}}
 
 
 def ns_packet_socket(ns: str, ifname: str) -> socket.socket:
@@ -202,8 +209,9 @@ class Server:
 
     def __init__(self, kind: str):
         self.kind = kind
-        self.home = Home(controller=(kind == "homework"), internet=False, hwdb=False,
-                         config=HOMEWORK_CONFIG if kind == "homework" else None,
+        self.homework = kind.startswith("homework")
+        config = {"homework": HOMEWORK_CONFIG, "homework-dhcpd": HOMEWORK_DHCPD_CONFIG}.get(kind)
+        self.home = Home(controller=self.homework, internet=False, hwdb=False, config=config,
                          log=lambda m: say(f"{kind}: {m}"))
         self.leasefile = None
 
@@ -235,13 +243,20 @@ class Server:
 
     def cpu_seconds(self) -> float:
         """CPU time used so far by the DHCP server process (controller or dnsmasq)."""
-        if self.kind == "homework":
+        if self.homework:
             pid = self.home._controller.pid if self.home._controller else None
+            # with homework-dhcpd, the daemon's time too (the controller's child)
+            children = subprocess.run(["pgrep", "-P", str(pid), "homework-dhcpd"], capture_output=True,
+                                      text=True).stdout.split() if pid else []
+            pids = [pid, *map(int, children)]
         else:
-            pid = _read_pid(self.home.dir / "dnsmasq.pid")
+            pids = [_read_pid(self.home.dir / "dnsmasq.pid")]
         try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            total = 0.0
+            for pid in pids:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            return total
         except (OSError, IndexError, ValueError, TypeError):
             return float("nan")
 
@@ -250,7 +265,7 @@ class Server:
         dev.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
         dev.start_udhcpc()           # perfdhcp acts as a relay: it needs an address (giaddr)
         address, _ = dev.wait_for_ipv4(15)
-        if self.kind == "homework" and address != PERF_AGENT:
+        if self.homework and address != PERF_AGENT:
             raise RuntimeError(f"the perf device got {address}; the controller trusts {PERF_AGENT} as relay")
         dev.stop_dhcp()              # keep the address, stop renewing
         return dev
@@ -267,7 +282,7 @@ class Server:
 
     def settle(self, timeout: float = 10) -> None:
         """Let a server that fell behind drain its backlog before the next run."""
-        if self.kind != "homework":
+        if not self.homework:
             time.sleep(0.5)
             return
         last, deadline = None, time.monotonic() + timeout
@@ -482,8 +497,17 @@ def ratio(a, b) -> str:
 
 
 def table(results: dict) -> str:
-    hw, dm = results.get("homework"), results.get("dnsmasq")
+    """One column per server, then each Homework variant's ratio to dnsmasq."""
+    kinds = [k for k in SERVERS if k in results]
+    ours = [k for k in kinds if k != "dnsmasq"]
+    dm = results.get("dnsmasq")
     rows = []
+
+    def row(scenario, label, values, better, unit):
+        base = values.get("dnsmasq")
+        rows.append((scenario, label, *(fmt(values.get(k), unit) for k in kinds),
+                     *(ratio(values.get(k), base) if dm else "n/a" for k in ours), better))
+
     for clients in CLIENTS:
         for key, label, unit, better in (("sustained_offered", f"highest offered rate with <={MAX_DROPS:g}% drops", "/s", "higher"),
                                          ("rate", "4-way exchanges/s at that rate", "", "higher"),
@@ -492,19 +516,16 @@ def table(results: dict) -> str:
                                          ("p99_ms", "reply latency p99", " ms", "lower"),
                                          ("peak_rate", "peak exchanges/s seen in the ramp", "", "higher"),
                                          ("cpu_ms_per_exchange", "server CPU per 4-way exchange", " ms", "lower")):
-            a = hw["perfdhcp"][clients][key] if hw else None
-            b = dm["perfdhcp"][clients][key] if dm else None
-            rows.append((f"perfdhcp, {clients} clients", label, fmt(a, unit), fmt(b, unit), ratio(a, b), better))
+            row(f"perfdhcp, {clients} clients", label,
+                {k: results[k]["perfdhcp"][clients][key] for k in kinds}, better, unit)
     for key, label, unit in (("median_s", "start -> ACK median", " s"), ("p90_s", "start -> ACK p90", " s"),
                              ("max_s", "start -> ACK max", " s"),
                              ("wire_median_s", "DISCOVER -> ACK on the wire, median", " s"),
                              ("wire_p90_s", "DISCOVER -> ACK on the wire, p90", " s"),
                              ("bound", "devices bound", "")):
-        a = hw["burst"][key] if hw else None
-        b = dm["burst"][key] if dm else None
-        rows.append((f"{N_DEVICES} devices start udhcpc at once", label, fmt(a, unit), fmt(b, unit),
-                     ratio(a, b), "lower" if key != "bound" else "higher"))
-    head = ("scenario", "metric", "homework", "dnsmasq", "homework/dnsmasq", "better")
+        row(f"{N_DEVICES} devices start udhcpc at once", label, {k: results[k]["burst"][key] for k in kinds},
+            "lower" if key != "bound" else "higher", unit)
+    head = ("scenario", "metric", *kinds, *(f"{k}/dnsmasq" for k in ours), "better")
     widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
     line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
     out = [line(head), line(["-" * w for w in widths])]
@@ -528,7 +549,8 @@ def main() -> int:
     bench_bursts(results)
     print()
     load = os.getloadavg()
-    print(f"DHCP: Homework controller vs dnsmasq on an OVS NORMAL bridge (median of {RUNS} runs, "
+    print(f"DHCP: Homework (controller answering; homework-dhcpd answering decided leases) vs dnsmasq "
+          f"on an OVS NORMAL bridge (median of {RUNS} runs, "
           f"perfdhcp -p {PERIOD}, netdev datapath, {os.cpu_count()} cores shared by everything; "
           f"load average now {load[0]:.1f})")
     print(table(results))

@@ -58,6 +58,8 @@ fi
 
 # homework-dnsd: the DNS interception data path (Rust, std only).
 if [ -f dnsd/Cargo.toml ]; then (cd dnsd && cargo build --release -q); fi
+# homework-dhcpd: answers decided DHCP leases off the controller (Rust).
+if [ -f dhcpd/Cargo.toml ]; then (cd dhcpd && cargo build --release -q); fi
 # hwdb: the Rust database daemon, CLI and its library.
 if [ -f hwdb/Cargo.toml ]; then
   (cd hwdb && cargo build --release -q)

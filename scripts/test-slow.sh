@@ -10,7 +10,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 mkdir -p test-artifacts
 LOG=test-artifacts/image-test.log
-make --no-print-directory image-test >"$LOG" 2>&1 &
+# At the lowest CPU priority (and best-effort IO, lowest level): the end-to-end tests that
+# measure (the controller never stalls under a DNS burst, latency under load) get the
+# machine as if alone; QEMU takes what they leave, and its timeouts allow for that.
+nice -n 19 ionice -c 2 -n 7 make --no-print-directory image-test >"$LOG" 2>&1 &
 BOOT=$!
 # Ctrl-C or a CI timeout: the boot test's own trap removes its QEMU, namespaces and links.
 trap 'kill -TERM "$BOOT" 2>/dev/null; wait "$BOOT"; exit 130' INT TERM

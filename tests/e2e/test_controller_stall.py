@@ -79,7 +79,8 @@ def test_a_burst_of_new_names_does_not_stall_dhcp_or_the_control_socket(lab):
     home = lab.home
     load, renewer = lab.join("load"), lab.join("renewer")
     lab.homework("deny-dns", load.mac, "blocked.test")      # restricted: learning re-checks drops
-    assert renewer.ping(renewer.default_gateway()) and renew_seconds(renewer) <= DHCP_BOUND
+    # works before the burst (one lost frame, one client retransmission, allowed as below)
+    assert renewer.ping(renewer.default_gateway()) and renew_seconds(renewer) <= DHCP_BOUND + CLIENT_RETRANSMIT
     assert lab.dig(load, "first.stall.test") == ("NOERROR", [STALL_ADDR])
     queries = load.dir / "queries.txt"
     queries.write_text("".join(f"n{i}.stall.test A\n" for i in range(NAMES)))

@@ -166,6 +166,25 @@ def open_socket(ifname: str) -> socket.socket:
     return sock
 
 
+def open_send_socket(ifname: str) -> socket.socket:
+    """A raw socket on `ifname` for replies only (homework-dhcpd reads the requests): its
+    filter passes nothing, so nothing queues on it."""
+    sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+    try:
+        program = struct.pack("HBBI", _RET_K, 0, 0, 0)
+        buf = ctypes.create_string_buffer(program)
+        sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, struct.pack("HL", 1, ctypes.addressof(buf)))
+        try:
+            sock.setsockopt(SOL_PACKET, PACKET_QDISC_BYPASS, 1)
+        except OSError:
+            pass
+        sock.bind((ifname, 0))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
 # -- the reader ------------------------------------------------------------------------------
 class FastPath:
     """Reads marked requests from the socket and hands each to `on_frame(port, frame)`;

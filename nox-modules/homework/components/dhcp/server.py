@@ -15,6 +15,7 @@ from ...flows import CONTROLLER, ETH_IP, PROTO_UDP, Datapath, FlowMod, Output, P
 from ...packets import (BROADCAST_MAC, PacketError, build_ethernet, build_ipv4, build_udp,
                         parse_ethernet, parse_ipv4, parse_udp)
 from . import fastpath
+from .dhcpd_link import DhcpdLink, find_binary
 from . import message as m
 from .admission import NewMacGate
 from .allocator import Allocator, Block, PoolExhausted
@@ -43,6 +44,7 @@ class DhcpServer(Component):
         self.gate = NewMacGate(ctx.config.new_macs_burst, ctx.config.new_macs_per_minute / 60.0)
         self._alerted: dict[tuple[str, str], float] = {}
         self.fast: fastpath.FastPath | None = None
+        self.dhcpd: DhcpdLink | None = None      # [dhcp] answerer = "dhcpd"
         self._fast_mac = ""               # the router MAC the reply flow writes
         self._fast_failed = False         # logged once
 
@@ -84,6 +86,9 @@ class DhcpServer(Component):
                       self.alloc.size, len(self.live))
 
     def stop(self) -> None:
+        if self.dhcpd is not None:
+            self.dhcpd.close()
+            self.dhcpd = None
         if self.fast is not None:
             self.fast.close()
             self.fast = None
@@ -104,8 +109,12 @@ class DhcpServer(Component):
             return True
         if not (self.ctx.config.dhcp_fast_path and self.ctx.switch_is_real):
             return False
+        binary = find_binary(self.ctx.config.dhcpd_binary) if self.ctx.config.dhcp_answerer == "dhcpd" else None
+        if self.ctx.config.dhcp_answerer == "dhcpd" and binary is None and not self._fast_failed:
+            self.log.warning("[dhcp] answerer = dhcpd, but %s is not there: the controller answers",
+                             self.ctx.config.dhcpd_binary)
         try:
-            sock = fastpath.open_socket(self.ctx.config.bridge)
+            sock = (fastpath.open_send_socket if binary else fastpath.open_socket)(self.ctx.config.bridge)
         except OSError as exc:
             if not self._fast_failed:
                 self._fast_failed = True
@@ -113,9 +122,65 @@ class DhcpServer(Component):
                                  self.ctx.config.bridge, exc)
             return False
         self.fast = fastpath.FastPath(sock, self.fast_request, self.ctx.count)
-        self.fast.start()
-        self.log.info("DHCP fast path: requests read from %s", self.ctx.config.bridge)
+        if binary:
+            self.dhcpd = DhcpdLink(binary, self.ctx.config.bridge, self._punted, self._dhcpd_note,
+                                   self._dhcpd_table, self.ctx.count)
+            self.dhcpd.start()
+            self.log.info("DHCP fast path: homework-dhcpd reads requests from %s", self.ctx.config.bridge)
+        else:
+            self.fast.start()
+            self.log.info("DHCP fast path: requests read from %s", self.ctx.config.bridge)
         return True
+
+    # -- homework-dhcpd (dhcpd_link.py) -------------------------------------------------------
+    def _dhcpd_entry(self, mac: str) -> dict | None:
+        """What the daemon needs to answer for `mac` by itself, or None when the controller
+        must decide: a live lease of a device not blacklisted, on one of our ports or
+        behind the configured relay agent it was granted through (`relay`: the giaddr
+        its requests must carry, "" for none)."""
+        block = self.alloc.block_for(mac)
+        port = self.ports.get(mac, 0)
+        relay = self.relays.get(mac, "")
+        if block is None or mac not in self.live or not 0 < port <= fastpath.MAX_PORT \
+                or (relay and relay not in self.relay_agents) \
+                or self.ctx.state.device_state(mac) == "blacklisted":
+            return None
+        return {"mac": mac, "port": port, "ip": block.device, "router": block.router,
+                "broadcast": block.broadcast, "lease_time": self.lease_time_for(mac),
+                "hostname": self.hostnames.get(mac, ""), "relay": relay}
+
+    def _dhcpd_table(self) -> list[dict]:
+        return [e for mac in list(self.live) if (e := self._dhcpd_entry(mac)) is not None]
+
+    def _dhcpd_sync(self, mac: str) -> None:
+        if self.dhcpd is None:
+            return
+        entry = self._dhcpd_entry(mac)
+        if entry is None:
+            self.dhcpd.delete(mac)
+        else:
+            self.dhcpd.set(entry)
+
+    def _punted(self, frame: bytes) -> None:
+        port = fastpath.request_port(frame)
+        if port is None:
+            self.ctx.count("dhcp.fast_path_unmarked")
+            return
+        self.ctx.count("dhcp.fast_path_in")
+        self.fast_request(port, frame)
+
+    def _dhcpd_note(self, note: dict) -> None:
+        """homework-dhcpd answered: the same bookkeeping as if we had. A lease forgotten or a
+        device blacklisted meanwhile is left as it is (the daemon's entry is already gone)."""
+        mac, port, hostname = note.get("mac", ""), int(note.get("port", 0)), note.get("hostname", "")
+        if self.alloc.block_for(mac) is None or self.ctx.state.device_state(mac) == "blacklisted":
+            self.ctx.count("dhcp.dhcpd_late")
+            return
+        with self.ctx.bus.held():
+            if note.get("op") == "acked":          # it answers a relayed lease only through its relay
+                self._grant(mac, port, hostname, relay=self.relays.get(mac, ""))
+            elif note.get("op") == "offered":
+                self._offered(mac, port, hostname)
 
     def fast_request(self, in_port: int, data: bytes) -> None:
         """One request from the socket: handled as a packet-in would be; the reply goes out
@@ -292,12 +357,15 @@ class DhcpServer(Component):
             self.ctx.count("dhcp.exhausted")
             self.log.error("no offer for %s: %s", msg.mac, exc)
             return []
-        self.ports[msg.mac] = in_port
-        if msg.hostname:
-            self.hostnames[msg.mac] = msg.hostname
-        self.ctx.devices.seen(msg.mac, msg.hostname)
-        self.ctx.count("dhcp.offers")
+        self._offered(msg.mac, in_port, msg.hostname)
         return [self._reply(m.OFFER, msg, block, in_port)]
+
+    def _offered(self, mac: str, in_port: int, hostname: str) -> None:
+        self.ports[mac] = in_port
+        if hostname:
+            self.hostnames[mac] = hostname
+        self.ctx.devices.seen(mac, hostname)
+        self.ctx.count("dhcp.offers")
 
     def _request(self, msg: m.DhcpMessage, in_port: int) -> list:
         now = self.ctx.now()
@@ -336,17 +404,20 @@ class DhcpServer(Component):
         return self._ack(msg, block, in_port)
 
     def _ack(self, msg: m.DhcpMessage, block: Block, in_port: int) -> list:
-        mac = msg.mac
-        now = self.ctx.now()
-        device = self.ctx.devices.seen(mac, msg.hostname)
-        lease_time = self.lease_time_for(mac)
-        expires = now + lease_time
-        renewal = mac in self.live
-        self.alloc.set_expiry(mac, expires)
-        self.ports[mac] = in_port
-        if msg.hostname:
-            self.hostnames[mac] = msg.hostname
         relay = msg.giaddr if msg.giaddr != "0.0.0.0" else ""
+        lease_time = self._grant(msg.mac, in_port, msg.hostname, relay)
+        return [self._reply(m.ACK, msg, block, in_port, lease_time)]
+
+    def _grant(self, mac: str, in_port: int, hostname: str, relay: str) -> int:
+        """The lease runs from now (an ACK, ours or homework-dhcpd's); its lease time."""
+        now = self.ctx.now()
+        device = self.ctx.devices.seen(mac, hostname)
+        lease_time = self.lease_time_for(mac)
+        renewal = mac in self.live
+        self.alloc.set_expiry(mac, now + lease_time)
+        self.ports[mac] = in_port
+        if hostname:
+            self.hostnames[mac] = hostname
         if relay:
             self.relays[mac] = relay
         else:
@@ -359,8 +430,10 @@ class DhcpServer(Component):
         # of new devices it does not queue behind everyone's flow-mods.
         self._publish_lease("renewed" if renewal else "granted", self.get(mac), device.state, lease_time)
         if not renewal:
-            self.log.info("lease %s -> %s/30 for %ds (%s)", mac, block.device, lease_time, device.state)
-        return [self._reply(m.ACK, msg, block, in_port, lease_time)]
+            self.log.info("lease %s -> %s/30 for %ds (%s)", mac, self.alloc.block_for(mac).device, lease_time,
+                          device.state)
+        self._dhcpd_sync(mac)
+        return lease_time
 
     def _publish_lease(self, action: str, lease: Lease, state: str | None, lease_time: int) -> None:
         # `mac` too: the API and hwdb sink route every event by it.
@@ -399,6 +472,8 @@ class DhcpServer(Component):
     def _on_device(self, topic: str, ev: dict) -> None:
         if ev.get("reason") == "forgotten":
             self.forget(ev["mac"])
+        elif ev.get("reason") == "decision":      # the lease time, or blacklisted: no answers
+            self._dhcpd_sync(ev["mac"])
 
     def forget(self, mac: str) -> None:
         if mac in self.live:
@@ -407,6 +482,8 @@ class DhcpServer(Component):
         for table in (self.ports, self.hostnames, self.relays):
             table.pop(mac, None)
         self.ctx.state.delete_lease(mac)
+        if self.dhcpd is not None:
+            self.dhcpd.delete(mac)
 
     def _inform(self, msg: m.DhcpMessage, in_port: int) -> list:
         block = self.alloc.block_for(msg.mac)
@@ -506,6 +583,8 @@ class DhcpServer(Component):
             return
         self.alloc.set_expiry(mac, 0.0)
         self.live.discard(mac)
+        if self.dhcpd is not None:
+            self.dhcpd.delete(mac)
         self.ctx.state.save_lease(self.get(mac))
         if mac in self.addressed:
             self.addressed.discard(mac)

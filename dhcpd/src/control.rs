@@ -1,0 +1,240 @@
+//! The controller's side: lease-table updates in, notes and punted frames out, one message
+//! per SOCK_SEQPACKET packet.
+//!
+//! In (one JSON object per message):
+//!   {"op":"set","mac":"02:00:00:00:00:05","port":3,"ip":"10.2.0.6","router":"10.2.0.5",
+//!    "broadcast":"10.2.0.7","lease_time":3600,"hostname":"laptop","relay":""}   upsert
+//!    (hostname optional; relay: the giaddr of a relayed lease, "" or absent for none)
+//!   {"op":"del","mac":"..."}  {"op":"clear"}
+//!   {"op":"stats"}            -> {"op":"stats","frames":N,...} (see `Stats::json`)
+//! Anything else (bad JSON, unknown op, a bad field): ignored and counted as bad_control.
+//!
+//! Out: `{"op":"offered"|"acked","mac":..,"port":P,"hostname":..,"xid":N}` after a reply,
+//! and `P` + the received frame, unchanged, for every frame the controller must decide.
+
+use crate::dhcp::{Entry, Kind, Mac, Note, Table};
+use crate::json::{self, Json};
+
+#[derive(Default, Debug, Clone)]
+pub struct Stats {
+    pub frames: u64,
+    pub answered: u64,
+    pub offers: u64,
+    pub acks: u64,
+    pub punted: u64,
+    pub malformed: u64,
+    pub dropped: u64,
+    pub send_errors: u64,
+    pub punt_dropped: u64,
+    pub note_dropped: u64,
+    pub bad_control: u64,
+}
+
+impl Stats {
+    pub fn json(&self, entries: usize) -> String {
+        format!(
+            "{{\"op\":\"stats\",\"frames\":{},\"answered\":{},\"offers\":{},\"acks\":{},\"punted\":{},\
+             \"entries\":{},\"send_errors\":{},\"malformed\":{},\"dropped\":{},\"punt_dropped\":{},\
+             \"note_dropped\":{},\"bad_control\":{}}}",
+            self.frames,
+            self.answered,
+            self.offers,
+            self.acks,
+            self.punted,
+            entries,
+            self.send_errors,
+            self.malformed,
+            self.dropped,
+            self.punt_dropped,
+            self.note_dropped,
+            self.bad_control
+        )
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Command {
+    Set(Mac, Entry),
+    Del(Mac),
+    Clear,
+    Stats,
+}
+
+pub fn parse_mac(text: &str) -> Option<Mac> {
+    let b = text.as_bytes();
+    if b.len() != 17 {
+        return None;
+    }
+    let mut mac = [0u8; 6];
+    for (i, byte) in mac.iter_mut().enumerate() {
+        if i > 0 && b[i * 3 - 1] != b':' {
+            return None;
+        }
+        let hex = std::str::from_utf8(&b[i * 3..i * 3 + 2]).ok()?;
+        if !hex.bytes().all(|c| c.is_ascii_hexdigit()) {
+            return None;
+        }
+        *byte = u8::from_str_radix(hex, 16).ok()?;
+    }
+    Some(mac)
+}
+
+pub fn format_mac(mac: &Mac) -> String {
+    mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+}
+
+/// A strict dotted quad (std's parser refuses leading zeros and other odd forms).
+fn parse_ip(v: Option<&Json>) -> Option<[u8; 4]> {
+    v?.as_str()?.parse::<std::net::Ipv4Addr>().ok().map(|a| a.octets())
+}
+
+pub fn parse_command(msg: &[u8]) -> Option<Command> {
+    let v = json::parse(msg).ok()?;
+    let mac = || parse_mac(v.get("mac")?.as_str()?);
+    match v.get("op")?.as_str()? {
+        "set" => {
+            let port = v.get("port")?.as_u64()?;
+            if !(1..=0xFFFF).contains(&port) {
+                return None;
+            }
+            let lease_time = u32::try_from(v.get("lease_time")?.as_u64()?).ok()?;
+            let hostname = match v.get("hostname") {
+                None | Some(Json::Null) => String::new(),
+                Some(h) => h.as_str()?.to_string(),
+            };
+            let relay = match v.get("relay") {
+                None | Some(Json::Null) => None,
+                Some(r) if r.as_str() == Some("") => None,
+                r => Some(parse_ip(r)?),
+            };
+            let entry = Entry {
+                port: port as u16,
+                ip: parse_ip(v.get("ip"))?,
+                router: parse_ip(v.get("router"))?,
+                broadcast: parse_ip(v.get("broadcast"))?,
+                lease_time,
+                hostname,
+                relay,
+            };
+            Some(Command::Set(mac()?, entry))
+        }
+        "del" => Some(Command::Del(mac()?)),
+        "clear" => Some(Command::Clear),
+        "stats" => Some(Command::Stats),
+        _ => None,
+    }
+}
+
+/// Apply one control message; Some(reply) for `stats`.
+pub fn apply(msg: &[u8], table: &mut Table, stats: &mut Stats) -> Option<String> {
+    match parse_command(msg) {
+        Some(Command::Set(mac, entry)) => {
+            table.insert(mac, entry);
+        }
+        Some(Command::Del(mac)) => {
+            table.remove(&mac);
+        }
+        Some(Command::Clear) => table.clear(),
+        Some(Command::Stats) => return Some(stats.json(table.len())),
+        None => stats.bad_control += 1,
+    }
+    None
+}
+
+pub fn note_json(note: &Note) -> String {
+    let mut out = String::with_capacity(128);
+    out.push_str(match note.kind {
+        Kind::Offered => "{\"op\":\"offered\",\"mac\":\"",
+        Kind::Acked => "{\"op\":\"acked\",\"mac\":\"",
+    });
+    out.push_str(&format_mac(&note.mac));
+    out.push_str(&format!("\",\"port\":{},\"hostname\":", note.port));
+    json::quote(&note.hostname, &mut out);
+    out.push_str(&format!(",\"xid\":{}}}", note.xid));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SET: &str = r#"{"op":"set","mac":"02:00:00:00:00:05","port":3,"ip":"10.2.0.6","router":"10.2.0.5","broadcast":"10.2.0.7","lease_time":3600,"hostname":"laptop"}"#;
+    const MAC: Mac = [2, 0, 0, 0, 0, 5];
+
+    #[test]
+    fn set_del_clear_stats() {
+        let mut table = Table::new();
+        let mut stats = Stats::default();
+        assert_eq!(apply(SET.as_bytes(), &mut table, &mut stats), None);
+        let e = &table[&MAC];
+        assert_eq!((e.port, e.ip, e.router, e.broadcast, e.lease_time), (3, [10, 2, 0, 6], [10, 2, 0, 5], [10, 2, 0, 7], 3600));
+        assert_eq!(e.hostname, "laptop");
+        // Upsert: a second set replaces the entry.
+        let moved = SET.replace("\"port\":3", "\"port\":4").replace("\"hostname\":\"laptop\"", "\"hostname\":\"\"");
+        apply(moved.as_bytes(), &mut table, &mut stats);
+        assert_eq!((table.len(), table[&MAC].port, table[&MAC].hostname.as_str()), (1, 4, ""));
+        let other = SET.replace("00:05", "00:09");
+        apply(other.as_bytes(), &mut table, &mut stats);
+        assert_eq!(table.len(), 2);
+        apply(br#"{"op":"del","mac":"02:00:00:00:00:05"}"#, &mut table, &mut stats);
+        assert!(!table.contains_key(&MAC) && table.len() == 1);
+        let reply = apply(br#"{"op":"stats"}"#, &mut table, &mut stats).unwrap();
+        let v = json::parse(reply.as_bytes()).unwrap();
+        assert_eq!(v.get("op").unwrap().as_str(), Some("stats"));
+        assert_eq!(v.get("entries").unwrap().as_u64(), Some(1));
+        for key in ["frames", "answered", "offers", "acks", "punted", "send_errors", "bad_control", "punt_dropped", "note_dropped"] {
+            assert_eq!(v.get(key).unwrap().as_u64(), Some(0), "{key}");
+        }
+        apply(br#"{"op":"clear"}"#, &mut table, &mut stats);
+        assert!(table.is_empty());
+        assert_eq!(stats.bad_control, 0);
+    }
+
+    #[test]
+    fn bad_messages_are_counted_and_change_nothing() {
+        let mut table = Table::new();
+        let mut stats = Stats::default();
+        apply(SET.as_bytes(), &mut table, &mut stats);
+        let bad = [
+            "".to_string(),
+            "not json".to_string(),
+            "{\"op\":\"set\"".to_string(),
+            r#"{"op":"frobnicate"}"#.to_string(),
+            r#"{"mac":"02:00:00:00:00:05"}"#.to_string(),
+            r#"["op","clear"]"#.to_string(),
+            r#"{"op":"del","mac":"02:00:00:00:00"}"#.to_string(),
+            r#"{"op":"del","mac":"02-00-00-00-00-05"}"#.to_string(),
+            SET.replace("\"port\":3", "\"port\":0"),
+            SET.replace("\"port\":3", "\"port\":65536"),
+            SET.replace("\"port\":3", "\"port\":3.5"),
+            SET.replace("\"port\":3", "\"port\":\"3\""),
+            SET.replace("10.2.0.6", "10.2.0.256"),
+            SET.replace("10.2.0.6", "10.2.0"),
+            SET.replace("3600", "4294967296"),
+            SET.replace("3600", "-1"),
+            SET.replace("\"laptop\"", "7"),
+            SET.replace(",\"broadcast\":\"10.2.0.7\"", ""),
+        ];
+        for msg in &bad {
+            assert_eq!(apply(msg.as_bytes(), &mut table, &mut stats), None, "{msg}");
+        }
+        assert_eq!(stats.bad_control, bad.len() as u64);
+        assert_eq!(table.len(), 1);
+        assert_eq!(table[&MAC].port, 3);
+        // Upper-case MACs, extra fields and a missing hostname are fine.
+        let ok = SET.replace("02:00:00:00:00:05", "02:00:00:00:00:0A").replace(",\"hostname\":\"laptop\"", ",\"x\":[1]");
+        apply(ok.as_bytes(), &mut table, &mut stats);
+        assert_eq!(table[&[2, 0, 0, 0, 0, 10]].hostname, "");
+        assert_eq!(stats.bad_control, bad.len() as u64);
+    }
+
+    #[test]
+    fn notes_are_json() {
+        let note = Note { kind: Kind::Acked, mac: MAC, port: 3, hostname: "a\"b".into(), xid: 0x12345678 };
+        let text = note_json(&note);
+        assert_eq!(text, r#"{"op":"acked","mac":"02:00:00:00:00:05","port":3,"hostname":"a\"b","xid":305419896}"#);
+        assert!(json::parse(text.as_bytes()).is_ok());
+        let offered = note_json(&Note { kind: Kind::Offered, hostname: String::new(), ..note });
+        assert!(offered.starts_with(r#"{"op":"offered""#) && offered.contains(r#""hostname":"""#));
+    }
+}

@@ -1,0 +1,177 @@
+//! homework-dhcpd: answers DHCP for devices whose lease the controller already granted
+//! (renewals, re-asks) straight from the bridge's raw socket; every other frame goes to the
+//! controller unchanged. See control.rs for the protocol, dhcp.rs for the rules.
+
+mod bpf;
+mod control;
+mod dhcp;
+mod json;
+mod sys;
+
+#[cfg(test)]
+mod dhcp_tests;
+
+use std::io::ErrorKind;
+use std::os::raw::c_int;
+use std::process::exit;
+
+use control::Stats;
+use dhcp::{Action, Kind, Table, Why};
+use sys::{PollFd, POLLERR, POLLHUP, POLLIN, POLLNVAL};
+
+const RCVBUF: c_int = 4 << 20; // a burst of a thousand clients fits
+const FRAMES_PER_TURN: usize = 64; // then table updates get a turn
+const CONTROL_PER_TURN: usize = 1024;
+
+fn usage() -> ! {
+    eprintln!("usage: homework-dhcpd --interface IFNAME --control-fd N");
+    exit(2)
+}
+
+fn args() -> (String, c_int) {
+    let mut interface = None;
+    let mut fd = None;
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--interface" => interface = it.next(),
+            "--control-fd" => fd = it.next().and_then(|v| v.parse::<c_int>().ok()).filter(|&n| n >= 0),
+            _ => usage(),
+        }
+    }
+    match (interface, fd) {
+        (Some(i), Some(f)) => (i, f),
+        _ => usage(),
+    }
+}
+
+struct Daemon {
+    sock: c_int,
+    ctl: c_int,
+    table: Table,
+    stats: Stats,
+    out: Vec<u8>,
+}
+
+impl Daemon {
+    /// Never blocks: a slow controller loses messages (counted), not the data path.
+    fn tell(&mut self, msg: &[u8]) -> bool {
+        sys::send_now(self.ctl, msg).is_ok()
+    }
+
+    fn punt(&mut self, frame: &[u8]) {
+        let mut out = std::mem::take(&mut self.out);
+        out.clear();
+        out.push(b'P');
+        out.extend_from_slice(frame);
+        if self.tell(&out) {
+            self.stats.punted += 1;
+        } else {
+            self.stats.punt_dropped += 1;
+        }
+        self.out = out;
+    }
+
+    fn frame(&mut self, frame: &[u8]) {
+        self.stats.frames += 1;
+        match dhcp::decide(frame, &self.table) {
+            Action::Drop => self.stats.dropped += 1,
+            Action::Punt(why) => {
+                if why == Why::Malformed {
+                    self.stats.malformed += 1;
+                }
+                self.punt(frame);
+            }
+            Action::Answer(reply, note) => {
+                if sys::send_now(self.sock, &reply).is_err() {
+                    // The controller can still answer it as a packet-out.
+                    self.stats.send_errors += 1;
+                    self.punt(frame);
+                    return;
+                }
+                self.stats.answered += 1;
+                match note.kind {
+                    Kind::Offered => self.stats.offers += 1,
+                    Kind::Acked => self.stats.acks += 1,
+                }
+                if !self.tell(control::note_json(&note).as_bytes()) {
+                    self.stats.note_dropped += 1;
+                }
+            }
+        }
+    }
+
+    /// Drain the control socket; exits on EOF (the controller is gone).
+    fn control(&mut self, buf: &mut [u8]) {
+        for _ in 0..CONTROL_PER_TURN {
+            match sys::recv_now(self.ctl, buf) {
+                Ok(0) => exit(0),
+                Ok(n) => {
+                    if let Some(reply) = control::apply(&buf[..n], &mut self.table, &mut self.stats) {
+                        let _ = self.tell(reply.as_bytes());
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == ErrorKind::ConnectionReset => exit(0),
+                Err(e) => {
+                    eprintln!("homework-dhcpd: control socket: {e}");
+                    exit(1)
+                }
+            }
+        }
+    }
+
+    fn frames(&mut self, buf: &mut [u8]) {
+        for _ in 0..FRAMES_PER_TURN {
+            match sys::recv_now(self.sock, buf) {
+                Ok(n) => self.frame(&buf[..n]),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    // ENETDOWN and the like: the bridge is being reconfigured; keep going.
+                    eprintln!("homework-dhcpd: read failed: {e}");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn main() {
+    let (interface, ctl) = args();
+    sys::exit_on_sigterm();
+    let prog = bpf::program();
+    let sock = match sys::open_packet_socket(&interface, &prog, RCVBUF) {
+        Ok(fd) => fd,
+        Err(e) => {
+            eprintln!("homework-dhcpd: cannot open a raw socket on {interface}: {e}");
+            exit(1)
+        }
+    };
+    let mut d = Daemon { sock: sock.0, ctl, table: Table::new(), stats: Stats::default(), out: Vec::with_capacity(2048) };
+    let mut frame_buf = vec![0u8; 65536];
+    let mut ctl_buf = vec![0u8; 65536];
+    loop {
+        let mut fds = [PollFd { fd: ctl, events: POLLIN, revents: 0 }, PollFd { fd: d.sock, events: POLLIN, revents: 0 }];
+        match sys::poll_fds(&mut fds, -1) {
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => {
+                eprintln!("homework-dhcpd: poll: {e}");
+                exit(1)
+            }
+        }
+        if fds[0].revents & POLLNVAL != 0 {
+            eprintln!("homework-dhcpd: --control-fd {ctl} is not open");
+            exit(1)
+        }
+        // Table updates first, so a frame queued after a `set` sees it.
+        if fds[0].revents & (POLLIN | POLLHUP | POLLERR) != 0 {
+            d.control(&mut ctl_buf);
+        }
+        if fds[1].revents & (POLLIN | POLLERR) != 0 {
+            d.frames(&mut frame_buf);
+        }
+    }
+}

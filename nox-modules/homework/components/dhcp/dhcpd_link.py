@@ -1,0 +1,167 @@
+"""The controller's side of homework-dhcpd (issue 11, `[dhcp] answerer = "dhcpd"`).
+
+homework-dhcpd (Rust, `dhcpd/`) reads the switch's marked DHCP requests from the bridge's
+LOCAL interface (the scheme of fastpath.py) and answers by itself only what is already
+decided: a device with a live lease asking again for the address it holds. It answers
+from the table this module keeps in it, and says what it answered ("offered", "acked");
+the controller then does the bookkeeping as if it had answered (lease expiry, events,
+state.db). Every other frame comes here unchanged (a "punt") and goes through
+DhcpServer.handle as before, its reply out of a send-only raw socket. So decisions stay
+in one place, and the common case costs no Python.
+
+Wire: one AF_UNIX SOCK_SEQPACKET pair, the daemon's end passed as --control-fd; one
+message per packet. To the daemon: JSON {"op": "set", mac, port, ip, router, broadcast, lease_time,
+hostname} | {"op": "del", mac} | {"op": "clear"} | {"op": "stats"}. From it: b"P" + the
+frame (a punt), or JSON {"op": "offered" | "acked", mac, port, hostname, xid} |
+{"op": "stats", ...}.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+log = logging.getLogger("homework.dhcp.dhcpd")
+
+MAX_MESSAGE = 65536
+RESTART_AFTER = 1.0          # seconds before a daemon that exited is started again
+REPO_BINARY = Path(__file__).resolve().parents[4] / "dhcpd" / "target" / "release" / "homework-dhcpd"
+PR_SET_PDEATHSIG = 1
+
+
+def find_binary(configured: str) -> str | None:
+    """The daemon: a path as configured, a name on PATH, or the checkout's build."""
+    if "/" in configured:
+        return configured if os.access(configured, os.X_OK) else None
+    return shutil.which(configured) or (str(REPO_BINARY) if os.access(REPO_BINARY, os.X_OK) else None)
+
+
+class DhcpdLink:
+    """Starts homework-dhcpd, keeps its lease table, and hands what it says to the server:
+    `on_punt(frame)` for a request the controller must decide, `on_note(dict)` for an
+    answer it gave. Reads in a thread: a green thread under the controller's eventlet."""
+
+    def __init__(self, binary: str, interface: str, on_punt: Callable[[bytes], None],
+                 on_note: Callable[[dict], None], table: Callable[[], list[dict]],
+                 count: Callable[..., None]):
+        self.binary = binary
+        self.interface = interface
+        self.on_punt = on_punt
+        self.on_note = on_note
+        self.table = table            # every entry the daemon should hold, for a (re)start
+        self.count = count
+        self.proc: subprocess.Popen | None = None
+        self.sock: socket.socket | None = None
+        self._closed = False
+        self._stats_waiters: list[Callable[[dict], None]] = []
+
+    # -- life cycle ------------------------------------------------------------------------
+    def start(self) -> None:
+        self._spawn()
+        threading.Thread(target=self._run, daemon=True, name="dhcpd-link").start()
+
+    def _spawn(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.proc = subprocess.Popen(
+                [self.binary, "--interface", self.interface, "--control-fd", str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),), preexec_fn=_die_with_parent, stdin=subprocess.DEVNULL)
+        finally:
+            theirs.close()
+        self.sock = ours
+        entries = self.table()
+        for entry in entries:
+            self._send({"op": "set", **entry})
+        log.info("homework-dhcpd (pid %d) answers for %d leases on %s", self.proc.pid, len(entries),
+                 self.interface)
+
+    def _run(self) -> None:
+        while not self._closed:
+            sock = self.sock
+            try:
+                data = sock.recv(MAX_MESSAGE) if sock else b""
+            except OSError:
+                data = b""
+            if data:
+                self._dispatch(data)
+                continue
+            if self._closed:
+                return
+            # EOF: the daemon exited. Start it again with the whole table.
+            code = self.proc.wait() if self.proc else None
+            log.warning("homework-dhcpd exited (%s); starting it again", code)
+            self.count("dhcp.dhcpd_restarts")
+            time.sleep(RESTART_AFTER)
+            if self._closed:
+                return
+            try:
+                self._spawn()
+            except OSError as exc:
+                log.error("homework-dhcpd cannot start (%s)", exc)
+                time.sleep(5)
+
+    def _dispatch(self, data: bytes) -> None:
+        if data[:1] == b"P":
+            self.count("dhcp.dhcpd_punted")
+            self.on_punt(data[1:])
+            return
+        try:
+            note = json.loads(data)
+        except ValueError:
+            self.count("dhcp.dhcpd_bad_message")
+            return
+        if note.get("op") == "stats":
+            waiters, self._stats_waiters = self._stats_waiters, []
+            for waiter in waiters:
+                waiter(note)
+            return
+        try:
+            self.on_note(note)
+        except Exception:
+            log.exception("homework-dhcpd note %s not recorded", note)
+
+    def close(self) -> None:
+        """Stop the daemon; runs from the controller's signal handler: nothing blocks."""
+        self._closed = True
+        if self.sock is not None:
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+
+    # -- the table -----------------------------------------------------------------------------
+    def set(self, entry: dict) -> None:
+        self._send({"op": "set", **entry})
+
+    def delete(self, mac: str) -> None:
+        self._send({"op": "del", "mac": mac})
+
+    def stats(self, then: Callable[[dict], None]) -> None:
+        self._stats_waiters.append(then)
+        self._send({"op": "stats"})
+
+    def _send(self, message: dict) -> None:
+        sock = self.sock
+        if sock is None:
+            return
+        try:
+            sock.send(json.dumps(message, separators=(",", ":")).encode())
+        except OSError as exc:        # the daemon is gone: the restart sends the whole table
+            log.debug("homework-dhcpd: %s not sent (%s)", message.get("op"), exc)
+
+
+def _die_with_parent() -> None:
+    """The daemon ends with the controller, even one killed with SIGKILL."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)

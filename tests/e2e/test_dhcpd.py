@@ -1,0 +1,101 @@
+"""End to end (issue 11): homework-dhcpd answers the devices whose lease is already decided,
+on a real Open vSwitch, `[dhcp] answerer = "dhcpd"`.
+
+A new device is decided by the controller as always (its DISCOVER and REQUEST come to the
+controller from the daemon, unchanged); its renewals are then answered by the daemon
+alone, and the controller books them (the lease's expiry moves, the renewal is in the
+lease list). A blacklisted device gets no answer from either. A controller restart starts
+a new daemon with the whole table, and renewals go on being answered by it. Real udhcpc."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from conftest import emulated_home
+from homelab import REPO, Home
+
+BINARY = REPO / "dhcpd" / "target" / "release" / "homework-dhcpd"
+
+
+@pytest.fixture(scope="module")
+def home():
+    if not BINARY.exists():
+        pytest.fail(f"{BINARY} is not built (make deps builds it)")
+    yield from emulated_home({"dhcp": {"answerer": "dhcpd", "dhcpd_binary": str(BINARY)}},
+                             internet=False, hwdb=False)
+
+
+def stats(home: Home) -> dict:
+    res = home.homework("--json", "stats")
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout).get("dhcp", {})
+
+
+def lease_of(home: Home, mac: str) -> dict:
+    return next(x for x in json.loads(home.homework("--json", "leases").stdout) if x["mac"] == mac)
+
+
+def renew(dev) -> float:
+    """udhcpc renews now (unicast REQUEST); seconds until its ACK reached the client."""
+    sent = time.time()
+    dev.renew()
+    lease = dev.wait_for_lease(timeout=10, pred=lambda ls: ls.reason == "renew", after=sent)
+    return lease.time - sent
+
+
+def test_renewals_are_answered_by_the_daemon_and_booked_by_the_controller(home: Home):
+    dev = home.add_device(name="renewer")
+    dev.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
+    dev.start_udhcpc()
+    addr, prefix = dev.wait_for_ipv4(20)
+    assert prefix == 30
+    assert "homework-dhcpd reads requests from br0" in home.controller_log()
+    joined = stats(home)
+    assert joined.get("dhcpd_punted", 0) >= 2                  # the new device: decided by the controller
+    expires = lease_of(home, dev.mac)["expires"]
+    time.sleep(1.1)
+    for _ in range(3):
+        assert renew(dev) < 5
+    after = stats(home)
+    # three renewals answered without the controller seeing a request, and booked by it
+    assert after.get("dhcpd_punted", 0) == joined.get("dhcpd_punted", 0)
+    assert after.get("acks", 0) == joined.get("acks", 0) + 3
+    lease = lease_of(home, dev.mac)
+    assert lease["ip"] == addr and lease["expires"] > expires
+    assert dev.ping(dev.wait_for_gateway(5), count=1)
+
+
+def test_a_blacklisted_device_gets_no_answer_from_either(home: Home):
+    dev = home.add_device(name="outcast")
+    dev.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
+    dev.start_udhcpc()
+    dev.wait_for_ipv4(20)
+    assert home.homework("blacklist", dev.mac).returncode == 0
+    acks = stats(home).get("acks", 0)
+    sent = time.time()
+    dev.renew()
+    with pytest.raises(Exception):
+        dev.wait_for_lease(timeout=4, pred=lambda ls: ls.reason == "renew", after=sent)
+    assert stats(home).get("acks", 0) == acks
+
+
+def test_after_a_controller_restart_a_new_daemon_answers_from_the_whole_table(home: Home):
+    dev = home.add_device(name="survivor")
+    dev.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
+    dev.start_udhcpc()
+    addr, _ = dev.wait_for_ipv4(20)
+    old = home.router(["pgrep", "-f", "homework-dhcpd --interface"]).stdout.split()
+    home.restart_controller()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        new = home.router(["pgrep", "-f", "homework-dhcpd --interface"], check=False).stdout.split()
+        if new and new != old:
+            break
+        time.sleep(0.2)
+    assert new and not set(new) & set(old), (old, new)       # the old daemon died with the old controller
+    punted = stats(home).get("dhcpd_punted", 0)
+    assert renew(dev) < 5
+    assert stats(home).get("dhcpd_punted", 0) == punted      # answered by the new daemon, from its table
+    assert lease_of(home, dev.mac)["ip"] == addr

@@ -1,0 +1,140 @@
+"""The controller's side of homework-dhcpd (issue 11, [dhcp] answerer = "dhcpd"): the table
+it keeps in the daemon (live leases on our ports, not blacklisted; the lease time of the
+device's state), the bookkeeping of an answer the daemon gave (as if the controller had
+given it), and punted requests handled as before. The daemon itself is faked here; it
+is tested by cargo (dhcpd/) and end to end (tests/e2e/test_dhcp_fastpath.py)."""
+import pytest
+
+from homework.components.dhcp import dhcpd_link
+from homework.components.dhcp import fastpath as fp
+from homework.components.dhcp import message as m
+from homework.flows import LOCAL, Datapath
+from conftest import make_core
+from dhcpframes import dhcp_frame, opt_ip
+
+MAC = "02:00:00:00:00:0a"
+PORTS = {"br0": LOCAL, "d1": 1, "d2": 2}
+
+
+class FakeLink:
+    """Records what the server keeps in the daemon's table."""
+    instances: list["FakeLink"] = []
+
+    def __init__(self, binary, interface, on_punt, on_note, table, count):
+        self.on_punt, self.on_note, self.table_fn = on_punt, on_note, table
+        self.table: dict[str, dict] = {}
+        FakeLink.instances.append(self)
+
+    def start(self):
+        self.table = {e["mac"]: e for e in self.table_fn()}
+
+    def set(self, entry):
+        self.table[entry["mac"]] = entry
+
+    def delete(self, mac):
+        self.table.pop(mac, None)
+
+    def close(self):
+        pass
+
+
+class FakeSocket:
+    def __init__(self, sent):
+        self.sent = sent
+
+    def send(self, frame):
+        self.sent.append(frame)
+        return len(frame)
+
+    def close(self):
+        pass
+
+
+@pytest.fixture
+def core(tmp_path, clock, monkeypatch):
+    FakeLink.instances.clear()
+    sent = []
+    monkeypatch.setattr(dhcpd_link, "DhcpdLink", FakeLink)
+    monkeypatch.setattr("homework.components.dhcp.server.DhcpdLink", FakeLink)
+    monkeypatch.setattr("homework.components.dhcp.server.find_binary", lambda name: "/usr/bin/homework-dhcpd")
+    monkeypatch.setattr(fp, "open_send_socket", lambda ifname: FakeSocket(sent))
+    monkeypatch.setattr(fp, "open_socket", lambda ifname: pytest.fail("the daemon reads the requests"))
+    c = make_core(tmp_path, clock=clock, dhcp_answerer="dhcpd")
+    c.ctx.switch_is_real = True
+    c.datapath_up(Datapath(dpid=1, ports=dict(PORTS)))
+    c.sent = sent
+    return c
+
+
+def link(core) -> FakeLink:
+    return core.ctx.component("dhcp").dhcpd
+
+
+def punt(core, frame, port):
+    link(core).on_punt(fp.marker(port) + frame[6:])
+
+
+def join(core, port=1):
+    punt(core, dhcp_frame(MAC, m.DISCOVER), port)
+    punt(core, dhcp_frame(MAC, m.REQUEST, options=[opt_ip(50, "10.2.0.2"), opt_ip(54, "10.2.0.1")]), port)
+
+
+def test_a_new_device_is_decided_by_the_controller_then_answered_by_the_daemon(core):
+    assert link(core).table == {}                      # nobody has a lease yet
+    join(core)
+    assert len(core.sent) == 2                         # OFFER and ACK from the controller, on the socket
+    assert link(core).table == {MAC: {"mac": MAC, "port": 1, "ip": "10.2.0.2", "router": "10.2.0.1",
+                                      "broadcast": "10.2.0.3", "lease_time": 30, "hostname": "",
+                                      "relay": ""}}
+
+
+def test_an_answer_the_daemon_gave_is_booked_as_the_controllers_own(core, clock):
+    join(core)
+    expiry = core.ctx.leases.get(MAC).expires
+    events = []
+    core.ctx.bus.subscribe("lease", lambda topic, ev: events.append(ev["action"]))
+    clock.advance(10)
+    link(core).on_note({"op": "acked", "mac": MAC, "port": 1, "hostname": "console", "xid": 5})
+    lease = core.ctx.leases.get(MAC)
+    assert lease.expires == pytest.approx(expiry + 10) and lease.hostname == "console"
+    assert events == ["renewed"]
+    assert core.ctx.state.leases()[0]["hostname"] == "console"          # persisted
+    assert link(core).table[MAC]["hostname"] == "console"
+    assert core.counters.get("dhcp.acks") == 2
+
+
+def test_a_decision_changes_the_lease_time_the_daemon_gives_and_a_blacklist_takes_the_entry_away(core):
+    join(core)
+    core.ctx.devices.permit(MAC)
+    assert link(core).table[MAC]["lease_time"] == 3600
+    core.ctx.devices.blacklist(MAC)
+    assert MAC not in link(core).table
+    # an answer already on its way when the entry went: not booked
+    link(core).on_note({"op": "acked", "mac": MAC, "port": 1, "hostname": "", "xid": 6})
+    assert core.counters.get("dhcp.dhcpd_late") == 1
+
+
+def test_an_ended_or_forgotten_lease_leaves_the_table(core, clock):
+    join(core)
+    clock.advance(31)
+    core.ctx.component("dhcp").expire_leases()
+    assert MAC not in link(core).table
+    join(core)
+    assert MAC in link(core).table
+    core.ctx.devices.forget(MAC)
+    assert MAC not in link(core).table
+    link(core).on_note({"op": "acked", "mac": MAC, "port": 1, "hostname": "", "xid": 7})
+    assert core.ctx.leases.get(MAC) is None                # forgotten stays forgotten
+
+
+def test_a_restarted_daemon_gets_the_whole_table(core):
+    join(core)
+    assert link(core).table_fn() == [link(core).table[MAC]]
+
+
+def test_binary_lookup(tmp_path):
+    exe = tmp_path / "homework-dhcpd"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    assert dhcpd_link.find_binary(str(exe)) == str(exe)
+    assert dhcpd_link.find_binary(str(tmp_path / "missing")) is None
