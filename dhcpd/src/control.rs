@@ -13,7 +13,7 @@
 //! and `P` + the received frame, unchanged, for every frame the controller must decide.
 
 use crate::dhcp::{Entry, Kind, Mac, Note, Table};
-use crate::json::{self, Json};
+use serde_json::Value as Json;
 
 #[derive(Default, Debug, Clone)]
 pub struct Stats {
@@ -89,7 +89,7 @@ fn parse_ip(v: Option<&Json>) -> Option<[u8; 4]> {
 }
 
 pub fn parse_command(msg: &[u8]) -> Option<Command> {
-    let v = json::parse(msg).ok()?;
+    let v: Json = serde_json::from_slice(msg).ok()?;
     let mac = || parse_mac(v.get("mac")?.as_str()?);
     match v.get("op")?.as_str()? {
         "set" => {
@@ -149,7 +149,7 @@ pub fn note_json(note: &Note) -> String {
     });
     out.push_str(&format_mac(&note.mac));
     out.push_str(&format!("\",\"port\":{},\"hostname\":", note.port));
-    json::quote(&note.hostname, &mut out);
+    out.push_str(&Json::from(note.hostname.as_str()).to_string());
     out.push_str(&format!(",\"xid\":{}}}", note.xid));
     out
 }
@@ -179,7 +179,7 @@ mod tests {
         apply(br#"{"op":"del","mac":"02:00:00:00:00:05"}"#, &mut table, &mut stats);
         assert!(!table.contains_key(&MAC) && table.len() == 1);
         let reply = apply(br#"{"op":"stats"}"#, &mut table, &mut stats).unwrap();
-        let v = json::parse(reply.as_bytes()).unwrap();
+        let v: Json = serde_json::from_str(&reply).unwrap();
         assert_eq!(v.get("op").unwrap().as_str(), Some("stats"));
         assert_eq!(v.get("entries").unwrap().as_u64(), Some(1));
         for key in ["frames", "answered", "offers", "acks", "punted", "send_errors", "bad_control", "punt_dropped", "note_dropped"] {
@@ -233,7 +233,7 @@ mod tests {
         let note = Note { kind: Kind::Acked, mac: MAC, port: 3, hostname: "a\"b".into(), xid: 0x12345678 };
         let text = note_json(&note);
         assert_eq!(text, r#"{"op":"acked","mac":"02:00:00:00:00:05","port":3,"hostname":"a\"b","xid":305419896}"#);
-        assert!(json::parse(text.as_bytes()).is_ok());
+        assert!(serde_json::from_str::<Json>(&text).is_ok());
         let offered = note_json(&Note { kind: Kind::Offered, hostname: String::new(), ..note });
         assert!(offered.starts_with(r#"{"op":"offered""#) && offered.contains(r#""hostname":"""#));
     }

@@ -5,7 +5,6 @@
 mod bpf;
 mod control;
 mod dhcp;
-mod json;
 mod sys;
 
 #[cfg(test)]
