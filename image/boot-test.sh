@@ -804,6 +804,11 @@ ustatus() {  # ustatus MIN_PERCENT SECONDS: "state percent error" once done, at 
 r = json.loads(sys.stdin.readline())
 print(r.get("state"), r.get("percent"), r.get("error"))' 2>/dev/null
 }
+uphase() {  # uphase MIN_PERCENT SECONDS: "phase percent" (writing, verifying, boot-loader, ...), as ustatus waits
+  GT=$(( $2 + 20 )) g "python3 /var/lib/homework/bt-ctl.py wait $1 $2" | python3 -c 'import json, sys
+r = json.loads(sys.stdin.readline())
+print(r.get("phase") or r.get("state"), r.get("percent"))' 2>/dev/null
+}
 fetch_hwup() {  # fetch_hwup NAME: the router downloads $ART/www/NAME from the ISP's web server
   GT=125 g "rm -f /var/lib/homework/bt-update.hwup; curl -sf -m 115 -o /var/lib/homework/bt-update.hwup http://$ISP_IP/$1 && sync && ls -l /var/lib/homework/bt-update.hwup" >>"$ART/update.log" 2>&1
 }
@@ -962,7 +967,7 @@ ab_updates() {
   log "A/B 4: power cut while slot A is verified (read back), then during its first boot (boot 8, BIOS)"
   fetch_hwup update-next.hwup || { fail "the router downloads update-next.hwup" "see $ART/update.log"; return; }
   out=$(update_start); echo "update-start update-next.hwup: $out" >>"$ART/update.log"
-  p=$(ustatus 92 400); p=${p% *}
+  p=$(uphase 92 400)
   echo "power cut at: $p" >>"$ART/update.log"
   if [[ "$p" == verifying* ]]; then
     kill -9 "$QEMU_PID"; wait_gone 10

@@ -31,7 +31,8 @@ homework-dhcpd answering the leases the controller has decided (`homework-dhcpd`
 
 Environment: BENCH_DHCP_RUNS (3), BENCH_DHCP_PERIOD (3 s), BENCH_DHCP_RAMP
 ("100,250,500,1000,2000,4000,8000"), BENCH_DHCP_RAMP_PERIOD (2 s),
-BENCH_DHCP_MAX_DROPS (2 %), BENCH_DHCP_DEVICES (100),
+BENCH_DHCP_MAX_DROPS (2 %), BENCH_DHCP_SAME_RATE (400/s: the rate at which every server's
+latency is also measured, within dnsmasq's reach at 1000 clients), BENCH_DHCP_DEVICES (100),
 BENCH_DHCP_SERVERS ("homework,homework-dhcpd,dnsmasq"), BENCH_DHCP_FAST_PATH (1; 0: the controller's
 packet-in path, for comparison).
 """
@@ -63,6 +64,7 @@ CLIENTS = (100, 1000)
 RAMP = [int(x) for x in os.environ.get("BENCH_DHCP_RAMP", "100,250,500,1000,2000,4000,8000").split(",")]
 RAMP_PERIOD = int(os.environ.get("BENCH_DHCP_RAMP_PERIOD", "2"))
 MAX_DROPS = float(os.environ.get("BENCH_DHCP_MAX_DROPS", "2"))
+SAME_RATE = int(os.environ.get("BENCH_DHCP_SAME_RATE", "400"))   # within every server's reach
 N_DEVICES = int(os.environ.get("BENCH_DHCP_DEVICES", "100"))
 SERVERS = [s for s in os.environ.get("BENCH_DHCP_SERVERS", "homework,homework-dhcpd,dnsmasq").split(",") if s]
 DHCPD = REPO / "dhcpd" / "target" / "release" / "homework-dhcpd"
@@ -419,6 +421,15 @@ def perf_scenario(srv: "Server", dev: Device, clients: int) -> dict:
             f"p99 {fmt(pct(r['latencies_ms'], 99))} ms")
         runs.append(r)
     nan = float("nan")
+    # the same offered rate for every server: latency compared without one of them at its edge
+    same = []
+    for i in range(RUNS):
+        r = srv.perfdhcp(dev, clients, SAME_RATE, PERIOD)
+        acks += r["acks"]
+        say(f"{srv.kind}: {clients} clients @ {SAME_RATE}/s (same rate for all) run {i + 1}: "
+            f"median {fmt(pct(r['latencies_ms'], 50))} ms, p99 {fmt(pct(r['latencies_ms'], 99))} ms, "
+            f"drops {fmt(r['drops_pct'])}%")
+        same.append(r)
     cpu = srv.cpu_seconds() - cpu0
     return res | {
         "cpu_ms_per_exchange": 1000 * cpu / acks if acks else None,
@@ -426,6 +437,8 @@ def perf_scenario(srv: "Server", dev: Device, clients: int) -> dict:
         "drops_pct": statistics.median(r["drops_pct"] or 0.0 for r in runs),
         "median_ms": statistics.median(pct(r["latencies_ms"], 50) or nan for r in runs),
         "p99_ms": statistics.median(pct(r["latencies_ms"], 99) or nan for r in runs),
+        "same_median_ms": statistics.median(pct(r["latencies_ms"], 50) or nan for r in same),
+        "same_p99_ms": statistics.median(pct(r["latencies_ms"], 99) or nan for r in same),
     }
 
 
@@ -514,10 +527,12 @@ def table(results: dict) -> str:
                                          ("drops_pct", "drops at that rate", " %", "lower"),
                                          ("median_ms", "reply latency median", " ms", "lower"),
                                          ("p99_ms", "reply latency p99", " ms", "lower"),
+                                         ("same_median_ms", f"reply latency median at {SAME_RATE}/s (same rate)", " ms", "lower"),
+                                         ("same_p99_ms", f"reply latency p99 at {SAME_RATE}/s (same rate)", " ms", "lower"),
                                          ("peak_rate", "peak exchanges/s seen in the ramp", "", "higher"),
                                          ("cpu_ms_per_exchange", "server CPU per 4-way exchange", " ms", "lower")):
             row(f"perfdhcp, {clients} clients", label,
-                {k: results[k]["perfdhcp"][clients][key] for k in kinds}, better, unit)
+                {k: results[k]["perfdhcp"][clients].get(key) for k in kinds}, better, unit)
     for key, label, unit in (("median_s", "start -> ACK median", " s"), ("p90_s", "start -> ACK p90", " s"),
                              ("max_s", "start -> ACK max", " s"),
                              ("wire_median_s", "DISCOVER -> ACK on the wire, median", " s"),

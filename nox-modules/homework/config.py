@@ -182,9 +182,10 @@ KEYS: tuple[Key, ...] = (
     Key("dhcp.fast_path", "dhcp_fast_path", bool, True,
         "DHCP through a raw socket on the bridge's LOCAL interface instead of OpenFlow packet-in "
         "(falls back to packet-in if the socket cannot be opened)"),
-    Key("dhcp.answerer", "dhcp_answerer", str, "controller",
-        "who answers the fast path's requests: 'controller', or 'dhcpd' (homework-dhcpd answers devices "
-        "with a live lease from a table the controller keeps, and hands it everything else)",
+    Key("dhcp.answerer", "dhcp_answerer", str, "dhcpd",
+        "who answers the fast path's requests: 'dhcpd' (homework-dhcpd answers devices with a live lease "
+        "from a table the controller keeps, and hands it everything else; the controller answers if the "
+        "binary is missing), or 'controller' (every request)",
         one_of("controller", "dhcpd")),
     Key("dhcp.dhcpd_binary", "dhcpd_binary", str, "homework-dhcpd",
         "homework-dhcpd: a path, or a name on PATH (a checkout's dhcpd/target/release build is found too)"),

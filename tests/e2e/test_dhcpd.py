@@ -51,7 +51,7 @@ def test_renewals_are_answered_by_the_daemon_and_booked_by_the_controller(home: 
     dev.start_udhcpc()
     addr, prefix = dev.wait_for_ipv4(20)
     assert prefix == 30
-    assert "homework-dhcpd reads requests from br0" in home.controller_log()
+    assert "fast path: requests read from br0 by homework-dhcpd" in home.controller_log()
     joined = stats(home)
     assert joined.get("dhcpd_punted", 0) >= 2                  # the new device: decided by the controller
     expires = lease_of(home, dev.mac)["expires"]

@@ -138,3 +138,32 @@ def test_binary_lookup(tmp_path):
     exe.chmod(0o755)
     assert dhcpd_link.find_binary(str(exe)) == str(exe)
     assert dhcpd_link.find_binary(str(tmp_path / "missing")) is None
+
+
+def test_the_daemons_answers_are_booked_once_per_device_per_batch():
+    import json
+    booked, punted, counted = [], [], []
+    link = dhcpd_link.DhcpdLink("/bin/false", "br0", punted.append, booked.append, lambda: [],
+                                lambda name, n=1: counted.append(name))
+    note = {"mac": MAC, "port": 1, "hostname": "", "xid": 1}
+    for op in ("offered", "acked", "offered", "acked"):
+        link._dispatch(json.dumps({**note, "op": op}).encode())
+    link._dispatch(json.dumps({**note, "op": "offered", "mac": "02:00:00:00:00:0b"}).encode())
+    link._dispatch(b"P" + b"\x0e\x68\x77\x00\x00\x01" + b"frame")          # a punt goes at once
+    link._dispatch(b"not json")
+    link._dispatch(b'{"op": "acked"}')                                      # no MAC
+    assert punted == [b"\x0e\x68\x77\x00\x00\x01frame"] and booked == []
+    assert counted.count("dhcp.dhcpd_bad_message") == 2
+    link.book()
+    assert [(b["mac"], b["op"], b["counts"]) for b in booked] == [
+        (MAC, "acked", {"offered": 2, "acked": 2}), ("02:00:00:00:00:0b", "offered", {"offered": 1, "acked": 0})]
+    link.book()
+    assert len(booked) == 2                                                  # nothing twice
+
+
+def test_a_batch_counts_every_answer_it_folds(core):
+    join(core)
+    acks = core.counters.get("dhcp.acks")
+    link(core).on_note({"op": "acked", "mac": MAC, "port": 1, "hostname": "", "xid": 9,
+                        "counts": {"acked": 5, "offered": 2}})
+    assert core.counters.get("dhcp.acks") == acks + 5

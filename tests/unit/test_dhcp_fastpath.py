@@ -107,7 +107,7 @@ def fast_core(tmp_path, clock, monkeypatch):
     log = []
     monkeypatch.setattr(fp.FastPath, "start", lambda self: None)     # no read loop: frames are fed
     monkeypatch.setattr(fp, "open_socket", lambda ifname: FakeSocket(log))
-    core = make_core(tmp_path, clock=clock)
+    core = make_core(tmp_path, clock=clock, dhcp_answerer="controller")   # the daemon: test_dhcp_dhcpd_link.py
     core.ctx.switch_is_real = True
     apply = core.switch.apply
 
@@ -202,7 +202,7 @@ def test_no_socket_means_packet_in(tmp_path, clock, monkeypatch, caplog):
     def refuse(ifname):
         raise PermissionError("no CAP_NET_RAW")
     monkeypatch.setattr(fp, "open_socket", refuse)
-    core = make_core(tmp_path, clock=clock)
+    core = make_core(tmp_path, clock=clock, dhcp_answerer="controller")   # the daemon: test_dhcp_dhcpd_link.py
     core.ctx.switch_is_real = True
     for _ in range(2):
         core.datapath_up(Datapath(dpid=1, ports=dict(PORTS)))

@@ -126,7 +126,7 @@ class DhcpServer(Component):
             self.dhcpd = DhcpdLink(binary, self.ctx.config.bridge, self._punted, self._dhcpd_note,
                                    self._dhcpd_table, self.ctx.count)
             self.dhcpd.start()
-            self.log.info("DHCP fast path: homework-dhcpd reads requests from %s", self.ctx.config.bridge)
+            self.log.info("DHCP fast path: requests read from %s by homework-dhcpd", self.ctx.config.bridge)
         else:
             self.fast.start()
             self.log.info("DHCP fast path: requests read from %s", self.ctx.config.bridge)
@@ -170,17 +170,22 @@ class DhcpServer(Component):
         self.fast_request(port, frame)
 
     def _dhcpd_note(self, note: dict) -> None:
-        """homework-dhcpd answered: the same bookkeeping as if we had. A lease forgotten or a
-        device blacklisted meanwhile is left as it is (the daemon's entry is already gone)."""
+        """homework-dhcpd answered (its latest answer to this device in a batch, `counts` of
+        each kind): the same bookkeeping as if we had. A lease forgotten or a device
+        blacklisted meanwhile is left as it is (the daemon's entry is already gone)."""
         mac, port, hostname = note.get("mac", ""), int(note.get("port", 0)), note.get("hostname", "")
         if self.alloc.block_for(mac) is None or self.ctx.state.device_state(mac) == "blacklisted":
             self.ctx.count("dhcp.dhcpd_late")
             return
+        counts = note.get("counts") or {note.get("op"): 1}
         with self.ctx.bus.held():
             if note.get("op") == "acked":          # it answers a relayed lease only through its relay
                 self._grant(mac, port, hostname, relay=self.relays.get(mac, ""))
             elif note.get("op") == "offered":
                 self._offered(mac, port, hostname)
+        # the answers folded into this one booking (dhcpd_link.BOOK_EVERY)
+        self.ctx.count("dhcp.acks", max(0, counts.get("acked", 0) - (note.get("op") == "acked")))
+        self.ctx.count("dhcp.offers", max(0, counts.get("offered", 0) - (note.get("op") == "offered")))
 
     def fast_request(self, in_port: int, data: bytes) -> None:
         """One request from the socket: handled as a packet-in would be; the reply goes out
