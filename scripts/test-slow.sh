@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The slow half of `make test`: the image boot test (QEMU under TCG, about 13 minutes of
-# which most is the guest booting and writing a slot) runs beside the end-to-end and the
-# browser tests (about 20 minutes, mostly waiting on timers, DHCP and namespaces), instead
-# of after them. The two share nothing: the boot test's namespaces, links and taps are
-# its own (hwbt-*), the homes' are per run, and the browser runs in a namespace of its
-# own whose network holds still. The boot test's output goes to a file and is printed
-# when everything else is done. Exit status: non-zero if any of the three failed.
+# The slow half of `make test`: the image boot test (QEMU under TCG, about 20 minutes, most
+# of it the guest booting and writing slots) runs beside the end-to-end and the browser
+# tests (about 20 minutes, mostly waiting on timers, DHCP and namespaces) instead of after
+# them. They share nothing: the boot test's namespaces, links and taps are its own
+# (hwbt-*), each home's are per run, and the browser runs in a namespace of its own whose
+# network holds still. The few e2e tests that load the whole machine on purpose
+# (@pytest.mark.machine) run last, once the boot test is done. The boot test's output goes
+# to a file and is printed at the end. Exit status: non-zero if any part failed.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
+export PYTHONPATH="${PYTHONPATH:-$PWD/nox-modules:$PWD/hwdb/python:$PWD/tests}"
 mkdir -p test-artifacts
 LOG=test-artifacts/image-test.log
 # At the lowest CPU priority (and best-effort IO, lowest level): the end-to-end tests that
@@ -19,11 +21,14 @@ BOOT=$!
 trap 'kill -TERM "$BOOT" 2>/dev/null; wait "$BOOT"; exit 130' INT TERM
 echo "image boot test started beside the tests below (output: $LOG)"
 
-make --no-print-directory test-e2e; E2E=$?
+.venv/bin/pytest -q -m "not machine" tests/e2e; E2E=$?
 make --no-print-directory test-ui; UI=$?
 wait "$BOOT"; IMAGE=$?
 trap - INT TERM
+# The tests that load the whole machine on purpose (@pytest.mark.machine), once it is theirs.
+echo "end-to-end tests that need the machine to themselves:"
+.venv/bin/pytest -q -m machine tests/e2e; MACHINE=$?
 echo "== image boot test (ran beside the tests above) =="
 cat "$LOG"
-echo "make test: e2e exit $E2E, ui exit $UI, image boot test exit $IMAGE"
-[ "$E2E" -eq 0 ] && [ "$UI" -eq 0 ] && [ "$IMAGE" -eq 0 ]
+echo "make test: e2e exit $E2E, ui exit $UI, image boot test exit $IMAGE, e2e needing the machine exit $MACHINE"
+[ "$E2E" -eq 0 ] && [ "$UI" -eq 0 ] && [ "$IMAGE" -eq 0 ] && [ "$MACHINE" -eq 0 ]

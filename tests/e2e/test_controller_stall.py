@@ -75,6 +75,7 @@ def lab():
         yield DnsLab(home).start(captive=False, dnsmasq_args=(f"--address=/stall.test/{STALL_ADDR}",))
 
 
+@pytest.mark.machine
 def test_a_burst_of_new_names_does_not_stall_dhcp_or_the_control_socket(lab):
     home = lab.home
     load, renewer = lab.join("load"), lab.join("renewer")

@@ -60,6 +60,7 @@ def page_median(dev) -> float:
     return statistics.median(times)
 
 
+@pytest.mark.machine
 def test_shaping_keeps_the_prio_device_fast_under_load_and_class_changes_move_running_traffic(home):
     bulk, prio = permitted_device(home, "bulk"), permitted_device(home, "prio")
     post(home, f"qos/devices/{prio.mac}", {"class": "high"})
