@@ -88,7 +88,8 @@ PERF_AGENT = "10.2.0.2"     # the perf device is the home's first device: block 
 # perfdhcp is a relay agent bringing a thousand new MACs through one port: the controller
 # must trust it as a relay (issue 20) and not rate-limit or forget its clients.
 HOMEWORK_CONFIG = {"dhcp": {"relays": [PERF_AGENT], "new_macs_burst": 100000, "new_macs_per_minute": 10**6,
-                            "fast_path": os.environ.get("BENCH_DHCP_FAST_PATH", "1") != "0"},
+                            "fast_path": os.environ.get("BENCH_DHCP_FAST_PATH", "1") != "0",
+                            "answerer": "controller"},
                    "devices": {"max_pending": 10**6}}
 # homework-dhcpd (issue 11): the controller decides new leases, the daemon answers the rest
 HOMEWORK_DHCPD_CONFIG = {**HOMEWORK_CONFIG, "dhcp": {**HOMEWORK_CONFIG["dhcp"], "answerer": "dhcpd",
