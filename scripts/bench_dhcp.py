@@ -244,14 +244,21 @@ class Server:
         if self.leasefile:
             self.leasefile.unlink(missing_ok=True)
 
-    def cpu_seconds(self) -> float:
-        """CPU time used so far by the DHCP server process (controller or dnsmasq)."""
-        if self.homework:
-            pid = self.home._controller.pid if self.home._controller else None
-            # with homework-dhcpd, the daemon's time too (the controller's child)
-            children = subprocess.run(["pgrep", "-P", str(pid), "homework-dhcpd"], capture_output=True,
-                                      text=True).stdout.split() if pid else []
-            pids = [pid, *map(int, children)]
+    def daemon_pids(self) -> list[int]:
+        """homework-dhcpd, the controller's child, if it runs."""
+        pid = self.home._controller.pid if self.homework and self.home._controller else None
+        if pid is None:
+            return []
+        out = subprocess.run(["pgrep", "-P", str(pid), "homework-dhcpd"], capture_output=True, text=True).stdout
+        return [int(p) for p in out.split()]
+
+    def cpu_seconds(self, daemon_only: bool = False) -> float:
+        """CPU time used so far by the DHCP server (controller and homework-dhcpd, or
+        dnsmasq); `daemon_only`: homework-dhcpd's alone."""
+        if daemon_only:
+            pids = self.daemon_pids()
+        elif self.homework:
+            pids = [self.home._controller.pid if self.home._controller else None, *self.daemon_pids()]
         else:
             pids = [_read_pid(self.home.dir / "dnsmasq.pid")]
         try:
@@ -391,7 +398,7 @@ def perf_scenario(srv: "Server", dev: Device, clients: int) -> dict:
     grows until replies come later than perfdhcp waits (1 s) and everything counts as
     dropped, so a fixed overload rate says little; the sustained rate does."""
     ramp, best = [], None
-    cpu0, acks = srv.cpu_seconds(), 0
+    cpu0, daemon0, acks = srv.cpu_seconds(), srv.cpu_seconds(daemon_only=True), 0
     for rate in RAMP:
         r = srv.perfdhcp(dev, clients, rate, RAMP_PERIOD)
         acks += r["acks"]
@@ -432,8 +439,10 @@ def perf_scenario(srv: "Server", dev: Device, clients: int) -> dict:
             f"drops {fmt(r['drops_pct'])}%")
         same.append(r)
     cpu = srv.cpu_seconds() - cpu0
+    daemon = srv.cpu_seconds(daemon_only=True) - daemon0
     return res | {
         "cpu_ms_per_exchange": 1000 * cpu / acks if acks else None,
+        "daemon_cpu_ms_per_exchange": 1000 * daemon / acks if acks and srv.daemon_pids() else None,
         "rate": statistics.median(r["rate"] for r in runs),
         "drops_pct": statistics.median(r["drops_pct"] or 0.0 for r in runs),
         "median_ms": statistics.median(pct(r["latencies_ms"], 50) or nan for r in runs),
@@ -531,7 +540,8 @@ def table(results: dict) -> str:
                                          ("same_median_ms", f"reply latency median at {SAME_RATE}/s (same rate)", " ms", "lower"),
                                          ("same_p99_ms", f"reply latency p99 at {SAME_RATE}/s (same rate)", " ms", "lower"),
                                          ("peak_rate", "peak exchanges/s seen in the ramp", "", "higher"),
-                                         ("cpu_ms_per_exchange", "server CPU per 4-way exchange", " ms", "lower")):
+                                         ("cpu_ms_per_exchange", "server CPU per 4-way exchange", " ms", "lower"),
+                                         ("daemon_cpu_ms_per_exchange", "  of which homework-dhcpd", " ms", "lower")):
             row(f"perfdhcp, {clients} clients", label,
                 {k: results[k]["perfdhcp"][clients].get(key) for k in kinds}, better, unit)
     for key, label, unit in (("median_s", "start -> ACK median", " s"), ("p90_s", "start -> ACK p90", " s"),

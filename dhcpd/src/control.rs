@@ -9,7 +9,8 @@
 //!   {"op":"stats"}            -> {"op":"stats","frames":N,...} (see `Stats::json`)
 //! Anything else (bad JSON, unknown op, a bad field): ignored and counted as bad_control.
 //!
-//! Out: `{"op":"offered"|"acked","mac":..,"port":P,"hostname":..,"xid":N}` after a reply,
+//! Out: `{"op":"offered"|"acked","mac":..,"port":P,"hostname":..,"xid":N,"counts":{"offered":N,"acked":N}}`
+//! for each device answered in the last batch (main.rs: TELL_EVERY),
 //! and `P` + the received frame, unchanged, for every frame the controller must decide.
 
 use crate::dhcp::{Entry, Kind, Mac, Note, Table};
@@ -141,6 +142,45 @@ pub fn apply(msg: &[u8], table: &mut Table, stats: &mut Stats) -> Option<String>
     None
 }
 
+/// What the daemon answered one device since the last batch: the latest answer (an ACK
+/// outranks an OFFER: it is the one that moves the lease) and how many of each.
+#[derive(Debug, Clone)]
+pub struct Answered {
+    pub note: Note,
+    pub offered: u32,
+    pub acked: u32,
+}
+
+impl Answered {
+    pub fn new(note: Note) -> Self {
+        let mut a = Answered { note: note.clone(), offered: 0, acked: 0 };
+        a.count(note.kind);
+        a
+    }
+
+    pub fn add(&mut self, note: Note) {
+        self.count(note.kind);
+        if note.kind == Kind::Acked || self.note.kind != Kind::Acked {
+            self.note = note;
+        }
+    }
+
+    fn count(&mut self, kind: Kind) {
+        match kind {
+            Kind::Offered => self.offered += 1,
+            Kind::Acked => self.acked += 1,
+        }
+    }
+
+    /// The note with the counts of the batch: `{"op":..,..,"counts":{"offered":N,"acked":N}}`.
+    pub fn json(&self) -> String {
+        let mut out = note_json(&self.note);
+        out.pop(); // the closing brace
+        out.push_str(&format!(",\"counts\":{{\"offered\":{},\"acked\":{}}}}}", self.offered, self.acked));
+        out
+    }
+}
+
 pub fn note_json(note: &Note) -> String {
     let mut out = String::with_capacity(128);
     out.push_str(match note.kind {
@@ -226,6 +266,20 @@ mod tests {
         apply(ok.as_bytes(), &mut table, &mut stats);
         assert_eq!(table[&[2, 0, 0, 0, 0, 10]].hostname, "");
         assert_eq!(stats.bad_control, bad.len() as u64);
+    }
+
+    #[test]
+    fn a_batch_keeps_the_latest_ack_and_counts_every_answer() {
+        let offer = Note { kind: Kind::Offered, mac: MAC, port: 3, hostname: String::new(), xid: 1 };
+        let ack = Note { kind: Kind::Acked, xid: 2, ..offer.clone() };
+        let mut a = Answered::new(offer.clone());
+        a.add(ack.clone());
+        a.add(Note { xid: 3, ..offer });
+        assert_eq!((a.note.kind, a.note.xid, a.offered, a.acked), (Kind::Acked, 2, 2, 1));
+        let v: Json = serde_json::from_str(&a.json()).unwrap();
+        assert_eq!(v.get("op").unwrap().as_str(), Some("acked"));
+        assert_eq!(v["counts"]["offered"].as_u64(), Some(2));
+        assert_eq!(v["counts"]["acked"].as_u64(), Some(1));
     }
 
     #[test]

@@ -10,17 +10,24 @@ mod sys;
 #[cfg(test)]
 mod dhcp_tests;
 
+use std::collections::HashMap;
 use std::io::ErrorKind;
 use std::os::raw::c_int;
 use std::process::exit;
+use std::time::{Duration, Instant};
 
-use control::Stats;
-use dhcp::{Action, Kind, Table, Why};
+use control::{Answered, Stats};
+use dhcp::{Action, Kind, Mac, Table, Why};
 use sys::{PollFd, POLLERR, POLLHUP, POLLIN, POLLNVAL};
 
 const RCVBUF: c_int = 4 << 20; // a burst of a thousand clients fits
 const FRAMES_PER_TURN: usize = 64; // then table updates get a turn
 const CONTROL_PER_TURN: usize = 1024;
+// What was answered is told to the controller in batches, one message per device: at
+// thousands of renewals a second a message per answer costs the controller (which books
+// each one) the CPU the answers need.
+const TELL_EVERY: Duration = Duration::from_millis(50);
+const TELL_AT_MOST: usize = 4096; // devices in one batch before it goes early
 
 fn usage() -> ! {
     eprintln!("usage: homework-dhcpd --interface IFNAME --control-fd N");
@@ -50,6 +57,8 @@ struct Daemon {
     table: Table,
     stats: Stats,
     out: Vec<u8>,
+    answered: HashMap<Mac, Answered>,
+    tell_at: Option<Instant>,
 }
 
 impl Daemon {
@@ -93,10 +102,36 @@ impl Daemon {
                     Kind::Offered => self.stats.offers += 1,
                     Kind::Acked => self.stats.acks += 1,
                 }
-                if !self.tell(control::note_json(&note).as_bytes()) {
-                    self.stats.note_dropped += 1;
+                match self.answered.get_mut(&note.mac) {
+                    Some(a) => a.add(note),
+                    None => {
+                        self.answered.insert(note.mac, Answered::new(note));
+                    }
+                }
+                self.tell_at.get_or_insert_with(|| Instant::now() + TELL_EVERY);
+                if self.answered.len() >= TELL_AT_MOST {
+                    self.tell_answered();
                 }
             }
+        }
+    }
+
+    /// The batch of answers to the controller, one message per device.
+    fn tell_answered(&mut self) {
+        self.tell_at = None;
+        let batch = std::mem::take(&mut self.answered);
+        for a in batch.values() {
+            if !self.tell(a.json().as_bytes()) {
+                self.stats.note_dropped += 1;
+            }
+        }
+    }
+
+    /// Milliseconds poll may wait: until the batch is due, or for ever without one.
+    fn wait_ms(&self) -> c_int {
+        match self.tell_at {
+            None => -1,
+            Some(at) => at.saturating_duration_since(Instant::now()).as_millis().min(1000) as c_int,
         }
     }
 
@@ -148,12 +183,20 @@ fn main() {
             exit(1)
         }
     };
-    let mut d = Daemon { sock: sock.0, ctl, table: Table::new(), stats: Stats::default(), out: Vec::with_capacity(2048) };
+    let mut d = Daemon {
+        sock: sock.0,
+        ctl,
+        table: Table::new(),
+        stats: Stats::default(),
+        out: Vec::with_capacity(2048),
+        answered: HashMap::new(),
+        tell_at: None,
+    };
     let mut frame_buf = vec![0u8; 65536];
     let mut ctl_buf = vec![0u8; 65536];
     loop {
         let mut fds = [PollFd { fd: ctl, events: POLLIN, revents: 0 }, PollFd { fd: d.sock, events: POLLIN, revents: 0 }];
-        match sys::poll_fds(&mut fds, -1) {
+        match sys::poll_fds(&mut fds, d.wait_ms()) {
             Ok(_) => {}
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) => {
@@ -171,6 +214,9 @@ fn main() {
         }
         if fds[1].revents & (POLLIN | POLLERR) != 0 {
             d.frames(&mut frame_buf);
+        }
+        if d.tell_at.is_some_and(|at| Instant::now() >= at) {
+            d.tell_answered();
         }
     }
 }

@@ -159,6 +159,11 @@ def test_the_daemons_answers_are_booked_once_per_device_per_batch():
         (MAC, "acked", {"offered": 2, "acked": 2}), ("02:00:00:00:00:0b", "offered", {"offered": 1, "acked": 0})]
     link.book()
     assert len(booked) == 2                                                  # nothing twice
+    # the daemon's own batches carry their counts
+    link._dispatch(json.dumps({**note, "op": "acked", "counts": {"offered": 3, "acked": 4}}).encode())
+    link._dispatch(json.dumps({**note, "op": "offered", "counts": {"offered": 1, "acked": 0}}).encode())
+    link.book()
+    assert (booked[-1]["op"], booked[-1]["counts"]) == ("acked", {"offered": 4, "acked": 4})
 
 
 def test_a_batch_counts_every_answer_it_folds(core):

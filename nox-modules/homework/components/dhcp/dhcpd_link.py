@@ -151,7 +151,10 @@ class DhcpdLink:
         # the counts of both are kept for the counters.
         prev = self._unbooked.get(mac)
         counts = {"offered": 0, "acked": 0} if prev is None else prev["counts"]
-        counts[note["op"]] += 1
+        told = note.get("counts")             # the daemon's own batch: how many of each
+        for kind in counts:
+            n = told.get(kind, 0) if isinstance(told, dict) else int(kind == note["op"])
+            counts[kind] += n if isinstance(n, int) and n > 0 else 0
         if prev is None or note["op"] == "acked" or prev["op"] != "acked":
             prev = dict(note)
         prev["counts"] = counts
