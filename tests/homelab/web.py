@@ -144,14 +144,19 @@ class Web:
         router: (its name, the board's URL from there). Chromium aborts every request in
         flight (ERR_NETWORK_CHANGED) when an address of its namespace comes or goes, and
         the host's namespace sees that whenever an emulated home starts or a finished
-        one's links are cleaned up (the kernel does that late, in the background). Here
-        nothing changes while a test runs, as on a household member's laptop."""
+        one's links are cleaned up (the kernel does that late, in the background). Here,
+        with IPv4 only, nothing changes while a test runs, as on a household member's
+        laptop."""
         ns = f"{self.home.run_id}-v"
         viewer, router = view_addresses(self.home.run_id)
         if ns in self.home._namespaces:          # made already for this home
             return ns, f"https://{router}/"
         sh(["ip", "netns", "add", ns])
         self.home._namespaces.append(ns)
+        # IPv4 only: an IPv6 address appearing later (link-local after DAD, or SLAAC from
+        # an RA the router sends) is a change too, and aborts what is in flight.
+        sh(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1",
+            "net.ipv6.conf.default.disable_ipv6=1"])
         sh(["ip", "-n", ns, "link", "set", "lo", "up"])
         sh(["ip", "-n", self.home.router_ns, "link", "add", "view0", "type", "veth", "peer", "name", "eth0",
             "netns", ns])

@@ -40,14 +40,28 @@ async function submitRestore(file, passphrase) {
   }
 }
 
+/** Type the passphrase, press Download: the download. No download within 30 s is tried
+    again (up to three times), each time saying what the form showed, so a failure says why. */
+async function downloadBackup(form) {
+  for (let i = 1; ; i++) {
+    await form.locator('input[name=passphrase]').fill(PASSPHRASE);
+    const download = page.waitForEvent('download', { timeout: 30000 }).catch(() => null);
+    await form.locator('button').click();
+    const got = await download;
+    if (got) return got;
+    const shown = { error: await form.locator('.error').innerText(), status: await form.locator('.status').innerText() };
+    if (i >= 3) throw new Error(`no backup download after ${i} tries; the form shows ${JSON.stringify(shown)}`);
+    console.error(`no backup download within 30 s (the form shows ${JSON.stringify(shown)}); again`);
+  }
+}
+
 test('download a backup, a wrong passphrase is refused, the right one restores', { timeout: 300000 }, async () => {
   await cli('permit', MAC);
   await cli('name', MAC, '--name', 'Console', '--owner', 'Ben');
   await openSettings();
 
   const form = page.locator('#backup-download');
-  await form.locator('input[name=passphrase]').fill(PASSPHRASE);
-  const [download] = await Promise.all([page.waitForEvent('download'), form.locator('button').click()]);
+  const download = await downloadBackup(form);
   assert.match(download.suggestedFilename(), /^homework-backup-\d{4}-\d{2}-\d{2}\.hwbak$/);
   const file = await download.path();
   const doc = JSON.parse(readFileSync(file, 'utf-8'));
