@@ -298,6 +298,13 @@ wait_ready() {  # wait_ready N: seconds to HOMEWORK-READY + agent, or fail
     sleep 1
   done
 }
+wait_line() {  # wait_line PATTERN FILE [INTERVAL]: 0 once PATTERN is in FILE; 1 if QEMU exits or BOOT_TIMEOUT passes
+  local t0; t0=$(date +%s)
+  until grep -q "$1" "$2" 2>/dev/null; do
+    kill -0 "$QEMU_PID" 2>/dev/null && [ $(( $(date +%s) - t0 )) -lt "$BOOT_TIMEOUT" ] || return 1
+    sleep "${3:-1}"
+  done
+}
 g() {  # run a shell command in the guest; output to stdout
   python3 "$TOP/image/boot-test-agent.py" "$ART/agent.sock" "${GT:-60}" "$*"
 }
@@ -947,11 +954,7 @@ ab_updates() {
   fi
   # boot 6: which slot the boot loader chose is known as soon as the agent answers
   boot uefi 6 || { fail "boot 6 (UEFI) QEMU start" "see $ART/qemu-boot6.log"; return; }
-  local t0; t0=$(date +%s)
-  until grep -q '^HOMEWORK-AGENT ready' "$ART/ttyS1-boot6.log" 2>/dev/null; do
-    kill -0 "$QEMU_PID" 2>/dev/null && [ $(( $(date +%s) - t0 )) -lt "$BOOT_TIMEOUT" ] || break
-    sleep 1
-  done
+  wait_line '^HOMEWORK-AGENT ready' "$ART/ttyS1-boot6.log"
   e=$(entries)
   if in_slot b "$V2" "$S2" >>"$ART/checks.log" 2>&1 && [[ " $e " == *" homework-a+0-1.conf "* ]] && [[ " $e " == *" homework-b.conf "* ]]; then
     pass "boot 6: back on slot B ($V2) by itself within two boots; slot A's entry used its one try (ESP: $e)"
@@ -987,10 +990,7 @@ ab_updates() {
   boot bios 8 || { fail "boot 8 (BIOS) QEMU start" "see $ART/qemu-boot8.log"; return; }
   # the power goes once slot A's own system is up and the data partition is in use
   local t0; t0=$(date +%s)
-  until grep -q 'homework-net: WAN=' "$ART/ttyS0-boot8.log" 2>/dev/null; do
-    kill -0 "$QEMU_PID" 2>/dev/null && [ $(( $(date +%s) - t0 )) -lt "$BOOT_TIMEOUT" ] || break
-    sleep 0.5
-  done
+  wait_line 'homework-net: WAN=' "$ART/ttyS0-boot8.log" 0.5
   if grep -q 'root=PARTLABEL=hw-root-a ' "$ART/ttyS0-boot8.log" && grep -q 'homework-net: WAN=' "$ART/ttyS0-boot8.log" &&
      kill -0 "$QEMU_PID" 2>/dev/null; then
     kill -9 "$QEMU_PID"; wait_gone 10
