@@ -1,15 +1,7 @@
 //! The socket's classic BPF filter: a port of `fastpath._bpf_program()`, instruction by
 //! instruction, so the kernel queues exactly the frames the Python reader would get.
 
-/// One `struct sock_filter` (linux/filter.h).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SockFilter {
-    pub code: u16,
-    pub jt: u8,
-    pub jf: u8,
-    pub k: u32,
-}
+use libc::sock_filter;
 
 const LD_W_ABS: u16 = 0x20;
 const LD_H_ABS: u16 = 0x28;
@@ -33,7 +25,7 @@ const DROP: i32 = -1;
 
 /// Pass (whole) only frames the switch marked: received (not our own sends), untagged,
 /// eth_dst starting with the marker, IPv4, UDP, not a later fragment, to port 67.
-pub fn program() -> Vec<SockFilter> {
+pub fn program() -> Vec<sock_filter> {
     let ins: [(u16, i32, i32, u32); 17] = [
         (LD_W_ABS, 0, 0, (SKF_AD_OFF + SKF_AD_PKTTYPE) as u32),
         (JEQ_K, DROP, 0, PACKET_OUTGOING),
@@ -63,13 +55,13 @@ pub fn program() -> Vec<SockFilter> {
     };
     ins.iter()
         .enumerate()
-        .map(|(pc, &(code, jt, jf, k))| SockFilter { code, jt: target(pc, jt), jf: target(pc, jf), k })
+        .map(|(pc, &(code, jt, jf, k))| sock_filter { code, jt: target(pc, jt), jf: target(pc, jf), k })
         .collect()
 }
 
 #[cfg(test)]
 /// The program as `struct.pack("HBBI", ...)` lays it out (native order, x86/ARM: little).
-pub fn bytes(prog: &[SockFilter]) -> Vec<u8> {
+pub fn bytes(prog: &[sock_filter]) -> Vec<u8> {
     let mut out = Vec::with_capacity(prog.len() * 8);
     for ins in prog {
         out.extend_from_slice(&ins.code.to_ne_bytes());
@@ -98,12 +90,13 @@ mod tests {
     fn every_drop_jump_lands_on_ret_zero() {
         let prog = program();
         let last = prog.len() - 1;
-        assert_eq!(prog[last], SockFilter { code: RET_K, jt: 0, jf: 0, k: 0 });
+        let ret = prog[last];
+        assert_eq!((ret.code, ret.jt, ret.jf, ret.k), (RET_K, 0, 0, 0));
         for (pc, ins) in prog.iter().enumerate().filter(|(_, ins)| ins.code & 0x07 == 0x05) {
             for j in [ins.jt, ins.jf] {
                 assert!(pc + 1 + j as usize <= last);
             }
         }
-        assert_eq!(std::mem::size_of::<SockFilter>(), 8);
+        assert_eq!(std::mem::size_of::<sock_filter>(), 8);
     }
 }

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use control::{Answered, Stats};
 use dhcp::{Action, Kind, Mac, Table, Why};
-use sys::{PollFd, POLLERR, POLLHUP, POLLIN, POLLNVAL};
+use libc::{pollfd, POLLERR, POLLHUP, POLLIN, POLLNVAL};
 
 const RCVBUF: c_int = 4 << 20; // a burst of a thousand clients fits
 const FRAMES_PER_TURN: usize = 64; // then table updates get a turn
@@ -195,7 +195,7 @@ fn main() {
     let mut frame_buf = vec![0u8; 65536];
     let mut ctl_buf = vec![0u8; 65536];
     loop {
-        let mut fds = [PollFd { fd: ctl, events: POLLIN, revents: 0 }, PollFd { fd: d.sock, events: POLLIN, revents: 0 }];
+        let mut fds = [pollfd { fd: ctl, events: POLLIN, revents: 0 }, pollfd { fd: d.sock, events: POLLIN, revents: 0 }];
         match sys::poll_fds(&mut fds, d.wait_ms()) {
             Ok(_) => {}
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
