@@ -25,8 +25,10 @@ const FRAMES_PER_TURN: usize = 64; // then table updates get a turn
 const CONTROL_PER_TURN: usize = 1024;
 // What was answered is told to the controller in batches, one message per device: at
 // thousands of renewals a second a message per answer costs the controller (which books
-// each one) the CPU the answers need.
-const TELL_EVERY: Duration = Duration::from_millis(50);
+// each one) the CPU the answers need, and its bursts of booking showed as our slowest
+// answers. Half a second: the controller's expiry trails the client's by at most that,
+// against lease times of 30 s and more (dhcpd_link.BOOK_EVERY is the same).
+const TELL_EVERY: Duration = Duration::from_millis(500);
 const TELL_AT_MOST: usize = 4096; // devices in one batch before it goes early
 
 fn usage() -> ! {

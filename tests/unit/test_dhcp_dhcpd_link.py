@@ -172,3 +172,35 @@ def test_a_batch_counts_every_answer_it_folds(core):
     link(core).on_note({"op": "acked", "mac": MAC, "port": 1, "hostname": "", "xid": 9,
                         "counts": {"acked": 5, "offered": 2}})
     assert core.counters.get("dhcp.acks") == acks + 5
+
+
+def test_an_entry_the_daemon_already_holds_is_not_sent_again():
+    """Booking a renewal the daemon answered leaves its entry as it was: nothing goes back
+    (at thousands of renewals a second those messages were 40 % of the booking's CPU)."""
+    import json
+    import socket
+    link = dhcpd_link.DhcpdLink("/bin/false", "br0", lambda f: None, lambda n: None, lambda: [],
+                                lambda name, n=1: None)
+    ours, daemon = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    daemon.setblocking(False)
+    link.sock = ours
+
+    def received():
+        got = []
+        while True:
+            try:
+                got.append(json.loads(daemon.recv(65536)))
+            except BlockingIOError:
+                return got
+    entry = {"mac": MAC, "port": 1, "ip": "10.2.0.2", "router": "10.2.0.1", "broadcast": "10.2.0.3",
+             "lease_time": 30, "hostname": "", "relay": ""}
+    link.set(entry)
+    link.set(dict(entry))
+    assert received() == [{"op": "set", **entry}]
+    link.set({**entry, "lease_time": 3600})                 # a decision changes it: sent
+    assert [m["lease_time"] for m in received()] == [3600]
+    link.delete(MAC)
+    link.set({**entry, "lease_time": 3600})                 # gone from the daemon: sent again
+    assert [m["op"] for m in received()] == ["del", "set"]
+    ours.close()
+    daemon.close()
