@@ -30,7 +30,7 @@ Homework runs twice: with the controller answering every request (`homework`), a
 homework-dhcpd answering the leases the controller has decided (`homework-dhcpd`, issue 11).
 
 Environment: BENCH_DHCP_RUNS (3), BENCH_DHCP_PERIOD (3 s), BENCH_DHCP_RAMP
-("100,250,500,1000,2000,4000,8000"), BENCH_DHCP_RAMP_PERIOD (2 s),
+("100,250,500,1000,2000,4000,8000,12000,16000"), BENCH_DHCP_RAMP_PERIOD (2 s),
 BENCH_DHCP_MAX_DROPS (2 %), BENCH_DHCP_SAME_RATE (400/s: the rate at which every server's
 latency is also measured, within dnsmasq's reach at 1000 clients), BENCH_DHCP_DEVICES (100),
 BENCH_DHCP_SERVERS ("homework,homework-dhcpd,dnsmasq"), BENCH_DHCP_FAST_PATH (1; 0: the controller's
@@ -61,7 +61,7 @@ from homelab import HOOK, Device, Home, _read_pid  # noqa: E402
 RUNS = int(os.environ.get("BENCH_DHCP_RUNS", "3"))
 PERIOD = int(os.environ.get("BENCH_DHCP_PERIOD", "3"))
 CLIENTS = (100, 1000)
-RAMP = [int(x) for x in os.environ.get("BENCH_DHCP_RAMP", "100,250,500,1000,2000,4000,8000").split(",")]
+RAMP = [int(x) for x in os.environ.get("BENCH_DHCP_RAMP", "100,250,500,1000,2000,4000,8000,12000,16000").split(",")]
 RAMP_PERIOD = int(os.environ.get("BENCH_DHCP_RAMP_PERIOD", "2"))
 MAX_DROPS = float(os.environ.get("BENCH_DHCP_MAX_DROPS", "2"))
 SAME_RATE = int(os.environ.get("BENCH_DHCP_SAME_RATE", "400"))   # within every server's reach
@@ -337,9 +337,10 @@ class Server:
         except (OSError, IndexError, ValueError):
             time.sleep(1)
 
-    def burst(self, devs: list[Device], round_no: int) -> tuple[list[float], list[float]]:
-        """All devices start udhcpc at once; seconds from start to ACK for each, and
-        from DISCOVER to ACK on the device's interface."""
+    def burst(self, devs: list[Device], round_no: int) -> tuple[list[float], list[float], list[float]]:
+        """All devices start udhcpc at once; seconds from start to ACK for each, from
+        DISCOVER to ACK on the device's interface, and from start to the first DISCOVER
+        (how long the machine took to start the client, which the server's own CPU slows)."""
         for d in devs:  # fresh MACs each round: every round is 100 new devices
             d.mac = f"02:62:{round_no:02x}:{d.index >> 8:02x}:{d.index & 0xff:02x}:01"
             d.run(f"ip link set {d.ifname} down && ip addr flush dev {d.ifname} && "
@@ -389,7 +390,9 @@ class Server:
             bound = [ls for ls in d.leases() if ls.reason == "bound"]
             if bound:
                 times.append(bound[0].time - started[d.mac])
-        return times, wire.close()
+        exchanges = wire.close()
+        to_discover = [t - started[m] for m, t in wire.discover.items() if m in started]
+        return times, exchanges, to_discover
 
 
 def perf_scenario(srv: "Server", dev: Device, clients: int) -> dict:
@@ -420,24 +423,22 @@ def perf_scenario(srv: "Server", dev: Device, clients: int) -> dict:
         cpu = srv.cpu_seconds() - cpu0
         return res | {"rate": None, "drops_pct": None, "median_ms": None, "p99_ms": None,
                       "cpu_ms_per_exchange": 1000 * cpu / acks if acks else None}
-    runs = []
-    for i in range(RUNS):
-        r = srv.perfdhcp(dev, clients, best, PERIOD)
-        acks += r["acks"]
-        say(f"{srv.kind}: {clients} clients @ {best}/s run {i + 1}: {r['rate']:.0f} exch/s, "
-            f"drops {fmt(r['drops_pct'])}%, median {fmt(pct(r['latencies_ms'], 50))} ms, "
-            f"p99 {fmt(pct(r['latencies_ms'], 99))} ms")
-        runs.append(r)
     nan = float("nan")
+
+    def runs_at(rate: int, what: str) -> list[dict]:
+        nonlocal acks
+        runs = []
+        for i in range(RUNS):
+            r = srv.perfdhcp(dev, clients, rate, PERIOD)
+            acks += r["acks"]
+            say(f"{srv.kind}: {clients} clients @ {rate}/s{what} run {i + 1}: {r['rate']:.0f} exch/s, "
+                f"drops {fmt(r['drops_pct'])}%, median {fmt(pct(r['latencies_ms'], 50))} ms, "
+                f"p99 {fmt(pct(r['latencies_ms'], 99))} ms")
+            runs.append(r)
+        return runs
+    runs = runs_at(best, "")
     # the same offered rate for every server: latency compared without one of them at its edge
-    same = []
-    for i in range(RUNS):
-        r = srv.perfdhcp(dev, clients, SAME_RATE, PERIOD)
-        acks += r["acks"]
-        say(f"{srv.kind}: {clients} clients @ {SAME_RATE}/s (same rate for all) run {i + 1}: "
-            f"median {fmt(pct(r['latencies_ms'], 50))} ms, p99 {fmt(pct(r['latencies_ms'], 99))} ms, "
-            f"drops {fmt(r['drops_pct'])}%")
-        same.append(r)
+    same = runs_at(SAME_RATE, " (same rate for all)")
     cpu = srv.cpu_seconds() - cpu0
     daemon = srv.cpu_seconds(daemon_only=True) - daemon0
     return res | {
@@ -467,28 +468,31 @@ def bench_server(kind: str) -> dict:
     return result
 
 
-def burst_round(kind: str, round_no: int) -> tuple[list[float], list[float]]:
+def burst_round(kind: str, round_no: int) -> tuple[list[float], list[float], list[float]]:
     """One burst of N_DEVICES new devices against a fresh server of this kind."""
     with Server(kind) as srv:
         t = time.monotonic()
         devs = add_devices_parallel(srv.home, N_DEVICES)
         say(f"{kind}: {N_DEVICES} device namespaces ready in {time.monotonic() - t:.1f}s")
-        times, wire = srv.burst(devs, round_no)
+        times, wire, to_discover = srv.burst(devs, round_no)
     say(f"{kind}: {N_DEVICES} devices at once, round {round_no}: {len(times)} bound, "
         f"median {fmt(pct(times, 50))}s, max {fmt(max(times) if times else None)}s; "
-        f"on the wire DISCOVER->ACK median {fmt(pct(wire, 50))}s, max {fmt(max(wire) if wire else None)}s")
-    return times, wire
+        f"on the wire DISCOVER->ACK median {fmt(pct(wire, 50))}s, max {fmt(max(wire) if wire else None)}s; "
+        f"start->DISCOVER median {fmt(pct(to_discover, 50))}s")
+    return times, wire, to_discover
 
 
 def bench_bursts(results: dict) -> None:
     """RUNS rounds, each server fresh for each round, the order alternating."""
     rounds: dict[str, list] = {kind: [] for kind in SERVERS}
     wires: dict[str, list] = {kind: [] for kind in SERVERS}
+    starts: dict[str, list] = {kind: [] for kind in SERVERS}
     for r in range(RUNS):
         for kind in (SERVERS if r % 2 == 0 else SERVERS[::-1]):
-            times, wire = burst_round(kind, r + 1)
+            times, wire, to_discover = burst_round(kind, r + 1)
             rounds[kind].append(times)
             wires[kind].append(wire)
+            starts[kind].append(to_discover)
     nan = float("nan")
     for kind in SERVERS:
         results[kind]["burst"] = {
@@ -499,6 +503,7 @@ def bench_bursts(results: dict) -> None:
             "max_s": statistics.median(max(t) if t else nan for t in rounds[kind]),
             "wire_median_s": statistics.median(pct(t, 50) or nan for t in wires[kind]),
             "wire_p90_s": statistics.median(pct(t, 90) or nan for t in wires[kind]),
+            "to_discover_median_s": statistics.median(pct(t, 50) or nan for t in starts[kind]),
         }
 
 
@@ -548,6 +553,7 @@ def table(results: dict) -> str:
                              ("max_s", "start -> ACK max", " s"),
                              ("wire_median_s", "DISCOVER -> ACK on the wire, median", " s"),
                              ("wire_p90_s", "DISCOVER -> ACK on the wire, p90", " s"),
+                             ("to_discover_median_s", "start -> first DISCOVER median", " s"),
                              ("bound", "devices bound", "")):
         row(f"{N_DEVICES} devices start udhcpc at once", label, {k: results[k]["burst"][key] for k in kinds},
             "lower" if key != "bound" else "higher", unit)
