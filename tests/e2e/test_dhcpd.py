@@ -9,6 +9,7 @@ a new daemon with the whole table, and renewals go on being answered by it. Real
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import pytest
@@ -31,6 +32,22 @@ def stats(home: Home) -> dict:
     res = home.homework("--json", "stats")
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout).get("dhcp", {})
+
+
+def settled_acks(home: Home) -> int:
+    """The ACK counter once the daemon's answers given so far are booked (every 0.5 s)."""
+    last = stats(home).get("acks", 0)
+    while True:
+        time.sleep(1.2)
+        now = stats(home).get("acks", 0)
+        if now == last:
+            return now
+        last = now
+
+
+def daemons(home: Home) -> list[str]:
+    """homework-dhcpd processes of this home's controller (not of other homes on the machine)."""
+    return home.router(["pgrep", "-P", str(home._controller.pid), "homework-dhcpd"], check=False).stdout.split()
 
 
 def lease_of(home: Home, mac: str) -> dict:
@@ -78,7 +95,7 @@ def test_a_blacklisted_device_gets_no_answer_from_either(home: Home):
     dev.start_udhcpc()
     dev.wait_for_ipv4(20)
     assert home.homework("blacklist", dev.mac).returncode == 0
-    acks = stats(home).get("acks", 0)
+    acks = settled_acks(home)
     sent = time.time()
     dev.renew()
     with pytest.raises(Exception):
@@ -91,15 +108,20 @@ def test_after_a_controller_restart_a_new_daemon_answers_from_the_whole_table(ho
     dev.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
     dev.start_udhcpc()
     addr, _ = dev.wait_for_ipv4(20)
-    old = home.router(["pgrep", "-f", "homework-dhcpd --interface"]).stdout.split()
+    old = daemons(home)
+    assert old
     home.restart_controller()
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
-        new = home.router(["pgrep", "-f", "homework-dhcpd --interface"], check=False).stdout.split()
+        new = daemons(home)
         if new and new != old:
             break
         time.sleep(0.2)
-    assert new and not set(new) & set(old), (old, new)       # the old daemon died with the old controller
+    assert new and not set(new) & set(old), (old, new)
+    deadline = time.monotonic() + 5                               # the old daemon died with the old controller
+    while any(os.path.exists(f"/proc/{pid}") for pid in old) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(os.path.exists(f"/proc/{pid}") for pid in old), old
     punted = stats(home).get("dhcpd_punted", 0)
     assert renew(dev) < 5
     assert stats(home).get("dhcpd_punted", 0) == punted      # answered by the new daemon, from its table
