@@ -16,6 +16,7 @@ from os_ken.ofproto import ofproto_v1_3
 from .. import flows as F
 from ..core import Core
 from . import nx
+from .switch_gate import SwitchGate
 
 log = logging.getLogger("homework.adapter")
 
@@ -49,6 +50,7 @@ class HomeworkApp(app_manager.OSKenApp):
             raise RuntimeError("homework.adapter.osken_app.CORE must be set before loading the app")
         self.core = CORE
         self.datapath = None
+        self.gate = SwitchGate(self.core.config.bridge)
         self._aggregate_requests: dict = {}     # xid -> AggregateStatsRequest awaiting its reply
         self.out = SendBatcher(hub.spawn)
         self.core._send = self.send_decisions
@@ -71,6 +73,15 @@ class HomeworkApp(app_manager.OSKenApp):
     def on_port_desc(self, ev):
         dp = ev.msg.datapath
         ports = {p.name.decode(errors="replace"): p.port_no for p in ev.msg.body}
+        admitted, why = self.gate.admit(dp.id, ports)
+        if not admitted:
+            self.core.counters.count("core.switch_refused")
+            if self.gate.first_refusal(dp.id):
+                log.warning("datapath %016x refused: %s", dp.id, why)
+                self.core.bus.publish("alert", mac="", kind="switch-refused",
+                                      detail=f"a switch (datapath {dp.id:016x}) connected to the controller "
+                                             f"and was refused: {why}")
+            return
         first = self.datapath is not dp
         self.datapath = dp
         if first:
@@ -81,12 +92,15 @@ class HomeworkApp(app_manager.OSKenApp):
     def on_state_change(self, ev):
         if ev.datapath is self.datapath:
             self.datapath = None
+            self.gate.release(ev.datapath.id)
             self.core.datapath_down()
 
     @set_ev_cls(ofp_event.EventOFPPortStatus, MAIN_DISPATCHER)
     @guarded
     def on_port_status(self, ev):
         msg = ev.msg
+        if msg.datapath is not self.datapath:
+            return
         ofp = msg.datapath.ofproto
         port = msg.desc
         up = msg.reason != ofp.OFPPR_DELETE and not (port.state & ofp.OFPPS_LINK_DOWN)
@@ -97,6 +111,8 @@ class HomeworkApp(app_manager.OSKenApp):
     @guarded
     def on_packet_in(self, ev):
         msg = ev.msg
+        if msg.datapath is not self.datapath:
+            return
         self.core.packet_in(F.PacketIn(in_port=msg.match.get("in_port", 0), data=bytes(msg.data),
                                        reason=_PACKET_IN_REASONS.get(msg.reason, str(msg.reason)),
                                        table_id=msg.table_id, cookie=msg.cookie, buffer_id=msg.buffer_id))
@@ -105,6 +121,8 @@ class HomeworkApp(app_manager.OSKenApp):
     @guarded
     def on_flow_removed(self, ev):
         msg = ev.msg
+        if msg.datapath is not self.datapath:
+            return
         self.core.flow_removed(F.FlowRemoved(
             match=_match_dict(msg.match), cookie=msg.cookie, priority=msg.priority,
             reason=_REMOVED_REASONS.get(msg.reason, str(msg.reason)), duration_sec=msg.duration_sec,
@@ -113,6 +131,8 @@ class HomeworkApp(app_manager.OSKenApp):
     @set_ev_cls(ofp_event.EventOFPFlowStatsReply, MAIN_DISPATCHER)
     @guarded
     def on_flow_stats(self, ev):
+        if ev.msg.datapath is not self.datapath:
+            return
         stats = [F.FlowStats(match=_match_dict(s.match), cookie=s.cookie, priority=s.priority,
                              duration_sec=s.duration_sec, packet_count=s.packet_count,
                              byte_count=s.byte_count, table_id=s.table_id, idle_timeout=s.idle_timeout)
@@ -122,6 +142,8 @@ class HomeworkApp(app_manager.OSKenApp):
     @set_ev_cls(ofp_event.EventOFPAggregateStatsReply, MAIN_DISPATCHER)
     @guarded
     def on_aggregate_stats(self, ev):
+        if ev.msg.datapath is not self.datapath:
+            return
         request = self._aggregate_requests.pop(ev.msg.xid, None)
         if request is not None:
             body = ev.msg.body
