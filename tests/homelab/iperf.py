@@ -1,15 +1,18 @@
 """One iperf3 run from a device to a server in the emulated internet, to completion.
 
 The server takes one test at a time and may still be closing the previous one when the
-next client connects: iperf3 then exits at once with "the server is busy" and moves no
-data, which a test would otherwise see as too few bytes counted somewhere. Such an
-attempt is made again; any other failure fails the test with iperf3's own words."""
+next client connects: iperf3 then exits at once with "the server is busy", or with
+"Connection refused" (between two tests the server closes its listening socket and opens
+a new one), and moves no data, which a test would otherwise see as too few bytes counted
+somewhere. Such an attempt is made again; any other failure fails the test with iperf3's
+own words."""
 from __future__ import annotations
 
 import subprocess
 import time
 
 ATTEMPTS = 10
+BETWEEN_TESTS = ("busy", "Connection refused")      # the server is not ready for the next test yet
 
 
 def transfer(dev, addr: str, port: int, seconds: int = 2, reverse: bool = False, streams: int = 2) -> str:
@@ -23,7 +26,7 @@ def transfer(dev, addr: str, port: int, seconds: int = 2, reverse: bool = False,
         except subprocess.TimeoutExpired:
             proc.kill()
             out, _ = proc.communicate()
-        if proc.returncode != 0 and "busy" in out and attempt < ATTEMPTS:
+        if proc.returncode != 0 and any(s in out for s in BETWEEN_TESTS) and attempt < ATTEMPTS:
             time.sleep(0.5)
             continue
         assert proc.returncode == 0, f"iperf3 {' '.join(args[1:])} exited {proc.returncode}: {out[-1500:]}"
