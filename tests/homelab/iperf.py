@@ -3,7 +3,8 @@
 The server takes one test at a time and may still be closing the previous one when the
 next client connects: iperf3 then exits at once with "the server is busy", or with
 "Connection refused" (between two tests the server closes its listening socket and opens
-a new one), and moves no data, which a test would otherwise see as too few bytes counted
+a new one), or with "unable to receive control message" (it reset the control connection
+it had just accepted), and moves no data, which a test would otherwise see as too few bytes counted
 somewhere. Such an attempt is made again; any other failure fails the test with iperf3's
 own words."""
 from __future__ import annotations
@@ -12,7 +13,8 @@ import subprocess
 import time
 
 ATTEMPTS = 10
-BETWEEN_TESTS = ("busy", "Connection refused")      # the server is not ready for the next test yet
+# the server is not ready for the next test yet (a reset control connection moved no data)
+BETWEEN_TESTS = ("busy", "Connection refused", "unable to receive control message")
 
 
 def transfer(dev, addr: str, port: int, seconds: int = 2, reverse: bool = False, streams: int = 2) -> str:

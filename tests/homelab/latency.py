@@ -5,6 +5,7 @@ homelab's namespaces; servers in the internet namespace are stopped by PID."""
 from __future__ import annotations
 
 import re
+import statistics
 import subprocess
 import threading
 import time
@@ -101,13 +102,16 @@ class BulkLoad:
         for reader in self._readers:
             reader.join(10)
 
-    def window(self, start: float, end: float) -> dict[str, float | None]:
-        """Mean kbit/s per direction of the 1 s intervals that lay between `start` and
-        `end` seconds after start()."""
+    def window(self, start: float, end: float, average=statistics.fmean) -> dict[str, float | None]:
+        """kbit/s per direction of the 1 s intervals that lay between `start` and `end`
+        seconds after start(): their mean (the throughput), or with
+        average=statistics.median the typical second, which one burst does not move (after
+        a loss the receiver hands the application a retransmission's backlog of in-order
+        data at once, one interval above the line rate)."""
         rates = {}
         for direction, series in self.intervals.items():
             inside = [kbit for t, kbit in series if t - 1 >= start - 0.2 and t <= end + 0.2]
-            rates[direction] = sum(inside) / len(inside) if inside else None
+            rates[direction] = average(inside) if inside else None
         return rates
 
     def total(self) -> dict[str, float | None]:
