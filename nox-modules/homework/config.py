@@ -125,6 +125,14 @@ def lan_ports(key: str, value: list) -> tuple[str, ...]:
     return tuple(ifname(key, name) for name in value)
 
 
+def satellite_list(key: str, value: list) -> tuple:
+    from . import satellites
+    try:
+        return satellites.parse(value)
+    except satellites.SatelliteError as exc:
+        raise ConfigError(key, str(exc)) from None
+
+
 def timezone_name(key: str, value: str) -> str:
     if value:
         from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -174,6 +182,10 @@ KEYS: tuple[Key, ...] = (
     Key("lan.pool", "pool", str, "10.2.0.0/16", "addresses handed out, one /30 per device", pool),
     Key("lan.ports", "lan_ports", list, [],
         "LAN interfaces on the bridge; one missing when the switch connects raises an Alert", lan_ports),
+    Key("satellites.switches", "satellites", list, [],
+        "satellite switches the controller drives besides the bridge, each 'DPID:UPLINK:ROUTER_PORT' "
+        "(its datapath id in hex, its uplink port, the router port its cable plugs into); until "
+        "pairing, a datapath not listed here is refused", satellite_list),
     Key("dhcp.pending_lease", "pending_lease", int, 30, "lease seconds while pending or denied",
         int_range(10, 86400)),
     Key("dhcp.permitted_lease", "permitted_lease", int, 3600, "lease seconds once permitted",

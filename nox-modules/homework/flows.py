@@ -42,6 +42,17 @@ class DecTTL:
 
 
 @dataclass(frozen=True)
+class PushVlan:
+    """Push an 802.1Q header (then SetField vlan_vid gives it its id)."""
+    ethertype: int = 0x8100
+
+
+@dataclass(frozen=True)
+class PopVlan:
+    pass
+
+
+@dataclass(frozen=True)
 class Resubmit:
     """Open vSwitch extension: run the packet through `table_id` now and come back to the
     remaining actions (lets one flow both count in an accounting table and forward)."""

@@ -31,6 +31,9 @@ Then permitted traffic visits routing's two other tables:
     table 20 FORWARD  by destination: another device (MAC rewrite, TTL decrement),
                       broadcast and multicast fan-out, the router's own stack (LOCAL)
 
+A satellite switch (satellites.py) has a table of its own on its own datapath: per
+device port, up to the router tagged with that port's VLAN, and back; nothing else.
+
 Cookies (64 bits): owner (8 bits) | kind (8) | 16 spare | device (32), where device is
 the /30 block index + 1 (0 = shared). An owner's flows are removed with one FlowDelete
 masked on the owner byte; routing also masks on kind and device, so one message removes
@@ -53,6 +56,8 @@ COOKIE_DNS = 0x0400_0000_0000_0000
 COOKIE_EAPOL = 0x0500_0000_0000_0000
 COOKIE_USAGE = 0x0600_0000_0000_0000
 COOKIE_SCHEDULE = 0x0700_0000_0000_0000
+# On a satellite's own datapath (satellites.py), never on the router's bridge.
+COOKIE_SATELLITE = 0x0900_0000_0000_0000
 COOKIE_MASK_ALL = 0xFFFF_FFFF_FFFF_FFFF
 
 # -- priority bands ---------------------------------------------------------------------------------

@@ -209,11 +209,14 @@ def _parse_event(env: dict) -> Lease | None:
 class Device:
     """A device namespace with one veth (eth0) plugged into the router's bridge."""
 
-    def __init__(self, home: "Home", index: int, name: str, mac: str):
+    def __init__(self, home: "Home", index: int, name: str, mac: str, bridge: str = BRIDGE,
+                 ofport: int | None = None):
         self.home = home
         self.index = index
         self.name = name
         self.mac = mac
+        self.bridge = bridge                     # the router's bridge, or a satellite's
+        self.ofport = ofport or index
         self.ns = f"{home.run_id}-d{index}"
         self.port_name = f"{home.run_id}-{index}"
         self.ifname = "eth0"
@@ -238,8 +241,8 @@ class Device:
         sh(["ip", "-n", self.ns, "link", "set", self.ifname, "address", self.mac])
         sh(ns_cmd(self.ns, ["ethtool", "-K", self.ifname, "tx", "off"]))
         sh(ns_cmd(h.router_ns, ["ethtool", "-K", self.port_name, "tx", "off"]))
-        h.vsctl("--may-exist", "add-port", BRIDGE, self.port_name, "--", "set", "interface",
-                self.port_name, f"ofport_request={self.index}")
+        h.vsctl("--may-exist", "add-port", self.bridge, self.port_name, "--", "set", "interface",
+                self.port_name, f"ofport_request={self.ofport}")
         # Only OVS may see the port's frames, not the router's own stack (routing, issue 4).
         sh(ns_cmd(h.router_ns, ["bash", str(ROUTER_NET), "guard", self.port_name]))
         sh(["ip", "-n", h.router_ns, "link", "set", self.port_name, "up"])
@@ -785,6 +788,8 @@ class Home:
             paths.append(env["PYTHONPATH"])
         env["PYTHONPATH"] = os.pathsep.join(paths)
         env["PYTHONUNBUFFERED"] = "1"
+        # This home's own Open vSwitch, for the ovs-vsctl the controller runs (satellites).
+        env.update({k: v for k, v in self.ovs_env.items() if k.startswith("OVS_")})
         return env
 
     def start_controller(self, wait: bool = True) -> None:
@@ -875,14 +880,18 @@ class Home:
         return f"{REPO / 'scripts' / 'homework'} --socket {self.control_socket} " + " ".join(args)
 
     # -- devices ---------------------------------------------------------------------------
-    def add_device(self, name: str | None = None, mac: str | None = None) -> Device:
+    def add_device(self, name: str | None = None, mac: str | None = None, switch=None) -> Device:
+        """A device on the router's bridge, or on `switch` (a homelab.satellite.Satellite)."""
         with self._lock:
             # Never reuse an index within a run: the controller remembers MACs.
             self._next_index += 1
             index = self._next_index
             name = name or f"dev{index}"
             mac = (mac or f"02:68:77:01:{index >> 8:02x}:{index & 0xff:02x}").lower()
-            dev = Device(self, index, name, mac)
+            if switch is None:
+                dev = Device(self, index, name, mac)
+            else:
+                dev = Device(self, index, name, mac, bridge=switch.bridge, ofport=switch.next_port())
             self.devices.append(dev)
         dev._create()
         return dev
@@ -892,7 +901,7 @@ class Home:
 
     def remove_device(self, dev: Device) -> None:
         dev.close()
-        self.vsctl("--if-exists", "del-port", BRIDGE, dev.port_name)
+        self.vsctl("--if-exists", "del-port", dev.bridge, dev.port_name)
         self._kill_ns_processes(dev.ns)
         sh(["ip", "netns", "del", dev.ns], check=False)
         if dev.ns in self._namespaces:

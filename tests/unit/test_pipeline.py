@@ -20,7 +20,8 @@ def test_every_priority_is_inside_its_owners_band():
 
 
 def test_cookie_owners_are_distinct_bytes():
-    owners = [P.COOKIE_DHCP, P.COOKIE_ROUTING, P.COOKIE_DNS, P.COOKIE_EAPOL, P.COOKIE_USAGE]
+    owners = [P.COOKIE_DHCP, P.COOKIE_ROUTING, P.COOKIE_DNS, P.COOKIE_EAPOL, P.COOKIE_USAGE,
+              P.COOKIE_SCHEDULE, P.COOKIE_SATELLITE]
     assert len({o & P.COOKIE_MASK_OWNER for o in owners}) == len(owners)
     assert all(o & ~P.COOKIE_MASK_OWNER == 0 for o in owners)
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import functools
 import logging
+import subprocess
+import threading
 
 from os_ken.base import app_manager
 from os_ken.controller import ofp_event
@@ -14,6 +16,7 @@ from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_3
 
 from .. import flows as F
+from .. import satellites
 from ..core import Core
 from . import nx
 from .switch_gate import SwitchGate
@@ -50,7 +53,8 @@ class HomeworkApp(app_manager.OSKenApp):
             raise RuntimeError("homework.adapter.osken_app.CORE must be set before loading the app")
         self.core = CORE
         self.datapath = None
-        self.gate = SwitchGate(self.core.config.bridge)
+        self.gate = SwitchGate(self.core.config.bridge, self.core.config.satellites)
+        self.satellite_dps: dict[int, object] = {}     # dpid -> os-ken Datapath of a connected satellite
         self._aggregate_requests: dict = {}     # xid -> AggregateStatsRequest awaiting its reply
         self.out = SendBatcher(hub.spawn)
         self.core._send = self.send_decisions
@@ -73,23 +77,54 @@ class HomeworkApp(app_manager.OSKenApp):
     def on_port_desc(self, ev):
         dp = ev.msg.datapath
         ports = {p.name.decode(errors="replace"): p.port_no for p in ev.msg.body}
-        admitted, why = self.gate.admit(dp.id, ports)
+        sat, why = self.gate.satellite(dp.id, ports)
+        if sat is not None:
+            self._drive_satellite(dp, sat, ports)
+            return
+        admitted, why = (False, why) if why else self.gate.admit(dp.id, ports)
         if not admitted:
-            self.core.counters.count("core.switch_refused")
-            if self.gate.first_refusal(dp.id):
-                log.warning("datapath %016x refused: %s", dp.id, why)
-                self.core.bus.publish("alert", mac="", kind="switch-refused",
-                                      detail=f"a switch (datapath {dp.id:016x}) connected to the controller "
-                                             f"and was refused: {why}")
+            self._refuse(dp, why)
             return
         first = self.datapath is not dp
         self.datapath = dp
         if first:
             self.core.datapath_up(F.Datapath(dpid=dp.id, ports=ports))
 
+    def _refuse(self, dp, why: str) -> None:
+        self.core.counters.count("core.switch_refused")
+        if self.gate.first_refusal(dp.id):
+            log.warning("datapath %016x refused: %s", dp.id, why)
+            self.core.bus.publish("alert", mac="", kind="switch-refused",
+                                  detail=f"a switch (datapath {dp.id:016x}) connected to the controller "
+                                         f"and was refused: {why}")
+
+    def _drive_satellite(self, dp, sat: satellites.Satellite, ports: dict[str, int]) -> None:
+        """Give a satellite its whole table and its ports their patch ports on the router's
+        bridge; run again on every port change (both halves are idempotent)."""
+        try:
+            plan = satellites.flows(sat, ports)
+            commands = satellites.router_commands(sat, ports, self.core.config.bridge,
+                                                  self.core.config.datapath_type)
+        except satellites.SatelliteError as exc:
+            self._refuse(dp, str(exc))
+            return
+        if self.satellite_dps.get(dp.id) is not dp:
+            self.core.counters.count("core.satellite_sessions")
+            log.info("satellite %d (datapath %016x) connected: %d device ports", sat.index, dp.id,
+                     len(satellites.device_ports(sat, ports)))
+        self.satellite_dps[dp.id] = dp
+        self._send_to(dp, plan)
+        # ovs-vsctl waits for the switch: off the hub, like the host's address changes.
+        threading.Thread(target=_run_vsctl, args=(commands,), daemon=True, name="satellite-ports").start()
+
     @set_ev_cls(ofp_event.EventOFPStateChange, [DEAD_DISPATCHER])
     @guarded
     def on_state_change(self, ev):
+        if self.satellite_dps.get(ev.datapath.id) is ev.datapath:
+            # fail_mode=secure: it keeps its flows (its devices' paths) until it comes back.
+            del self.satellite_dps[ev.datapath.id]
+            log.warning("satellite datapath %016x disconnected", ev.datapath.id)
+            return
         if ev.datapath is self.datapath:
             self.datapath = None
             self.gate.release(ev.datapath.id)
@@ -99,6 +134,10 @@ class HomeworkApp(app_manager.OSKenApp):
     @guarded
     def on_port_status(self, ev):
         msg = ev.msg
+        if self.satellite_dps.get(msg.datapath.id) is msg.datapath:
+            # a satellite's port came or went: ask for all of them and plan again
+            msg.datapath.send_msg(msg.datapath.ofproto_parser.OFPPortDescStatsRequest(msg.datapath, 0))
+            return
         if msg.datapath is not self.datapath:
             return
         ofp = msg.datapath.ofproto
@@ -162,6 +201,9 @@ class HomeworkApp(app_manager.OSKenApp):
         if dp is None:
             log.debug("no switch connected: %d decisions dropped", len(decisions))
             return
+        self._send_to(dp, decisions)
+
+    def _send_to(self, dp, decisions):
         for decision in decisions:
             try:
                 msg = to_message(dp, decision)
@@ -174,6 +216,16 @@ class HomeworkApp(app_manager.OSKenApp):
                     self._aggregate_requests[msg.xid] = decision
             except Exception:
                 log.exception("could not send %r", decision)
+
+
+def _run_vsctl(args: list[str]) -> None:
+    try:
+        res = subprocess.run(["ovs-vsctl", "--timeout=10", *args], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.error("satellite ports: ovs-vsctl failed: %s", exc)
+        return
+    if res.returncode != 0:
+        log.error("satellite ports: ovs-vsctl exited %d: %s", res.returncode, res.stderr.strip())
 
 
 class SendBatcher:
@@ -225,6 +277,10 @@ def _actions(parser, actions):
             out.append(parser.OFPActionSetField(**{action.field: action.value}))
         elif isinstance(action, F.DecTTL):
             out.append(parser.OFPActionDecNwTtl())
+        elif isinstance(action, F.PushVlan):
+            out.append(parser.OFPActionPushVlan(action.ethertype))
+        elif isinstance(action, F.PopVlan):
+            out.append(parser.OFPActionPopVlan())
         elif isinstance(action, F.Resubmit):
             out.append(parser.NXActionResubmitTable(in_port=0xFFF8, table_id=action.table_id))
         elif isinstance(action, F.Learn):

@@ -1,0 +1,137 @@
+"""Satellite switches (issue 15): the plan for carrying a satellite's ports to the router.
+
+A satellite is an Open vSwitch bridge elsewhere in the home (an access point, a switch in
+another room) whose uplink is cabled to a port of the router. It makes no decision of its
+own: the controller gives it flows that carry each of its ports, alone, to the router:
+
+    satellite port P  --push VLAN V(index, P)-->  uplink  ==cable==>  router port (trunk)
+        --> demux bridge hwsat<index> (VLAN V is an access port there: a patch port)
+        --> patch port hws<index>p<P> on the router's bridge
+
+So every satellite port is a port of its own on the router's bridge, and the router's
+pipeline treats it exactly like a port of the router: one device's /30, pending
+isolation, anti-spoofing by port + MAC + address, DNS interception, accounting, routing
+between devices (two ports of one satellite never talk except through the router). The
+satellite forwards nothing between its own ports and nothing that is not tagged for one
+of them, and with fail_mode=secure it never becomes an open bridge.
+
+Which satellites are admitted comes from the [satellites] config table until pairing
+(certificates made on the Guest Board) replaces it. Framework-free: unit tested without
+os-ken or Open vSwitch."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from . import flows as F
+from .pipeline import COOKIE_MASK_OWNER, COOKIE_SATELLITE
+
+MAX_SATELLITES = 15          # VLAN ids 256..4094: index (1..15) x 256 + port (1..254)
+MAX_PORT = 254
+VLAN_PRESENT = 0x1000        # OpenFlow 1.3 OFPVID_PRESENT: the match/set value of a tagged frame
+ETH_VLAN = 0x8100
+IFNAME = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
+
+
+class SatelliteError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Satellite:
+    """One admitted satellite: its datapath id, the name of its uplink port (on the
+    satellite) and the router port its cable plugs into."""
+    index: int               # 1..MAX_SATELLITES, its place in the config list
+    dpid: int
+    uplink: str
+    router_port: str
+
+    @property
+    def demux_bridge(self) -> str:
+        return f"hwsat{self.index}"
+
+    def vlan(self, port_no: int) -> int:
+        if not 1 <= port_no <= MAX_PORT:
+            raise SatelliteError(f"satellite {self.dpid:016x}: port number {port_no} is outside 1..{MAX_PORT}")
+        return self.index * 256 + port_no
+
+    def patch_names(self, port_no: int) -> tuple[str, str]:
+        """(the port on the router's bridge, its peer on the demux bridge)."""
+        return f"hws{self.index}p{port_no}", f"hws{self.index}p{port_no}d"
+
+
+def parse(specs: list[str]) -> tuple[Satellite, ...]:
+    """'DPID:UPLINK:ROUTER_PORT' strings (dpid in hex, 16 digits at most) to Satellites;
+    SatelliteError names what is wrong."""
+    out: list[Satellite] = []
+    if len(specs) > MAX_SATELLITES:
+        raise SatelliteError(f"at most {MAX_SATELLITES} satellites, got {len(specs)}")
+    for index, spec in enumerate(specs, start=1):
+        parts = spec.split(":")
+        if len(parts) != 3:
+            raise SatelliteError(f"{spec!r}: expected DPID:UPLINK:ROUTER_PORT")
+        dpid_text, uplink, router_port = parts
+        try:
+            dpid = int(dpid_text, 16)
+        except ValueError:
+            raise SatelliteError(f"{spec!r}: the datapath id {dpid_text!r} is not hexadecimal") from None
+        if not 0 < dpid < 1 << 64 or len(dpid_text) > 16:
+            raise SatelliteError(f"{spec!r}: the datapath id must be 1 to 16 hex digits, not zero")
+        for name in (uplink, router_port):
+            if not IFNAME.match(name):
+                raise SatelliteError(f"{spec!r}: {name!r} is not an interface name")
+        if any(s.dpid == dpid for s in out):
+            raise SatelliteError(f"{spec!r}: datapath {dpid:016x} is listed twice")
+        if any(s.router_port == router_port for s in out):
+            raise SatelliteError(f"{spec!r}: router port {router_port!r} already carries another satellite")
+        out.append(Satellite(index, dpid, uplink, router_port))
+    return tuple(out)
+
+
+def device_ports(sat: Satellite, ports: dict[str, int]) -> dict[str, int]:
+    """The satellite's ports that devices plug into: all but its uplink and LOCAL, and
+    only numbers a VLAN id can name."""
+    return {name: no for name, no in ports.items()
+            if name != sat.uplink and 1 <= no <= MAX_PORT}
+
+
+def flows(sat: Satellite, ports: dict[str, int]) -> list:
+    """The satellite's whole flow table: a FlowDelete of everything first (a reconnecting
+    satellite may hold flows of an older plan), then per device port one flow up and one
+    down. Anything else (frames between two of its ports, untagged or foreign tags from
+    the uplink, its LOCAL port) matches nothing and is dropped by the switch."""
+    uplink = ports.get(sat.uplink)
+    if uplink is None:
+        raise SatelliteError(f"satellite {sat.dpid:016x} has no port {sat.uplink!r} (its uplink)")
+    out: list = [F.FlowDelete(cookie=0, cookie_mask=0)]
+    for name, port_no in sorted(device_ports(sat, ports).items(), key=lambda kv: kv[1]):
+        vid = VLAN_PRESENT | sat.vlan(port_no)
+        cookie = COOKIE_SATELLITE | port_no
+        out.append(F.FlowMod(match={"in_port": port_no}, priority=100, cookie=cookie,
+                             actions=(F.PushVlan(ETH_VLAN), F.SetField("vlan_vid", vid), F.Output(uplink))))
+        out.append(F.FlowMod(match={"in_port": uplink, "vlan_vid": vid}, priority=100, cookie=cookie,
+                             actions=(F.PopVlan(), F.Output(port_no))))
+    out.append(F.FlowMod(match={}, priority=0, cookie=COOKIE_SATELLITE, actions=()))
+    return out
+
+
+def router_commands(sat: Satellite, ports: dict[str, int], bridge: str, datapath_type: str) -> list[str]:
+    """One ovs-vsctl transaction (its arguments) that gives every device port of the
+    satellite its patch port on the router's bridge, through the satellite's demux
+    bridge: the cable's router end is a trunk there, each patch peer an access port of
+    the port's VLAN. --may-exist everywhere: run again on every (re)connection."""
+    demux = sat.demux_bridge
+    args = ["--may-exist", "add-br", demux, "--", "set", "bridge", demux, f"datapath_type={datapath_type}",
+            "fail_mode=standalone", "other-config:forward-bpdu=false",
+            "--", "--may-exist", "add-port", demux, sat.router_port]
+    for _name, port_no in sorted(device_ports(sat, ports).items(), key=lambda kv: kv[1]):
+        on_router, on_demux = sat.patch_names(port_no)
+        args += ["--", "--may-exist", "add-port", bridge, on_router,
+                 "--", "set", "interface", on_router, "type=patch", f"options:peer={on_demux}",
+                 "--", "--may-exist", "add-port", demux, on_demux, f"tag={sat.vlan(port_no)}",
+                 "--", "set", "interface", on_demux, "type=patch", f"options:peer={on_router}"]
+    return args
+
+
+def owns_cookie(cookie: int) -> bool:
+    return cookie & COOKIE_MASK_OWNER == COOKIE_SATELLITE

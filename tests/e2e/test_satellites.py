@@ -1,0 +1,126 @@
+"""End to end (issue 15): satellite switches under the router's controller.
+
+Two satellites (Open vSwitch bridges with their own datapath ids, fail_mode=secure, each
+cabled to a router port by a veth) connect to the controller, which gives each port of a
+satellite its own port on the router's bridge (a VLAN per satellite port on the cable,
+a patch port per VLAN). A device on a satellite then gets what a device on the router
+gets, from the same pipeline: its /30, pending isolation, routing. Real OVS, real udhcpc,
+real ping."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import emulated_home
+from homelab import WEB_ADDR, Device, Home
+from homelab.routing import gateway, permitted_device, wait_until
+from homelab.satellite import Satellite
+
+SATELLITES = ((1, 0xA1), (2, 0xA2))
+
+
+@pytest.fixture(scope="module")
+def home():
+    # The satellites' lines in the config are known before they exist (their names).
+    specs = [f"{dpid:016x}:sat{i}up:sat{i}cable" for i, dpid in SATELLITES]
+    yield from emulated_home({"satellites": {"switches": specs}})
+
+
+@pytest.fixture(scope="module")
+def sats(home: Home):
+    started = []
+    try:
+        for index, dpid in SATELLITES:
+            started.append(Satellite(home, index, dpid).start())
+        for sat in started:
+            wait_until(sat.programmed, 20, f"satellite {sat.bridge} got no flows from the controller")
+        yield started
+    finally:
+        for sat in started:
+            sat.stop()
+
+
+def on_satellite(home: Home, sat: Satellite, name: str, permit: bool) -> Device:
+    dev = home.add_device(name=name, switch=sat)
+    dev.start_udhcpc()
+    dev.wait_for_ipv4(25)
+    if permit:
+        out = home.homework("permit", dev.mac)
+        assert out.returncode == 0, out.stderr + out.stdout
+        wait_until(lambda: dev.ping(gateway(dev), timeout=1), 10, f"{dev.name} cannot reach its gateway")
+    return dev
+
+
+def ttl_of_reply(dev: Device, addr: str) -> int | None:
+    out = dev.run(["ping", "-n", "-c", "1", "-W", "2", addr], check=False).stdout
+    m = re.search(r"ttl=(\d+)", out)
+    return int(m.group(1)) if m else None
+
+
+def test_the_satellites_carry_each_port_alone_to_the_router(home: Home, sats):
+    for sat in sats:
+        flows = sat.flows()
+        # up: a device port's frames only to the uplink (port 250), tagged; down: by tag only
+        for line in flows.splitlines():
+            if "in_port" not in line:
+                continue
+            if "in_port=250" in line:
+                assert "dl_vlan=" in line and "pop_vlan" in line, line
+            else:
+                assert re.search(r"push_vlan:0x8100,set_field:\d+->vlan_vid,output:250$", line.strip()), line
+        assert "priority=0 actions=drop" in flows, flows
+
+
+def test_devices_on_two_satellites_and_the_router_reach_each_other_routed_and_the_internet(home: Home, sats):
+    sat1, sat2 = sats
+    here = permitted_device(home, "on-router")
+    a = on_satellite(home, sat1, "on-sat1", permit=True)
+    b = on_satellite(home, sat2, "on-sat2", permit=True)
+    addrs = {d.name: d.ipv4()[0] for d in (here, a, b)}
+    assert len(set(addrs.values())) == 3, addrs            # a /30 each
+    # each satellite port is a port of its own on the router's bridge
+    ports = home.vsctl("list-ports", "br0").split()
+    assert "hws1p1" in ports and "hws2p1" in ports, ports
+    for src, dst in ((a, b), (b, a), (a, here), (here, b)):
+        ttl = ttl_of_reply(src, addrs[dst.name])
+        # Linux answers with TTL 64; one router hop on the way back
+        assert ttl == 63, f"{src.name} -> {dst.name}: reply TTL {ttl} (not routed once, or no reply)"
+    assert a.ping(WEB_ADDR) and b.ping(WEB_ADDR), "a satellite device cannot reach the internet"
+
+
+def test_a_pending_device_on_a_satellite_reaches_no_one_not_even_its_neighbour(home: Home, sats):
+    sat1 = sats[0]
+    neighbour = on_satellite(home, sat1, "permitted-n", permit=True)
+    pending = on_satellite(home, sat1, "pending-p", permit=False)
+    n_addr, p_addr = neighbour.ipv4()[0], pending.ipv4()[0]
+    assert pending.ping(gateway(pending)), "a pending device may still reach its gateway (the Guest Board)"
+    assert not pending.ping(WEB_ADDR), "a pending device on a satellite reached the internet"
+    assert not pending.ping(n_addr), "a pending device reached its neighbour on the same satellite"
+    assert not neighbour.ping(p_addr), "a permitted device reached a pending one"
+    # Even addressed straight to the neighbour's MAC (on-link), nothing crosses the satellite.
+    pending.run(["ip", "route", "replace", n_addr, "dev", "eth0"])
+    pending.run(["ip", "neigh", "replace", n_addr, "lladdr", neighbour.mac, "dev", "eth0", "nud", "permanent"])
+    assert not pending.ping(n_addr), "a frame went from one satellite port to another"
+
+
+def test_a_satellite_that_loses_the_controller_keeps_its_devices_and_admits_no_new_port(home: Home, sats):
+    sat2 = sats[1]
+    resident = on_satellite(home, sat2, "resident", permit=True)
+    before = sat2.flows().count("cookie=0x9")
+    # The controller becomes unreachable (the satellite keeps trying a port nobody serves).
+    sat2.set_controller("tcp:127.0.0.1:9")
+    try:
+        wait_until(lambda: not sat2.connected(), 10, "the satellite stayed connected")
+        assert sat2.flows().count("cookie=0x9") == before, sat2.flows()
+        assert resident.ping(WEB_ADDR, count=2), "a permitted device lost its path when the controller link dropped"
+        newcomer = home.add_device(name="newcomer", switch=sat2)
+        newcomer.start_udhcpc()
+        with pytest.raises(TimeoutError):
+            newcomer.wait_for_ipv4(6)
+    finally:
+        sat2.set_controller("tcp:127.0.0.1:6653")
+    # back under the controller: the new port is planned and its device gets a lease
+    wait_until(sat2.connected, 20, "the satellite did not reconnect")
+    newcomer.wait_for_ipv4(30)
+    assert resident.ping(WEB_ADDR)

@@ -1,0 +1,83 @@
+"""The satellite plan (issue 15): config lines, the satellite's flow table, the router's
+patch ports, and the gate that admits listed satellites."""
+import pytest
+
+from homework import config
+from homework import flows as F
+from homework.adapter.switch_gate import LOCAL_PORT, SwitchGate
+from homework.satellites import VLAN_PRESENT, SatelliteError, flows, parse, router_commands
+
+SAT_PORTS = {"sat1": LOCAL_PORT, "up0": 250, "lan1": 1, "wlan0": 2}
+
+
+def test_config_lines_become_satellites_numbered_in_order():
+    a, b = parse(["a1:up0:cable1", "00000000000000a2:up:cable2"])
+    assert (a.index, a.dpid, a.uplink, a.router_port) == (1, 0xA1, "up0", "cable1")
+    assert (b.index, b.dpid) == (2, 0xA2)
+    assert a.vlan(3) == 259 and b.vlan(1) == 513
+    assert a.patch_names(3) == ("hws1p3", "hws1p3d") and a.demux_bridge == "hwsat1"
+
+
+@pytest.mark.parametrize("lines, words", [
+    (["a1:up0"], "DPID:UPLINK:ROUTER_PORT"),
+    (["xyz:up0:c"], "not hexadecimal"),
+    (["0:up0:c"], "not zero"),
+    (["11111111111111111:up0:c"], "16 hex digits"),
+    (["a1:up 0:c"], "not an interface name"),
+    (["a1:up0:c", "A1:up1:d"], "listed twice"),
+    (["a1:up0:c", "a2:up1:c"], "already carries"),
+    ([f"{i + 1:x}:u:c{i}" for i in range(16)], "at most 15"),
+])
+def test_bad_config_lines_are_refused_with_the_reason(lines, words):
+    with pytest.raises(SatelliteError, match=words):
+        parse(lines)
+    with pytest.raises(config.ConfigError, match="satellites.switches"):
+        config.parse({"satellites": {"switches": lines}})
+
+
+def test_the_satellite_carries_each_device_port_alone_to_its_uplink_and_back():
+    sat, = parse(["a1:up0:cable1"])
+    plan = flows(sat, SAT_PORTS)
+    assert isinstance(plan[0], F.FlowDelete) and plan[0].cookie_mask == 0      # a clean table first
+    mods = [m for m in plan if isinstance(m, F.FlowMod)]
+    up = {m.match["in_port"]: m.actions for m in mods if m.match.get("in_port") not in (250, None)}
+    down = {m.match["vlan_vid"]: m.actions for m in mods if m.match.get("in_port") == 250}
+    assert up == {1: (F.PushVlan(0x8100), F.SetField("vlan_vid", VLAN_PRESENT | 257), F.Output(250)),
+                  2: (F.PushVlan(0x8100), F.SetField("vlan_vid", VLAN_PRESENT | 258), F.Output(250))}
+    assert down == {VLAN_PRESENT | 257: (F.PopVlan(), F.Output(1)), VLAN_PRESENT | 258: (F.PopVlan(), F.Output(2))}
+    # nothing port to port, nothing for its LOCAL port, and everything else dropped
+    assert all(a.port == 250 for acts in up.values() for a in acts if isinstance(a, F.Output))
+    assert [m for m in mods if not m.match] == [F.FlowMod(match={}, priority=0, cookie=mods[-1].cookie)]
+
+
+def test_a_satellite_without_its_uplink_or_with_a_port_no_vlan_can_name_is_refused():
+    sat, = parse(["a1:up0:cable1"])
+    with pytest.raises(SatelliteError, match="uplink"):
+        flows(sat, {"lan1": 1})
+    assert 300 not in [m.match.get("in_port") for m in flows(sat, {**SAT_PORTS, "p300": 300})
+                       if isinstance(m, F.FlowMod)]
+    with pytest.raises(SatelliteError, match="outside"):
+        sat.vlan(255)
+
+
+def test_the_router_gets_a_patch_port_per_satellite_port_through_the_demux_bridge():
+    sat, = parse(["a1:up0:cable1"])
+    args = router_commands(sat, SAT_PORTS, "br0", "netdev")
+    text = " ".join(args)
+    assert "add-br hwsat1 -- set bridge hwsat1 datapath_type=netdev fail_mode=standalone" in text
+    assert "add-port hwsat1 cable1" in text
+    assert "add-port br0 hws1p1 -- set interface hws1p1 type=patch options:peer=hws1p1d" in text
+    assert "add-port hwsat1 hws1p2d tag=258 -- set interface hws1p2d type=patch options:peer=hws1p2" in text
+    assert "up0" not in text and "250" not in text
+
+
+def test_the_gate_admits_a_listed_satellite_and_never_as_the_bridge():
+    sats = parse(["a1:up0:cable1"])
+    gate = SwitchGate("br0", sats)
+    assert gate.satellite(0xA1, SAT_PORTS) == (sats[0], "")
+    assert gate.satellite(0xA2, SAT_PORTS) == (None, "")                   # not listed: the bridge's rules
+    sat, why = gate.satellite(0xA1, {"br0": LOCAL_PORT, "up0": 1})
+    assert sat is None and "is the bridge" in why
+    sat, why = gate.satellite(0xA1, {"sat1": LOCAL_PORT, "lan1": 1})
+    assert sat is None and "no uplink port 'up0'" in why
+    assert gate.admit(0x1, {"br0": LOCAL_PORT}) == (True, "")               # the bridge is unaffected
