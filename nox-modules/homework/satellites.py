@@ -115,23 +115,78 @@ def flows(sat: Satellite, ports: dict[str, int]) -> list:
     return out
 
 
-def router_commands(sat: Satellite, ports: dict[str, int], bridge: str, datapath_type: str) -> list[str]:
+def router_commands(sat: Satellite, ports: dict[str, int], bridge: str, datapath_type: str,
+                    existing: set[str] = frozenset()) -> list[str]:
     """One ovs-vsctl transaction (its arguments) that gives every device port of the
     satellite its patch port on the router's bridge, through the satellite's demux
     bridge: the cable's router end is a trunk there, each patch peer an access port of
-    the port's VLAN. --may-exist everywhere: run again on every (re)connection."""
+    the port's VLAN. `existing`: the demux bridge's ports now; a patch pair whose
+    satellite port has gone is removed (one whose port lost its link stays: PatchLinks).
+    --may-exist everywhere: run again on every (re)connection and port change."""
     demux = sat.demux_bridge
     args = ["--may-exist", "add-br", demux, "--", "set", "bridge", demux, f"datapath_type={datapath_type}",
             "fail_mode=standalone", "other-config:forward-bpdu=false",
             "--", "--may-exist", "add-port", demux, sat.router_port]
+    wanted = set()
     for _name, port_no in sorted(device_ports(sat, ports).items(), key=lambda kv: kv[1]):
         on_router, on_demux = sat.patch_names(port_no)
+        wanted.add(on_demux)
         args += ["--", "--may-exist", "add-port", bridge, on_router,
                  "--", "set", "interface", on_router, "type=patch", f"options:peer={on_demux}",
                  "--", "--may-exist", "add-port", demux, on_demux, f"tag={sat.vlan(port_no)}",
                  "--", "set", "interface", on_demux, "type=patch", f"options:peer={on_router}"]
+    prefix = f"hws{sat.index}p"
+    for gone in sorted(p for p in existing if p.startswith(prefix) and p.endswith("d") and p not in wanted):
+        args += ["--", "--if-exists", "del-port", bridge, gone[:-1], "--", "--if-exists", "del-port", demux, gone]
     return args
 
 
 def owns_cookie(cookie: int) -> bool:
     return cookie & COOKIE_MASK_OWNER == COOKIE_SATELLITE
+
+
+class PatchLinks:
+    """What the router's pipeline should believe about each satellite port's link.
+
+    A patch port has no carrier: it is up for as long as it exists. The satellite port
+    behind it does have one, and a device unplugged there (or gone from that Wi-Fi port)
+    must look unplugged to the router, so that its lease may follow it to another port.
+    This joins the two: the router sees a patch port up only while both the patch port
+    exists and its satellite port has link. Patch ports stay in place while their link
+    is down, so a cable plugged in costs no ovs-vsctl before its first frame passes."""
+
+    def __init__(self):
+        self.link: dict[str, bool] = {}       # patch name on the router -> satellite port has link
+        self.router: dict[str, int] = {}      # patch name -> its port number on the router's bridge
+
+    def satellite_ports(self, sat: Satellite, ports: dict[str, int], down: set[str]) -> list[tuple[str, int, bool]]:
+        """A satellite reported all its ports (`down`: names without link). Returns the
+        (patch name, router port number, up) changes the router's pipeline must hear."""
+        changes = []
+        seen = set()
+        for name, port_no in device_ports(sat, ports).items():
+            patch = sat.patch_names(port_no)[0]
+            seen.add(patch)
+            up = name not in down
+            if self.link.get(patch) != up:
+                self.link[patch] = up
+                if patch in self.router:
+                    changes.append((patch, self.router[patch], up))
+        prefix = f"hws{sat.index}p"
+        for patch in [p for p in self.link if p.startswith(prefix) and p not in seen]:
+            del self.link[patch]      # the satellite port is gone; its patch port goes too
+        return changes
+
+    def router_port(self, name: str, port_no: int, up: bool) -> bool:
+        """A port of the router's bridge changed; whether the pipeline should see it up."""
+        if up:
+            self.router[name] = port_no
+        else:
+            self.router.pop(name, None)
+        return up and self.link.get(name, True)
+
+    def bridge_ports(self, ports: dict[str, int]) -> dict[str, int]:
+        """The bridge (re)connected with these ports: all of them are recorded, and the
+        ones whose satellite port has no link are left out of what the pipeline sees."""
+        self.router.update(ports)
+        return {name: no for name, no in ports.items() if self.link.get(name, True)}

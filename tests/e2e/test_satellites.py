@@ -9,6 +9,8 @@ real ping."""
 from __future__ import annotations
 
 import re
+import subprocess
+import time
 
 import pytest
 
@@ -124,3 +126,29 @@ def test_a_satellite_that_loses_the_controller_keeps_its_devices_and_admits_no_n
     wait_until(sat2.connected, 20, "the satellite did not reconnect")
     newcomer.wait_for_ipv4(30)
     assert resident.ping(WEB_ADDR)
+
+
+def test_a_device_moved_to_another_satellite_keeps_its_address_and_comes_back(home: Home, sats):
+    sat1, sat2 = sats
+    dev = home.add_device(name="roamer", switch=sat1)
+    dev.start_dhcp("dhcpcd")         # asks again for its address when its link comes back
+    address = dev.wait_for_ipv4(25)
+    out = home.homework("permit", dev.mac)
+    assert out.returncode == 0, out.stderr + out.stdout
+    gw = gateway(dev)
+    wait_until(lambda: dev.ping(WEB_ADDR, timeout=1), 10, "the device cannot reach the internet")
+    old_port = dev.ofport
+    # pings every 20 ms, stamped, across the move
+    pinger = dev.popen(["ping", "-n", "-D", "-i", "0.02", "-W", "1", gw], stdout=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    moved = sat2.take(dev)
+    wait_until(lambda: dev.ping(gw, timeout=1), 15, "the moved device never reached its gateway again")
+    time.sleep(0.2)
+    pinger.terminate()
+    replies = [float(m.group(1)) for m in re.finditer(r"^\[(\d+\.\d+)\] \d+ bytes from", pinger.communicate()[0], re.M)]
+    back = min(t for t in replies if t > moved) - moved
+    assert dev.ipv4() == address, "the device lost its /30 when it moved"
+    assert dev.ping(WEB_ADDR), "the moved device cannot reach the internet"
+    print(f"moved from {sat1.bridge} to {sat2.bridge} at {moved:.3f}: back at its gateway after {back:.2f} s")
+    # the old satellite port has gone from the router's bridge
+    assert f"hws1p{old_port}" not in home.vsctl("list-ports", "br0").split()

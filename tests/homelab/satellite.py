@@ -9,6 +9,7 @@ comes with pairing."""
 from __future__ import annotations
 
 import subprocess
+import time
 
 from . import ROUTER_NET, Home, ns_cmd, sh
 
@@ -58,6 +59,28 @@ class Satellite:
     def set_controller(self, target: str) -> None:
         """Point the satellite at another controller address (one nobody serves cuts it off)."""
         self.home.vsctl("set-controller", self.bridge, target)
+
+    def take(self, dev) -> float:
+        """Move a device's cable from its switch to a free port of this satellite: unplugged
+        (its link goes down, as the device sees it), then plugged in here. A real switch's
+        ports exist before a cable arrives, so the port is added without link and the cable
+        "plugged" (link up) once the router has its patch port. Returns time.time() of the
+        plug-in."""
+        h = self.home
+        sh(["ip", "-n", h.router_ns, "link", "set", dev.port_name, "down"])
+        dev.ofport = self.next_port()
+        h.vsctl("del-port", dev.bridge, dev.port_name, "--", "add-port", self.bridge, dev.port_name,
+                "--", "set", "interface", dev.port_name, f"ofport_request={dev.ofport}")
+        dev.bridge = self.bridge
+        patch = f"hws{self.index}p{dev.ofport}"
+        deadline = time.monotonic() + 10
+        while patch not in h.vsctl("list-ports", "br0").split():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the router never got {patch} for port {dev.ofport} of {self.bridge}")
+            time.sleep(0.05)
+        plugged = time.time()
+        sh(["ip", "-n", h.router_ns, "link", "set", dev.port_name, "up"])
+        return plugged
 
     def stop(self) -> None:
         h = self.home

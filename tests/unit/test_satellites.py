@@ -81,3 +81,31 @@ def test_the_gate_admits_a_listed_satellite_and_never_as_the_bridge():
     sat, why = gate.satellite(0xA1, {"sat1": LOCAL_PORT, "lan1": 1})
     assert sat is None and "no uplink port 'up0'" in why
     assert gate.admit(0x1, {"br0": LOCAL_PORT}) == (True, "")               # the bridge is unaffected
+
+
+def test_a_patch_pair_whose_satellite_port_has_gone_is_removed_and_others_are_kept():
+    sat, = parse(["a1:up0:cable1"])
+    existing = {"cable1", "hws1p1d", "hws1p7d", "hws2p7d"}
+    text = " ".join(router_commands(sat, SAT_PORTS, "br0", "netdev", existing))
+    assert "--if-exists del-port br0 hws1p7 -- --if-exists del-port hwsat1 hws1p7d" in text
+    assert "del-port br0 hws1p1 " not in text and "hws2p7" not in text      # still wanted / not ours
+
+
+def test_the_router_sees_a_patch_port_up_only_while_its_satellite_port_has_link():
+    from homework.satellites import PatchLinks
+    sat, = parse(["a1:up0:cable1"])
+    links = PatchLinks()
+    # the satellite connects first: lan1 has link, wlan0 not; the router has no patch ports yet
+    assert links.satellite_ports(sat, SAT_PORTS, down={"wlan0"}) == []
+    # the bridge connects with both patch ports: wlan0's is left out of what the pipeline sees
+    assert links.bridge_ports({"br0": LOCAL_PORT, "hws1p1": 7, "hws1p2": 8}) == {"br0": LOCAL_PORT, "hws1p1": 7}
+    # wlan0 gets link, lan1 loses it: two changes, by router port number
+    assert links.satellite_ports(sat, SAT_PORTS, down={"lan1"}) == [("hws1p1", 7, False), ("hws1p2", 8, True)]
+    assert links.satellite_ports(sat, SAT_PORTS, down={"lan1"}) == []          # no change, nothing said
+    # a patch port created while its satellite port has no link arrives down
+    assert links.router_port("hws1p1", 9, True) is False
+    assert links.router_port("hws1p2", 8, True) is True
+    assert links.router_port("eth1", 3, True) is True                          # not a satellite port
+    # lan1 is removed from the satellite: forgotten, and its patch port (when deleted) is simply down
+    assert links.satellite_ports(sat, {"up0": 250, "wlan0": 2}, down=set()) == []
+    assert "hws1p1" not in links.link and links.router_port("hws1p1", 9, False) is False

@@ -55,6 +55,8 @@ class HomeworkApp(app_manager.OSKenApp):
         self.datapath = None
         self.gate = SwitchGate(self.core.config.bridge, self.core.config.satellites)
         self.satellite_dps: dict[int, object] = {}     # dpid -> os-ken Datapath of a connected satellite
+        self._satellite_ports: dict[int, list[int]] = {}   # dpid -> its device ports with link, as last planned
+        self.patch_links = satellites.PatchLinks()
         self._aggregate_requests: dict = {}     # xid -> AggregateStatsRequest awaiting its reply
         self.out = SendBatcher(hub.spawn)
         self.core._send = self.send_decisions
@@ -79,7 +81,9 @@ class HomeworkApp(app_manager.OSKenApp):
         ports = {p.name.decode(errors="replace"): p.port_no for p in ev.msg.body}
         sat, why = self.gate.satellite(dp.id, ports)
         if sat is not None:
-            self._drive_satellite(dp, sat, ports)
+            down = {p.name.decode(errors="replace") for p in ev.msg.body
+                    if p.state & dp.ofproto.OFPPS_LINK_DOWN}
+            self._drive_satellite(dp, sat, ports, down)
             return
         admitted, why = (False, why) if why else self.gate.admit(dp.id, ports)
         if not admitted:
@@ -88,7 +92,7 @@ class HomeworkApp(app_manager.OSKenApp):
         first = self.datapath is not dp
         self.datapath = dp
         if first:
-            self.core.datapath_up(F.Datapath(dpid=dp.id, ports=ports))
+            self.core.datapath_up(F.Datapath(dpid=dp.id, ports=self.patch_links.bridge_ports(ports)))
 
     def _refuse(self, dp, why: str) -> None:
         self.core.counters.count("core.switch_refused")
@@ -98,24 +102,32 @@ class HomeworkApp(app_manager.OSKenApp):
                                   detail=f"a switch (datapath {dp.id:016x}) connected to the controller "
                                          f"and was refused: {why}")
 
-    def _drive_satellite(self, dp, sat: satellites.Satellite, ports: dict[str, int]) -> None:
+    def _drive_satellite(self, dp, sat: satellites.Satellite, ports: dict[str, int], down: set[str]) -> None:
         """Give a satellite its whole table and its ports their patch ports on the router's
-        bridge; run again on every port change (both halves are idempotent)."""
+        bridge, and tell the pipeline which of those have link; run again on every port
+        change (each part is idempotent)."""
         try:
             plan = satellites.flows(sat, ports)
-            commands = satellites.router_commands(sat, ports, self.core.config.bridge,
-                                                  self.core.config.datapath_type)
         except satellites.SatelliteError as exc:
             self._refuse(dp, str(exc))
             return
+        live = sorted(no for name, no in satellites.device_ports(sat, ports).items() if name not in down)
         if self.satellite_dps.get(dp.id) is not dp:
             self.core.counters.count("core.satellite_sessions")
-            log.info("satellite %d (datapath %016x) connected: %d device ports", sat.index, dp.id,
-                     len(satellites.device_ports(sat, ports)))
+            log.info("satellite %d (datapath %016x) connected, device ports with link: %s", sat.index, dp.id, live)
+        elif self._satellite_ports.get(dp.id) != live:
+            log.info("satellite %d: device ports with link now %s", sat.index, live)
         self.satellite_dps[dp.id] = dp
+        self._satellite_ports[dp.id] = live
         self._send_to(dp, plan)
+        if self.datapath is not None:
+            for patch, router_port, up in self.patch_links.satellite_ports(sat, ports, down):
+                self.core.port_status(patch, router_port, up)
+        else:
+            self.patch_links.satellite_ports(sat, ports, down)
         # ovs-vsctl waits for the switch: off the hub, like the host's address changes.
-        threading.Thread(target=_run_vsctl, args=(commands,), daemon=True, name="satellite-ports").start()
+        threading.Thread(target=_sync_router_ports, daemon=True, name="satellite-ports",
+                         args=(sat, ports, self.core.config.bridge, self.core.config.datapath_type)).start()
 
     @set_ev_cls(ofp_event.EventOFPStateChange, [DEAD_DISPATCHER])
     @guarded
@@ -143,7 +155,8 @@ class HomeworkApp(app_manager.OSKenApp):
         ofp = msg.datapath.ofproto
         port = msg.desc
         up = msg.reason != ofp.OFPPR_DELETE and not (port.state & ofp.OFPPS_LINK_DOWN)
-        self.core.port_status(port.name.decode(errors="replace"), port.port_no, up)
+        name = port.name.decode(errors="replace")
+        self.core.port_status(name, port.port_no, self.patch_links.router_port(name, port.port_no, up))
 
     # -- events --------------------------------------------------------------------------
     @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)
@@ -218,14 +231,27 @@ class HomeworkApp(app_manager.OSKenApp):
                 log.exception("could not send %r", decision)
 
 
-def _run_vsctl(args: list[str]) -> None:
+_VSCTL_LOCK = threading.Lock()      # one satellite port sync at a time: each reads, then writes
+
+
+def _sync_router_ports(sat: satellites.Satellite, ports: dict[str, int], bridge: str, datapath_type: str) -> None:
+    with _VSCTL_LOCK:
+        listed = _vsctl(["list-ports", sat.demux_bridge], quiet=True)
+        existing = set(listed.split()) if listed is not None else set()
+        _vsctl(satellites.router_commands(sat, ports, bridge, datapath_type, existing))
+
+
+def _vsctl(args: list[str], quiet: bool = False) -> str | None:
     try:
         res = subprocess.run(["ovs-vsctl", "--timeout=10", *args], capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired) as exc:
         log.error("satellite ports: ovs-vsctl failed: %s", exc)
-        return
+        return None
     if res.returncode != 0:
-        log.error("satellite ports: ovs-vsctl exited %d: %s", res.returncode, res.stderr.strip())
+        if not quiet:
+            log.error("satellite ports: ovs-vsctl exited %d: %s", res.returncode, res.stderr.strip())
+        return None
+    return res.stdout
 
 
 class SendBatcher:
