@@ -8,6 +8,7 @@ gets, from the same pipeline: its /30, pending isolation, routing. Real OVS, rea
 real ping."""
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import time
@@ -15,7 +16,7 @@ import time
 import pytest
 
 from conftest import emulated_home
-from homelab import WEB_ADDR, Device, Home
+from homelab import REPO, WEB_ADDR, Device, Home
 from homelab.routing import gateway, permitted_device, wait_until
 from homelab.satellite import Satellite
 
@@ -25,7 +26,7 @@ SATELLITES = ((1, 0xA1), (2, 0xA2))
 @pytest.fixture(scope="module")
 def home():
     # The satellites' lines in the config are known before they exist (their names).
-    specs = [f"{dpid:016x}:sat{i}up:sat{i}cable" for i, dpid in SATELLITES]
+    specs = [Satellite.spec_for(i, dpid) for i, dpid in SATELLITES]
     yield from emulated_home({"satellites": {"switches": specs}})
 
 
@@ -152,3 +153,17 @@ def test_a_device_moved_to_another_satellite_keeps_its_address_and_comes_back(ho
     print(f"moved from {sat1.bridge} to {sat2.bridge} at {moved:.3f}: back at its gateway after {back:.2f} s")
     # the old satellite port has gone from the router's bridge
     assert f"hws1p{old_port}" not in home.vsctl("list-ports", "br0").split()
+
+
+def test_make_run_brings_up_satellites_with_a_device_on_each():
+    """`HOMEWORK_SATELLITES=2 make run` (smoke mode): two satellites, a device on each, and
+    every device, on the router or a satellite, holds its /30."""
+    env = dict(os.environ, HOMEWORK_RUN_SECONDS="10", HOMEWORK_SATELLITES="2", HOMELAB_ARTIFACTS="")
+    proc = subprocess.run(["bash", str(REPO / "scripts" / "run-home.sh")], capture_output=True,
+                          text=True, timeout=150, env=env, cwd=str(REPO))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    for index in (1, 2):
+        assert f"satellite sat{index} (datapath 00000000000000a{index}) cabled to router port sat{index}cable" in out
+        assert re.search(rf"-sat{index} \((dhclient|udhcpc|dhcpcd)\) bound: 10\.2\.\d+\.\d+/30", out), out[-4000:]
+    assert "5 of 5 devices hold a /30" in out, out[-4000:]

@@ -1,8 +1,10 @@
 """`make run`: the router with an emulated home of three devices, live.
 
-    python -m homelab.run [--devices N] [--seconds S]
+    python -m homelab.run [--devices N] [--satellites N] [--seconds S]
 
 Starts OVS, the controller and three devices running dhclient, udhcpc and dhcpcd;
+HOMEWORK_SATELLITES=N (or --satellites) adds N satellite switches cabled to the router,
+one more device on each (issue 15);
 prints what happens (the controller's log lines, each client's leases, each
 device's state) and how to permit a device; tears everything down on Ctrl-C.
 HOMEWORK_RUN_SECONDS=S (or --seconds) exits by itself after S seconds (smoke mode);
@@ -18,6 +20,7 @@ import time
 
 from . import LAN6_SITE, WEB6_ADDR, WEB_ADDR, Home, new_run_id
 from .dns import DNSD_BINARY, DnsLab, dns_config
+from .satellite import Satellite
 from .web import Web, have_web, web_home
 
 CLIENTS = ("dhclient", "udhcpc", "dhcpcd")
@@ -26,10 +29,14 @@ CLIENTS = ("dhclient", "udhcpc", "dhcpcd")
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="make run")
     ap.add_argument("--devices", type=int, default=3)
+    ap.add_argument("--satellites", type=int, default=int(os.environ.get("HOMEWORK_SATELLITES", "0") or 0),
+                    help="satellite switches cabled to the router, one more device on each (at most 15)")
     ap.add_argument("--seconds", type=float,
                     default=float(os.environ.get("HOMEWORK_RUN_SECONDS", "0") or 0),
                     help="exit by itself after this many seconds (0: run until Ctrl-C)")
     args = ap.parse_args(argv)
+    if not 0 <= args.satellites <= 15:
+        ap.error("--satellites: 0 to 15")
     t0 = time.monotonic()
 
     def say(msg: str) -> None:
@@ -44,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     config = dns_config(run_id, ("dhcp", "routing", "dns", "localnames", "hwdb_sync")) if with_dns else \
         {"controller": {"components": ["dhcp", "routing", "hwdb_sync"]}}
     config["ipv6"] = {"enabled": True, "prefix": LAN6_SITE}     # each device's /64 (issue 12)
+    sat_ids = [(i, 0xA0 + i) for i in range(1, args.satellites + 1)]
+    if sat_ids:
+        config["satellites"] = {"switches": [Satellite.spec_for(i, dpid) for i, dpid in sat_ids]}
     home = (web_home(config=config, run_id=run_id, log=say) if have_web() is None
             else Home(config=config, run_id=run_id, log=say))
     with home:
@@ -52,15 +62,22 @@ def main(argv: list[str] | None = None) -> int:
         if with_dns:
             DnsLab(home).start()
             say("DNS interception on: homework-dnsd -> dnsmasq -> the emulated internet's resolver")
+        sats = [Satellite(home, i, dpid).start() for i, dpid in sat_ids]
+        for sat in sats:
+            say(f"satellite {sat.bridge} (datapath {sat.dpid:016x}) cabled to router port {sat.router_port}")
         devs = []
         for i in range(args.devices):
             client = CLIENTS[i % len(CLIENTS)]
             dev = home.add_device(name=f"{client}{i + 1}")
             devs.append(dev)
-        for dev, i in zip(devs, range(args.devices)):
+        for sat in sats:
+            client = CLIENTS[(args.devices + sat.index - 1) % len(CLIENTS)]
+            devs.append(home.add_device(name=f"{client}-{sat.bridge}", switch=sat))
+        for i, dev in enumerate(devs):
             client = CLIENTS[i % len(CLIENTS)]
             dev.start_dhcp(client)
-            say(f"{dev.name} ({client}) {dev.mac} in namespace {dev.ns}: asking for an address")
+            where = "" if dev.bridge == "br0" else f" on satellite {dev.bridge}"
+            say(f"{dev.name} ({client}) {dev.mac} in namespace {dev.ns}{where}: asking for an address")
         print()
         print("  To permit a device (its next renewal then gets the 3600 s lease):")
         for dev in devs:

@@ -25,7 +25,13 @@ class Satellite:
     @property
     def spec(self) -> str:
         """Its line in the controller's [satellites] switches."""
-        return f"{self.dpid:016x}:{self.uplink}:{self.router_port}"
+        return self.spec_for(self.index, self.dpid)
+
+    @staticmethod
+    def spec_for(index: int, dpid: int) -> str:
+        """The config line of the satellite this class makes with that index and dpid (the
+        controller's config is written before the satellites exist)."""
+        return f"{dpid:016x}:sat{index}up:sat{index}cable"
 
     def next_port(self) -> int:
         self._port += 1
