@@ -31,6 +31,11 @@ HW.panel = (function ($) {
                             (HW.labels.retransmitting(m.retrans) ? " (many retries)" : "")) +
                             (HW.labels.connection(d) ? " · " + HW.labels.connection(d) : ""));  // issue 16
     $p.find(".address").text(d.lease && d.lease.active ? d.lease.ip : "none");
+    // Which switch it is on: the router itself or one of the satellites (issue 15).
+    var at = d.attached;
+    $p.find(".attached-row").prop("hidden", !at);
+    $p.find(".attached").text(!at ? "" : at.satellite ? "satellite " + at.satellite + ", port " + at.port
+                                                      : "the router, port " + at.port);
     // Its own IPv6 /64 when the router gives devices IPv6 (every address in it is the device's).
     $p.find(".ipv6-row").prop("hidden", !d.ipv6_prefix);
     $p.find(".ipv6-prefix").text(d.ipv6_prefix || "");

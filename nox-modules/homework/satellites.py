@@ -141,6 +141,18 @@ def router_commands(sat: Satellite, ports: dict[str, int], bridge: str, datapath
     return args
 
 
+_PATCH = re.compile(r"^hws(\d+)p(\d+)$")
+
+
+def attachment(port_name: str) -> dict:
+    """Where a device is plugged in, for its view: a router port, or a port of a satellite
+    (whose patch port on the router is named hws<index>p<port>)."""
+    m = _PATCH.match(port_name)
+    if m:
+        return {"switch": f"satellite {m.group(1)}", "satellite": int(m.group(1)), "port": m.group(2)}
+    return {"switch": "router", "satellite": None, "port": port_name}
+
+
 def owns_cookie(cookie: int) -> bool:
     return cookie & COOKIE_MASK_OWNER == COOKIE_SATELLITE
 

@@ -8,6 +8,7 @@ gets, from the same pipeline: its /30, pending isolation, routing. Real OVS, rea
 real ping."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -167,3 +168,16 @@ def test_make_run_brings_up_satellites_with_a_device_on_each():
         assert f"satellite sat{index} (datapath 00000000000000a{index}) cabled to router port sat{index}cable" in out
         assert re.search(rf"-sat{index} \((dhclient|udhcpc|dhcpcd)\) bound: 10\.2\.\d+\.\d+/30", out), out[-4000:]
     assert "5 of 5 devices hold a /30" in out, out[-4000:]
+
+
+def test_a_device_view_says_which_switch_and_port_it_is_plugged_into(home: Home, sats):
+    sat2 = sats[1]
+    there = on_satellite(home, sat2, "where-sat", permit=False)
+    here = home.add_device(name="where-router")
+    here.start_udhcpc()
+    here.wait_for_ipv4(20)
+    res = home.homework("--json", "devices")
+    assert res.returncode == 0, res.stderr
+    views = {v["mac"]: v for v in json.loads(res.stdout)}
+    assert views[there.mac]["attached"] == {"switch": "satellite 2", "satellite": 2, "port": str(there.ofport)}
+    assert views[here.mac]["attached"] == {"switch": "router", "satellite": None, "port": here.port_name}

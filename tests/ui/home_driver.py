@@ -2,6 +2,8 @@
 sends one JSON request per line on stdin and reads one JSON answer per line on stdout.
 
     {"op": "add_device", "mac": "00:09:2d:00:00:01"}   -> {"ok": true, "name": "dev1", "mac": ..}
+                                       ("satellite": N puts it on satellite N, see add_satellite)
+    {"op": "add_satellite", "index": 1, "dpid": 161}  -> {"ok": true, "bridge": "sat1"}
     {"op": "start_dhcp", "dev": "dev1", "client": "udhcpc"} -> {"ok": true, "t": epoch of the DISCOVER}
     {"op": "wait_fetch", "dev": "dev1", "expect": true, "timeout": 20}
                                        -> {"ok": true, "elapsed": s, "t": epoch of the first success}
@@ -55,6 +57,7 @@ class Driver:
             kw["hwdb"] = True
         self.home = web_home(config=config, log=lambda msg: print(msg, file=sys.stderr, flush=True), **kw)
         self.devices = {}
+        self.satellites = {}
         self.traffic: list[subprocess.Popen] = []
 
     def start(self) -> dict:
@@ -73,8 +76,23 @@ class Driver:
     def dev(self, req):
         return self.devices[req["dev"]]
 
+    def op_add_satellite(self, req):
+        """{"op": "add_satellite", "index": 1, "dpid": 161}: a satellite switch (its line must
+        be in the config: Satellite.spec_for(index, dpid)); devices join it with
+        add_device's "satellite": index."""
+        from homelab.satellite import Satellite
+        sat = Satellite(self.home, int(req["index"]), int(req["dpid"])).start()
+        self.satellites[sat.index] = sat
+        deadline = time.monotonic() + 20
+        while not sat.programmed():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"satellite {sat.bridge} got no flows from the controller")
+            time.sleep(0.1)
+        return {"bridge": sat.bridge}
+
     def op_add_device(self, req):
-        dev = self.home.add_device(name=req.get("name"), mac=req.get("mac"))
+        switch = self.satellites[int(req["satellite"])] if req.get("satellite") else None
+        dev = self.home.add_device(name=req.get("name"), mac=req.get("mac"), switch=switch)
         self.devices[dev.name] = dev
         return {"name": dev.name, "mac": dev.mac, "ns": dev.ns}
 

@@ -34,6 +34,7 @@ from .icmp import time_exceeded, time_exceeded6
 from .multicast import (MLD_V1_DONE, MLD_V1_REPORT, MLD_V2_REPORT, Memberships, general_query, icmpv6_of,
                         mld_general_query, parse_igmp, parse_mld)
 from ...ipv6plan import ROUTER_LINK_LOCAL
+from ...satellites import attachment
 
 QUERY_INTERVAL = 60.0          # IGMP general queries to permitted devices
 FLOW_COUNT_INTERVAL = 1.0      # how often the learned flows are counted (one request, table-wide)
@@ -523,13 +524,21 @@ class Routing(Component):
             self.ctx.send(decisions)
 
     def _facts(self, mac: str) -> dict:
-        """What routing adds to a device's view: per-host counting, and its IPv6 /64."""
-        facts = {"flow_limited": self.flow_limited(mac)}
+        """What routing adds to a device's view: per-host counting, its IPv6 /64, and where
+        it is plugged in (a router port or a satellite's port, issue 15)."""
+        facts = {"flow_limited": self.flow_limited(mac), "attached": self._attached(mac)}
         if self.ctx.ipv6 is not None:
             lease = self.ctx.leases.get(mac)
             prefix = self._prefix6(lease) if lease is not None and lease.active and lease.local else None
             facts["ipv6_prefix"] = str(prefix) if prefix is not None else None
         return facts
+
+    def _attached(self, mac: str) -> dict | None:
+        lease, dp = self.ctx.leases.get(mac), self.ctx.datapath
+        if lease is None or not lease.local or dp is None:
+            return None
+        name = next((n for n, no in dp.ports.items() if no == lease.port), None)
+        return attachment(name) if name else None
 
     def flow_limited(self, mac: str) -> bool:
         """Whether this device was collapsed to per-host counting (shown on its label)."""

@@ -1,0 +1,39 @@
+// Satellite switches (issue 15) on the Guest Board, in Debian's Chromium against a real
+// emulated home: a satellite (its own OVS bridge and datapath, cabled to the router, driven
+// by the controller) with a device on it, and a device on the router itself. Each device's
+// panel says where it is plugged in.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { label, login, screenshot, useBoard } from './lib.mjs';
+
+let home, page;
+// Satellite.spec_for(1, 0xa1): its datapath id, its uplink and the router port of its cable.
+useBoard({ satellites: { switches: ['00000000000000a1:sat1up:sat1cable'] } }, (h, b, p) => { home = h; page = p; });
+
+async function panelSays(mac) {
+  await label(page, mac).click();
+  const panel = page.locator('#panel');
+  await panel.waitFor({ state: 'visible' });
+  const row = panel.locator('.attached-row');
+  await row.waitFor({ state: 'visible' });
+  const text = await panel.locator('.attached').innerText();
+  await panel.locator('.close').click();
+  await panel.waitFor({ state: 'hidden' });
+  return text;
+}
+
+test('a device on a satellite and one on the router: each panel says which switch and port', { timeout: 180000 }, async () => {
+  await login(page, home.info.url, home.info.password);
+  await home.call({ op: 'add_satellite', index: 1, dpid: 0xa1 });
+  const far = await home.call({ op: 'add_device', name: 'attic-tv', satellite: 1 });
+  const near = await home.call({ op: 'add_device', name: 'desk-pc' });
+  for (const dev of [far, near]) {
+    await home.call({ op: 'start_dhcp', dev: dev.name, client: 'udhcpc' });
+    await home.call({ op: 'wait_ipv4', dev: dev.name });
+    await label(page, dev.mac).waitFor({ timeout: 15000 });
+  }
+  assert.equal(await panelSays(far.mac), 'satellite 1, port 1');
+  assert.match(await panelSays(near.mac), /^the router, port hw[0-9a-f]+-\d+$/);
+  await label(page, far.mac).click();
+  await screenshot(page, 'satellites-panel');
+});
