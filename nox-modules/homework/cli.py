@@ -14,6 +14,7 @@ from . import cli_backup
 from . import cli_wifi
 from . import cli_update
 from . import cli_qos
+from . import cli_satellites
 
 DEFAULT_SOCKET = os.environ.get("HOMEWORK_SOCKET", "/run/homework/control.sock")
 
@@ -160,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     cli_wifi.add_parsers(sub)            # issue 18: wifi (SSID, passphrase)
     cli_qos.add_parsers(sub)             # issue 13: qos (priorities and shaping)
     cli_update.add_parsers(sub)          # issue 18: update, update-status, reboot
+    cli_satellites.add_parsers(sub)      # issue 15: satellite-pair
     raw = sub.add_parser("call", help="call any controller command with key=value arguments")
     raw.add_argument("command")
     raw.add_argument("args", nargs="*")
@@ -173,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         backed = cli_wifi.run(args, call, args.socket) if args.cmd == "wifi" else backed
         backed = cli_qos.run(args, call, args.socket) if args.cmd == "qos" else backed
         backed = cli_update.run(args, call, args.socket) if args.cmd in cli_update.COMMANDS else backed
+        backed = cli_satellites.run(args, call, args.socket) if args.cmd == "satellite-pair" else backed
         if backed is not None:
             scheduled = backed
         if scheduled is not None:

@@ -80,6 +80,21 @@ def register_core_commands(core) -> None:
         view.update(ctx.facts_about(device.mac))
         return view
 
+    def satellite_pair(dpid, csr) -> dict:
+        """Sign a satellite's certificate request for its datapath id (issue 15); the
+        satellite keeps its key. Only a satellite listed in [satellites] switches."""
+        from .pki import HouseholdCA
+        try:
+            dpid = int(str(dpid), 16)
+        except ValueError:
+            raise CommandError(f"datapath id {dpid!r} is not hexadecimal") from None
+        listed = {s.dpid for s in core.config.satellites}
+        if dpid not in listed:
+            raise CommandError(f"datapath {dpid:016x} is not in [satellites] switches: list it there first", 404)
+        ca = HouseholdCA(core.config.pki_dir).ensure()
+        return {"dpid": f"{dpid:016x}", "certificate": ca.sign_satellite(str(csr), dpid), "ca": ca.ca_pem()}
+
+    cmd.register("satellite-pair", satellite_pair)
     cmd.register("devices", lambda: [device_view(d) for d in devices.all()])
     cmd.register("status", lambda mac=None: device_view(devices.get(mac)) if mac
                  else [device_view(d) for d in devices.all() if d.state == "permitted"])

@@ -72,6 +72,10 @@ def ifname_or_empty(key: str, value: str) -> str:
     return ifname(key, value) if value else ""
 
 
+def ip_address_or_empty(key: str, value: str) -> str:
+    return ip_address(key, value) if value else ""
+
+
 def ip_address(key: str, value: str) -> str:
     try:
         ipaddress.ip_address(value)
@@ -186,6 +190,15 @@ KEYS: tuple[Key, ...] = (
         "satellite switches the controller drives besides the bridge, each 'DPID:UPLINK:ROUTER_PORT' "
         "(its datapath id in hex, its uplink port, the router port its cable plugs into); until "
         "pairing, a datapath not listed here is refused", satellite_list),
+    Key("satellites.tls_port", "satellites_tls_port", int, 6654,
+        "OpenFlow over TLS for satellites (certificates from the household CA in <state.dir>/pki); 0: none",
+        int_range(0, 65535)),
+    Key("satellites.tls_listen", "satellites_tls_listen", str, "",
+        "the TLS listener's address; '' = controller.listen (a satellite reaches the router on a LAN "
+        "address: TLS with a certificate the household CA signed is what admits it)", ip_address_or_empty),
+    Key("satellites.require_tls", "satellites_require_tls", bool, True,
+        "a satellite is driven only over TLS with the certificate paired for its datapath id "
+        "(false: plain tcp is believed too, for an emulated home whose satellites share one OVS)"),
     Key("dhcp.pending_lease", "pending_lease", int, 30, "lease seconds while pending or denied",
         int_range(10, 86400)),
     Key("dhcp.permitted_lease", "permitted_lease", int, 3600, "lease seconds once permitted",
@@ -402,12 +415,16 @@ def _state_db(self) -> Path:
     return self.state_dir / "state.db"
 
 
+def _pki_dir(self) -> Path:
+    return self.state_dir / "pki"
+
+
 # The dataclass the rest of the controller reads (config.pool, config.pending_lease, ...).
 Config = dataclasses.make_dataclass(
     "Config",
     [(k.attr, Any, dataclasses.field(default=_typed(k, k.default))) for k in KEYS]
     + [("version", int, dataclasses.field(default=CURRENT_VERSION))],
-    namespace={"state_db": property(_state_db), "__module__": __name__,
+    namespace={"state_db": property(_state_db), "pki_dir": property(_pki_dir), "__module__": __name__,
                "__doc__": "The validated configuration; built from KEYS."},
     frozen=True,
 )

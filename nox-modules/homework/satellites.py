@@ -55,6 +55,12 @@ class Satellite:
             raise SatelliteError(f"satellite {self.dpid:016x}: port number {port_no} is outside 1..{MAX_PORT}")
         return self.index * 256 + port_no
 
+    def router_ofport(self, port_no: int) -> int:
+        """The patch port's OpenFlow number on the router's bridge: fixed (4096 + VLAN id),
+        so it is the same after every restart and never one a router port was given
+        (those count up from 1)."""
+        return 4096 + self.vlan(port_no)
+
     def patch_names(self, port_no: int) -> tuple[str, str]:
         """(the port on the router's bridge, its peer on the demux bridge)."""
         return f"hws{self.index}p{port_no}", f"hws{self.index}p{port_no}d"
@@ -133,6 +139,7 @@ def router_commands(sat: Satellite, ports: dict[str, int], bridge: str, datapath
         wanted.add(on_demux)
         args += ["--", "--may-exist", "add-port", bridge, on_router,
                  "--", "set", "interface", on_router, "type=patch", f"options:peer={on_demux}",
+                 f"ofport_request={sat.router_ofport(port_no)}",
                  "--", "--may-exist", "add-port", demux, on_demux, f"tag={sat.vlan(port_no)}",
                  "--", "set", "interface", on_demux, "type=patch", f"options:peer={on_router}"]
     prefix = f"hws{sat.index}p"

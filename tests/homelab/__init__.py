@@ -209,14 +209,14 @@ def _parse_event(env: dict) -> Lease | None:
 class Device:
     """A device namespace with one veth (eth0) plugged into the router's bridge."""
 
-    def __init__(self, home: "Home", index: int, name: str, mac: str, bridge: str = BRIDGE,
-                 ofport: int | None = None):
+    def __init__(self, home: "Home", index: int, name: str, mac: str, switch=None):
         self.home = home
         self.index = index
         self.name = name
         self.mac = mac
-        self.bridge = bridge                     # the router's bridge, or a satellite's
-        self.ofport = ofport or index
+        self.switch = switch                     # None: the router's bridge; else a satellite.Satellite
+        self.bridge = switch.bridge if switch else BRIDGE
+        self.ofport = switch.next_port() if switch else index
         self.ns = f"{home.run_id}-d{index}"
         self.port_name = f"{home.run_id}-{index}"
         self.ifname = "eth0"
@@ -236,17 +236,28 @@ class Device:
         sh(["ip", "netns", "add", self.ns])
         h._namespaces.append(self.ns)
         sh(["ip", "-n", self.ns, "link", "set", "lo", "up"])
-        sh(["ip", "-n", h.router_ns, "link", "add", self.port_name, "type", "veth",
+        port_ns = self.port_ns
+        sh(["ip", "-n", port_ns, "link", "add", self.port_name, "type", "veth",
             "peer", "name", self.ifname, "netns", self.ns])
         sh(["ip", "-n", self.ns, "link", "set", self.ifname, "address", self.mac])
         sh(ns_cmd(self.ns, ["ethtool", "-K", self.ifname, "tx", "off"]))
-        sh(ns_cmd(h.router_ns, ["ethtool", "-K", self.port_name, "tx", "off"]))
-        h.vsctl("--may-exist", "add-port", self.bridge, self.port_name, "--", "set", "interface",
-                self.port_name, f"ofport_request={self.ofport}")
+        sh(ns_cmd(port_ns, ["ethtool", "-K", self.port_name, "tx", "off"]))
+        self.vsctl("--may-exist", "add-port", self.bridge, self.port_name, "--", "set", "interface",
+                   self.port_name, f"ofport_request={self.ofport}")
         # Only OVS may see the port's frames, not the router's own stack (routing, issue 4).
-        sh(ns_cmd(h.router_ns, ["bash", str(ROUTER_NET), "guard", self.port_name]))
-        sh(["ip", "-n", h.router_ns, "link", "set", self.port_name, "up"])
+        sh(ns_cmd(port_ns, ["bash", str(ROUTER_NET), "guard", self.port_name]))
+        sh(["ip", "-n", port_ns, "link", "set", self.port_name, "up"])
         sh(["ip", "-n", self.ns, "link", "set", self.ifname, "up"])
+
+    @property
+    def port_ns(self) -> str:
+        """The namespace holding the switch end of its cable (the router's, or a satellite's
+        with an Open vSwitch of its own)."""
+        return self.switch.ns if self.switch else self.home.router_ns
+
+    def vsctl(self, *args: str) -> str:
+        """ovs-vsctl of the Open vSwitch its switch belongs to."""
+        return self.switch.vsctl(*args) if self.switch else self.home.vsctl(*args)
 
     def run(self, cmd: Sequence[str] | str, check: bool = True, timeout: float | None = 30,
             input: str | None = None) -> subprocess.CompletedProcess:
@@ -888,10 +899,7 @@ class Home:
             index = self._next_index
             name = name or f"dev{index}"
             mac = (mac or f"02:68:77:01:{index >> 8:02x}:{index & 0xff:02x}").lower()
-            if switch is None:
-                dev = Device(self, index, name, mac)
-            else:
-                dev = Device(self, index, name, mac, bridge=switch.bridge, ofport=switch.next_port())
+            dev = Device(self, index, name, mac, switch=switch)
             self.devices.append(dev)
         dev._create()
         return dev
@@ -901,7 +909,11 @@ class Home:
 
     def remove_device(self, dev: Device) -> None:
         dev.close()
-        self.vsctl("--if-exists", "del-port", dev.bridge, dev.port_name)
+        try:
+            dev.vsctl("--if-exists", "del-port", dev.bridge, dev.port_name)
+        except (RuntimeError, CommandError):
+            if dev.switch is None:      # a satellite already stopped took its ports with it
+                raise
         self._kill_ns_processes(dev.ns)
         sh(["ip", "netns", "del", dev.ns], check=False)
         if dev.ns in self._namespaces:

@@ -1,25 +1,41 @@
-"""A satellite switch in the emulated home (issue 15): another Open vSwitch bridge
-(userspace datapath, fail_mode=secure, its own datapath id) cabled to a router port by a
-veth pair and connected to the router's controller. Devices plug into it with
+"""A satellite switch in the emulated home (issue 15): an Open vSwitch bridge (userspace
+datapath, fail_mode=secure, its own datapath id) cabled to a router port by a veth pair
+and driven by the router's controller. Devices plug into it with
 home.add_device(switch=sat).
 
-For now it is a bridge of the router's own ovs-vswitchd, so its OpenFlow connection is
-plain tcp to 127.0.0.1; a satellite in a namespace of its own, with its own OVS and TLS,
-comes with pairing."""
+Two kinds:
+  - Satellite(home, i, dpid): a bridge of the router's own ovs-vswitchd, connected over
+    plain tcp to 127.0.0.1 (the controller then needs [satellites] require_tls = false:
+    OVS's TLS identity is per process, so bridges of one process cannot hold a
+    certificate each).
+  - Satellite(home, i, dpid, own_ovs=True): a box of its own: its own namespace with its
+    own ovsdb-server and ovs-vswitchd. pair() makes its key there, has the router sign a
+    certificate for its dpid (`homework satellite-pair`) and connects it over TLS to the
+    router across a management link (a veth, 172.31.<i>.0/30; out of band: in-band
+    management over the cable is not built yet)."""
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import time
+from pathlib import Path
 
-from . import ROUTER_NET, Home, ns_cmd, sh
+from . import ROUTER_NET, Home, _kill_pid, _read_pid, ns_cmd, sh
+
+TLS_PORT = 6654
 
 
 class Satellite:
-    def __init__(self, home: Home, index: int, dpid: int):
-        self.home, self.index, self.dpid = home, index, dpid
+    def __init__(self, home: Home, index: int, dpid: int, own_ovs: bool = False):
+        self.home, self.index, self.dpid, self.own_ovs = home, index, dpid, own_ovs
         self.bridge = f"sat{index}"
         self.uplink = f"sat{index}up"           # the cable's satellite end, port 250 of the satellite
         self.router_port = f"sat{index}cable"   # its router end
+        self.ns = f"{home.run_id}-s{index}" if own_ovs else home.router_ns
+        self.dir = home.dir / f"sat{index}"
+        self.ovs_dir = self.dir / "ovs"
+        self.mgmt_router = f"172.31.{index}.1"   # the router's end of the management link
         self._port = 0
 
     @property
@@ -37,21 +53,96 @@ class Satellite:
         self._port += 1
         return self._port
 
-    def start(self) -> "Satellite":
+    # -- its Open vSwitch -------------------------------------------------------------------
+    @property
+    def ovs_env(self) -> dict:
+        if not self.own_ovs:
+            return self.home.ovs_env
+        env = dict(os.environ)
+        env.update(OVS_RUNDIR=str(self.ovs_dir / "run"), OVS_LOGDIR=str(self.ovs_dir / "log"),
+                   OVS_DBDIR=str(self.ovs_dir / "db"), OVS_SYSCONFDIR=str(self.ovs_dir / "etc"))
+        return env
+
+    def run(self, cmd: list[str], check: bool = True) -> subprocess.CompletedProcess:
+        """A command in the satellite's namespace, with its OVS's environment."""
+        res = subprocess.run(ns_cmd(self.ns, cmd), capture_output=True, text=True, timeout=30, env=self.ovs_env)
+        if check and res.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} exited {res.returncode}: {res.stderr.strip()}")
+        return res
+
+    def vsctl(self, *args: str) -> str:
+        return self.run(["ovs-vsctl", "--timeout=10", *args]).stdout
+
+    def _start_ovs(self) -> None:
         h = self.home
-        sh(["ip", "-n", h.router_ns, "link", "add", self.uplink, "type", "veth", "peer", "name", self.router_port])
-        for end in (self.uplink, self.router_port):
-            sh(ns_cmd(h.router_ns, ["ethtool", "-K", end, "tx", "off"]))
-            sh(ns_cmd(h.router_ns, ["bash", str(ROUTER_NET), "guard", end]))
-            sh(["ip", "-n", h.router_ns, "link", "set", end, "up"])
-        h.vsctl("--may-exist", "add-br", self.bridge, "--", "set", "bridge", self.bridge, "datapath_type=netdev",
-                "fail_mode=secure", "protocols=OpenFlow13", f"other-config:datapath-id={self.dpid:016x}",
-                "--", "add-port", self.bridge, self.uplink, "--", "set", "interface", self.uplink,
-                "ofport_request=250", "--", "set-controller", self.bridge, "tcp:127.0.0.1:6653")
+        for d in ("run", "log", "db", "etc/openvswitch"):
+            (self.ovs_dir / d).mkdir(parents=True, exist_ok=True)
+        sh(["ip", "netns", "add", self.ns])
+        h._namespaces.append(self.ns)
+        sh(["ip", "-n", self.ns, "link", "set", "lo", "up"])
+        run, logd, db = self.ovs_dir / "run", self.ovs_dir / "log", self.ovs_dir / "db"
+        sh(["ovsdb-tool", "create", str(db / "conf.db"), "/usr/share/openvswitch/vswitch.ovsschema"])
+        self.run(["ovsdb-server", str(db / "conf.db"), f"--remote=punix:{run}/db.sock",
+                  f"--pidfile={run}/ovsdb-server.pid", f"--unixctl={run}/ovsdb-server.ctl",
+                  f"--log-file={logd}/ovsdb-server.log", "--detach", "--no-chdir"])
+        self.run(["ovs-vsctl", "--no-wait", "init"])
+        self.run(["ovs-vswitchd", f"unix:{run}/db.sock", f"--pidfile={run}/ovs-vswitchd.pid",
+                  f"--unixctl={run}/ovs-vswitchd.ctl", f"--log-file={logd}/ovs-vswitchd.log",
+                  "--detach", "--no-chdir"])
+        # the management link to the router (the controller's TLS listener is reached on it)
+        sh(["ip", "-n", self.ns, "link", "add", f"sat{self.index}m", "type", "veth",
+            "peer", "name", f"sat{self.index}mr", "netns", h.router_ns])
+        sh(["ip", "-n", self.ns, "addr", "add", f"172.31.{self.index}.2/30", "dev", f"sat{self.index}m"])
+        sh(["ip", "-n", h.router_ns, "addr", "add", f"{self.mgmt_router}/30", "dev", f"sat{self.index}mr"])
+        sh(["ip", "-n", self.ns, "link", "set", f"sat{self.index}m", "up"])
+        sh(["ip", "-n", h.router_ns, "link", "set", f"sat{self.index}mr", "up"])
+
+    # -- life cycle ---------------------------------------------------------------------------
+    def start(self, controller: str | None = "tcp:127.0.0.1:6653") -> "Satellite":
+        """Make the switch and its cable; connect it to `controller` (None: not yet, e.g.
+        until pair())."""
+        h = self.home
+        if self.own_ovs:
+            self._start_ovs()
+        sh(["ip", "-n", self.ns, "link", "add", self.uplink, "type", "veth", "peer", "name", self.router_port,
+            "netns", h.router_ns])
+        for ns, end in ((self.ns, self.uplink), (h.router_ns, self.router_port)):
+            sh(ns_cmd(ns, ["ethtool", "-K", end, "tx", "off"]))
+            sh(ns_cmd(ns, ["bash", str(ROUTER_NET), "guard", end]))
+            sh(["ip", "-n", ns, "link", "set", end, "up"])
+        self.vsctl("--may-exist", "add-br", self.bridge, "--", "set", "bridge", self.bridge, "datapath_type=netdev",
+                   "fail_mode=secure", "protocols=OpenFlow13", f"other-config:datapath-id={self.dpid:016x}",
+                   "--", "add-port", self.bridge, self.uplink, "--", "set", "interface", self.uplink,
+                   "ofport_request=250")
+        if controller:
+            self.set_controller(controller)
         return self
 
+    def pair(self, csr_subject: str = "/CN=new satellite") -> dict:
+        """Pairing as a satellite does it: make a key here (it never leaves), send the
+        certificate request to the router, install the certificate and the household CA it
+        answers with, and connect over TLS. Returns the router's answer."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        key, req = self.dir / "satellite-key.pem", self.dir / "satellite-req.pem"
+        sh(["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", str(key), "-out", str(req), "-subj", csr_subject])
+        res = self.home.homework("--json", "satellite-pair", f"{self.dpid:016x}", "--csr", str(req))
+        if res.returncode != 0:
+            raise RuntimeError(f"satellite-pair refused: {res.stderr}{res.stdout}")
+        answer = json.loads(res.stdout)
+        self.install_identity(key, answer["certificate"], answer["ca"])
+        return answer
+
+    def install_identity(self, key: Path, certificate: str, ca: str) -> None:
+        """Give this satellite's OVS a TLS identity and point it at the router over TLS."""
+        cert, cacert = self.dir / "satellite-cert.pem", self.dir / "household-ca.pem"
+        cert.write_text(certificate)
+        cacert.write_text(ca)
+        self.vsctl("set-ssl", str(key), str(cert), str(cacert))
+        self.set_controller(f"ssl:{self.mgmt_router}:{TLS_PORT}")
+
     def flows(self) -> str:
-        return self.home.router(["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", self.bridge]).stdout
+        return self.run(["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", self.bridge]).stdout
 
     def programmed(self) -> bool:
         """The controller has given it its table (flows with the satellite cookie)."""
@@ -59,12 +150,12 @@ class Satellite:
 
     def connected(self) -> bool:
         """Its OpenFlow connection to the controller is up (OVS's own view)."""
-        uuid = self.home.vsctl("get", "bridge", self.bridge, "controller").strip("[] \n")
-        return bool(uuid) and self.home.vsctl("get", "controller", uuid, "is_connected").strip() == "true"
+        uuid = self.vsctl("get", "bridge", self.bridge, "controller").strip("[] \n")
+        return bool(uuid) and self.vsctl("get", "controller", uuid, "is_connected").strip() == "true"
 
     def set_controller(self, target: str) -> None:
-        """Point the satellite at another controller address (one nobody serves cuts it off)."""
-        self.home.vsctl("set-controller", self.bridge, target)
+        """Point the satellite at a controller address (one nobody serves cuts it off)."""
+        self.vsctl("set-controller", self.bridge, target)
 
     def take(self, dev) -> float:
         """Move a device's cable from its switch to a free port of this satellite: unplugged
@@ -73,11 +164,13 @@ class Satellite:
         "plugged" (link up) once the router has its patch port. Returns time.time() of the
         plug-in."""
         h = self.home
-        sh(["ip", "-n", h.router_ns, "link", "set", dev.port_name, "down"])
-        dev.ofport = self.next_port()
-        h.vsctl("del-port", dev.bridge, dev.port_name, "--", "add-port", self.bridge, dev.port_name,
-                "--", "set", "interface", dev.port_name, f"ofport_request={dev.ofport}")
-        dev.bridge = self.bridge
+        sh(["ip", "-n", dev.port_ns, "link", "set", dev.port_name, "down"])
+        dev.vsctl("del-port", dev.bridge, dev.port_name)
+        if dev.port_ns != self.ns:
+            sh(["ip", "-n", dev.port_ns, "link", "set", dev.port_name, "netns", self.ns])
+        dev.switch, dev.bridge, dev.ofport = self, self.bridge, self.next_port()
+        dev.vsctl("add-port", self.bridge, dev.port_name, "--", "set", "interface", dev.port_name,
+                  f"ofport_request={dev.ofport}")
         patch = f"hws{self.index}p{dev.ofport}"
         deadline = time.monotonic() + 10
         while patch not in h.vsctl("list-ports", "br0").split():
@@ -85,11 +178,23 @@ class Satellite:
                 raise TimeoutError(f"the router never got {patch} for port {dev.ofport} of {self.bridge}")
             time.sleep(0.05)
         plugged = time.time()
-        sh(["ip", "-n", h.router_ns, "link", "set", dev.port_name, "up"])
+        sh(["ip", "-n", self.ns, "link", "set", dev.port_name, "up"])
         return plugged
 
     def stop(self) -> None:
         h = self.home
-        h.vsctl("--if-exists", "del-br", self.bridge)
+        if self.own_ovs:
+            run = self.ovs_dir / "run"
+            for daemon in ("ovs-vswitchd", "ovsdb-server"):
+                pid = _read_pid(run / f"{daemon}.pid")
+                if pid:
+                    _kill_pid(pid, 5)
+            subprocess.run(["ip", "netns", "del", self.ns], capture_output=True)
+            if self.ns in h._namespaces:
+                h._namespaces.remove(self.ns)
+            subprocess.run(["ip", "-n", h.router_ns, "link", "del", f"sat{self.index}mr"], capture_output=True)
+        else:
+            h.vsctl("--if-exists", "del-br", self.bridge)
+            subprocess.run(["ip", "-n", h.router_ns, "link", "del", self.uplink], capture_output=True)
         h.vsctl("--if-exists", "del-br", f"hwsat{self.index}")
-        subprocess.run(["ip", "-n", h.router_ns, "link", "del", self.uplink], capture_output=True)
+        subprocess.run(["ip", "-n", h.router_ns, "link", "del", self.router_port], capture_output=True)

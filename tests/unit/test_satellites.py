@@ -66,7 +66,8 @@ def test_the_router_gets_a_patch_port_per_satellite_port_through_the_demux_bridg
     text = " ".join(args)
     assert "add-br hwsat1 -- set bridge hwsat1 datapath_type=netdev fail_mode=standalone" in text
     assert "add-port hwsat1 cable1" in text
-    assert "add-port br0 hws1p1 -- set interface hws1p1 type=patch options:peer=hws1p1d" in text
+    assert ("add-port br0 hws1p1 -- set interface hws1p1 type=patch options:peer=hws1p1d ofport_request=4353"
+            in text)                                                # 4096 + VLAN 257: the same after a restart
     assert "add-port hwsat1 hws1p2d tag=258 -- set interface hws1p2d type=patch options:peer=hws1p2" in text
     assert "up0" not in text and "250" not in text
 

@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import functools
 import logging
+import ssl
 import subprocess
 import threading
 
 from os_ken.base import app_manager
 from os_ken.controller import ofp_event
+from os_ken.controller.controller import datapath_connection_factory
 from os_ken.controller.handler import CONFIG_DISPATCHER, DEAD_DISPATCHER, MAIN_DISPATCHER, set_ev_cls
 from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_3
 
 from .. import flows as F
-from .. import satellites
+from .. import pki, satellites
 from ..core import Core
 from . import nx
 from .switch_gate import SwitchGate
@@ -63,6 +65,54 @@ class HomeworkApp(app_manager.OSKenApp):
         # A real switch and bridge: the DHCP fast path may read the bridge's LOCAL
         # interface (a unit test's fake switch has none; issue 11).
         self.core.ctx.switch_is_real = True
+        if self.core.config.satellites_tls_port:
+            try:
+                self._start_tls_listener()
+            except (OSError, ValueError) as exc:     # no CA (read-only state), port taken: no satellites
+                log.error("satellites: no TLS listener: %s", exc)
+
+    # -- satellites over TLS (issue 15) --------------------------------------------------
+    def _start_tls_listener(self) -> None:
+        """A second OpenFlow listener, TLS only, for satellites: the household CA signs
+        both ends, and a switch without a certificate from it never completes the
+        handshake (os-ken's own listener serves either tcp or ssl, not both)."""
+        config = self.core.config
+        ca = pki.HouseholdCA(config.pki_dir).ensure()
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        ctx.load_cert_chain(str(ca.cert_path), str(ca.key_path))
+        ctx.load_verify_locations(str(ca.ca_cert_path))
+        ctx.verify_mode = ssl.CERT_REQUIRED
+        address = (config.satellites_tls_listen or config.of_listen, config.satellites_tls_port)
+
+        def handshake(sock, peer):
+            try:
+                tls = ctx.wrap_socket(sock, server_side=True)
+            except (ssl.SSLError, OSError) as exc:
+                self.core.counters.count("core.tls_refused")
+                log.warning("OpenFlow over TLS from %s refused at the handshake: %s", peer[0], exc)
+                sock.close()
+                return
+            datapath_connection_factory(tls, peer)
+
+        server = hub.StreamServer(address, handshake)
+        hub.spawn(server.serve_forever)
+        log.info("satellites: OpenFlow over TLS on %s:%d (household CA %s)", *address, ca.ca_cert_path)
+
+    def _certificate_problem(self, dp, sat: satellites.Satellite | None) -> str:
+        """Why this session may not drive the datapath it announced ('' if it may): a
+        satellite must show the certificate paired for its dpid; a TLS session is never
+        the router's bridge."""
+        getpeercert = getattr(dp.socket, "getpeercert", None)
+        cert_dpid = pki.satellite_dpid(getpeercert(binary_form=True)) if getpeercert else None
+        if sat is None:
+            return "a switch that connected over TLS is never the router's bridge" if getpeercert else ""
+        if not self.core.config.satellites_require_tls or cert_dpid == dp.id:
+            return ""
+        if getpeercert is None:
+            return f"satellite {sat.index} connected without TLS (its certificate is required)"
+        return (f"satellite {sat.index} showed a certificate for datapath "
+                f"{'none' if cert_dpid is None else f'{cert_dpid:016x}'}, not its own")
 
     # -- switch life cycle -------------------------------------------------------------
     @set_ev_cls(ofp_event.EventOFPSwitchFeatures, CONFIG_DISPATCHER)
@@ -79,13 +129,18 @@ class HomeworkApp(app_manager.OSKenApp):
     def on_port_desc(self, ev):
         dp = ev.msg.datapath
         ports = {p.name.decode(errors="replace"): p.port_no for p in ev.msg.body}
-        sat, why = self.gate.satellite(dp.id, ports)
+        # Who it may be first (its certificate), then whether it is whole (its ports).
+        why = self._certificate_problem(dp, self.gate.satellites.get(dp.id))
+        sat, why = (None, why) if why else self.gate.satellite(dp.id, ports)
+        if why:
+            self._refuse(dp, why)
+            return
         if sat is not None:
             down = {p.name.decode(errors="replace") for p in ev.msg.body
                     if p.state & dp.ofproto.OFPPS_LINK_DOWN}
             self._drive_satellite(dp, sat, ports, down)
             return
-        admitted, why = (False, why) if why else self.gate.admit(dp.id, ports)
+        admitted, why = self.gate.admit(dp.id, ports)
         if not admitted:
             self._refuse(dp, why)
             return

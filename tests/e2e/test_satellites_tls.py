@@ -1,0 +1,134 @@
+"""End to end (issue 15): satellites paired with certificates, over OpenFlow with TLS.
+
+Each satellite here is a box of its own: its own namespace with its own ovsdb-server and
+ovs-vswitchd, cabled to the router, and reaching the controller's TLS listener across a
+management link. Pairing is what a satellite does: it makes its key (openssl; the key
+never leaves it), the router signs its request for its datapath id (`homework
+satellite-pair`, from the household CA the controller made), and it connects with
+`ssl:`. Then: its device gets a lease and the internet once permitted. A switch with a
+certificate the household CA did not sign never completes the handshake; a listed
+satellite over plain tcp, or one announcing another datapath id than its certificate
+names, is refused. Real OVS (three ovs-vswitchd processes), real openssl, real udhcpc."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from conftest import emulated_home
+from homelab import WEB_ADDR, Home, sh
+from homelab.routing import gateway, wait_until
+from homelab.satellite import Satellite
+
+PAIRED, ROGUE, PLAIN = (1, 0xB1), (2, 0xB2), (3, 0xB3)
+
+
+@pytest.fixture(scope="module")
+def home():
+    specs = [Satellite.spec_for(i, dpid) for i, dpid in (PAIRED, ROGUE, PLAIN)]
+    # TLS on every address of the router: satellites reach it over their management link.
+    yield from emulated_home({"satellites": {"switches": specs, "tls_listen": "0.0.0.0"}})
+
+
+def stats(home: Home) -> dict:
+    res = home.homework("--json", "stats")
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout).get("core", {})
+
+
+def lease_refused(sat: Satellite, dev) -> bool:
+    """The device asks for an address 4 times and gets no answer."""
+    res = subprocess.run(["ip", "netns", "exec", dev.ns, "udhcpc", "-f", "-q", "-n", "-i", "eth0",
+                          "-s", "/bin/true", "-t", "4", "-T", "1"], capture_output=True, text=True, timeout=30)
+    return res.returncode != 0
+
+
+@pytest.fixture(scope="module")
+def paired(home: Home):
+    sat = Satellite(home, *PAIRED, own_ovs=True).start(controller=None)
+    try:
+        answer = sat.pair()
+        wait_until(sat.programmed, 30, "the paired satellite got no flows over TLS")
+        sat.answer = answer
+        yield sat
+    finally:
+        sat.stop()
+
+
+def test_a_paired_satellite_is_driven_over_tls_and_its_device_reaches_the_internet(home: Home, paired):
+    # the router answered with a certificate for this dpid and its CA, never with a key
+    assert "PRIVATE KEY" not in json.dumps(paired.answer)
+    subject = sh(["openssl", "x509", "-noout", "-subject"], input=paired.answer["certificate"]).stdout
+    assert f"homework-satellite {PAIRED[1]:016x}" in subject, subject
+    target = paired.vsctl("get", "controller", paired.bridge, "target")
+    assert target.strip().strip('"').startswith("ssl:"), target
+    dev = home.add_device(name="tls-sat-dev", switch=paired)
+    dev.start_udhcpc()
+    dev.wait_for_ipv4(25)
+    assert home.homework("permit", dev.mac).returncode == 0
+    wait_until(lambda: dev.ping(gateway(dev), timeout=1), 10, "the device cannot reach its gateway")
+    assert dev.ping(WEB_ADDR), "a device on the paired satellite cannot reach the internet"
+
+
+def test_a_switch_whose_certificate_the_household_did_not_sign_gets_nothing(home: Home, paired):
+    rogue = Satellite(home, *ROGUE, own_ovs=True).start(controller=None)
+    try:
+        # a CA of its own and a certificate that claims to be the listed satellite 2
+        d = rogue.dir
+        d.mkdir(parents=True, exist_ok=True)
+        sh(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-days", "30", "-keyout", str(d / "rogue-ca.key"), "-out", str(d / "rogue-ca.pem"),
+            "-subj", "/CN=Homework household CA"])
+        sh(["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", str(d / "key.pem"), "-out", str(d / "req.pem"),
+            "-subj", f"/CN=homework-satellite {ROGUE[1]:016x}"])
+        sh(["openssl", "x509", "-req", "-in", str(d / "req.pem"), "-CA", str(d / "rogue-ca.pem"),
+            "-CAkey", str(d / "rogue-ca.key"), "-CAcreateserial", "-days", "30", "-out", str(d / "cert.pem")])
+        # it trusts the real household CA (published), so only the router's check can stop it
+        before = stats(home).get("tls_refused", 0)
+        rogue.install_identity(d / "key.pem", (d / "cert.pem").read_text(), paired.answer["ca"])
+        wait_until(lambda: stats(home).get("tls_refused", 0) > before, 20, "the handshake was not refused")
+        assert "refused at the handshake" in home.controller_log()
+        dev = home.add_device(name="behind-rogue", switch=rogue)
+        assert lease_refused(rogue, dev), "a device behind an unpaired switch got a lease"
+        assert "cookie" not in rogue.flows(), "the controller programmed an unpaired switch"
+        assert not rogue.connected()
+    finally:
+        rogue.stop()
+
+
+def test_a_listed_satellite_without_tls_is_refused(home: Home, paired):
+    plain = Satellite(home, *PLAIN).start()       # a bridge on the router's OVS, plain tcp
+    try:
+        wait_until(lambda: "satellite 3 connected without TLS" in home.controller_log(), 20,
+                   "a listed satellite over plain tcp was not refused")
+        dev = home.add_device(name="behind-plain", switch=plain)
+        assert lease_refused(plain, dev), "a device behind a satellite without TLS got a lease"
+        assert "cookie" not in plain.flows()
+    finally:
+        plain.stop()
+
+
+def test_a_paired_satellite_that_announces_another_dpid_is_refused(home: Home, paired):
+    """Its certificate names satellite 1; as satellite 2 it gets nothing, and as itself
+    again it is driven again."""
+    paired.vsctl("set", "bridge", paired.bridge, f"other-config:datapath-id={ROGUE[1]:016x}")
+    try:
+        wait_until(lambda: f"showed a certificate for datapath {PAIRED[1]:016x}, not its own"
+                   in home.controller_log(), 20, "a satellite using another's dpid was not refused")
+    finally:
+        paired.vsctl("set", "bridge", paired.bridge, f"other-config:datapath-id={PAIRED[1]:016x}")
+    wait_until(paired.programmed, 20, "the satellite was not driven again under its own dpid")
+
+
+def test_pairing_refuses_an_unlisted_dpid_and_a_request_that_is_not_one(home: Home, tmp_path):
+    req = tmp_path / "req.pem"
+    sh(["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+        "-keyout", str(tmp_path / "key.pem"), "-out", str(req), "-subj", "/CN=x"])
+    res = home.homework("satellite-pair", "00000000000000c9", "--csr", str(req))
+    assert res.returncode != 0 and "not in [satellites] switches" in res.stderr + res.stdout
+    bad = tmp_path / "bad.pem"
+    bad.write_text("-----BEGIN CERTIFICATE REQUEST-----\nnot base64\n-----END CERTIFICATE REQUEST-----\n")
+    res = home.homework("satellite-pair", f"{PAIRED[1]:016x}", "--csr", str(bad))
+    assert res.returncode != 0 and "not a PEM certificate request" in res.stderr + res.stdout
