@@ -51,6 +51,11 @@ if want scale; then
   "$PY" scripts/bench_scale.py
 fi
 
+if want satellites; then
+  section "Satellites: 1 / 4 / 8 datapaths of 50 devices, DHCP, permit, roaming, idle CPU vs the router alone (scripts/bench_satellites.py)"
+  "$PY" scripts/bench_satellites.py
+fi
+
 if want hwdb; then
   section "hwdb vs SQLite :memory: (make -C hwdb bench)"
   make --no-print-directory -C hwdb bench

@@ -62,6 +62,12 @@ jQuery(function ($) {
   }
 
   HW.board.on("drop", function (mac, zone, d) {
+    if (d && d.kind === "access-point") {      // a satellite switch asking to pair (issue 15)
+      var what = zone === "permitted" ? "permit" : zone === "outside" ? "deny" : null;
+      if (what) HW.api.call("POST", "satellites/" + d.dpid + "/" + what)
+        .fail(function (xhr) { window.alert(HW.api.errorText(xhr)); });
+      return;
+    }
     var act = zone === "permitted" ? HW.api.permit(mac) : zone === "outside" ? HW.api.deny(mac) : null;
     if (!act) return;
     act.done(function (view) {
@@ -69,7 +75,9 @@ jQuery(function ($) {
       if (zone === "permitted" && d && !d.name) HW.panel.askName($.extend({}, d, view, { label: d.label }));
     }).fail(function (xhr) { window.alert(HW.api.errorText(xhr)); });
   });
-  HW.board.on("open", HW.panel.open);
+  HW.board.on("open", function (mac) {
+    if (mac.indexOf("ap-") !== 0) HW.panel.open(mac);     // an access point has no device panel
+  });
   HW.panel.init();
   HW.api.bindLogin(start, showLogin);
 

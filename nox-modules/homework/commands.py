@@ -80,21 +80,25 @@ def register_core_commands(core) -> None:
         view.update(ctx.facts_about(device.mac))
         return view
 
-    def satellite_pair(dpid, csr) -> dict:
-        """Sign a satellite's certificate request for its datapath id (issue 15); the
-        satellite keeps its key. Only a satellite listed in [satellites] switches."""
-        from .pki import HouseholdCA
-        try:
-            dpid = int(str(dpid), 16)
-        except ValueError:
-            raise CommandError(f"datapath id {dpid!r} is not hexadecimal") from None
-        listed = {s.dpid for s in core.config.satellites}
-        if dpid not in listed:
-            raise CommandError(f"datapath {dpid:016x} is not in [satellites] switches: list it there first", 404)
-        ca = HouseholdCA(core.config.pki_dir).ensure()
-        return {"dpid": f"{dpid:016x}", "certificate": ca.sign_satellite(str(csr), dpid), "ca": ca.ca_pem()}
+    def satellites(fn):
+        """A pairing call (issue 15, pairing.py) with its own status codes kept."""
+        from .pairing import PairingError
 
-    cmd.register("satellite-pair", satellite_pair)
+        def call(**kwargs):
+            try:
+                return fn(**kwargs)
+            except PairingError as exc:
+                raise CommandError(str(exc), exc.status) from None
+        return call
+
+    pairing = core.pairing
+    cmd.register("satellite-pair", satellites(lambda dpid, csr: pairing.pair_directly(dpid, csr)))
+    cmd.register("satellite-request", satellites(lambda dpid, csr: pairing.request(dpid, csr)))
+    cmd.register("satellite-ticket", satellites(lambda dpid, ticket: pairing.status(dpid, ticket)))
+    cmd.register("satellites", lambda: pairing.all())
+    cmd.register("satellite-permit", satellites(lambda dpid: pairing.permit(dpid)))
+    cmd.register("satellite-deny", satellites(lambda dpid: pairing.deny(dpid)))
+    cmd.register("satellite-forget", satellites(lambda dpid: pairing.forget(dpid)))
     cmd.register("devices", lambda: [device_view(d) for d in devices.all()])
     cmd.register("status", lambda mac=None: device_view(devices.get(mac)) if mac
                  else [device_view(d) for d in devices.all() if d.state == "permitted"])

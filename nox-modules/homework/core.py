@@ -23,6 +23,7 @@ from .devices import DeviceRegistry
 from .ipv6plan import AddressPlan, PrefixSource
 from .flows import AggregateStats, Datapath, Decision, FlowRemoved, FlowStats, PacketIn
 from .hostnet import HostNet
+from .pairing import SatellitePairing
 from .packets import PacketError, parse_ethernet
 from .state import WRITE_BEHIND_SECONDS, StateStore
 
@@ -60,6 +61,8 @@ class Core:
             log.info("IPv6: a /64 per device from %s", self.ctx.ipv6.site)
         self.ctx.counters = self.counters
         self.ctx.count = self.counters.count
+        self.pairing = SatellitePairing(self.state, config, self.bus, clock)   # issue 15
+        self.ctx.pairing = self.pairing
         self.commands = Commands()
         self.ctx.commands = self.commands
         register_core_commands(self)

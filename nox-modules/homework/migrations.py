@@ -229,6 +229,19 @@ CREATE TABLE IF NOT EXISTS qos_apps (
     window TEXT NOT NULL DEFAULT ''
 );
 """),
+    Step(11, "issue 15: satellite switches asking to pair, and the household's decisions", sql="""
+CREATE TABLE IF NOT EXISTS satellites (
+    dpid TEXT PRIMARY KEY,              -- 16 hex digits
+    state TEXT NOT NULL CHECK (state IN ('pending', 'permitted', 'denied')),
+    code TEXT NOT NULL,                 -- the first digits of its key's fingerprint, shown on both ends
+    csr TEXT NOT NULL,                  -- its certificate request (PEM); its key never leaves it
+    ticket_hash TEXT NOT NULL,          -- SHA-256 of the secret it fetches its certificate with
+    serial TEXT NOT NULL DEFAULT '',    -- hex serial of the one certificate that admits it now
+    certificate TEXT NOT NULL DEFAULT '',
+    requested REAL NOT NULL,
+    decided REAL NOT NULL DEFAULT 0
+);
+"""),
 )
 LATEST = STEPS[-1].number
 assert [s.number for s in STEPS] == list(range(1, LATEST + 1))

@@ -12,6 +12,7 @@ the settings backup already relies on."""
 from __future__ import annotations
 
 import datetime
+import hashlib
 import os
 import re
 import secrets
@@ -136,3 +137,29 @@ def satellite_dpid(cert_der: bytes | None) -> int | None:
     names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
     m = SATELLITE_CN.match(names[0].value) if names else None
     return int(m.group(1), 16) if m else None
+
+
+def certificate_serial(cert_pem: str) -> int:
+    return x509.load_pem_x509_certificate(cert_pem.encode()).serial_number
+
+
+def request_fingerprint(csr_pem: str) -> str:
+    """SHA-256 (hex) of the request's public key, after checking it is a well-formed,
+    self-consistent request: its first digits are the pairing code both ends show."""
+    try:
+        csr = x509.load_pem_x509_csr(str(csr_pem).encode())
+    except ValueError as exc:
+        raise PkiError(f"not a PEM certificate request: {exc}") from None
+    if not csr.is_signature_valid:
+        raise PkiError("the certificate request's signature is not valid")
+    der = csr.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return hashlib.sha256(der).hexdigest()
+
+
+def peer_identity(cert_der: bytes | None) -> tuple[int | None, int | None]:
+    """(datapath id, serial) of a peer certificate the TLS handshake verified; (None, None)
+    for none or one that is not a satellite's."""
+    dpid = satellite_dpid(cert_der)
+    if dpid is None:
+        return None, None
+    return dpid, x509.load_der_x509_certificate(cert_der).serial_number

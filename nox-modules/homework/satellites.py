@@ -148,6 +148,16 @@ def router_commands(sat: Satellite, ports: dict[str, int], bridge: str, datapath
     return args
 
 
+def unplug_commands(sat: Satellite, bridge: str, existing: set[str]) -> list[str]:
+    """ovs-vsctl arguments that take a satellite off the router: every patch pair it has
+    (`existing`: its demux bridge's ports now) and the demux bridge itself."""
+    args: list[str] = []
+    prefix = f"hws{sat.index}p"
+    for peer in sorted(p for p in existing if p.startswith(prefix) and p.endswith("d")):
+        args += ["--if-exists", "del-port", bridge, peer[:-1], "--"]
+    return args + ["--if-exists", "del-br", sat.demux_bridge]
+
+
 _PATCH = re.compile(r"^hws(\d+)p(\d+)$")
 
 

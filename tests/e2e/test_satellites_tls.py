@@ -8,7 +8,10 @@ satellite-pair`, from the household CA the controller made), and it connects wit
 `ssl:`. Then: its device gets a lease and the internet once permitted. A switch with a
 certificate the household CA did not sign never completes the handshake; a listed
 satellite over plain tcp, or one announcing another datapath id than its certificate
-names, is refused. Real OVS (three ovs-vswitchd processes), real openssl, real udhcpc."""
+names, is refused. Pairing through the API as the Guest Board does it: the satellite asks
+(public), the household permits it, the satellite fetches its certificate with its ticket;
+denied later, it is emptied and cut off. Real OVS (several ovs-vswitchd processes), real
+openssl and curl, lighttpd, real udhcpc."""
 from __future__ import annotations
 
 import json
@@ -16,19 +19,24 @@ import subprocess
 
 import pytest
 
-from conftest import emulated_home
 from homelab import WEB_ADDR, Home, sh
 from homelab.routing import gateway, wait_until
 from homelab.satellite import Satellite
+from homelab.web import Web, api, have_web, web_home
 
-PAIRED, ROGUE, PLAIN = (1, 0xB1), (2, 0xB2), (3, 0xB3)
+PAIRED, ROGUE, PLAIN, ASKING = (1, 0xB1), (2, 0xB2), (3, 0xB3), (4, 0xB4)
 
 
 @pytest.fixture(scope="module")
 def home():
-    specs = [Satellite.spec_for(i, dpid) for i, dpid in (PAIRED, ROGUE, PLAIN)]
+    why = have_web()
+    if why:
+        pytest.skip(why)
+    specs = [Satellite.spec_for(i, dpid) for i, dpid in (PAIRED, ROGUE, PLAIN, ASKING)]
     # TLS on every address of the router: satellites reach it over their management link.
-    yield from emulated_home({"satellites": {"switches": specs, "tls_listen": "0.0.0.0"}})
+    with web_home({"satellites": {"switches": specs, "tls_listen": "0.0.0.0"}}) as h:
+        h.web = Web(h).start()
+        yield h
 
 
 def stats(home: Home) -> dict:
@@ -132,3 +140,58 @@ def test_pairing_refuses_an_unlisted_dpid_and_a_request_that_is_not_one(home: Ho
     bad.write_text("-----BEGIN CERTIFICATE REQUEST-----\nnot base64\n-----END CERTIFICATE REQUEST-----\n")
     res = home.homework("satellite-pair", f"{PAIRED[1]:016x}", "--csr", str(bad))
     assert res.returncode != 0 and "not a PEM certificate request" in res.stderr + res.stdout
+
+
+@pytest.fixture
+def asking(home: Home):
+    sat = Satellite(home, *ASKING, own_ovs=True).start(controller=None)
+    yield sat
+    sat.stop()
+    api(home.web, "POST", f"satellites/{ASKING[1]:016x}/forget")
+
+
+def test_a_satellite_asks_the_household_permits_it_and_denying_it_later_cuts_it_off(home: Home, asking):
+    dpid = f"{ASKING[1]:016x}"
+    asked = asking.ask()
+    assert asked["dpid"] == dpid and len(asked["code"]) == 6
+    # the household sees a pending access point with the same code; the satellite waits
+    listed = {s["dpid"]: s for s in api(home.web, "GET", "satellites", role="read-only").json()}
+    assert listed[dpid]["state"] == "pending" and listed[dpid]["code"] == asked["code"]
+    board = {v["mac"]: v for v in api(home.web, "GET", "devices", role="read-only").json()}
+    assert board[f"ap-{dpid}"]["kind"] == "access-point" and board[f"ap-{dpid}"]["zone"] == "asking"
+    status, body = asking.poll()
+    assert status == 200 and body["state"] == "pending" and "certificate" not in body
+    # nobody without the admin role can permit it
+    assert api(home.web, "POST", f"satellites/{dpid}/permit", role=None).status_code == 401
+    assert api(home.web, "POST", f"satellites/{dpid}/permit", role="read-only").status_code == 403
+    r = api(home.web, "POST", f"satellites/{dpid}/permit")
+    assert r.status_code == 200 and r.json()["state"] == "permitted", r.text
+    status, body = asking.poll()
+    assert status == 200 and body["state"] == "permitted" and "BEGIN CERTIFICATE" in body["certificate"]
+    wait_until(asking.programmed, 30, "the permitted satellite got no flows")
+    dev = home.add_device(name="behind-asking", switch=asking)
+    dev.start_udhcpc()
+    dev.wait_for_ipv4(25)
+    assert home.homework("permit", dev.mac).returncode == 0
+    wait_until(lambda: dev.ping(WEB_ADDR, timeout=1), 15, "the device behind the permitted satellite has no internet")
+    # denied: its table is emptied, its ports leave the router, and its certificate no longer admits it
+    r = api(home.web, "POST", f"satellites/{dpid}/deny")
+    assert r.status_code == 200 and r.json()["state"] == "denied"
+    wait_until(lambda: "cookie=0x9" not in asking.flows(), 10, "the denied satellite kept its table")
+    wait_until(lambda: not any(p.startswith("hws4p") for p in home.vsctl("list-ports", "br0").split()), 10,
+               "the denied satellite's ports stayed on the router")
+    assert not dev.ping(WEB_ADDR), "a device behind a denied satellite still reaches the internet"
+    wait_until(lambda: "satellite 4 showed a certificate that is no longer its pairing" in home.controller_log(),
+               20, "the denied satellite's reconnection was not refused")
+
+
+def test_the_public_pairing_calls_refuse_what_they_should(home: Home):
+    web = home.web
+    r = api(web, "POST", "satellites/pair", role=None, json={"dpid": "00000000000000c9", "csr": "x"})
+    assert r.status_code == 404 and "not in [satellites] switches" in r.json()["error"]
+    r = api(web, "POST", "satellites/pair", role=None, json={"dpid": f"{ASKING[1]:016x}", "csr": "not a request"})
+    assert r.status_code == 400 and "not a PEM certificate request" in r.json()["error"]
+    r = api(web, "POST", "satellites/pair", role=None, json={"dpid": "zz"})
+    assert r.status_code == 400
+    r = api(web, "GET", f"satellites/pair/{PAIRED[1]:016x}", role=None, headers={"X-Pairing-Ticket": "guess"})
+    assert r.status_code == 404

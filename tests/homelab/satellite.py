@@ -122,16 +122,48 @@ class Satellite:
         """Pairing as a satellite does it: make a key here (it never leaves), send the
         certificate request to the router, install the certificate and the household CA it
         answers with, and connect over TLS. Returns the router's answer."""
-        self.dir.mkdir(parents=True, exist_ok=True)
-        key, req = self.dir / "satellite-key.pem", self.dir / "satellite-req.pem"
-        sh(["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-            "-keyout", str(key), "-out", str(req), "-subj", csr_subject])
+        key, req = self._make_request(csr_subject)
         res = self.home.homework("--json", "satellite-pair", f"{self.dpid:016x}", "--csr", str(req))
         if res.returncode != 0:
             raise RuntimeError(f"satellite-pair refused: {res.stderr}{res.stdout}")
         answer = json.loads(res.stdout)
         self.install_identity(key, answer["certificate"], answer["ca"])
         return answer
+
+    def _make_request(self, subject: str = "/CN=new satellite") -> tuple[Path, Path]:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        key, req = self.dir / "satellite-key.pem", self.dir / "satellite-req.pem"
+        sh(["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", str(key), "-out", str(req), "-subj", subject])
+        return key, req
+
+    def _curl(self, args: list[str]) -> tuple[int, dict]:
+        """HTTPS to the router's API from the satellite's namespace, over its management
+        link. -k: on first contact it has no CA yet; the code both ends show is the check."""
+        res = self.run(["curl", "-sk", "-o", "-", "-w", "\n%{http_code}", "--max-time", "10", *args], check=False)
+        body, _, code = res.stdout.rpartition("\n")
+        return int(code or 0), (json.loads(body) if body.strip() else {})
+
+    def ask(self) -> dict:
+        """Pairing through the API, as a new satellite does: key and request made here,
+        the request POSTed to the router (public), its answer (dpid, code, ticket) kept."""
+        self.key, req = self._make_request()
+        status, body = self._curl(["-H", "Content-Type: application/json", "-d",
+                                   json.dumps({"dpid": f"{self.dpid:016x}", "csr": req.read_text()}),
+                                   f"https://{self.mgmt_router}/ws.v1/satellites/pair"])
+        if status != 200:
+            raise RuntimeError(f"pairing request answered {status}: {body}")
+        self.ticket = body["ticket"]
+        return body
+
+    def poll(self) -> tuple[int, dict]:
+        """Its request's state, with its ticket; once permitted, installs the certificate
+        and connects over TLS."""
+        status, body = self._curl(["-H", f"X-Pairing-Ticket: {self.ticket}",
+                                   f"https://{self.mgmt_router}/ws.v1/satellites/pair/{self.dpid:016x}"])
+        if status == 200 and body.get("state") == "permitted":
+            self.install_identity(self.key, body["certificate"], body["ca"])
+        return status, body
 
     def install_identity(self, key: Path, certificate: str, ca: str) -> None:
         """Give this satellite's OVS a TLS identity and point it at the router over TLS."""

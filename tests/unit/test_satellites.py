@@ -110,3 +110,11 @@ def test_the_router_sees_a_patch_port_up_only_while_its_satellite_port_has_link(
     # lan1 is removed from the satellite: forgotten, and its patch port (when deleted) is simply down
     assert links.satellite_ports(sat, {"up0": 250, "wlan0": 2}, down=set()) == []
     assert "hws1p1" not in links.link and links.router_port("hws1p1", 9, False) is False
+
+
+def test_a_satellite_taken_off_the_router_loses_every_patch_port_and_its_demux_bridge():
+    from homework.satellites import unplug_commands
+    sat, = parse(["a1:up0:cable1"])
+    args = unplug_commands(sat, "br0", {"cable1", "hws1p1d", "hws1p2d", "hws2p1d"})
+    assert " ".join(args) == ("--if-exists del-port br0 hws1p1 -- --if-exists del-port br0 hws1p2 -- "
+                              "--if-exists del-br hwsat1")

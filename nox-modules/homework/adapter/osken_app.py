@@ -65,6 +65,7 @@ class HomeworkApp(app_manager.OSKenApp):
         # A real switch and bridge: the DHCP fast path may read the bridge's LOCAL
         # interface (a unit test's fake switch has none; issue 11).
         self.core.ctx.switch_is_real = True
+        self.core.bus.subscribe("satellite", self._on_pairing)
         if self.core.config.satellites_tls_port:
             try:
                 self._start_tls_listener()
@@ -104,15 +105,38 @@ class HomeworkApp(app_manager.OSKenApp):
         satellite must show the certificate paired for its dpid; a TLS session is never
         the router's bridge."""
         getpeercert = getattr(dp.socket, "getpeercert", None)
-        cert_dpid = pki.satellite_dpid(getpeercert(binary_form=True)) if getpeercert else None
+        cert_dpid, serial = pki.peer_identity(getpeercert(binary_form=True)) if getpeercert else (None, None)
         if sat is None:
             return "a switch that connected over TLS is never the router's bridge" if getpeercert else ""
-        if not self.core.config.satellites_require_tls or cert_dpid == dp.id:
+        if not self.core.config.satellites_require_tls:
             return ""
         if getpeercert is None:
             return f"satellite {sat.index} connected without TLS (its certificate is required)"
-        return (f"satellite {sat.index} showed a certificate for datapath "
-                f"{'none' if cert_dpid is None else f'{cert_dpid:016x}'}, not its own")
+        if cert_dpid != dp.id:
+            return (f"satellite {sat.index} showed a certificate for datapath "
+                    f"{'none' if cert_dpid is None else f'{cert_dpid:016x}'}, not its own")
+        if not self.core.pairing.admits(dp.id, serial):
+            return (f"satellite {sat.index} showed a certificate that is no longer its pairing "
+                    "(denied, forgotten or paired again)")
+        return ""
+
+    def _on_pairing(self, topic: str, ev: dict) -> None:
+        """A satellite was denied, forgotten or asked to pair again: if it is connected, its
+        table is emptied (fail_mode=secure would otherwise keep its devices' paths), the
+        router's ports for it are removed and the session is closed; when it reconnects
+        with its old certificate it is refused."""
+        dpid = ev.get("dpid")
+        if ev.get("what") == "permitted" or dpid not in self.satellite_dps:
+            return
+        dp = self.satellite_dps.pop(dpid)
+        sat = self.gate.satellites.get(dpid)
+        log.warning("satellite datapath %016x is no longer paired (%s): emptied and disconnected", dpid, ev.get("what"))
+        self._send_to(dp, [F.FlowDelete(cookie=0, cookie_mask=0)])
+        self.out.flush()
+        if sat is not None:
+            threading.Thread(target=_unplug_router_ports, args=(sat, self.core.config.bridge), daemon=True,
+                             name="satellite-unplug").start()
+        hub.spawn_after(0.5, dp.close)      # after the flow delete has been written
 
     # -- switch life cycle -------------------------------------------------------------
     @set_ev_cls(ofp_event.EventOFPSwitchFeatures, CONFIG_DISPATCHER)
@@ -294,6 +318,14 @@ def _sync_router_ports(sat: satellites.Satellite, ports: dict[str, int], bridge:
         listed = _vsctl(["list-ports", sat.demux_bridge], quiet=True)
         existing = set(listed.split()) if listed is not None else set()
         _vsctl(satellites.router_commands(sat, ports, bridge, datapath_type, existing))
+
+
+def _unplug_router_ports(sat: satellites.Satellite, bridge: str) -> None:
+    """A satellite no longer paired: its patch ports leave the router's bridge (the router
+    sees them go down, as if unplugged) and its demux bridge goes."""
+    with _VSCTL_LOCK:
+        listed = _vsctl(["list-ports", sat.demux_bridge], quiet=True)
+        _vsctl(satellites.unplug_commands(sat, bridge, set((listed or "").split())))
 
 
 def _vsctl(args: list[str], quiet: bool = False) -> str | None:

@@ -1,0 +1,74 @@
+"""Satellite switches in the ws.v1 API (issue 15; homework/pairing.py):
+
+    POST /ws.v1/satellites/pair          {"dpid", "csr"}  (public: the satellite asks)
+                                         -> {dpid, code, ticket}
+    GET  /ws.v1/satellites/pair/{dpid}   X-Pairing-Ticket: <ticket>  (public: the satellite polls)
+                                         -> {dpid, state, code} (+ certificate, ca once permitted)
+    GET  /ws.v1/satellites               (read)  -> [{dpid, state, code, index, uplink, router_port, ...}]
+    POST /ws.v1/satellites/{dpid}/permit|deny|forget   (admin)
+
+Asking is public, as a new satellite has no credentials; it decides nothing (the household
+permits it on the Guest Board) and it is rate-limited per address like a failed login, so
+no one floods the board with access points. The ticket travels in a header, not in the
+URL, so no access log keeps it. On the board a satellite is a label of its own kind
+(`kind: "access-point"`, `mac: "ap-<dpid>"`) that is dragged like a device.
+"""
+from __future__ import annotations
+
+AP_PREFIX = "ap-"
+ZONES = {"pending": "asking", "permitted": "permitted", "denied": "outside"}
+
+
+def board_view(sat: dict) -> dict:
+    name = f"satellite {sat['index']}" if sat.get("index") else "satellite"
+    return {"mac": AP_PREFIX + sat["dpid"], "kind": "access-point", "dpid": sat["dpid"], "state": sat["state"],
+            "zone": ZONES[sat["state"]], "label": f"Access point: {name} · code {sat['code']}",
+            "label_source": "access-point", "code": sat["code"], "name": "", "owner": "", "type": "access-point",
+            "hostname": "", "vendor": "", "private": False, "first_seen": sat["requested"],
+            "last_seen": sat["requested"], "lease": None, "metrics": {}}
+
+
+def add_routes(app) -> None:
+    from .app import ApiError, json_response     # here: app.py imports this module
+
+    def ask(call):
+        wait = app.limiter.retry_after(call.client)
+        if wait:
+            raise ApiError(429, f"too many pairing requests from {call.client}; try again in {int(wait) + 1} s",
+                           {"Retry-After": str(int(wait) + 1)})
+        app.limiter.failed(call.client)      # every request counts towards the limit
+        data = app.body(call)
+        if set(data) != {"dpid", "csr"} or not all(isinstance(v, str) for v in data.values()):
+            raise ApiError(400, 'send {"dpid": "<16 hex digits>", "csr": "<PEM certificate request>"}')
+        return json_response(app.command("satellite-request", dpid=data["dpid"], csr=data["csr"]))
+
+    def poll(call, dpid):
+        return json_response(app.command("satellite-ticket", dpid=dpid,
+                                         ticket=call.req.headers.get("X-Pairing-Ticket", "")))
+
+    def listing(call):
+        return json_response(app.command("satellites"))
+
+    def decide(what):
+        def handler(call, dpid):
+            return json_response(app.command(f"satellite-{what}", dpid=dpid))
+        return handler
+
+    def extra_views(views: list[dict]) -> list[dict]:
+        return [board_view(s) for s in app.ctx.pairing.all()]
+
+    def on_satellite(topic: str, ev: dict) -> None:
+        dpid = f"{ev['dpid']:016x}"
+        sat = app.ctx.pairing.get(ev["dpid"])
+        view = board_view(sat) if sat else None
+        app.stream.publish("device", {"mac": AP_PREFIX + dpid, "state": sat["state"] if sat else None,
+                                      "reason": "satellite-" + ev.get("what", ""), "view": view})
+
+    app.board.extra_views.append(extra_views)
+    app.ctx.bus.subscribe("satellite", on_satellite)
+    dpid = r"(?P<dpid>[^/]+)"     # pairing.parse_dpid says what is wrong with a bad one
+    app._add("POST", "/satellites/pair/?", ask, "public", max_body=16 * 1024)
+    app._add("GET", f"/satellites/pair/{dpid}/?", poll, "public")
+    app._add("GET", "/satellites/?", listing, "read")
+    for what in ("permit", "deny", "forget"):
+        app._add("POST", f"/satellites/{dpid}/{what}/?", decide(what), "admin")
