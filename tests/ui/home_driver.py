@@ -4,6 +4,8 @@ sends one JSON request per line on stdin and reads one JSON answer per line on s
     {"op": "add_device", "mac": "00:09:2d:00:00:01"}   -> {"ok": true, "name": "dev1", "mac": ..}
                                        ("satellite": N puts it on satellite N, see add_satellite)
     {"op": "add_satellite", "index": 1, "dpid": 161}  -> {"ok": true, "bridge": "sat1"}
+    {"op": "ask_satellite", "index": 2, "dpid": 162}  -> {"ok": true, "dpid": .., "code": ..}
+    {"op": "poll_satellite", "index": 2}   -> {"ok": true, "status": 200, "state": "pending"|"permitted"|..}
     {"op": "start_dhcp", "dev": "dev1", "client": "udhcpc"} -> {"ok": true, "t": epoch of the DISCOVER}
     {"op": "wait_fetch", "dev": "dev1", "expect": true, "timeout": 20}
                                        -> {"ok": true, "elapsed": s, "t": epoch of the first success}
@@ -89,6 +91,21 @@ class Driver:
                 raise TimeoutError(f"satellite {sat.bridge} got no flows from the controller")
             time.sleep(0.1)
         return {"bridge": sat.bridge}
+
+    def op_ask_satellite(self, req):
+        """{"op": "ask_satellite", "index": 2, "dpid": 162}: a satellite box of its own (its
+        namespace and OVS) that asks the router to pair through the API -> {dpid, code}."""
+        from homelab.satellite import Satellite
+        sat = Satellite(self.home, int(req["index"]), int(req["dpid"]), own_ovs=True).start(controller=None)
+        self.satellites[sat.index] = sat
+        asked = sat.ask()
+        return {"dpid": asked["dpid"], "code": asked["code"]}
+
+    def op_poll_satellite(self, req):
+        """{"op": "poll_satellite", "index": 2} -> {"state": ..}: the satellite asks how its
+        request stands (and, once permitted, installs its certificate and connects)."""
+        status, body = self.satellites[int(req["index"])].poll()
+        return {"status": status, "state": body.get("state")}
 
     def op_add_device(self, req):
         switch = self.satellites[int(req["satellite"])] if req.get("satellite") else None

@@ -4,11 +4,14 @@
 // panel says where it is plugged in.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { label, login, screenshot, useBoard } from './lib.mjs';
+import { drag, label, login, screenshot, useBoard } from './lib.mjs';
 
 let home, page;
 // Satellite.spec_for(1, 0xa1): its datapath id, its uplink and the router port of its cable.
-useBoard({ satellites: { switches: ['00000000000000a1:sat1up:sat1cable'], require_tls: false } }, (h, b, p) => { home = h; page = p; });
+// Satellite 1 shares the router's OVS (plain tcp, hence require_tls = false); satellite 2 is
+// a box of its own that asks to pair through the API.
+useBoard({ satellites: { switches: ['00000000000000a1:sat1up:sat1cable', '00000000000000a2:sat2up:sat2cable'],
+                         require_tls: false, tls_listen: '0.0.0.0' } }, (h, b, p) => { home = h; page = p; });
 
 async function panelSays(mac) {
   await label(page, mac).click();
@@ -36,4 +39,20 @@ test('a device on a satellite and one on the router: each panel says which switc
   assert.match(await panelSays(near.mac), /^the router, port hw[0-9a-f]+-\d+$/);
   await label(page, far.mac).click();
   await screenshot(page, 'satellites-panel');
+  await page.locator('#panel .close').click();
 });
+
+test('a satellite asking to pair is an access point in the centre; dragged to permitted, it gets its certificate',
+  { timeout: 120000 }, async () => {
+    const asked = await home.call({ op: 'ask_satellite', index: 2, dpid: 0xa2 });
+    const ap = label(page, `ap-${asked.dpid}`);
+    await ap.waitFor({ timeout: 15000 });
+    assert.equal(await ap.getAttribute('data-zone'), 'asking');
+    assert.match(await ap.innerText(), new RegExp(`Access point: satellite 2 · code ${asked.code}`));
+    await screenshot(page, 'satellites-asking');
+    assert.equal((await home.call({ op: 'poll_satellite', index: 2 })).state, 'pending');
+    await drag(page, `ap-${asked.dpid}`, 'permitted');
+    await page.locator(`.label[data-mac="ap-${asked.dpid}"][data-zone="permitted"]`).waitFor({ timeout: 10000 });
+    assert.equal((await home.call({ op: 'poll_satellite', index: 2 })).state, 'permitted');
+    await screenshot(page, 'satellites-permitted');
+  });
