@@ -1,8 +1,9 @@
 """End to end (issue 15): satellite switches under the router's controller.
 
-Two satellites (Open vSwitch bridges with their own datapath ids, fail_mode=secure, each
-cabled to a router port by a veth) connect to the controller, which gives each port of a
-satellite its own port on the router's bridge (a VLAN per satellite port on the cable,
+Two satellite boxes (each its own namespace with its own Open vSwitch, fail_mode=secure,
+cabled to a router port by a veth, paired with a certificate and connected over TLS) are
+driven by the controller, which gives each port of a satellite its own port on the router's
+bridge (a VLAN per satellite port on the cable,
 a patch port per VLAN). A device on a satellite then gets what a device on the router
 gets, from the same pipeline: its /30, pending isolation, routing. Real OVS, real udhcpc,
 real ping."""
@@ -26,21 +27,24 @@ SATELLITES = ((1, 0xA1), (2, 0xA2))
 
 @pytest.fixture(scope="module")
 def home():
-    # The satellites' lines in the config are known before they exist (their names).
+    # The satellites' lines in the config are known before they exist (their names); they
+    # reach the TLS listener over their management links.
     specs = [Satellite.spec_for(i, dpid) for i, dpid in SATELLITES]
-    # Both satellites are bridges of the router's own OVS, so they cannot hold a certificate
-    # each: plain tcp is believed here (test_satellites_tls.py covers TLS and pairing).
-    yield from emulated_home({"satellites": {"switches": specs, "require_tls": False}})
+    yield from emulated_home({"satellites": {"switches": specs, "tls_listen": "0.0.0.0"}})
 
 
 @pytest.fixture(scope="module")
 def sats(home: Home):
+    """Two satellite boxes, each with its own namespace and Open vSwitch, paired (their
+    certificates signed by the router) and connected over TLS."""
     started = []
     try:
         for index, dpid in SATELLITES:
-            started.append(Satellite(home, index, dpid).start())
+            sat = Satellite(home, index, dpid, own_ovs=True).start(controller=None)
+            started.append(sat)
+            sat.pair()
         for sat in started:
-            wait_until(sat.programmed, 20, f"satellite {sat.bridge} got no flows from the controller")
+            wait_until(sat.programmed, 30, f"satellite {sat.bridge} got no flows from the controller")
         yield started
     finally:
         for sat in started:
@@ -115,7 +119,8 @@ def test_a_satellite_that_loses_the_controller_keeps_its_devices_and_admits_no_n
     resident = on_satellite(home, sat2, "resident", permit=True)
     before = sat2.flows().count("cookie=0x9")
     # The controller becomes unreachable (the satellite keeps trying a port nobody serves).
-    sat2.set_controller("tcp:127.0.0.1:9")
+    target = sat2.controller_target()
+    sat2.set_controller(f"ssl:{sat2.mgmt_router}:9")
     try:
         wait_until(lambda: not sat2.connected(), 10, "the satellite stayed connected")
         assert sat2.flows().count("cookie=0x9") == before, sat2.flows()
@@ -125,7 +130,7 @@ def test_a_satellite_that_loses_the_controller_keeps_its_devices_and_admits_no_n
         with pytest.raises(TimeoutError):
             newcomer.wait_for_ipv4(6)
     finally:
-        sat2.set_controller("tcp:127.0.0.1:6653")
+        sat2.set_controller(target)
     # back under the controller: the new port is planned and its device gets a lease
     wait_until(sat2.connected, 20, "the satellite did not reconnect")
     newcomer.wait_for_ipv4(30)
@@ -167,7 +172,8 @@ def test_make_run_brings_up_satellites_with_a_device_on_each():
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
     for index in (1, 2):
-        assert f"satellite sat{index} (datapath 00000000000000a{index}) cabled to router port sat{index}cable" in out
+        assert re.search(rf"satellite sat{index} \(datapath 00000000000000a{index}, namespace hw[0-9a-f]+-s{index}, "
+                         rf"its own OVS\) cabled to router port sat{index}cable, paired, OpenFlow over TLS", out), out[-4000:]
         assert re.search(rf"-sat{index} \((dhclient|udhcpc|dhcpcd)\) bound: 10\.2\.\d+\.\d+/30", out), out[-4000:]
     assert "5 of 5 devices hold a /30" in out, out[-4000:]
 

@@ -3,8 +3,9 @@
     python -m homelab.run [--devices N] [--satellites N] [--seconds S]
 
 Starts OVS, the controller and three devices running dhclient, udhcpc and dhcpcd;
-HOMEWORK_SATELLITES=N (or --satellites) adds N satellite switches cabled to the router,
-one more device on each (issue 15);
+HOMEWORK_SATELLITES=N (or --satellites) adds N satellite switches, each a namespace with
+its own Open vSwitch cabled to the router, paired and connected over TLS, with one more
+device on each (issue 15);
 prints what happens (the controller's log lines, each client's leases, each
 device's state) and how to permit a device; tears everything down on Ctrl-C.
 HOMEWORK_RUN_SECONDS=S (or --seconds) exits by itself after S seconds (smoke mode);
@@ -53,9 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     config["ipv6"] = {"enabled": True, "prefix": LAN6_SITE}     # each device's /64 (issue 12)
     sat_ids = [(i, 0xA0 + i) for i in range(1, args.satellites + 1)]
     if sat_ids:
-        # bridges of the router's own OVS: one TLS identity for all, so plain tcp is believed
+        # satellite boxes reach the TLS listener over their management links
         config["satellites"] = {"switches": [Satellite.spec_for(i, dpid) for i, dpid in sat_ids],
-                                "require_tls": False}
+                                "tls_listen": "0.0.0.0"}
     home = (web_home(config=config, run_id=run_id, log=say) if have_web() is None
             else Home(config=config, run_id=run_id, log=say))
     with home:
@@ -64,9 +65,11 @@ def main(argv: list[str] | None = None) -> int:
         if with_dns:
             DnsLab(home).start()
             say("DNS interception on: homework-dnsd -> dnsmasq -> the emulated internet's resolver")
-        sats = [Satellite(home, i, dpid).start() for i, dpid in sat_ids]
+        sats = [Satellite(home, i, dpid, own_ovs=True).start(controller=None) for i, dpid in sat_ids]
         for sat in sats:
-            say(f"satellite {sat.bridge} (datapath {sat.dpid:016x}) cabled to router port {sat.router_port}")
+            sat.pair()      # its key made there, its certificate signed here; then ssl: to the controller
+            say(f"satellite {sat.bridge} (datapath {sat.dpid:016x}, namespace {sat.ns}, its own OVS) "
+                f"cabled to router port {sat.router_port}, paired, OpenFlow over TLS")
         devs = []
         for i in range(args.devices):
             client = CLIENTS[i % len(CLIENTS)]

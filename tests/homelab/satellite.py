@@ -185,6 +185,9 @@ class Satellite:
         uuid = self.vsctl("get", "bridge", self.bridge, "controller").strip("[] \n")
         return bool(uuid) and self.vsctl("get", "controller", uuid, "is_connected").strip() == "true"
 
+    def controller_target(self) -> str:
+        return self.vsctl("get", "controller", self.bridge, "target").strip().strip('"')
+
     def set_controller(self, target: str) -> None:
         """Point the satellite at a controller address (one nobody serves cuts it off)."""
         self.vsctl("set-controller", self.bridge, target)
