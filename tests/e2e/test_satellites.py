@@ -189,3 +189,20 @@ def test_a_device_view_says_which_switch_and_port_it_is_plugged_into(home: Home,
     views = {v["mac"]: v for v in json.loads(res.stdout)}
     assert views[there.mac]["attached"] == {"switch": "satellite 2", "satellite": 2, "port": str(there.ofport)}
     assert views[here.mac]["attached"] == {"switch": "router", "satellite": None, "port": here.port_name}
+
+
+def test_a_controller_restart_resynchronises_every_satellite(home: Home, sats):
+    """The router's controller restarts: each satellite reconnects over TLS with its
+    certificate and gets its table again; a device on a satellite keeps its address and
+    path, and a new one is admitted."""
+    sat1, sat2 = sats
+    resident = on_satellite(home, sat1, "stays", permit=True)
+    address = resident.ipv4()
+    home.restart_controller()
+    for sat in sats:
+        wait_until(sat.connected, 30, f"{sat.bridge} did not reconnect after the controller restarted")
+        wait_until(sat.programmed, 10, f"{sat.bridge} has no table after the controller restarted")
+    wait_until(lambda: resident.ping(WEB_ADDR, timeout=1), 15, "the satellite device lost its path")
+    assert resident.ipv4() == address
+    newcomer = on_satellite(home, sat2, "after-restart", permit=False)
+    assert newcomer.ping(gateway(newcomer)), "a device that joined a satellite after the restart got no gateway"
