@@ -53,6 +53,10 @@ class Context:
         # True when a real OpenFlow switch is behind the adapter (osken_app.py); the fake
         # switch of the unit tests leaves it False, so nothing opens raw sockets there.
         self.switch_is_real = False
+        # Is this router port a radio of a satellite (issue 15)? Stations roam between
+        # radios, whose ports never lose link; the adapter answers from PatchLinks.
+        self.is_radio_port: Callable[[int], bool] = lambda port: False
+        self.pairing = None            # the core's SatellitePairing (core.py puts it here)
 
     def component(self, name: str) -> "Component | None":
         return self.components.get(name)

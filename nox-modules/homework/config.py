@@ -190,6 +190,9 @@ KEYS: tuple[Key, ...] = (
         "satellite switches the controller drives besides the bridge, each 'DPID:UPLINK:ROUTER_PORT' "
         "(its datapath id in hex, its uplink port, the router port its cable plugs into); until "
         "pairing, a datapath not listed here is refused", satellite_list),
+    Key("satellites.radio_ports", "satellites_radio_ports", list, [],
+        "names of satellite ports that are radios (e.g. 'wlan0'): a station that shows up on another radio "
+        "has roamed, and its lease follows it although its old radio still has link", lan_ports),
     Key("satellites.tls_port", "satellites_tls_port", int, 6654,
         "OpenFlow over TLS for satellites (certificates from the household CA in <state.dir>/pki); 0: none",
         int_range(0, 65535)),

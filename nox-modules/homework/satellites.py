@@ -184,9 +184,11 @@ class PatchLinks:
     exists and its satellite port has link. Patch ports stay in place while their link
     is down, so a cable plugged in costs no ovs-vsctl before its first frame passes."""
 
-    def __init__(self):
+    def __init__(self, radio_names: tuple[str, ...] = ()):
         self.link: dict[str, bool] = {}       # patch name on the router -> satellite port has link
         self.router: dict[str, int] = {}      # patch name -> its port number on the router's bridge
+        self.radio_names = set(radio_names)   # satellite port names that are radios ([satellites] radio_ports)
+        self.radios: set[str] = set()         # patch names whose satellite port is a radio
 
     def satellite_ports(self, sat: Satellite, ports: dict[str, int], down: set[str]) -> list[tuple[str, int, bool]]:
         """A satellite reported all its ports (`down`: names without link). Returns the
@@ -196,6 +198,10 @@ class PatchLinks:
         for name, port_no in device_ports(sat, ports).items():
             patch = sat.patch_names(port_no)[0]
             seen.add(patch)
+            if name in self.radio_names:
+                self.radios.add(patch)
+            else:
+                self.radios.discard(patch)
             up = name not in down
             if self.link.get(patch) != up:
                 self.link[patch] = up
@@ -204,7 +210,12 @@ class PatchLinks:
         prefix = f"hws{sat.index}p"
         for patch in [p for p in self.link if p.startswith(prefix) and p not in seen]:
             del self.link[patch]      # the satellite port is gone; its patch port goes too
+            self.radios.discard(patch)
         return changes
+
+    def is_radio_port(self, port_no: int) -> bool:
+        """Is this router port the patch port of a satellite's radio?"""
+        return any(self.router.get(patch) == port_no for patch in self.radios)
 
     def router_port(self, name: str, port_no: int, up: bool) -> bool:
         """A port of the router's bridge changed; whether the pipeline should see it up."""

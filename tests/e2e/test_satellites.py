@@ -20,7 +20,7 @@ import pytest
 from conftest import emulated_home
 from homelab import REPO, WEB_ADDR, Device, Home
 from homelab.routing import gateway, permitted_device, wait_until
-from homelab.satellite import Satellite
+from homelab.satellite import RADIO_PORT, Air, Satellite
 
 SATELLITES = ((1, 0xA1), (2, 0xA2))
 
@@ -30,7 +30,8 @@ def home():
     # The satellites' lines in the config are known before they exist (their names); they
     # reach the TLS listener over their management links.
     specs = [Satellite.spec_for(i, dpid) for i, dpid in SATELLITES]
-    yield from emulated_home({"satellites": {"switches": specs, "tls_listen": "0.0.0.0"}})
+    yield from emulated_home({"satellites": {"switches": specs, "tls_listen": "0.0.0.0",
+                                             "radio_ports": [RADIO_PORT]}})
 
 
 @pytest.fixture(scope="module")
@@ -206,3 +207,36 @@ def test_a_controller_restart_resynchronises_every_satellite(home: Home, sats):
     assert resident.ipv4() == address
     newcomer = on_satellite(home, sat2, "after-restart", permit=False)
     assert newcomer.ping(gateway(newcomer)), "a device that joined a satellite after the restart got no gateway"
+
+
+@pytest.fixture(scope="module")
+def air(home: Home, sats):
+    """Each satellite gets a radio (its port wlan0) and air of its own."""
+    air = Air(home).start()
+    for sat in sats:
+        air.radio(sat)
+    return air
+
+
+def test_a_station_that_roams_to_another_satellites_radio_keeps_its_address_and_path(home: Home, sats, air):
+    sat1, sat2 = sats
+    neighbour = air.station("stays-on-ap1", sat1)      # keeps the first radio busy (its link stays up)
+    station = air.station("roamer-wifi", sat1)
+    for dev in (neighbour, station):
+        dev.start_udhcpc()
+        dev.wait_for_ipv4(25)
+        assert home.homework("permit", dev.mac).returncode == 0
+    address = station.ipv4()
+    wait_until(lambda: station.ping(WEB_ADDR, timeout=1), 15, "the station cannot reach the internet")
+    air.roam(station, sat2)
+    # its old radio still has link (the neighbour), so only a roam lets its lease move: it
+    # asks again (as a client whose check of its gateway failed after reassociating)
+    sent = time.time()
+    station.renew()
+    station.wait_for_lease(timeout=15, pred=lambda ls: ls.reason == "renew", after=sent)
+    wait_until(lambda: station.ping(WEB_ADDR, timeout=1), 10, "the roamed station cannot reach the internet")
+    assert station.ipv4() == address, "the station lost its address when it roamed"
+    views = {v["mac"]: v for v in json.loads(home.homework("--json", "devices").stdout)}
+    assert views[station.mac]["attached"] == {"switch": "satellite 2", "satellite": 2, "port": "200"}
+    assert views[neighbour.mac]["attached"]["satellite"] == 1
+    assert neighbour.ping(WEB_ADDR), "the station's neighbour on the first radio lost its path"

@@ -209,6 +209,8 @@ def _parse_event(env: dict) -> Lease | None:
 class Device:
     """A device namespace with one veth (eth0) plugged into the router's bridge."""
 
+    guarded = True      # the switch end is kept from the IP stack of its namespace (router-net.sh guard)
+
     def __init__(self, home: "Home", index: int, name: str, mac: str, switch=None):
         self.home = home
         self.index = index
@@ -245,7 +247,8 @@ class Device:
         self.vsctl("--may-exist", "add-port", self.bridge, self.port_name, "--", "set", "interface",
                    self.port_name, f"ofport_request={self.ofport}")
         # Only OVS may see the port's frames, not the router's own stack (routing, issue 4).
-        sh(ns_cmd(port_ns, ["bash", str(ROUTER_NET), "guard", self.port_name]))
+        if self.guarded:
+            sh(ns_cmd(port_ns, ["bash", str(ROUTER_NET), "guard", self.port_name]))
         sh(["ip", "-n", port_ns, "link", "set", self.port_name, "up"])
         sh(["ip", "-n", self.ns, "link", "set", self.ifname, "up"])
 

@@ -21,7 +21,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from . import ROUTER_NET, Home, _kill_pid, _read_pid, ns_cmd, sh
+from . import ROUTER_NET, Device, Home, _kill_pid, _read_pid, ns_cmd, sh
 
 TLS_PORT = 6654
 
@@ -233,3 +233,79 @@ class Satellite:
             subprocess.run(["ip", "-n", h.router_ns, "link", "del", self.uplink], capture_output=True)
         h.vsctl("--if-exists", "del-br", f"hwsat{self.index}")
         subprocess.run(["ip", "-n", h.router_ns, "link", "del", self.router_port], capture_output=True)
+
+
+RADIO_PORT = "wlan0"        # every satellite's radio port: [satellites] radio_ports = ["wlan0"]
+RADIO_OFPORT = 200
+
+
+class Air:
+    """The radio coverage of the satellites' access points, for roaming tests: one
+    namespace with a Linux bridge per access point ("its air"). A satellite's radio is its
+    port wlan0, a veth into its bridge; a station is a device namespace whose eth0 hangs
+    in one of the bridges, and roaming moves it to another, as a station reassociating
+    elsewhere would (its link stays up; the old radio keeps its link too)."""
+
+    def __init__(self, home: Home):
+        self.home = home
+        self.ns = f"{home.run_id}-air"
+
+    def start(self) -> "Air":
+        sh(["ip", "netns", "add", self.ns])
+        self.home._namespaces.append(self.ns)
+        return self
+
+    def radio(self, sat: Satellite) -> None:
+        """Give a satellite (a box of its own) its radio: port wlan0, and air of its own."""
+        air = f"air{sat.index}"
+        sh(["ip", "-n", self.ns, "link", "add", air, "type", "bridge"])
+        sh(["ip", "-n", self.ns, "link", "set", air, "up"])
+        sh(["ip", "-n", sat.ns, "link", "add", RADIO_PORT, "type", "veth", "peer", "name", f"ap{sat.index}",
+            "netns", self.ns])
+        sh(ns_cmd(sat.ns, ["ethtool", "-K", RADIO_PORT, "tx", "off"]))
+        sh(["ip", "-n", self.ns, "link", "set", f"ap{sat.index}", "master", air, "up"])
+        sat.vsctl("add-port", sat.bridge, RADIO_PORT, "--", "set", "interface", RADIO_PORT,
+                  f"ofport_request={RADIO_OFPORT}")
+        sh(["ip", "-n", sat.ns, "link", "set", RADIO_PORT, "up"])
+
+    def station(self, name: str, sat: Satellite):
+        """A device associated with this satellite's access point."""
+        h = self.home
+        with h._lock:
+            h._next_index += 1
+            index = h._next_index
+        dev = Station(h, index, name, f"02:68:77:01:{index >> 8:02x}:{index & 0xff:02x}", self)
+        h.devices.append(dev)
+        dev.ap = sat
+        dev._create()
+        return dev
+
+    def roam(self, dev, sat: Satellite) -> float:
+        """The station reassociates with another satellite's access point; time.time() of it."""
+        at = time.time()
+        sh(["ip", "-n", self.ns, "link", "set", dev.port_name, "master", f"air{sat.index}"])
+        dev.ap = sat
+        return at
+
+
+class Station(Device):
+    """A Device whose cable ends in the air (a Linux bridge of Air), not in a switch port."""
+
+    guarded = False     # the guard would drop its IP before the bridge carries it
+
+    def __init__(self, home: Home, index: int, name: str, mac: str, air: Air):
+        super().__init__(home, index, name, mac)
+        self.air = air
+        self.bridge = "air"
+        self.ap: Satellite | None = None
+
+    @property
+    def port_ns(self) -> str:
+        return self.air.ns
+
+    def vsctl(self, *args: str) -> str:     # no switch port of its own: nothing to add or remove
+        return ""
+
+    def _create(self) -> None:
+        super()._create()
+        sh(["ip", "-n", self.air.ns, "link", "set", self.port_name, "master", f"air{self.ap.index}"])

@@ -207,3 +207,16 @@ def test_the_pending_cap_spares_a_guest_that_finished_dhcp(tmp_path, clock):
     assert core.state.get_device(MAC).state == "pending"
     assert lease(core)["active"]
     assert core.devices.pending_count() == 5
+
+
+def test_a_station_may_roam_between_two_radios_but_not_from_a_wired_port(core):
+    """Issue 15: ports 1 and 3 are satellites' radios (their link stays up for their other
+    stations); port 2 is wired."""
+    core.datapath_up(Datapath(dpid=1, ports=PORTS))                 # all three ports up
+    core.ctx.is_radio_port = lambda port: port in (1, 3)
+    ip = permitted_victim(core)                                     # on port 1, a radio
+    [(ack, *_)] = send(core, dhcp_frame(MAC, m.REQUEST, options=[opt_ip(50, ip)]), 3)
+    assert ack.msg_type == m.ACK and ack.yiaddr == ip and lease(core)["port"] == 3
+    assert core.counters.get("dhcp.roamed") == 1
+    assert send(core, dhcp_frame(MAC, m.REQUEST, options=[opt_ip(50, ip)]), 2) == []   # wired: refused
+    assert lease(core)["port"] == 3

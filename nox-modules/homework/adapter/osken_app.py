@@ -58,7 +58,8 @@ class HomeworkApp(app_manager.OSKenApp):
         self.gate = SwitchGate(self.core.config.bridge, self.core.config.satellites)
         self.satellite_dps: dict[int, object] = {}     # dpid -> os-ken Datapath of a connected satellite
         self._satellite_ports: dict[int, list[int]] = {}   # dpid -> its device ports with link, as last planned
-        self.patch_links = satellites.PatchLinks()
+        self.patch_links = satellites.PatchLinks(self.core.config.satellites_radio_ports)
+        self.core.ctx.is_radio_port = self.patch_links.is_radio_port
         self._aggregate_requests: dict = {}     # xid -> AggregateStatsRequest awaiting its reply
         self.out = SendBatcher(hub.spawn)
         self.core._send = self.send_decisions

@@ -324,10 +324,16 @@ class DhcpServer(Component):
     def _held_elsewhere(self, msg: m.DhcpMessage, in_port: int) -> bool:
         """Is this MAC's live lease bound to another port that is still up? Then the
         message cannot move it: a device only moves once its old port has gone down (it
-        was unplugged) or its lease has ended."""
+        was unplugged) or its lease has ended, or when it roams between two radios."""
         mac = msg.mac
         old = self.ports.get(mac, 0)
         if mac not in self.live or mac in self.relays or not old or old == in_port or not self._port_up(old):
+            return False
+        if self.ctx.is_radio_port(old) and self.ctx.is_radio_port(in_port):
+            # Roamed from one satellite's radio to another's (issue 15): a radio keeps its
+            # link for its other stations, and a MAC is no stronger an identity on one
+            # access point than across several, so the lease follows the station.
+            self.ctx.count("dhcp.roamed")
             return False
         self.ctx.count("dhcp.wrong_port")
         self._alert(mac, "dhcp-port-mismatch",
