@@ -189,6 +189,25 @@ def test_ack_on_the_socket_before_the_new_devices_flows(fast_core):
     assert device_flows and min(device_flows) > 0
 
 
+def test_a_moved_devices_ack_goes_behind_its_new_ports_flows(fast_core):
+    """A device whose live lease moves port (unplugged and plugged in elsewhere) ARPs for
+    its gateway as soon as the ACK arrives: the ACK is a packet-out after the flows."""
+    log = fast_core.log
+    _feed(fast_core, dhcp_frame(MAC, m.DISCOVER), 1)
+    _feed(fast_core, dhcp_frame(MAC, m.REQUEST, options=[opt_ip(50, "10.2.0.2"), opt_ip(54, "10.2.0.1")]), 1)
+    fast_core.port_status("d1", 1, up=False)                        # unplugged from port 1
+    start = len(log)
+    _feed(fast_core, dhcp_frame(MAC, m.REQUEST, options=[opt_ip(50, "10.2.0.2")]), 3)
+    after = log[start:]
+    assert not _socket_replies(after), "the moved device's ACK went out on the socket, ahead of its flows"
+    sends = [ds for kind, ds in after if kind == "switch"]
+    flows_at = min(i for i, ds in enumerate(sends) if any(isinstance(d, FlowMod) and L.is_routing(d.cookie)
+                                                            and d.match.get("in_port") == 3 for d in ds))
+    ack_at = min(i for i, ds in enumerate(sends) if any(isinstance(d, PacketOut) for d in ds))
+    assert flows_at < ack_at
+    assert fast_core.ctx.leases.get(MAC).port == 3 and fast_core.counters.get("dhcp.moved_acks") == 1
+
+
 def test_malformed_request_is_counted_and_dropped(fast_core):
     start = len(fast_core.log)
     frame = dhcp_frame(MAC, m.DISCOVER)

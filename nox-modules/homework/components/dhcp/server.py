@@ -44,6 +44,7 @@ class DhcpServer(Component):
         self.gate = NewMacGate(ctx.config.new_macs_burst, ctx.config.new_macs_per_minute / 60.0)
         self._alerted: dict[tuple[str, str], float] = {}
         self.fast: fastpath.FastPath | None = None
+        self._moved = False        # set while handling a request that moved a live lease to another port
         self.dhcpd: DhcpdLink | None = None      # [dhcp] answerer = "dhcpd"
         self._fast_mac = ""               # the router MAC the reply flow writes
         self._fast_failed = False         # logged once
@@ -190,7 +191,15 @@ class DhcpServer(Component):
     def fast_request(self, in_port: int, data: bytes) -> None:
         """One request from the socket: handled as a packet-in would be; the reply goes out
         on the socket first, then the other decisions, then the events the handler held
-        back (the new device's flows), so the ACK is ahead of them."""
+        back (the new device's flows), so the ACK is ahead of them.
+
+        Except for a device whose live lease moved to another port (unplugged and plugged
+        in elsewhere, or roamed): it is configured already and asks for its gateway's MAC
+        the moment the ACK arrives, so its ACK goes as a packet-out behind its new port's
+        flows, on the same OpenFlow connection; the switch applies them in order (else the
+        ARP could beat the flows and wait a second for its retry)."""
+        self._moved = False
+        later: list = []
         with self.ctx.bus.held():
             try:
                 decisions = self.packet_in(PacketIn(in_port=in_port, data=data), parse_ethernet(data))
@@ -209,8 +218,13 @@ class DhcpServer(Component):
             if mac != self._fast_mac:     # the bridge's MAC changed: the reply flow follows
                 self._fast_mac = mac
                 self.ctx.send(fastpath.flows(mac)[1:])
-            rest = [d for d in decisions if not (isinstance(d, PacketOut) and fast.send(d))]
-            self.ctx.send(rest)
+            if self._moved:
+                later = decisions
+                self.ctx.count("dhcp.moved_acks")
+            else:
+                self.ctx.send([d for d in decisions if not (isinstance(d, PacketOut) and fast.send(d))])
+        # A move's reply and decisions: after its flows, which went out as the held events ended.
+        self.ctx.send(later)
 
     def _router_mac(self) -> str:
         return self.ctx.host.local_mac() or "02:00:00:00:00:01"
@@ -426,6 +440,8 @@ class DhcpServer(Component):
         lease_time = self.lease_time_for(mac)
         renewal = mac in self.live
         self.alloc.set_expiry(mac, now + lease_time)
+        if renewal and self.ports.get(mac) not in (None, in_port):
+            self._moved = True          # a live lease changed port: fast_request orders its ACK
         self.ports[mac] = in_port
         if hostname:
             self.hostnames[mac] = hostname
