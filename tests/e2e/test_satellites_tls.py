@@ -147,7 +147,7 @@ def asking(home: Home):
     sat = Satellite(home, *ASKING, own_ovs=True).start(controller=None)
     yield sat
     sat.stop()
-    api(home.web, "POST", f"satellites/{ASKING[1]:016x}/forget")
+    api(home.web, "POST", f"satellites/{ASKING[1]:016x}/forget")     # if the test did not get there
 
 
 def test_a_satellite_asks_the_household_permits_it_and_denying_it_later_cuts_it_off(home: Home, asking):
@@ -183,6 +183,12 @@ def test_a_satellite_asks_the_household_permits_it_and_denying_it_later_cuts_it_
     assert not dev.ping(WEB_ADDR), "a device behind a denied satellite still reaches the internet"
     wait_until(lambda: "satellite 4 showed a certificate that is no longer its pairing" in home.controller_log(),
                20, "the denied satellite's reconnection was not refused")
+    # the CLI says the same as the API
+    listed = json.loads(home.homework("--json", "satellites").stdout)
+    assert [(s["dpid"], s["state"]) for s in listed if s["dpid"] == dpid] == [(dpid, "denied")]
+    forgotten = home.homework("satellite-forget", dpid)
+    assert forgotten.returncode == 0 and json.loads(forgotten.stdout) == {"dpid": dpid, "forgotten": True}
+    assert home.homework("satellite-permit", dpid).returncode != 0       # nothing asked any more
 
 
 def test_the_public_pairing_calls_refuse_what_they_should(home: Home):
