@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import logging
 import ssl
-import subprocess
 import threading
 
 from os_ken.base import app_manager
@@ -21,6 +20,7 @@ from .. import flows as F
 from .. import pki, satellites
 from ..core import Core
 from . import nx
+from . import router_ports
 from .switch_gate import SwitchGate
 
 log = logging.getLogger("homework.adapter")
@@ -135,7 +135,7 @@ class HomeworkApp(app_manager.OSKenApp):
         self._send_to(dp, [F.FlowDelete(cookie=0, cookie_mask=0)])
         self.out.flush()
         if sat is not None:
-            threading.Thread(target=_unplug_router_ports, args=(sat, self.core.config.bridge), daemon=True,
+            threading.Thread(target=router_ports.unplug, args=(sat, self.core.config.bridge), daemon=True,
                              name="satellite-unplug").start()
         hub.spawn_after(0.5, dp.close)      # after the flow delete has been written
 
@@ -206,7 +206,7 @@ class HomeworkApp(app_manager.OSKenApp):
         else:
             self.patch_links.satellite_ports(sat, ports, down)
         # ovs-vsctl waits for the switch: off the hub, like the host's address changes.
-        threading.Thread(target=_sync_router_ports, daemon=True, name="satellite-ports",
+        threading.Thread(target=router_ports.sync, daemon=True, name="satellite-ports",
                          args=(sat, ports, self.core.config.bridge, self.core.config.datapath_type)).start()
 
     @set_ev_cls(ofp_event.EventOFPStateChange, [DEAD_DISPATCHER])
@@ -309,37 +309,6 @@ class HomeworkApp(app_manager.OSKenApp):
                     self._aggregate_requests[msg.xid] = decision
             except Exception:
                 log.exception("could not send %r", decision)
-
-
-_VSCTL_LOCK = threading.Lock()      # one satellite port sync at a time: each reads, then writes
-
-
-def _sync_router_ports(sat: satellites.Satellite, ports: dict[str, int], bridge: str, datapath_type: str) -> None:
-    with _VSCTL_LOCK:
-        listed = _vsctl(["list-ports", sat.demux_bridge], quiet=True)
-        existing = set(listed.split()) if listed is not None else set()
-        _vsctl(satellites.router_commands(sat, ports, bridge, datapath_type, existing))
-
-
-def _unplug_router_ports(sat: satellites.Satellite, bridge: str) -> None:
-    """A satellite no longer paired: its patch ports leave the router's bridge (the router
-    sees them go down, as if unplugged) and its demux bridge goes."""
-    with _VSCTL_LOCK:
-        listed = _vsctl(["list-ports", sat.demux_bridge], quiet=True)
-        _vsctl(satellites.unplug_commands(sat, bridge, set((listed or "").split())))
-
-
-def _vsctl(args: list[str], quiet: bool = False) -> str | None:
-    try:
-        res = subprocess.run(["ovs-vsctl", "--timeout=10", *args], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        log.error("satellite ports: ovs-vsctl failed: %s", exc)
-        return None
-    if res.returncode != 0:
-        if not quiet:
-            log.error("satellite ports: ovs-vsctl exited %d: %s", res.returncode, res.stderr.strip())
-        return None
-    return res.stdout
 
 
 class SendBatcher:
