@@ -73,6 +73,9 @@ from homelab import WEB_ADDR, Device, Home, _kill_pid, _read_pid, ns_cmd  # noqa
 from homelab.routing import gateway, wait_until  # noqa: E402
 from homelab.satellite import Satellite  # noqa: E402
 
+sys.path.insert(0, str(REPO / "scripts"))
+from bench_scale import cpu_seconds, measure  # noqa: E402  (idle CPU and RSS measured as `scale` does)
+
 PER = int(os.environ.get("BENCH_SAT_PER", "50"))
 SETUPS = [s.strip() for s in os.environ.get("BENCH_SAT_SETUPS", "r1,s4,r4,r8,s8").split(",") if s.strip()]
 ROUNDS = int(os.environ.get("BENCH_SAT_ROUNDS", "5"))
@@ -139,18 +142,6 @@ REPLY = re.compile(r"^\[(\d+\.\d+)\] \d+ bytes from", re.M)
 
 def say(msg: str) -> None:
     print(f"[{time.monotonic() - T0:6.1f}s] {msg}", file=sys.stderr, flush=True)
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def median(values: list[float]) -> float | None:
@@ -297,13 +288,7 @@ def time_roams(home: Home, dev: Device, sats: list[Satellite]) -> dict:
 
 
 def measure_idle(pids: dict) -> dict:
-    time.sleep(SETTLE)
-    start = {name: cpu_seconds(pid) for name, pid in pids.items()}
-    t = time.monotonic()
-    time.sleep(WINDOW)
-    wall = time.monotonic() - t
-    return {name: {"cpu_pct": round(100 * (cpu_seconds(pid) - start[name]) / wall, 2), "rss_mb": round(rss_mb(pid), 1)}
-            for name, pid in pids.items()}
+    return measure(pids, SETTLE, WINDOW)
 
 
 def run_setup(setup: str) -> dict:

@@ -64,11 +64,12 @@ def add_permitted(home: Home, herd, first: int, count: int) -> int:
     return len(leases)
 
 
-def measure(pids: dict) -> dict:
-    time.sleep(SETTLE)
+def measure(pids: dict, settle: float = SETTLE, window: float = WINDOW) -> dict:
+    """CPU (% of one core) and RSS of each process, left alone `settle` s, then over `window` s."""
+    time.sleep(settle)
     start = {name: cpu_seconds(pid) for name, pid in pids.items()}
     t = time.monotonic()
-    time.sleep(WINDOW)
+    time.sleep(window)
     wall = time.monotonic() - t
     return {name: {"cpu_pct": round(100 * (cpu_seconds(pid) - start[name]) / wall, 2), "rss_mb": round(rss_mb(pid), 1)}
             for name, pid in pids.items()}

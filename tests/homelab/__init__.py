@@ -152,6 +152,20 @@ def to_toml(doc: dict) -> str:
     return "\n".join(out)
 
 
+def start_ovs(ovs_dir: Path, run: Callable[[list[str]], object]) -> None:
+    """A private Open vSwitch (ovsdb-server and ovs-vswitchd, detached) with its files in
+    ovs_dir/{run,log,db}; `run` runs a command where it must live (a namespace, with
+    OVS_RUNDIR and friends pointing at ovs_dir)."""
+    rundir, logd, db = ovs_dir / "run", ovs_dir / "log", ovs_dir / "db"
+    sh(["ovsdb-tool", "create", str(db / "conf.db"), "/usr/share/openvswitch/vswitch.ovsschema"])
+    run(["ovsdb-server", str(db / "conf.db"), f"--remote=punix:{rundir}/db.sock",
+         f"--pidfile={rundir}/ovsdb-server.pid", f"--unixctl={rundir}/ovsdb-server.ctl",
+         f"--log-file={logd}/ovsdb-server.log", "--detach", "--no-chdir"])
+    run(["ovs-vsctl", "--no-wait", "init"])
+    run(["ovs-vswitchd", f"unix:{rundir}/db.sock", f"--pidfile={rundir}/ovs-vswitchd.pid",
+         f"--unixctl={rundir}/ovs-vswitchd.ctl", f"--log-file={logd}/ovs-vswitchd.log", "--detach", "--no-chdir"])
+
+
 class CommandError(subprocess.CalledProcessError):
     def __str__(self) -> str:
         cmd = self.cmd if isinstance(self.cmd, str) else " ".join(map(str, self.cmd))
@@ -636,16 +650,7 @@ class Home:
         sh(["ip", "netns", "add", self.router_ns])
         self._namespaces.append(self.router_ns)
         sh(["ip", "-n", self.router_ns, "link", "set", "lo", "up"])
-        run, logd, db = self.ovs_dir / "run", self.ovs_dir / "log", self.ovs_dir / "db"
-        sh(["ovsdb-tool", "create", str(db / "conf.db"),
-            "/usr/share/openvswitch/vswitch.ovsschema"])
-        self.router(["ovsdb-server", str(db / "conf.db"), f"--remote=punix:{run}/db.sock",
-                     f"--pidfile={run}/ovsdb-server.pid", f"--unixctl={run}/ovsdb-server.ctl",
-                     f"--log-file={logd}/ovsdb-server.log", "--detach", "--no-chdir"])
-        self.router(["ovs-vsctl", "--no-wait", "init"])
-        self.router(["ovs-vswitchd", f"unix:{run}/db.sock", f"--pidfile={run}/ovs-vswitchd.pid",
-                     f"--unixctl={run}/ovs-vswitchd.ctl", f"--log-file={logd}/ovs-vswitchd.log",
-                     "--detach", "--no-chdir"], timeout=60)
+        start_ovs(self.ovs_dir, lambda cmd: self.router(cmd, timeout=60))
         self._say(f"OVS running in namespace {self.router_ns} (dirs in {self.ovs_dir})")
         if self.with_internet:
             sh(["ip", "netns", "add", self.internet_ns])

@@ -21,7 +21,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from . import ROUTER_NET, Device, Home, _kill_pid, _read_pid, ns_cmd, sh
+from . import ROUTER_NET, Device, Home, _kill_pid, _read_pid, ns_cmd, sh, start_ovs
 
 TLS_PORT = 6654
 
@@ -80,15 +80,7 @@ class Satellite:
         sh(["ip", "netns", "add", self.ns])
         h._namespaces.append(self.ns)
         sh(["ip", "-n", self.ns, "link", "set", "lo", "up"])
-        run, logd, db = self.ovs_dir / "run", self.ovs_dir / "log", self.ovs_dir / "db"
-        sh(["ovsdb-tool", "create", str(db / "conf.db"), "/usr/share/openvswitch/vswitch.ovsschema"])
-        self.run(["ovsdb-server", str(db / "conf.db"), f"--remote=punix:{run}/db.sock",
-                  f"--pidfile={run}/ovsdb-server.pid", f"--unixctl={run}/ovsdb-server.ctl",
-                  f"--log-file={logd}/ovsdb-server.log", "--detach", "--no-chdir"])
-        self.run(["ovs-vsctl", "--no-wait", "init"])
-        self.run(["ovs-vswitchd", f"unix:{run}/db.sock", f"--pidfile={run}/ovs-vswitchd.pid",
-                  f"--unixctl={run}/ovs-vswitchd.ctl", f"--log-file={logd}/ovs-vswitchd.log",
-                  "--detach", "--no-chdir"])
+        start_ovs(self.ovs_dir, self.run)
         # the management link to the router (the controller's TLS listener is reached on it)
         sh(["ip", "-n", self.ns, "link", "add", f"sat{self.index}m", "type", "veth",
             "peer", "name", f"sat{self.index}mr", "netns", h.router_ns])
