@@ -347,3 +347,13 @@ def test_event_stream_sends_snapshot_then_live_device_events(api, core):
     assert ev.startswith("event: alert") and "flow-limit" in ev
     body.close()
     assert app.stream.clients() == 0
+
+
+def test_pairing_requests_are_limited_per_address_apart_from_logins(api):
+    """Issue 15: the public pairing call has a limiter of its own (10 per address in 10
+    minutes): a box asking again and again is held back, and that address may still log in."""
+    body = {"dpid": "00000000000000a1", "csr": "not a request"}
+    codes = [api.call("POST", "satellites/pair", body, client="192.0.2.77").status_int for _ in range(11)]
+    assert codes[:10] == [404] * 10 and codes[10] == 429     # not listed here: 404 until the limit
+    assert api.call("POST", "satellites/pair", body, client="192.0.2.78").status_int == 404   # another address
+    assert api.login(client="192.0.2.77").status_int == 200

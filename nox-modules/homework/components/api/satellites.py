@@ -8,8 +8,8 @@
     POST /ws.v1/satellites/{dpid}/permit|deny|forget   (admin)
 
 Asking is public, as a new satellite has no credentials; it decides nothing (the household
-permits it on the Guest Board) and it is rate-limited per address like a failed login, so
-no one floods the board with access points. The ticket travels in a header, not in the
+permits it on the Guest Board) and it is rate-limited per address (10 requests in 10
+minutes, a limiter apart from the logins'), so no one floods the board with access points. The ticket travels in a header, not in the
 URL, so no access log keeps it. On the board a satellite is a label of its own kind
 (`kind: "access-point"`, `mac: "ap-<dpid>"`) that is dragged like a device.
 """
@@ -28,15 +28,24 @@ def board_view(sat: dict) -> dict:
             "last_seen": sat["requested"], "lease": None, "metrics": {}}
 
 
+PAIR_REQUESTS = 10           # pairing requests one address may make ...
+PAIR_WINDOW = 600.0          # ... in this many seconds
+
+
 def add_routes(app) -> None:
     from .app import ApiError, json_response     # here: app.py imports this module
+    from .ratelimit import LoginLimiter
+
+    # A limiter of its own: a box asking to pair must not lock its address out of logging
+    # in, nor failed logins keep a satellite from asking.
+    limiter = LoginLimiter(app.ctx.now, limit=PAIR_REQUESTS, window=PAIR_WINDOW)
 
     def ask(call):
-        wait = app.limiter.retry_after(call.client)
+        wait = limiter.retry_after(call.client)
         if wait:
             raise ApiError(429, f"too many pairing requests from {call.client}; try again in {int(wait) + 1} s",
                            {"Retry-After": str(int(wait) + 1)})
-        app.limiter.failed(call.client)      # every request counts towards the limit
+        limiter.failed(call.client)      # every request counts towards the limit
         data = app.body(call)
         if set(data) != {"dpid", "csr"} or not all(isinstance(v, str) for v in data.values()):
             raise ApiError(400, 'send {"dpid": "<16 hex digits>", "csr": "<PEM certificate request>"}')
