@@ -81,10 +81,7 @@ class SatellitePairing:
         """A satellite asks to pair. Returns {dpid, code, ticket}; the ticket is shown once."""
         dpid = parse_dpid(dpid_text)
         self._listed(dpid)
-        try:
-            code = request_fingerprint(csr)[:6]
-        except PkiError as exc:
-            raise PairingError(str(exc)) from None
+        code = _code(csr)
         row = self._row(dpid)
         if row is not None and row["state"] == "permitted":
             raise PairingError(f"satellite {dpid:016x} is already paired; forget it on the Guest Board "
@@ -126,15 +123,12 @@ class SatellitePairing:
         satellite-pair`). Returns the view plus the certificate and the CA."""
         dpid = parse_dpid(dpid_text)
         self._listed(dpid)
-        try:
-            request_fingerprint(csr)
-        except PkiError as exc:
-            raise PairingError(str(exc)) from None
+        code = _code(csr)
         self.state.execute(
             "INSERT INTO satellites (dpid, state, code, csr, ticket_hash, serial, certificate, requested, decided) "
             "VALUES (?, 'pending', ?, ?, '', '', '', ?, 0) ON CONFLICT(dpid) DO UPDATE SET csr = excluded.csr, "
             "code = excluded.code, state = 'pending'",
-            (f"{dpid:016x}", request_fingerprint(csr)[:6], csr, self.now()))
+            (f"{dpid:016x}", code, csr, self.now()))
         view = self._sign(dpid, csr)
         row = self._row(dpid)
         return {**view, "certificate": row["certificate"], "ca": self.ca.ensure().ca_pem()}
@@ -169,6 +163,14 @@ class SatellitePairing:
 
     def _publish(self, dpid: int, what: str) -> None:
         self.bus.publish("satellite", dpid=dpid, what=what)
+
+
+def _code(csr: str) -> str:
+    """The pairing code of a well-formed request (both ends show it); PairingError if not."""
+    try:
+        return request_fingerprint(csr)[:6]
+    except PkiError as exc:
+        raise PairingError(str(exc)) from None
 
 
 def parse_dpid(text) -> int:

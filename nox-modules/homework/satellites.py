@@ -61,9 +61,18 @@ class Satellite:
         (those count up from 1)."""
         return 4096 + self.vlan(port_no)
 
+    @property
+    def patch_prefix(self) -> str:
+        """What every patch port name of this satellite starts with (hws<index>p)."""
+        return f"hws{self.index}p"
+
+    def patch_peers(self, existing: set[str]) -> list[str]:
+        """Of a demux bridge's ports, this satellite's patch peers (hws<index>p<port>d)."""
+        return sorted(p for p in existing if p.startswith(self.patch_prefix) and p.endswith("d"))
+
     def patch_names(self, port_no: int) -> tuple[str, str]:
         """(the port on the router's bridge, its peer on the demux bridge)."""
-        return f"hws{self.index}p{port_no}", f"hws{self.index}p{port_no}d"
+        return f"{self.patch_prefix}{port_no}", f"{self.patch_prefix}{port_no}d"
 
 
 def parse(specs: list[str]) -> tuple[Satellite, ...]:
@@ -142,8 +151,7 @@ def router_commands(sat: Satellite, ports: dict[str, int], bridge: str, datapath
                  f"ofport_request={sat.router_ofport(port_no)}",
                  "--", "--may-exist", "add-port", demux, on_demux, f"tag={sat.vlan(port_no)}",
                  "--", "set", "interface", on_demux, "type=patch", f"options:peer={on_router}"]
-    prefix = f"hws{sat.index}p"
-    for gone in sorted(p for p in existing if p.startswith(prefix) and p.endswith("d") and p not in wanted):
+    for gone in (p for p in sat.patch_peers(existing) if p not in wanted):
         args += ["--", "--if-exists", "del-port", bridge, gone[:-1], "--", "--if-exists", "del-port", demux, gone]
     return args
 
@@ -152,8 +160,7 @@ def unplug_commands(sat: Satellite, bridge: str, existing: set[str]) -> list[str
     """ovs-vsctl arguments that take a satellite off the router: every patch pair it has
     (`existing`: its demux bridge's ports now) and the demux bridge itself."""
     args: list[str] = []
-    prefix = f"hws{sat.index}p"
-    for peer in sorted(p for p in existing if p.startswith(prefix) and p.endswith("d")):
+    for peer in sat.patch_peers(existing):
         args += ["--if-exists", "del-port", bridge, peer[:-1], "--"]
     return args + ["--if-exists", "del-br", sat.demux_bridge]
 
@@ -207,8 +214,7 @@ class PatchLinks:
                 self.link[patch] = up
                 if patch in self.router:
                     changes.append((patch, self.router[patch], up))
-        prefix = f"hws{sat.index}p"
-        for patch in [p for p in self.link if p.startswith(prefix) and p not in seen]:
+        for patch in [p for p in self.link if p.startswith(sat.patch_prefix) and p not in seen]:
             del self.link[patch]      # the satellite port is gone; its patch port goes too
             self.radios.discard(patch)
         return changes
