@@ -62,7 +62,7 @@ lint-rust:
 	cd dnsd && cargo clippy --release -q --all-targets -- -D warnings
 	cd dhcpd && cargo clippy --release -q --all-targets -- -D warnings
 
-SHELL_SCRIPTS = $(wildcard scripts/*.sh image/*.sh) $(shell grep -lsE '^\#!/(usr/)?bin/(env )?(ba)?sh' image/guest/* 2>/dev/null)
+SHELL_SCRIPTS = $(wildcard scripts/*.sh image/*.sh tests/homelab/*.sh) $(shell grep -lsE '^\#!/(usr/)?bin/(env )?(ba)?sh' image/guest/* 2>/dev/null)
 lint-shell:
 	shellcheck -x --severity=warning $(SHELL_SCRIPTS)
 

@@ -7,7 +7,8 @@
   "use strict";
 
   var CONFIRM = "erase everything";
-  var BACK_AFTER_MS = 4000;        // the in-place restart takes a few seconds
+  var BACK_AFTER_MS = 2000;        // the in-place restart takes a few seconds (more on a busy router)
+  var GIVE_UP_AFTER_MS = 120000;
 
   function say($form, which, text) { $form.find("." + which).text(text || ""); }
 
@@ -38,6 +39,19 @@
     });
   }
 
+  // Read the router's facts again until the restarted controller answers with the new
+  // zone: one read a fixed time later showed the old zone (or nothing) whenever the
+  // restart took longer than that.
+  function untilRestarted(zone, giveUpAt) {
+    setTimeout(function () {
+      load().done(function (s) {
+        if ((s.timezone !== zone || s.timezone_source !== "board") && Date.now() < giveUpAt) untilRestarted(zone, giveUpAt);
+      }).fail(function () {
+        if (Date.now() < giveUpAt) untilRestarted(zone, giveUpAt);
+      });
+    }, BACK_AFTER_MS);
+  }
+
   function submitter(handler) {
     return function (e) {
       e.preventDefault();
@@ -55,7 +69,7 @@
   var setTimezone = submitter(function ($form, f) {
     return HW.api.call("POST", "system/timezone", { timezone: f.timezone.value.trim() }).done(function (r) {
       say($form, "status", "Time zone set to " + r.timezone + ". " + (r.note || ""));
-      setTimeout(load, BACK_AFTER_MS);
+      untilRestarted(r.timezone, Date.now() + GIVE_UP_AFTER_MS);
     });
   });
 

@@ -56,6 +56,9 @@ class Context:
         # Is this router port a radio of a satellite (issue 15)? Stations roam between
         # radios, whose ports never lose link; the adapter answers from PatchLinks.
         self.is_radio_port: Callable[[int], bool] = lambda port: False
+        # The router port of a satellite radio named "wlan0@sat1" (None: not one, or down);
+        # a station its agent hears there has roamed there (issue 15; the adapter answers).
+        self.radio_port: Callable[[str], int | None] = lambda ifname: None
         self.pairing = None            # the core's SatellitePairing (core.py puts it here)
 
     def component(self, name: str) -> "Component | None":

@@ -32,6 +32,7 @@ KNOWN_COMPONENTS += ("blocklists",)    # issue 17: blocklist subscriptions and s
 KNOWN_COMPONENTS += ("backup",)        # issue 18: settings backup and restore
 KNOWN_COMPONENTS += ("radio",)         # issue 16: the real radio's link monitor
 KNOWN_COMPONENTS += ("qos",)           # issue 13: priorities and shaping
+KNOWN_COMPONENTS += ("satlink",)       # issue 15: the satellite agents' channel
 IFNAME = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
 CURRENT_VERSION = 2
 
@@ -199,6 +200,9 @@ KEYS: tuple[Key, ...] = (
     Key("satellites.tls_listen", "satellites_tls_listen", str, "",
         "the TLS listener's address; '' = controller.listen (a satellite reaches the router on a LAN "
         "address: TLS with a certificate the household CA signed is what admits it)", ip_address_or_empty),
+    Key("satellites.agent_port", "satellites_agent_port", int, 6655,
+        "the satellite agents' channel (TLS, the same certificates; component satlink): Wi-Fi settings and "
+        "the deny list out, station dumps in; 0: none", int_range(0, 65535)),
     Key("satellites.require_tls", "satellites_require_tls", bool, True,
         "a satellite is driven only over TLS with the certificate paired for its datapath id "
         "(false: plain tcp is believed too, for an emulated home whose satellites share one OVS)"),

@@ -16,6 +16,7 @@ import hashlib
 import os
 import re
 import secrets
+import ssl
 from pathlib import Path
 
 from cryptography import x509
@@ -163,3 +164,26 @@ def peer_identity(cert_der: bytes | None) -> tuple[int | None, int | None]:
     if dpid is None:
         return None, None
     return dpid, x509.load_der_x509_certificate(cert_der).serial_number
+
+
+def server_context(ca: HouseholdCA) -> ssl.SSLContext:
+    """The controller's side of a satellite's TLS session (OpenFlow and the agent channel):
+    the controller's certificate, and a peer certificate the household CA signed required."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(str(ca.cert_path), str(ca.key_path))
+    ctx.load_verify_locations(str(ca.ca_cert_path))
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    return ctx
+
+
+def client_context(ca_file: str, cert_file: str, key_file: str) -> ssl.SSLContext:
+    """A satellite's side: its own certificate, and the router's checked against the
+    household CA. The router is reached by address, so no host name is checked; the
+    server-auth purpose is, so another satellite's (client-only) certificate cannot pose
+    as the router."""
+    ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=ca_file)
+    ctx.check_hostname = False
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(cert_file, key_file)
+    return ctx

@@ -181,6 +181,17 @@ def owns_cookie(cookie: int) -> bool:
     return cookie & COOKIE_MASK_OWNER == COOKIE_SATELLITE
 
 
+def radio_label(index: int, radio: str) -> str:
+    """A satellite radio's name on the board, in hwdb and in the radio monitor: "wlan0@sat1"."""
+    return f"{radio}@sat{index}"
+
+
+def parse_radio_label(label: str) -> tuple[int, str] | None:
+    """(satellite index, radio port name) of a radio_label(); None for the router's own radios."""
+    radio, sep, sat = label.rpartition("@sat")
+    return (int(sat), radio) if sep and radio and sat.isdigit() else None
+
+
 class PatchLinks:
     """What the router's pipeline should believe about each satellite port's link.
 
@@ -196,6 +207,7 @@ class PatchLinks:
         self.router: dict[str, int] = {}      # patch name -> its port number on the router's bridge
         self.radio_names = set(radio_names)   # satellite port names that are radios ([satellites] radio_ports)
         self.radios: set[str] = set()         # patch names whose satellite port is a radio
+        self.radio_patch: dict[tuple[int, str], str] = {}   # (satellite index, radio name) -> patch name
 
     def satellite_ports(self, sat: Satellite, ports: dict[str, int], down: set[str]) -> list[tuple[str, int, bool]]:
         """A satellite reported all its ports (`down`: names without link). Returns the
@@ -207,6 +219,7 @@ class PatchLinks:
             seen.add(patch)
             if name in self.radio_names:
                 self.radios.add(patch)
+                self.radio_patch[(sat.index, name)] = patch
             else:
                 self.radios.discard(patch)
             up = name not in down
@@ -222,6 +235,15 @@ class PatchLinks:
     def is_radio_port(self, port_no: int) -> bool:
         """Is this router port the patch port of a satellite's radio?"""
         return any(self.router.get(patch) == port_no for patch in self.radios)
+
+    def radio_router_port(self, label: str) -> int | None:
+        """The router port of a satellite radio named by radio_label(), while it is up
+        (its agent reports the stations it hears under that name); None otherwise."""
+        where = parse_radio_label(label)
+        patch = self.radio_patch.get(where) if where else None
+        if patch is None or patch not in self.radios or not self.link.get(patch, False):
+            return None
+        return self.router.get(patch)
 
     def router_port(self, name: str, port_no: int, up: bool) -> bool:
         """A port of the router's bridge changed; whether the pipeline should see it up."""

@@ -21,6 +21,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 from .commands import CommandError
 
@@ -87,8 +88,10 @@ def write_env(path: Path, ssid: str, passphrase: str) -> None:
 
 
 class WifiSettings:
-    def __init__(self, env_file: Path, apply_command: str, interfaces: list[str]):
+    def __init__(self, env_file: Path, apply_command: str, interfaces: list[str],
+                 changed: Callable[[str], None] = lambda ssid: None):
         self.env_file = env_file
+        self.changed = changed      # told the new SSID after each save (satellites follow: satlink)
         self.apply_command = apply_command
         self.interfaces = list(interfaces)
         self.last_apply: dict | None = None
@@ -116,6 +119,7 @@ class WifiSettings:
             except OSError as exc:
                 raise CommandError(f"wifi: cannot save the settings ({exc.strerror})", 503) from None
         log.warning("Wi-Fi settings changed: SSID %r, passphrase %s", ssid, "kept" if renamed_only else "changed")
+        self.changed(ssid)
         applying = bool(self.apply_command)
         if applying:
             threading.Thread(target=self._apply, daemon=True, name="wifi-apply").start()
@@ -139,7 +143,8 @@ class WifiSettings:
 
 def register(core) -> WifiSettings:
     cfg = core.config
-    wifi = WifiSettings(Path(cfg.state_dir) / ENV_NAME, cfg.wifi_apply_command, cfg.radio_interfaces)
+    wifi = WifiSettings(Path(cfg.state_dir) / ENV_NAME, cfg.wifi_apply_command, cfg.radio_interfaces,
+                        changed=lambda ssid: core.bus.publish("wifi", ssid=ssid))
     core.commands.register("wifi-info", wifi.info)
     core.commands.register("set-wifi", wifi.set)
     return wifi

@@ -30,8 +30,10 @@ def home():
     # The satellites' lines in the config are known before they exist (their names); they
     # reach the TLS listener over their management links.
     specs = [Satellite.spec_for(i, dpid) for i, dpid in SATELLITES]
+    # radio + satlink: the satellites' agents report what their radios hear (roaming)
     yield from emulated_home({"satellites": {"switches": specs, "tls_listen": "0.0.0.0",
-                                             "radio_ports": [RADIO_PORT]}})
+                                             "radio_ports": [RADIO_PORT]},
+                              "controller": {"components": ["dhcp", "routing", "radio", "satlink"]}})
 
 
 @pytest.fixture(scope="module")
@@ -211,10 +213,15 @@ def test_a_controller_restart_resynchronises_every_satellite(home: Home, sats):
 
 @pytest.fixture(scope="module")
 def air(home: Home, sats):
-    """Each satellite gets a radio (its port wlan0) and air of its own."""
+    """Each satellite gets a radio (its port wlan0), air of its own, and its agent, which
+    reports what that radio hears (Satellite.air_report)."""
     air = Air(home).start()
     for sat in sats:
         air.radio(sat)
+        sat.start_agent(radios=(RADIO_PORT,))
+    for sat in sats:
+        wait_until(lambda: f"satellite {sat.index}'s agent connected" in home.controller_log(), 20,
+                   f"the agent of {sat.bridge} did not connect:\n{sat.agent_log()[-2000:]}")
     return air
 
 
@@ -240,3 +247,35 @@ def test_a_station_that_roams_to_another_satellites_radio_keeps_its_address_and_
     assert views[station.mac]["attached"] == {"switch": "satellite 2", "satellite": 2, "port": "200"}
     assert views[neighbour.mac]["attached"]["satellite"] == 1
     assert neighbour.ping(WEB_ADDR), "the station's neighbour on the first radio lost its path"
+
+
+def test_a_station_its_new_access_point_hears_keeps_its_path_without_asking_again(home: Home, sats, air):
+    """A client that does not ask for its address again after roaming (it only checks its
+    gateway, or not even that): the agents' station dumps say where it is, and its lease
+    and flows follow it within the issue's 1 s."""
+    sat1, sat2 = sats
+    station = air.station("roamer-quiet", sat1)
+    station.start_udhcpc()
+    station.wait_for_ipv4(25)
+    assert home.homework("permit", station.mac).returncode == 0
+    address = station.ipv4()
+    wait_until(lambda: station.ping(WEB_ADDR, timeout=1), 15, "the station cannot reach the internet")
+    sat1.air_report(RADIO_PORT, {station.mac: -48})
+
+    def view():
+        return {v["mac"]: v for v in json.loads(home.homework("--json", "devices").stdout)}[station.mac]
+    wait_until(lambda: view().get("radio") == "wlan0@sat1", 10, "the first satellite's report never arrived")
+    station.stop_dhcp()                  # from here on it never asks again
+    air.roam(station, sat2)
+    heard = time.time()
+    sat2.air_report(RADIO_PORT, {station.mac: -61})
+    sat1.air_report(RADIO_PORT, {station.mac: (-48, 4000)})       # the old AP still lists it, idle
+    wait_until(lambda: view()["attached"] == {"switch": "satellite 2", "satellite": 2, "port": "200"}, 10,
+               "the station's lease did not follow it to the second satellite", interval=0.02)
+    moved = time.time() - heard
+    wait_until(lambda: station.ping(WEB_ADDR, timeout=1), 10, "the roamed station lost its path")
+    back = time.time() - heard
+    print(f"roamed without DHCP: lease moved {moved:.2f} s and path back {back:.2f} s after the new access "
+          "point's report was written (the agents read their radios every 0.5 s)")
+    assert station.ipv4() == address
+    assert view()["radio"] == "wlan0@sat2"

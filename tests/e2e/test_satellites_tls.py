@@ -21,8 +21,9 @@ import pytest
 
 from homelab import WEB_ADDR, Home, sh
 from homelab.routing import gateway, wait_until
-from homelab.satellite import Satellite
+from homelab.satellite import Air, Satellite
 from homelab.web import Web, api, have_web, web_home
+from homelab.wifi import Supplicant
 
 PAIRED, ROGUE, PLAIN, ASKING = (1, 0xB1), (2, 0xB2), (3, 0xB3), (4, 0xB4)
 
@@ -34,7 +35,9 @@ def home():
         pytest.skip(why)
     specs = [Satellite.spec_for(i, dpid) for i, dpid in (PAIRED, ROGUE, PLAIN, ASKING)]
     # TLS on every address of the router: satellites reach it over their management link.
-    with web_home({"satellites": {"switches": specs, "tls_listen": "0.0.0.0"}}) as h:
+    # radio + satlink: the satellites' agents (Wi-Fi and deny list out, station dumps in).
+    with web_home({"satellites": {"switches": specs, "tls_listen": "0.0.0.0"},
+                   "controller": {"components": ["dhcp", "routing", "radio", "satlink"]}}) as h:
         h.web = Web(h).start()
         yield h
 
@@ -150,6 +153,50 @@ def asking(home: Home):
     api(home.web, "POST", f"satellites/{ASKING[1]:016x}/forget")     # if the test did not get there
 
 
+def test_the_satellites_agent_runs_its_access_point_from_the_router_and_reports_its_stations(home: Home, paired):
+    """One Wi-Fi set once on the router reaches the satellite's hostapd; the blacklist
+    becomes its deny list; what its radio hears reaches the Guest Board."""
+    air = Air(home).start()
+    air.radio(paired)
+    r = api(home.web, "POST", "wifi", json={"ssid": "Our home", "passphrase": "correct horse battery"})
+    assert r.status_code == 200, r.text
+    paired.start_agent()
+    wait_until(lambda: "ssid[0]=Our home" in paired.hostapd_cli("wlan0", "status"), 20,
+               f"the satellite's hostapd never served the router's SSID:\n{paired.agent_log()[-2000:]}")
+    # a station of the satellite's access point authenticates there (real 802.1X, EAP-MD5)
+    sta = air.station("sat-sta", paired)
+    sta.start_udhcpc()
+    sta.wait_for_ipv4(25)
+    sup = Supplicant(sta).start()
+    assert sup.wait_state("AUTHENTICATED"), "the station did not authenticate at the satellite's hostapd"
+    # what the radio hears: its signal on the Guest Board, the radio named after the satellite
+    paired.air_report("wlan0", {sta.mac: -57})
+
+    def board_view():
+        views = {v["mac"]: v for v in api(home.web, "GET", "devices", role="read-only").json()}
+        return views.get(sta.mac, {})
+    wait_until(lambda: (board_view().get("metrics") or {}).get("rssi") == -57.0, 15,
+               f"the satellite's station signal never reached the board: {board_view()}")
+    view = board_view()
+    assert view["radio"] == "wlan0@sat1" and view["band"] == "5 GHz", view
+    # renamed on the settings page: the satellite's access point follows
+    assert api(home.web, "POST", "wifi", json={"ssid": "Our home 5"}).status_code == 200
+    wait_until(lambda: "ssid[0]=Our home 5" in paired.hostapd_cli("wlan0", "status"), 20,
+               "the satellite's hostapd kept the old SSID")
+    # blacklisted on the board: on the satellite's deny list (file and running hostapd), and off it
+    assert home.homework("blacklist", sta.mac).returncode == 0
+    wait_until(lambda: sta.mac in paired.hostapd_cli("wlan0", "deny_acl", "SHOW"), 15,
+               "the blacklisted station is not on the satellite hostapd's deny list")
+    assert sta.mac in (paired.agent_dir / "state" / "hostapd.deny").read_text()
+    assert home.homework("whitelist", sta.mac).returncode == 0
+    wait_until(lambda: sta.mac not in paired.hostapd_cli("wlan0", "deny_acl", "SHOW"), 15,
+               "the whitelisted station stayed on the satellite's deny list")
+    # the agent's channel admits nobody else: a client without a certificate is refused
+    paired.run(["bash", "-c", f"openssl s_client -connect {paired.mgmt_router}:6655 -brief </dev/null"], check=False)
+    wait_until(lambda: "satellite agent from 172.31.1.2 refused" in home.controller_log(), 10,
+               "a certificate-less agent was not refused")
+
+
 def test_a_satellite_asks_the_household_permits_it_and_denying_it_later_cuts_it_off(home: Home, asking):
     dpid = f"{ASKING[1]:016x}"
     asked = asking.ask()
@@ -169,6 +216,8 @@ def test_a_satellite_asks_the_household_permits_it_and_denying_it_later_cuts_it_
     status, body = asking.poll()
     assert status == 200 and body["state"] == "permitted" and "BEGIN CERTIFICATE" in body["certificate"]
     wait_until(asking.programmed, 30, "the permitted satellite got no flows")
+    asking.start_agent(radios=())
+    wait_until(lambda: "satellite 4's agent connected" in home.controller_log(), 15, "its agent did not connect")
     dev = home.add_device(name="behind-asking", switch=asking)
     dev.start_udhcpc()
     dev.wait_for_ipv4(25)
@@ -183,6 +232,9 @@ def test_a_satellite_asks_the_household_permits_it_and_denying_it_later_cuts_it_
     assert not dev.ping(WEB_ADDR), "a device behind a denied satellite still reaches the internet"
     wait_until(lambda: "satellite 4 showed a certificate that is no longer its pairing" in home.controller_log(),
                20, "the denied satellite's reconnection was not refused")
+    wait_until(lambda: "satellite 4's agent disconnected" in home.controller_log() and
+               "satellite 4's certificate is no longer its pairing" in home.controller_log(), 40,
+               "the denied satellite's agent was not cut off and refused")
     # the CLI says the same as the API
     listed = json.loads(home.homework("--json", "satellites").stdout)
     assert [(s["dpid"], s["state"]) for s in listed if s["dpid"] == dpid] == [(dpid, "denied")]

@@ -57,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
         # satellite boxes reach the TLS listener over their management links
         config["satellites"] = {"switches": [Satellite.spec_for(i, dpid) for i, dpid in sat_ids],
                                 "tls_listen": "0.0.0.0"}
+        # their agents: the household's Wi-Fi and deny list out, station dumps in
+        components = config.setdefault("controller", {}).setdefault("components", ["dhcp", "routing"])
+        components += [c for c in ("radio", "satlink") if c not in components]
     home = (web_home(config=config, run_id=run_id, log=say) if have_web() is None
             else Home(config=config, run_id=run_id, log=say))
     with home:
@@ -68,8 +71,9 @@ def main(argv: list[str] | None = None) -> int:
         sats = [Satellite(home, i, dpid, own_ovs=True).start(controller=None) for i, dpid in sat_ids]
         for sat in sats:
             sat.pair()      # its key made there, its certificate signed here; then ssl: to the controller
+            sat.start_agent(radios=())
             say(f"satellite {sat.bridge} (datapath {sat.dpid:016x}, namespace {sat.ns}, its own OVS) "
-                f"cabled to router port {sat.router_port}, paired, OpenFlow over TLS")
+                f"cabled to router port {sat.router_port}, paired, OpenFlow over TLS, its agent started")
         devs = []
         for i in range(args.devices):
             client = CLIENTS[i % len(CLIENTS)]

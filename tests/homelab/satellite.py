@@ -21,9 +21,11 @@ import subprocess
 import time
 from pathlib import Path
 
-from . import ROUTER_NET, Device, Home, _kill_pid, _read_pid, ns_cmd, sh, start_ovs
+from . import REPO, ROUTER_NET, Device, Home, _kill_pid, _python, _read_pid, ns_cmd, sh, start_ovs
 
 TLS_PORT = 6654
+AGENT_PORT = 6655
+SAT_AP = REPO / "tests" / "homelab" / "sat-ap.sh"
 
 
 class Satellite:
@@ -37,6 +39,8 @@ class Satellite:
         self.ovs_dir = self.dir / "ovs"
         self.mgmt_router = f"172.31.{index}.1"   # the router's end of the management link
         self._port = 0
+        self.agent_proc: subprocess.Popen | None = None
+        self.agent_dir = self.dir / "agent"
 
     @property
     def spec(self) -> str:
@@ -208,8 +212,71 @@ class Satellite:
         sh(["ip", "-n", self.ns, "link", "set", dev.port_name, "up"])
         return plugged
 
+    # -- its agent and access point (a box of its own, paired) ---------------------------------
+    def start_agent(self, radios: tuple[str, ...] = ("wlan0",)) -> "Satellite":
+        """homework.satellite_agent in the satellite's namespace, connecting across the
+        management link with the identity pair() installed. Its radios are emulated: the
+        station dump it reads is the file air_report() writes (iw's format), and its access
+        point is a real hostapd (driver=wired) on the radio port, which sat-ap.sh (its Wi-Fi
+        apply command) restarts with the SSID the router pushed."""
+        d = self.agent_dir
+        d.mkdir(parents=True, exist_ok=True)
+        for radio in radios:
+            self.air_report(radio, {})
+        env = dict(os.environ, PYTHONPATH=str(REPO / "nox-modules"), PYTHONUNBUFFERED="1")
+        argv = [_python(), "-m", "homework.satellite_agent", "--router", f"{self.mgmt_router}:{AGENT_PORT}",
+                "--cert", str(self.dir / "satellite-cert.pem"), "--key", str(self.dir / "satellite-key.pem"),
+                "--ca", str(self.dir / "household-ca.pem"), "--state-dir", str(d / "state"),
+                "--station-dump-command", f"cat {d}/air-{{ifname}}.dump",
+                "--info-command", f"cat {d}/air-{{ifname}}.info", "--hostapd-ctrl-dir", str(d / "ctrl"),
+                "--wifi-apply-command", f"bash {SAT_AP} {d} {' '.join(radios)}"]
+        for radio in radios:
+            argv += ["--radio", radio]
+        self.agent_proc = subprocess.Popen(ns_cmd(self.ns, argv), env=env, stdin=subprocess.DEVNULL,
+                                           stdout=open(d / "agent.log", "ab"), stderr=subprocess.STDOUT)
+        return self
+
+    def stop_agent(self) -> None:
+        if self.agent_proc is not None:
+            _kill_pid(self.agent_proc.pid, 5)
+            self.agent_proc.wait(5)
+            self.agent_proc = None
+        for pidfile in self.agent_dir.glob("hostapd-*.pid"):
+            pid = _read_pid(pidfile)
+            if pid:
+                _kill_pid(pid, 5)
+            pidfile.unlink(missing_ok=True)
+
+    def agent_log(self) -> str:
+        try:
+            return (self.agent_dir / "agent.log").read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def air_report(self, radio: str, stations: dict[str, float | tuple[float, int]], mhz: int = 5180) -> None:
+        """What the emulated radio hears: these stations (MAC -> signal in dBm, or (signal,
+        ms since it last heard the station)) in `iw dev RADIO station dump`'s format, and
+        its channel in `iw dev RADIO info`'s."""
+        self.agent_dir.mkdir(parents=True, exist_ok=True)
+        lines = []
+        for mac, heard in stations.items():
+            signal, inactive = heard if isinstance(heard, tuple) else (heard, 40)
+            lines += [f"Station {mac} (on {radio})", f"\tinactive time:\t{inactive} ms", "\trx bytes:\t4000",
+                      "\trx packets:\t40", "\ttx bytes:\t6000", "\ttx packets:\t50", "\ttx retries:\t2",
+                      "\ttx failed:\t0", f"\tsignal:  \t{signal:.0f} [{signal:.0f}, {signal - 2:.0f}] dBm",
+                      "\ttx bitrate:\t144.4 MBit/s MCS 15 short GI", "\trx bitrate:\t130.0 MBit/s MCS 15"]
+        tmp = self.agent_dir / f".air-{radio}.dump"
+        tmp.write_text("\n".join(lines) + ("\n" if lines else ""))
+        tmp.replace(self.agent_dir / f"air-{radio}.dump")
+        (self.agent_dir / f"air-{radio}.info").write_text(
+            f"Interface {radio}\n\ttype AP\n\tchannel 36 ({mhz} MHz), width: 80 MHz, center1: 5210 MHz\n")
+
+    def hostapd_cli(self, radio: str, *args: str) -> str:
+        return self.run(["hostapd_cli", "-p", str(self.agent_dir / "ctrl"), "-i", radio, *args], check=False).stdout
+
     def stop(self) -> None:
         h = self.home
+        self.stop_agent()
         if self.own_ovs:
             run = self.ovs_dir / "run"
             for daemon in ("ovs-vswitchd", "ovsdb-server"):
@@ -250,7 +317,9 @@ class Air:
     def radio(self, sat: Satellite) -> None:
         """Give a satellite (a box of its own) its radio: port wlan0, and air of its own."""
         air = f"air{sat.index}"
-        sh(["ip", "-n", self.ns, "link", "add", air, "type", "bridge"])
+        # group_fwd_mask 8: a Linux bridge keeps 802.1X's group address (01:80:c2:00:00:03)
+        # to itself; the air carries it, as a radio would, to the access point's hostapd
+        sh(["ip", "-n", self.ns, "link", "add", air, "type", "bridge", "group_fwd_mask", "8"])
         sh(["ip", "-n", self.ns, "link", "set", air, "up"])
         sh(["ip", "-n", sat.ns, "link", "add", RADIO_PORT, "type", "veth", "peer", "name", f"ap{sat.index}",
             "netns", self.ns])

@@ -220,3 +220,26 @@ def test_a_station_may_roam_between_two_radios_but_not_from_a_wired_port(core):
     assert core.counters.get("dhcp.roamed") == 1
     assert send(core, dhcp_frame(MAC, m.REQUEST, options=[opt_ip(50, ip)]), 2) == []   # wired: refused
     assert lease(core)["port"] == 3
+
+
+def test_a_station_a_satellite_hears_on_another_radio_takes_its_lease_along_without_asking(core):
+    """Issue 15: the satellite agent's station dump says where a station is (radio
+    monitor -> `station_at`); radio to radio the lease follows at once, and the routing
+    flows with it. A wired port, a radio that is down or a relayed lease are never taken."""
+    core.datapath_up(Datapath(dpid=1, ports=PORTS))
+    core.ctx.is_radio_port = lambda port: port in (1, 3)
+    core.ctx.radio_port = {"wlan0@sat1": 1, "wlan0@sat2": 3, "eth1@sat2": 2}.get
+    ip = permitted_victim(core)                                     # on port 1, a radio
+    flows_before = {f.match.get("in_port") for f in core.switch.flows if f.match.get("eth_src") == MAC}
+    assert 1 in flows_before and 3 not in flows_before
+    core.bus.publish("station_at", mac=MAC, ifname="wlan0@sat2", previous="wlan0@sat1")
+    assert lease(core)["port"] == 3 and lease(core)["ip"] == ip
+    assert core.counters.get("dhcp.roamed_by_radio") == 1
+    flows_after = {f.match.get("in_port") for f in core.switch.flows if f.match.get("eth_src") == MAC}
+    assert 3 in flows_after and 1 not in flows_after, flows_after
+    # a wired port, an unknown radio, or a radio that is down: the lease stays
+    for ifname in ("eth1@sat2", "wlan0@sat9", "wlan0"):
+        core.bus.publish("station_at", mac=MAC, ifname=ifname, previous="wlan0@sat2")
+        assert lease(core)["port"] == 3
+    # and it survives a restart of the controller on its new port
+    assert core.ctx.state.leases()[0]["port"] == 3

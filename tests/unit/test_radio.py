@@ -177,3 +177,43 @@ def test_radio_events_make_the_same_links_rows_as_the_simulator(tmp_path, clock)
     assert link_rows(ev) == [("Links", ("02:00:00:00:01:00", -48.0, 12, 300, 52341 + 88213), False)]
     ev = poll("truncated.txt")["02:00:00:00:01:00"]          # no signal line: a row all the same
     assert link_rows(ev)[0][1][1] == 0.0
+
+
+def station_dump(radio, inactive_ms):
+    """One station (02:00:00:00:01:00) heard `inactive_ms` ago, in iw's format."""
+    return (f"Station 02:00:00:00:01:00 (on {radio})\n\tinactive time:\t{inactive_ms} ms\n"
+            "\ttx packets:\t10\n\tsignal:  \t-50 [-50, -52] dBm\n")
+
+
+def test_a_station_is_placed_on_the_radio_that_heard_it_last(tmp_path, clock):
+    """Satellites' radios (issue 15): `station_at` says where a station is, once when it
+    first shows and again only when another radio heard it clearly later (a station sends
+    to its own access point only); a stale report never moves it."""
+    core = make_core(tmp_path, components=("dhcp", "routing", "radio"), clock=clock)
+    moves = []
+    core.ctx.bus.subscribe("station_at", lambda topic, ev: moves.append((ev["ifname"], ev["previous"])))
+
+    def report(ifname, inactive_ms):
+        core.ctx.bus.publish("radio_report", ifname=ifname, dump=station_dump(ifname.split("@")[0], inactive_ms),
+                             info="")
+
+    report("wlan0@sat1", 20)
+    assert moves == [("wlan0@sat1", None)]
+    clock.advance(1)
+    report("wlan0@sat2", 900)             # heard 0.1 s after sat1 did: not clearly later
+    report("wlan0@sat1", 20)
+    assert moves == [("wlan0@sat1", None)]
+    clock.advance(1)
+    report("wlan0@sat2", 10)              # it roamed: sat2 hears it now, sat1 last did 1 s ago
+    assert moves[-1] == ("wlan0@sat2", "wlan0@sat1")
+    clock.advance(1)
+    links = []
+    core.ctx.bus.subscribe("link", lambda topic, ev: links.append(ev["ifname"]))
+    report("wlan0@sat1", 2000)            # the old access point still lists it, idle: no move back
+    report("wlan0@sat3", 5000)            # nor to a radio that heard it long ago
+    assert moves[-1] == ("wlan0@sat2", "wlan0@sat1") and len(moves) == 2
+    assert links == []                    # and their stale view of it is not its signal
+    report("wlan0@sat2", 30)
+    assert links == ["wlan0@sat2"]
+    assert core.ctx.component("radio")._facts("02:00:00:00:01:00")["radio"] == "wlan0@sat2"
+    assert core.counters.get("radio.roams") == 1

@@ -5,7 +5,8 @@ import pytest
 from homework import config
 from homework import flows as F
 from homework.adapter.switch_gate import LOCAL_PORT, SwitchGate
-from homework.satellites import VLAN_PRESENT, SatelliteError, flows, parse, router_commands
+from homework.satellites import (VLAN_PRESENT, PatchLinks, SatelliteError, flows, parse, parse_radio_label,
+                                 radio_label, router_commands)
 
 SAT_PORTS = {"sat1": LOCAL_PORT, "up0": 250, "lan1": 1, "wlan0": 2}
 
@@ -93,7 +94,6 @@ def test_a_patch_pair_whose_satellite_port_has_gone_is_removed_and_others_are_ke
 
 
 def test_the_router_sees_a_patch_port_up_only_while_its_satellite_port_has_link():
-    from homework.satellites import PatchLinks
     sat, = parse(["a1:up0:cable1"])
     links = PatchLinks()
     # the satellite connects first: lan1 has link, wlan0 not; the router has no patch ports yet
@@ -118,3 +118,20 @@ def test_a_satellite_taken_off_the_router_loses_every_patch_port_and_its_demux_b
     args = unplug_commands(sat, "br0", {"cable1", "hws1p1d", "hws1p2d", "hws2p1d"})
     assert " ".join(args) == ("--if-exists del-port br0 hws1p1 -- --if-exists del-port br0 hws1p2 -- "
                               "--if-exists del-br hwsat1")
+
+
+def test_a_satellite_radio_is_named_and_found_on_the_router():
+    assert radio_label(2, "wlan0") == "wlan0@sat2" and parse_radio_label("wlan0@sat2") == (2, "wlan0")
+    assert parse_radio_label("wlan0") is None and parse_radio_label("@sat2") is None
+    assert parse_radio_label("wlan0@satx") is None
+    [sat] = parse(["00000000000000a2:up:cable"])
+    links = PatchLinks(("wlan0",))
+    links.satellite_ports(sat, {"up": 250, "wlan0": 200, "eth1": 1}, down=set())
+    patch = sat.patch_names(200)[0]
+    links.router_port(patch, sat.router_ofport(200), True)
+    links.router_port(sat.patch_names(1)[0], sat.router_ofport(1), True)
+    assert links.radio_router_port(radio_label(sat.index, "wlan0")) == sat.router_ofport(200)
+    assert links.radio_router_port(radio_label(sat.index, "eth1")) is None      # not a radio
+    assert links.radio_router_port(radio_label(sat.index + 1, "wlan0")) is None
+    links.satellite_ports(sat, {"up": 250, "wlan0": 200, "eth1": 1}, down={"wlan0"})
+    assert links.radio_router_port(radio_label(sat.index, "wlan0")) is None     # no link

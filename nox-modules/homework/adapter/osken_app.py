@@ -60,6 +60,7 @@ class HomeworkApp(app_manager.OSKenApp):
         self._satellite_ports: dict[int, list[int]] = {}   # dpid -> its device ports with link, as last planned
         self.patch_links = satellites.PatchLinks(self.core.config.satellites_radio_ports)
         self.core.ctx.is_radio_port = self.patch_links.is_radio_port
+        self.core.ctx.radio_port = self.patch_links.radio_router_port
         self._aggregate_requests: dict = {}     # xid -> AggregateStatsRequest awaiting its reply
         self.out = SendBatcher(hub.spawn)
         self.core._send = self.send_decisions
@@ -80,11 +81,7 @@ class HomeworkApp(app_manager.OSKenApp):
         handshake (os-ken's own listener serves either tcp or ssl, not both)."""
         config = self.core.config
         ca = pki.HouseholdCA(config.pki_dir).ensure()
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-        ctx.load_cert_chain(str(ca.cert_path), str(ca.key_path))
-        ctx.load_verify_locations(str(ca.ca_cert_path))
-        ctx.verify_mode = ssl.CERT_REQUIRED
+        ctx = pki.server_context(ca)
         address = (config.satellites_tls_listen or config.of_listen, config.satellites_tls_port)
 
         def handshake(sock, peer):

@@ -73,6 +73,7 @@ class DhcpServer(Component):
                 self.ctx.state.drop_quarantine(index)
         self.ctx.bus.subscribe("device", self._on_device)
         self.ctx.bus.subscribe("ipv6_plan", self._on_ipv6_plan)
+        self.ctx.bus.subscribe("station_at", self._on_station_at)
         self.ctx.devices.has_live_lease = self.live.__contains__
         self.ctx.leases = self
         # Remove router addresses of leases that expired while we were down.
@@ -501,6 +502,29 @@ class DhcpServer(Component):
             self.forget(ev["mac"])
         elif ev.get("reason") == "decision":      # the lease time, or blacklisted: no answers
             self._dhcpd_sync(ev["mac"])
+
+    def _on_station_at(self, topic: str, ev: dict) -> None:
+        """A satellite's agent hears a station on another radio than its lease's (issue 15):
+        it roamed there. Its lease follows it at once, without waiting for the station to
+        ask for its address again (many clients only check their gateway after roaming, and
+        that check cannot pass until the lease has moved): same rule as a roaming request,
+        radio to radio only, so a wired device's lease is never taken this way."""
+        mac, port = ev["mac"], self.ctx.radio_port(ev["ifname"])
+        old = self.ports.get(mac)
+        if port is None or mac not in self.live or mac in self.relays or old in (None, port):
+            return
+        if not self.ctx.is_radio_port(old) or not self.ctx.is_radio_port(port):
+            return
+        self.ctx.count("dhcp.roamed_by_radio")
+        self.log.info("%s roamed to %s (router port %d, was %d)", mac, ev["ifname"], port, old)
+        self.ports[mac] = port
+        lease = self.get(mac)
+        self.ctx.state.save_lease(lease)
+        device = self.ctx.state.get_device(mac)
+        # "renewed": for every listener it is the same lease, now on another port (routing
+        # moves its flows, hwdb keeps its row)
+        self._publish_lease("renewed", lease, device.state if device else None, self.lease_time_for(mac))
+        self._dhcpd_sync(mac)
 
     def forget(self, mac: str) -> None:
         if mac in self.live:

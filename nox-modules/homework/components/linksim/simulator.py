@@ -10,7 +10,8 @@ event shaped like a station dump (cumulative packets, bytes and tx retries, plus
 - RSSI is SIMULATED: a steady per-MAC level between -45 and -80 dBm with a small random
   walk; retries are SIMULATED from it (weaker signal, more retries).
 
-Tests pin a device's radio with `homework call linksim-set mac=.. rssi=-88 retry_rate=0.3`
+A device a real radio reports (the radio monitor, e.g. from a satellite's agent) is left
+to it. Tests pin a device's radio with `homework call linksim-set mac=.. rssi=-88 retry_rate=0.3`
 and release it with `linksim-clear`.
 """
 from __future__ import annotations
@@ -103,8 +104,11 @@ class LinkSimulator(Component):
         return packets, nbytes
 
     def tick(self) -> None:
+        radio_monitor = self.ctx.component("radio")
         for lease in self.ctx.leases.active():
             mac = lease.mac
+            if radio_monitor is not None and radio_monitor.associated(mac):
+                continue        # a real radio reports this one (a satellite's agent, issue 15)
             radio = self._radio(mac)
             counters = self._port_counters(lease.port)
             if counters is None:

@@ -14,6 +14,9 @@ Counters: the kernel's per-station counters restart at zero when a station re-as
 MAC, adding each poll's delta (a counter lower than last time = a reset: the new value is
 the delta). The board's rates from successive reports therefore never go negative.
 
+A satellite's radios come the same way, as `radio_report` events from its agent's
+session (components/satlink), named "wlan0@sat1".
+
 Also here: each interface's band (`[radio] info_command`, ifinfo.py) for the device views, and
 nearby devices heard probing, from hostapd's control sockets (nearby.py).
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import shlex
 import subprocess
+import threading
 from dataclasses import dataclass
 
 from ...component import Component
@@ -31,6 +35,8 @@ from .stationdump import Station, parse
 COMMAND_TIMEOUT = 5.0
 MAX_KNOWN = 4096        # MACs whose totals are kept (a busy hotspot must not grow memory forever)
 BAND_REFRESH = 60.0     # seconds between `iw dev IF info` reads (the channel can change: ACS, DFS)
+FRESH = 2.0             # seconds: a station not heard for longer does not move to that radio
+ROAM_MARGIN = 0.5       # seconds a new radio must have heard it later than its current one
 NEARBY_TICK = 0.25      # seconds between reads of hostapd's sockets (their queue holds few datagrams)
 
 
@@ -74,6 +80,9 @@ class RadioMonitor(Component):
         self.totals: dict[str, Totals] = {}
         self.failing: set[str] = set()
         self.bands: dict[str, str | None] = {}
+        self._lock = threading.RLock()
+        self.heard: dict[str, dict[str, float]] = {}     # MAC -> radio -> when it last heard the station
+        self.where: dict[str, str] = {}                   # MAC -> the radio it is on
         self.nearby: NearbyListener | None = None
         if self.interfaces and cfg.radio_hostapd_ctrl_dir:
             tracker = NearbyTracker(
@@ -85,6 +94,7 @@ class RadioMonitor(Component):
     def start(self) -> None:
         self.ctx.device_facts.append(self._facts)
         self.ctx.commands.register("nearby", self.nearby_listing)
+        self.ctx.bus.subscribe("radio_report", self._on_report)
         if not self.interfaces:
             self.log.info("radio monitor: no Wi-Fi interfaces configured ([radio] interfaces)")
             return
@@ -134,18 +144,34 @@ class RadioMonitor(Component):
             if text is not None:
                 self.apply(ifname, text)
 
+    def _on_report(self, topic: str, ev: dict) -> None:
+        """A satellite's radio, as its agent read it (components/satlink): the same
+        parsing and counting as the router's own radios."""
+        ifname = ev["ifname"]
+        if ev.get("info"):
+            self.bands[ifname] = parse_band(ev["info"])
+        self.apply(ifname, ev.get("dump") or "")
+
     # -- counting ----------------------------------------------------------------------------
     def apply(self, ifname: str, text: str) -> list[dict]:
         """One interface's dump -> the `link` events it publishes (returned for tests)."""
+        with self._lock:    # the poll timer and satellite agents' sessions both report
+            return self._apply(ifname, text)
+
+    def _apply(self, ifname: str, text: str) -> list[dict]:
         dump = parse(text, ifname)
         if dump.skipped:
             self.ctx.count("radio.malformed_lines", dump.skipped)
         now = self.ctx.now()
-        present = set()
+        present = {(ifname, station.mac) for station in dump.stations}
+        for key in [k for k in self.last if k[0] == ifname and k not in present]:
+            del self.last[key]          # gone: if it comes back its counters start again
+            self.heard.get(key[1], {}).pop(ifname, None)
+        for station in dump.stations:
+            self._locate(station.mac, ifname, now - (station.inactive_ms or 0) / 1000.0)
         events = []
         for station in dump.stations:
             key = (ifname, station.mac)
-            present.add(key)
             step = deltas(self.last.get(key), station)
             self.last[key] = station
             totals = self._totals(station.mac)
@@ -153,6 +179,8 @@ class RadioMonitor(Component):
             totals.tx_retries += step["tx_retries"]
             totals.tx_failed += step["tx_failed"]
             totals.bytes += step["rx_bytes"] + step["tx_bytes"]
+            if self.where.get(station.mac, ifname) != ifname:
+                continue    # an access point it left still lists it: its signal there is not news
             totals.seen_at = now - (station.inactive_ms or 0) / 1000.0
             totals.ifname = ifname
             retry_rate = step["tx_retries"] / step["tx_packets"] if step["tx_packets"] else 0.0
@@ -163,10 +191,33 @@ class RadioMonitor(Component):
                      "ifname": ifname, "seen_at": totals.seen_at, "associated": True}
             self.ctx.bus.publish("link", **event)
             events.append(event)
-        for key in [k for k in self.last if k[0] == ifname and k not in present]:
-            del self.last[key]          # gone: if it comes back its counters start again
         self.ctx.count("radio.stations_seen", len(dump.stations))
         return events
+
+    def _locate(self, mac: str, ifname: str, heard_at: float) -> None:
+        """Which radio a station is on: the one that heard it last, by more than
+        ROAM_MARGIN (a station sends to its own access point only, so the one it left
+        hears nothing more from it). A change is published as `station_at`, which moves
+        the lease of a station that roamed between satellite radios although it did not
+        ask for an address again (dhcp)."""
+        if mac not in self.heard and len(self.heard) >= MAX_KNOWN:
+            self.heard.clear()
+        heard = self.heard.setdefault(mac, {})
+        heard[ifname] = heard_at
+        # Every radio's last word counts, whichever report came in now: the new radio's
+        # fresh one, or the old radio's saying it has not heard the station for a while.
+        best = max(heard, key=heard.__getitem__)
+        where = self.where.get(mac)
+        if best == where or heard[best] < self.ctx.now() - FRESH:
+            return
+        if where is not None and where in heard and heard[best] < heard[where] + ROAM_MARGIN:
+            return
+        if len(self.where) >= MAX_KNOWN and mac not in self.where:
+            self.where.clear()
+        self.where[mac] = ifname = best
+        if where is not None:
+            self.ctx.count("radio.roams")
+        self.ctx.bus.publish("station_at", mac=mac, ifname=ifname, previous=where)
 
     def _totals(self, mac: str) -> Totals:
         totals = self.totals.get(mac)
@@ -178,7 +229,8 @@ class RadioMonitor(Component):
 
     def associated(self, mac: str) -> bool:
         """In the last station dump of any radio."""
-        return any(key[1] == mac for key in self.last)
+        with self._lock:
+            return any(key[1] == mac for key in self.last)
 
     def nearby_listing(self) -> dict:
         """The `nearby` command (API GET /ws.v1/nearby, CLI `homework nearby`)."""

@@ -1,0 +1,1 @@
+from .component import SatelliteAgents as COMPONENT  # noqa: F401

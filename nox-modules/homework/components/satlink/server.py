@@ -1,0 +1,96 @@
+"""A TLS listener whose sessions each get a thread of their own (green under the
+controller's eventlet, real in unit tests): the transport of the satellite agent channel.
+One job: accept, complete the handshake (or count the refusal), hand the session over."""
+from __future__ import annotations
+
+import logging
+import socket
+import ssl
+import threading
+from typing import Callable
+
+from ...agentwire import LineReader, encode
+
+HANDSHAKE_TIMEOUT = 10.0
+IDLE_TIMEOUT = 30.0     # an agent says something every second or so (a report or a ping)
+
+log = logging.getLogger("homework.satlink")
+
+
+class Session:
+    """One agent's connection: its peer certificate, a reader, and a send that many
+    threads may call (a write lock keeps lines whole)."""
+
+    def __init__(self, tls: ssl.SSLSocket, peer: tuple):
+        self.tls, self.peer = tls, peer
+        self.reader = LineReader(tls)
+        self._write = threading.Lock()
+        self.closed = False
+
+    def peer_certificate(self) -> bytes | None:
+        return self.tls.getpeercert(binary_form=True)
+
+    def send(self, message: dict) -> bool:
+        """False if the session is gone (the reader thread ends it)."""
+        with self._write:
+            if self.closed:
+                return False
+            try:
+                self.tls.sendall(encode(message))
+                return True
+            except OSError:
+                self.close()
+                return False
+
+    def close(self) -> None:
+        self.closed = True
+        try:
+            self.tls.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        try:
+            self.tls.close()
+        except OSError:
+            pass
+
+
+class TlsLineServer:
+    def __init__(self, context: ssl.SSLContext, address: tuple[str, int], serve: Callable[[Session], None],
+                 refused: Callable[[str, str], None]):
+        self.context, self.address = context, address
+        self.serve, self.refused = serve, refused
+        self.sock: socket.socket | None = None
+
+    def start(self) -> tuple[str, int]:
+        self.sock = socket.create_server(self.address)
+        threading.Thread(target=self._accept, daemon=True, name="satlink-accept").start()
+        return self.sock.getsockname()[:2]
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, peer = self.sock.accept()
+            except OSError:
+                return          # closed
+            threading.Thread(target=self._handshake, args=(conn, peer), daemon=True, name="satlink-session").start()
+
+    def _handshake(self, conn: socket.socket, peer: tuple) -> None:
+        conn.settimeout(HANDSHAKE_TIMEOUT)
+        try:
+            tls = self.context.wrap_socket(conn, server_side=True)
+        except (ssl.SSLError, OSError) as exc:
+            conn.close()
+            self.refused(peer[0], f"at the TLS handshake: {exc}")
+            return
+        tls.settimeout(IDLE_TIMEOUT)   # a silent or stuck peer: its reads and writes give up
+        session = Session(tls, peer)
+        try:
+            self.serve(session)
+        except Exception:       # one agent's trouble never takes the listener down
+            log.exception("satellite agent session from %s failed", peer[0])
+        finally:
+            session.close()

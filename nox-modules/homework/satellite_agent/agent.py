@@ -1,0 +1,176 @@
+"""A satellite's agent: the router's voice on the access point, and its radios' eyes.
+
+It runs on the satellite (the image in satellite mode, or a box of the emulated home),
+connects to the router's controller over the agent channel (agentwire.py) with the
+certificate pairing gave the satellite, and
+  - writes the household's Wi-Fi into its own wifi.env and runs its apply command (the
+    image's `homework-wifi apply`, which restarts hostapd), only when it changed;
+  - keeps hostapd's deny list (file and `hostapd_cli deny_acl`) equal to the router's
+    blacklist, with the same code the router uses for its own hostapd;
+  - reads each radio's station dump and info every interval and sends the text up.
+It holds no policy: a satellite whose router is gone keeps the last settings it was given.
+When the session drops it reconnects, waiting 1 s, then up to 30 s between tries.
+"""
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import agentwire, pki
+from ..components.eapol.hostapd import HostapdDenyList
+from ..components.radio.monitor import run as run_for
+from ..wifi import ENV_NAME, WifiSettings, read_env
+
+log = logging.getLogger("homework.satellite_agent")
+
+INFO_EVERY = 120        # reports between two `iw dev IF info` reads (the channel rarely changes)
+MAX_BACKOFF = 30.0
+
+
+@dataclass
+class AgentOptions:
+    router: tuple[str, int]
+    cert: str
+    key: str
+    ca: str
+    state_dir: Path
+    radios: list[str] = field(default_factory=list)
+    station_dump_command: str = "iw dev {ifname} station dump"
+    info_command: str = "iw dev {ifname} info"
+    hostapd_ctrl_dir: str = "/run/hostapd"
+    wifi_apply_command: str = ""
+    interval: float = 0.5
+
+
+class Agent:
+    def __init__(self, opts: AgentOptions):
+        self.opts = opts
+        opts.state_dir.mkdir(parents=True, exist_ok=True)
+        self.wifi = WifiSettings(opts.state_dir / ENV_NAME, opts.wifi_apply_command, opts.radios)
+        deny_file = str(opts.state_dir / "hostapd.deny")
+        # One writer of the file; every radio's hostapd told at run time.
+        self.deny_lists = [HostapdDenyList(deny_file if i == 0 else "", f"{opts.hostapd_ctrl_dir}/{radio}")
+                           for i, radio in enumerate(opts.radios)] or [HostapdDenyList(deny_file, "")]
+        self.denied = set(_read_deny_file(Path(deny_file)))
+        self.stop = threading.Event()
+        self.connected = threading.Event()
+        self._reports = 0
+
+    # -- what the router says ----------------------------------------------------------------
+    def handle(self, message: dict) -> None:
+        kind = message["type"]
+        if kind == "wifi":
+            ssid, passphrase = agentwire.wifi(message)
+            current = read_env(self.wifi.env_file)
+            if (current.get("SSID"), current.get("PASSPHRASE")) != (ssid, passphrase):
+                log.warning("the router's Wi-Fi settings: SSID %r", ssid)
+                self.wifi.set(ssid, passphrase)
+        elif kind == "deny":
+            macs = set(agentwire.deny(message))
+            added, removed = sorted(macs - self.denied), sorted(self.denied - macs)
+            for deny in self.deny_lists:
+                deny.update(sorted(macs), added, removed)
+            self.denied = macs
+        # anything else: a newer router's message this agent does not know; ignored
+
+    # -- what the agent says -----------------------------------------------------------------
+    def reports(self) -> list[dict]:
+        if not self.opts.radios:
+            return [{"type": "ping"}]
+        out = []
+        read_info = self._reports % INFO_EVERY == 0
+        self._reports += 1
+        for radio in self.opts.radios:
+            dump = run_for(self.opts.station_dump_command, radio)
+            info = run_for(self.opts.info_command, radio) if read_info else ""
+            out.append({"type": "radio", "radio": radio,
+                        "dump": dump if isinstance(dump, str) else "",
+                        "info": info if isinstance(info, str) else ""})
+        return out
+
+    # -- the session -------------------------------------------------------------------------
+    def connect(self):
+        context = pki.client_context(self.opts.ca, self.opts.cert, self.opts.key)
+        sock = socket.create_connection(self.opts.router, timeout=10)
+        try:
+            tls = context.wrap_socket(sock)
+        except Exception:
+            sock.close()
+            raise
+        tls.settimeout(None)
+        return tls
+
+    def run(self) -> None:
+        backoff = 1.0
+        while not self.stop.is_set():
+            try:
+                tls = self.connect()
+            except (OSError, ValueError) as exc:
+                log.warning("cannot reach the router at %s:%d: %s", *self.opts.router, exc)
+            else:
+                backoff = 1.0
+                log.info("connected to the router at %s:%d", *self.opts.router)
+                self.session(tls)
+                log.warning("the session with the router ended")
+            self.stop.wait(backoff)
+            backoff = min(backoff * 2, MAX_BACKOFF)
+
+    def session(self, tls) -> None:
+        done = threading.Event()
+        lock = threading.Lock()
+
+        def send(message: dict) -> None:
+            with lock:
+                tls.sendall(agentwire.encode(message))
+
+        def receive() -> None:
+            reader = agentwire.LineReader(tls)
+            try:
+                while True:
+                    try:
+                        message = reader.read()
+                    except agentwire.WireError as exc:
+                        log.warning("dropped a line from the router: %s", exc)
+                        continue
+                    if message is None:
+                        return
+                    try:
+                        self.handle(message)
+                    except agentwire.WireError as exc:
+                        log.warning("dropped the router's %s: %s", message.get("type"), exc)
+            except OSError:
+                return
+            finally:
+                done.set()
+
+        threading.Thread(target=receive, daemon=True, name="agent-receive").start()
+        try:
+            send({"type": "hello", "radios": self.opts.radios})
+            self.connected.set()
+            while not done.is_set() and not self.stop.is_set():
+                for message in self.reports():
+                    send(message)
+                done.wait(self.opts.interval)
+        except OSError:
+            pass
+        finally:
+            self.connected.clear()
+            try:
+                tls.shutdown(socket.SHUT_RDWR)      # wakes the receiving thread
+            except OSError:
+                pass
+            try:
+                tls.close()
+            except OSError:
+                pass
+
+
+def _read_deny_file(path: Path) -> list[str]:
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return []
+    return [line.strip().lower() for line in lines if line.strip() and not line.startswith("#")]

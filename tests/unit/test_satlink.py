@@ -1,0 +1,202 @@
+"""The satellite agent channel (issue 15): the wire format's checks, then a real agent
+(homework.satellite_agent) against a real controller core over real TLS on loopback: it
+is admitted only with its paired certificate, gets the Wi-Fi and the deny list and
+follows their changes, its station dumps become the board's link metrics, bad lines are
+dropped without ending the session, and denying the satellite ends it."""
+import socket
+import ssl
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from conftest import make_core
+from homework import agentwire, pki
+from homework.satellite_agent.__main__ import parse as parse_agent_args
+from homework.satellite_agent.agent import Agent, AgentOptions
+from homework.satellites import parse
+from homework.wifi import read_env
+
+DPID = "00000000000000a1"
+DATA = Path(__file__).parent / "data" / "iw"
+STATION = "02:00:00:00:01:00"       # in poll1.txt
+
+
+# -- the wire format ---------------------------------------------------------------------------
+class Chunks:
+    def __init__(self, *chunks):
+        self.chunks = list(chunks)
+
+    def recv(self, n):
+        return self.chunks.pop(0) if self.chunks else b""
+
+
+def test_lines_are_read_whole_and_a_bad_or_too_long_line_is_dropped_alone():
+    long = b'{"type":"x","pad":"' + b"a" * (agentwire.MAX_LINE + 10) + b'"}\n'
+    reader = agentwire.LineReader(Chunks(b'{"type":"pi', b'ng"}\nnot json\n', long[:70000], long[70000:],
+                                         b'[1]\n{"type":"hello","radios":["wlan0"]}\n'))
+    assert reader.read() == {"type": "ping"}
+    with pytest.raises(agentwire.WireError, match="not JSON"):
+        reader.read()
+    with pytest.raises(agentwire.WireError, match="longer than"):
+        reader.read()
+    with pytest.raises(agentwire.WireError, match="type"):
+        reader.read()                       # the rest of the long line is skipped, then [1]
+    assert reader.read() == {"type": "hello", "radios": ["wlan0"]}
+    assert reader.read() is None
+
+
+def test_message_fields_are_checked():
+    assert agentwire.deny({"macs": ["AA-BB-CC-DD-EE-FF", "aa:bb:cc:dd:ee:ff"]}) == ["aa:bb:cc:dd:ee:ff"]
+    for bad in ({"macs": "aa:bb:cc:dd:ee:ff"}, {"macs": ["nope"]}, {"macs": [1]}):
+        with pytest.raises(agentwire.WireError):
+            agentwire.deny(bad)
+    assert agentwire.wifi({"ssid": "Home", "passphrase": "correct horse"}) == ("Home", "correct horse")
+    with pytest.raises(agentwire.WireError, match="passphrase"):
+        agentwire.wifi({"ssid": "Home", "passphrase": "short"})
+    assert agentwire.radio_report({"radio": "wlan0", "dump": "x"}) == ("wlan0", "x", "")
+    for bad in ({"radio": "../etc"}, {"radio": "w" * 16}, {"radio": "wlan0", "dump": 5}):
+        with pytest.raises(agentwire.WireError):
+            agentwire.radio_report(bad)
+
+
+def test_agent_arguments():
+    opts = parse_agent_args(["--router", "10.2.0.1", "--cert", "c", "--key", "k", "--ca", "a", "--state-dir", "/s",
+                             "--radio", "wlan0", "--radio", "wlan1"])
+    assert opts.router == ("10.2.0.1", agentwire.DEFAULT_PORT) and opts.radios == ["wlan0", "wlan1"]
+    assert parse_agent_args(["--router", "10.2.0.1:7000", "--cert", "c", "--key", "k", "--ca", "a",
+                             "--state-dir", "/s"]).router == ("10.2.0.1", 7000)
+    with pytest.raises(SystemExit):
+        parse_agent_args(["--router", "10.2.0.1:x", "--cert", "c", "--key", "k", "--ca", "a", "--state-dir", "/s"])
+
+
+# -- a real agent, a real core, real TLS -----------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def key_and_request(directory: Path, name: str) -> tuple[Path, str]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    path = directory / f"{name}.key"
+    path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                       serialization.NoEncryption()))
+    csr = (x509.CertificateSigningRequestBuilder()
+           .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])).sign(key, hashes.SHA256()))
+    return path, csr.public_bytes(serialization.Encoding.PEM).decode()
+
+
+def wait_for(predicate, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+@pytest.fixture
+def home(tmp_path, clock):
+    port = free_port()
+    core = make_core(tmp_path / "router", components=("dhcp", "routing", "radio", "api", "satlink"), clock=clock,
+                     satellites=parse([f"{DPID}:up0:cable1"]), satellites_agent_port=port,
+                     satellites_tls_listen="127.0.0.1")
+    core.commands.call("set-wifi", ssid="Our home", passphrase="correct horse battery")
+    sat_dir = tmp_path / "sat"
+    sat_dir.mkdir()
+    key, csr = key_and_request(sat_dir, "satellite")
+    paired = core.commands.call("satellite-pair", dpid=DPID, csr=csr)
+    (sat_dir / "cert.pem").write_text(paired["certificate"])
+    (sat_dir / "ca.pem").write_text(paired["ca"])
+    links = []
+    core.bus.subscribe("link", lambda topic, ev: links.append(ev))
+    agents = []
+
+    def start_agent(**kw):
+        opts = AgentOptions(router=("127.0.0.1", port), cert=str(sat_dir / "cert.pem"), key=str(key),
+                            ca=str(sat_dir / "ca.pem"), state_dir=sat_dir / "state", radios=["wlan0"],
+                            station_dump_command=f"cat {DATA / 'poll1.txt'}",
+                            info_command=f"cat {DATA / 'info-5g.txt'}", hostapd_ctrl_dir=str(sat_dir / "ctrl"),
+                            interval=0.1)
+        for name, value in kw.items():
+            setattr(opts, name, value)
+        agent = Agent(opts)
+        agents.append(agent)
+        threading.Thread(target=agent.run, daemon=True).start()
+        return agent
+
+    yield core, start_agent, links, sat_dir
+    for agent in agents:
+        agent.stop.set()
+    core.stop()
+
+
+def test_a_paired_agent_gets_the_wifi_and_the_deny_list_and_its_stations_reach_the_board(home):
+    core, start_agent, links, sat_dir = home
+    agent = start_agent()
+    env = sat_dir / "state" / "wifi.env"
+    assert wait_for(lambda: read_env(env) == {"SSID": "Our home", "PASSPHRASE": "correct horse battery"})
+    assert wait_for(lambda: any(ev["ifname"] == "wlan0@sat1" and ev["mac"] == STATION for ev in links))
+    sat_link = next(ev for ev in links if ev["mac"] == STATION)
+    assert sat_link["rssi"] == -48.0
+    assert wait_for(lambda: core.ctx.component("api").board.metrics(STATION)["rssi"] == -48.0)
+    radio = core.ctx.component("radio")
+    assert radio.bands["wlan0@sat1"] == "5 GHz"
+    assert core.ctx.component("satlink").radios[0xA1] == ["wlan0"]
+
+    # the settings page renames the network: the satellite follows
+    core.commands.call("set-wifi", ssid="Our home 2")
+    assert wait_for(lambda: read_env(env).get("SSID") == "Our home 2")
+
+    # a blacklisted device goes on the satellite's deny list, and comes off it
+    deny = sat_dir / "state" / "hostapd.deny"
+    mac = "02:00:00:00:99:01"
+    core.commands.call("blacklist", mac=mac)
+    assert wait_for(lambda: deny.exists() and mac in deny.read_text())
+    core.commands.call("whitelist", mac=mac)
+    assert wait_for(lambda: mac not in deny.read_text())
+    assert agent.denied == set()
+
+
+def test_bad_lines_are_dropped_and_the_session_lives_on(home):
+    core, _start, links, sat_dir = home
+    ctx = pki.client_context(str(sat_dir / "ca.pem"), str(sat_dir / "cert.pem"), str(sat_dir / "satellite.key"))
+    port = core.config.satellites_agent_port
+    with ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=5)) as tls:
+        reader = agentwire.LineReader(tls)
+        assert reader.read()["type"] == "wifi"
+        assert reader.read() == {"type": "deny", "macs": []}
+        tls.sendall(b"garbage\n" + agentwire.encode({"type": "radio", "radio": "../x"}) +
+                    agentwire.encode({"type": "launch"}) +
+                    agentwire.encode({"type": "radio", "radio": "wlan1", "dump": (DATA / "poll1.txt").read_text()}))
+        assert wait_for(lambda: any(ev["ifname"] == "wlan1@sat1" for ev in links))
+    assert core.counters.get("satlink.bad_messages") == 3
+
+
+def test_only_the_paired_certificate_is_admitted(home, tmp_path):
+    core, start_agent, links, sat_dir = home
+    port = core.config.satellites_agent_port
+    # a certificate from another household's CA fails at the handshake
+    other = pki.HouseholdCA(tmp_path / "other").ensure()
+    key, csr = key_and_request(tmp_path, "rogue")
+    (tmp_path / "rogue.pem").write_text(other.sign_satellite(csr, 0xA1))
+    ctx = pki.client_context(str(sat_dir / "ca.pem"), str(tmp_path / "rogue.pem"), str(key))
+    with pytest.raises((ssl.SSLError, OSError)):
+        with ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=5)) as tls:
+            tls.sendall(agentwire.encode({"type": "ping"}))
+            assert tls.recv(100) == b""
+    assert wait_for(lambda: core.counters.get("satlink.refused") == 1)
+
+    # the paired agent works until the satellite is denied on the board; then it is cut off and refused
+    agent = start_agent()
+    assert wait_for(agent.connected.is_set)
+    core.commands.call("satellite-deny", dpid=DPID)
+    assert wait_for(lambda: not core.ctx.component("satlink").connected(0xA1))
+    assert wait_for(lambda: core.counters.get("satlink.refused") >= 2, timeout=15)
+    assert not core.ctx.component("satlink").connected(0xA1)
