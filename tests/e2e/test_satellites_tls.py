@@ -170,6 +170,7 @@ def test_the_satellites_agent_runs_its_access_point_from_the_router_and_reports_
     sup = Supplicant(sta).start()
     assert sup.wait_state("AUTHENTICATED"), "the station did not authenticate at the satellite's hostapd"
     # what the radio hears: its signal on the Guest Board, the radio named after the satellite
+    assert sta.ping(gateway(sta), timeout=1), "the pending station cannot reach its gateway"
     paired.air_report("wlan0", {sta.mac: -57})
 
     def board_view():
@@ -188,6 +189,9 @@ def test_the_satellites_agent_runs_its_access_point_from_the_router_and_reports_
     wait_until(lambda: sta.mac in paired.hostapd_cli("wlan0", "deny_acl", "SHOW"), 15,
                "the blacklisted station is not on the satellite hostapd's deny list")
     assert sta.mac in (paired.agent_dir / "state" / "hostapd.deny").read_text()
+    # hostapd's wired driver applies no deny list to 802.1X (nl80211's refuses the
+    # association), but the router's drop flows cut the station off behind any satellite
+    assert not sta.ping(gateway(sta), timeout=1), "a blacklisted station still reaches its gateway"
     assert home.homework("whitelist", sta.mac).returncode == 0
     wait_until(lambda: sta.mac not in paired.hostapd_cli("wlan0", "deny_acl", "SHOW"), 15,
                "the whitelisted station stayed on the satellite's deny list")
