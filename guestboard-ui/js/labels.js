@@ -71,7 +71,20 @@ HW.labels = (function () {
     if (d.state === "group") return "not connected" + (d.radio ? " · " + wifi(d) : "");
     return d.radio ? wifi(d) : "";
   }
-  function wifi(d) { return "Wi-Fi " + (d.band ? d.band + " " : "") + "(" + d.radio + ")"; }
+  function wifi(d) { return "Wi-Fi " + (d.band ? d.band + " " : "") + "(" + radioName(d.radio) + ")"; }
+
+  /* A radio's name: the router's own ("wlan0") or a satellite's, which the router calls
+     "wlan0@sat2" (issue 15): "wlan0 on satellite 2". */
+  var SATELLITE_RADIO = /^(.+)@sat(\d+)$/;
+  function radioName(radio) {
+    var m = SATELLITE_RADIO.exec(radio || "");
+    return m ? m[1] + " on satellite " + m[2] : radio;
+  }
+  /* The satellite radio a device is on, {satellite, radio}, or null. */
+  function satelliteRadio(radio) {
+    var m = SATELLITE_RADIO.exec(radio || "");
+    return m ? { satellite: +m[2], radio: m[1] } : null;
+  }
 
   /* Schedules (issue 17): "paused until 22:15" for a one-tap pause, "bedtime" while a pause
      window holds, "strict DNS" in a dns-strict window; "" otherwise. */
@@ -88,5 +101,6 @@ HW.labels = (function () {
 
   return { opacity: opacity, scale: scale, retransmitting: retransmitting, bytes: bytes,
            subtitle: subtitle, clamp: clamp, paused: paused, clock: clock,
-           fade: fade, departed: departed, connection: connection, priority: priority, PRIORITIES: ["high", "medium", "default"] };
+           fade: fade, departed: departed, connection: connection, priority: priority,
+           satelliteRadio: satelliteRadio, PRIORITIES: ["high", "medium", "default"] };
 })();

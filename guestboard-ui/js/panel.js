@@ -34,8 +34,10 @@ HW.panel = (function ($) {
     // Which switch it is on: the router itself or one of the satellites (issue 15).
     var at = d.attached;
     $p.find(".attached-row").prop("hidden", !at);
-    $p.find(".attached").text(!at ? "" : at.satellite ? "satellite " + at.satellite + ", port " + at.port
-                                                      : "the router, port " + at.port);
+    var air = HW.labels.satelliteRadio(d.radio);     // a station its satellite's agent reports
+    $p.find(".attached").text(!at ? "" : air && air.satellite === at.satellite ? "satellite " + at.satellite + ", Wi-Fi " + air.radio
+                              : at.satellite ? "satellite " + at.satellite + ", port " + at.port
+                              : "the router, port " + at.port);
     // Its own IPv6 /64 when the router gives devices IPv6 (every address in it is the device's).
     $p.find(".ipv6-row").prop("hidden", !d.ipv6_prefix);
     $p.find(".ipv6-prefix").text(d.ipv6_prefix || "");

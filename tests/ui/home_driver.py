@@ -6,6 +6,7 @@ sends one JSON request per line on stdin and reads one JSON answer per line on s
     {"op": "add_satellite", "index": 1, "dpid": 161}  -> {"ok": true, "bridge": "sat1"}
     {"op": "ask_satellite", "index": 2, "dpid": 162}  -> {"ok": true, "dpid": .., "code": ..}
     {"op": "poll_satellite", "index": 2}   -> {"ok": true, "status": 200, "state": "pending"|"permitted"|..}
+    {"op": "satellite_station", "index": 2, "name": "tablet", "rssi": -57}  -> {"ok": true, "name": .., "mac": ..}
     {"op": "start_dhcp", "dev": "dev1", "client": "udhcpc"} -> {"ok": true, "t": epoch of the DISCOVER}
     {"op": "wait_fetch", "dev": "dev1", "expect": true, "timeout": 20}
                                        -> {"ok": true, "elapsed": s, "t": epoch of the first success}
@@ -106,6 +107,25 @@ class Driver:
         request stands (and, once permitted, installs its certificate and connects)."""
         status, body = self.satellites[int(req["index"])].poll()
         return {"status": status, "state": body.get("state")}
+
+    def op_satellite_station(self, req):
+        """{"op": "satellite_station", "index": 2, "name": "tablet", "rssi": -57}: satellite
+        `index` (paired, a box of its own) gets a radio (wlan0, emulated air), its agent, and
+        a station on that radio whose signal the radio reports -> {name, mac}."""
+        from homelab.satellite import RADIO_PORT, Air
+        sat = self.satellites[int(req["index"])]
+        if not hasattr(self, "air"):
+            self.air = Air(self.home).start()
+        self.air.radio(sat)
+        sat.start_agent(radios=(RADIO_PORT,))
+        dev = self.air.station(req.get("name"), sat)
+        self.devices[dev.name] = dev
+        sat.air_report(RADIO_PORT, {dev.mac: float(req.get("rssi", -57))})
+        return {"name": dev.name, "mac": dev.mac}
+
+    def op_agent_log(self, req):
+        """{"op": "agent_log", "index": 2} -> {"log": the tail of satellite 2's agent log}."""
+        return {"log": self.satellites[int(req["index"])].agent_log()[-4000:]}
 
     def op_add_device(self, req):
         switch = self.satellites[int(req["satellite"])] if req.get("satellite") else None

@@ -11,7 +11,9 @@ let home, page;
 // Satellite 1 shares the router's OVS (plain tcp, hence require_tls = false); satellite 2 is
 // a box of its own that asks to pair through the API.
 useBoard({ satellites: { switches: ['00000000000000a1:sat1up:sat1cable', '00000000000000a2:sat2up:sat2cable'],
-                         require_tls: false, tls_listen: '0.0.0.0' } }, (h, b, p) => { home = h; page = p; });
+                         require_tls: false, tls_listen: '0.0.0.0', radio_ports: ['wlan0'] },
+             controller: { components: ['dhcp', 'routing', 'radio', 'satlink'] } },
+           (h, b, p) => { home = h; page = p; });
 
 async function panelSays(mac) {
   await label(page, mac).click();
@@ -55,4 +57,27 @@ test('a satellite asking to pair is an access point in the centre; dragged to pe
     await page.locator(`.label[data-mac="ap-${asked.dpid}"][data-zone="permitted"]`).waitFor({ timeout: 10000 });
     assert.equal((await home.call({ op: 'poll_satellite', index: 2 })).state, 'permitted');
     await screenshot(page, 'satellites-permitted');
+  });
+
+test("a station on the permitted satellite's access point: its panel names the access point and its signal there",
+  { timeout: 120000 }, async () => {
+    const sta = await home.call({ op: 'satellite_station', index: 2, name: 'tablet', rssi: -61 });
+    await home.call({ op: 'start_dhcp', dev: sta.name, client: 'udhcpc' });
+    await home.call({ op: 'wait_ipv4', dev: sta.name });
+    await label(page, sta.mac).waitFor({ timeout: 15000 });
+    await label(page, sta.mac).click();
+    const panel = page.locator('#panel');
+    await panel.waitFor({ state: 'visible' });
+    try {
+      await page.waitForFunction(() => /-61 dBm/.test(document.querySelector('#panel .signal').textContent),
+        null, { timeout: 30000 });
+    } catch (e) {
+      console.error('agent log:', (await home.call({ op: 'agent_log', index: 2 })).log);
+      console.error('controller log:', (await home.call({ op: 'controller_log' })).log.slice(-3000));
+      throw e;
+    }
+    assert.equal(await panel.locator('.signal').innerText(), '-61 dBm · Wi-Fi 5 GHz (wlan0 on satellite 2)');
+    assert.equal(await panel.locator('.attached').innerText(), 'satellite 2, Wi-Fi wlan0');
+    await screenshot(page, 'satellites-station');
+    await panel.locator('.close').click();
   });
