@@ -217,3 +217,23 @@ def test_a_station_is_placed_on_the_radio_that_heard_it_last(tmp_path, clock):
     assert links == ["wlan0@sat2"]
     assert core.ctx.component("radio")._facts("02:00:00:00:01:00")["radio"] == "wlan0@sat2"
     assert core.counters.get("radio.roams") == 1
+
+
+def test_the_old_radios_report_can_be_what_moves_a_station_and_its_view_follows_at_once(tmp_path, clock):
+    core = make_core(tmp_path, components=("dhcp", "routing", "radio"), clock=clock)
+    moves = []
+    core.ctx.bus.subscribe("station_at", lambda topic, ev: moves.append(ev["ifname"]))
+    radio = core.ctx.component("radio")
+
+    def report(ifname, inactive_ms):
+        core.ctx.bus.publish("radio_report", ifname=ifname, dump=station_dump(ifname.split("@")[0], inactive_ms),
+                             info="")
+
+    report("wlan0@sat1", 20)
+    clock.advance(0.3)
+    report("wlan0@sat2", 10)          # heard 0.3 s after sat1 last did: not yet clearly later
+    assert moves == ["wlan0@sat1"]
+    clock.advance(0.3)
+    report("wlan0@sat1", 1500)        # sat1 has not heard it for 1.5 s: it is on sat2
+    assert moves == ["wlan0@sat1", "wlan0@sat2"]
+    assert radio._facts("02:00:00:00:01:00")["radio"] == "wlan0@sat2"   # before sat2 reports again

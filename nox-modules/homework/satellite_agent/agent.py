@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -119,53 +120,48 @@ class Agent:
             backoff = min(backoff * 2, MAX_BACKOFF)
 
     def session(self, tls) -> None:
-        done = threading.Event()
-        lock = threading.Lock()
-
-        def send(message: dict) -> None:
-            with lock:
-                tls.sendall(agentwire.encode(message))
-
-        def receive() -> None:
-            reader = agentwire.LineReader(tls)
-            try:
-                while True:
-                    try:
-                        message = reader.read()
-                    except agentwire.WireError as exc:
-                        log.warning("dropped a line from the router: %s", exc)
-                        continue
-                    if message is None:
-                        return
-                    try:
-                        self.handle(message)
-                    except agentwire.WireError as exc:
-                        log.warning("dropped the router's %s: %s", message.get("type"), exc)
-            except OSError:
-                return
-            finally:
-                done.set()
-
-        threading.Thread(target=receive, daemon=True, name="agent-receive").start()
+        """One thread reads and writes: an OpenSSL connection must not be read in one
+        thread while another writes to it (TLS 1.3 delivers its session tickets after the
+        handshake, and a read handling them beside a write broke the first session in CI).
+        So the reads time out when the next report is due."""
+        reader = agentwire.LineReader(tls)
+        self._reports = 0           # each session's first report carries the radios' info
         try:
-            send({"type": "hello", "radios": self.opts.radios})
+            tls.sendall(agentwire.encode({"type": "hello", "radios": self.opts.radios}))
             self.connected.set()
-            while not done.is_set() and not self.stop.is_set():
-                for message in self.reports():
-                    send(message)
-                done.wait(self.opts.interval)
+            due = time.monotonic()
+            while not self.stop.is_set():
+                if time.monotonic() >= due:
+                    for message in self.reports():
+                        tls.sendall(agentwire.encode(message))
+                    due = time.monotonic() + self.opts.interval
+                tls.settimeout(max(0.01, due - time.monotonic()))
+                try:
+                    message = reader.read()
+                except TimeoutError:
+                    continue
+                except agentwire.WireError as exc:
+                    log.warning("dropped a line from the router: %s", exc)
+                    continue
+                if message is None:
+                    return
+                self._handle_safely(message)
         except OSError:
             pass
         finally:
             self.connected.clear()
             try:
-                tls.shutdown(socket.SHUT_RDWR)      # wakes the receiving thread
-            except OSError:
-                pass
-            try:
                 tls.close()
             except OSError:
                 pass
+
+    def _handle_safely(self, message: dict) -> None:
+        try:
+            self.handle(message)
+        except agentwire.WireError as exc:
+            log.warning("dropped the router's %s: %s", message.get("type"), exc)
+        except Exception:       # a message the agent could not apply never ends the session
+            log.exception("the router's %s could not be applied", message.get("type"))
 
 
 def _read_deny_file(path: Path) -> list[str]:

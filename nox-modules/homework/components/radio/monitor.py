@@ -248,9 +248,12 @@ class RadioMonitor(Component):
         totals = self.totals.get(mac)
         lease = self.ctx.leases.get(mac)
         on_radio = self._radio_port(lease.port) if lease is not None and lease.active else None
+        # the radio it is on: where _locate placed it (a satellite's report of its new
+        # access point may still be on its way), else the last that reported it
+        radio = (self.where.get(mac) or totals.ifname) if totals else None
         return {"wired": on_radio is False and totals is None,
-                "radio": totals.ifname if totals else None,
-                "band": self.bands.get(totals.ifname) if totals else None,
+                "radio": radio,
+                "band": self.bands.get(radio) if radio else None,
                 "radio_seen_at": totals.seen_at if totals else None,
                 "leave_after": self.ctx.config.radio_leave_after}
 
