@@ -51,3 +51,17 @@ class BatchWorker(Generic[Job]):
             finally:
                 for _ in batch:
                     self._queue.task_done()
+
+
+def offload(fn, *args):
+    """Run blocking or CPU-heavy work (parsing a million lines, an fsync of a gigabyte, a
+    read from a slow disk) in a real OS thread under the controller's eventlet hub, so its
+    loop (DHCP, OpenFlow, the control socket, the API) keeps running; a plain call
+    otherwise (unit tests, tools)."""
+    try:
+        from eventlet import patcher, tpool
+    except ImportError:
+        return fn(*args)
+    if patcher.is_monkey_patched("thread"):
+        return tpool.execute(fn, *args)
+    return fn(*args)

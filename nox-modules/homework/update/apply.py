@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import slots
+from ..worker import offload
 from .hwup import CHECKSUM, TRUNCATED, Bundle, UpdateRefused
 
 CHUNK = 1024 * 1024
@@ -135,8 +136,8 @@ def write_root(bundle: Bundle, device: Path, progress: Progress) -> None:
                 if raw is not None:
                     raw.update(chunk)
                 view = memoryview(chunk)
-                while view:
-                    view = view[os.write(fd, view):]
+                while view:     # a real thread: the kernel may hold a writer back (dirty pages)
+                    view = view[offload(os.write, fd, view):]
                 written += len(chunk)
                 progress("writing", written * 90 // raw_size)
                 _pause()
@@ -156,7 +157,7 @@ def write_root(bundle: Bundle, device: Path, progress: Progress) -> None:
             raise UpdateRefused(CHECKSUM, "root.img.zst changed while it was written")
         if written != raw_size:
             raise UpdateRefused(TRUNCATED, f"root.img.zst unpacked to {written} bytes, not {raw_size}")
-        os.fsync(fd)
+        offload(os.fsync, fd)   # a gigabyte to a slow disk: never on the controller's loop
     finally:
         os.close(fd)
     read_back(device, raw_size, member.raw_sha256 or raw.hexdigest(), progress)
@@ -170,7 +171,7 @@ def read_back(device: Path, size: int, expected: str, progress: Progress) -> Non
         h = hashlib.sha256()
         done = 0
         while done < size:
-            chunk = os.read(fd, min(CHUNK, size - done))
+            chunk = offload(os.read, fd, min(CHUNK, size - done))   # from the disk, not the cache
             if not chunk:
                 break
             h.update(chunk)

@@ -19,6 +19,7 @@ from pathlib import Path
 from ...commands import CommandError
 from ...component import Component
 from ...macaddr import BadMac, normalize
+from ...worker import offload
 from .fetch import FetchError, check_url, fetch
 from .parse import ListError, parse
 from .store import SortedNames, Store, write_names
@@ -26,18 +27,6 @@ from .store import SortedNames, Store, write_names
 HOUSEHOLD = "*"
 CHECK_EVERY = 60            # seconds between looks for lists due a refresh
 MAX_OWNER = 64
-
-
-def offload(fn, *args):
-    """Run CPU-heavy work (parsing a million lines) in a real thread under eventlet, so the
-    controller's loop (DHCP, the API) keeps running; a plain call otherwise (unit tests)."""
-    try:
-        from eventlet import patcher, tpool
-    except ImportError:
-        return fn(*args)
-    if patcher.is_monkey_patched("thread"):
-        return tpool.execute(fn, *args)
-    return fn(*args)
 
 
 def owner_of(owner) -> str:
