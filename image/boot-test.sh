@@ -775,9 +775,9 @@ ctl_install() {  # the guest-side client of the control socket (on the data part
 import json, socket, sys, time
 
 
-def call(cmd, args):
+def call(cmd, args, timeout=110):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(110)
+    s.settimeout(timeout)
     s.connect('/run/homework/control.sock')
     s.sendall((json.dumps({'cmd': cmd, 'args': args}) + '\\n').encode())
     buf = b''
@@ -791,10 +791,24 @@ def call(cmd, args):
 
 
 if sys.argv[1] == 'wait':   # wait MIN_PERCENT SECONDS: update-status once the update is no longer
-    # being written, or has reached MIN_PERCENT, or SECONDS passed (one process, not one per poll)
+    # being written, or has reached MIN_PERCENT, or SECONDS passed (one process, not one per poll).
+    # A call that fails (no answer in 110 s, refused, an error answer) is logged with its time
+    # in bt-ctl.log and tried again: the failure is evidence, not the end of the wait.
     end = time.monotonic() + float(sys.argv[3])
+    r = {'state': 'no-answer', 'percent': 0}
     while True:
-        r = call('update-status', {})['result']
+        try:
+            answer = call('update-status', {}, timeout=30)
+            if 'result' not in answer:
+                raise RuntimeError(answer)
+            r = answer['result']
+        except Exception as exc:
+            with open('/var/lib/homework/bt-ctl.log', 'a') as log:
+                log.write(time.strftime('%H:%M:%S') + ' update-status failed: ' + repr(exc) + '\\n')
+            if time.monotonic() > end:
+                break
+            time.sleep(1)
+            continue
         busy = r['state'] in ('receiving', 'verifying', 'writing')
         if not busy or r['percent'] >= int(sys.argv[2]) or time.monotonic() > end:
             break
@@ -975,7 +989,9 @@ ab_updates() {
   if [[ "$p" == verifying* ]]; then
     kill -9 "$QEMU_PID"; wait_gone 10
     pass "power cut (QEMU killed) while slot A was read back after writing (update-status: $p%)"
-  else fail "an update is being read back when the power is cut" "update-status '$p'; see $ART/update.log"; return; fi
+  else
+    GT=30 g "cat /var/lib/homework/bt-ctl.log; journalctl -b -u homework-controller -n 80 --no-pager" >>"$ART/update.log" 2>&1
+    fail "an update is being read back when the power is cut" "update-status '$p'; see $ART/update.log"; return; fi
   ab_boot uefi 7 "after the power cut in the read-back" || return
   e=$(entries)
   if in_slot b "$V2" "$S2" >>"$ART/checks.log" 2>&1 && [[ "$e" != *"homework-a"* ]] && [[ "$e" == *"try_slot= "* ]]; then
@@ -1014,7 +1030,7 @@ wait_mark_good() {  # until this boot's homework-mark-good has run (it waits for
   GT=150 g "for i in \$(seq 1 140); do systemctl is-active -q homework-mark-good && break; sleep 1; done; systemctl is-active homework-mark-good; journalctl -u homework-mark-good --no-pager | tail -3" >>"$ART/checks.log" 2>&1
 }
 ab_updates
-g "rm -f /var/lib/homework/bt-update.hwup /var/lib/homework/bt-ctl.py" >/dev/null 2>&1
+g "rm -f /var/lib/homework/bt-update.hwup /var/lib/homework/bt-ctl.py /var/lib/homework/bt-ctl.log" >/dev/null 2>&1
 
 log "powering off"
 GT=5 g "systemctl poweroff" >/dev/null 2>&1
