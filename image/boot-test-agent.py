@@ -25,7 +25,8 @@ def main() -> int:
                 print("agent: cannot connect to " + sock_path, file=sys.stderr)
                 return 255
             time.sleep(0.5)
-    s.sendall(f"{ident} ".encode() + base64.b64encode(cmd.encode()) + b"\n")
+    # the guest stops the command 5 s before this wait ends, so its partial output still arrives
+    s.sendall(f"{ident} ".encode() + base64.b64encode(cmd.encode()) + f" {timeout:.0f}\n".encode())
     buf = b""
     while time.monotonic() < deadline:
         s.settimeout(max(0.1, deadline - time.monotonic()))

@@ -821,12 +821,12 @@ sys.exit(0 if r.get('ok') else 1)
 EOF"
 }
 ustatus() {  # ustatus MIN_PERCENT SECONDS: "state percent error" once done, at MIN_PERCENT or after SECONDS
-  GT=$(( $2 + 20 )) g "python3 /var/lib/homework/bt-ctl.py wait $1 $2" | python3 -c 'import json, sys
+  GT=$(( $2 + 45 )) g "python3 /var/lib/homework/bt-ctl.py wait $1 $2" | python3 -c 'import json, sys
 r = json.loads(sys.stdin.readline())
 print(r.get("state"), r.get("percent"), r.get("error"))' 2>/dev/null
 }
 uphase() {  # uphase MIN_PERCENT SECONDS: "phase percent" (writing, verifying, boot-loader, ...), as ustatus waits
-  GT=$(( $2 + 20 )) g "python3 /var/lib/homework/bt-ctl.py wait $1 $2" | python3 -c 'import json, sys
+  GT=$(( $2 + 45 )) g "python3 /var/lib/homework/bt-ctl.py wait $1 $2" | python3 -c 'import json, sys
 r = json.loads(sys.stdin.readline())
 print(r.get("phase") or r.get("state"), r.get("percent"))' 2>/dev/null
 }
