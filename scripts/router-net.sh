@@ -160,8 +160,19 @@ table inet $NFT_TABLE {
     iifname "$WAN_IF" meta nfproto ipv4 udp dport 68 accept
     iifname "$WAN_IF" drop
   }
+  # A satellite's management link (issue 15: the router's port hwsat<i>m, fe80::1) is for
+  # pairing (443), OpenFlow over TLS and its agent (the defaults of [satellites] tls_port
+  # and agent_port): nothing else of the router, and nothing routed.
+  chain satellite_input {
+    type filter hook input priority filter; policy accept;
+    iifname "hwsat*" ct state established,related accept
+    iifname "hwsat*" meta l4proto ipv6-icmp accept
+    iifname "hwsat*" meta nfproto ipv6 tcp dport { 443, 6654, 6655 } accept
+    iifname "hwsat*" drop
+  }
   chain wan_forward {
     type filter hook forward priority filter; policy accept;
+    iifname "hwsat*" drop
     iifname "$WAN_IF" ct state established,related accept
     # ICMPv6 that RFC 4890 (4.3.1) says must not be dropped on its way to a host (IPv6
     # devices have no NAT in front of them: path MTU discovery needs packet-too-big).

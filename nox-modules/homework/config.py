@@ -198,8 +198,9 @@ KEYS: tuple[Key, ...] = (
         "OpenFlow over TLS for satellites (certificates from the household CA in <state.dir>/pki); 0: none",
         int_range(0, 65535)),
     Key("satellites.tls_listen", "satellites_tls_listen", str, "",
-        "the TLS listener's address; '' = controller.listen (a satellite reaches the router on a LAN "
-        "address: TLS with a certificate the household CA signed is what admits it)", ip_address_or_empty),
+        "the TLS listener's address (and the agents'); '' = controller.listen. Satellites reach the router "
+        "in band at fe80::1 on their management link, so '::' where there are satellites: TLS with a "
+        "certificate the household CA signed is what admits one", ip_address_or_empty),
     Key("satellites.agent_port", "satellites_agent_port", int, 6655,
         "the satellite agents' channel (TLS, the same certificates; component satlink): Wi-Fi settings and "
         "the deny list out, station dumps in; 0: none", int_range(0, 65535)),

@@ -8,6 +8,12 @@ own: the controller gives it flows that carry each of its ports, alone, to the r
         --> demux bridge hwsat<index> (VLAN V is an access port there: a patch port)
         --> patch port hws<index>p<P> on the router's bridge
 
+The satellite itself is managed in band, over the same cable, untagged: its LOCAL port
+(its own stack) reaches the router's management port hwsat<index>m on the demux bridge
+(the trunk's native VLAN), where the router answers at fe80::1. That link-local link
+carries only the satellite's own traffic (pairing on 443, OpenFlow over TLS, its agent):
+it never reaches the router's bridge, and nothing is routed off a link-local address.
+
 So every satellite port is a port of its own on the router's bridge, and the router's
 pipeline treats it exactly like a port of the router: one device's /30, pending
 isolation, anti-spoofing by port + MAC + address, DNS interception, accounting, routing
@@ -30,6 +36,9 @@ MAX_SATELLITES = 15          # VLAN ids 256..4094: index (1..15) x 256 + port (1
 MAX_PORT = 254
 VLAN_PRESENT = 0x1000        # OpenFlow 1.3 OFPVID_PRESENT: the match/set value of a tagged frame
 ETH_VLAN = 0x8100
+VLAN_NONE = 0x0000           # OFPVID_NONE: the match of an untagged frame
+MANAGEMENT_ADDRESS = "fe80::1"   # the router on every satellite's management link
+COOKIE_MANAGEMENT = COOKIE_SATELLITE | 0x0001_0000_0000_0000   # kind 1: the management link's flows
 IFNAME = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
 
 
@@ -60,6 +69,17 @@ class Satellite:
         so it is the same after every restart and never one a router port was given
         (those count up from 1)."""
         return 4096 + self.vlan(port_no)
+
+    @property
+    def management_vlan(self) -> int:
+        """The demux bridge's VLAN for the satellite's own untagged traffic (port 0: no
+        device port has that number)."""
+        return self.index * 256
+
+    @property
+    def management_port(self) -> str:
+        """The router's internal port on the management link (its address: fe80::1)."""
+        return f"hwsat{self.index}m"
 
     @property
     def patch_prefix(self) -> str:
@@ -112,13 +132,16 @@ def device_ports(sat: Satellite, ports: dict[str, int]) -> dict[str, int]:
 
 def flows(sat: Satellite, ports: dict[str, int]) -> list:
     """The satellite's whole flow table: a FlowDelete of everything first (a reconnecting
-    satellite may hold flows of an older plan), then per device port one flow up and one
-    down. Anything else (frames between two of its ports, untagged or foreign tags from
-    the uplink, its LOCAL port) matches nothing and is dropped by the switch."""
+    satellite may hold flows of an older plan), its management link (LOCAL to and from
+    the uplink, untagged: the same pair it sets itself before it is paired, so its
+    connection to us survives the delete), then per device port one flow up and one
+    down. Anything else (frames between two of its ports, foreign tags from the uplink)
+    matches nothing and is dropped by the switch."""
     uplink = ports.get(sat.uplink)
     if uplink is None:
         raise SatelliteError(f"satellite {sat.dpid:016x} has no port {sat.uplink!r} (its uplink)")
     out: list = [F.FlowDelete(cookie=0, cookie_mask=0)]
+    out += management_flows(uplink)
     for name, port_no in sorted(device_ports(sat, ports).items(), key=lambda kv: kv[1]):
         vid = VLAN_PRESENT | sat.vlan(port_no)
         cookie = COOKIE_SATELLITE | port_no
@@ -130,6 +153,41 @@ def flows(sat: Satellite, ports: dict[str, int]) -> list:
     return out
 
 
+def management_flows(uplink: int) -> list:
+    """The satellite's own stack (LOCAL) to the router over its uplink and back, untagged."""
+    return [F.FlowMod(match={"in_port": F.LOCAL}, priority=100, cookie=COOKIE_MANAGEMENT,
+                      actions=(F.Output(uplink),)),
+            F.FlowMod(match={"in_port": uplink, "vlan_vid": VLAN_NONE}, priority=100, cookie=COOKIE_MANAGEMENT,
+                      actions=(F.Output(F.LOCAL),))]
+
+
+def management_commands(sat: Satellite, datapath_type: str) -> list[str]:
+    """ovs-vsctl arguments for the satellite's demux bridge with its cable (a trunk whose
+    untagged frames are the management VLAN) and the router's management port on it.
+    Made at start for every listed satellite, so an unpaired one can ask to pair; the
+    cable's port is picked up by Open vSwitch whenever its interface appears."""
+    demux, mgmt, vlan = sat.demux_bridge, sat.management_port, sat.management_vlan
+    return ["--may-exist", "add-br", demux, "--", "set", "bridge", demux, f"datapath_type={datapath_type}",
+            "fail_mode=standalone", "other-config:forward-bpdu=false",
+            "--", "--may-exist", "add-port", demux, sat.router_port,
+            "--", "set", "port", sat.router_port, "vlan_mode=native-untagged", f"tag={vlan}",
+            "--", "--may-exist", "add-port", demux, mgmt,
+            "--", "set", "port", mgmt, f"tag={vlan}", "--", "set", "interface", mgmt, "type=internal"]
+
+
+def management_address_commands(sat: Satellite, datapath_type: str) -> list[list[str]]:
+    """The router's end of the management link, once its port exists: up, fe80::1, no
+    router advertisements believed from it, no offloaded checksums on a userspace
+    datapath (its tap would pass them on unfilled)."""
+    dev = sat.management_port
+    cmds = [["sysctl", "-q", "-w", f"net.ipv6.conf.{dev}.accept_ra=0"],
+            ["ip", "link", "set", dev, "up"],
+            ["ip", "-6", "addr", "replace", f"{MANAGEMENT_ADDRESS}/64", "dev", dev, "nodad"]]
+    if datapath_type == "netdev":
+        cmds.append(["ethtool", "-K", dev, "tx", "off"])
+    return cmds
+
+
 def router_commands(sat: Satellite, ports: dict[str, int], bridge: str, datapath_type: str,
                     existing: set[str] = frozenset()) -> list[str]:
     """One ovs-vsctl transaction (its arguments) that gives every device port of the
@@ -139,9 +197,7 @@ def router_commands(sat: Satellite, ports: dict[str, int], bridge: str, datapath
     satellite port has gone is removed (one whose port lost its link stays: PatchLinks).
     --may-exist everywhere: run again on every (re)connection and port change."""
     demux = sat.demux_bridge
-    args = ["--may-exist", "add-br", demux, "--", "set", "bridge", demux, f"datapath_type={datapath_type}",
-            "fail_mode=standalone", "other-config:forward-bpdu=false",
-            "--", "--may-exist", "add-port", demux, sat.router_port]
+    args = management_commands(sat, datapath_type)
     wanted = set()
     for _name, port_no in sorted(device_ports(sat, ports).items(), key=lambda kv: kv[1]):
         on_router, on_demux = sat.patch_names(port_no)
@@ -157,12 +213,15 @@ def router_commands(sat: Satellite, ports: dict[str, int], bridge: str, datapath
 
 
 def unplug_commands(sat: Satellite, bridge: str, existing: set[str]) -> list[str]:
-    """ovs-vsctl arguments that take a satellite off the router: every patch pair it has
-    (`existing`: its demux bridge's ports now) and the demux bridge itself."""
+    """ovs-vsctl arguments that take a satellite's ports off the router: every patch pair
+    it has (`existing`: its demux bridge's ports now). The demux bridge and its
+    management link stay: a denied satellite may still ask to pair again, as a denied
+    device may still ask for an address."""
     args: list[str] = []
     for peer in sat.patch_peers(existing):
-        args += ["--if-exists", "del-port", bridge, peer[:-1], "--"]
-    return args + ["--if-exists", "del-br", sat.demux_bridge]
+        args += ["--if-exists", "del-port", bridge, peer[:-1], "--", "--if-exists", "del-port",
+                 sat.demux_bridge, peer, "--"]
+    return args[:-1]
 
 
 _PATCH = re.compile(r"^hws(\d+)p(\d+)$")

@@ -31,7 +31,7 @@ def home():
     # reach the TLS listener over their management links.
     specs = [Satellite.spec_for(i, dpid) for i, dpid in SATELLITES]
     # radio + satlink: the satellites' agents report what their radios hear (roaming)
-    yield from emulated_home({"satellites": {"switches": specs, "tls_listen": "0.0.0.0",
+    yield from emulated_home({"satellites": {"switches": specs, "tls_listen": "::",
                                              "radio_ports": [RADIO_PORT]},
                               "controller": {"components": ["dhcp", "routing", "radio", "satlink"]}})
 
@@ -74,9 +74,13 @@ def ttl_of_reply(dev: Device, addr: str) -> int | None:
 def test_the_satellites_carry_each_port_alone_to_the_router(home: Home, sats):
     for sat in sats:
         flows = sat.flows()
-        # up: a device port's frames only to the uplink (port 250), tagged; down: by tag only
+        # up: a device port's frames only to the uplink (port 250), tagged; down: by tag only;
+        # untagged only between its own stack (LOCAL) and the uplink: the management link
+        management = [line for line in flows.splitlines() if "cookie=0x901000000000000," in line]
+        assert len(management) == 2 and "in_port=LOCAL actions=output:250" in management[0] + management[1]
+        assert "in_port=250,vlan_tci=0x0000/0x1fff actions=LOCAL" in management[0] + management[1]
         for line in flows.splitlines():
-            if "in_port" not in line:
+            if "in_port" not in line or line in management:
                 continue
             if "in_port=250" in line:
                 assert "dl_vlan=" in line and "pop_vlan" in line, line
@@ -123,7 +127,7 @@ def test_a_satellite_that_loses_the_controller_keeps_its_devices_and_admits_no_n
     before = sat2.flows().count("cookie=0x9")
     # The controller becomes unreachable (the satellite keeps trying a port nobody serves).
     target = sat2.controller_target()
-    sat2.set_controller(f"ssl:{sat2.mgmt_router}:9")
+    sat2.set_controller(f"ssl:{sat2.mgmt(9)}")
     try:
         wait_until(lambda: not sat2.connected(), 10, "the satellite stayed connected")
         assert sat2.flows().count("cookie=0x9") == before, sat2.flows()

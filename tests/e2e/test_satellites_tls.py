@@ -1,8 +1,8 @@
 """End to end (issue 15): satellites paired with certificates, over OpenFlow with TLS.
 
 Each satellite here is a box of its own: its own namespace with its own ovsdb-server and
-ovs-vswitchd, cabled to the router, and reaching the controller's TLS listener across a
-management link. Pairing is what a satellite does: it makes its key (openssl; the key
+ovs-vswitchd, cabled to the router, and reaching the router in band over its cable: its own stack,
+untagged, to the router's management port at fe80::1. Pairing is what a satellite does: it makes its key (openssl; the key
 never leaves it), the router signs its request for its datapath id (`homework
 satellite-pair`, from the household CA the controller made), and it connects with
 `ssl:`. Then: its device gets a lease and the internet once permitted. A switch with a
@@ -10,7 +10,8 @@ certificate the household CA did not sign never completes the handshake; a liste
 satellite over plain tcp, or one announcing another datapath id than its certificate
 names, is refused. Pairing through the API as the Guest Board does it: the satellite asks
 (public), the household permits it, the satellite fetches its certificate with its ticket;
-denied later, it is emptied and cut off. Real OVS (several ovs-vswitchd processes), real
+denied later, it is emptied and cut off. The management link reaches only the router's
+satellite services, and no device behind a satellite reaches it. Real OVS (several ovs-vswitchd processes), real
 openssl and curl, lighttpd, real udhcpc."""
 from __future__ import annotations
 
@@ -34,9 +35,9 @@ def home():
     if why:
         pytest.skip(why)
     specs = [Satellite.spec_for(i, dpid) for i, dpid in (PAIRED, ROGUE, PLAIN, ASKING)]
-    # TLS on every address of the router: satellites reach it over their management link.
+    # TLS on every address of the router: satellites reach it at fe80::1 on their management link.
     # radio + satlink: the satellites' agents (Wi-Fi and deny list out, station dumps in).
-    with web_home({"satellites": {"switches": specs, "tls_listen": "0.0.0.0"},
+    with web_home({"satellites": {"switches": specs, "tls_listen": "::"},
                    "controller": {"components": ["dhcp", "routing", "radio", "satlink"]}}) as h:
         h.web = Web(h).start()
         yield h
@@ -103,10 +104,77 @@ def test_a_switch_whose_certificate_the_household_did_not_sign_gets_nothing(home
         assert "refused at the handshake" in home.controller_log()
         dev = home.add_device(name="behind-rogue", switch=rogue)
         assert lease_refused(rogue, dev), "a device behind an unpaired switch got a lease"
-        assert "cookie" not in rogue.flows(), "the controller programmed an unpaired switch"
+        assert not rogue.programmed(), "the controller programmed an unpaired switch"
         assert not rogue.connected()
     finally:
         rogue.stop()
+
+
+def test_the_management_link_reaches_only_the_routers_satellite_services(home: Home, paired):
+    # over the cable, untagged, the satellite reaches the Guest Board's HTTPS (pairing) ...
+    out = paired.run(["curl", "-sk", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10",
+                      paired.mgmt_url("/")], check=False).stdout
+    assert out == "200", f"HTTPS over the management link answered {out!r}"
+    # ... but no other service of the router: one listening on every address, reachable on
+    # the router itself, is closed to it (the router's satellite_input chain)
+    listener = home.router_popen(["python3", "-c", LISTEN_7777], stdout=subprocess.PIPE, text=True)
+    try:
+        assert listener.stdout.readline().strip() == "listening"
+        assert home.router(["python3", "-c", CONNECT_7777, "::1"]).returncode == 0
+        res = paired.run(["python3", "-c", CONNECT_7777, paired.mgmt_router], check=False)
+        assert res.returncode != 0, "a satellite reached a router service other than its own"
+    finally:
+        listener.kill()
+        listener.wait(5)
+    # a device behind the satellite that tags its frames with the management VLAN (256)
+    # still only reaches its own patch port: the satellite puts its port's tag outside
+    dev = home.add_device(name="vlan-hopper", switch=paired)
+    sniffer = home.router_popen(["python3", "-c", SNIFF, f"hwsat{paired.index}m", dev.mac, "4"],
+                                stdout=subprocess.PIPE, text=True)
+    assert sniffer.stdout.readline().strip() == "ready"
+    dev.run(["python3", "-c", SEND_TAGGED, dev.mac])
+    leaked = int(sniffer.stdout.readline())
+    sniffer.wait(10)
+    assert leaked == 0, f"{leaked} of a device's frames tagged 256 reached the management link"
+
+
+# the router's own frames on an interface from a MAC, for SECONDS
+SNIFF = """
+import socket, sys, time
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+s.bind((sys.argv[1], 0))
+s.settimeout(0.2)
+mac, end, n = bytes.fromhex(sys.argv[2].replace(":", "")), time.time() + float(sys.argv[3]), 0
+print("ready", flush=True)
+while time.time() < end:
+    try:
+        n += s.recv(2048)[6:12] == mac
+    except socket.timeout:
+        pass
+print(n, flush=True)
+"""
+# five broadcast frames tagged with VLAN 256 (the management VLAN of satellite 1)
+SEND_TAGGED = """
+import socket, sys
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind(("eth0", 0))
+frame = b"\\xff" * 6 + bytes.fromhex(sys.argv[1].replace(":", "")) + b"\\x81\\x00\\x01\\x00\\x86\\xdd" + bytes(60)
+for _ in range(5):
+    s.send(frame)
+"""
+
+
+LISTEN_7777 = """
+import socket
+s = socket.create_server(("::", 7777), family=socket.AF_INET6, dualstack_ipv6=True)
+print("listening", flush=True)
+while True:
+    s.accept()[0].close()
+"""
+CONNECT_7777 = """
+import socket, sys
+socket.create_connection((sys.argv[1], 7777), timeout=3).close()
+"""
 
 
 def test_a_listed_satellite_without_tls_is_refused(home: Home, paired):
@@ -196,8 +264,8 @@ def test_the_satellites_agent_runs_its_access_point_from_the_router_and_reports_
     wait_until(lambda: sta.mac not in paired.hostapd_cli("wlan0", "deny_acl", "SHOW"), 15,
                "the whitelisted station stayed on the satellite's deny list")
     # the agent's channel admits nobody else: a client without a certificate is refused
-    paired.run(["bash", "-c", f"openssl s_client -connect {paired.mgmt_router}:6655 -brief </dev/null"], check=False)
-    wait_until(lambda: "satellite agent from 172.31.1.2 refused" in home.controller_log(), 10,
+    paired.run(["bash", "-c", f"openssl s_client -connect '{paired.mgmt(6655)}' -brief </dev/null"], check=False)
+    wait_until(lambda: f"satellite agent from {paired.local_address()}" in home.controller_log(), 10,
                "a certificate-less agent was not refused")
 
 
@@ -230,7 +298,10 @@ def test_a_satellite_asks_the_household_permits_it_and_denying_it_later_cuts_it_
     # denied: its table is emptied, its ports leave the router, and its certificate no longer admits it
     r = api(home.web, "POST", f"satellites/{dpid}/deny")
     assert r.status_code == 200 and r.json()["state"] == "denied"
-    wait_until(lambda: "cookie=0x9" not in asking.flows(), 10, "the denied satellite kept its table")
+    wait_until(lambda: not asking.programmed(), 10, "the denied satellite kept its table")
+    assert "push_vlan" not in asking.flows(), "the denied satellite still carries its device ports"
+    # only its management link is left: it can still reach the router, to be refused or to ask again
+    assert asking.flows().count("cookie=0x901000000000000,") == 2, asking.flows()
     wait_until(lambda: not any(p.startswith("hws4p") for p in home.vsctl("list-ports", "br0").split()), 10,
                "the denied satellite's ports stayed on the router")
     assert not dev.ping(WEB_ADDR), "a device behind a denied satellite still reaches the internet"

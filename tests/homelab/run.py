@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     if sat_ids:
         # satellite boxes reach the TLS listener over their management links
         config["satellites"] = {"switches": [Satellite.spec_for(i, dpid) for i, dpid in sat_ids],
-                                "tls_listen": "0.0.0.0"}
+                                "tls_listen": "::"}
         # their agents: the household's Wi-Fi and deny list out, station dumps in
         components = config.setdefault("controller", {}).setdefault("components", ["dhcp", "routing"])
         components += [c for c in ("radio", "satlink") if c not in components]

@@ -11,8 +11,8 @@ Two kinds:
   - Satellite(home, i, dpid, own_ovs=True): a box of its own: its own namespace with its
     own ovsdb-server and ovs-vswitchd. pair() makes its key there, has the router sign a
     certificate for its dpid (`homework satellite-pair`) and connects it over TLS to the
-    router across a management link (a veth, 172.31.<i>.0/30; out of band: in-band
-    management over the cable is not built yet)."""
+    router in band, over its cable: its LOCAL port (untagged, link-local) reaches the
+    router's management port at fe80::1, as the satellite image does."""
 from __future__ import annotations
 
 import json
@@ -37,7 +37,8 @@ class Satellite:
         self.ns = f"{home.run_id}-s{index}" if own_ovs else home.router_ns
         self.dir = home.dir / f"sat{index}"
         self.ovs_dir = self.dir / "ovs"
-        self.mgmt_router = f"172.31.{index}.1"   # the router's end of the management link
+        # the router on the management link: fe80::1, scoped to the satellite's LOCAL port
+        self.mgmt_router = f"fe80::1%{self.bridge}"
         self._port = 0
         self.agent_proc: subprocess.Popen | None = None
         self.agent_dir = self.dir / "agent"
@@ -85,13 +86,37 @@ class Satellite:
         h._namespaces.append(self.ns)
         sh(["ip", "-n", self.ns, "link", "set", "lo", "up"])
         start_ovs(self.ovs_dir, self.run)
-        # the management link to the router (the controller's TLS listener is reached on it)
-        sh(["ip", "-n", self.ns, "link", "add", f"sat{self.index}m", "type", "veth",
-            "peer", "name", f"sat{self.index}mr", "netns", h.router_ns])
-        sh(["ip", "-n", self.ns, "addr", "add", f"172.31.{self.index}.2/30", "dev", f"sat{self.index}m"])
-        sh(["ip", "-n", h.router_ns, "addr", "add", f"{self.mgmt_router}/30", "dev", f"sat{self.index}mr"])
-        sh(["ip", "-n", self.ns, "link", "set", f"sat{self.index}m", "up"])
-        sh(["ip", "-n", h.router_ns, "link", "set", f"sat{self.index}mr", "up"])
+
+    def mgmt(self, port: int) -> str:
+        """The router's management address with a port, as OVS and the agent take it."""
+        return f"[{self.mgmt_router}]:{port}"
+
+    def mgmt_url(self, path: str) -> str:
+        return f"https://[fe80::1%25{self.bridge}]{path}"
+
+    def _management_link(self) -> None:
+        """What the satellite does at boot, before it is paired: its own stack (LOCAL)
+        up, and the two flows that join it to its uplink, untagged (fail_mode=secure
+        keeps them, and the controller's table has the same pair); then wait until the
+        router answers at fe80::1 over the cable."""
+        self.run(["sysctl", "-q", "-w", f"net.ipv6.conf.{self.bridge}.accept_dad=0"])
+        self.run(["ethtool", "-K", self.bridge, "tx", "off"])
+        self.run(["ip", "link", "set", self.bridge, "up"])
+        self._management_flows()
+        deadline = time.monotonic() + 20
+        while self.run(["ping", "-6", "-c", "1", "-W", "1", self.mgmt_router], check=False).returncode != 0:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"satellite {self.index}: the router never answered at {self.mgmt_router}")
+
+    def _management_flows(self) -> None:
+        for flow in ("priority=100,in_port=LOCAL,actions=output:250",
+                     "priority=100,in_port=250,vlan_tci=0x0000/0x1fff,actions=LOCAL"):
+            self.run(["ovs-ofctl", "-O", "OpenFlow13", "add-flow", self.bridge, flow])
+
+    def local_address(self) -> str:
+        """Its own link-local address on the management link (what the router sees)."""
+        out = self.run(["ip", "-6", "-o", "addr", "show", "dev", self.bridge, "scope", "link"]).stdout
+        return out.split()[3].split("/")[0]
 
     # -- life cycle ---------------------------------------------------------------------------
     def start(self, controller: str | None = "tcp:127.0.0.1:6653") -> "Satellite":
@@ -110,6 +135,8 @@ class Satellite:
                    "fail_mode=secure", "protocols=OpenFlow13", f"other-config:datapath-id={self.dpid:016x}",
                    "--", "add-port", self.bridge, self.uplink, "--", "set", "interface", self.uplink,
                    "ofport_request=250")
+        if self.own_ovs:
+            self._management_link()
         if controller:
             self.set_controller(controller)
         return self
@@ -135,7 +162,7 @@ class Satellite:
 
     def _curl(self, args: list[str]) -> tuple[int, dict]:
         """HTTPS to the router's API from the satellite's namespace, over its management
-        link. -k: on first contact it has no CA yet; the code both ends show is the check."""
+        link (in band, fe80::1). -k: on first contact it has no CA yet; the code both ends show is the check."""
         res = self.run(["curl", "-sk", "-o", "-", "-w", "\n%{http_code}", "--max-time", "10", *args], check=False)
         body, _, code = res.stdout.rpartition("\n")
         return int(code or 0), (json.loads(body) if body.strip() else {})
@@ -146,7 +173,7 @@ class Satellite:
         self.key, req = self._make_request()
         status, body = self._curl(["-H", "Content-Type: application/json", "-d",
                                    json.dumps({"dpid": f"{self.dpid:016x}", "csr": req.read_text()}),
-                                   f"https://{self.mgmt_router}/ws.v1/satellites/pair"])
+                                   self.mgmt_url("/ws.v1/satellites/pair")])
         if status != 200:
             raise RuntimeError(f"pairing request answered {status}: {body}")
         self.ticket = body["ticket"]
@@ -156,7 +183,7 @@ class Satellite:
         """Its request's state, with its ticket; once permitted, installs the certificate
         and connects over TLS."""
         status, body = self._curl(["-H", f"X-Pairing-Ticket: {self.ticket}",
-                                   f"https://{self.mgmt_router}/ws.v1/satellites/pair/{self.dpid:016x}"])
+                                   self.mgmt_url(f"/ws.v1/satellites/pair/{self.dpid:016x}")])
         if status == 200 and body.get("state") == "permitted":
             self.install_identity(self.key, body["certificate"], body["ca"])
         return status, body
@@ -167,14 +194,18 @@ class Satellite:
         cert.write_text(certificate)
         cacert.write_text(ca)
         self.vsctl("set-ssl", str(key), str(cert), str(cacert))
-        self.set_controller(f"ssl:{self.mgmt_router}:{TLS_PORT}")
+        self.set_controller(f"ssl:{self.mgmt(TLS_PORT)}")
+        # Open vSwitch empties a bridge's table when it gets its first controller: the
+        # management link's two flows again, until the controller's table replaces them
+        self._management_flows()
 
     def flows(self) -> str:
         return self.run(["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", self.bridge]).stdout
 
     def programmed(self) -> bool:
-        """The controller has given it its table (flows with the satellite cookie)."""
-        return "cookie=0x9" in self.flows()
+        """The controller has given it its table (its default drop, with the satellite
+        cookie; the management link's two flows alone are not a table)."""
+        return "cookie=0x900000000000000," in self.flows()      # its default drop
 
     def connected(self) -> bool:
         """Its OpenFlow connection to the controller is up (OVS's own view)."""
@@ -224,7 +255,7 @@ class Satellite:
         for radio in radios:
             self.air_report(radio, {})
         env = dict(os.environ, PYTHONPATH=str(REPO / "nox-modules"), PYTHONUNBUFFERED="1")
-        argv = [_python(), "-m", "homework.satellite_agent", "--router", f"{self.mgmt_router}:{AGENT_PORT}",
+        argv = [_python(), "-m", "homework.satellite_agent", "--router", self.mgmt(AGENT_PORT),
                 "--cert", str(self.dir / "satellite-cert.pem"), "--key", str(self.dir / "satellite-key.pem"),
                 "--ca", str(self.dir / "household-ca.pem"), "--state-dir", str(d / "state"),
                 "--station-dump-command", f"cat {d}/air-{{ifname}}.dump",
@@ -286,11 +317,11 @@ class Satellite:
             subprocess.run(["ip", "netns", "del", self.ns], capture_output=True)
             if self.ns in h._namespaces:
                 h._namespaces.remove(self.ns)
-            subprocess.run(["ip", "-n", h.router_ns, "link", "del", f"sat{self.index}mr"], capture_output=True)
         else:
             h.vsctl("--if-exists", "del-br", self.bridge)
             subprocess.run(["ip", "-n", h.router_ns, "link", "del", self.uplink], capture_output=True)
-        h.vsctl("--if-exists", "del-br", f"hwsat{self.index}")
+        # its cable is unplugged; the router keeps the demux bridge and management port that
+        # it made for the listed satellite (as for a physical port)
         subprocess.run(["ip", "-n", h.router_ns, "link", "del", self.router_port], capture_output=True)
 
 

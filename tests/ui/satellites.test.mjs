@@ -11,7 +11,7 @@ let home, page;
 // Satellite 1 shares the router's OVS (plain tcp, hence require_tls = false); satellite 2 is
 // a box of its own that asks to pair through the API.
 useBoard({ satellites: { switches: ['00000000000000a1:sat1up:sat1cable', '00000000000000a2:sat2up:sat2cable'],
-                         require_tls: false, tls_listen: '0.0.0.0', radio_ports: ['wlan0'] },
+                         require_tls: false, tls_listen: '::', radio_ports: ['wlan0'] },
              controller: { components: ['dhcp', 'routing', 'radio', 'satlink'] } },
            (h, b, p) => { home = h; page = p; });
 

@@ -5,8 +5,9 @@ import pytest
 from homework import config
 from homework import flows as F
 from homework.adapter.switch_gate import LOCAL_PORT, SwitchGate
-from homework.satellites import (VLAN_PRESENT, PatchLinks, SatelliteError, flows, parse, parse_radio_label,
-                                 radio_label, router_commands)
+from homework.satellites import (VLAN_NONE, VLAN_PRESENT, PatchLinks, SatelliteError, flows,
+                                 management_address_commands, parse, parse_radio_label, radio_label,
+                                 router_commands)
 
 SAT_PORTS = {"sat1": LOCAL_PORT, "up0": 250, "lan1": 1, "wlan0": 2}
 
@@ -43,10 +44,12 @@ def test_the_satellite_carries_each_device_port_alone_to_its_uplink_and_back():
     mods = [m for m in plan if isinstance(m, F.FlowMod)]
     up = {m.match["in_port"]: m.actions for m in mods if m.match.get("in_port") not in (250, None)}
     down = {m.match["vlan_vid"]: m.actions for m in mods if m.match.get("in_port") == 250}
+    # its own stack (LOCAL) reaches the router untagged, the management link, and only it
+    assert up.pop(F.LOCAL) == (F.Output(250),) and down.pop(VLAN_NONE) == (F.Output(F.LOCAL),)
     assert up == {1: (F.PushVlan(0x8100), F.SetField("vlan_vid", VLAN_PRESENT | 257), F.Output(250)),
                   2: (F.PushVlan(0x8100), F.SetField("vlan_vid", VLAN_PRESENT | 258), F.Output(250))}
     assert down == {VLAN_PRESENT | 257: (F.PopVlan(), F.Output(1)), VLAN_PRESENT | 258: (F.PopVlan(), F.Output(2))}
-    # nothing port to port, nothing for its LOCAL port, and everything else dropped
+    # nothing port to port, and everything else dropped
     assert all(a.port == 250 for acts in up.values() for a in acts if isinstance(a, F.Output))
     assert [m for m in mods if not m.match] == [F.FlowMod(match={}, priority=0, cookie=mods[-1].cookie)]
 
@@ -66,7 +69,10 @@ def test_the_router_gets_a_patch_port_per_satellite_port_through_the_demux_bridg
     args = router_commands(sat, SAT_PORTS, "br0", "netdev")
     text = " ".join(args)
     assert "add-br hwsat1 -- set bridge hwsat1 datapath_type=netdev fail_mode=standalone" in text
-    assert "add-port hwsat1 cable1" in text
+    assert "add-port hwsat1 cable1 -- set port cable1 vlan_mode=native-untagged tag=256" in text
+    # the management link: untagged frames of the cable reach the router's own port, not br0
+    assert "add-port hwsat1 hwsat1m -- set port hwsat1m tag=256 -- set interface hwsat1m type=internal" in text
+    assert "add-port br0 hwsat1m" not in text
     assert ("add-port br0 hws1p1 -- set interface hws1p1 type=patch options:peer=hws1p1d ofport_request=4353"
             in text)                                                # 4096 + VLAN 257: the same after a restart
     assert "add-port hwsat1 hws1p2d tag=258 -- set interface hws1p2d type=patch options:peer=hws1p2" in text
@@ -112,12 +118,22 @@ def test_the_router_sees_a_patch_port_up_only_while_its_satellite_port_has_link(
     assert "hws1p1" not in links.link and links.router_port("hws1p1", 9, False) is False
 
 
-def test_a_satellite_taken_off_the_router_loses_every_patch_port_and_its_demux_bridge():
+def test_a_satellite_taken_off_the_router_loses_every_patch_port_but_not_its_management_link():
     from homework.satellites import unplug_commands
     sat, = parse(["a1:up0:cable1"])
-    args = unplug_commands(sat, "br0", {"cable1", "hws1p1d", "hws1p2d", "hws2p1d"})
-    assert " ".join(args) == ("--if-exists del-port br0 hws1p1 -- --if-exists del-port br0 hws1p2 -- "
-                              "--if-exists del-br hwsat1")
+    args = unplug_commands(sat, "br0", {"cable1", "hwsat1m", "hws1p1d", "hws1p2d", "hws2p1d"})
+    assert " ".join(args) == ("--if-exists del-port br0 hws1p1 -- --if-exists del-port hwsat1 hws1p1d -- "
+                              "--if-exists del-port br0 hws1p2 -- --if-exists del-port hwsat1 hws1p2d")
+    assert unplug_commands(sat, "br0", {"cable1", "hwsat1m"}) == []
+
+
+def test_the_router_answers_on_the_management_link_at_fe80_1_and_believes_no_advertisement():
+    sat, = parse(["a1:up0:cable1"])
+    cmds = [" ".join(c) for c in management_address_commands(sat, "netdev")]
+    assert "ip -6 addr replace fe80::1/64 dev hwsat1m nodad" in cmds
+    assert "sysctl -q -w net.ipv6.conf.hwsat1m.accept_ra=0" in cmds
+    assert "ethtool -K hwsat1m tx off" in cmds
+    assert not any("ethtool" in c for c in (" ".join(c) for c in management_address_commands(sat, "system")))
 
 
 def test_a_satellite_radio_is_named_and_found_on_the_router():

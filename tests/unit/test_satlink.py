@@ -200,3 +200,15 @@ def test_only_the_paired_certificate_is_admitted(home, tmp_path):
     assert wait_for(lambda: not core.ctx.component("satlink").connected(0xA1))
     assert wait_for(lambda: core.counters.get("satlink.refused") >= 2, timeout=15)
     assert not core.ctx.component("satlink").connected(0xA1)
+
+
+def test_the_agent_takes_the_router_on_its_management_link_in_brackets():
+    import argparse
+
+    from homework.satellite_agent.__main__ import router_address
+    assert router_address("[fe80::1%br0]:6655") == ("fe80::1%br0", 6655)
+    assert router_address("[fe80::1%br0]") == ("fe80::1%br0", 6655)
+    assert router_address("10.2.0.1:7000") == ("10.2.0.1", 7000) and router_address("router") == ("router", 6655)
+    for bad in ("fe80::1", "[fe80::1", "[fe80::1]x", "[fe80::1]:0", ":6655", "10.2.0.1:http"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            router_address(bad)

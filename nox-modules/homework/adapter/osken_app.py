@@ -58,6 +58,7 @@ class HomeworkApp(app_manager.OSKenApp):
         self.gate = SwitchGate(self.core.config.bridge, self.core.config.satellites)
         self.satellite_dps: dict[int, object] = {}     # dpid -> os-ken Datapath of a connected satellite
         self._satellite_ports: dict[int, list[int]] = {}   # dpid -> its device ports with link, as last planned
+        self._satellite_uplinks: dict[int, int] = {}       # dpid -> its uplink's port number
         self.patch_links = satellites.PatchLinks(self.core.config.satellites_radio_ports)
         self.core.ctx.is_radio_port = self.patch_links.is_radio_port
         self.core.ctx.radio_port = self.patch_links.radio_router_port
@@ -68,6 +69,9 @@ class HomeworkApp(app_manager.OSKenApp):
         # interface (a unit test's fake switch has none; issue 11).
         self.core.ctx.switch_is_real = True
         self.core.bus.subscribe("satellite", self._on_pairing)
+        if self.core.config.satellites:
+            # off the hub: ovs-vsctl and ip wait for the switch and the kernel
+            threading.Thread(target=self._prepare_management_links, daemon=True, name="satellite-mgmt").start()
         if self.core.config.satellites_tls_port:
             try:
                 self._start_tls_listener()
@@ -75,6 +79,10 @@ class HomeworkApp(app_manager.OSKenApp):
                 log.error("satellites: no TLS listener: %s", exc)
 
     # -- satellites over TLS (issue 15) --------------------------------------------------
+    def _prepare_management_links(self) -> None:
+        for sat in self.core.config.satellites:
+            router_ports.prepare(sat, self.core.config.datapath_type)
+
     def _start_tls_listener(self) -> None:
         """A second OpenFlow listener, TLS only, for satellites: the household CA signs
         both ends, and a switch without a certificate from it never completes the
@@ -120,7 +128,8 @@ class HomeworkApp(app_manager.OSKenApp):
 
     def _on_pairing(self, topic: str, ev: dict) -> None:
         """A satellite was denied, forgotten or asked to pair again: if it is connected, its
-        table is emptied (fail_mode=secure would otherwise keep its devices' paths), the
+        table is emptied but for its management link (fail_mode=secure would otherwise
+        keep its devices' paths), the
         router's ports for it are removed and the session is closed; when it reconnects
         with its old certificate it is refused."""
         dpid = ev.get("dpid")
@@ -129,7 +138,10 @@ class HomeworkApp(app_manager.OSKenApp):
         dp = self.satellite_dps.pop(dpid)
         sat = self.gate.satellites.get(dpid)
         log.warning("satellite datapath %016x is no longer paired (%s): emptied and disconnected", dpid, ev.get("what"))
-        self._send_to(dp, [F.FlowDelete(cookie=0, cookie_mask=0)])
+        # all but its management link: it may still reach us, to be refused or to ask again
+        uplink = self._satellite_uplinks.get(dpid)
+        self._send_to(dp, [F.FlowDelete(cookie=0, cookie_mask=0)] +
+                      (satellites.management_flows(uplink) if uplink is not None else []))
         self.out.flush()
         if sat is not None:
             threading.Thread(target=router_ports.unplug, args=(sat, self.core.config.bridge), daemon=True,
@@ -196,6 +208,7 @@ class HomeworkApp(app_manager.OSKenApp):
             log.info("satellite %d: device ports with link now %s", sat.index, live)
         self.satellite_dps[dp.id] = dp
         self._satellite_ports[dp.id] = live
+        self._satellite_uplinks[dp.id] = ports[sat.uplink]
         self._send_to(dp, plan)
         if self.datapath is not None:
             for patch, router_port, up in self.patch_links.satellite_ports(sat, ports, down):

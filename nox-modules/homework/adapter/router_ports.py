@@ -1,6 +1,6 @@
 """The router's side of its satellites in Open vSwitch (issue 15): each satellite's demux
-bridge and patch ports, made and removed with ovs-vsctl (satellites.py plans the
-arguments). Run in threads, off the hub: ovs-vsctl waits for the switch. One change at a
+bridge, management link and patch ports, made and removed with ovs-vsctl and ip
+(satellites.py plans the arguments). Run in threads, off the hub: ovs-vsctl waits for the switch. One change at a
 time, as each reads the demux bridge's ports before it writes."""
 from __future__ import annotations
 
@@ -15,12 +15,21 @@ log = logging.getLogger("homework.adapter")
 _LOCK = threading.Lock()
 
 
+def prepare(sat: satellites.Satellite, datapath_type: str) -> None:
+    """The satellite's management link on the router (demux bridge, cable, management
+    port at fe80::1), so that it can reach us to pair before it has any other path."""
+    with _LOCK:
+        _vsctl(satellites.management_commands(sat, datapath_type))
+        _address(sat, datapath_type)
+
+
 def sync(sat: satellites.Satellite, ports: dict[str, int], bridge: str, datapath_type: str) -> None:
     """A patch port on the router's bridge for every device port the satellite has now."""
     with _LOCK:
         listed = _vsctl(["list-ports", sat.demux_bridge], quiet=True)
         existing = set(listed.split()) if listed is not None else set()
         _vsctl(satellites.router_commands(sat, ports, bridge, datapath_type, existing))
+        _address(sat, datapath_type)
 
 
 def unplug(sat: satellites.Satellite, bridge: str) -> None:
@@ -28,7 +37,22 @@ def unplug(sat: satellites.Satellite, bridge: str) -> None:
     sees them go down, as if unplugged) and its demux bridge goes."""
     with _LOCK:
         listed = _vsctl(["list-ports", sat.demux_bridge], quiet=True)
-        _vsctl(satellites.unplug_commands(sat, bridge, set((listed or "").split())))
+        args = satellites.unplug_commands(sat, bridge, set((listed or "").split()))
+        if args:
+            _vsctl(args)
+
+
+def _address(sat: satellites.Satellite, datapath_type: str) -> None:
+    for cmd in satellites.management_address_commands(sat, datapath_type):
+        try:
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            log.error("satellite %d management link: %s failed: %s", sat.index, cmd[0], exc)
+            return
+        if res.returncode != 0:
+            log.error("satellite %d management link: %s exited %d: %s", sat.index, " ".join(cmd),
+                      res.returncode, res.stderr.strip())
+            return
 
 
 def _vsctl(args: list[str], quiet: bool = False) -> str | None:
@@ -37,6 +61,11 @@ def _vsctl(args: list[str], quiet: bool = False) -> str | None:
     except (OSError, subprocess.TimeoutExpired) as exc:
         log.error("satellite ports: ovs-vsctl failed: %s", exc)
         return None
+    if res.returncode != 0 and "Error detected while setting up" in res.stderr:
+        # The transaction is kept, but an interface (a satellite's cable not plugged in
+        # yet) does not exist: Open vSwitch takes it when it appears.
+        log.info("satellite ports: %s", res.stderr.strip().splitlines()[0])
+        return res.stdout
     if res.returncode != 0:
         if not quiet:
             log.error("satellite ports: ovs-vsctl exited %d: %s", res.returncode, res.stderr.strip())

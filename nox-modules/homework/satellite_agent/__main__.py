@@ -12,16 +12,31 @@ from .agent import Agent, AgentOptions
 
 
 def router_address(text: str) -> tuple[str, int]:
+    """HOST, HOST:PORT, or an IPv6 address in brackets ([fe80::1%br0]:6655, the router on
+    the satellite's management link)."""
+    if text.startswith("["):
+        host, sep, rest = text[1:].partition("]")
+        if not sep or not host or (rest and not rest.startswith(":")):
+            raise argparse.ArgumentTypeError(f"not [ADDRESS] or [ADDRESS]:PORT: {text!r}")
+        text = f"{host}{rest}" if rest else f"{host}:{DEFAULT_PORT}"
+        host, _, port = text.rpartition(":")
+        return host, _port(port, text)
     host, sep, port = text.rpartition(":")
     if not sep:
         return text, DEFAULT_PORT
+    if not host or ":" in host:
+        raise argparse.ArgumentTypeError(f"not HOST or HOST:PORT (an IPv6 address goes in brackets): {text!r}")
+    return host, _port(port, text)
+
+
+def _port(port: str, text: str) -> int:
     try:
         number = int(port)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not HOST or HOST:PORT: {text!r}") from None
-    if not 0 < number < 65536 or not host:
+    if not 0 < number < 65536:
         raise argparse.ArgumentTypeError(f"not HOST or HOST:PORT: {text!r}")
-    return host, number
+    return number
 
 
 def parse(argv: list[str]) -> AgentOptions:
@@ -29,7 +44,8 @@ def parse(argv: list[str]) -> AgentOptions:
                                 description="A satellite's agent: the router's Wi-Fi settings and deny list to "
                                             "hostapd, the radios' station dumps to the router.")
     p.add_argument("--router", required=True, type=router_address,
-                   help=f"the router's agent channel, HOST[:PORT] (port {DEFAULT_PORT} by default)")
+                   help=f"the router's agent channel, HOST[:PORT] or [IPV6%%IFACE][:PORT] (port {DEFAULT_PORT} "
+                        "by default)")
     p.add_argument("--cert", required=True, help="this satellite's certificate (from pairing)")
     p.add_argument("--key", required=True, help="this satellite's private key")
     p.add_argument("--ca", required=True, help="the household CA's certificate (from pairing)")

@@ -62,7 +62,9 @@ class TlsLineServer:
         self.sock: socket.socket | None = None
 
     def start(self) -> tuple[str, int]:
-        self.sock = socket.create_server(self.address)
+        ipv6 = ":" in self.address[0]      # "::" listens on IPv4 too (satellites' fe80::1 links)
+        self.sock = socket.create_server(self.address, family=socket.AF_INET6 if ipv6 else socket.AF_INET,
+                                         dualstack_ipv6=self.address[0] == "::")
         threading.Thread(target=self._accept, daemon=True, name="satlink-accept").start()
         return self.sock.getsockname()[:2]
 
