@@ -46,7 +46,10 @@ jQuery(function ($) {
         if (HW.panel.current() === d.mac) HW.panel.refresh();
       },
       lease: function (d) { HW.board.upsert(d.view); },
-      link: function (d) { HW.board.metrics(d.mac, d.metrics, d.label); },
+      link: function (d) {
+        HW.board.metrics(d.mac, d.metrics, d.label);
+        if (HW.panel.current() === d.mac) HW.panel.liveRefresh();
+      },
       bandwidth: function (d) { HW.board.metrics(d.mac, d.metrics); },
       alert: function (d) {
         if (HW.panel.current() === d.mac) HW.panel.refresh();

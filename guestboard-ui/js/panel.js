@@ -253,7 +253,19 @@ HW.panel = (function ($) {
 
   function refresh() {
     if (!current) return;
+    lastRefresh = Date.now();
     HW.api.device(current).done(function (d) { fill(d); loadSchedules(); }).fail(fail($("#panel .error")));
+  }
+
+  /* The shown device's radio or traffic changed (a link event): its signal, band and access
+     point come with its view, so read it again, at most every LIVE_REFRESH_MS. */
+  var LIVE_REFRESH_MS = 3000;
+  var lastRefresh = 0;
+  function liveRefresh() {
+    var mac = current;
+    if (!mac || Date.now() - lastRefresh < LIVE_REFRESH_MS) return;
+    lastRefresh = Date.now();
+    HW.api.device(mac).done(function (d) { if (current === mac) fill(d); });
   }
 
   function disarmForget() {
@@ -351,6 +363,6 @@ HW.panel = (function ($) {
     });
   }
 
-  return { init: init, open: open, close: close, askName: askName, refresh: refresh,
+  return { init: init, open: open, close: close, askName: askName, refresh: refresh, liveRefresh: liveRefresh,
            current: function () { return current; } };
 })(jQuery);
