@@ -189,7 +189,8 @@ KEYS: tuple[Key, ...] = (
         "LAN interfaces on the bridge; one missing when the switch connects raises an Alert", lan_ports),
     Key("satellites.switches", "satellites", list, [],
         "satellite switches the controller drives besides the bridge, each 'DPID:UPLINK:ROUTER_PORT' "
-        "(its datapath id in hex, its uplink port, the router port its cable plugs into); until "
+        "(its datapath id in hex, its uplink port, the router port its cable plugs into, or hws<i>p<port>: "
+        "port <port> of satellite <i>, listed before it, for a tree); until "
         "pairing, a datapath not listed here is refused", satellite_list),
     Key("satellites.radio_ports", "satellites_radio_ports", list, [],
         "names of satellite ports that are radios (e.g. 'wlan0'): a station that shows up on another radio "

@@ -37,9 +37,11 @@ MAX_PORT = 254
 VLAN_PRESENT = 0x1000        # OpenFlow 1.3 OFPVID_PRESENT: the match/set value of a tagged frame
 ETH_VLAN = 0x8100
 VLAN_NONE = 0x0000           # OFPVID_NONE: the match of an untagged frame
+VLAN_RANGE_MASK = 0x1F00     # tagged, and one satellite's 256 VLAN ids (index x 256 + 0..255)
 MANAGEMENT_ADDRESS = "fe80::1"   # the router on every satellite's management link
 COOKIE_MANAGEMENT = COOKIE_SATELLITE | 0x0001_0000_0000_0000   # kind 1: the management link's flows
 IFNAME = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
+_PATCH = re.compile(r"^hws(\d+)p(\d+)$")     # a satellite port's patch port on the router
 
 
 class SatelliteError(ValueError):
@@ -54,10 +56,21 @@ class Satellite:
     dpid: int
     uplink: str
     router_port: str
+    root: int = 0            # behind other satellites: the one cabled to the router (0: itself)
+
+    @property
+    def parent(self) -> tuple[int, int] | None:
+        """(index, port) of the satellite whose port this one's cable plugs into (a tree:
+        ROUTER_PORT names that port as the router does, hws<index>p<port>); None when it
+        plugs into the router itself."""
+        m = _PATCH.match(self.router_port)
+        return (int(m.group(1)), int(m.group(2))) if m else None
 
     @property
     def demux_bridge(self) -> str:
-        return f"hwsat{self.index}"
+        """The router's bridge for the cable it is behind (a tree shares its root's: every
+        satellite's VLANs are its own, so one demux bridge sorts all of them)."""
+        return f"hwsat{self.root or self.index}"
 
     def vlan(self, port_no: int) -> int:
         if not 1 <= port_no <= MAX_PORT:
@@ -119,7 +132,17 @@ def parse(specs: list[str]) -> tuple[Satellite, ...]:
             raise SatelliteError(f"{spec!r}: datapath {dpid:016x} is listed twice")
         if any(s.router_port == router_port for s in out):
             raise SatelliteError(f"{spec!r}: router port {router_port!r} already carries another satellite")
-        out.append(Satellite(index, dpid, uplink, router_port))
+        sat = Satellite(index, dpid, uplink, router_port)
+        if sat.parent is not None:
+            parent_index, port_no = sat.parent
+            if not 1 <= parent_index < index:
+                raise SatelliteError(f"{spec!r}: {router_port!r} is a port of satellite {parent_index}, which "
+                                     "must be listed before it (a tree: each satellite after its parent)")
+            if not 1 <= port_no <= MAX_PORT:
+                raise SatelliteError(f"{spec!r}: port number {port_no} is outside 1..{MAX_PORT}")
+            parent = out[parent_index - 1]
+            sat = Satellite(index, dpid, uplink, router_port, root=parent.root or parent.index)
+        out.append(sat)
     return tuple(out)
 
 
@@ -130,7 +153,8 @@ def device_ports(sat: Satellite, ports: dict[str, int]) -> dict[str, int]:
             if name != sat.uplink and 1 <= no <= MAX_PORT}
 
 
-def flows(sat: Satellite, ports: dict[str, int]) -> list:
+def flows(sat: Satellite, ports: dict[str, int],
+          behind: dict[int, tuple[int, tuple[int, ...]]] | None = None) -> list:
     """The satellite's whole flow table: a FlowDelete of everything first (a reconnecting
     satellite may hold flows of an older plan), its management link (LOCAL to and from
     the uplink, untagged: the same pair it sets itself before it is paired, so its
@@ -142,7 +166,11 @@ def flows(sat: Satellite, ports: dict[str, int]) -> list:
         raise SatelliteError(f"satellite {sat.dpid:016x} has no port {sat.uplink!r} (its uplink)")
     out: list = [F.FlowDelete(cookie=0, cookie_mask=0)]
     out += management_flows(uplink)
+    behind = behind or {}
     for name, port_no in sorted(device_ports(sat, ports).items(), key=lambda kv: kv[1]):
+        if port_no in behind:
+            out += _tree_flows(port_no, uplink, *behind[port_no])
+            continue
         vid = VLAN_PRESENT | sat.vlan(port_no)
         cookie = COOKIE_SATELLITE | port_no
         out.append(F.FlowMod(match={"in_port": port_no}, priority=100, cookie=cookie,
@@ -150,6 +178,26 @@ def flows(sat: Satellite, ports: dict[str, int]) -> list:
         out.append(F.FlowMod(match={"in_port": uplink, "vlan_vid": vid}, priority=100, cookie=cookie,
                              actions=(F.PopVlan(), F.Output(port_no))))
     out.append(F.FlowMod(match={}, priority=0, cookie=COOKIE_SATELLITE, actions=()))
+    return out
+
+
+def _tree_flows(port_no: int, uplink: int, child: int, satellites: tuple[int, ...]) -> list:
+    """A port that another satellite (`child`) plugs into: the VLANs of it and of every
+    satellite behind it pass as they are, up and down (each satellite's VLANs are its
+    own: index x 256 + port), and the child's untagged frames (its own stack) are its
+    management VLAN."""
+    cookie = COOKIE_SATELLITE | port_no
+    mgmt = VLAN_PRESENT | child * 256
+    out = [F.FlowMod(match={"in_port": port_no, "vlan_vid": VLAN_NONE}, priority=100, cookie=cookie,
+                     actions=(F.PushVlan(ETH_VLAN), F.SetField("vlan_vid", mgmt), F.Output(uplink))),
+           F.FlowMod(match={"in_port": uplink, "vlan_vid": mgmt}, priority=110, cookie=cookie,
+                     actions=(F.PopVlan(), F.Output(port_no)))]
+    for index in satellites:
+        vids = (VLAN_PRESENT | index * 256, VLAN_RANGE_MASK)
+        out.append(F.FlowMod(match={"in_port": port_no, "vlan_vid": vids}, priority=100, cookie=cookie,
+                             actions=(F.Output(uplink),)))
+        out.append(F.FlowMod(match={"in_port": uplink, "vlan_vid": vids}, priority=100, cookie=cookie,
+                             actions=(F.Output(port_no),)))
     return out
 
 
@@ -167,12 +215,32 @@ def management_commands(sat: Satellite, datapath_type: str) -> list[str]:
     Made at start for every listed satellite, so an unpaired one can ask to pair; the
     cable's port is picked up by Open vSwitch whenever its interface appears."""
     demux, mgmt, vlan = sat.demux_bridge, sat.management_port, sat.management_vlan
+    args = _demux_bridge(demux, datapath_type)
+    if sat.parent is None:      # its own cable: a trunk, whose untagged frames are its management VLAN
+        args += ["--", "--may-exist", "add-port", demux, sat.router_port,
+                 "--", "set", "port", sat.router_port, "vlan_mode=native-untagged", f"tag={vlan}"]
+    # (behind another satellite its management VLAN arrives tagged on its root's cable: the
+    # parent tags its untagged frames)
+    return args + ["--", "--may-exist", "add-port", demux, mgmt,
+                   "--", "set", "port", mgmt, f"tag={vlan}", "--", "set", "interface", mgmt, "type=internal"]
+
+
+def _demux_bridge(demux: str, datapath_type: str) -> list[str]:
     return ["--may-exist", "add-br", demux, "--", "set", "bridge", demux, f"datapath_type={datapath_type}",
-            "fail_mode=standalone", "other-config:forward-bpdu=false",
-            "--", "--may-exist", "add-port", demux, sat.router_port,
-            "--", "set", "port", sat.router_port, "vlan_mode=native-untagged", f"tag={vlan}",
-            "--", "--may-exist", "add-port", demux, mgmt,
-            "--", "set", "port", mgmt, f"tag={vlan}", "--", "set", "interface", mgmt, "type=internal"]
+            "fail_mode=standalone", "other-config:forward-bpdu=false"]
+
+
+def subtree(sat: Satellite, sats: tuple[Satellite, ...]) -> dict[int, tuple[int, tuple[int, ...]]]:
+    """The ports of `sat` that other satellites' cables plug into (a tree): port ->
+    (the satellite plugged in there, it and every satellite behind it). Such a port
+    carries their VLANs as they are, not a device: no patch port on the router's bridge."""
+    def behind(index: int) -> tuple[int, ...]:
+        out = [index]
+        for s in sats:
+            if s.parent is not None and s.parent[0] == index:
+                out += behind(s.index)
+        return tuple(out)
+    return {s.parent[1]: (s.index, behind(s.index)) for s in sats if s.parent is not None and s.parent[0] == sat.index}
 
 
 def management_address_commands(sat: Satellite, datapath_type: str) -> list[list[str]]:
@@ -189,7 +257,7 @@ def management_address_commands(sat: Satellite, datapath_type: str) -> list[list
 
 
 def router_commands(sat: Satellite, ports: dict[str, int], bridge: str, datapath_type: str,
-                    existing: set[str] = frozenset()) -> list[str]:
+                    existing: set[str] = frozenset(), children: frozenset[int] = frozenset()) -> list[str]:
     """One ovs-vsctl transaction (its arguments) that gives every device port of the
     satellite its patch port on the router's bridge, through the satellite's demux
     bridge: the cable's router end is a trunk there, each patch peer an access port of
@@ -200,6 +268,8 @@ def router_commands(sat: Satellite, ports: dict[str, int], bridge: str, datapath
     args = management_commands(sat, datapath_type)
     wanted = set()
     for _name, port_no in sorted(device_ports(sat, ports).items(), key=lambda kv: kv[1]):
+        if port_no in children:
+            continue
         on_router, on_demux = sat.patch_names(port_no)
         wanted.add(on_demux)
         args += ["--", "--may-exist", "add-port", bridge, on_router,
@@ -222,9 +292,6 @@ def unplug_commands(sat: Satellite, bridge: str, existing: set[str]) -> list[str
         args += ["--if-exists", "del-port", bridge, peer[:-1], "--", "--if-exists", "del-port",
                  sat.demux_bridge, peer, "--"]
     return args[:-1]
-
-
-_PATCH = re.compile(r"^hws(\d+)p(\d+)$")
 
 
 def attachment(port_name: str) -> dict:

@@ -26,7 +26,8 @@ from homelab.satellite import Air, Satellite
 from homelab.web import Web, api, have_web, web_home
 from homelab.wifi import Supplicant
 
-PAIRED, ROGUE, PLAIN, ASKING = (1, 0xB1), (2, 0xB2), (3, 0xB3), (4, 0xB4)
+PAIRED, ROGUE, PLAIN, ASKING, CHILD = (1, 0xB1), (2, 0xB2), (3, 0xB3), (4, 0xB4), (5, 0xB5)
+CHILD_PORT = 7      # the port of the paired satellite that the child satellite's cable plugs into
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +36,7 @@ def home():
     if why:
         pytest.skip(why)
     specs = [Satellite.spec_for(i, dpid) for i, dpid in (PAIRED, ROGUE, PLAIN, ASKING)]
+    specs.append(Satellite.spec_for(*CHILD, parent=(PAIRED[0], CHILD_PORT)))      # a tree
     # TLS on every address of the router: satellites reach it at fe80::1 on their management link.
     # radio + satlink: the satellites' agents (Wi-Fi and deny list out, station dumps in).
     with web_home({"satellites": {"switches": specs, "tls_listen": "::"},
@@ -175,6 +177,35 @@ CONNECT_7777 = """
 import socket, sys
 socket.create_connection((sys.argv[1], 7777), timeout=3).close()
 """
+
+
+def test_a_satellite_behind_a_satellite_is_managed_through_it_and_its_device_reaches_the_internet(
+        home: Home, paired):
+    # its cable plugs into port 7 of the paired satellite: it reaches the router's fe80::1
+    # through it (start() waits for that), pairs, and is driven over TLS
+    child = Satellite(home, *CHILD, own_ovs=True, parent=(paired, CHILD_PORT)).start(controller=None)
+    try:
+        child.pair()
+        wait_until(child.programmed, 30, "the satellite behind a satellite got no flows over TLS")
+        # the parent's port 7 carries a satellite, not a device: no patch port on the router's bridge
+        assert f"hws{PAIRED[0]}p{CHILD_PORT}" not in home.vsctl("list-ports", "br0").split()
+        dev = home.add_device(name="behind-child", switch=child)
+        dev.start_udhcpc()
+        dev.wait_for_ipv4(25)
+        assert home.homework("permit", dev.mac).returncode == 0
+        wait_until(lambda: dev.ping(gateway(dev), timeout=1), 10, "a device two satellites deep cannot reach its gateway")
+        assert dev.ping(WEB_ADDR), "a device two satellites deep cannot reach the internet"
+        view = json.loads(home.homework("--json", "devices").stdout)
+        attached = next(d for d in view if d["mac"] == dev.mac)["attached"]
+        assert attached["satellite"] == CHILD[0], attached
+        # the device's frames crossed the parent with the child's own tag (VLANs 0x500-0x5ff
+        # of satellite 5), untouched: the parent's port 7 is no device port of its own
+        passed = [line for line in paired.flows().splitlines()
+                  if f"in_port={CHILD_PORT},vlan_tci=0x1500/0x1f00 actions=output:250" in line]
+        assert passed and "n_packets=0," not in passed[0], paired.flows()
+        assert "set_field:4359->vlan_vid" not in paired.flows()      # no tag of port 7 (VLAN 263)
+    finally:
+        child.stop()
 
 
 def test_a_listed_satellite_without_tls_is_refused(home: Home, paired):

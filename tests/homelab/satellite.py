@@ -29,11 +29,14 @@ SAT_AP = REPO / "tests" / "homelab" / "sat-ap.sh"
 
 
 class Satellite:
-    def __init__(self, home: Home, index: int, dpid: int, own_ovs: bool = False):
-        self.home, self.index, self.dpid, self.own_ovs = home, index, dpid, own_ovs
+    def __init__(self, home: Home, index: int, dpid: int, own_ovs: bool = False,
+                 parent: tuple["Satellite", int] | None = None):
+        """parent: (a satellite box, its port number) that this one's cable plugs into (a
+        tree) instead of the router."""
+        self.home, self.index, self.dpid, self.own_ovs, self.parent = home, index, dpid, own_ovs, parent
         self.bridge = f"sat{index}"
         self.uplink = f"sat{index}up"           # the cable's satellite end, port 250 of the satellite
-        self.router_port = f"sat{index}cable"   # its router end
+        self.router_port = f"sat{index}cable"   # its other end: a router port, or the parent's port
         self.ns = f"{home.run_id}-s{index}" if own_ovs else home.router_ns
         self.dir = home.dir / f"sat{index}"
         self.ovs_dir = self.dir / "ovs"
@@ -46,13 +49,15 @@ class Satellite:
     @property
     def spec(self) -> str:
         """Its line in the controller's [satellites] switches."""
-        return self.spec_for(self.index, self.dpid)
+        return self.spec_for(self.index, self.dpid, (self.parent[0].index, self.parent[1]) if self.parent else None)
 
     @staticmethod
-    def spec_for(index: int, dpid: int) -> str:
+    def spec_for(index: int, dpid: int, parent: tuple[int, int] | None = None) -> str:
         """The config line of the satellite this class makes with that index and dpid (the
-        controller's config is written before the satellites exist)."""
-        return f"{dpid:016x}:sat{index}up:sat{index}cable"
+        controller's config is written before the satellites exist); parent: (index, port)
+        of the satellite it plugs into."""
+        where = f"hws{parent[0]}p{parent[1]}" if parent else f"sat{index}cable"
+        return f"{dpid:016x}:sat{index}up:{where}"
 
     def next_port(self) -> int:
         self._port += 1
@@ -125,12 +130,17 @@ class Satellite:
         h = self.home
         if self.own_ovs:
             self._start_ovs()
+        far_ns = self.parent[0].ns if self.parent else h.router_ns
         sh(["ip", "-n", self.ns, "link", "add", self.uplink, "type", "veth", "peer", "name", self.router_port,
-            "netns", h.router_ns])
-        for ns, end in ((self.ns, self.uplink), (h.router_ns, self.router_port)):
+            "netns", far_ns])
+        for ns, end in ((self.ns, self.uplink), (far_ns, self.router_port)):
             sh(ns_cmd(ns, ["ethtool", "-K", end, "tx", "off"]))
             sh(ns_cmd(ns, ["bash", str(ROUTER_NET), "guard", end]))
             sh(["ip", "-n", ns, "link", "set", end, "up"])
+        if self.parent:
+            parent, port_no = self.parent
+            parent.vsctl("add-port", parent.bridge, self.router_port, "--", "set", "interface", self.router_port,
+                         f"ofport_request={port_no}")
         self.vsctl("--may-exist", "add-br", self.bridge, "--", "set", "bridge", self.bridge, "datapath_type=netdev",
                    "fail_mode=secure", "protocols=OpenFlow13", f"other-config:datapath-id={self.dpid:016x}",
                    "--", "add-port", self.bridge, self.uplink, "--", "set", "interface", self.uplink,
@@ -320,6 +330,8 @@ class Satellite:
         else:
             h.vsctl("--if-exists", "del-br", self.bridge)
             subprocess.run(["ip", "-n", h.router_ns, "link", "del", self.uplink], capture_output=True)
+        if self.parent:
+            self.parent[0].vsctl("--if-exists", "del-port", self.parent[0].bridge, self.router_port)
         # its cable is unplugged; the router keeps the demux bridge and management port that
         # it made for the listed satellite (as for a physical port)
         subprocess.run(["ip", "-n", h.router_ns, "link", "del", self.router_port], capture_output=True)

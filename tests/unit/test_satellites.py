@@ -29,6 +29,9 @@ def test_config_lines_become_satellites_numbered_in_order():
     (["a1:up0:c", "A1:up1:d"], "listed twice"),
     (["a1:up0:c", "a2:up1:c"], "already carries"),
     ([f"{i + 1:x}:u:c{i}" for i in range(16)], "at most 15"),
+    (["a1:up0:hws1p3"], "must be listed before it"),
+    (["a1:up0:c", "a2:up1:hws2p3"], "must be listed before it"),
+    (["a1:up0:c", "a2:up1:hws1p300"], "outside 1..254"),
 ])
 def test_bad_config_lines_are_refused_with_the_reason(lines, words):
     with pytest.raises(SatelliteError, match=words):
@@ -151,3 +154,40 @@ def test_a_satellite_radio_is_named_and_found_on_the_router():
     assert links.radio_router_port(radio_label(sat.index + 1, "wlan0")) is None
     links.satellite_ports(sat, {"up": 250, "wlan0": 200, "eth1": 1}, down={"wlan0"})
     assert links.radio_router_port(radio_label(sat.index, "wlan0")) is None     # no link
+
+
+def test_a_satellite_behind_another_is_carried_through_its_parent_with_its_own_vlans():
+    from homework.satellites import VLAN_RANGE_MASK, management_commands, subtree, unplug_commands
+    sats = parse(["a1:up0:cable1", "a2:up:hws1p3", "a3:up:hws2p5"])      # 3 behind 2 behind 1
+    parent, child, grandchild = sats
+    assert child.parent == (1, 3) and grandchild.parent == (2, 5) and parent.parent is None
+    # one demux bridge, the root's, sorts every VLAN of the tree
+    assert parent.demux_bridge == child.demux_bridge == grandchild.demux_bridge == "hwsat1"
+    assert subtree(parent, sats) == {3: (2, (2, 3))} and subtree(child, sats) == {5: (3, (3,))}
+    assert subtree(grandchild, sats) == {}
+    # the child has no cable of its own on the router: only its management port, VLAN 512
+    text = " ".join(management_commands(child, "netdev"))
+    assert "add-port hwsat1 hwsat2m -- set port hwsat2m tag=512" in text and "hws1p3" not in text
+    # the parent's port 3: the child's untagged frames become VLAN 512, and the VLANs of the
+    # child and the grandchild pass as they are, both ways; no device flows on that port
+    plan = flows(parent, {"up0": 250, "lan1": 1, "lan3": 3}, subtree(parent, sats))
+    port3 = [m for m in plan if isinstance(m, F.FlowMod) and (m.match.get("in_port") == 3 or
+                                                             m.actions[-1:] == (F.Output(3),))]
+    up = {str(m.match["vlan_vid"]): m.actions for m in port3 if m.match["in_port"] == 3}
+    down = {str(m.match["vlan_vid"]): m.actions for m in port3 if m.match["in_port"] == 250}
+    assert up == {str(VLAN_NONE): (F.PushVlan(0x8100), F.SetField("vlan_vid", VLAN_PRESENT | 512), F.Output(250)),
+                  str((VLAN_PRESENT | 512, VLAN_RANGE_MASK)): (F.Output(250),),
+                  str((VLAN_PRESENT | 768, VLAN_RANGE_MASK)): (F.Output(250),)}
+    assert down == {str(VLAN_PRESENT | 512): (F.PopVlan(), F.Output(3)),
+                    str((VLAN_PRESENT | 512, VLAN_RANGE_MASK)): (F.Output(3),),
+                    str((VLAN_PRESENT | 768, VLAN_RANGE_MASK)): (F.Output(3),)}
+    pop_mgmt = next(m for m in port3 if m.match == {"in_port": 250, "vlan_vid": VLAN_PRESENT | 512})
+    assert pop_mgmt.priority > 100           # above the pass-through of the child's whole range
+    assert not any(F.PushVlan(0x8100) in m.actions and F.SetField("vlan_vid", VLAN_PRESENT | 259) in m.actions
+                   for m in plan if isinstance(m, F.FlowMod))      # port 3 is not a device port (VLAN 259)
+    # ... nor a port of the router's bridge
+    text = " ".join(router_commands(parent, {"up0": 250, "lan1": 1, "lan3": 3}, "br0", "netdev",
+                                    {"cable1"}, frozenset({3})))
+    assert "add-port br0 hws1p1 " in text and "hws1p3" not in text
+    assert unplug_commands(parent, "br0", {"cable1", "hws1p1d", "hws2p1d"}) == [
+        "--if-exists", "del-port", "br0", "hws1p1", "--", "--if-exists", "del-port", "hwsat1", "hws1p1d"]

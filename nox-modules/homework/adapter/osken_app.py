@@ -195,8 +195,9 @@ class HomeworkApp(app_manager.OSKenApp):
         """Give a satellite its whole table and its ports their patch ports on the router's
         bridge, and tell the pipeline which of those have link; run again on every port
         change (each part is idempotent)."""
+        behind = satellites.subtree(sat, self.core.config.satellites)     # ports other satellites plug into
         try:
-            plan = satellites.flows(sat, ports)
+            plan = satellites.flows(sat, ports, behind)
         except satellites.SatelliteError as exc:
             self._refuse(dp, str(exc))
             return
@@ -217,7 +218,8 @@ class HomeworkApp(app_manager.OSKenApp):
             self.patch_links.satellite_ports(sat, ports, down)
         # ovs-vsctl waits for the switch: off the hub, like the host's address changes.
         threading.Thread(target=router_ports.sync, daemon=True, name="satellite-ports",
-                         args=(sat, ports, self.core.config.bridge, self.core.config.datapath_type)).start()
+                         args=(sat, ports, self.core.config.bridge, self.core.config.datapath_type,
+                               frozenset(behind))).start()
 
     @set_ev_cls(ofp_event.EventOFPStateChange, [DEAD_DISPATCHER])
     @guarded

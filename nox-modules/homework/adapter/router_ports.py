@@ -23,12 +23,14 @@ def prepare(sat: satellites.Satellite, datapath_type: str) -> None:
         _address(sat, datapath_type)
 
 
-def sync(sat: satellites.Satellite, ports: dict[str, int], bridge: str, datapath_type: str) -> None:
-    """A patch port on the router's bridge for every device port the satellite has now."""
+def sync(sat: satellites.Satellite, ports: dict[str, int], bridge: str, datapath_type: str,
+         children: frozenset[int] = frozenset()) -> None:
+    """A patch port on the router's bridge for every device port the satellite has now
+    (`children`: its ports that carry other satellites instead)."""
     with _LOCK:
         listed = _vsctl(["list-ports", sat.demux_bridge], quiet=True)
         existing = set(listed.split()) if listed is not None else set()
-        _vsctl(satellites.router_commands(sat, ports, bridge, datapath_type, existing))
+        _vsctl(satellites.router_commands(sat, ports, bridge, datapath_type, existing, children))
         _address(sat, datapath_type)
 
 
