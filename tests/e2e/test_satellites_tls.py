@@ -309,15 +309,17 @@ def test_a_satellite_asks_the_household_permits_it_and_denying_it_later_cuts_it_
     assert listed[dpid]["state"] == "pending" and listed[dpid]["code"] == asked["code"]
     board = {v["mac"]: v for v in api(home.web, "GET", "devices", role="read-only").json()}
     assert board[f"ap-{dpid}"]["kind"] == "access-point" and board[f"ap-{dpid}"]["zone"] == "asking"
-    status, body = asking.poll()
-    assert status == 200 and body["state"] == "pending" and "certificate" not in body
+    code, body = asking.poll()          # the satellite's own join step: 3 while pending
+    assert code == 3 and body["state"] == "pending" and not (asking.dir / "satellite-cert.pem").exists()
     # nobody without the admin role can permit it
     assert api(home.web, "POST", f"satellites/{dpid}/permit", role=None).status_code == 401
     assert api(home.web, "POST", f"satellites/{dpid}/permit", role="read-only").status_code == 403
     r = api(home.web, "POST", f"satellites/{dpid}/permit")
     assert r.status_code == 200 and r.json()["state"] == "permitted", r.text
-    status, body = asking.poll()
-    assert status == 200 and body["state"] == "permitted" and "BEGIN CERTIFICATE" in body["certificate"]
+    code, body = asking.poll()
+    assert code == 0 and body["state"] == "permitted", body
+    assert "BEGIN CERTIFICATE" in (asking.dir / "satellite-cert.pem").read_text()
+    assert "PRIVATE KEY" in (asking.dir / "satellite-key.pem").read_text()      # made there, kept there
     wait_until(asking.programmed, 30, "the permitted satellite got no flows")
     asking.start_agent(radios=())
     wait_until(lambda: "satellite 4's agent connected" in home.controller_log(), 15, "its agent did not connect")

@@ -106,8 +106,7 @@ class Satellite:
         router answers at fe80::1 over the cable."""
         self.run(["sysctl", "-q", "-w", f"net.ipv6.conf.{self.bridge}.accept_dad=0"])
         self.run(["ethtool", "-K", self.bridge, "tx", "off"])
-        self.run(["ip", "link", "set", self.bridge, "up"])
-        self._management_flows()
+        self.join("up")
         deadline = time.monotonic() + 20
         while self.run(["ping", "-6", "-c", "1", "-W", "1", self.mgmt_router], check=False).returncode != 0:
             if time.monotonic() > deadline:
@@ -170,33 +169,30 @@ class Satellite:
             "-keyout", str(key), "-out", str(req), "-subj", subject])
         return key, req
 
-    def _curl(self, args: list[str]) -> tuple[int, dict]:
-        """HTTPS to the router's API from the satellite's namespace, over its management
-        link (in band, fe80::1). -k: on first contact it has no CA yet; the code both ends show is the check."""
-        res = self.run(["curl", "-sk", "-o", "-", "-w", "\n%{http_code}", "--max-time", "10", *args], check=False)
-        body, _, code = res.stdout.rpartition("\n")
-        return int(code or 0), (json.loads(body) if body.strip() else {})
+    def join(self, step: str) -> tuple[int, dict]:
+        """The satellite's own joining code (homework.satellite_agent.join, as the image
+        runs it): (its exit status, its JSON answer)."""
+        env = dict(self.ovs_env, PYTHONPATH=str(REPO / "nox-modules"))
+        res = subprocess.run(ns_cmd(self.ns, [_python(), "-m", "homework.satellite_agent.join", step,
+                                              "--bridge", self.bridge, "--state-dir", str(self.dir)]),
+                             capture_output=True, text=True, timeout=60, env=env)
+        try:
+            return res.returncode, json.loads(res.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            raise RuntimeError(f"join {step} exited {res.returncode}: {res.stderr.strip()}") from None
 
     def ask(self) -> dict:
-        """Pairing through the API, as a new satellite does: key and request made here,
-        the request POSTed to the router (public), its answer (dpid, code, ticket) kept."""
-        self.key, req = self._make_request()
-        status, body = self._curl(["-H", "Content-Type: application/json", "-d",
-                                   json.dumps({"dpid": f"{self.dpid:016x}", "csr": req.read_text()}),
-                                   self.mgmt_url("/ws.v1/satellites/pair")])
-        if status != 200:
-            raise RuntimeError(f"pairing request answered {status}: {body}")
-        self.ticket = body["ticket"]
+        """Pairing through the API, as a new satellite does (join ask): key and request
+        made here, the request sent to the router; -> {dpid, code}."""
+        rc, body = self.join("ask")
+        if rc != 0:
+            raise RuntimeError(f"pairing request refused: {body}")
         return body
 
     def poll(self) -> tuple[int, dict]:
-        """Its request's state, with its ticket; once permitted, installs the certificate
-        and connects over TLS."""
-        status, body = self._curl(["-H", f"X-Pairing-Ticket: {self.ticket}",
-                                   self.mgmt_url(f"/ws.v1/satellites/pair/{self.dpid:016x}")])
-        if status == 200 and body.get("state") == "permitted":
-            self.install_identity(self.key, body["certificate"], body["ca"])
-        return status, body
+        """Its request's state (join poll); once permitted, the certificate is installed and
+        the switch connects over TLS. -> (join's exit status, its answer)."""
+        return self.join("poll")
 
     def install_identity(self, key: Path, certificate: str, ca: str) -> None:
         """Give this satellite's OVS a TLS identity and point it at the router over TLS."""

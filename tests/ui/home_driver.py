@@ -5,7 +5,7 @@ sends one JSON request per line on stdin and reads one JSON answer per line on s
                                        ("satellite": N puts it on satellite N, see add_satellite)
     {"op": "add_satellite", "index": 1, "dpid": 161}  -> {"ok": true, "bridge": "sat1"}
     {"op": "ask_satellite", "index": 2, "dpid": 162}  -> {"ok": true, "dpid": .., "code": ..}
-    {"op": "poll_satellite", "index": 2}   -> {"ok": true, "status": 200, "state": "pending"|"permitted"|..}
+    {"op": "poll_satellite", "index": 2}   -> {"ok": true, "exit": 3, "state": "pending"|"permitted"|..}
     {"op": "satellite_station", "index": 2, "name": "tablet", "rssi": -57}  -> {"ok": true, "name": .., "mac": ..}
     {"op": "start_dhcp", "dev": "dev1", "client": "udhcpc"} -> {"ok": true, "t": epoch of the DISCOVER}
     {"op": "wait_fetch", "dev": "dev1", "expect": true, "timeout": 20}
@@ -105,8 +105,8 @@ class Driver:
     def op_poll_satellite(self, req):
         """{"op": "poll_satellite", "index": 2} -> {"state": ..}: the satellite asks how its
         request stands (and, once permitted, installs its certificate and connects)."""
-        status, body = self.satellites[int(req["index"])].poll()
-        return {"status": status, "state": body.get("state")}
+        code, body = self.satellites[int(req["index"])].poll()
+        return {"exit": code, "state": body.get("state")}
 
     def op_satellite_station(self, req):
         """{"op": "satellite_station", "index": 2, "name": "tablet", "rssi": -57}: satellite

@@ -1,0 +1,24 @@
+"""A satellite's joining steps (homework.satellite_agent.join): what it says when it cannot
+go on. The steps themselves run end to end in tests/e2e/test_satellites_tls.py."""
+import json
+from pathlib import Path
+
+from homework.satellite_agent import join
+
+
+def test_polling_before_asking_says_so_and_fails(tmp_path, capsys):
+    assert join.main(["poll", "--bridge", "sat9", "--state-dir", str(tmp_path)]) == 1
+    assert "run `ask` first" in json.loads(capsys.readouterr().out)["error"]
+
+
+def test_the_router_is_reached_on_the_bridges_management_link():
+    j = join.Join("br0", Path("/nonexistent"))
+    assert j.router == "[fe80::1%br0]"
+
+
+def test_an_unreachable_router_is_an_error_not_a_crash(tmp_path, monkeypatch, capsys):
+    (tmp_path / "pairing-ticket").write_text("t")
+    monkeypatch.setattr(join.Join, "dpid", lambda self: "00000000000000b9")
+    # no such interface: the zone cannot be resolved, so nothing leaves this machine
+    assert join.main(["poll", "--bridge", "nosuchbr9", "--state-dir", str(tmp_path)]) == 1
+    assert "cannot reach the router" in json.loads(capsys.readouterr().out)["error"]
