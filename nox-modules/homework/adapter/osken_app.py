@@ -202,7 +202,8 @@ class HomeworkApp(app_manager.OSKenApp):
             self._refuse(dp, str(exc))
             return
         live = sorted(no for name, no in satellites.device_ports(sat, ports).items() if name not in down)
-        if self.satellite_dps.get(dp.id) is not dp:
+        new_session = self.satellite_dps.get(dp.id) is not dp
+        if new_session:
             self.core.counters.count("core.satellite_sessions")
             log.info("satellite %d (datapath %016x) connected, device ports with link: %s", sat.index, dp.id, live)
         elif self._satellite_ports.get(dp.id) != live:
@@ -219,7 +220,7 @@ class HomeworkApp(app_manager.OSKenApp):
         # ovs-vsctl waits for the switch: off the hub, like the host's address changes.
         threading.Thread(target=router_ports.sync, daemon=True, name="satellite-ports",
                          args=(sat, ports, self.core.config.bridge, self.core.config.datapath_type,
-                               frozenset(behind))).start()
+                               frozenset(behind), new_session)).start()
 
     @set_ev_cls(ofp_event.EventOFPStateChange, [DEAD_DISPATCHER])
     @guarded

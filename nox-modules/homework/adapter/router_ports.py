@@ -24,14 +24,17 @@ def prepare(sat: satellites.Satellite, datapath_type: str) -> None:
 
 
 def sync(sat: satellites.Satellite, ports: dict[str, int], bridge: str, datapath_type: str,
-         children: frozenset[int] = frozenset()) -> None:
+         children: frozenset[int] = frozenset(), address: bool = False) -> None:
     """A patch port on the router's bridge for every device port the satellite has now
-    (`children`: its ports that carry other satellites instead)."""
+    (`children`: its ports that carry other satellites instead); `address`: set the
+    management port's address again too (a new session: Open vSwitch may have restarted
+    and made the port afresh)."""
     with _LOCK:
         listed = _vsctl(["list-ports", sat.demux_bridge], quiet=True)
         existing = set(listed.split()) if listed is not None else set()
         _vsctl(satellites.router_commands(sat, ports, bridge, datapath_type, existing, children))
-        _address(sat, datapath_type)
+        if address:
+            _address(sat, datapath_type)
 
 
 def unplug(sat: satellites.Satellite, bridge: str) -> None:
