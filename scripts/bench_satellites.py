@@ -287,6 +287,82 @@ def time_roams(home: Home, dev: Device, sats: list[Satellite]) -> dict:
     return out
 
 
+WIFI_SATS = ((1, 0xC1), (2, 0xC2))
+
+
+def wifi_roams() -> dict:
+    """Two satellite boxes of their own (own OVS, paired over TLS in band) with an access
+    point each, and a station that roams between them MOVES times each way of noticing:
+    (a) it asks for its address again right after reassociating (udhcpc renew; no agents
+    running), the peer; (b) it never asks: the satellites' agents report what their radios
+    hear every 0.5 s (the new AP hears it, the old one lists it idle). Per move: from the
+    reassociation (the report written, for b) to its first reply from the internet."""
+    from homelab.satellite import RADIO_PORT, Air
+    config = {"satellites": {"switches": [Satellite.spec_for(i, d) for i, d in WIFI_SATS], "tls_listen": "::",
+                             "radio_ports": [RADIO_PORT]},
+              "controller": {"components": ["dhcp", "routing", "radio", "satlink"]}}
+    say("--- Wi-Fi roaming between two satellites' access points")
+    runs: dict[str, list[float]] = {"asks": [], "agents": []}
+    with Home(config=config, internet=True, hwdb=False, log=say) as home:
+        sats: list[Satellite] = []
+        try:
+            for i, dpid in WIFI_SATS:
+                sats.append(Satellite(home, i, dpid, own_ovs=True).start(controller=None))
+                sats[-1].pair()
+            for sat in sats:
+                wait_until(sat.programmed, 30, f"satellite {sat.bridge} got no flows over TLS")
+            air = Air(home).start()
+            for sat in sats:
+                air.radio(sat)
+            station = air.station("roamer-wifi", sats[0])
+            station.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
+            station.start_dhcp("udhcpc")
+            station.wait_for_ipv4(25)
+            home.control("permit", mac=station.mac)
+            wait_until(lambda: station.ping(WEB_ADDR, timeout=1), 15, "the station cannot reach the internet")
+
+            def move(way: str, noticed) -> None:
+                old = station.ap
+                there = sats[(sats.index(old) + 1) % len(sats)]
+                pinger = Pinger(station, WEB_ADDR)
+                time.sleep(0.5)
+                at = air.roam(station, there)
+                moved = time.time()      # the station's port is in the new AP's air: replies from here on
+                noticed(old, there)      # come through the new path
+                wait_until(lambda: station.ping(WEB_ADDR, timeout=1), 15, f"the station lost its path roaming ({way})")
+                time.sleep(0.05)
+                after = pinger.first_reply_after(moved)
+                reply = None if after is None else after + moved - at
+                say(f"  {way}: roamed to {there.bridge}, first reply from the internet after "
+                    f"{'-' if reply is None else f'{1000 * reply:.0f} ms'}")
+                if reply is not None:
+                    runs[way].append(reply)
+                time.sleep(0.5)
+
+            for _ in range(MOVES):
+                move("asks", lambda old, there: station.renew())
+            for sat in sats:
+                sat.start_agent(radios=(RADIO_PORT,))
+                sat.air_report(RADIO_PORT, {station.mac: -50} if sat is station.ap else {})
+            where = f"{RADIO_PORT}@sat{station.ap.index}"
+            wait_until(lambda: next(v for v in json.loads(home.homework("--json", "devices").stdout)
+                                    if v["mac"] == station.mac).get("radio") == where, 15,
+                       "the agents' first report never arrived")
+            station.stop_dhcp()      # from here on it never asks again
+
+            def heard(old, there):
+                there.air_report(RADIO_PORT, {station.mac: -61})
+                old.air_report(RADIO_PORT, {station.mac: (-48, 4000)})
+            for _ in range(MOVES):
+                move("agents", heard)
+        finally:
+            for sat in sats:
+                sat.stop()
+    out: dict = {k: median([1000 * x for x in v]) for k, v in runs.items()}
+    out.update({f"{k}_runs": [round(1000 * x, 1) for x in v] for k, v in runs.items()})
+    return out
+
+
 def measure_idle(pids: dict) -> dict:
     return measure(pids, SETTLE, WINDOW)
 
@@ -434,13 +510,25 @@ def main() -> int:
         times = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
         print(f"controller idle CPU, {r['satellites']} / {r['peer']}: {r['cpu_pct']:.2f} / {r['peer_cpu_pct']:.2f} % = "
               f"{times}x (aim <= {AIM}x: {verdict})")
+    wifi: dict = {}
+    if os.environ.get("BENCH_SAT_WIFI", "1") != "0":
+        try:
+            wifi = wifi_roams()
+        except Exception as exc:  # reported like a failed setup
+            say(f"Wi-Fi roaming failed: {exc}")
+            failed.append({"setup": "wifi", "error": str(exc)[-2000:]})
+    if wifi:
+        ratio = wifi["agents"] / wifi["asks"] if wifi.get("agents") and wifi.get("asks") else None
+        print(f"Wi-Fi roam, reassociation -> first reply from the internet, median of {MOVES}: the agents' reports"
+              f" (it never asks) {fmt(wifi.get('agents'), 0)} ms / it asks again at once (DHCP) "
+              f"{fmt(wifi.get('asks'), 0)} ms = {'-' if ratio is None else f'{ratio:.2f}x'} (aim: under 1000 ms)")
     for f in failed:
         print(f"setup {f['setup']} FAILED: {f['error'][-300:]}")
     out = REPO / "out"
     out.mkdir(exist_ok=True)
     (out / "bench-satellites.json").write_text(json.dumps(
         {"per_datapath": PER, "rounds": ROUNDS, "moves": MOVES, "settle_s": SETTLE, "window_s": WINDOW,
-         "setups": rows, "ratios": rs, "failed": failed}, indent=2))
+         "setups": rows, "ratios": rs, "wifi_roam_ms": wifi, "failed": failed}, indent=2))
     return 1 if failed else 0
 
 
