@@ -55,13 +55,11 @@ def sats(home: Home):
 
 
 def on_satellite(home: Home, sat: Satellite, name: str, permit: bool) -> Device:
+    if permit:
+        return permitted_device(home, name, switch=sat, lease_timeout=25)
     dev = home.add_device(name=name, switch=sat)
     dev.start_udhcpc()
     dev.wait_for_ipv4(25)
-    if permit:
-        out = home.homework("permit", dev.mac)
-        assert out.returncode == 0, out.stderr + out.stdout
-        wait_until(lambda: dev.ping(gateway(dev), timeout=1), 10, f"{dev.name} cannot reach its gateway")
     return dev
 
 

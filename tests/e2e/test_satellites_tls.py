@@ -21,7 +21,7 @@ import subprocess
 import pytest
 
 from homelab import WEB_ADDR, Home, sh
-from homelab.routing import gateway, wait_until
+from homelab.routing import gateway, permitted_device, wait_until
 from homelab.satellite import Air, Satellite
 from homelab.web import Web, api, have_web, web_home
 from homelab.wifi import Supplicant
@@ -77,11 +77,7 @@ def test_a_paired_satellite_is_driven_over_tls_and_its_device_reaches_the_intern
     assert f"homework-satellite {PAIRED[1]:016x}" in subject, subject
     target = paired.vsctl("get", "controller", paired.bridge, "target")
     assert target.strip().strip('"').startswith("ssl:"), target
-    dev = home.add_device(name="tls-sat-dev", switch=paired)
-    dev.start_udhcpc()
-    dev.wait_for_ipv4(25)
-    assert home.homework("permit", dev.mac).returncode == 0
-    wait_until(lambda: dev.ping(gateway(dev), timeout=1), 10, "the device cannot reach its gateway")
+    dev = permitted_device(home, "tls-sat-dev", switch=paired, lease_timeout=25)
     assert dev.ping(WEB_ADDR), "a device on the paired satellite cannot reach the internet"
 
 
@@ -189,11 +185,7 @@ def test_a_satellite_behind_a_satellite_is_managed_through_it_and_its_device_rea
         wait_until(child.programmed, 30, "the satellite behind a satellite got no flows over TLS")
         # the parent's port 7 carries a satellite, not a device: no patch port on the router's bridge
         assert f"hws{PAIRED[0]}p{CHILD_PORT}" not in home.vsctl("list-ports", "br0").split()
-        dev = home.add_device(name="behind-child", switch=child)
-        dev.start_udhcpc()
-        dev.wait_for_ipv4(25)
-        assert home.homework("permit", dev.mac).returncode == 0
-        wait_until(lambda: dev.ping(gateway(dev), timeout=1), 10, "a device two satellites deep cannot reach its gateway")
+        dev = permitted_device(home, "behind-child", switch=child, lease_timeout=25)
         assert dev.ping(WEB_ADDR), "a device two satellites deep cannot reach the internet"
         view = json.loads(home.homework("--json", "devices").stdout)
         attached = next(d for d in view if d["mac"] == dev.mac)["attached"]

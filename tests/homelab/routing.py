@@ -64,11 +64,13 @@ while True:
 """
 
 
-def permitted_device(home: Home, name: str | None = None, client: str = "udhcpc") -> Device:
-    """A device with a lease, permitted, and able to reach its gateway."""
-    dev = home.add_device(name=name)
+def permitted_device(home: Home, name: str | None = None, client: str = "udhcpc", switch=None,
+                     lease_timeout: float = 20) -> Device:
+    """A device with a lease, permitted, and able to reach its gateway; `switch`: a
+    satellite to plug it into instead of the router."""
+    dev = home.add_device(name=name, switch=switch)
     dev.start_dhcp(client)
-    dev.wait_for_ipv4(20)
+    dev.wait_for_ipv4(lease_timeout)
     out = home.homework("permit", dev.mac)
     assert out.returncode == 0, out.stderr + out.stdout
     wait_until(lambda: dev.ping(gateway(dev), timeout=1), 10, f"{dev.name} cannot reach its gateway")

@@ -97,7 +97,7 @@ class Satellite:
         return f"[{self.mgmt_router}]:{port}"
 
     def mgmt_url(self, path: str) -> str:
-        return f"https://[fe80::1%25{self.bridge}]{path}"
+        return f"https://[{self.mgmt_router.replace('%', '%25')}]{path}"
 
     def _management_link(self) -> None:
         """What the satellite does at boot, before it is paired: its own stack (LOCAL)
@@ -111,11 +111,6 @@ class Satellite:
         while self.run(["ping", "-6", "-c", "1", "-W", "1", self.mgmt_router], check=False).returncode != 0:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"satellite {self.index}: the router never answered at {self.mgmt_router}")
-
-    def _management_flows(self) -> None:
-        for flow in ("priority=100,in_port=LOCAL,actions=output:250",
-                     "priority=100,in_port=250,vlan_tci=0x0000/0x1fff,actions=LOCAL"):
-            self.run(["ovs-ofctl", "-O", "OpenFlow13", "add-flow", self.bridge, flow])
 
     def local_address(self) -> str:
         """Its own link-local address on the management link (what the router sees)."""
@@ -202,8 +197,9 @@ class Satellite:
         self.vsctl("set-ssl", str(key), str(cert), str(cacert))
         self.set_controller(f"ssl:{self.mgmt(TLS_PORT)}")
         # Open vSwitch empties a bridge's table when it gets its first controller: the
-        # management link's two flows again, until the controller's table replaces them
-        self._management_flows()
+        # management link's two flows again (join up), until the controller's table
+        # replaces them
+        self.join("up")
 
     def flows(self) -> str:
         return self.run(["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", self.bridge]).stdout
