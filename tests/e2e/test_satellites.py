@@ -21,6 +21,7 @@ from conftest import emulated_home
 from homelab import REPO, WEB_ADDR, Device, Home
 from homelab.routing import gateway, permitted_device, wait_until
 from homelab.satellite import RADIO_PORT, Air, Satellite
+from homelab.wifi import Supplicant
 
 SATELLITES = ((1, 0xA1), (2, 0xA2))
 
@@ -281,3 +282,54 @@ def test_a_station_its_new_access_point_hears_keeps_its_path_without_asking_agai
           "point's report was written (the agents read their radios every 0.5 s)")
     assert station.ipv4() == address
     assert view()["radio"] == "wlan0@sat2"
+
+
+def test_hostapds_event_places_a_station_that_authenticates_at_its_new_access_point(home: Home, sats, air, tmp_path):
+    """A station that reassociates elsewhere authenticates at the new access point (real
+    802.1X at the satellite's real hostapd). hostapd's AP-STA-CONNECTED makes that
+    satellite's agent read its radio and report at once. Both agents here read their radios
+    only every 60 s, so nothing but the event can move the station's lease and path."""
+    sat1, sat2 = sats
+    secret = tmp_path / "passphrase"
+    secret.write_text("correct horse battery\n")
+    assert home.homework("wifi", "--ssid", "Our home", "--passphrase-file", str(secret)).returncode == 0
+    for sat in sats:
+        wait_until(lambda: "ssid[0]=Our home" in sat.hostapd_cli(RADIO_PORT, "status"), 20,
+                   f"{sat.bridge}'s hostapd never served the router's SSID:\n{sat.agent_log()[-2000:]}")
+    try:
+        for sat in sats:
+            sat.stop_agent(access_points=False)
+            sat.start_agent(radios=(RADIO_PORT,), interval=60)
+        station = air.station("roamer-8021x", sat1)
+        station.start_udhcpc()
+        station.wait_for_ipv4(25)
+        assert home.homework("permit", station.mac).returncode == 0
+        address = station.ipv4()
+
+        def view():
+            return {v["mac"]: v for v in json.loads(home.homework("--json", "devices").stdout)}[station.mac]
+        sat1.air_report(RADIO_PORT, {station.mac: -48})          # the kernel lists it once it associates
+        supplicant = Supplicant(station).start()
+        assert supplicant.wait_state("AUTHENTICATED"), "the station did not authenticate at the first satellite"
+        wait_until(lambda: view().get("radio") == "wlan0@sat1", 10,
+                   "hostapd's event on the first satellite did not place the station")
+        wait_until(lambda: station.ping(WEB_ADDR, timeout=1), 15, "the station cannot reach the internet")
+
+        station.stop_dhcp()                                      # it never asks for its address again
+        air.roam(station, sat2)
+        sat2.air_report(RADIO_PORT, {station.mac: -61})
+        sat1.air_report(RADIO_PORT, {station.mac: (-48, 4000)})   # the old AP still lists it, idle
+        time.sleep(1)
+        assert view()["attached"]["satellite"] == 1, "moved before the station authenticated: a poll, not the event"
+        before = supplicant.eap_successes()
+        supplicant.reauthenticate()                              # what reassociating starts
+        assert supplicant.wait_success(before), "the station did not authenticate at the second satellite"
+        wait_until(lambda: view()["attached"] == {"switch": "satellite 2", "satellite": 2, "port": "200"}, 10,
+                   "hostapd's event on the second satellite did not move the station", interval=0.02)
+        assert f"station {station.mac} connected; its radio is reported now" in sat2.agent_log()
+        wait_until(lambda: station.ping(WEB_ADDR, timeout=1), 10, "the roamed station lost its path")
+        assert station.ipv4() == address and view()["radio"] == "wlan0@sat2"
+    finally:
+        for sat in sats:                                         # the module's agents again: every 0.5 s
+            sat.stop_agent(access_points=False)
+            sat.start_agent(radios=(RADIO_PORT,))

@@ -246,7 +246,7 @@ class Satellite:
         return plugged
 
     # -- its agent and access point (a box of its own, paired) ---------------------------------
-    def start_agent(self, radios: tuple[str, ...] = ("wlan0",)) -> "Satellite":
+    def start_agent(self, radios: tuple[str, ...] = ("wlan0",), interval: float | None = None) -> "Satellite":
         """homework.satellite_agent in the satellite's namespace, connecting across the
         management link with the identity pair() installed. Its radios are emulated: the
         station dump it reads is the file air_report() writes (iw's format), and its access
@@ -265,15 +265,21 @@ class Satellite:
                 "--wifi-apply-command", f"bash {SAT_AP} {d} {' '.join(radios)}"]
         for radio in radios:
             argv += ["--radio", radio]
+        if interval is not None:
+            argv += ["--interval", str(interval)]
         self.agent_proc = subprocess.Popen(ns_cmd(self.ns, argv), env=env, stdin=subprocess.DEVNULL,
                                            stdout=open(d / "agent.log", "ab"), stderr=subprocess.STDOUT)
         return self
 
-    def stop_agent(self) -> None:
+    def stop_agent(self, access_points: bool = True) -> None:
+        """The agent, and its access points unless told to keep them (a restart of the agent
+        alone, as on a box whose hostapd is a service of its own)."""
         if self.agent_proc is not None:
             _kill_pid(self.agent_proc.pid, 5)
             self.agent_proc.wait(5)
             self.agent_proc = None
+        if not access_points:
+            return
         for pidfile in self.agent_dir.glob("hostapd-*.pid"):
             pid = _read_pid(pidfile)
             if pid:

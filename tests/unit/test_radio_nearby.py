@@ -7,18 +7,19 @@ snapshot and stream, `band` in the device view."""
 import os
 import shutil
 import socket
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from conftest import make_core
+from fakehostapd import FakeHostapd
 from homework.components.hwdb_sync.rows import link_rows
 from homework.components.radio.ctrlsocket import QUIET, RETRY
 from homework.components.radio.ifinfo import band_of, parse_band
 from homework.components.radio.nearby import NearbyListener, NearbyTracker
 from homework.components.radio.probes import BadEvent, ProbeRequest, parse_event
+from homework.components.radio.stationevents import station_event
 from homework.flows import Datapath
 from test_api import PASSWORD, Api
 
@@ -189,51 +190,6 @@ def test_associated_and_registered_macs_are_not_nearby_and_leave_silently(clock)
     assert rec.take() == [] and t.listing() == []
 
 
-# -- a unix datagram socket standing in for hostapd's control socket ---------------------------------
-class FakeHostapd:
-    """Answers ATTACH/DETACH like hostapd's control interface and sends events to monitors."""
-
-    def __init__(self, path):
-        self.path = str(path)
-        self.monitors = set()
-        self.requests = []
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.sock.bind(self.path)
-        self.sock.settimeout(0.05)
-        self.running = True
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self):
-        while self.running:
-            try:
-                data, addr = self.sock.recvfrom(4096)
-            except (TimeoutError, OSError):
-                continue
-            self.requests.append(data)
-            if data == b"ATTACH probe_rx_events=1":     # hostapd: probe events only for monitors asking
-                self.monitors.add(addr)
-            elif data == b"DETACH":
-                self.monitors.discard(addr)
-            self._send(b"OK\n", addr)
-
-    def _send(self, data, addr):
-        try:
-            self.sock.sendto(data, addr)
-        except OSError:             # the monitor closed its socket (hostapd counts and drops it)
-            self.monitors.discard(addr)
-
-    def send(self, text):
-        for addr in list(self.monitors):
-            self._send(text.encode(), addr)
-
-    def stop(self):
-        self.running = False
-        self.thread.join(2)
-        self.sock.close()
-        os.unlink(self.path)
-
-
 def until(check, tick, timeout=3.0):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -273,7 +229,7 @@ def test_the_listener_attaches_reads_events_and_reattaches_after_hostapd_restart
 
         server.send(probe(PHONE, -47))
         server.send(f"<3>RX-PROBE-REQUEST sa={PHONE} signal=")          # malformed: counted
-        server.send("<3>AP-STA-CONNECTED 02:00:00:00:01:00")             # not ours: ignored
+        server.send("<3>AP-STA-CONNECTED 02:00:00:00:01:00")             # not the tracker's: ignored
         until(lambda: counts.get("radio.nearby_malformed") == 1, listener.tick)
         assert [p["mac"] for _, p in rec.take("link")] == [PHONE]
 
@@ -406,6 +362,36 @@ def test_a_forgotten_mac_leaves_the_snapshot_even_within_the_boards_own_ttl(tmp_
         assert nearby.sockets[0].sock is None
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("<3>AP-STA-CONNECTED 02:00:00:00:01:00", ("connected", "02:00:00:00:01:00")),
+    ("<3>AP-STA-DISCONNECTED 02:AA:00:00:01:00", ("disconnected", "02:aa:00:00:01:00")),
+    ("<3>AP-STA-CONNECTED 02:00:00:00:01:00 keyid=home", ("connected", "02:00:00:00:01:00")),
+    ("AP-STA-CONNECTED 02:00:00:00:01:00", ("connected", "02:00:00:00:01:00")),
+    ("<3>AP-STA-CONNECTED", None), ("<3>AP-STA-CONNECTED not-a-mac", None),
+    ("<3>RX-PROBE-REQUEST sa=02:00:00:00:01:00 signal=-40", None), ("<3>AP-ENABLED", None), ("", None),
+])
+def test_station_events_are_read_and_anything_else_is_none(text, expected):
+    assert station_event(text) == expected
+
+
+def test_hostapd_saying_a_station_joined_reads_that_radio_at_once(radio, tmp_path):
+    """A station roaming onto the router's access point: hostapd's AP-STA-CONNECTED makes
+    the monitor read the station dump now (its poll timer is not run here at all)."""
+    core, server, component = radio
+    links = []
+    core.ctx.bus.subscribe("link", lambda topic, ev: links.append(ev) if ev.get("associated") is not False else None)
+    shutil.copy(DATA / "poll2.txt", tmp_path / "dump.txt")          # what the kernel lists now
+    server.send("<3>RX-PROBE-REQUEST sa=00:16:3e:00:00:09 signal=-70")     # not a cue
+    component.nearby.tick()
+    assert links == []
+    server.send("<3>AP-STA-CONNECTED 02:00:00:00:03:00")            # the newcomer in poll2
+    until(lambda: links, component.nearby.tick)
+    assert "02:00:00:00:03:00" in {ev["mac"] for ev in links}
+    assert core.counters.get("radio.station_connected_events") == 1
+    server.send("<3>AP-STA-DISCONNECTED 02:00:00:00:01:00")
+    until(lambda: core.counters.get("radio.station_disconnected_events") == 1, component.nearby.tick)
 
 
 def test_the_device_view_says_radio_and_band_and_follows_a_channel_change(radio, tmp_path):

@@ -2,9 +2,12 @@
 (homework.satellite_agent) against a real controller core over real TLS on loopback: it
 is admitted only with its paired certificate, gets the Wi-Fi and the deny list and
 follows their changes, its station dumps become the board's link metrics, bad lines are
-dropped without ending the session, and denying the satellite ends it."""
+dropped without ending the session, denying the satellite ends it, and hostapd saying a
+station joined makes the agent report that radio at once."""
+import shutil
 import socket
 import ssl
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -16,6 +19,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from conftest import make_core
+from fakehostapd import FakeHostapd
 from homework import agentwire, pki
 from homework.satellite_agent.__main__ import parse as parse_agent_args
 from homework.satellite_agent.agent import Agent, AgentOptions
@@ -200,6 +204,40 @@ def test_only_the_paired_certificate_is_admitted(home, tmp_path):
     assert wait_for(lambda: not core.ctx.component("satlink").connected(0xA1))
     assert wait_for(lambda: core.counters.get("satlink.refused") >= 2, timeout=15)
     assert not core.ctx.component("satlink").connected(0xA1)
+
+
+def test_hostapd_saying_a_station_joined_makes_the_agent_report_that_radio_at_once(home, tmp_path):
+    core, start_agent, links, _sat_dir = home
+    ctrl = Path(tempfile.mkdtemp(prefix="hw-ap-", dir="/tmp"))     # unix socket paths: at most 108 bytes
+    dump = tmp_path / "dump.txt"
+    dump.write_text("")                                  # the radio has no station yet
+    server = FakeHostapd(ctrl / "wlan0")
+    try:
+        agent = start_agent(interval=30, station_dump_command=f"cat {dump}", hostapd_ctrl_dir=str(ctrl))
+        assert wait_for(lambda: agent.connected.is_set() and server.monitors)
+        assert server.requests[0] == b"ATTACH"           # stations' comings and goings, no probe flood
+        shutil.copy(DATA / "poll1.txt", dump)            # the station associates...
+        time.sleep(0.5)
+        assert not any(ev["mac"] == STATION for ev in links)     # ...the next interval is 30 s away
+        server.send(f"<3>AP-STA-CONNECTED {STATION}")   # ...and hostapd says so
+        assert wait_for(lambda: any(ev["mac"] == STATION for ev in links), timeout=5)
+        assert core.ctx.component("radio").where[STATION] == "wlan0@sat1"
+    finally:
+        server.stop()
+        shutil.rmtree(ctrl, ignore_errors=True)
+
+
+def test_an_agent_with_a_long_interval_keeps_its_session_with_pings(home, monkeypatch):
+    from homework.components.satlink import server
+    from homework.satellite_agent import agent as agent_module
+    monkeypatch.setattr(server, "IDLE_TIMEOUT", 1.0)          # the router's patience, shortened
+    monkeypatch.setattr(agent_module, "KEEPALIVE", 0.3)
+    core, start_agent, _links, _sat_dir = home
+    start_agent(interval=60)                              # no report for a minute
+    satlink = core.ctx.component("satlink")
+    assert wait_for(lambda: satlink.connected(0xA1))
+    time.sleep(2.5)                                       # two and a half of the router's timeouts
+    assert satlink.connected(0xA1) and core.counters.get("satlink.sessions") == 1     # never dropped
 
 
 def test_the_agent_takes_the_router_on_its_management_link_in_brackets():

@@ -7,13 +7,17 @@ certificate pairing gave the satellite, and
     image's `homework-wifi apply`, which restarts hostapd), only when it changed;
   - keeps hostapd's deny list (file and `hostapd_cli deny_acl`) equal to the router's
     blacklist, with the same code the router uses for its own hostapd;
-  - reads each radio's station dump and info every interval and sends the text up.
+  - reads each radio's station dump and info every interval and sends the text up, and a
+    radio's dump at once when its hostapd says a station joined or left (AP-STA-CONNECTED /
+    -DISCONNECTED on its control socket): a station that roams onto this access point is
+    placed by the router, and its flows follow, without waiting for the next interval.
 It holds no policy: a satellite whose router is gone keeps the last settings it was given.
 When the session drops it reconnects, waiting 1 s, then up to 30 s between tries.
 """
 from __future__ import annotations
 
 import logging
+import select
 import socket
 import threading
 import time
@@ -22,12 +26,15 @@ from pathlib import Path
 
 from .. import agentwire, pki
 from ..components.eapol.hostapd import HostapdDenyList
+from ..components.radio.ctrlsocket import ATTACH, MonitorSocket
+from ..components.radio.stationevents import station_event
 from ..components.radio.monitor import run as run_for
 from ..wifi import ENV_NAME, WifiSettings, read_env
 
 log = logging.getLogger("homework.satellite_agent")
 
 INFO_EVERY = 120        # reports between two `iw dev IF info` reads (the channel rarely changes)
+KEEPALIVE = 10.0        # at least this often something is said: the router ends a session silent for 30 s
 MAX_BACKOFF = 30.0
 
 
@@ -56,6 +63,10 @@ class Agent:
         self.deny_lists = [HostapdDenyList(deny_file if i == 0 else "", f"{opts.hostapd_ctrl_dir}/{radio}")
                            for i, radio in enumerate(opts.radios)] or [HostapdDenyList(deny_file, "")]
         self.denied = set(_read_deny_file(Path(deny_file)))
+        self.monitors = [MonitorSocket(f"{opts.hostapd_ctrl_dir.rstrip('/')}/{radio}", time.monotonic,
+                                       self._monitor_failed(radio), attach=ATTACH)
+                         for radio in opts.radios] if opts.hostapd_ctrl_dir else []
+        self._failing: set[str] = set()
         self.stop = threading.Event()
         self.connected = threading.Event()
         self._reports = 0
@@ -78,19 +89,43 @@ class Agent:
         # anything else: a newer router's message this agent does not know; ignored
 
     # -- what the agent says -----------------------------------------------------------------
-    def reports(self) -> list[dict]:
+    def reports(self, radios: list[str] | None = None) -> list[dict]:
+        """Every radio's report (the interval's); or only these radios' dumps (hostapd's cue)."""
         if not self.opts.radios:
             return [{"type": "ping"}]
         out = []
-        read_info = self._reports % INFO_EVERY == 0
-        self._reports += 1
-        for radio in self.opts.radios:
+        read_info = radios is None and self._reports % INFO_EVERY == 0
+        if radios is None:
+            self._reports += 1
+        for radio in self.opts.radios if radios is None else radios:
             dump = run_for(self.opts.station_dump_command, radio)
             info = run_for(self.opts.info_command, radio) if read_info else ""
             out.append({"type": "radio", "radio": radio,
                         "dump": dump if isinstance(dump, str) else "",
                         "info": info if isinstance(info, str) else ""})
         return out
+
+    def station_events(self) -> list[str]:
+        """The radios whose hostapd said, since the last look, that a station joined or left."""
+        radios = []
+        for monitor in self.monitors:
+            for text in monitor.receive():
+                event = station_event(text)
+                if event is not None:
+                    log.info("%s: station %s %s; its radio is reported now", monitor.ifname, event[1], event[0])
+                    if monitor.ifname not in radios:
+                        radios.append(monitor.ifname)
+            if monitor.attached and monitor.ifname in self._failing:
+                self._failing.discard(monitor.ifname)
+                log.info("hostapd control socket for %s: attached", monitor.ifname)
+        return radios
+
+    def _monitor_failed(self, radio: str):
+        def said(why: str) -> None:
+            if radio not in self._failing:      # once per episode: hostapd restarts with each Wi-Fi change
+                self._failing.add(radio)
+                log.info("hostapd control socket for %s: %s (station events wait; dumps go on)", radio, why)
+        return said
 
     # -- the session -------------------------------------------------------------------------
     def connect(self):
@@ -129,13 +164,27 @@ class Agent:
         try:
             tls.sendall(agentwire.encode({"type": "hello", "radios": self.opts.radios}))
             self.connected.set()
-            due = time.monotonic()
+            due = said_at = time.monotonic()
             while not self.stop.is_set():
-                if time.monotonic() >= due:
-                    for message in self.reports():
-                        tls.sendall(agentwire.encode(message))
-                    due = time.monotonic() + self.opts.interval
-                tls.settimeout(max(0.01, due - time.monotonic()))
+                cued = self.station_events()
+                now = time.monotonic()
+                if now >= due:
+                    batch = self.reports()
+                    due = now + self.opts.interval
+                elif cued:
+                    batch = self.reports(cued)
+                elif now - said_at >= KEEPALIVE:        # a long interval: a ping keeps the session
+                    batch = [{"type": "ping"}]
+                else:
+                    batch = []
+                for message in batch:
+                    tls.sendall(agentwire.encode(message))
+                if batch:
+                    said_at = time.monotonic()
+                wake = min(due, said_at + KEEPALIVE)
+                if not self._router_spoke(tls, reader, max(0.01, wake - time.monotonic())):
+                    continue
+                tls.settimeout(max(0.01, wake - time.monotonic()))
                 try:
                     message = reader.read()
                 except TimeoutError:
@@ -146,14 +195,23 @@ class Agent:
                 if message is None:
                     return
                 self._handle_safely(message)
-        except OSError:
-            pass
+        except OSError as exc:
+            log.warning("the session broke: %s", exc)
         finally:
             self.connected.clear()
             try:
                 tls.close()
             except OSError:
                 pass
+
+    def _router_spoke(self, tls, reader: agentwire.LineReader, timeout: float) -> bool:
+        """Wait until the router's next bytes, a hostapd event or the timeout; True for the
+        router (a line may already wait in the reader's or TLS's buffer: no wait then)."""
+        if b"\n" in reader.buffer or tls.pending():
+            return True
+        hostapds = [m.sock for m in self.monitors if m.sock is not None]
+        ready, _, _ = select.select([tls, *hostapds], [], [], timeout)
+        return tls in ready
 
     def _handle_safely(self, message: dict) -> None:
         try:

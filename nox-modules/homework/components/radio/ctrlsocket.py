@@ -24,11 +24,18 @@ ATTACH_TIMEOUT = 3.0     # no OK to ATTACH within this: start again
 MAX_PER_CALL = 512       # datagrams read per receive(): a flood cannot monopolise the loop
 BUFSIZE = 4096
 TERMINATING = "CTRL-EVENT-TERMINATING"
+# hostapd sends RX-PROBE-REQUEST only to monitors that ask; a monitor that wants only the
+# stations' comings and goings (a satellite's agent) attaches plainly and is not woken by
+# every phone probing nearby.
+ATTACH_WITH_PROBES = b"ATTACH probe_rx_events=1"
+ATTACH = b"ATTACH"
 
 
 class MonitorSocket:
-    def __init__(self, path: str, clock: Callable[[], float], on_error: Callable[[str], None]):
+    def __init__(self, path: str, clock: Callable[[], float], on_error: Callable[[str], None],
+                 attach: bytes = ATTACH_WITH_PROBES):
         self.path = path
+        self.attach = attach
         self.clock = clock
         self.on_error = on_error        # a failure, said once per episode by the caller
         self.sock: socket.socket | None = None
@@ -52,7 +59,7 @@ class MonitorSocket:
             sock.bind("")               # Linux autobind: an abstract address hostapd can answer
             sock.setblocking(False)
             sock.connect(self.path)
-            sock.send(b"ATTACH probe_rx_events=1")   # hostapd sends RX-PROBE-REQUEST only to monitors asking
+            sock.send(self.attach)
         except OSError as exc:
             sock.close()
             self.on_error(f"{self.path}: {exc.strerror or exc}")

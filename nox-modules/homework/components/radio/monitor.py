@@ -5,6 +5,11 @@ Every `[radio] interval` seconds it runs `[radio] station_dump_command` (by defa
 one `link` event per associated station, shaped like linksim's, so hwdb's Links rows, the
 Guest Board and metrics take it unchanged.
 
+hostapd's AP-STA-CONNECTED / AP-STA-DISCONNECTED events (read with the nearby listener's
+control sockets, every NEARBY_TICK) make it read that radio at once: a station roaming
+onto one of the router's access points is placed, and its flows follow, without waiting
+for the next poll.
+
 Why `iw` text: pyroute2's nl80211 module (Debian python3-pyroute2) is labelled experimental
 and offers no station dump call; iw is a small Debian package that prints every nl80211
 station attribute, and the parser (stationdump.py) skips and counts lines it cannot read.
@@ -89,7 +94,8 @@ class RadioMonitor(Component):
                 ctx.bus.publish, ctx.now, interval=cfg.radio_nearby_interval, forget=cfg.radio_nearby_forget,
                 cap=cfg.radio_nearby_max, associated=self.associated,
                 known=lambda mac: ctx.state.get_device(mac) is not None, band=self.bands.get, count=ctx.count)
-            self.nearby = NearbyListener(cfg.radio_hostapd_ctrl_dir, self.interfaces, tracker, ctx.count)
+            self.nearby = NearbyListener(cfg.radio_hostapd_ctrl_dir, self.interfaces, tracker, ctx.count,
+                                         on_station=self.station_changed)
 
     def start(self) -> None:
         self.ctx.device_facts.append(self._facts)
@@ -140,6 +146,16 @@ class RadioMonitor(Component):
 
     def tick(self) -> None:
         for ifname in self.interfaces:
+            text = self.read_dump(ifname)
+            if text is not None:
+                self.apply(ifname, text)
+
+    def station_changed(self, ifname: str, kind: str, mac: str) -> None:
+        """hostapd says a station joined or left: read that radio now, not at the next poll,
+        so a station roaming onto it takes its lease and flows along within a NEARBY_TICK."""
+        self.ctx.count(f"radio.station_{kind}_events")
+        self.log.debug("%s: station %s %s, reading its station dump now", ifname, mac, kind)
+        if ifname in self.interfaces:
             text = self.read_dump(ifname)
             if text is not None:
                 self.apply(ifname, text)

@@ -24,6 +24,7 @@ from typing import Callable
 
 from .ctrlsocket import MonitorSocket
 from .probes import BadEvent, ProbeRequest, parse_event
+from .stationevents import station_event
 
 log = logging.getLogger("homework.radio.nearby")
 
@@ -167,9 +168,10 @@ class NearbyListener:
     """Reads every radio's hostapd control socket and feeds the tracker (called every tick)."""
 
     def __init__(self, ctrl_dir: str, interfaces: tuple[str, ...], tracker: NearbyTracker,
-                 count: Callable[..., None]):
+                 count: Callable[..., None], on_station: Callable[[str, str, str], None] | None = None):
         self.tracker = tracker
         self.count = count
+        self.on_station = on_station    # (ifname, "connected" | "disconnected", mac): hostapd said so
         self.failing: set[str] = set()
         self.closed = False             # after stop(): a late tick must not attach again
         self.sockets = [MonitorSocket(f"{ctrl_dir.rstrip('/')}/{ifname}", tracker.clock,
@@ -195,6 +197,11 @@ class NearbyListener:
         self.tracker.tick()
 
     def handle(self, ifname: str, text: str) -> None:
+        joined_or_left = station_event(text)
+        if joined_or_left is not None:
+            if self.on_station is not None:
+                self.on_station(ifname, *joined_or_left)
+            return
         try:
             probe = parse_event(text)
         except BadEvent:
