@@ -19,11 +19,10 @@ build: deps
 run: deps
 	@bash scripts/run-home.sh
 
-# Every test: lint first, then hwdb and dnsd (cargo), controller units; then end to end on
-# real OVS and the browser tests, with the image boot test running beside them
-# (scripts/test-slow.sh).
+# Every test: the image boot test starts first and runs beside the rest (scripts/test-slow.sh):
+# lint, hwdb, dnsd and dhcpd (cargo), controller units; then end to end on real OVS and the
+# browser tests; last the few that need the machine to themselves.
 test: deps
-	@$(MAKE) --no-print-directory lint test-hwdb test-dnsd test-dhcpd test-unit
 	@bash scripts/test-slow.sh
 
 test-hwdb:

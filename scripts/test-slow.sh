@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The slow half of `make test`: the image boot test (QEMU under TCG, about 20 minutes, most
-# of it the guest booting and writing slots) runs beside the end-to-end and the browser
-# tests (about 20 minutes, mostly waiting on timers, DHCP and namespaces) instead of after
-# them. They share nothing: the boot test's namespaces, links and taps are its own
+# `make test` once deps are in place. The image boot test (QEMU under TCG, about 30 minutes,
+# most of it the guest booting and writing slots) is the longest part, so it starts first
+# and runs beside everything else: lint, the cargo and unit tests, then the end-to-end and
+# the browser tests (about 25 minutes, mostly waiting on timers, DHCP and namespaces). They share nothing: the boot test's namespaces, links and taps are its own
 # (hwbt-*), each home's are per run, and the browser runs in a namespace of its own whose
 # network holds still. The few e2e tests that load the whole machine on purpose
 # (@pytest.mark.machine) run last, once the boot test is done. The boot test's output goes
@@ -15,11 +15,19 @@ LOG=test-artifacts/image-test.log
 # At the lowest CPU priority (and best-effort IO, lowest level): the end-to-end tests that
 # measure (the controller never stalls under a DNS burst, latency under load) get the
 # machine as if alone; QEMU takes what they leave, and its timeouts allow for that.
-nice -n 19 ionice -c 2 -n 7 make --no-print-directory image-test >"$LOG" 2>&1 &
+nice -n 19 ionice -c 2 -n 7 bash image/boot-test.sh >"$LOG" 2>&1 &   # make image-test, minus deps (done)
 BOOT=$!
 # Ctrl-C or a CI timeout: the boot test's own trap removes its QEMU, namespaces and links.
 trap 'kill -TERM "$BOOT" 2>/dev/null; wait "$BOOT"; exit 130' INT TERM
 echo "image boot test started beside the tests below (output: $LOG)"
+
+# Lint, hwdb, dnsd, dhcpd and the controller's unit tests: a failure here ends the run, as
+# nothing after them is worth the time when one of them is red.
+if ! make --no-print-directory lint test-hwdb test-dnsd test-dhcpd test-unit; then
+  kill -TERM "$BOOT" 2>/dev/null; wait "$BOOT"
+  echo "make test: lint or unit tests failed (the image boot test was stopped)"
+  exit 1
+fi
 
 .venv/bin/pytest -q -m "not machine" tests/e2e; E2E=$?
 make --no-print-directory test-ui; UI=$?
