@@ -225,6 +225,17 @@ def management_commands(sat: Satellite, datapath_type: str) -> list[str]:
                    "--", "set", "port", mgmt, f"tag={vlan}", "--", "set", "interface", mgmt, "type=internal"]
 
 
+def cable_lock_commands(sat: Satellite) -> list[str]:
+    """ovs-vsctl arguments that leave the satellite's cable its management VLAN alone (its
+    carrier dropped: what is plugged in now has not shown the satellite's certificate)."""
+    return ["set", "port", sat.router_port, f"trunks={sat.management_vlan}"]
+
+
+def cable_unlock_commands(sat: Satellite) -> list[str]:
+    """Every VLAN of the satellite on its cable again (it connected with its certificate)."""
+    return ["clear", "port", sat.router_port, "trunks"] if sat.parent is None else []
+
+
 def _demux_bridge(demux: str, datapath_type: str) -> list[str]:
     return ["--may-exist", "add-br", demux, "--", "set", "bridge", demux, f"datapath_type={datapath_type}",
             "fail_mode=standalone", "other-config:forward-bpdu=false"]

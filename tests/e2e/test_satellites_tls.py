@@ -11,12 +11,14 @@ satellite over plain tcp, or one announcing another datapath id than its certifi
 names, is refused. Pairing through the API as the Guest Board does it: the satellite asks
 (public), the household permits it, the satellite fetches its certificate with its ticket;
 denied later, it is emptied and cut off. The management link reaches only the router's
-satellite services, and no device behind a satellite reaches it. Real OVS (several ovs-vswitchd processes), real
+satellite services, and no device behind a satellite reaches it. A laptop plugged into a
+satellite's cable in its place cannot pose as the satellite's devices. Real OVS (several ovs-vswitchd processes), real
 openssl and curl, lighttpd, real udhcpc."""
 from __future__ import annotations
 
 import json
 import subprocess
+import time
 
 import pytest
 
@@ -134,6 +136,67 @@ def test_the_management_link_reaches_only_the_routers_satellite_services(home: H
     leaked = int(sniffer.stdout.readline())
     sniffer.wait(10)
     assert leaked == 0, f"{leaked} of a device's frames tagged 256 reached the management link"
+
+
+def test_a_laptop_plugged_into_a_satellites_cable_cannot_pose_as_its_devices(home: Home, paired):
+    """The satellite is unplugged and a laptop plugged into its cable. The laptop tags its
+    frames as the satellite's port of a permitted device, with that device's MAC and
+    address. The carrier dropped, so the cable carries only the management link until the
+    satellite connects again with its certificate: the impostor reaches nothing, not even
+    the gateway; plugged back, the satellite brings its device back."""
+    dev = permitted_device(home, "swap-victim", switch=paired, lease_timeout=25)
+    address, gw = dev.ipv4()[0], gateway(dev)
+    vlan = PAIRED[0] * 256 + dev.ofport
+    locks = stats(home).get("satellite_cable_locked", 0)
+    # unplugged: the satellite's switch lets go of the cable, whose carrier drops
+    paired.vsctl("del-port", paired.bridge, paired.uplink)
+    paired.run(["ip", "link", "set", paired.uplink, "down"])
+    try:
+        wait_until(lambda: stats(home).get("satellite_cable_locked", 0) > locks, 10,
+                   "the router did not lock the cable whose carrier dropped")
+        assert home.vsctl("get", "port", paired.router_port, "trunks").strip() == f"[{PAIRED[0] * 256}]"
+        # the laptop on the cable's satellite end (no switch there now) asks for the
+        # device's gateway as the device, tagged as its port
+        paired.run(["ip", "link", "set", paired.uplink, "up"])
+        time.sleep(1)
+        res = paired.run(["python3", "-c", ARP_AS, paired.uplink, str(vlan), dev.mac, address, gw], check=False)
+        assert res.returncode == 0, res.stderr
+        assert res.stdout.strip() == "0", f"a laptop on the satellite's cable got {res.stdout.strip()} answers as {dev.mac}"
+    finally:
+        # the satellite plugged back in: it connects with its certificate and the cable opens
+        paired.vsctl("--may-exist", "add-port", paired.bridge, paired.uplink, "--", "set", "interface",
+                     paired.uplink, "ofport_request=250")
+    wait_until(lambda: home.vsctl("get", "port", paired.router_port, "trunks").strip() == "[]", 40,
+               "the satellite came back but its cable stayed locked")
+    wait_until(lambda: dev.ping(gw, timeout=1), 20, "the satellite's device did not come back with it")
+    assert dev.ping(WEB_ADDR), "the satellite's device lost the internet"
+
+
+# ARP requests for GATEWAY from MAC/ADDRESS tagged VLAN on IFNAME; prints how many answers came
+ARP_AS = """
+import socket, sys, time
+ifname, vlan, mac, ip, gw = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+me, myip, gwip = bytes.fromhex(mac.replace(":", "")), socket.inet_aton(ip), socket.inet_aton(gw)
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+s.bind((ifname, 0))
+s.settimeout(0.2)
+arp = bytes.fromhex("0001080006040001") + me + myip + bytes(6) + gwip
+frame = b"\\xff" * 6 + me + b"\\x81\\x00" + vlan.to_bytes(2, "big") + b"\\x08\\x06" + arp
+answers, end = 0, time.time() + 4
+for _ in range(3):
+    s.send(frame)
+while time.time() < end:
+    try:
+        got = s.recv(2048)
+    except socket.timeout:
+        continue
+    body = got[12:]
+    if body[:2] == b"\\x81\\x00":
+        body = body[4:]
+    if body[:2] == b"\\x08\\x06" and body[8:10] == b"\\x00\\x02" and body[16:20] == gwip and body[26:30] == myip:
+        answers += 1
+print(answers)
+"""
 
 
 # the router's own frames on an interface from a MAC, for SECONDS

@@ -21,6 +21,7 @@ from .. import pki, satellites
 from ..core import Core
 from . import nx
 from . import router_ports
+from .cable_guard import CableGuard, CableWatch
 from .switch_gate import SwitchGate
 
 log = logging.getLogger("homework.adapter")
@@ -69,9 +70,14 @@ class HomeworkApp(app_manager.OSKenApp):
         # interface (a unit test's fake switch has none; issue 11).
         self.core.ctx.switch_is_real = True
         self.core.bus.subscribe("satellite", self._on_pairing)
+        self.cable_guard = CableGuard(self.core.config.satellites)
+        self.cable_watch: CableWatch | None = None
         if self.core.config.satellites:
             # off the hub: ovs-vsctl and ip wait for the switch and the kernel
             threading.Thread(target=self._prepare_management_links, daemon=True, name="satellite-mgmt").start()
+        if self.cable_guard.cables:
+            self.cable_watch = CableWatch(self._cable_changed)
+            threading.Thread(target=self.cable_watch.run, daemon=True, name="satellite-cables").start()
         if self.core.config.satellites_tls_port:
             try:
                 self._start_tls_listener()
@@ -82,6 +88,20 @@ class HomeworkApp(app_manager.OSKenApp):
     def _prepare_management_links(self) -> None:
         for sat in self.core.config.satellites:
             router_ports.prepare(sat, self.core.config.datapath_type)
+
+    def _cable_changed(self, cable: str, resets: int) -> None:
+        """Open vSwitch counted a carrier change on an interface (cable_guard.py): a
+        satellite's cable that changed is locked, and its session, if any, closed."""
+        sat = self.cable_guard.observe(cable, resets)
+        if sat is None:
+            return
+        self.core.counters.count("core.satellite_cable_locked")
+        log.warning("satellite %d's cable %s lost its carrier: it carries only the management link until "
+                    "the satellite connects again with its certificate", sat.index, cable)
+        router_ports.lock_cable(sat)
+        dp = self.satellite_dps.get(sat.dpid)
+        if dp is not None:
+            dp.close()      # the satellite proves itself again by connecting
 
     def _start_tls_listener(self) -> None:
         """A second OpenFlow listener, TLS only, for satellites: the household CA signs
@@ -204,6 +224,7 @@ class HomeworkApp(app_manager.OSKenApp):
         live = sorted(no for name, no in satellites.device_ports(sat, ports).items() if name not in down)
         new_session = self.satellite_dps.get(dp.id) is not dp
         if new_session:
+            self.cable_guard.session_started(sat)     # router_ports.sync opens its cable
             self.core.counters.count("core.satellite_sessions")
             log.info("satellite %d (datapath %016x) connected, device ports with link: %s", sat.index, dp.id, live)
         elif self._satellite_ports.get(dp.id) != live:

@@ -32,9 +32,20 @@ def sync(sat: satellites.Satellite, ports: dict[str, int], bridge: str, datapath
     with _LOCK:
         listed = _vsctl(["list-ports", sat.demux_bridge], quiet=True)
         existing = set(listed.split()) if listed is not None else set()
-        _vsctl(satellites.router_commands(sat, ports, bridge, datapath_type, existing, children))
+        args = satellites.router_commands(sat, ports, bridge, datapath_type, existing, children)
+        if address:     # a new session, admitted with the paired certificate: the cable opens
+            unlock = satellites.cable_unlock_commands(sat)
+            args += (["--"] + unlock) if args and unlock else unlock
+        if args:
+            _vsctl(args)
         if address:
             _address(sat, datapath_type)
+
+
+def lock_cable(sat: satellites.Satellite) -> None:
+    """Its cable's carrier dropped: the management VLAN alone until it connects again."""
+    with _LOCK:
+        _vsctl(satellites.cable_lock_commands(sat))
 
 
 def unplug(sat: satellites.Satellite, bridge: str) -> None:
