@@ -718,16 +718,29 @@ NEW_PSK="boot-test new passphrase 18"
 api_json() {  # api_json METHOD PATH JSON (no single quotes in it): like api, with a body
   g "curl -sk -m 30 -b /run/boottest-cookies -H 'X-CSRF-Token: $API_CSRF' -H 'Content-Type: application/json' -X $1 -d '$3' -w '\nHTTP %{http_code}\n' https://127.0.0.1/ws.v1$2"
 }
-sta_try() {  # sta_try PASSPHRASE SECONDS: wpa_supplicant on wlan2 (namespace probe); prints its wpa_state
+sta_try() {  # sta_try PASSPHRASE SECONDS [KEY_MGMT]: wpa_supplicant on wlan2 (namespace probe); prints its
+  # wpa_state (and, with KEY_MGMT, the key management it associated with: "wpa_state=... key_mgmt=...")
+  local km=${3:-WPA-PSK} fields='wpa_state=[A-Z_0-9]*'
+  [ -n "${3:-}" ] && fields='wpa_state=[A-Z_0-9]*\|^key_mgmt=[A-Z0-9-]*'
   GT=$(( $2 + 20 )) g "$(cat <<EOF
 kill \$(cat /run/probe-loop.pid 2>/dev/null) 2>/dev/null; [ -f /run/probe-wpa.pid ] && kill \$(cat /run/probe-wpa.pid) 2>/dev/null; sleep 0.5
-printf 'ctrl_interface=/run/probe-wpa\nnetwork={\n ssid="%s"\n psk="%s"\n key_mgmt=WPA-PSK\n proto=RSN\n}\n' '$SSID' '$1' > /run/probe-wpa.conf
+printf 'ctrl_interface=/run/probe-wpa\nnetwork={\n ssid="%s"\n psk="%s"\n key_mgmt=$km\n proto=RSN\n}\n' '$SSID' '$1' > /run/probe-wpa.conf
 ip netns exec probe wpa_supplicant -B -D nl80211 -i wlan2 -c /run/probe-wpa.conf -P /run/probe-wpa.pid -f /run/probe-wpa.log
 for i in \$(seq 1 $(( $2 * 2 ))); do ip netns exec probe wpa_cli -p /run/probe-wpa -i wlan2 status | grep -q wpa_state=COMPLETED && break; sleep 0.5; done
-ip netns exec probe wpa_cli -p /run/probe-wpa -i wlan2 status | grep -o 'wpa_state=[A-Z_0-9]*'
+ip netns exec probe wpa_cli -p /run/probe-wpa -i wlan2 status | grep -o '$fields' | tr '\n' ' ' | sed 's/ \$//'; echo
 kill \$(cat /run/probe-wpa.pid); rm -f /run/probe-wpa.pid; sleep 0.5
 EOF
 )" 2>>"$ART/wifi-passphrase-err.log" | tr -d '\r' | tee -a "$ART/wifi-passphrase.log" | tail -1
+}
+roaming_check() {  # 802.11r/k/v: an FT-PSK station associates; the AP's beacon offers neighbour reports and BSS transition
+  local ft caps
+  ft=$(sta_try "$1" 30 FT-PSK)
+  caps=$(GT=40 g "ip netns exec probe ip link set wlan2 up; for i in 1 2 3; do ip netns exec probe iw dev wlan2 scan 2>/dev/null > /run/probe-scan.txt && grep -q 'BSS Transition' /run/probe-scan.txt && break; sleep 2; done; grep -o 'BSS Transition\|Neighbor Report\|FT/PSK' /run/probe-scan.txt | sort -u | tr '\n' ','" | tr -d '\r')
+  echo "fast roaming: station '$ft', beacon '$caps'" >>"$ART/wifi-passphrase.log"
+  if [[ " $ft " == *" wpa_state=COMPLETED "* ]] && [[ " $ft " == *" key_mgmt=FT-PSK "* ]] && [[ "$caps" == *"BSS Transition"* ]] &&
+     [[ "$caps" == *"Neighbor Report"* ]] && [[ "$caps" == *"FT/PSK"* ]]; then
+    pass "802.11r/k/v: a station associates with FT-PSK (fast roaming), and the AP offers FT/PSK, neighbour reports (k) and BSS transition (v)"
+  else fail "802.11r/k/v offered and an FT-PSK station associates" "station '$ft', beacon '$caps'; see $ART/wifi-passphrase.log"; fi
 }
 if [ -n "$PROBE_MAC" ] && { [ -n "$API_CSRF" ] || api_login; }; then
   out=$(api_json POST /wifi "{\"ssid\": \"$SSID\", \"passphrase\": \"short77\"}"); echo "short passphrase: $out" >>"$ART/wifi-passphrase.log"
@@ -741,6 +754,7 @@ if [ -n "$PROBE_MAC" ] && { [ -n "$API_CSRF" ] || api_login; }; then
     if [ "$NEW_STATE" = wpa_state=COMPLETED ] && [ -n "$OLD_STATE" ] && [ "$OLD_STATE" != wpa_state=COMPLETED ]; then
       pass "after POST /ws.v1/wifi a station with the new passphrase associates (COMPLETED), one with the old does not ($OLD_STATE)"
     else fail "the new Wi-Fi passphrase is used: new associates, old does not" "new '$NEW_STATE', old '$OLD_STATE'; see $ART/wifi-passphrase.log"; fi
+    roaming_check "$NEW_PSK"
   else fail "POST /ws.v1/wifi changes the passphrase (200, passphrase not echoed)" "see $ART/wifi-passphrase.log"; fi
 else fail "change the Wi-Fi passphrase through the API" "no prober radio or no API login; see $ART/wifi-probe.log"; fi
 
