@@ -154,13 +154,16 @@ def device_ports(sat: Satellite, ports: dict[str, int]) -> dict[str, int]:
 
 
 def flows(sat: Satellite, ports: dict[str, int],
-          behind: dict[int, tuple[int, tuple[int, ...]]] | None = None) -> list:
+          behind: dict[int, tuple[int, tuple[int, ...]]] | None = None,
+          locked: frozenset[int] | set[int] = frozenset()) -> list:
     """The satellite's whole flow table: a FlowDelete of everything first (a reconnecting
     satellite may hold flows of an older plan), its management link (LOCAL to and from
     the uplink, untagged: the same pair it sets itself before it is paired, so its
     connection to us survives the delete), then per device port one flow up and one
     down. Anything else (frames between two of its ports, foreign tags from the uplink)
-    matches nothing and is dropped by the switch."""
+    matches nothing and is dropped by the switch. `locked`: satellites behind it whose
+    cable (a port of this one) lost its link since they last connected: only their
+    management link passes (cable_guard.py explains why)."""
     uplink = ports.get(sat.uplink)
     if uplink is None:
         raise SatelliteError(f"satellite {sat.dpid:016x} has no port {sat.uplink!r} (its uplink)")
@@ -169,7 +172,8 @@ def flows(sat: Satellite, ports: dict[str, int],
     behind = behind or {}
     for name, port_no in sorted(device_ports(sat, ports).items(), key=lambda kv: kv[1]):
         if port_no in behind:
-            out += _tree_flows(port_no, uplink, *behind[port_no])
+            child, satellites = behind[port_no]
+            out += _tree_flows(port_no, uplink, child, () if child in locked else satellites)
             continue
         vid = VLAN_PRESENT | sat.vlan(port_no)
         cookie = COOKIE_SATELLITE | port_no

@@ -259,6 +259,30 @@ def test_a_satellite_behind_a_satellite_is_managed_through_it_and_its_device_rea
                   if f"in_port={CHILD_PORT},vlan_tci=0x1500/0x1f00 actions=output:250" in line]
         assert passed and "n_packets=0," not in passed[0], paired.flows()
         assert "set_field:4359->vlan_vid" not in paired.flows()      # no tag of port 7 (VLAN 263)
+
+        # the child's cable is swapped for a laptop (its link drops on the parent's port 7):
+        # tagged as the child's port, as its device, the laptop gets no answer
+        address, gw = dev.ipv4()[0], gateway(dev)
+        locks = stats(home).get("satellite_cable_locked", 0)
+        child.vsctl("del-port", child.bridge, child.uplink)
+        child.run(["ip", "link", "set", child.uplink, "down"])
+        try:
+            wait_until(lambda: stats(home).get("satellite_cable_locked", 0) > locks, 10,
+                       "the parent's port that lost its link was not locked")
+            wait_until(lambda: f"in_port={CHILD_PORT},vlan_tci=0x1500/0x1f00" not in paired.flows(), 10,
+                       "the parent still passes the child's VLANs")
+            child.run(["ip", "link", "set", child.uplink, "up"])
+            time.sleep(1)
+            res = child.run(["python3", "-c", ARP_AS, child.uplink, str(CHILD[0] * 256 + dev.ofport), dev.mac,
+                             address, gw], check=False)
+            assert res.returncode == 0, res.stderr
+            assert res.stdout.strip() == "0", f"a laptop on the child's cable got answers as {dev.mac}"
+        finally:
+            child.vsctl("--may-exist", "add-port", child.bridge, child.uplink, "--", "set", "interface",
+                        child.uplink, "ofport_request=250")
+        # the child back: it connects with its certificate, and its device's path comes back
+        wait_until(lambda: dev.ping(gw, timeout=1), 40, "the child's device did not come back with it")
+        assert dev.ping(WEB_ADDR)
     finally:
         child.stop()
 

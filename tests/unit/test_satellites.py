@@ -191,3 +191,20 @@ def test_a_satellite_behind_another_is_carried_through_its_parent_with_its_own_v
     assert "add-port br0 hws1p1 " in text and "hws1p3" not in text
     assert unplug_commands(parent, "br0", {"cable1", "hws1p1d", "hws2p1d"}) == [
         "--if-exists", "del-port", "br0", "hws1p1", "--", "--if-exists", "del-port", "hwsat1", "hws1p1d"]
+
+
+def test_a_child_whose_cable_lost_its_link_keeps_only_its_management_link_through_its_parent():
+    from homework.satellites import subtree
+    sats = parse(["a1:up0:cable1", "a2:up:hws1p3", "a3:up:hws2p5"])
+    parent = sats[0]
+    ports = {"up0": 250, "lan1": 1, "lan3": 3}
+    open_plan = flows(parent, ports, subtree(parent, sats))
+    locked_plan = flows(parent, ports, subtree(parent, sats), locked={2})
+    port3 = [m for m in locked_plan if isinstance(m, F.FlowMod) and (m.match.get("in_port") == 3 or
+                                                                    m.actions[-1:] == (F.Output(3),))]
+    # the child's own stack still reaches the router (VLAN 512 both ways), nothing else of it
+    assert sorted(m.match["vlan_vid"] for m in port3) == sorted([VLAN_PRESENT | 512, VLAN_NONE])
+    assert len(open_plan) - len(locked_plan) == 4           # its range and the grandchild's, both ways
+    # the parent's own device port is untouched
+    assert [m for m in open_plan if isinstance(m, F.FlowMod) and m.match.get("in_port") == 1] == \
+           [m for m in locked_plan if isinstance(m, F.FlowMod) and m.match.get("in_port") == 1]

@@ -60,6 +60,7 @@ class HomeworkApp(app_manager.OSKenApp):
         self.satellite_dps: dict[int, object] = {}     # dpid -> os-ken Datapath of a connected satellite
         self._satellite_ports: dict[int, list[int]] = {}   # dpid -> its device ports with link, as last planned
         self._satellite_uplinks: dict[int, int] = {}       # dpid -> its uplink's port number
+        self._tree_locked: set[int] = set()   # satellites behind others whose cable lost its link (cable_guard.py)
         self.patch_links = satellites.PatchLinks(self.core.config.satellites_radio_ports)
         self.core.ctx.is_radio_port = self.patch_links.is_radio_port
         self.core.ctx.radio_port = self.patch_links.radio_router_port
@@ -102,6 +103,39 @@ class HomeworkApp(app_manager.OSKenApp):
         dp = self.satellite_dps.get(sat.dpid)
         if dp is not None:
             dp.close()      # the satellite proves itself again by connecting
+
+    def _tree_cable_dropped(self, dpid: int, port_no: int) -> None:
+        """A satellite's port lost its link: if another satellite's cable plugs into it,
+        that one's VLANs stop passing (its management link stays) until it connects again
+        with its certificate, as the router's own cables do (cable_guard.py). Taken from the
+        port-status message itself: a quick unplug and replug may be over before the next
+        port list is read."""
+        sat = self.gate.satellites.get(dpid)
+        if sat is None:
+            return
+        behind = satellites.subtree(sat, self.core.config.satellites).get(port_no)
+        if behind is None or behind[0] in self._tree_locked:
+            return
+        child = next(s for s in self.core.config.satellites if s.index == behind[0])
+        self._tree_locked.add(child.index)
+        self.core.counters.count("core.satellite_cable_locked")
+        log.warning("satellite %d's cable (port %d of satellite %d) lost its link: it carries only the management "
+                    "link until satellite %d connects again with its certificate", child.index, port_no,
+                    sat.index, child.index)
+        dp = self.satellite_dps.get(child.dpid)
+        if dp is not None:
+            dp.close()
+
+    def _tree_cable_trusted(self, sat: satellites.Satellite) -> None:
+        """A satellite behind another connected with its certificate: its VLANs pass its
+        parent again (the parent's table is planned anew from its port list)."""
+        if sat.index not in self._tree_locked or sat.parent is None:
+            return
+        self._tree_locked.discard(sat.index)
+        parent = next((s for s in self.core.config.satellites if s.index == sat.parent[0]), None)
+        dp = self.satellite_dps.get(parent.dpid) if parent is not None else None
+        if dp is not None:
+            dp.send_msg(dp.ofproto_parser.OFPPortDescStatsRequest(dp, 0))
 
     def _start_tls_listener(self) -> None:
         """A second OpenFlow listener, TLS only, for satellites: the household CA signs
@@ -217,7 +251,7 @@ class HomeworkApp(app_manager.OSKenApp):
         change (each part is idempotent)."""
         behind = satellites.subtree(sat, self.core.config.satellites)     # ports other satellites plug into
         try:
-            plan = satellites.flows(sat, ports, behind)
+            plan = satellites.flows(sat, ports, behind, self._tree_locked)
         except satellites.SatelliteError as exc:
             self._refuse(dp, str(exc))
             return
@@ -225,6 +259,7 @@ class HomeworkApp(app_manager.OSKenApp):
         new_session = self.satellite_dps.get(dp.id) is not dp
         if new_session:
             self.cable_guard.session_started(sat)     # router_ports.sync opens its cable
+            self._tree_cable_trusted(sat)
             self.core.counters.count("core.satellite_sessions")
             log.info("satellite %d (datapath %016x) connected, device ports with link: %s", sat.index, dp.id, live)
         elif self._satellite_ports.get(dp.id) != live:
@@ -261,6 +296,9 @@ class HomeworkApp(app_manager.OSKenApp):
     def on_port_status(self, ev):
         msg = ev.msg
         if self.satellite_dps.get(msg.datapath.id) is msg.datapath:
+            ofp = msg.datapath.ofproto
+            if msg.reason == ofp.OFPPR_DELETE or msg.desc.state & ofp.OFPPS_LINK_DOWN:
+                self._tree_cable_dropped(msg.datapath.id, msg.desc.port_no)
             # a satellite's port came or went: ask for all of them and plan again
             msg.datapath.send_msg(msg.datapath.ofproto_parser.OFPPortDescStatsRequest(msg.datapath, 0))
             return
