@@ -7,8 +7,13 @@ jQuery(function ($) {
   var REFRESH_MS = 10000;
   var LIMIT = 200;
   var HOUSEHOLD = "household";
+  var DECIDED_MS = 60000;
   var timer = 0;
   var names = {};          // mac -> the name the board shows
+  // "<mac or household> <name>" -> what the household just did there. The table is redrawn
+  // every 10 s (and a redraw may land while the call is on its way): the confirmation stays
+  // on every row it concerns for a minute instead of vanishing with the row it was put in.
+  var decided = {};
 
   function showLogin(message) {
     clearTimeout(timer);
@@ -31,10 +36,19 @@ jQuery(function ($) {
     return q;
   }
 
+  function decision(mac, name) {
+    var d = decided[mac + " " + name] || decided[HOUSEHOLD + " " + name];
+    return d && Date.now() - d.at < DECIDED_MS ? d.text : "";
+  }
+
+  function doneMark(text) { return $("<span>", { "class": "done", text: text }); }
+
   /* The rule buttons of one row: block an allowed name, allow a blocked one. */
   function ruleCell(row) {
     var $td = $("<td>", { "class": "rule" });
     if (!row.mac || row.name.charAt(0) === "(") return $td;   // "(other names)": a flood's fold-up row
+    var done = decision(row.mac, row.name);
+    if (done) return $td.append(doneMark(done));
     var action = row.verdict === "blocked" ? "permit" : "deny";
     var word = action === "deny" ? "Block" : "Allow";
     [[row.mac, "device", word + " for " + who(row.mac, row.device)], [HOUSEHOLD, "household", word + " for everyone"]]
@@ -117,11 +131,17 @@ jQuery(function ($) {
   $("#queries").on("click", "td.rule button", function () {
     var $b = $(this), $cell = $b.closest("td");
     $cell.find("button").prop("disabled", true);
-    HW.api.dnsRule($b.attr("data-action"), $b.attr("data-mac"), $b.attr("data-name"))
+    var mac = $b.attr("data-mac"), name = $b.attr("data-name");
+    HW.api.dnsRule($b.attr("data-action"), mac, name)
       .done(function () {
-        $cell.empty().append($("<span>", { "class": "done",
-          text: ($b.attr("data-action") === "deny" ? "Blocked" : "Allowed") +
-                ($b.attr("data-target") === "household" ? " for everyone" : " for this device") }));
+        var text = ($b.attr("data-action") === "deny" ? "Blocked" : "Allowed") +
+                   (mac === HOUSEHOLD ? " for everyone" : " for this device");
+        decided[mac + " " + name] = { text: text, at: Date.now() };
+        $cell.empty().append(doneMark(text));          // the clicked row, if a redraw has not replaced it
+        $("#queries tbody tr").filter(function () {     // and every row shown now that it concerns
+          var $tr = $(this);
+          return $tr.attr("data-name") === name && (mac === HOUSEHOLD || $tr.attr("data-mac") === mac);
+        }).find("td.rule").empty().append(function () { return doneMark(text); });
       })
       .fail(function (xhr) {
         $cell.find("button").prop("disabled", false);
