@@ -16,6 +16,7 @@ satellite's cable in its place cannot pose as the satellite's devices. Real OVS 
 openssl and curl, lighttpd, real udhcpc."""
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import time
@@ -58,6 +59,36 @@ def lease_refused(sat: Satellite, dev) -> bool:
     res = subprocess.run(["ip", "netns", "exec", dev.ns, "udhcpc", "-f", "-q", "-n", "-i", "eth0",
                           "-s", "/bin/true", "-t", "4", "-T", "1"], capture_output=True, text=True, timeout=30)
     return res.returncode != 0
+
+
+@contextlib.contextmanager
+def cable_swapped(home: Home, sat: Satellite, dev, locked):
+    """The satellite is unplugged (its switch lets go of its cable, whose link drops) and a
+    laptop takes its place on the cable; `locked()` says whether the cable's lock holds.
+    Yields how many answers the laptop gets to ARP requests for the device's gateway made
+    as the device, tagged as its port. Plugged back afterwards: the satellite reconnects
+    with its certificate."""
+    address, gw = dev.ipv4()[0], gateway(dev)
+    locks = stats(home).get("satellite_cable_locked", 0)
+    sat.vsctl("del-port", sat.bridge, sat.uplink)
+    sat.run(["ip", "link", "set", sat.uplink, "down"])
+    try:
+        wait_until(lambda: stats(home).get("satellite_cable_locked", 0) > locks, 10,
+                   f"satellite {sat.index}'s cable was not locked when its link dropped")
+        wait_until(locked, 10, f"satellite {sat.index}'s cable lock does not hold")
+        sat.run(["ip", "link", "set", sat.uplink, "up"])       # the laptop's link
+        time.sleep(1)
+        assert locked(), "the cable opened again for what was plugged in, without the satellite"
+
+        def impostor_answers() -> int:
+            res = sat.run(["python3", "-c", ARP_AS, sat.uplink, str(sat.index * 256 + dev.ofport), dev.mac,
+                           address, gw], check=False)
+            assert res.returncode == 0, res.stderr
+            return int(res.stdout.strip())
+        yield impostor_answers
+    finally:
+        sat.vsctl("--may-exist", "add-port", sat.bridge, sat.uplink, "--", "set", "interface", sat.uplink,
+                  "ofport_request=250")
 
 
 @pytest.fixture(scope="module")
@@ -145,27 +176,12 @@ def test_a_laptop_plugged_into_a_satellites_cable_cannot_pose_as_its_devices(hom
     satellite connects again with its certificate: the impostor reaches nothing, not even
     the gateway; plugged back, the satellite brings its device back."""
     dev = permitted_device(home, "swap-victim", switch=paired, lease_timeout=25)
-    address, gw = dev.ipv4()[0], gateway(dev)
-    vlan = PAIRED[0] * 256 + dev.ofport
-    locks = stats(home).get("satellite_cable_locked", 0)
-    # unplugged: the satellite's switch lets go of the cable, whose carrier drops
-    paired.vsctl("del-port", paired.bridge, paired.uplink)
-    paired.run(["ip", "link", "set", paired.uplink, "down"])
-    try:
-        wait_until(lambda: stats(home).get("satellite_cable_locked", 0) > locks, 10,
-                   "the router did not lock the cable whose carrier dropped")
-        assert home.vsctl("get", "port", paired.router_port, "trunks").strip() == f"[{PAIRED[0] * 256}]"
-        # the laptop on the cable's satellite end (no switch there now) asks for the
-        # device's gateway as the device, tagged as its port
-        paired.run(["ip", "link", "set", paired.uplink, "up"])
-        time.sleep(1)
-        res = paired.run(["python3", "-c", ARP_AS, paired.uplink, str(vlan), dev.mac, address, gw], check=False)
-        assert res.returncode == 0, res.stderr
-        assert res.stdout.strip() == "0", f"a laptop on the satellite's cable got {res.stdout.strip()} answers as {dev.mac}"
-    finally:
-        # the satellite plugged back in: it connects with its certificate and the cable opens
-        paired.vsctl("--may-exist", "add-port", paired.bridge, paired.uplink, "--", "set", "interface",
-                     paired.uplink, "ofport_request=250")
+    only_management = f"[{PAIRED[0] * 256}]"        # the router's end takes the management VLAN alone
+    with cable_swapped(home, paired, dev, lambda: home.vsctl("get", "port", paired.router_port, "trunks").strip()
+                       == only_management) as impostor_answers:
+        answers = impostor_answers()
+        assert answers == 0, f"a laptop on the satellite's cable got {answers} answers as {dev.mac}"
+    gw = gateway(dev)
     wait_until(lambda: home.vsctl("get", "port", paired.router_port, "trunks").strip() == "[]", 40,
                "the satellite came back but its cable stayed locked")
     wait_until(lambda: dev.ping(gw, timeout=1), 20, "the satellite's device did not come back with it")
@@ -262,24 +278,12 @@ def test_a_satellite_behind_a_satellite_is_managed_through_it_and_its_device_rea
 
         # the child's cable is swapped for a laptop (its link drops on the parent's port 7):
         # tagged as the child's port, as its device, the laptop gets no answer
-        address, gw = dev.ipv4()[0], gateway(dev)
-        locks = stats(home).get("satellite_cable_locked", 0)
-        child.vsctl("del-port", child.bridge, child.uplink)
-        child.run(["ip", "link", "set", child.uplink, "down"])
-        try:
-            wait_until(lambda: stats(home).get("satellite_cable_locked", 0) > locks, 10,
-                       "the parent's port that lost its link was not locked")
-            wait_until(lambda: f"in_port={CHILD_PORT},vlan_tci=0x1500/0x1f00" not in paired.flows(), 10,
-                       "the parent still passes the child's VLANs")
-            child.run(["ip", "link", "set", child.uplink, "up"])
-            time.sleep(1)
-            res = child.run(["python3", "-c", ARP_AS, child.uplink, str(CHILD[0] * 256 + dev.ofport), dev.mac,
-                             address, gw], check=False)
-            assert res.returncode == 0, res.stderr
-            assert res.stdout.strip() == "0", f"a laptop on the child's cable got answers as {dev.mac}"
-        finally:
-            child.vsctl("--may-exist", "add-port", child.bridge, child.uplink, "--", "set", "interface",
-                        child.uplink, "ofport_request=250")
+        with cable_swapped(home, child, dev,          # the parent no longer passes the child's VLANs
+                           lambda: f"in_port={CHILD_PORT},vlan_tci=0x1500/0x1f00" not in paired.flows()) \
+                as impostor_answers:
+            answers = impostor_answers()
+            assert answers == 0, f"a laptop on the child's cable got {answers} answers as {dev.mac}"
+        gw = gateway(dev)
         # the child back: it connects with its certificate, and its device's path comes back
         wait_until(lambda: dev.ping(gw, timeout=1), 40, "the child's device did not come back with it")
         assert dev.ping(WEB_ADDR)
