@@ -245,6 +245,11 @@ def _demux_bridge(demux: str, datapath_type: str) -> list[str]:
             "fail_mode=standalone", "other-config:forward-bpdu=false"]
 
 
+def by_index(sats: tuple[Satellite, ...], index: int) -> Satellite | None:
+    """The listed satellite with that index (its place in the config list)."""
+    return next((s for s in sats if s.index == index), None)
+
+
 def subtree(sat: Satellite, sats: tuple[Satellite, ...]) -> dict[int, tuple[int, tuple[int, ...]]]:
     """The ports of `sat` that other satellites' cables plug into (a tree): port ->
     (the satellite plugged in there, it and every satellite behind it). Such a port

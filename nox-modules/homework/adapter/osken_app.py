@@ -96,13 +96,17 @@ class HomeworkApp(app_manager.OSKenApp):
         sat = self.cable_guard.observe(cable, resets)
         if sat is None:
             return
-        self.core.counters.count("core.satellite_cable_locked")
-        log.warning("satellite %d's cable %s lost its carrier: it carries only the management link until "
-                    "the satellite connects again with its certificate", sat.index, cable)
         router_ports.lock_cable(sat)
+        self._cable_locked(sat, f"cable {cable}")
+
+    def _cable_locked(self, sat: satellites.Satellite, cable: str) -> None:
+        """Said, counted, and the satellite's session closed: it proves itself again by connecting."""
+        self.core.counters.count("core.satellite_cable_locked")
+        log.warning("satellite %d's %s lost its link: it carries only the management link until the satellite "
+                    "connects again with its certificate", sat.index, cable)
         dp = self.satellite_dps.get(sat.dpid)
         if dp is not None:
-            dp.close()      # the satellite proves itself again by connecting
+            dp.close()
 
     def _tree_cable_dropped(self, dpid: int, port_no: int) -> None:
         """A satellite's port lost its link: if another satellite's cable plugs into it,
@@ -116,15 +120,9 @@ class HomeworkApp(app_manager.OSKenApp):
         behind = satellites.subtree(sat, self.core.config.satellites).get(port_no)
         if behind is None or behind[0] in self._tree_locked:
             return
-        child = next(s for s in self.core.config.satellites if s.index == behind[0])
+        child = satellites.by_index(self.core.config.satellites, behind[0])
         self._tree_locked.add(child.index)
-        self.core.counters.count("core.satellite_cable_locked")
-        log.warning("satellite %d's cable (port %d of satellite %d) lost its link: it carries only the management "
-                    "link until satellite %d connects again with its certificate", child.index, port_no,
-                    sat.index, child.index)
-        dp = self.satellite_dps.get(child.dpid)
-        if dp is not None:
-            dp.close()
+        self._cable_locked(child, f"cable (port {port_no} of satellite {sat.index})")
 
     def _tree_cable_trusted(self, sat: satellites.Satellite) -> None:
         """A satellite behind another connected with its certificate: its VLANs pass its
@@ -132,7 +130,7 @@ class HomeworkApp(app_manager.OSKenApp):
         if sat.index not in self._tree_locked or sat.parent is None:
             return
         self._tree_locked.discard(sat.index)
-        parent = next((s for s in self.core.config.satellites if s.index == sat.parent[0]), None)
+        parent = satellites.by_index(self.core.config.satellites, sat.parent[0])
         dp = self.satellite_dps.get(parent.dpid) if parent is not None else None
         if dp is not None:
             dp.send_msg(dp.ofproto_parser.OFPPortDescStatsRequest(dp, 0))
