@@ -64,9 +64,10 @@ class Agent:
                            for i, radio in enumerate(opts.radios)] or [HostapdDenyList(deny_file, "")]
         self.denied = set(_read_deny_file(Path(deny_file)))
         self.monitors = [MonitorSocket(f"{opts.hostapd_ctrl_dir.rstrip('/')}/{radio}", time.monotonic,
-                                       self._monitor_failed(radio), attach=ATTACH)
+                                       self._monitor_failed(radio), attach=ATTACH,
+                                       on_attached=lambda radio=radio: log.info(
+                                           "hostapd control socket for %s: attached", radio))
                          for radio in opts.radios] if opts.hostapd_ctrl_dir else []
-        self._failing: set[str] = set()
         self.stop = threading.Event()
         self.connected = threading.Event()
         self._reports = 0
@@ -115,15 +116,12 @@ class Agent:
                     log.info("%s: station %s %s; its radio is reported now", monitor.ifname, event[1], event[0])
                     if monitor.ifname not in radios:
                         radios.append(monitor.ifname)
-            if monitor.attached and monitor.ifname in self._failing:
-                self._failing.discard(monitor.ifname)
-                log.info("hostapd control socket for %s: attached", monitor.ifname)
         return radios
 
-    def _monitor_failed(self, radio: str):
-        def said(why: str) -> None:
-            if radio not in self._failing:      # once per episode: hostapd restarts with each Wi-Fi change
-                self._failing.add(radio)
+    @staticmethod
+    def _monitor_failed(radio: str):
+        def said(why: str, first: bool) -> None:
+            if first:                           # once per episode: hostapd restarts with each Wi-Fi change
                 log.info("hostapd control socket for %s: %s (station events wait; dumps go on)", radio, why)
         return said
 

@@ -32,12 +32,16 @@ ATTACH = b"ATTACH"
 
 
 class MonitorSocket:
-    def __init__(self, path: str, clock: Callable[[], float], on_error: Callable[[str], None],
-                 attach: bytes = ATTACH_WITH_PROBES):
+    def __init__(self, path: str, clock: Callable[[], float], on_error: Callable[[str, bool], None],
+                 attach: bytes = ATTACH_WITH_PROBES, on_attached: Callable[[], None] = lambda: None):
         self.path = path
         self.attach = attach
         self.clock = clock
-        self.on_error = on_error        # a failure, said once per episode by the caller
+        # every failure, with whether it is the first of its episode (callers count each and
+        # say the first); on_attached: attached again after a failure
+        self.on_error = on_error
+        self.on_attached = on_attached
+        self.failing = False
         self.sock: socket.socket | None = None
         self.attached = False
         self._asked_at = 0.0            # when ATTACH was sent
@@ -62,7 +66,7 @@ class MonitorSocket:
             sock.send(self.attach)
         except OSError as exc:
             sock.close()
-            self.on_error(f"{self.path}: {exc.strerror or exc}")
+            self._failed(f"{self.path}: {exc.strerror or exc}")
             return
         self.sock, self.attached = sock, False
         self._asked_at = self._last_datagram = now
@@ -82,7 +86,11 @@ class MonitorSocket:
         self.close(detach=False)
         self._next_try = 0.0 if why == "quiet" else self.clock() + RETRY
         if why != "quiet":
-            self.on_error(f"{self.path}: {why}")
+            self._failed(f"{self.path}: {why}")
+
+    def _failed(self, why: str) -> None:
+        first, self.failing = not self.failing, True
+        self.on_error(why, first)
 
     # -- reading -----------------------------------------------------------------------------
     def receive(self) -> list[str]:
@@ -109,6 +117,9 @@ class MonitorSocket:
                 events.append(text)
             elif text.startswith("OK") and not self.attached:
                 self.attached = True
+                if self.failing:
+                    self.failing = False
+                    self.on_attached()
             elif text.startswith("FAIL") and not self.attached:
                 self._restart("ATTACH refused")
                 return events

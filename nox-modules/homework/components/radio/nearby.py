@@ -172,18 +172,21 @@ class NearbyListener:
         self.tracker = tracker
         self.count = count
         self.on_station = on_station    # (ifname, "connected" | "disconnected", mac): hostapd said so
-        self.failing: set[str] = set()
         self.closed = False             # after stop(): a late tick must not attach again
         self.sockets = [MonitorSocket(f"{ctrl_dir.rstrip('/')}/{ifname}", tracker.clock,
-                                      self._error_reporter(ifname)) for ifname in interfaces]
+                                      self._error_reporter(ifname), on_attached=self._attached_reporter(ifname))
+                        for ifname in interfaces]
 
-    def _error_reporter(self, ifname: str) -> Callable[[str], None]:
-        def report(why: str) -> None:
+    def _error_reporter(self, ifname: str) -> Callable[[str, bool], None]:
+        def report(why: str, first: bool) -> None:
             self.count("radio.nearby_errors")
-            if ifname not in self.failing:      # once per episode, not every retry
-                self.failing.add(ifname)
+            if first:                           # once per episode, not every retry
                 log.warning("hostapd control socket for %s: %s (retrying every few seconds)", ifname, why)
         return report
+
+    @staticmethod
+    def _attached_reporter(ifname: str) -> Callable[[], None]:
+        return lambda: log.info("hostapd control socket for %s: attached again", ifname)
 
     def tick(self) -> None:
         if self.closed:
@@ -191,9 +194,6 @@ class NearbyListener:
         for sock in self.sockets:
             for text in sock.receive():
                 self.handle(sock.ifname, text)
-            if sock.attached and sock.ifname in self.failing:
-                self.failing.discard(sock.ifname)
-                log.info("hostapd control socket for %s: attached again", sock.ifname)
         self.tracker.tick()
 
     def handle(self, ifname: str, text: str) -> None:
