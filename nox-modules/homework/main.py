@@ -79,16 +79,27 @@ def main(argv: list[str] | None = None) -> None:
     log.info("controller listening on %s:%d (OpenFlow 1.3); control socket %s",
              config.of_listen, config.of_port, config.control_socket)
 
-    def shutdown(signum, frame):
-        # Under eventlet an exception raised here lands in the hub, not in joinall, so
-        # stop explicitly. Every state write is already committed, so exiting is safe.
-        log.info("signal %d: stopping", signum)
+    def stop_and_exit():
         try:
             core.stop()
             control_server.close()
         finally:
             logging.shutdown()
             os._exit(0)
+
+    stopping: list[int] = []
+
+    def shutdown(signum, frame):
+        # Under eventlet an exception raised here lands in the hub, not in joinall, so
+        # stop explicitly. The handler may run in the hub itself, which must not block
+        # (components join threads and close sockets when they stop): the stopping runs
+        # in a green thread of its own. A second signal exits at once. Every state write
+        # is already committed, so exiting is safe.
+        log.info("signal %d: stopping", signum)
+        if stopping:
+            os._exit(0)
+        stopping.append(signum)
+        hub.spawn(stop_and_exit)
     signal.signal(signal.SIGTERM, shutdown)
     signal.signal(signal.SIGINT, shutdown)
     try:

@@ -845,10 +845,20 @@ class Home:
             if "priority=" in self.dump_flows():
                 break
             time.sleep(0.05)
+        # The control socket too: after a restart the switch may still say is_connected of
+        # the old session for a moment, and a loaded machine starts the controller slowly.
         if self.control_socket:
-            deadline = time.monotonic() + 5
-            while not self.control_socket.exists() and time.monotonic() < deadline:
+            deadline = time.monotonic() + timeout
+            while not self._control_listening() and time.monotonic() < deadline:
                 time.sleep(0.05)
+
+    def _control_listening(self) -> bool:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            try:
+                s.connect(str(self.control_socket))
+            except OSError:
+                return False
+        return True
 
     def stop_controller(self, timeout: float = 5.0) -> None:
         if self._controller is not None:
