@@ -7,10 +7,13 @@ mkdir -p "$RUN"
 # Settings: image defaults, then the household's overrides (persistent, on the data partition;
 # /etc/homework/router.conf is a symlink to it).
 load_router_conf() {
-  WAN=auto; BRIDGE=br0; DATAPATH=system; WIFI=auto; WIFI_COUNTRY=GB; LAN_EXCLUDE=""
+  WAN=auto; BRIDGE=br0; DATAPATH=system; WIFI=auto; WIFI_COUNTRY=GB; LAN_EXCLUDE=""; SATELLITES=""
   [ -f /usr/share/homework/image/router.conf.default ] && . /usr/share/homework/image/router.conf.default
   [ -f "$STATE/etc/router.conf" ] && . "$STATE/etc/router.conf"
   [ -f "$RUN/router.conf" ] && . "$RUN/router.conf"    # runtime override (tests)
+  # A satellite's bridge has a name of its own: the router's controller refuses, as a
+  # satellite, a switch whose bridge is named like its own.
+  if [ -e "$RUN/satellite" ]; then BRIDGE=${SATELLITE_BRIDGE:-sat0}; fi
   return 0
 }
 
@@ -48,4 +51,25 @@ announce() {
   echo "$msg"
   [ -w /dev/console ] && echo "$msg" > /dev/console 2>/dev/null || true
   if [ -c /dev/ttyS1 ]; then timeout 2 sh -c 'echo "$1" > /dev/ttyS1' _ "$msg" 2>/dev/null || true; fi
+}
+
+# The router ports that satellites' cables plug into (router.conf's SATELLITES, DPID:UPLINK:PORT;
+# a PORT hws<i>p<n> is a port of another satellite, a tree, not one of ours).
+satellite_cables() {
+  for s in $SATELLITES; do
+    case "${s##*:}" in hws*) ;; *) echo "${s##*:}" ;; esac
+  done
+}
+
+# The role this box was given (homework-firstboot): the kernel command line's homework.role=,
+# else the ESP's homework-role file, else the one recorded at an earlier boot, else router.
+role_choice() {
+  r=$(sed -n 's/.*homework\.role=\([a-z]*\).*/\1/p' "${CMDLINE:-/proc/cmdline}")
+  [ -n "$r" ] || r=$(timeout 20 cat "${ESP:-/boot/efi}/homework-role" 2>/dev/null | tr -dc 'a-z' || true)
+  [ -n "$r" ] || r=$(cat "$STATE/etc/role" 2>/dev/null || true)
+  case "$r" in
+    satellite) echo satellite ;;
+    ""|router) echo router ;;
+    *) announce "homework-firstboot: unknown role '$r' (router or satellite): booting as a router" >&2; echo router ;;
+  esac
 }

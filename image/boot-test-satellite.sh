@@ -1,0 +1,166 @@
+# shellcheck shell=bash disable=SC2154  # sourced by image/boot-test.sh, whose variables and helpers it uses
+# The image as a satellite (issue 15), sourced by image/boot-test.sh once the router's own
+# checks are done and its VM still runs. A second VM boots the same image with the role file
+# on its ESP, as a household would write it after flashing. Its uplink NIC is cabled (a host
+# bridge) to the router VM's third NIC, and its second NIC to a device namespace:
+#   router VM NIC 3 -- hbs bridge -- satellite VM NIC 1 (uplink)
+#   satellite VM NIC 2 -- hbd bridge -- veth -- namespace "sdev" (a device behind the satellite)
+# The router lists the satellite (router.conf SATELLITES: the datapath id its console prints,
+# written in boot 1 so that every later boot has it); the satellite finds the router behind its uplink, asks to pair and prints its
+# code; the household permits it through the API the Guest Board uses; then a device behind
+# it gets a lease from the router, is pending, is permitted and reaches the ISP.
+
+SAT_UP_MAC=52:54:00:48:57:11 SAT_PORT_MAC=52:54:00:48:57:12
+SAT_DISK=$ART/sat-disk.img SAT_AGENT=$ART/sat-agent.sock
+SAT_QEMU_PID=""
+
+gs() {  # run a shell command in the satellite VM
+  python3 "$TOP/image/boot-test-agent.py" "$SAT_AGENT" "${GT:-60}" "$*"
+}
+sat_line() {  # sat_line PATTERN SECONDS: the line on the satellite's ttyS1, once there
+  local t0; t0=$(date +%s)
+  until grep -q "$1" "$ART/ttyS1-sat.log" 2>/dev/null; do
+    kill -0 "$SAT_QEMU_PID" 2>/dev/null && [ $(( $(date +%s) - t0 )) -lt "$2" ] || return 1
+    sleep 1
+  done
+  grep "$1" "$ART/ttyS1-sat.log" | tr -d '\r' | tail -1
+}
+
+sat_net_up() {  # the satellite's uplink on the cable's bridge; its port's bridge and a device namespace
+  set -e
+  ip tuntap add dev "$TAP_SU" mode tap; ip link set "$TAP_SU" master "$BR_S"; ip link set "$TAP_SU" up
+  ip netns add "$NS_SDEV"
+  qemu_link "hbd$SUF" "$NS_SDEV"
+}
+
+sat_disk() {  # a whole copy of the image, with the role chosen on its ESP (FAT, mtools)
+  local start
+  cp --sparse=always "$IMG" "$SAT_DISK"
+  start=$(sfdisk -J "$SAT_DISK" | python3 -c 'import json, sys
+parts = json.load(sys.stdin)["partitiontable"]["partitions"]
+print(next(p["start"] for p in parts if p["type"].upper() == "C12A7328-F81F-11D2-BA4B-00A0C93EC93B"))')
+  echo satellite > "$ART/homework-role"
+  mcopy -o -i "$SAT_DISK@@$((start * 512))" "$ART/homework-role" ::/homework-role
+}
+
+sat_boot() {  # BIOS (SeaBIOS, GRUB), one vCPU: it runs beside the router's VM
+  rm -f "$SAT_AGENT"
+  qemu-system-x86_64 -machine q35 "${ACCEL_ARGS[@]}" -smp 1 -m 768 -display none -no-reboot \
+    -drive "file=$SAT_DISK,if=virtio,format=raw" \
+    -netdev "tap,id=up,ifname=$TAP_SU,script=no,downscript=no" -device "virtio-net-pci,netdev=up,mac=$SAT_UP_MAC" \
+    -netdev "tap,id=p1,ifname=$TAP_SD,script=no,downscript=no" -device "virtio-net-pci,netdev=p1,mac=$SAT_PORT_MAC" \
+    -serial "file:$ART/ttyS0-sat.log" -serial "file:$ART/ttyS1-sat.log" \
+    -device virtio-serial-pci -chardev "socket,id=agent,path=$SAT_AGENT,server=on,wait=off" \
+    -device virtserialport,chardev=agent,name=org.homework.test \
+    -fw_cfg name=opt/org.homework.test,string=1 \
+    -pidfile "$ART/qemu-sat.pid" -daemonize >"$ART/qemu-sat.log" 2>&1 || return 1
+  SAT_QEMU_PID=$(cat "$ART/qemu-sat.pid")
+}
+
+SAT_DPID=0000$(echo "$SAT_UP_MAC" | tr -d :) SATCABLE_PORT=""
+sat_list() {  # the household lists the satellite in the router's router.conf: DPID:uplink:<router port>
+  SATCABLE_PORT=$(g "ip -o link | grep -i '$SATCABLE_MAC' | awk -F': ' '{print \$2}'" | tr -d '\r\n')
+  echo "satellite $SAT_DPID on router port '$SATCABLE_PORT'"
+  [ -n "$SATCABLE_PORT" ] &&
+    g "grep -q '^SATELLITES=.*$SAT_DPID' /var/lib/homework/etc/router.conf ||
+       echo 'SATELLITES=\"$SAT_DPID:uplink:$SATCABLE_PORT\"' >> /var/lib/homework/etc/router.conf"
+}
+
+sat_state() {  # sat_state DPID: "STATE CODE" of the satellite in the router's API (GET /ws.v1/satellites)
+  api GET /satellites | head -1 | python3 -c 'import json, sys
+for s in json.load(sys.stdin):
+    if s.get("dpid") == sys.argv[1]:
+        print(s.get("state"), s.get("code"))' "$1" 2>/dev/null
+}
+
+sat_dev() { ip netns exec "$NS_SDEV" "$@"; }
+sat_reaches_isp() {  # within 60 s (the router, under TCG beside other VMs, installs its path slowly)
+  local i
+  for i in 1 2 3 4; do
+    sat_dev curl -sS -m 15 "http://$ISP_IP/" 2>>"$ART/checks.log" | grep -q 'hello from the ISP' && return 0
+    echo "try $i: the device behind the satellite did not reach the ISP" >>"$ART/checks.log"
+  done
+  return 1
+}
+
+sat_diagnostics() {  # both switches' tables and the controller's log, into sat-diagnostics.log
+  {
+    echo "== router"; GT=180 g "ovs-vsctl show; ovs-ofctl -O OpenFlow13 dump-flows hwsat1; ovs-ofctl -O OpenFlow13 dump-flows br0 | head -80; ovs-ofctl -O OpenFlow13 dump-ports-desc br0 | grep -A1 hws; journalctl -u homework-controller --no-pager | tail -80"
+    echo "== satellite"; GT=120 gs "ovs-vsctl show; ovs-ofctl -O OpenFlow13 dump-flows sat0; ovs-ofctl -O OpenFlow13 dump-ports sat0; ip -d link; journalctl -u homework-satellite -u homework-satellite-agent --no-pager | tail -40"
+  } >>"$ART/sat-diagnostics.log" 2>&1
+}
+
+satellite_phase() {
+  log "satellite: a second VM boots the same image in the satellite role, cabled to the router's third port"
+  if ! kill -0 "$QEMU_PID" 2>/dev/null; then fail "satellite phase" "the router's VM is not running"; return; fi
+  if ! (sat_net_up) >"$ART/sat-netup.log" 2>&1; then fail "satellite test network" "see $ART/sat-netup.log"; return; fi
+  if ! sat_disk >"$ART/sat-disk.log" 2>&1; then fail "satellite disk with the role file on its ESP" "see $ART/sat-disk.log"; return; fi
+  local t0 line dpid code st mac out
+  t0=$(date +%s)
+  sat_boot || { fail "satellite VM start" "see $ART/qemu-sat.log"; return; }
+
+  # Its role, from the ESP; the datapath id the household lists on the router
+  if ! line=$(sat_line '^HOMEWORK-SATELLITE dpid=' "$BOOT_TIMEOUT"); then
+    fail "the satellite boots and prints its datapath id" "see $ART/ttyS0-sat.log"; return; fi
+  dpid=$(echo "$line" | sed 's/^HOMEWORK-SATELLITE dpid=\([0-9a-f]*\).*/\1/')
+  check "the satellite took its role from the ESP file (HOMEWORK-ROLE satellite) and names its datapath $dpid ($(( $(date +%s) - t0 ))s)" \
+    grep -q '^HOMEWORK-ROLE satellite' "$ART/ttyS1-sat.log"
+
+  # The router lists it (the full test did so in boot 1; HOMEWORK_BOOT_TEST_ONLY does it now,
+  # and restarts the router's network and controller to take it)
+  check "the datapath id on the satellite's console is the one listed on the router ($SAT_DPID)" test "$dpid" = "$SAT_DPID"
+  if ! g "grep -q '$SAT_DPID' /run/homework/homework.toml" >/dev/null 2>&1; then
+    sat_list >>"$ART/checks.log" 2>&1
+    GT=240 gq "systemctl restart homework-net homework-controller
+      for i in \$(seq 1 200); do [ \"\$(ovs-vsctl --timeout=2 get controller br0 is_connected)\" = true ] && break; sleep 1; done"
+  fi
+  check "the router, told of the satellite (router.conf SATELLITES), makes its management link (hwsat1, fe80::1 on hwsat1m)" \
+    g "ovs-vsctl list-ports hwsat1 | grep -qx '$SATCABLE_PORT' && ip -6 addr show dev hwsat1m | grep -q 'fe80::1/'"
+
+  # It finds the router behind its uplink and asks to pair: its code on its console
+  if ! line=$(sat_line '^HOMEWORK-SATELLITE code=' 240); then
+    fail "the satellite finds the router behind its uplink and asks to pair" "see $ART/ttyS1-sat.log"
+    GT=30 gs "journalctl -u homework-satellite --no-pager | tail -30" >>"$ART/checks.log" 2>&1; return; fi
+  code=$(echo "$line" | sed 's/^HOMEWORK-SATELLITE code=\([0-9a-f]*\).*/\1/')
+  api_login >/dev/null 2>&1 || true
+  st=$(sat_state "$dpid")
+  if [ "$st" = "pending $code" ]; then
+    pass "the satellite asked to pair over its cable: pending in the router's API (the Guest Board's list) with the code on its console, $code"
+  else fail "the satellite is a pending access point with its console's code" "API: '$st', console: '$code'"; return; fi
+
+  # The household permits it; it connects over TLS with the certificate pairing gave it
+  out=$(api POST "/satellites/$dpid/permit"); echo "permit $dpid: $out" >>"$ART/checks.log"
+  if sat_line '^HOMEWORK-SATELLITE paired' 120 >/dev/null &&
+     GT=90 gs "for i in \$(seq 1 80); do [ \"\$(ovs-vsctl --timeout=2 get controller sat0 is_connected)\" = true ] && exit 0; sleep 1; done; exit 1" >/dev/null 2>&1; then
+    pass "permitted on the API: the satellite's bridge is connected to the router's controller over TLS ($(gs "ovs-vsctl get controller sat0 target" | tr -d '\r\n'))"
+  else fail "once permitted the satellite connects to the controller over TLS" "see $ART/ttyS1-sat.log"
+    GT=30 gs "journalctl -u homework-satellite --no-pager | tail -30; ovs-vsctl show" >>"$ART/checks.log" 2>&1; return; fi
+  check "the satellite runs none of the router's services (no controller, DHCP, DNS, web; its agent runs)" \
+    gs "! systemctl is-active -q homework-controller homework-dnsd homework-dns homework-web homework-net &&
+        ! ss -Hlun | grep -q ':67 \|:53 ' && ! ss -Hltn | grep -q ':443 \|:53 ' &&
+        for i in \$(seq 1 30); do systemctl is-active -q homework-satellite-agent && exit 0; sleep 1; done; exit 1"
+
+  # A device behind it: a lease from the router, pending, then permitted out to the ISP
+  mac=$(ip -n "$NS_SDEV" link show eth0 | awk '/link\/ether/{print $2}')
+  if NS=$NS_SDEV dev_dhcp && v6_in "$IP" 10.2.0.0/16; then
+    pass "a device behind the satellite gets its lease from the router: $IP/$MASK via $ROUTER"
+  else fail "a device behind the satellite gets a lease from the router" "lease '${IP:-none}'; see $ART/dev-dhcp.log, sat-diagnostics.log"
+    sat_diagnostics; return; fi
+  st=$(device_state "$mac")
+  check "the device behind the satellite is pending (state '$st') and reaches nothing outside" \
+    test "$st" = pending -a "$(sat_dev curl -s -m 5 "http://$ISP_IP/" 2>/dev/null | grep -c 'hello from the ISP')" = 0
+  if decide permit "$mac" && NS=$NS_SDEV dev_dhcp && sat_reaches_isp; then
+    pass "permitted, the device behind the satellite reaches the ISP through the router ($IP)"
+  else fail "the permitted device behind the satellite reaches the ISP" "state '$(device_state "$mac")', lease '${IP:-none}'"
+    sat_diagnostics; fi
+  out=$(g "homework --json devices" | python3 -c 'import json, sys
+for d in json.load(sys.stdin):
+    if d.get("mac", "").lower() == sys.argv[1]:
+        a = d.get("attached") or {}
+        print(a.get("switch", ""), a.get("port", ""))' "$mac" 2>/dev/null)
+  check "the router places the device on the satellite's port (attached: '$out')" test "$out" = "satellite 1 1"
+  log "satellite: done in $(( $(date +%s) - t0 ))s"
+  GT=5 gs "systemctl poweroff" >/dev/null 2>&1
+  for _ in $(seq 1 30); do kill -0 "$SAT_QEMU_PID" 2>/dev/null || break; sleep 1; done
+  kill "$SAT_QEMU_PID" 2>/dev/null
+}
