@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import subprocess
 import time
 
@@ -59,6 +60,12 @@ def lease_refused(sat: Satellite, dev) -> bool:
     res = subprocess.run(["ip", "netns", "exec", dev.ns, "udhcpc", "-f", "-q", "-n", "-i", "eth0",
                           "-s", "/bin/true", "-t", "4", "-T", "1"], capture_output=True, text=True, timeout=30)
     return res.returncode != 0
+
+
+def reprogrammed_since(sat: Satellite, since: float) -> bool:
+    """Every flow of the satellite's table was installed after `since` (a new session's plan)."""
+    ages = [float(d) for d in re.findall(r"duration=([0-9.]+)s", sat.flows())]
+    return bool(ages) and max(ages) < time.time() - since
 
 
 @contextlib.contextmanager
@@ -283,6 +290,13 @@ def test_a_satellite_behind_a_satellite_is_managed_through_it_and_its_device_rea
                 as impostor_answers:
             answers = impostor_answers()
             assert answers == 0, f"a laptop on the child's cable got {answers} answers as {dev.mac}"
+            # a controller restart (the lock is its memory) still does not open the parent
+            restarted = time.time()
+            home.restart_controller()
+            wait_until(lambda: reprogrammed_since(paired, restarted), 40,
+                       "the parent was not driven again after the controller restart")
+            answers = impostor_answers()
+            assert answers == 0, f"after a controller restart the laptop got {answers} answers as {dev.mac}"
         gw = gateway(dev)
         # the child back: it connects with its certificate, and its device's path comes back
         wait_until(lambda: dev.ping(gw, timeout=1), 40, "the child's device did not come back with it")

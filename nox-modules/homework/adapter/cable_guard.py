@@ -16,8 +16,9 @@ session of the satellite clears it (router_ports.sync), so no state here is need
 that. A satellite
 that loses only its controller connection (the cable in place) is not locked: it keeps
 forwarding its devices' flows (fail-secure). Not covered: a switch put in between without
-a carrier drop (only 802.1AE MACsec could tell), and cables between satellites in a tree
-(the child's cable is a port of its parent).
+a carrier drop (only 802.1AE MACsec could tell). Cables between satellites in a tree (the
+child's cable is a port of its parent) are locked by the adapter from the parent's
+port-status messages (osken_app._tree_cable_dropped).
 
 CableGuard is the decision, with no I/O; CableWatch feeds it from `ovsdb-client monitor`.
 """

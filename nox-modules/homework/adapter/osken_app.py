@@ -60,7 +60,10 @@ class HomeworkApp(app_manager.OSKenApp):
         self.satellite_dps: dict[int, object] = {}     # dpid -> os-ken Datapath of a connected satellite
         self._satellite_ports: dict[int, list[int]] = {}   # dpid -> its device ports with link, as last planned
         self._satellite_uplinks: dict[int, int] = {}       # dpid -> its uplink's port number
-        self._tree_locked: set[int] = set()   # satellites behind others whose cable lost its link (cable_guard.py)
+        # Satellites behind others whose cable lost its link (cable_guard.py). The lock is this
+        # process's memory, and a cable may have been swapped while no controller was running:
+        # at start every satellite in a tree is locked until it connects with its certificate.
+        self._tree_locked: set[int] = {s.index for s in self.core.config.satellites if s.parent is not None}
         self.patch_links = satellites.PatchLinks(self.core.config.satellites_radio_ports)
         self.core.ctx.is_radio_port = self.patch_links.is_radio_port
         self.core.ctx.radio_port = self.patch_links.radio_router_port
