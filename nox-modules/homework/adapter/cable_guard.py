@@ -11,9 +11,10 @@ carrier drop, and Open vSwitch counts those per interface (`link_resets`), so:
     again (a session can outlive a quick swap and back);
   - the satellite's next session, which the adapter admits only with its paired
     certificate, unlocks it.
-The lock lives in Open vSwitch's database, so a controller restart keeps it; every new
-session of the satellite clears it (router_ports.sync), so no state here is needed for
-that. A satellite
+The lock lives in Open vSwitch's database; every new session of the satellite clears it
+(router_ports.sync), so no state here is needed for that. A swap while no controller
+watched (a router reboot restarts the counts; a controller restart misses the change) is
+covered by locking every cable when the controller starts (router_ports.prepare). A satellite
 that loses only its controller connection (the cable in place) is not locked: it keeps
 forwarding its devices' flows (fail-secure). Not covered: a switch put in between without
 a carrier drop (only 802.1AE MACsec could tell). Cables between satellites in a tree (the

@@ -13,14 +13,28 @@ from .. import satellites
 log = logging.getLogger("homework.adapter")
 
 _LOCK = threading.Lock()
+_PREPARED: set[int] = set()     # satellites whose management link this process has made
 
 
 def prepare(sat: satellites.Satellite, datapath_type: str) -> None:
     """The satellite's management link on the router (demux bridge, cable, management
     port at fe80::1), so that it can reach us to pair before it has any other path."""
     with _LOCK:
-        _vsctl(satellites.management_commands(sat, datapath_type))
-        _address(sat, datapath_type)
+        _prepare(sat, datapath_type)
+
+
+def _prepare(sat: satellites.Satellite, datapath_type: str) -> None:
+    """Made once per process, its cable locked (cable_guard.py): the cable may have been
+    swapped while no controller watched it (a reboot, a restart), so it carries only the
+    management link until the satellite's next session. That session's sync makes it
+    first if it comes before the start-up thread, so the lock never lands after it."""
+    if sat.index in _PREPARED:
+        return
+    args = satellites.management_commands(sat, datapath_type)
+    lock = satellites.cable_lock_commands(sat) if sat.parent is None else []
+    _vsctl(args + (["--"] + lock if lock else []))
+    _address(sat, datapath_type)
+    _PREPARED.add(sat.index)
 
 
 def sync(sat: satellites.Satellite, ports: dict[str, int], bridge: str, datapath_type: str,
@@ -30,6 +44,8 @@ def sync(sat: satellites.Satellite, ports: dict[str, int], bridge: str, datapath
     management port's address again too (a new session: Open vSwitch may have restarted
     and made the port afresh)."""
     with _LOCK:
+        if address:
+            _prepare(sat, datapath_type)
         listed = _vsctl(["list-ports", sat.demux_bridge], quiet=True)
         existing = set(listed.split()) if listed is not None else set()
         args = satellites.router_commands(sat, ports, bridge, datapath_type, existing, children)
