@@ -1,14 +1,16 @@
 # shellcheck shell=bash disable=SC2154  # sourced by image/boot-test.sh, whose variables and helpers it uses
-# The image as a satellite (issue 15), sourced by image/boot-test.sh once the router's own
-# checks are done and its VM still runs. A second VM boots the same image with the role file
-# on its ESP, as a household would write it after flashing. Its uplink NIC is cabled (a host
-# bridge) to the router VM's third NIC, and its second NIC to a device namespace:
+# The image as a satellite (issue 15), sourced by image/boot-test.sh. A second VM boots the
+# same image with the role file on its ESP, as a household would write it after flashing. Its
+# uplink NIC is cabled (a host bridge) to the router VM's third NIC, and its second NIC to a
+# device namespace:
 #   router VM NIC 3 -- hbs bridge -- satellite VM NIC 1 (uplink)
 #   satellite VM NIC 2 -- hbd bridge -- veth -- namespace "sdev" (a device behind the satellite)
 # The router lists the satellite (router.conf SATELLITES: the datapath id its console prints,
-# written in boot 1 so that every later boot has it); the satellite finds the router behind its uplink, asks to pair and prints its
-# code; the household permits it through the API the Guest Board uses; then a device behind
-# it gets a lease from the router, is pending, is permitted and reaches the ISP.
+# written in boot 1 so that every later boot has it); the satellite finds the router behind
+# its uplink, asks to pair and prints its code; the household permits it through the API the Guest Board uses; then a device behind
+# it gets a lease from the router, is pending, is permitted and reaches the ISP. It boots while
+# the router's A/B updates run (satellite_start) and waits there, pending, through the
+# router's reboots; its checks run once the router's own are done (satellite_phase).
 
 SAT_UP_MAC=52:54:00:48:57:11 SAT_PORT_MAC=52:54:00:48:57:12
 SAT_DISK=$ART/sat-disk.img SAT_AGENT=$ART/sat-agent.sock
@@ -90,20 +92,27 @@ sat_diagnostics() {  # both switches' tables and the controller's log, into sat-
   } >>"$ART/sat-diagnostics.log" 2>&1
 }
 
-satellite_phase() {
+satellite_start() {  # its disk, its links and its VM: booted early, it waits (pending) until the checks
   log "satellite: a second VM boots the same image in the satellite role, cabled to the router's third port"
-  if ! kill -0 "$QEMU_PID" 2>/dev/null; then fail "satellite phase" "the router's VM is not running"; return; fi
+  SAT_T0=$(date +%s) SAT_STARTED=no
   if ! (sat_net_up) >"$ART/sat-netup.log" 2>&1; then fail "satellite test network" "see $ART/sat-netup.log"; return; fi
   if ! sat_disk >"$ART/sat-disk.log" 2>&1; then fail "satellite disk with the role file on its ESP" "see $ART/sat-disk.log"; return; fi
+  sat_boot || { fail "satellite VM start" "see $ART/qemu-sat.log"; return; }
+  SAT_STARTED=yes
+}
+
+satellite_phase() {
+  [ "$SAT_STARTED" = yes ] || return
+  log "satellite: its checks ($(( $(date +%s) - SAT_T0 ))s after it was started)"
+  if ! kill -0 "$QEMU_PID" 2>/dev/null; then fail "satellite phase" "the router's VM is not running"; return; fi
   local t0 line dpid code st mac out
   t0=$(date +%s)
-  sat_boot || { fail "satellite VM start" "see $ART/qemu-sat.log"; return; }
 
   # Its role, from the ESP; the datapath id the household lists on the router
   if ! line=$(sat_line '^HOMEWORK-SATELLITE dpid=' "$BOOT_TIMEOUT"); then
     fail "the satellite boots and prints its datapath id" "see $ART/ttyS0-sat.log"; return; fi
   dpid=$(echo "$line" | sed 's/^HOMEWORK-SATELLITE dpid=\([0-9a-f]*\).*/\1/')
-  check "the satellite took its role from the ESP file (HOMEWORK-ROLE satellite) and names its datapath $dpid ($(( $(date +%s) - t0 ))s)" \
+  check "the satellite took its role from the ESP file (HOMEWORK-ROLE satellite) and names its datapath $dpid" \
     grep -q '^HOMEWORK-ROLE satellite' "$ART/ttyS1-sat.log"
 
   # The router lists it (the full test did so in boot 1; HOMEWORK_BOOT_TEST_ONLY does it now,

@@ -441,7 +441,7 @@ else
   fail "first-boot credentials on ttyS1" "admin=${#ADMIN_PW} chars, psk=${#PSK} chars, ssid='$SSID'"
 fi
 if [ "${HOMEWORK_BOOT_TEST_ONLY:-}" = satellite ]; then   # developing the satellite phase: it alone
-  . "$TOP/image/boot-test-satellite.sh"; satellite_phase; summary; [ "$FAILED" -eq 0 ]; exit
+  . "$TOP/image/boot-test-satellite.sh"; satellite_start; satellite_phase; summary; [ "$FAILED" -eq 0 ]; exit
 fi
 check "no shared secrets: credentials differ from the image (generated at first boot)" \
   sh -c "! grep -rqs -- '$ADMIN_PW' '$TOP/image' '$TOP/conf'"
@@ -1089,6 +1089,7 @@ ab_updates() {
 wait_mark_good() {  # until this boot's homework-mark-good has run (it waits for readiness)
   GT=150 g "for i in \$(seq 1 140); do systemctl is-active -q homework-mark-good && break; sleep 1; done; systemctl is-active homework-mark-good; journalctl -u homework-mark-good --no-pager | tail -3" >>"$ART/checks.log" 2>&1
 }
+satellite_start     # its boot overlaps the updates' long waits
 ab_updates
 satellite_phase
 g "rm -f /var/lib/homework/bt-update.hwup /var/lib/homework/bt-ctl.py /var/lib/homework/bt-ctl.log" >/dev/null 2>&1

@@ -276,6 +276,14 @@ def management_address_commands(sat: Satellite, datapath_type: str) -> list[list
     return cmds
 
 
+def cable_up_command(sat: Satellite) -> list[str] | None:
+    """The cable's router end held up: a port taken off the LAN bridge for a satellite has
+    no one else to bring its link up (the image's LAN ports are brought up by its network
+    script, the cable no longer is). None behind another satellite: its cable is a port
+    of its parent."""
+    return ["ip", "link", "set", sat.router_port, "up"] if sat.parent is None else None
+
+
 def router_commands(sat: Satellite, ports: dict[str, int], bridge: str, datapath_type: str,
                     existing: set[str] = frozenset(), children: frozenset[int] = frozenset()) -> list[str]:
     """One ovs-vsctl transaction (its arguments) that gives every device port of the

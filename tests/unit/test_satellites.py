@@ -139,6 +139,13 @@ def test_the_router_answers_on_the_management_link_at_fe80_1_and_believes_no_adv
     assert not any("ethtool" in c for c in (" ".join(c) for c in management_address_commands(sat, "system")))
 
 
+def test_the_router_holds_a_satellites_own_cable_up_but_not_a_cable_inside_a_tree():
+    from homework.satellites import cable_up_command
+    root, child = parse(["a1:uplink:enp3s0", "a2:uplink:hws1p7"])
+    assert cable_up_command(root) == ["ip", "link", "set", "enp3s0", "up"]
+    assert cable_up_command(child) is None
+
+
 def test_a_satellite_radio_is_named_and_found_on_the_router():
     assert radio_label(2, "wlan0") == "wlan0@sat2" and parse_radio_label("wlan0@sat2") == (2, "wlan0")
     assert parse_radio_label("wlan0") is None and parse_radio_label("@sat2") is None

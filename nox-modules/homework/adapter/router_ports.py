@@ -75,6 +75,12 @@ def unplug(sat: satellites.Satellite, bridge: str) -> None:
 
 
 def _address(sat: satellites.Satellite, datapath_type: str) -> None:
+    cable = satellites.cable_up_command(sat)
+    if cable is not None:       # a cable not plugged in yet (no interface) comes up when it appears
+        try:
+            subprocess.run(cable, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            log.info("satellite %d cable: %s", sat.index, exc)
     for cmd in satellites.management_address_commands(sat, datapath_type):
         try:
             res = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
