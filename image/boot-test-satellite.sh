@@ -17,7 +17,7 @@ SAT_DISK=$ART/sat-disk.img SAT_AGENT=$ART/sat-agent.sock
 SAT_QEMU_PID=""
 
 gs() {  # run a shell command in the satellite VM
-  python3 "$TOP/image/boot-test-agent.py" "$SAT_AGENT" "${GT:-60}" "$*"
+  AGENT_SOCK=$SAT_AGENT g "$@"
 }
 sat_line() {  # sat_line PATTERN SECONDS: the line on the satellite's ttyS1, once there
   local t0; t0=$(date +%s)

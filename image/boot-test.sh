@@ -332,8 +332,8 @@ wait_line() {  # wait_line PATTERN FILE [INTERVAL]: 0 once PATTERN is in FILE; 1
     sleep "${3:-1}"
   done
 }
-g() {  # run a shell command in the guest; output to stdout
-  python3 "$TOP/image/boot-test-agent.py" "$ART/agent.sock" "${GT:-60}" "$*"
+g() {  # run a shell command in the guest (the router's VM, or AGENT_SOCK's); output to stdout
+  python3 "$TOP/image/boot-test-agent.py" "${AGENT_SOCK:-$ART/agent.sock}" "${GT:-60}" "$*"
 }
 gq() { g "$@" >>"$ART/checks.log" 2>&1; }
 cred() { sed -n "s/^HOMEWORK-CRED $1=//p" "$ART/ttyS1-boot$2.log" | tr -d '\r' | tail -1; }
