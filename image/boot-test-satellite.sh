@@ -168,6 +168,22 @@ for d in json.load(sys.stdin):
         a = d.get("attached") or {}
         print(a.get("switch", ""), a.get("port", ""))' "$mac" 2>/dev/null)
   check "the router places the device on the satellite's port (attached: '$out')" test "$out" = "satellite 1 1"
+
+  # Forgotten on the Guest Board: told so over its agent's TLS session, it drops its
+  # certificate and asks to pair again (its key kept: the same code); permitted, it is whole again
+  out=$(api POST "/satellites/$dpid/forget"); echo "forget $dpid: $out" >>"$ART/checks.log"
+  st=""
+  if sat_line 'no longer admits this access point (forgotten)' 90 >/dev/null; then
+    for _ in $(seq 1 60); do st=$(sat_state "$dpid"); [ "$st" = "pending $code" ] && break; sleep 2; done
+  fi
+  check "forgotten on the API, the satellite is told and asks to pair again with the same code (API: '$st')" \
+    test "$st" = "pending $code"
+  out=$(api POST "/satellites/$dpid/permit"); echo "permit $dpid again: $out" >>"$ART/checks.log"
+  if GT=150 gs "for i in \$(seq 1 120); do [ \"\$(ovs-vsctl --timeout=2 get controller sat0 is_connected)\" = true ] && exit 0; sleep 1; done; exit 1" >/dev/null 2>&1 &&
+     sat_reaches_isp; then
+    pass "permitted again, the satellite reconnects over TLS with its new certificate and its device reaches the ISP"
+  else fail "the satellite paired again reconnects and its device reaches the ISP" "see $ART/ttyS1-sat.log, sat-diagnostics.log"
+    sat_diagnostics; fi
   log "satellite: done in $(( $(date +%s) - t0 ))s"
   GT=5 gs "systemctl poweroff" >/dev/null 2>&1
   for _ in $(seq 1 30); do kill -0 "$SAT_QEMU_PID" 2>/dev/null || break; sleep 1; done

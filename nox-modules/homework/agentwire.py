@@ -7,6 +7,9 @@ channel carries the rest, in the direction each belongs:
 
     router -> agent  {"type": "wifi", "ssid": S, "passphrase": P}     the one network, on connect and on change
                      {"type": "deny", "macs": [MAC, ...]}              hostapd's deny list (blacklisted devices)
+                     {"type": "unpaired", "state": S}                   the household no longer admits this
+                                                                       satellite (S: denied, forgotten or
+                                                                       replaced); the session ends after it
     agent -> router  {"type": "hello", "radios": [IF, ...]}            once, after the handshake
                      {"type": "radio", "radio": IF, "dump": TEXT, "info": TEXT}
                                                                        every 0.5 s: `iw dev IF station dump`
@@ -111,6 +114,17 @@ def wifi(message: dict) -> tuple[str, str]:
         return check_ssid(message.get("ssid")), check_passphrase(message.get("passphrase"))
     except CommandError as exc:
         raise WireError(str(exc)) from None
+
+
+UNPAIRED_STATES = ("denied", "forgotten", "replaced")
+
+
+def unpaired(message: dict) -> str:
+    """Why the router no longer admits this satellite: denied, forgotten or replaced."""
+    state = message.get("state")
+    if state not in UNPAIRED_STATES:
+        raise WireError(f"state: one of {', '.join(UNPAIRED_STATES)}, not {state!r}")
+    return state
 
 
 def deny(message: dict) -> list[str]:

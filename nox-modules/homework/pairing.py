@@ -76,6 +76,16 @@ class SatellitePairing:
         return (row is not None and row["state"] == "permitted" and serial is not None
                 and row["serial"] == f"{serial:x}")
 
+    def standing(self, dpid: int, serial: int | None) -> str:
+        """Where a certificate with this serial stands: permitted (it admits), or why not:
+        denied, forgotten (no row), or replaced (a newer request or certificate)."""
+        row = self._row(dpid)
+        if row is None:
+            return "forgotten"
+        if row["state"] == "denied":
+            return "denied"
+        return "permitted" if self.admits(dpid, serial) else "replaced"
+
     # -- the satellite's side ---------------------------------------------------------------------
     def request(self, dpid_text: str, csr: str) -> dict:
         """A satellite asks to pair. Returns {dpid, code, ticket}; the ticket is shown once."""

@@ -407,7 +407,7 @@ def test_the_satellites_agent_runs_its_access_point_from_the_router_and_reports_
                "a certificate-less agent was not refused")
 
 
-def test_a_satellite_asks_the_household_permits_it_and_denying_it_later_cuts_it_off(home: Home, asking):
+def test_a_satellite_asks_the_household_permits_it_denying_it_cuts_it_off_and_forgotten_it_pairs_again(home: Home, asking):
     dpid = f"{ASKING[1]:016x}"
     asked = asking.ask()
     assert asked["dpid"] == dpid and len(asked["code"]) == 6
@@ -428,7 +428,10 @@ def test_a_satellite_asks_the_household_permits_it_and_denying_it_later_cuts_it_
     assert "BEGIN CERTIFICATE" in (asking.dir / "satellite-cert.pem").read_text()
     assert "PRIVATE KEY" in (asking.dir / "satellite-key.pem").read_text()      # made there, kept there
     wait_until(asking.programmed, 30, "the permitted satellite got no flows")
-    asking.start_agent(radios=())
+    # its unpaired command records why the router stopped admitting it (the image's asks again)
+    told = asking.agent_dir / "unpaired"
+    unpaired_command = f"sh -c 'echo \"$HOMEWORK_UNPAIRED\" >> {told}'"
+    asking.start_agent(radios=(), unpaired_command=unpaired_command)
     wait_until(lambda: "satellite 4's agent connected" in home.controller_log(), 15, "its agent did not connect")
     dev = home.add_device(name="behind-asking", switch=asking)
     dev.start_udhcpc()
@@ -447,15 +450,34 @@ def test_a_satellite_asks_the_household_permits_it_and_denying_it_later_cuts_it_
     assert not dev.ping(WEB_ADDR), "a device behind a denied satellite still reaches the internet"
     wait_until(lambda: "satellite 4 showed a certificate that is no longer its pairing" in home.controller_log(),
                20, "the denied satellite's reconnection was not refused")
-    wait_until(lambda: "satellite 4's agent disconnected" in home.controller_log() and
-               "satellite 4's certificate is no longer its pairing" in home.controller_log(), 40,
-               "the denied satellite's agent was not cut off and refused")
+    # its agent is told why and stops, instead of knocking with a certificate that no longer admits it
+    wait_until(lambda: "satellite 4's agent disconnected" in home.controller_log(), 15,
+               "the denied satellite's agent was not cut off")
+    wait_until(lambda: told.exists() and told.read_text().split() == ["denied"], 15,
+               f"the denied satellite's agent was not told:\n{asking.agent_log()[-1500:]}")
+    wait_until(lambda: asking.agent_proc.poll() is not None, 10, "the agent of a denied satellite kept running")
     # the CLI says the same as the API
     listed = json.loads(home.homework("--json", "satellites").stdout)
     assert [(s["dpid"], s["state"]) for s in listed if s["dpid"] == dpid] == [(dpid, "denied")]
     forgotten = home.homework("satellite-forget", dpid)
     assert forgotten.returncode == 0 and json.loads(forgotten.stdout) == {"dpid": dpid, "forgotten": True}
     assert home.homework("satellite-permit", dpid).returncode != 0       # nothing asked any more
+    # forgotten, the box comes back with its old certificate: refused, and told so
+    asking.start_agent(radios=(), unpaired_command=unpaired_command)
+    wait_until(lambda: told.read_text().split() == ["denied", "forgotten"], 15,
+               f"the forgotten satellite's agent was not told:\n{asking.agent_log()[-1500:]}")
+    assert "satellite 4's certificate is no longer its pairing (forgotten)" in home.controller_log()
+    wait_until(lambda: asking.agent_proc.poll() is not None, 10, "the agent of a forgotten satellite kept running")
+    # it asks again with the key it kept (the same code on both ends); permitted, it is whole again
+    (asking.dir / "satellite-cert.pem").unlink()
+    again = asking.ask()
+    assert again["code"] == asked["code"], (again, asked)
+    assert api(home.web, "POST", f"satellites/{dpid}/permit").json()["state"] == "permitted"
+    code, body = asking.poll()
+    assert code == 0 and body["state"] == "permitted", body
+    wait_until(asking.programmed, 40, "the satellite paired again got no flows")
+    wait_until(lambda: dev.ping(WEB_ADDR, timeout=1), 20,
+               "the device behind the satellite paired again did not get its internet back")
 
 
 def test_the_public_pairing_calls_refuse_what_they_should(home: Home):

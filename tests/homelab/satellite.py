@@ -246,7 +246,8 @@ class Satellite:
         return plugged
 
     # -- its agent and access point (a box of its own, paired) ---------------------------------
-    def start_agent(self, radios: tuple[str, ...] = ("wlan0",), interval: float | None = None) -> "Satellite":
+    def start_agent(self, radios: tuple[str, ...] = ("wlan0",), interval: float | None = None,
+                    unpaired_command: str | None = None) -> "Satellite":
         """homework.satellite_agent in the satellite's namespace, connecting across the
         management link with the identity pair() installed. Its radios are emulated: the
         station dump it reads is the file air_report() writes (iw's format), and its access
@@ -267,6 +268,8 @@ class Satellite:
             argv += ["--radio", radio]
         if interval is not None:
             argv += ["--interval", str(interval)]
+        if unpaired_command is not None:
+            argv += ["--unpaired-command", unpaired_command]
         self.agent_proc = subprocess.Popen(ns_cmd(self.ns, argv), env=env, stdin=subprocess.DEVNULL,
                                            stdout=open(d / "agent.log", "ab"), stderr=subprocess.STDOUT)
         return self

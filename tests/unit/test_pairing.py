@@ -55,10 +55,14 @@ def test_a_paired_satellite_cannot_be_asked_for_again_and_deny_or_forget_end_its
     with pytest.raises(CommandError) as exc:
         call(core, "satellite-request", dpid=DPID, csr=request())      # someone else claiming its dpid
     assert exc.value.status == 409 and core.pairing.admits(0xA1, serial)
+    assert core.pairing.standing(0xA1, serial) == "permitted"
+    assert core.pairing.standing(0xA1, serial + 1) == "replaced"       # not the certificate issued last
     assert call(core, "satellite-deny", dpid=DPID)["state"] == "denied"
     assert not core.pairing.admits(0xA1, serial)
+    assert core.pairing.standing(0xA1, serial) == "denied"
     assert call(core, "satellite-forget", dpid=DPID) == {"dpid": DPID, "forgotten": True}
     assert call(core, "satellites") == []
+    assert core.pairing.standing(0xA1, serial) == "forgotten"
 
 
 def test_unlisted_or_malformed_input_is_refused_with_the_reason(core):

@@ -64,6 +64,10 @@ def test_message_fields_are_checked():
     with pytest.raises(agentwire.WireError, match="passphrase"):
         agentwire.wifi({"ssid": "Home", "passphrase": "short"})
     assert agentwire.radio_report({"radio": "wlan0", "dump": "x"}) == ("wlan0", "x", "")
+    assert agentwire.unpaired({"type": "unpaired", "state": "forgotten"}) == "forgotten"
+    for bad in ({}, {"state": "permitted"}, {"state": ["denied"]}):
+        with pytest.raises(agentwire.WireError, match="state"):
+            agentwire.unpaired(bad)
     for bad in ({"radio": "../etc"}, {"radio": "w" * 16}, {"radio": "wlan0", "dump": 5}):
         with pytest.raises(agentwire.WireError):
             agentwire.radio_report(bad)
@@ -197,12 +201,22 @@ def test_only_the_paired_certificate_is_admitted(home, tmp_path):
             assert tls.recv(100) == b""
     assert wait_for(lambda: core.counters.get("satlink.refused") == 1)
 
-    # the paired agent works until the satellite is denied on the board; then it is cut off and refused
-    agent = start_agent()
+    # the paired agent works until the satellite is denied on the board; then it is told
+    # why, cut off, and stops (its unpaired command runs, with the reason)
+    told = tmp_path / "told"
+    command = f"sh -c 'echo \"$HOMEWORK_UNPAIRED\" >> {told}'"
+    agent = start_agent(unpaired_command=command)
     assert wait_for(agent.connected.is_set)
     core.commands.call("satellite-deny", dpid=DPID)
     assert wait_for(lambda: not core.ctx.component("satlink").connected(0xA1))
-    assert wait_for(lambda: core.counters.get("satlink.refused") >= 2, timeout=15)
+    assert wait_for(lambda: agent.unpaired == "denied" and told.exists() and told.read_text() == "denied\n")
+    assert agent.stop.is_set()
+    # forgotten, the same certificate comes back: refused at once, and told so
+    core.commands.call("satellite-forget", dpid=DPID)
+    again = start_agent(unpaired_command=command)
+    assert wait_for(lambda: again.unpaired == "forgotten", timeout=15)
+    assert wait_for(lambda: told.read_text() == "denied\nforgotten\n")
+    assert core.counters.get("satlink.refused") == 2
     assert not core.ctx.component("satlink").connected(0xA1)
 
 

@@ -56,6 +56,9 @@ def parse(argv: list[str]) -> AgentOptions:
     p.add_argument("--hostapd-ctrl-dir", default="/run/hostapd")
     p.add_argument("--wifi-apply-command", default="",
                    help="run after the Wi-Fi settings changed (e.g. 'homework-wifi apply')")
+    p.add_argument("--unpaired-command", default="",
+                   help="run (with HOMEWORK_UNPAIRED=denied|forgotten|replaced) when the router says it no "
+                        "longer admits this satellite; the agent then exits")
     p.add_argument("--interval", type=float, default=0.5,
                    help="seconds between reports (how soon a roamed station is noticed)")
     a = p.parse_args(argv)
@@ -64,7 +67,7 @@ def parse(argv: list[str]) -> AgentOptions:
     return AgentOptions(router=a.router, cert=a.cert, key=a.key, ca=a.ca, state_dir=a.state_dir, radios=a.radio,
                         station_dump_command=a.station_dump_command, info_command=a.info_command,
                         hostapd_ctrl_dir=a.hostapd_ctrl_dir, wifi_apply_command=a.wifi_apply_command,
-                        interval=a.interval)
+                        unpaired_command=a.unpaired_command, interval=a.interval)
 
 
 def main(argv: list[str] | None = None) -> int:

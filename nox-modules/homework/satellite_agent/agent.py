@@ -13,12 +13,19 @@ certificate pairing gave the satellite, and
     placed by the router, and its flows follow, without waiting for the next interval.
 It holds no policy: a satellite whose router is gone keeps the last settings it was given.
 When the session drops it reconnects, waiting 1 s, then up to 30 s between tries.
+Told that the household no longer admits this box ("unpaired": denied, forgotten, or its
+pairing replaced), it runs its unpaired command (the image's `homework-satellite
+unpaired`, which asks to pair again) with HOMEWORK_UNPAIRED set to why, and stops: its
+certificate will never be admitted again, so knocking with it would only be refused.
 """
 from __future__ import annotations
 
 import logging
+import os
 import select
+import shlex
 import socket
+import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
@@ -50,6 +57,7 @@ class AgentOptions:
     info_command: str = "iw dev {ifname} info"
     hostapd_ctrl_dir: str = "/run/hostapd"
     wifi_apply_command: str = ""
+    unpaired_command: str = ""
     interval: float = 0.5
 
 
@@ -70,6 +78,7 @@ class Agent:
                          for radio in opts.radios] if opts.hostapd_ctrl_dir else []
         self.stop = threading.Event()
         self.connected = threading.Event()
+        self.unpaired: str | None = None        # why the router no longer admits this box
         self._reports = 0
 
     # -- what the router says ----------------------------------------------------------------
@@ -87,7 +96,24 @@ class Agent:
             for deny in self.deny_lists:
                 deny.update(sorted(macs), added, removed)
             self.denied = macs
+        elif kind == "unpaired":
+            self._unpaired(agentwire.unpaired(message))
         # anything else: a newer router's message this agent does not know; ignored
+
+    def _unpaired(self, state: str) -> None:
+        log.warning("the router no longer admits this satellite (%s): the agent stops", state)
+        self.unpaired = state
+        self.stop.set()
+        if not self.opts.unpaired_command:
+            return
+        try:
+            res = subprocess.run(shlex.split(self.opts.unpaired_command), capture_output=True, text=True,
+                                 timeout=60, stdin=subprocess.DEVNULL, env=dict(os.environ, HOMEWORK_UNPAIRED=state))
+            if res.returncode != 0:
+                log.warning("the unpaired command exited %d: %s", res.returncode,
+                            (res.stderr or res.stdout).strip()[-300:])
+        except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+            log.warning("the unpaired command failed: %s", exc)
 
     # -- what the agent says -----------------------------------------------------------------
     def reports(self, radios: list[str] | None = None) -> list[dict]:

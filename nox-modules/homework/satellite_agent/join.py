@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import ssl
 import subprocess
 import sys
@@ -98,7 +99,13 @@ class Join:
         """The identity pairing gave it; its switch now connects over TLS."""
         self.cert.write_text(certificate)
         self.ca.write_text(ca)
-        _run(["ovs-vsctl", "set-ssl", str(self.key), str(self.cert), str(self.ca)])
+        # A box pairing again writes its new certificate under the old names. Open vSwitch
+        # reads the files again only when its configuration changes (a new SSL row), and
+        # then only if the key's file changed too (its mtime): both are touched. The
+        # session with the old certificate must go too (a new controller).
+        os.utime(self.key)
+        _run(["ovs-vsctl", "del-ssl", "--", "set-ssl", str(self.key), str(self.cert), str(self.ca)])
+        _run(["ovs-vsctl", "del-controller", self.bridge])
         _run(["ovs-vsctl", "set-controller", self.bridge, f"ssl:{self.router}:{self.tls_port}"])
         # Open vSwitch empties a bridge's table when it gets its first controller: the
         # management link again, until the controller's table replaces it

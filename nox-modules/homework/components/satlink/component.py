@@ -12,17 +12,20 @@ datapath in [satellites] switches, still the one its pairing admits. Then:
     as it reads the router's own radios: each station's signal and counters reach the
     Guest Board and hwdb's Links, under the radio's name "wlan0@sat1".
 A satellite denied or forgotten on the Guest Board loses its agent session with its switch.
+Its agent is told why first ("unpaired"), and so is an agent that comes back later with
+that certificate: the box can then ask to pair again (the image's homework-satellite).
 """
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 from ... import agentwire, pki
 from ...component import Component
 from ...satellites import radio_label
 from ...wifi import ENV_NAME, read_env
-from .server import Session, TlsLineServer
+from .server import LINGER, Session, TlsLineServer
 
 
 class SatelliteAgents(Component):
@@ -98,30 +101,43 @@ class SatelliteAgents(Component):
             self._broadcast(message)
 
     def _on_pairing(self, topic: str, ev: dict) -> None:
-        if ev.get("what") == "permitted":
+        what = ev.get("what")
+        if what == "permitted":
             return
-        session = self.sessions.get(ev.get("dpid"))
+        with self._lock:
+            session = self.sessions.pop(ev.get("dpid"), None)
         if session is not None:
-            self.log.warning("satellite %016x is no longer paired (%s): its agent is disconnected",
-                             ev["dpid"], ev.get("what"))
-            session.close()
+            self.log.warning("satellite %016x is no longer paired (%s): its agent is told and disconnected",
+                             ev["dpid"], what)
+            # Told why, the agent closes its end, which ends the session's reader (closing
+            # here, with its reports unread, could reset the connection before it read this).
+            # Its own request again ("requested") makes the certificate it holds an old one.
+            session.revoked = time.monotonic()
+            if not session.send(unpaired_message(what if what in agentwire.UNPAIRED_STATES else "replaced")):
+                session.close()
 
     # -- one agent's session -------------------------------------------------------------------
     def admit(self, cert_der: bytes | None):
-        """(the satellite, '') or (None, why not)."""
+        """(the satellite, '', None) or (None, why not, why the household no longer admits
+        it: denied/forgotten/replaced, when the certificate is a listed satellite's own)."""
         dpid, serial = pki.peer_identity(cert_der)
         if dpid is None:
-            return None, "its certificate is not a satellite's"
+            return None, "its certificate is not a satellite's", None
         sat = self.satellites.get(dpid)
         if sat is None:
-            return None, f"datapath {dpid:016x} is not in [satellites] switches"
-        if self.ctx.pairing is None or not self.ctx.pairing.admits(dpid, serial):
-            return None, f"satellite {sat.index}'s certificate is no longer its pairing"
-        return sat, ""
+            return None, f"datapath {dpid:016x} is not in [satellites] switches", None
+        standing = self.ctx.pairing.standing(dpid, serial) if self.ctx.pairing is not None else "forgotten"
+        if standing != "permitted":
+            return None, f"satellite {sat.index}'s certificate is no longer its pairing ({standing})", standing
+        return sat, "", None
 
     def serve(self, session: Session) -> None:
-        sat, why = self.admit(session.peer_certificate())
+        sat, why, standing = self.admit(session.peer_certificate())
         if sat is None:
+            if standing is not None:
+                # The certificate is the household CA's, for a listed satellite: the box is
+                # told, so that it can ask to pair again instead of knocking for ever.
+                session.last_word(unpaired_message(standing))
             self._refused(session.peer[0], why)
             return
         with self._lock:
@@ -153,6 +169,10 @@ class SatelliteAgents(Component):
                 return          # closed, reset or silent for too long
             if message is None:
                 return
+            if session.revoked:     # told it is no longer admitted: drained, briefly, until it closes
+                if time.monotonic() - session.revoked > LINGER:
+                    return
+                continue
             try:
                 self.handle(sat, message)
             except agentwire.WireError as exc:
@@ -182,3 +202,7 @@ class SatelliteAgents(Component):
     # -- status ------------------------------------------------------------------------------
     def connected(self, dpid: int) -> bool:
         return dpid in self.sessions
+
+
+def unpaired_message(state: str) -> dict:
+    return {"type": "unpaired", "state": state}

@@ -7,12 +7,14 @@ import logging
 import socket
 import ssl
 import threading
+import time
 from typing import Callable
 
 from ...agentwire import LineReader, encode
 
 HANDSHAKE_TIMEOUT = 10.0
 IDLE_TIMEOUT = 30.0     # an agent says something every second or so (a report or a ping)
+LINGER = 3.0            # after a last word, how long the peer gets to read it and close
 
 log = logging.getLogger("homework.satlink")
 
@@ -26,6 +28,7 @@ class Session:
         self.reader = LineReader(tls)
         self._write = threading.Lock()
         self.closed = False
+        self.revoked = 0.0          # when its satellite stopped being admitted: what it says is dropped
 
     def peer_certificate(self) -> bytes | None:
         return self.tls.getpeercert(binary_form=True)
@@ -41,6 +44,21 @@ class Session:
             except OSError:
                 self.close()
                 return False
+
+    def last_word(self, message: dict, linger: float = LINGER) -> None:
+        """Send a last message and wait (briefly) for the peer to close first. Closing with
+        the peer's lines still unread makes the kernel reset the connection, and a reset can
+        destroy the last message before the peer has read it. Only for a session nobody
+        else reads (the thread that owns it)."""
+        if not self.send(message):
+            return
+        self.tls.settimeout(linger)
+        deadline = time.monotonic() + linger
+        try:
+            while time.monotonic() < deadline and self.tls.recv(65536):
+                pass
+        except (OSError, ValueError):
+            pass
 
     def close(self) -> None:
         self.closed = True
