@@ -994,6 +994,11 @@ ab_updates() {
     pass "the running build's own .hwup is refused: $(echo "$out" | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline()).get("error"))' 2>/dev/null); ESP unchanged"
   else fail "the running build's .hwup is refused as too old, nothing written" "answer '$out', ESP: $(entries)"; fi
 
+  # The satellite VM boots now, beside A/B 2 and 3: it waits, pending, through their five
+  # restarts of the router (three reboots, two power cuts). Booted earlier, it idled beside
+  # A/B 1's write and slowed it by minutes under TCG.
+  satellite_start
+
   # (2) a new version that never becomes ready goes back to the good slot by itself. Slot A (the
   # old build) is turned into one by hand: a newer version and sequence, its controller exits at
   # once (drop-in ExecStart=/bin/false; its mark-good waits 20 s, not 180 s), and it is offered to
@@ -1089,8 +1094,8 @@ ab_updates() {
 wait_mark_good() {  # until this boot's homework-mark-good has run (it waits for readiness)
   GT=150 g "for i in \$(seq 1 140); do systemctl is-active -q homework-mark-good && break; sleep 1; done; systemctl is-active homework-mark-good; journalctl -u homework-mark-good --no-pager | tail -3" >>"$ART/checks.log" 2>&1
 }
-satellite_start     # its boot overlaps the updates' long waits
-ab_updates
+ab_updates          # starts the satellite VM half way (satellite_start)
+[ -n "${SAT_T0:-}" ] || satellite_start   # ab_updates ended before it got there
 satellite_phase
 g "rm -f /var/lib/homework/bt-update.hwup /var/lib/homework/bt-ctl.py /var/lib/homework/bt-ctl.log" >/dev/null 2>&1
 

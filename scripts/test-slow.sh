@@ -29,7 +29,7 @@ if ! make --no-print-directory lint test-hwdb test-dnsd test-dhcpd test-unit; th
   exit 1
 fi
 
-.venv/bin/pytest -q -m "not machine" tests/e2e; E2E=$?
+.venv/bin/pytest -q --durations=15 -m "not machine" tests/e2e; E2E=$?   # the slowest, for the time budget
 make --no-print-directory test-ui; UI=$?
 wait "$BOOT"; IMAGE=$?
 trap - INT TERM

@@ -22,3 +22,21 @@ def test_an_unreachable_router_is_an_error_not_a_crash(tmp_path, monkeypatch, ca
     # no such interface: the zone cannot be resolved, so nothing leaves this machine
     assert join.main(["poll", "--bridge", "nosuchbr9", "--state-dir", str(tmp_path)]) == 1
     assert "cannot reach the router" in json.loads(capsys.readouterr().out)["error"]
+
+
+def test_a_request_left_pending_is_polled_less_often(tmp_path):
+    j = join.Join("sat9", tmp_path)
+    assert j.poll_interval(3.0) == 3.0                      # no request yet
+    (tmp_path / "pairing-ticket").write_text("t")
+    asked = (tmp_path / "pairing-ticket").stat().st_mtime
+    assert j.poll_interval(3.0, now=asked + 60) == 3.0      # new: the household is deciding
+    assert j.poll_interval(3.0, now=asked + join.FAST_FOR + 1) == join.SLOW_INTERVAL
+    assert j.poll_interval(30.0, now=asked + join.FAST_FOR + 1) == 30.0     # never faster than asked
+
+
+def test_the_datapath_id_is_asked_once(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(join, "_run", lambda cmd: calls.append(cmd) or '"00000000000000b9"\n')
+    j = join.Join("sat9", tmp_path)
+    assert j.dpid() == j.dpid() == "00000000000000b9"
+    assert len(calls) == 1

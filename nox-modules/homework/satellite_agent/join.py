@@ -15,7 +15,8 @@ and in the emulated home alike.
   Guest Board shows beside the pending access point.
 - poll: asks once how the request stands; once permitted, installs the certificate and
   the household CA and points the bridge at ssl:[fe80::1%BR]:6654.
-- wait: ask (unless a ticket is kept), then poll until permitted or denied.
+- wait: ask (unless a ticket is kept), then poll until permitted or denied: every
+  --interval for two minutes after asking, then every 15 s.
 
 Each prints one JSON object. Exit status: 0 done (permitted, or up/ask done), 3 still
 pending, 4 denied, 1 anything else (the router unreachable, a refusal).
@@ -42,6 +43,8 @@ from ..satellites import MANAGEMENT_ADDRESS
 TLS_PORT = 6654
 UPLINK_OFPORT = 250
 EXIT_PENDING, EXIT_DENIED = 3, 4
+FAST_FOR = 120.0        # wait: seconds after asking during which it polls at --interval
+SLOW_INTERVAL = 15.0    # then at most this often
 
 
 class JoinError(RuntimeError):
@@ -56,6 +59,7 @@ class Join:
         self.ticket_file = state_dir / "pairing-ticket"
         self.cert = state_dir / "satellite-cert.pem"
         self.ca = state_dir / "household-ca.pem"
+        self._dpid: str | None = None
 
     @property
     def router(self) -> str:
@@ -74,7 +78,9 @@ class Join:
             _run(["ovs-ofctl", "-O", "OpenFlow13", "add-flow", self.bridge, flow])
 
     def dpid(self) -> str:
-        return _run(["ovs-vsctl", "get", "bridge", self.bridge, "datapath_id"]).strip().strip('"')
+        if self._dpid is None:      # fixed for the bridge's life: asked once, not at every poll
+            self._dpid = _run(["ovs-vsctl", "get", "bridge", self.bridge, "datapath_id"]).strip().strip('"')
+        return self._dpid
 
     # -- pairing ------------------------------------------------------------------------------
     def ask(self) -> dict:
@@ -119,7 +125,18 @@ class Join:
             status = self.poll()
             if status["state"] != "pending" or time.monotonic() > end:
                 return status
-            time.sleep(interval)
+            time.sleep(self.poll_interval(interval))
+
+    def poll_interval(self, interval: float, now: float | None = None) -> float:
+        """`interval` while the request is new (the household usually decides while the box
+        is in front of them), then at least SLOW_INTERVAL: a box left pending for hours
+        need not cost the router a request every few seconds."""
+        try:
+            asked = self.ticket_file.stat().st_mtime
+        except OSError:
+            return interval
+        age = (time.time() if now is None else now) - asked
+        return interval if age < FAST_FOR else max(interval, SLOW_INTERVAL)
 
     def _request(self) -> str:
         """This box's key and certificate request, made once (the key stays in DIR)."""
