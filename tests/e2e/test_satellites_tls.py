@@ -21,6 +21,7 @@ import json
 import re
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -201,8 +202,34 @@ def test_a_laptop_plugged_into_a_satellites_cable_cannot_pose_as_its_devices(hom
                                  f"({'swapped while the controller was away' if away else 'swapped'})"
         wait_until(lambda: home.vsctl("get", "port", paired.router_port, "trunks").strip() == "[]", 40,
                    "the satellite came back but its cable stayed locked")
-        wait_until(lambda: dev.ping(gw, timeout=1), 20, "the satellite's device did not come back with it")
+        try:
+            wait_until(lambda: dev.ping(gw, timeout=1), 20, "the satellite's device did not come back with it"
+                       f"{' (swapped while the controller was away)' if away else ''}")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{path_to_device(home, paired, dev)}") from None
     assert dev.ping(WEB_ADDR), "the satellite's device lost the internet"
+
+
+def path_to_device(home: Home, sat: Satellite, dev) -> str:
+    """What a failure needs to tell where the way from the router to a satellite's device
+    broke: the demux bridge's MAC table and ports, the satellite's table, both neighbour
+    caches (a rare failure once left only the router's table to read)."""
+    parts, ctl = [], str(Path(home.ovs_env["OVS_RUNDIR"]) / "ovs-vswitchd.ctl")
+    for title, run in ((f"router: ovs-appctl fdb/show hwsat{sat.index}",
+                        lambda: home.router(["ovs-appctl", "-t", ctl, "fdb/show", f"hwsat{sat.index}"], check=False)),
+                       ("router: the ports' VLANs",
+                        lambda: home.router(["ovs-vsctl", "--timeout=10", "--columns=name,tag,trunks",
+                                             "list", "port"], check=False)),
+                       ("router: ip neigh", lambda: home.router(["ip", "neigh"], check=False)),
+                       (f"satellite {sat.index}: flows", lambda: sat.run(["ovs-ofctl", "-O", "OpenFlow13",
+                                                                           "dump-flows", sat.bridge], check=False)),
+                       ("device: ip neigh", lambda: dev.run(["ip", "neigh"], check=False))):
+        try:
+            res = run()
+            parts.append(f"== {title}\n{res.stdout}{res.stderr}")
+        except Exception as exc:        # a diagnostic never hides the failure it explains
+            parts.append(f"== {title}: {exc}")
+    return "\n".join(parts)
 
 
 # ARP requests for GATEWAY from MAC/ADDRESS tagged VLAN on IFNAME; prints how many answers came
