@@ -805,7 +805,7 @@ sys.exit(not (w["up"] and w["address"].startswith("198.51.100.") and sys.argv[1]
 else fail "GET /ws.v1/system shows the WAN lease" "see $ART/checks.log"; fi
 
 # Diagnostics for the record (boot time per unit, the controller's log)
-g "systemd-analyze; systemd-analyze critical-chain homework-ready.service; systemd-analyze blame | head -25; journalctl -u homework-controller --no-pager | tail -40" \
+g "systemd-analyze; systemd-analyze critical-chain homework-ready.service; systemd-analyze blame | head -25; journalctl -b -o short-monotonic -u homework-firstboot -u homework-net --no-pager | tail -30; journalctl -u homework-controller --no-pager | tail -40" \
   >"$ART/guest-diagnostics.log" 2>&1
 
 # ================================================================== issue 18: A/B updates

@@ -1,12 +1,16 @@
 """Pieces of the api and linksim components: password hashing, the login limiter, the
 OUI table, board metrics, and the link simulator reading real port counters."""
+import subprocess
+import sys
+
 import pytest
 
 from conftest import Clock, make_core
-from homework.components.api.auth import Auth, hash_password, verify_password
+from homework.components.api.auth import Auth
 from homework.components.api.oui import OuiTable, is_private
 from homework.components.api.ratelimit import LoginLimiter
 from homework.flows import Datapath
+from homework.passwords import hash_password, verify_password
 from homework.state import StateStore
 from test_dhcp_server import join
 
@@ -18,6 +22,15 @@ def test_password_hash_is_salted_scrypt_and_verifies():
     assert a != b and a.startswith("scrypt$")
     assert verify_password("hunter22!", a) and not verify_password("hunter23!", a)
     assert not verify_password("x", "garbage") and not verify_password("x", "md5$1$2$3$4$5")
+
+
+def test_the_password_check_imports_no_web_stack():
+    """homework-firstboot checks the initial password at every boot of the image: it must
+    not pay for importing the API package (webob, the components) each time."""
+    code = ("import sys, homework.passwords; "
+            "print(sorted(m for m in sys.modules if m.startswith(('webob', 'homework.components', 'os_ken'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", out
 
 
 def test_only_hashes_are_stored(tmp_path):

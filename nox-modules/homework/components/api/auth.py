@@ -13,22 +13,19 @@ returns); logout works the same way.
 """
 from __future__ import annotations
 
-import base64
 import hashlib
 import hmac
 import logging
 import secrets
 from dataclasses import dataclass
 
+from ...passwords import hash_password, verify_password
 from ...state import StorageError
 
 log = logging.getLogger("homework.api.auth")
 
 ROLES = ("admin", "read-only")
 TOKEN_PREFIX = "hwk_"
-# scrypt cost: ~16 MiB and tens of milliseconds per try; an online guesser is further
-# slowed by the failed-login limiter.
-SCRYPT_N, SCRYPT_R, SCRYPT_P = 2 ** 14, 8, 1
 MIN_PASSWORD = 8
 MAX_PASSWORD = 256
 LAST_USED_EVERY = 60.0   # seconds: refresh a session's last use at most this often (one write)
@@ -49,26 +46,6 @@ class Principal:
     @property
     def is_admin(self) -> bool:
         return self.role == "admin"
-
-
-def hash_password(password: str, salt: bytes | None = None) -> str:
-    salt = salt or secrets.token_bytes(16)
-    digest = hashlib.scrypt(password.encode(), salt=salt, n=SCRYPT_N, r=SCRYPT_R, p=SCRYPT_P, dklen=32)
-    b64 = base64.b64encode
-    return f"scrypt${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${b64(salt).decode()}${b64(digest).decode()}"
-
-
-def verify_password(password: str, stored: str) -> bool:
-    try:
-        scheme, n, r, p, salt, digest = stored.split("$")
-        if scheme != "scrypt":
-            return False
-        want = base64.b64decode(digest)
-        got = hashlib.scrypt(password.encode(), salt=base64.b64decode(salt), n=int(n), r=int(r),
-                             p=int(p), dklen=len(want))
-    except (ValueError, TypeError):
-        return False
-    return hmac.compare_digest(got, want)
 
 
 def _sha256(text: str) -> str:
