@@ -5,12 +5,15 @@
 # device namespace:
 #   router VM NIC 3 -- hbs bridge -- satellite VM NIC 1 (uplink)
 #   satellite VM NIC 2 -- hbd bridge -- veth -- namespace "sdev" (a device behind the satellite)
-# The router lists the satellite (router.conf SATELLITES: the datapath id its console prints,
-# written in boot 1 so that every later boot has it); the satellite finds the router behind
-# its uplink, asks to pair and prints its code; the household permits it through the API the Guest Board uses; then a device behind
-# it gets a lease from the router, is pending, is permitted and reaches the ISP. It boots while
-# the router's A/B updates run (satellite_start) and waits there, pending, through the
-# router's reboots; its checks run once the router's own are done (satellite_phase).
+# Nobody lists the satellite: its cable is the router's third NIC, an ordinary LAN port. The
+# satellite finds the router behind its uplink (a lease there, the pairing path behind its
+# gateway), asks to pair as a pending device and prints its code; the router shows a pending
+# access point plugged into that port; the household permits it through the API the Guest
+# Board uses, the controller restarts and the port becomes its cable (management link at
+# fe80::1); then a device behind it gets a lease from the router, is pending, is permitted
+# and reaches the ISP. Forgotten, the port goes back to the LAN and the satellite asks again.
+# It boots while the router's A/B updates run (satellite_start) and waits there, pending,
+# through the router's reboots; its checks run once the router's own are done (satellite_phase).
 
 SAT_UP_MAC=52:54:00:48:57:11 SAT_PORT_MAC=52:54:00:48:57:12
 SAT_DISK=$ART/sat-disk.img SAT_AGENT=$ART/sat-agent.sock
@@ -60,19 +63,20 @@ sat_boot() {  # BIOS (SeaBIOS, GRUB), one vCPU: it runs beside the router's VM
 }
 
 SAT_DPID=0000$(echo "$SAT_UP_MAC" | tr -d :) SATCABLE_PORT=""
-sat_list() {  # the household lists the satellite in the router's router.conf: DPID:uplink:<router port>
+sat_cable_port() {  # the router's name for the NIC the satellite's cable plugs into
   SATCABLE_PORT=$(g "ip -o link | grep -i '$SATCABLE_MAC' | awk -F': ' '{print \$2}'" | tr -d '\r\n')
-  echo "satellite $SAT_DPID on router port '$SATCABLE_PORT'"
-  [ -n "$SATCABLE_PORT" ] &&
-    g "grep -q '^SATELLITES=.*$SAT_DPID' /var/lib/homework/etc/router.conf ||
-       echo 'SATELLITES=\"$SAT_DPID:uplink:$SATCABLE_PORT\"' >> /var/lib/homework/etc/router.conf"
+  [ -n "$SATCABLE_PORT" ]
 }
 
-sat_state() {  # sat_state DPID: "STATE CODE" of the satellite in the router's API (GET /ws.v1/satellites)
+sat_state() {  # sat_state DPID: "STATE CODE FOUND ROUTER_PORT" of the satellite in the router's API
   api GET /satellites | head -1 | python3 -c 'import json, sys
 for s in json.load(sys.stdin):
     if s.get("dpid") == sys.argv[1]:
-        print(s.get("state"), s.get("code"))' "$1" 2>/dev/null
+        print(s.get("state"), s.get("code"), s.get("found"), s.get("router_port"))' "$1" 2>/dev/null
+}
+port_bridge() { g "ovs-vsctl port-to-br $SATCABLE_PORT" | tr -d '\r\n'; }
+sat_connected() {  # sat_connected SECONDS: the satellite's bridge is connected to the router's controller
+  GT=$(($1 + 30)) gs "for i in \$(seq 1 $1); do [ \"\$(ovs-vsctl --timeout=2 get controller sat0 is_connected)\" = true ] && exit 0; sleep 1; done; exit 1" >/dev/null 2>&1
 }
 
 sat_dev() { ip netns exec "$NS_SDEV" "$@"; }
@@ -115,35 +119,30 @@ satellite_phase() {
   check "the satellite took its role from the ESP file (HOMEWORK-ROLE satellite) and names its datapath $dpid" \
     grep -q '^HOMEWORK-ROLE satellite' "$ART/ttyS1-sat.log"
 
-  # The router lists it (the full test did so in boot 1; HOMEWORK_BOOT_TEST_ONLY does it now,
-  # and restarts the router's network and controller to take it)
-  check "the datapath id on the satellite's console is the one listed on the router ($SAT_DPID)" test "$dpid" = "$SAT_DPID"
-  if ! g "grep -q '$SAT_DPID' /run/homework/homework.toml" >/dev/null 2>&1; then
-    sat_list >>"$ART/checks.log" 2>&1
-    GT=240 gq "systemctl restart homework-net homework-controller
-      for i in \$(seq 1 200); do [ \"\$(ovs-vsctl --timeout=2 get controller br0 is_connected)\" = true ] && break; sleep 1; done"
-  fi
-  check "the router, told of the satellite (router.conf SATELLITES), makes its management link (hwsat1, fe80::1 on hwsat1m)" \
-    g "ovs-vsctl list-ports hwsat1 | grep -qx '$SATCABLE_PORT' && ip -6 addr show dev hwsat1m | grep -q 'fe80::1/'"
+  check "the datapath id on the satellite's console is its lowest MAC ($SAT_DPID)" test "$dpid" = "$SAT_DPID"
+  sat_cable_port || { fail "the router's NIC for the satellite's cable" "no NIC with $SATCABLE_MAC"; return; }
 
-  # It finds the router behind its uplink and asks to pair: its code on its console
-  if ! line=$(sat_line '^HOMEWORK-SATELLITE code=' 240); then
-    fail "the satellite finds the router behind its uplink and asks to pair" "see $ART/ttyS1-sat.log"
+  # Listed nowhere: it finds the router behind a LAN port and asks as a device; its code on its console
+  if ! line=$(sat_line '^HOMEWORK-SATELLITE code=' 300); then
+    fail "the satellite finds the router behind its uplink (a LAN port) and asks to pair" "see $ART/ttyS1-sat.log"
     GT=30 gs "journalctl -u homework-satellite --no-pager | tail -30" >>"$ART/checks.log" 2>&1; return; fi
   code=$(echo "$line" | sed 's/^HOMEWORK-SATELLITE code=\([0-9a-f]*\).*/\1/')
   api_login >/dev/null 2>&1 || true
   st=$(sat_state "$dpid")
-  if [ "$st" = "pending $code" ]; then
-    pass "the satellite asked to pair over its cable: pending in the router's API (the Guest Board's list) with the code on its console, $code"
-  else fail "the satellite is a pending access point with its console's code" "API: '$st', console: '$code'"; return; fi
+  if [ "$st" = "pending $code True $SATCABLE_PORT" ] && [ "$(port_bridge)" = br0 ]; then
+    pass "the satellite, plugged into LAN port $SATCABLE_PORT and listed nowhere, asked to pair as a device: a pending access point in the router's API (the Guest Board's list) plugged into $SATCABLE_PORT, with the code on its console ($code); the port is still the LAN's"
+  else fail "the satellite is a pending access point found on its LAN port, with its console's code" "API: '$st', console: '$code', port on '$(port_bridge)'"; return; fi
 
-  # The household permits it; it connects over TLS with the certificate pairing gave it
+  # The household permits it: the controller restarts, the port becomes its cable, and it
+  # connects over TLS with the certificate pairing gave it
   out=$(api POST "/satellites/$dpid/permit"); echo "permit $dpid: $out" >>"$ART/checks.log"
-  if sat_line '^HOMEWORK-SATELLITE paired' 120 >/dev/null &&
-     GT=90 gs "for i in \$(seq 1 80); do [ \"\$(ovs-vsctl --timeout=2 get controller sat0 is_connected)\" = true ] && exit 0; sleep 1; done; exit 1" >/dev/null 2>&1; then
+  if sat_line '^HOMEWORK-SATELLITE paired' 180 >/dev/null && sat_connected 240; then
     pass "permitted on the API: the satellite's bridge is connected to the router's controller over TLS ($(gs "ovs-vsctl get controller sat0 target" | tr -d '\r\n'))"
   else fail "once permitted the satellite connects to the controller over TLS" "see $ART/ttyS1-sat.log"
-    GT=30 gs "journalctl -u homework-satellite --no-pager | tail -30; ovs-vsctl show" >>"$ART/checks.log" 2>&1; return; fi
+    GT=30 gs "journalctl -u homework-satellite --no-pager | tail -30; ovs-vsctl show" >>"$ART/checks.log" 2>&1
+    sat_diagnostics; return; fi
+  check "the permitted satellite's port became its cable: $SATCABLE_PORT on the demux bridge hwsat1, the router fe80::1 on hwsat1m" \
+    g "ovs-vsctl list-ports hwsat1 | grep -qx '$SATCABLE_PORT' && ip -6 addr show dev hwsat1m | grep -q 'fe80::1/'"
   check "the satellite runs none of the router's services (no controller, DHCP, DNS, web; its agent runs)" \
     gs "! systemctl is-active -q homework-controller homework-dnsd homework-dns homework-web homework-net &&
         ! ss -Hlun | grep -q ':67 \|:53 ' && ! ss -Hltn | grep -q ':443 \|:53 ' &&
@@ -169,18 +168,18 @@ for d in json.load(sys.stdin):
         print(a.get("switch", ""), a.get("port", ""))' "$mac" 2>/dev/null)
   check "the router places the device on the satellite's port (attached: '$out')" test "$out" = "satellite 1 1"
 
-  # Forgotten on the Guest Board: told so over its agent's TLS session, it drops its
-  # certificate and asks to pair again (its key kept: the same code); permitted, it is whole again
+  # Forgotten on the Guest Board: its port goes back to the LAN; told so over its agent's TLS
+  # session, it drops its certificate and asks to pair again as a device on that port (its
+  # key kept: the same code); permitted, it is whole again
   out=$(api POST "/satellites/$dpid/forget"); echo "forget $dpid: $out" >>"$ART/checks.log"
   st=""
-  if sat_line 'no longer admits this access point (forgotten)' 90 >/dev/null; then
-    for _ in $(seq 1 60); do st=$(sat_state "$dpid"); [ "$st" = "pending $code" ] && break; sleep 2; done
+  if sat_line 'no longer admits this access point (forgotten)' 180 >/dev/null; then
+    for _ in $(seq 1 120); do st=$(sat_state "$dpid"); [ "$st" = "pending $code True $SATCABLE_PORT" ] && break; sleep 2; done
   fi
-  check "forgotten on the API, the satellite is told and asks to pair again with the same code (API: '$st')" \
-    test "$st" = "pending $code"
+  check "forgotten on the API, its port is the LAN's again ($(port_bridge)) and the satellite, told, asks to pair again from it with the same code (API: '$st')" \
+    test "$st" = "pending $code True $SATCABLE_PORT" -a "$(port_bridge)" = br0
   out=$(api POST "/satellites/$dpid/permit"); echo "permit $dpid again: $out" >>"$ART/checks.log"
-  if GT=150 gs "for i in \$(seq 1 120); do [ \"\$(ovs-vsctl --timeout=2 get controller sat0 is_connected)\" = true ] && exit 0; sleep 1; done; exit 1" >/dev/null 2>&1 &&
-     sat_reaches_isp; then
+  if sat_connected 300 && sat_reaches_isp; then
     pass "permitted again, the satellite reconnects over TLS with its new certificate and its device reaches the ISP"
   else fail "the satellite paired again reconnects and its device reaches the ISP" "see $ART/ttyS1-sat.log, sat-diagnostics.log"
     sat_diagnostics; fi

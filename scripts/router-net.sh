@@ -100,6 +100,9 @@ up() {
   local p
   for p in $LAN_PORTS; do
     ip link show dev "$p" >/dev/null 2>&1 || die "LAN port $p does not exist"
+    # A LAN port the household let a found satellite take as its cable (issue 15) stays on
+    # its demux bridge across a reboot: the controller gives it back if the satellite goes.
+    case $("${VSCTL[@]}" port-to-br "$p" 2>/dev/null) in hwsat*) continue ;; esac
     "${VSCTL[@]}" --may-exist add-port "$BRIDGE" "$p"
     guard "$p"
     ip link set dev "$p" up
@@ -169,6 +172,8 @@ table inet $NFT_TABLE {
     iifname "hwsat*" meta l4proto ipv6-icmp accept
     iifname "hwsat*" meta nfproto ipv6 tcp dport { 443, 6654, 6655 } accept
     iifname "hwsat*" drop
+    # and those two are for satellites only: no device reaches them from the LAN
+    iifname "$BRIDGE" tcp dport { 6654, 6655 } drop
   }
   chain wan_forward {
     type filter hook forward priority filter; policy accept;

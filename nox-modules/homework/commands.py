@@ -92,13 +92,36 @@ def register_core_commands(core) -> None:
         return call
 
     pairing = core.pairing
+
+    def decided(fn):
+        """A household decision on a satellite; if it changes which found cables there are
+        (pairing.py), the controller restarts to take or give back their ports. A port
+        given back leaves its demux bridge for the router's bridge once this process has
+        stopped, before the next one starts."""
+        def call(dpid):
+            answer = fn(dpid)
+            if pairing.cables_changed() and ctx.restart is not None:
+                wanted = {c[1] for c in pairing.found_cables()}
+                gone = [s for s in core.config.satellites if s.found and s.dpid not in wanted]
+
+                def give_back():
+                    from .adapter import router_ports
+                    for sat in gone:
+                        router_ports.give_back(sat, core.config.bridge)
+                ctx.restart(f"satellite {answer.get('dpid', '')} {answer.get('state', 'forgotten')}: its cable "
+                            "changes", then=give_back if gone else None)
+                answer = {**answer, "restarting": True}
+            return answer
+        return satellites(call)
+
     cmd.register("satellite-pair", satellites(lambda dpid, csr: pairing.pair_directly(dpid, csr)))
-    cmd.register("satellite-request", satellites(lambda dpid, csr: pairing.request(dpid, csr)))
+    cmd.register("satellite-request", satellites(
+        lambda dpid, csr, origin=None, uplink="": pairing.request(dpid, csr, origin, uplink)))
     cmd.register("satellite-ticket", satellites(lambda dpid, ticket: pairing.status(dpid, ticket)))
     cmd.register("satellites", lambda: pairing.all())
-    cmd.register("satellite-permit", satellites(lambda dpid: pairing.permit(dpid)))
-    cmd.register("satellite-deny", satellites(lambda dpid: pairing.deny(dpid)))
-    cmd.register("satellite-forget", satellites(lambda dpid: pairing.forget(dpid)))
+    cmd.register("satellite-permit", decided(pairing.permit))
+    cmd.register("satellite-deny", decided(pairing.deny))
+    cmd.register("satellite-forget", decided(pairing.forget))
     cmd.register("devices", lambda: [device_view(d) for d in devices.all()])
     cmd.register("status", lambda mac=None: device_view(devices.get(mac)) if mac
                  else [device_view(d) for d in devices.all() if d.state == "permitted"])

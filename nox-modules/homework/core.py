@@ -6,6 +6,7 @@ never stops the controller.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import logging
 import threading
@@ -24,10 +25,22 @@ from .ipv6plan import AddressPlan, PrefixSource
 from .flows import AggregateStats, Datapath, Decision, FlowRemoved, FlowStats, PacketIn
 from .hostnet import HostNet
 from .pairing import SatellitePairing
+from .satellites import with_found
 from .packets import PacketError, parse_ethernet
 from .state import WRITE_BEHIND_SECONDS, StateStore
 
 log = logging.getLogger("homework.core")
+
+
+def with_found_satellites(config: Config, state: StateStore) -> Config:
+    """The config with the found satellites' cables (pairing.py) after the listed ones."""
+    found = SatellitePairing.found_in(state)
+    if not found:
+        return config
+    sats, skipped = with_found(config.satellites, found)
+    for why in skipped:
+        log.error("%s: left out", why)
+    return dataclasses.replace(config, satellites=sats)
 
 # Packet-in dispatch order: the most specific protocol handlers first.
 DISPATCH_ORDER = ("eapol", "dhcp", "routing")
@@ -42,11 +55,14 @@ class Core:
                  send: Callable[[list[Decision]], None] | None = None,
                  spawn_periodic: Callable[[float, Callable], None] | None = None,
                  clock: Callable[[], float] = time.time, bus: EventBus | None = None):
-        self.config = config
         self.counters = Counters()
         self._send = send or (lambda decisions: None)
         self._spawn_periodic = spawn_periodic or _thread_periodic
         self.state = state or StateStore(config.state_db)
+        # issue 15: the satellites whose cable was found (permitted on the board) join the
+        # listed ones for the whole life of this process; a change restarts it (commands.py)
+        config = with_found_satellites(config, self.state)
+        self.config = config
         self.bus = bus or EventBus()
         self.bus.decisions_to = self.send
         self.ctx = Context(config, self.state, self.bus, host or HostNet(config.bridge),
@@ -126,8 +142,9 @@ class Core:
     def datapath_up(self, dp: Datapath) -> None:
         self.ctx.datapath = dp
         log.info("datapath %016x connected with ports %s", dp.dpid, dp.ports)
+        cables = {s.router_port for s in self.config.satellites}    # a found satellite's port left the bridge
         for name in self.config.lan_ports:
-            if name not in dp.ports:
+            if name not in dp.ports and name not in cables:
                 log.warning("LAN port %s ([lan] ports) is not on the bridge", name)
                 self.bus.publish("alert", mac="", kind="lan-port-missing",
                                  detail=f"LAN port {name} is configured but not on the bridge")

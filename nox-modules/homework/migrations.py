@@ -242,6 +242,13 @@ CREATE TABLE IF NOT EXISTS satellites (
     decided REAL NOT NULL DEFAULT 0
 );
 """),
+    Step(12, "issue 15: satellites found on a LAN port (no [satellites] switches line): where each asked "
+             "from, and the cable it has once permitted", sql="""
+ALTER TABLE satellites ADD COLUMN router_port TEXT NOT NULL DEFAULT '';  -- '': a listed satellite
+ALTER TABLE satellites ADD COLUMN uplink TEXT NOT NULL DEFAULT '';       -- the port it names as its uplink
+ALTER TABLE satellites ADD COLUMN origin_mac TEXT NOT NULL DEFAULT '';   -- its own stack's MAC, as a device
+ALTER TABLE satellites ADD COLUMN cable INTEGER NOT NULL DEFAULT 0;      -- its index while the port is its cable
+"""),
 )
 LATEST = STEPS[-1].number
 assert [s.number for s in STEPS] == list(range(1, LATEST + 1))

@@ -13,9 +13,19 @@
    makes every older certificate useless. `satellite` events on the bus tell the adapter
    to drop a session that is no longer admitted.
 
-Only datapaths listed in [satellites] switches may pair (the list still says how each is
-cabled: its uplink and the router port). Rows live in state.db (migration 11), so a
-decision survives restarts. Framework-free: unit tested without os-ken."""
+A satellite is cabled one of two ways. Listed in [satellites] switches (the list says its
+uplink and router port), it asks over its management link. Or found: plugged into any
+LAN port, its own stack takes a lease like a device and asks through the captive page's
+one pairing path; the router records the port that lease is on (the satellite's word
+names only its datapath id and its uplink's name). Nothing changes on that port while it
+is pending: it stays a LAN port of the router's bridge. The household's permit gives it
+a cable index, and the controller restarts to take the port for it (a demux bridge, as
+for a listed one); denying or forgetting it gives the port back (`found_cables`, read by
+core.py at start). One pending request per port: a new one from the same port replaces
+it, so no device can fill the board with access points.
+
+Rows live in state.db (migrations 11 and 12), so a decision survives restarts.
+Framework-free: unit tested without os-ken."""
 from __future__ import annotations
 
 import hashlib
@@ -25,6 +35,7 @@ import time
 from typing import Callable
 
 from .pki import HouseholdCA, PkiError, certificate_serial, request_fingerprint
+from .satellites import IFNAME, MAX_SATELLITES, free_index, with_found
 
 STATES = ("pending", "permitted", "denied")
 
@@ -50,10 +61,30 @@ class SatellitePairing:
         return rows[0] if rows else None
 
     def _listed(self, dpid: int):
-        for sat in self.config.satellites:
-            if sat.dpid == dpid:
-                return sat
-        raise PairingError(f"datapath {dpid:016x} is not in [satellites] switches: list it there first", 404)
+        """The satellite the config file lists with this dpid, or None."""
+        return next((s for s in self.config.satellites if s.dpid == dpid and not s.found), None)
+
+    def _running(self, dpid: int):
+        """The satellite this controller drives with this dpid (listed or found), or None."""
+        return next((s for s in self.config.satellites if s.dpid == dpid), None)
+
+    def found_cables(self) -> list[tuple[int, int, str, str]]:
+        return self.found_in(self.state)
+
+    @staticmethod
+    def found_in(state) -> list[tuple[int, int, str, str]]:
+        """(index, dpid, uplink, router port) of every found satellite the household has
+        permitted: the cables the controller takes at start (satellites.with_found)."""
+        return [(row["cable"], int(row["dpid"], 16), row["uplink"], row["router_port"])
+                for row in state.execute("SELECT * FROM satellites WHERE state = 'permitted' AND cable > 0 "
+                                         "AND router_port != '' ORDER BY cable")]
+
+    def cables_changed(self) -> bool:
+        """The household's decisions name other found cables than this process drives:
+        the controller must restart to take (or give back) their ports."""
+        listed = tuple(s for s in self.config.satellites if not s.found)
+        wanted, _ = with_found(listed, self.found_cables())     # as the next start would take them
+        return set(wanted) != set(self.config.satellites)
 
     def all(self) -> list[dict]:
         return [self.view(row) for row in self.state.execute("SELECT * FROM satellites ORDER BY requested")]
@@ -63,12 +94,19 @@ class SatellitePairing:
         return self.view(row) if row else None
 
     def view(self, row) -> dict:
+        """`found`: it asked from a LAN port (router_port: that port) instead of being
+        listed; `cabled`: the controller drives its cable now (a permit of a found
+        satellite is cabled after the restart it causes)."""
         dpid = int(row["dpid"], 16)
-        sat = next((s for s in self.config.satellites if s.dpid == dpid), None)
+        sat = self._running(dpid)
+        found = bool(row["router_port"]) and self._listed(dpid) is None
         return {"dpid": row["dpid"], "state": row["state"], "code": row["code"], "requested": row["requested"],
                 "decided": row["decided"], "paired": bool(row["serial"]),
-                "index": sat.index if sat else None, "uplink": sat.uplink if sat else None,
-                "router_port": sat.router_port if sat else None}
+                "index": sat.index if sat else (row["cable"] or None),
+                "uplink": sat.uplink if sat else (row["uplink"] or None),
+                "router_port": sat.router_port if sat else (row["router_port"] or None),
+                "found": found, "cabled": sat is not None,
+                "device_mac": row["origin_mac"] or None}     # its own stack, a device where it asked
 
     def admits(self, dpid: int, serial: int | None) -> bool:
         """May a TLS session showing a certificate with this serial drive this datapath?"""
@@ -87,22 +125,41 @@ class SatellitePairing:
         return "permitted" if self.admits(dpid, serial) else "replaced"
 
     # -- the satellite's side ---------------------------------------------------------------------
-    def request(self, dpid_text: str, csr: str) -> dict:
-        """A satellite asks to pair. Returns {dpid, code, ticket}; the ticket is shown once."""
+    def request(self, dpid_text: str, csr: str, origin: dict | None = None, uplink: str = "") -> dict:
+        """A satellite asks to pair. Returns {dpid, code, ticket}; the ticket is shown once.
+        `origin`: {port, mac} of the LAN device the request came from, as the router knows
+        it (its lease), or None (over a management link, or not from a device at all);
+        `uplink`: the name the satellite gives its uplink port (found satellites)."""
         dpid = parse_dpid(dpid_text)
-        self._listed(dpid)
+        listed = self._listed(dpid)
+        if listed is None and origin is None:
+            raise PairingError(f"datapath {dpid:016x} is not in [satellites] switches, and this request did not "
+                               "come from a device on one of the router's ports: plug the satellite into a LAN "
+                               "port (or list it)", 404)
+        if listed is None and not IFNAME.match(uplink or ""):
+            raise PairingError(f"the uplink port name {uplink!r} is not an interface name")
         code = _code(csr)
         row = self._row(dpid)
         if row is not None and row["state"] == "permitted":
             raise PairingError(f"satellite {dpid:016x} is already paired; forget it on the Guest Board "
                                "before it pairs again", 409)
+        port, mac = ("", "") if listed is not None else (origin["port"], origin["mac"])
+        if port:
+            # One pending request per port: a device asking again and again under new
+            # datapath ids replaces its own request instead of adding access points.
+            for other in self.state.execute("SELECT dpid FROM satellites WHERE state = 'pending' "
+                                            "AND router_port = ? AND dpid != ?", (port, f"{dpid:016x}")):
+                self.state.execute("DELETE FROM satellites WHERE dpid = ?", (other["dpid"],))
+                self._publish(int(other["dpid"], 16), "forgotten")
         ticket = secrets.token_urlsafe(24)
         self.state.execute(
-            "INSERT INTO satellites (dpid, state, code, csr, ticket_hash, serial, certificate, requested, decided) "
-            "VALUES (?, 'pending', ?, ?, ?, '', '', ?, 0) ON CONFLICT(dpid) DO UPDATE SET state = 'pending', "
-            "code = excluded.code, csr = excluded.csr, ticket_hash = excluded.ticket_hash, serial = '', "
-            "certificate = '', requested = excluded.requested, decided = 0",
-            (f"{dpid:016x}", code, csr, _hash(ticket), self.now()))
+            "INSERT INTO satellites (dpid, state, code, csr, ticket_hash, serial, certificate, requested, decided, "
+            "router_port, uplink, origin_mac, cable) "
+            "VALUES (?, 'pending', ?, ?, ?, '', '', ?, 0, ?, ?, ?, 0) ON CONFLICT(dpid) DO UPDATE SET "
+            "state = 'pending', code = excluded.code, csr = excluded.csr, ticket_hash = excluded.ticket_hash, "
+            "serial = '', certificate = '', requested = excluded.requested, decided = 0, "
+            "router_port = excluded.router_port, uplink = excluded.uplink, origin_mac = excluded.origin_mac, cable = 0",
+            (f"{dpid:016x}", code, csr, _hash(ticket), self.now(), port, uplink if port else "", mac))
         self._publish(dpid, "requested")
         return {"dpid": f"{dpid:016x}", "code": code, "ticket": ticket}
 
@@ -119,20 +176,36 @@ class SatellitePairing:
 
     # -- the household's side ---------------------------------------------------------------------
     def permit(self, dpid_text: str) -> dict:
+        """A listed satellite is driven once it connects with its certificate; a found one
+        also gets a cable index here, and its port once the controller restarts."""
         dpid = parse_dpid(dpid_text)
-        self._listed(dpid)
         row = self._row(dpid)
         if row is None:
             raise PairingError(f"satellite {dpid:016x} has not asked to pair", 404)
         if row["state"] == "permitted":
             return self.view(row)
+        if self._listed(dpid) is not None:
+            return self._sign(dpid, row["csr"])
+        if not row["router_port"]:
+            raise PairingError(f"datapath {dpid:016x} is no longer in [satellites] switches: list it there, "
+                               "or forget it and plug it into a LAN port to ask again", 404)
+        cabled = {c[0] for c in self.found_cables()}
+        clash = next((c for c in self.found_cables() if c[3] == row["router_port"]), None)
+        if clash is not None or any(s.router_port == row["router_port"] for s in self.config.satellites):
+            raise PairingError(f"port {row['router_port']} already carries another satellite", 409)
+        index = free_index(self.config.satellites, cabled)
+        if index is None:
+            raise PairingError(f"the router has no place for another satellite (at most {MAX_SATELLITES})", 409)
+        self.state.execute("UPDATE satellites SET cable = ? WHERE dpid = ?", (index, f"{dpid:016x}"))
         return self._sign(dpid, row["csr"])
 
     def pair_directly(self, dpid_text: str, csr: str) -> dict:
         """Request and permission in one step, by root on the router (`homework
-        satellite-pair`). Returns the view plus the certificate and the CA."""
+        satellite-pair`), for a listed satellite. Returns the view plus the certificate and the CA."""
         dpid = parse_dpid(dpid_text)
-        self._listed(dpid)
+        if self._listed(dpid) is None:
+            raise PairingError(f"datapath {dpid:016x} is not in [satellites] switches: list it there first "
+                               "(a satellite plugged into a LAN port asks by itself)", 404)
         code = _code(csr)
         self.state.execute(
             "INSERT INTO satellites (dpid, state, code, csr, ticket_hash, serial, certificate, requested, decided) "
@@ -158,8 +231,9 @@ class SatellitePairing:
         row = self._row(dpid)
         if row is None:
             raise PairingError(f"satellite {dpid:016x} has not asked to pair", 404)
-        self.state.execute("UPDATE satellites SET state = 'denied', certificate = '', serial = '', decided = ? "
-                           "WHERE dpid = ?", (self.now(), f"{dpid:016x}"))
+        # a found satellite's port goes back to the router's bridge (its cable index is freed)
+        self.state.execute("UPDATE satellites SET state = 'denied', certificate = '', serial = '', decided = ?, "
+                           "cable = 0 WHERE dpid = ?", (self.now(), f"{dpid:016x}"))
         self._publish(dpid, "denied")
         return self.view(self._row(dpid))
 

@@ -57,6 +57,7 @@ class Satellite:
     uplink: str
     router_port: str
     root: int = 0            # behind other satellites: the one cabled to the router (0: itself)
+    found: bool = False      # its cable was found (it asked from a LAN port), not listed in the config
 
     @property
     def parent(self) -> tuple[int, int] | None:
@@ -144,6 +145,42 @@ def parse(specs: list[str]) -> tuple[Satellite, ...]:
             sat = Satellite(index, dpid, uplink, router_port, root=parent.root or parent.index)
         out.append(sat)
     return tuple(out)
+
+
+def with_found(listed: tuple[Satellite, ...], found: list[tuple[int, int, str, str]]
+               ) -> tuple[tuple[Satellite, ...], list[str]]:
+    """The listed satellites plus those whose cable was found, each (index, dpid, uplink,
+    router port) as the pairing table keeps it (pairing.py). Returns (all of them, what
+    was left out and why): a found cable never takes a listed satellite's index, port or
+    datapath (the config file may have changed since), and one behind another satellite
+    needs that one. Found satellites are taken in index order, so a parent comes first
+    whichever way they were found."""
+    out, skipped = list(listed), []
+    for index, dpid, uplink, router_port in sorted(found):
+        clash = next((s for s in out if s.index == index or s.dpid == dpid or s.router_port == router_port), None)
+        problem = (f"index {index} is outside 1..{MAX_SATELLITES}" if not 1 <= index <= MAX_SATELLITES
+                   else f"{uplink!r} or {router_port!r} is not an interface name"
+                   if not (IFNAME.match(uplink) and IFNAME.match(router_port))
+                   else f"it clashes with satellite {clash.index} ({clash.dpid:016x} on {clash.router_port})"
+                   if clash else "")
+        sat = Satellite(index, dpid, uplink, router_port, found=True)
+        if not problem and sat.parent is not None:
+            parent = by_index(tuple(out), sat.parent[0])
+            if parent is None or not 1 <= sat.parent[1] <= MAX_PORT:
+                problem = f"{router_port!r} is a port of no satellite the router has"
+            else:
+                sat = Satellite(index, dpid, uplink, router_port, root=parent.root or parent.index, found=True)
+        if problem:
+            skipped.append(f"satellite {dpid:016x} found on {router_port}: {problem}")
+            continue
+        out.append(sat)
+    return tuple(out), skipped
+
+
+def free_index(sats: tuple[Satellite, ...], taken: set[int] = frozenset()) -> int | None:
+    """The lowest index no satellite (nor `taken`) has: a newly found cable's."""
+    used = {s.index for s in sats} | set(taken)
+    return next((i for i in range(1, MAX_SATELLITES + 1) if i not in used), None)
 
 
 def device_ports(sat: Satellite, ports: dict[str, int]) -> dict[str, int]:
@@ -320,6 +357,16 @@ def unplug_commands(sat: Satellite, bridge: str, existing: set[str]) -> list[str
         args += ["--if-exists", "del-port", bridge, peer[:-1], "--", "--if-exists", "del-port",
                  sat.demux_bridge, peer, "--"]
     return args[:-1]
+
+
+def give_back_commands(sat: Satellite, bridge: str, existing: set[str]) -> list[str]:
+    """ovs-vsctl arguments that give a found satellite's port back to the router's bridge
+    (denied or forgotten): its patch pairs, management port and demux bridge go, and the
+    cable becomes a LAN port again. Behind another satellite there is nothing to give
+    back: that port is the parent's, whose next plan makes it a patch port again."""
+    if sat.parent is not None:
+        return unplug_commands(sat, bridge, existing)
+    return ["--if-exists", "del-br", sat.demux_bridge, "--", "--may-exist", "add-port", bridge, sat.router_port]
 
 
 def attachment(port_name: str) -> dict:

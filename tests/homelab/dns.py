@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from . import REPO, RUN_DIR_PREFIX, RUN_ROOT, Device, Home, new_run_id
+from .web import API_PORT
 
 DNSD_ADDR = "169.254.53.53"
 DNSD_PORT = 5300
@@ -202,7 +203,9 @@ class DnsLab:
         conf = self.dir / "lighttpd-captive.conf"
         conf.write_text(f'var.captive_root = "{CAPTIVE_ROOT}"\nvar.captive_bind = "{DNSD_ADDR}"\n'
                         f'var.captive_state = "{self.dir}"\ninclude "{CAPTIVE_CONF}"\n')
-        p = h.router_popen(["lighttpd", "-D", "-f", str(conf)], stdout=self._log("lighttpd-captive"),
+        # HOMEWORK_API_PORT: the satellite pairing paths it proxies to the API (issue 15)
+        p = h.router_popen(["env", f"HOMEWORK_API_PORT={API_PORT}", "lighttpd", "-D", "-f", str(conf)],
+                           stdout=self._log("lighttpd-captive"),
                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         _wait("captive lighttpd", lambda: h.router(["ss", "-Hltn", f"src {DNSD_ADDR}:8088"]).stdout.strip(), proc=p,
               log=self.dir / "lighttpd-captive.log")

@@ -12,7 +12,10 @@ Two kinds:
     own ovsdb-server and ovs-vswitchd. pair() makes its key there, has the router sign a
     certificate for its dpid (`homework satellite-pair`) and connects it over TLS to the
     router in band, over its cable: its LOCAL port (untagged, link-local) reaches the
-    router's management port at fe80::1, as the satellite image does."""
+    router's management port at fe80::1, as the satellite image does.
+  - Satellite(home, i, dpid, own_ovs=True, lan=True): a box plugged into a LAN port of
+    the router's bridge instead of a listed cable (found, not listed): its own stack
+    takes a lease there like a device (lease()) and asks to pair at its gateway."""
 from __future__ import annotations
 
 import json
@@ -30,10 +33,13 @@ SAT_AP = REPO / "tests" / "homelab" / "sat-ap.sh"
 
 class Satellite:
     def __init__(self, home: Home, index: int, dpid: int, own_ovs: bool = False,
-                 parent: tuple["Satellite", int] | None = None):
+                 parent: tuple["Satellite", int] | None = None, lan: bool = False):
         """parent: (a satellite box, its port number) that this one's cable plugs into (a
-        tree) instead of the router."""
+        tree) instead of the router; lan: its cable is a LAN port of the router's bridge
+        (not listed: the router finds it when it asks)."""
         self.home, self.index, self.dpid, self.own_ovs, self.parent = home, index, dpid, own_ovs, parent
+        self.lan = lan
+        self.udhcpc: subprocess.Popen | None = None
         self.bridge = f"sat{index}"
         self.uplink = f"sat{index}up"           # the cable's satellite end, port 250 of the satellite
         self.router_port = f"sat{index}cable"   # its other end: a router port, or the parent's port
@@ -135,15 +141,45 @@ class Satellite:
             parent, port_no = self.parent
             parent.vsctl("add-port", parent.bridge, self.router_port, "--", "set", "interface", self.router_port,
                          f"ofport_request={port_no}")
+        elif self.lan:
+            with h._lock:       # a port number no device of the home will ask for
+                h._next_index += 1
+                ofport = h._next_index
+            h.vsctl("add-port", "br0", self.router_port, "--", "set", "interface", self.router_port,
+                    f"ofport_request={ofport}")
         self.vsctl("--may-exist", "add-br", self.bridge, "--", "set", "bridge", self.bridge, "datapath_type=netdev",
                    "fail_mode=secure", "protocols=OpenFlow13", f"other-config:datapath-id={self.dpid:016x}",
                    "--", "add-port", self.bridge, self.uplink, "--", "set", "interface", self.uplink,
                    "ofport_request=250")
-        if self.own_ovs:
+        if self.own_ovs and self.lan:
+            self.run(["sysctl", "-q", "-w", f"net.ipv6.conf.{self.bridge}.accept_dad=0"])
+            self.run(["ethtool", "-K", self.bridge, "tx", "off"])
+            self.join("up")
+        elif self.own_ovs:
             self._management_link()
         if controller:
             self.set_controller(controller)
         return self
+
+    def lease(self, timeout: float = 20) -> str:
+        """Its own stack asks the router for an address on its LAN port, as a device does
+        (udhcpc on the bridge's LOCAL port); returns the gateway once it has one."""
+        script = REPO / "image" / "guest" / "udhcpc-satellite"     # the image's own hook
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.udhcpc = subprocess.Popen(ns_cmd(self.ns, ["udhcpc", "-f", "-i", self.bridge, "-s", str(script),
+                                                        "-x", f"hostname:satellite{self.index}", "-t", "10",
+                                                        "-T", "2", "-A", "3"]),
+                                       stdout=open(self.dir / "udhcpc.log", "ab"), stderr=subprocess.STDOUT,
+                                       stdin=subprocess.DEVNULL, start_new_session=True)
+        self.home._procs.append(self.udhcpc)
+        deadline = time.monotonic() + timeout
+        while True:
+            words = self.run(["ip", "-4", "route", "show", "default"], check=False).stdout.split()
+            if "via" in words:
+                return words[words.index("via") + 1]
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"satellite {self.index} got no lease on its LAN port")
+            time.sleep(0.2)
 
     def pair(self, csr_subject: str = "/CN=new satellite") -> dict:
         """Pairing as a satellite does it: make a key here (it never leaves), send the
@@ -319,6 +355,9 @@ class Satellite:
     def stop(self) -> None:
         h = self.home
         self.stop_agent()
+        if getattr(self, "udhcpc", None) is not None and self.udhcpc.poll() is None:
+            self.udhcpc.terminate()
+            self.udhcpc.wait(5)
         if self.own_ovs:
             run = self.ovs_dir / "run"
             for daemon in ("ovs-vswitchd", "ovsdb-server"):
@@ -336,6 +375,8 @@ class Satellite:
         # its cable is unplugged; the router keeps the demux bridge and management port that
         # it made for the listed satellite (as for a physical port)
         subprocess.run(["ip", "-n", h.router_ns, "link", "del", self.router_port], capture_output=True)
+        if self.lan:        # a LAN port of br0, or the found cable's demux bridge: the port goes
+            h.vsctl("--if-exists", "del-port", self.router_port)
 
 
 RADIO_PORT = "wlan0"        # every satellite's radio port: [satellites] radio_ports = ["wlan0"]

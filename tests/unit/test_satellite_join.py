@@ -40,3 +40,37 @@ def test_the_datapath_id_is_asked_once(tmp_path, monkeypatch):
     j = join.Join("sat9", tmp_path)
     assert j.dpid() == j.dpid() == "00000000000000b9"
     assert len(calls) == 1
+
+
+def test_on_a_lan_port_it_asks_at_its_gateway_once_the_management_link_does_not_answer(tmp_path, monkeypatch):
+    """Plugged into a LAN port (not a cable) its own stack has a lease: the management link
+    first (a permitted box's cable), then HTTP at the gateway (the captive page's server),
+    then HTTPS there if HTTP only redirects (the household permitted the box as a device)."""
+    tried = []
+
+    def send(self, url, method, body, headers, host, timeout):
+        tried.append(url)
+        if "fe80::1" in url:
+            raise join._Unreachable("no answer on the management link")
+        if url.startswith("http://") and redirects:
+            raise join._Redirected("308")
+        return {"state": "pending"}
+    monkeypatch.setattr(join.Join, "_send", send)
+    j = join.Join("sat9", tmp_path)
+    monkeypatch.setattr(join, "_run", lambda cmd: "default via 10.2.0.5 dev sat9 \n")
+    redirects = False
+    assert j._call("GET", "/ws.v1/satellites/pair/c1") == {"state": "pending"}
+    assert tried == ["https://[fe80::1%25sat9]/ws.v1/satellites/pair/c1", "http://10.2.0.5/ws.v1/satellites/pair/c1"]
+    tried.clear()
+    redirects = True
+    j._call("GET", "/x")
+    assert tried == ["https://[fe80::1%25sat9]/x", "http://10.2.0.5/x", "https://10.2.0.5/x"]
+    # no lease (a listed cable): the management link alone, and its failure is the answer
+    tried.clear()
+    monkeypatch.setattr(join, "_run", lambda cmd: "")
+    try:
+        j._call("GET", "/x")
+        raise AssertionError("no error")
+    except join.JoinError as exc:
+        assert "management link" in str(exc)
+    assert tried == ["https://[fe80::1%25sat9]/x"]

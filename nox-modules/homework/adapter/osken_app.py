@@ -91,7 +91,7 @@ class HomeworkApp(app_manager.OSKenApp):
     # -- satellites over TLS (issue 15) --------------------------------------------------
     def _prepare_management_links(self) -> None:
         for sat in self.core.config.satellites:
-            router_ports.prepare(sat, self.core.config.datapath_type)
+            router_ports.prepare(sat, self.core.config.datapath_type, self.core.config.bridge)
 
     def _cable_changed(self, cable: str, resets: int) -> None:
         """Open vSwitch counted a carrier change on an interface (cable_guard.py): a
@@ -155,7 +155,10 @@ class HomeworkApp(app_manager.OSKenApp):
                 log.warning("OpenFlow over TLS from %s refused at the handshake: %s", peer[0], exc)
                 sock.close()
                 return
-            datapath_connection_factory(tls, peer)
+            try:
+                datapath_connection_factory(tls, peer)
+            except ValueError as exc:       # "read on closed SSL socket": we closed it (_on_pairing)
+                log.info("satellite session from %s closed: %s", peer[0], exc)
 
         server = hub.StreamServer(address, handshake)
         hub.spawn(server.serve_forever)

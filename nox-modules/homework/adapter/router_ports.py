@@ -16,21 +16,39 @@ _LOCK = threading.Lock()
 _PREPARED: set[int] = set()     # satellites whose management link this process has made
 
 
-def prepare(sat: satellites.Satellite, datapath_type: str) -> None:
+def prepare(sat: satellites.Satellite, datapath_type: str, bridge: str = "") -> None:
     """The satellite's management link on the router (demux bridge, cable, management
-    port at fe80::1), so that it can reach us to pair before it has any other path."""
+    port at fe80::1), so that it can reach us to pair before it has any other path. A
+    found satellite's port is still on the router's `bridge` (a LAN port, at boot or until
+    the household permitted it): it leaves that bridge in the same transaction."""
     with _LOCK:
-        _prepare(sat, datapath_type)
+        leave: list[str] = []
+        if sat.found and sat.parent is None and bridge:
+            on = _vsctl(["port-to-br", sat.router_port], quiet=True)
+            if on is not None and on.strip() == bridge:     # one transaction: never on neither bridge
+                leave = ["del-port", bridge, sat.router_port, "--"]
+                log.info("satellite %d: port %s leaves %s for its cable", sat.index, sat.router_port, bridge)
+        _prepare(sat, datapath_type, leave)
 
 
-def _prepare(sat: satellites.Satellite, datapath_type: str) -> None:
+def give_back(sat: satellites.Satellite, bridge: str) -> None:
+    """A found satellite denied or forgotten: its port is a LAN port of `bridge` again."""
+    with _LOCK:
+        listed = _vsctl(["list-ports", sat.demux_bridge], quiet=True)
+        args = satellites.give_back_commands(sat, bridge, set((listed or "").split()))
+        if args:
+            _vsctl(args)
+        log.info("satellite %d: port %s given back to %s", sat.index, sat.router_port, bridge)
+
+
+def _prepare(sat: satellites.Satellite, datapath_type: str, before: list[str] | None = None) -> None:
     """Made once per process, its cable locked (cable_guard.py): the cable may have been
     swapped while no controller watched it (a reboot, a restart), so it carries only the
     management link until the satellite's next session. That session's sync makes it
     first if it comes before the start-up thread, so the lock never lands after it."""
     if sat.index in _PREPARED:
         return
-    args = satellites.management_commands(sat, datapath_type)
+    args = (before or []) + satellites.management_commands(sat, datapath_type)
     lock = satellites.cable_lock_commands(sat) if sat.parent is None else []
     _vsctl(args + (["--"] + lock if lock else []))
     _address(sat, datapath_type)

@@ -21,6 +21,13 @@ and in the emulated home alike.
 Each prints one JSON object. Exit status: 0 done (permitted, or up/ask done), 3 still
 pending, 4 denied, 1 anything else (the router unreachable, a refusal).
 
+Where the router is: on a listed cable, at fe80::1 on the management link. Plugged into
+any other LAN port, the box's own stack is a device of the router: it takes a lease
+there (udhcpc on BR, as any device does) and asks at its gateway, over HTTP through the
+router's captive page (the one path a pending device may use, and the router records
+the port it came from). Every call tries the management link first, so once the
+household permits the box and its port becomes a cable, the same steps reach fe80::1.
+
 On first contact the satellite has no CA to check the router's HTTPS certificate with;
 the code both ends show is the check, as in Bluetooth pairing. Its key never crosses the
 wire, and the ticket only fetches a certificate for the key this box holds.
@@ -77,6 +84,25 @@ class Join:
                      f"priority=100,in_port={self.uplink_port},vlan_tci=0x0000/0x1fff,actions=LOCAL"):
             _run(["ovs-ofctl", "-O", "OpenFlow13", "add-flow", self.bridge, flow])
 
+    def uplink_name(self) -> str:
+        """Its uplink port's name (the router's gate looks for it among the switch's ports)."""
+        names = set(_run(["ovs-vsctl", "list-ports", self.bridge]).split())
+        for name in _run(["ovs-vsctl", "--bare", "--columns=name", "find", "Interface",
+                          f"ofport={self.uplink_port}"]).split():
+            if name in names:
+                return name
+        raise JoinError(f"{self.bridge} has no port {self.uplink_port} (its uplink)")
+
+    def gateway(self) -> str | None:
+        """The IPv4 gateway of a lease on the bridge's own stack, if it has one (plugged
+        into a LAN port rather than a cable: see above)."""
+        try:
+            out = _run(["ip", "-4", "route", "show", "default", "dev", self.bridge])
+        except JoinError:
+            return None
+        words = out.split()
+        return words[words.index("via") + 1] if "via" in words[:-1] else None
+
     def dpid(self) -> str:
         if self._dpid is None:      # fixed for the bridge's life: asked once, not at every poll
             self._dpid = _run(["ovs-vsctl", "get", "bridge", self.bridge, "datapath_id"]).strip().strip('"')
@@ -86,7 +112,8 @@ class Join:
     def ask(self) -> dict:
         self.dir.mkdir(parents=True, exist_ok=True)
         csr = self._request()
-        answer = self._call("POST", "/ws.v1/satellites/pair", {"dpid": self.dpid(), "csr": csr})
+        answer = self._call("POST", "/ws.v1/satellites/pair",
+                            {"dpid": self.dpid(), "csr": csr, "uplink": self.uplink_name()})
         self.ticket_file.write_text(answer["ticket"])
         self.ticket_file.chmod(0o600)
         return {"dpid": answer["dpid"], "code": answer["code"], "state": "pending"}
@@ -149,26 +176,67 @@ class Join:
         return self.request_file.read_text()
 
     def _call(self, method: str, path: str, body: dict | None = None, headers: dict | None = None) -> dict:
+        """The management link first; if nothing answers there and the box has a lease,
+        its gateway: HTTP (the captive page's server takes a pending device's), then
+        HTTPS if that redirects (a device the household permitted reaches the Guest
+        Board's server, whose port 80 only redirects)."""
+        gateway = self.gateway()
+        # Host without the zone (%BR): it means nothing to the router, and lighttpd refuses it
+        url = f"https://{self.router.replace('%', '%25')}{path}"
+        try:
+            return self._send(url, method, body, headers, f"[{MANAGEMENT_ADDRESS}]", 5 if gateway else 15)
+        except _Unreachable as exc:
+            if gateway is None:
+                raise JoinError(str(exc)) from None
+        try:
+            return self._send(f"http://{gateway}{path}", method, body, headers, gateway, 15)
+        except _Redirected:
+            pass
+        except _Unreachable as exc:
+            raise JoinError(str(exc)) from None
+        try:
+            return self._send(f"https://{gateway}{path}", method, body, headers, gateway, 15)
+        except (_Unreachable, _Redirected) as exc:
+            raise JoinError(str(exc)) from None
+
+    def _send(self, url: str, method: str, body: dict | None, headers: dict | None, host: str,
+              timeout: float) -> dict:
         context = ssl.create_default_context()
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE      # first contact: the code is the check (above)
-        url = f"https://{self.router.replace('%', '%25')}{path}"
         data = json.dumps(body).encode() if body is not None else None
-        # Host without the zone (%BR): it means nothing to the router, and lighttpd refuses it
         req = urllib.request.Request(url, data=data, method=method,
-                                     headers={"Content-Type": "application/json", "Host": f"[{MANAGEMENT_ADDRESS}]",
-                                              **(headers or {})})
+                                     headers={"Content-Type": "application/json", "Host": host, **(headers or {})})
+        opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=context), _NoRedirects)
         try:
-            with urllib.request.urlopen(req, timeout=15, context=context) as res:
+            with opener.open(req, timeout=timeout) as res:
                 return json.loads(res.read())
         except urllib.error.HTTPError as exc:
+            if 300 <= exc.code < 400:
+                raise _Redirected(f"{url} redirects ({exc.code})") from None
             try:
                 detail = json.loads(exc.read()).get("error", "")
             except ValueError:
                 detail = ""
             raise JoinError(f"the router answered {exc.code}: {detail or exc.reason}") from None
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            raise JoinError(f"cannot reach the router at {url}: {exc}") from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise _Unreachable(f"cannot reach the router at {url}: {exc}") from None
+        except ValueError as exc:
+            raise JoinError(f"the router at {url} answered something other than JSON: {exc}") from None
+
+
+class _Unreachable(Exception):
+    pass
+
+
+class _Redirected(Exception):
+    pass
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect is an answer here (HTTP -> HTTPS), not something to follow with a POST."""
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
 
 
 def _run(cmd: list[str]) -> str:

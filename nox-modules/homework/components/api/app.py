@@ -174,9 +174,9 @@ class ApiApp:
     def handle(self, req: Request) -> Response:
         route, params = self._match(req)
         client = self.client_address(req)
-        client_mac = self.device_gate(client)
+        client_mac = self.device_gate(client, asking=route.access == "asking")
         principal = self.authenticate(req)
-        if route.access != "public":
+        if route.access not in ("public", "asking"):
             if principal is None:
                 raise ApiError(401, "credentials required: log in on the Guest Board or send "
                                     "'Authorization: Bearer <token>'",
@@ -214,8 +214,10 @@ class ApiApp:
             return forwarded.split(",")[-1].strip()
         return peer
 
-    def device_gate(self, client: str) -> str | None:
-        """If the caller is a LAN device, return its MAC; refuse devices not permitted."""
+    def device_gate(self, client: str, asking: bool = False) -> str | None:
+        """If the caller is a LAN device, return its MAC; refuse devices not permitted.
+        `asking`: a route a pending device may call too (a satellite asking to pair from a
+        LAN port, through the captive page's server); a denied one still may not."""
         try:
             address = ipaddress.ip_address(client)
         except ValueError:
@@ -227,6 +229,8 @@ class ApiApp:
         lease = self.ctx.leases.by_address(client)
         mac = lease.mac if lease else None
         device = self.ctx.state.get_device(mac) if mac else None
+        if asking and device is not None and device.state == "pending":
+            return mac
         if device is None or device.state != "permitted":
             raise ApiError(403, "this device is not permitted on the network: ask to be let in on the Guest Board")
         return mac

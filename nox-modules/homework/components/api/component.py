@@ -65,6 +65,12 @@ class ApiComponent(Component):
             self.log.info("not under eventlet (unit test?): the HTTP server is not started")
 
     def stop(self) -> None:
+        # The server first: a listening socket closed under its accept() throws IOClosed
+        # into it, which its loop does not catch, and the hub then dies with it (a
+        # restart in place whose stop yields to the hub, e.g. satlink's, exited instead)
+        if self._server is not None:
+            self._server.kill()
+            self._server = None
         if self._sock is not None:
             try:
                 self._sock.close()
@@ -88,7 +94,7 @@ class ApiComponent(Component):
             def write(self, line):
                 access_log.debug(line.rstrip())
 
-        eventlet.spawn(eventlet.wsgi.server, self._sock, self.app, log=_Log(), log_output=True,
+        self._server = eventlet.spawn(eventlet.wsgi.server, self._sock, self.app, log=_Log(), log_output=True,
                        max_size=POOL_SIZE, socket_timeout=60)
         self.log.info("ws.v1 API listening on http://%s:%d/ws.v1/", host, port)
 

@@ -1,6 +1,6 @@
 """Satellite switches in the ws.v1 API (issue 15; homework/pairing.py):
 
-    POST /ws.v1/satellites/pair          {"dpid", "csr"}  (public: the satellite asks)
+    POST /ws.v1/satellites/pair          {"dpid", "csr"[, "uplink"]}  (public: the satellite asks)
                                          -> {dpid, code, ticket}
     GET  /ws.v1/satellites/pair/{dpid}   X-Pairing-Ticket: <ticket>  (public: the satellite polls)
                                          -> {dpid, state, code} (+ certificate, ca once permitted)
@@ -10,7 +10,13 @@
 Asking is public, as a new satellite has no credentials; it decides nothing (the household
 permits it on the Guest Board) and it is rate-limited per address (10 requests in 10
 minutes, a limiter apart from the logins'), so no one floods the board with access points. The ticket travels in a header, not in the
-URL, so no access log keeps it. On the board a satellite is a label of its own kind
+URL, so no access log keeps it.
+
+The two pairing paths are the only ones a *pending* device may call (access "asking"):
+a satellite plugged into a LAN port asks as a device, through the captive page's server
+(conf/lighttpd-captive.conf proxies exactly these paths). The router then records the
+port of the caller's lease, never a port the request names, and keeps one pending request
+per port (pairing.py). On the board a satellite is a label of its own kind
 (`kind: "access-point"`, `mac: "ap-<dpid>"`) that is dragged like a device.
 """
 from __future__ import annotations
@@ -21,8 +27,9 @@ ZONES = {"pending": "asking", "permitted": "permitted", "denied": "outside"}
 
 def board_view(sat: dict) -> dict:
     name = f"satellite {sat['index']}" if sat.get("index") else "satellite"
+    where = f" · plugged into {sat['router_port']}" if sat.get("found") and sat.get("router_port") else ""
     return {"mac": AP_PREFIX + sat["dpid"], "kind": "access-point", "dpid": sat["dpid"], "state": sat["state"],
-            "zone": ZONES[sat["state"]], "label": f"Access point: {name} · code {sat['code']}",
+            "zone": ZONES[sat["state"]], "label": f"Access point: {name} · code {sat['code']}{where}",
             "label_source": "access-point", "code": sat["code"], "name": "", "owner": "", "type": "access-point",
             "hostname": "", "vendor": "", "private": False, "first_seen": sat["requested"],
             "last_seen": sat["requested"], "lease": None, "metrics": {}}
@@ -47,9 +54,24 @@ def add_routes(app) -> None:
                            {"Retry-After": str(int(wait) + 1)})
         limiter.failed(call.client)      # every request counts towards the limit
         data = app.body(call)
-        if set(data) != {"dpid", "csr"} or not all(isinstance(v, str) for v in data.values()):
-            raise ApiError(400, 'send {"dpid": "<16 hex digits>", "csr": "<PEM certificate request>"}')
-        return json_response(app.command("satellite-request", dpid=data["dpid"], csr=data["csr"]))
+        if (not {"dpid", "csr"} <= set(data) <= {"dpid", "csr", "uplink"}
+                or not all(isinstance(v, str) for v in data.values())):
+            raise ApiError(400, 'send {"dpid": "<16 hex digits>", "csr": "<PEM certificate request>"'
+                                '[, "uplink": "<its uplink port\'s name>"]}')
+        return json_response(app.command("satellite-request", dpid=data["dpid"], csr=data["csr"],
+                                         origin=origin(call), uplink=data.get("uplink", "")))
+
+    def origin(call) -> dict | None:
+        """The LAN port and MAC of the device calling, from its lease and the switch's port
+        list (the request's own words never name a port); None if it is not a device on a
+        port of the router (the management link, the router itself, a relayed lease)."""
+        if not call.client_mac:
+            return None
+        lease, dp = app.ctx.leases.get(call.client_mac), app.ctx.datapath
+        if lease is None or not lease.local or dp is None:
+            return None
+        name = next((n for n, no in dp.ports.items() if no == lease.port), None)
+        return {"port": name, "mac": call.client_mac} if name else None
 
     def poll(call, dpid):
         return json_response(app.command("satellite-ticket", dpid=dpid,
@@ -76,8 +98,8 @@ def add_routes(app) -> None:
     app.board.extra_views.append(extra_views)
     app.ctx.bus.subscribe("satellite", on_satellite)
     dpid = r"(?P<dpid>[^/]+)"     # pairing.parse_dpid says what is wrong with a bad one
-    app._add("POST", "/satellites/pair/?", ask, "public", max_body=16 * 1024)
-    app._add("GET", f"/satellites/pair/{dpid}/?", poll, "public")
+    app._add("POST", "/satellites/pair/?", ask, "asking", max_body=16 * 1024)
+    app._add("GET", f"/satellites/pair/{dpid}/?", poll, "asking")
     app._add("GET", "/satellites/?", listing, "read")
     for what in ("permit", "deny", "forget"):
         app._add("POST", f"/satellites/{dpid}/{what}/?", decide(what), "admin")

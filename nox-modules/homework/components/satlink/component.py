@@ -44,7 +44,7 @@ class SatelliteAgents(Component):
     def start(self) -> None:
         cfg = self.ctx.config
         if not self.satellites or not cfg.satellites_agent_port:
-            self.log.info("satellite agents: none ([satellites] switches is empty or agent_port = 0)")
+            self.log.info("satellite agents: none (no satellite listed or found, or agent_port = 0)")
             return
         self.blacklisted = {d.mac for d in self.ctx.state.devices() if d.state == "blacklisted"}
         self.ctx.bus.subscribe("device", self._on_device)
