@@ -214,3 +214,7 @@ class Datapath:
     """What components know about the connected switch."""
     dpid: int
     ports: dict = field(default_factory=dict)   # port name -> port number
+
+    def port_name(self, port_no: int) -> str | None:
+        """The name of the port with this number, None if the switch has none."""
+        return next((name for name, no in self.ports.items() if no == port_no), None)

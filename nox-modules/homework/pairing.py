@@ -189,11 +189,11 @@ class SatellitePairing:
         if not row["router_port"]:
             raise PairingError(f"datapath {dpid:016x} is no longer in [satellites] switches: list it there, "
                                "or forget it and plug it into a LAN port to ask again", 404)
-        cabled = {c[0] for c in self.found_cables()}
-        clash = next((c for c in self.found_cables() if c[3] == row["router_port"]), None)
-        if clash is not None or any(s.router_port == row["router_port"] for s in self.config.satellites):
+        cables = self.found_cables()
+        if any(c[3] == row["router_port"] for c in cables) or any(
+                s.router_port == row["router_port"] for s in self.config.satellites):
             raise PairingError(f"port {row['router_port']} already carries another satellite", 409)
-        index = free_index(self.config.satellites, cabled)
+        index = free_index(self.config.satellites, {c[0] for c in cables})
         if index is None:
             raise PairingError(f"the router has no place for another satellite (at most {MAX_SATELLITES})", 409)
         self.state.execute("UPDATE satellites SET cable = ? WHERE dpid = ?", (index, f"{dpid:016x}"))

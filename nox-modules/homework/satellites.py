@@ -157,24 +157,29 @@ def with_found(listed: tuple[Satellite, ...], found: list[tuple[int, int, str, s
     whichever way they were found."""
     out, skipped = list(listed), []
     for index, dpid, uplink, router_port in sorted(found):
-        clash = next((s for s in out if s.index == index or s.dpid == dpid or s.router_port == router_port), None)
-        problem = (f"index {index} is outside 1..{MAX_SATELLITES}" if not 1 <= index <= MAX_SATELLITES
-                   else f"{uplink!r} or {router_port!r} is not an interface name"
-                   if not (IFNAME.match(uplink) and IFNAME.match(router_port))
-                   else f"it clashes with satellite {clash.index} ({clash.dpid:016x} on {clash.router_port})"
-                   if clash else "")
         sat = Satellite(index, dpid, uplink, router_port, found=True)
-        if not problem and sat.parent is not None:
-            parent = by_index(tuple(out), sat.parent[0])
-            if parent is None or not 1 <= sat.parent[1] <= MAX_PORT:
-                problem = f"{router_port!r} is a port of no satellite the router has"
-            else:
-                sat = Satellite(index, dpid, uplink, router_port, root=parent.root or parent.index, found=True)
+        problem = _found_problem(sat, out)
         if problem:
             skipped.append(f"satellite {dpid:016x} found on {router_port}: {problem}")
             continue
-        out.append(sat)
+        parent = by_index(tuple(out), sat.parent[0]) if sat.parent else None
+        out.append(Satellite(index, dpid, uplink, router_port, root=parent.root or parent.index, found=True)
+                   if parent else sat)
     return tuple(out), skipped
+
+
+def _found_problem(sat: Satellite, taken: list[Satellite]) -> str:
+    """Why a found cable cannot join these satellites ('' if it can)."""
+    if not 1 <= sat.index <= MAX_SATELLITES:
+        return f"index {sat.index} is outside 1..{MAX_SATELLITES}"
+    if not (IFNAME.match(sat.uplink) and IFNAME.match(sat.router_port)):
+        return f"{sat.uplink!r} or {sat.router_port!r} is not an interface name"
+    for s in taken:
+        if sat.index == s.index or sat.dpid == s.dpid or sat.router_port == s.router_port:
+            return f"it clashes with satellite {s.index} ({s.dpid:016x} on {s.router_port})"
+    if sat.parent and (by_index(tuple(taken), sat.parent[0]) is None or not 1 <= sat.parent[1] <= MAX_PORT):
+        return f"{sat.router_port!r} is a port of no satellite the router has"
+    return ""
 
 
 def free_index(sats: tuple[Satellite, ...], taken: set[int] = frozenset()) -> int | None:

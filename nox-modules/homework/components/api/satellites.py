@@ -70,7 +70,7 @@ def add_routes(app) -> None:
         lease, dp = app.ctx.leases.get(call.client_mac), app.ctx.datapath
         if lease is None or not lease.local or dp is None:
             return None
-        name = next((n for n, no in dp.ports.items() if no == lease.port), None)
+        name = dp.port_name(lease.port)
         return {"port": name, "mac": call.client_mac} if name else None
 
     def poll(call, dpid):

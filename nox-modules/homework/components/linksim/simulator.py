@@ -92,7 +92,7 @@ class LinkSimulator(Component):
         dp = self.ctx.datapath
         if dp is None:
             return None
-        name = next((n for n, no in dp.ports.items() if no == port_no), None)
+        name = dp.port_name(port_no)
         if name is None:
             return None
         stats = self.sys_net / name / "statistics"

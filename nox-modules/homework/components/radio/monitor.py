@@ -257,7 +257,7 @@ class RadioMonitor(Component):
         dp = self.ctx.datapath
         if dp is None or not port_no:
             return None
-        name = next((n for n, no in dp.ports.items() if no == port_no), None)
+        name = dp.port_name(port_no)
         return None if name is None else name in self.interfaces
 
     def _facts(self, mac: str) -> dict:

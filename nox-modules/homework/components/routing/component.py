@@ -537,7 +537,7 @@ class Routing(Component):
         lease, dp = self.ctx.leases.get(mac), self.ctx.datapath
         if lease is None or not lease.local or dp is None:
             return None
-        name = next((n for n, no in dp.ports.items() if no == lease.port), None)
+        name = dp.port_name(lease.port)
         return attachment(name) if name else None
 
     def flow_limited(self, mac: str) -> bool:
