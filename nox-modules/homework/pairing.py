@@ -144,6 +144,14 @@ class SatellitePairing:
             raise PairingError(f"satellite {dpid:016x} is already paired; forget it on the Guest Board "
                                "before it pairs again", 409)
         port, mac = ("", "") if listed is not None else (origin["port"], origin["mac"])
+        if port in self.config.radio_interfaces:
+            raise PairingError(f"{port} is a Wi-Fi port: a satellite's uplink is a cable, so plug it into a "
+                               "wired LAN port", 409)
+        if port and row is not None and row["state"] == "pending" and row["origin_mac"] not in ("", mac):
+            # Someone else's request under this datapath id stays: a device cannot swap a
+            # waiting satellite's request (and the code the household compares) for its own.
+            raise PairingError(f"satellite {dpid:016x} is already asking from another device (on "
+                               f"{row['router_port']}): forget that request on the Guest Board first", 409)
         if port:
             # One pending request per port: a device asking again and again under new
             # datapath ids replaces its own request instead of adding access points.

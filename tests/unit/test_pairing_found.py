@@ -87,6 +87,48 @@ def test_one_pending_request_per_port(core):
     assert {d: s["router_port"] for d, s in rows(core).items()} == {OTHER: "d1", FOUND: "d2"}
 
 
+def test_a_device_cannot_take_over_a_request_another_device_made_under_the_same_datapath_id(core):
+    api = Api(core)
+    first = ask(api, FOUND)                             # the box on d1
+    assert first.status_int == 200
+    r = ask(api, FOUND, client="10.2.0.6")              # someone on d2 claims its datapath id
+    assert r.status_int == 409 and "another device" in r.json["error"]
+    sat = rows(core)[FOUND]
+    assert (sat["router_port"], sat["device_mac"], sat["code"]) == ("d1", MAC, first.json["code"])
+    # the box itself may ask again (a new key, or moved to another port with the same stack)
+    assert ask(api, FOUND).status_int == 200
+    core.commands.call("satellite-forget", dpid=FOUND)
+    assert ask(api, FOUND, client="10.2.0.6").status_int == 200     # forgotten: anyone may ask
+
+
+def test_a_satellite_cannot_ask_from_a_wifi_port(tmp_path, clock):
+    pwfile = tmp_path / "admin-password"
+    pwfile.write_text(PASSWORD + "\n")
+    core = make_core(tmp_path, components=("dhcp", "routing", "api"), clock=clock, radio_interfaces=["d2"],
+                     api_admin_password_file=str(pwfile))
+    core.datapath_up(Datapath(dpid=1, ports={"br0": 0xFFFFFFFE, "d1": 1, "d2": 2}))
+    join(core, MAC2, 2)
+    r = ask(Api(core), FOUND, client="10.2.0.2")
+    assert r.status_int == 409 and "Wi-Fi port" in r.json["error"]
+    assert rows(core) == {}
+
+
+def test_the_board_says_which_permitted_devices_a_permit_would_cut_off(core):
+    api = Api(core)
+    join(core, "02:00:00:00:0f:01", 1)                  # two more devices behind the same hub on d1
+    join(core, "02:00:00:00:0f:02", 1)
+    core.devices.permit("02:00:00:00:0f:01")
+    core.devices.permit(MAC2)                           # on d2: not concerned
+    assert ask(api, FOUND).status_int == 200
+    board = api.call("GET", "devices", token=api.token("admin")).json
+    label = next(v["label"] for v in board if v.get("dpid") == FOUND)
+    assert "plugged into d1" in label and "cuts off 1 permitted device on d1" in label
+    core.devices.permit("02:00:00:00:0f:02")
+    board = api.call("GET", "devices", token=api.token("admin")).json
+    label = next(v["label"] for v in board if v.get("dpid") == FOUND)
+    assert "cuts off 2 permitted devices on d1" in label
+
+
 def test_permit_gives_a_cable_index_and_restarts_once_forget_gives_the_port_back(core, tmp_path, clock):
     api = Api(core)
     assert ask(api, FOUND).status_int == 200

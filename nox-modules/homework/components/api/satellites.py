@@ -25,9 +25,15 @@ AP_PREFIX = "ap-"
 ZONES = {"pending": "asking", "permitted": "permitted", "denied": "outside"}
 
 
-def board_view(sat: dict) -> dict:
+def board_view(sat: dict, sharing: int = 0) -> dict:
+    """`sharing`: the permitted devices on the port a pending found satellite asked from;
+    they lose their link when it is permitted (the port becomes its cable), so the label
+    says so before the household decides."""
     name = f"satellite {sat['index']}" if sat.get("index") else "satellite"
     where = f" · plugged into {sat['router_port']}" if sat.get("found") and sat.get("router_port") else ""
+    if where and sat["state"] == "pending" and sharing:
+        where += (f" · permitting it cuts off {sharing} permitted device{'s' if sharing > 1 else ''} "
+                  f"on {sat['router_port']}")
     return {"mac": AP_PREFIX + sat["dpid"], "kind": "access-point", "dpid": sat["dpid"], "state": sat["state"],
             "zone": ZONES[sat["state"]], "label": f"Access point: {name} · code {sat['code']}{where}",
             "label_source": "access-point", "code": sat["code"], "name": "", "owner": "", "type": "access-point",
@@ -85,13 +91,23 @@ def add_routes(app) -> None:
             return json_response(app.command(f"satellite-{what}", dpid=dpid))
         return handler
 
+    def sharing(sat: dict) -> int:
+        """Permitted devices other than the satellite's own stack on the port it asked from."""
+        dp = app.ctx.datapath
+        port_no = dp.ports.get(sat.get("router_port") or "") if dp is not None and sat.get("found") else None
+        if port_no is None or sat["state"] != "pending":
+            return 0
+        return sum(1 for lease in app.ctx.leases.active()
+                   if lease.local and lease.port == port_no and lease.mac != sat.get("device_mac")
+                   and app.ctx.state.device_state(lease.mac) == "permitted")
+
     def extra_views(views: list[dict]) -> list[dict]:
-        return [board_view(s) for s in app.ctx.pairing.all()]
+        return [board_view(s, sharing(s)) for s in app.ctx.pairing.all()]
 
     def on_satellite(topic: str, ev: dict) -> None:
         dpid = f"{ev['dpid']:016x}"
         sat = app.ctx.pairing.get(ev["dpid"])
-        view = board_view(sat) if sat else None
+        view = board_view(sat, sharing(sat)) if sat else None
         app.stream.publish("device", {"mac": AP_PREFIX + dpid, "state": sat["state"] if sat else None,
                                       "reason": "satellite-" + ev.get("what", ""), "view": view})
 
