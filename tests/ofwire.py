@@ -17,6 +17,7 @@ from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
 
 from homework import flows as F
+from homework.adapter import ofencode
 from homework.adapter.osken_app import to_message
 
 NX_VENDOR = 0x00002320
@@ -65,9 +66,15 @@ def decode(buf: bytes):
 
 
 def round_trip(decision) -> None:
-    """Raise AdapterMismatch unless the decision survives encode -> decode unchanged."""
+    """Raise AdapterMismatch unless the decision survives encode -> decode unchanged, and
+    the lean encoder (adapter/ofencode.py), where it takes the decision, gives os-ken's bytes."""
     try:
-        back = decode(encode(decision))
+        buf = encode(decision)
+        lean = ofencode.encode(decision, 1)
+        if lean is not None and lean != buf:
+            raise AdapterMismatch(f"{decision!r}: the lean encoder differs from os-ken:\n  os-ken {buf.hex()}\n"
+                                  f"  lean   {lean.hex()}")
+        back = decode(buf)
     except AdapterMismatch:
         raise
     except Exception as exc:   # the adapter could not build or we could not read it
