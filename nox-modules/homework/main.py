@@ -37,8 +37,8 @@ def main(argv: list[str] | None = None) -> None:
     eventlet.monkey_patch()
     hub.patch(thread=True)  # os-ken's current_thread fix-up on top
 
-    logging.basicConfig(level=getattr(logging, args.log_level.upper(), logging.INFO),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    from . import logsetup
+    logsetup.configure(getattr(logging, args.log_level.upper(), logging.INFO), sys.stderr)
     for noisy in ("os_ken.controller.controller", "os_ken.base.app_manager", "os_ken.lib.hub"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     log = logging.getLogger("homework")

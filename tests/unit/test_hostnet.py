@@ -61,3 +61,22 @@ def test_a_dead_ip_process_is_replaced(tmp_path):
     host.add_router_address("10.2.0.5")
     assert wait_lines(log, 2)[-1] == "addr replace 10.2.0.5/30 dev br0"
     assert host.processes_started == 2
+
+
+def test_changes_close_together_go_in_one_write_and_the_first_after_a_quiet_spell_at_once(tmp_path):
+    host, log = fake_host(tmp_path)
+    host.COALESCE_SECONDS = 0.3
+    t0 = time.monotonic()
+    host.add_router_address("10.2.0.1")
+    wait_lines(log, 1)
+    assert time.monotonic() - t0 < 0.25           # nothing written before: at once
+    for i in range(1, 21):                          # a burst right after: one more write
+        host.add_router_address(f"10.2.{i}.1")
+    host.flush()
+    assert len(wait_lines(log, 21)) == 21
+    assert host.writes == 2
+    time.sleep(0.4)                                 # quiet again: at once
+    t1 = time.monotonic()
+    host.add_router_address("10.2.99.1")
+    wait_lines(log, 22)
+    assert time.monotonic() - t1 < 0.25 and host.writes == 3
