@@ -46,6 +46,11 @@ if want ipv6; then
   "$PY" scripts/bench_ipv6.py
 fi
 
+if want openflow; then
+  section "OpenFlow encoding: the lean encoder vs os-ken, 1,000 devices' flows (scripts/bench_openflow.py)"
+  "$PY" scripts/bench_openflow.py
+fi
+
 if want scale; then
   section "Scale: idle CPU and RSS at 3 / 100 / 1,000 permitted devices (scripts/bench_scale.py)"
   "$PY" scripts/bench_scale.py

@@ -5,13 +5,13 @@ device at once. os-ken builds each as a tree of parser objects and serialises it
 its generic field machinery: about 40 µs a message, half the controller's CPU for a new
 device. This module packs the common shapes straight into bytes with `struct`:
 
-- FlowMod (add) and FlowDelete whose match holds plain values of OpenFlow-basic fields;
+- FlowMod (add) and FlowDelete whose match holds OpenFlow-basic fields, plain or masked;
 - PacketOut;
-- the actions Output, SetField (of a basic field), DecTTL, PushVlan and PopVlan, and the
-  goto-table and meter instructions.
+- the actions Output, SetField (of a basic field), DecTTL, PushVlan, PopVlan and Nicira's
+  resubmit, and the goto-table and meter instructions.
 
-Anything else (a masked match, a Nicira field or action such as reg0, learn or resubmit,
-stats and meter requests) returns None and takes os-ken's path, which stays the reference:
+Anything else (a Nicira field such as reg0 or tcp_flags_nxm, the learn, move and
+output-register actions, stats and meter requests) returns None and takes os-ken's path, which stays the reference:
 the unit tests require both paths to give the same bytes for every decision the pipeline
 makes. Framework-free, so it is tested without a switch.
 """
@@ -33,6 +33,10 @@ OFPMT_OXM = 1
 OFPIT_GOTO_TABLE, OFPIT_APPLY_ACTIONS, OFPIT_METER = 1, 4, 6
 OFPAT_OUTPUT, OFPAT_PUSH_VLAN, OFPAT_POP_VLAN, OFPAT_DEC_NW_TTL, OFPAT_SET_FIELD = 0, 17, 18, 24, 25
 OXM_CLASS_BASIC = 0x8000
+OFPAT_EXPERIMENTER = 0xFFFF
+NX_VENDOR = 0x00002320
+NXAST_RESUBMIT_TABLE = 14
+OFPP_IN_PORT = 0xFFF8
 
 _HEADER = struct.Struct("!BBHI")
 _FLOW_MOD = struct.Struct("!QQBBHHHIIIH2x")          # after the header: 48 bytes in all
@@ -79,11 +83,19 @@ def _value(kind: int, width: int, value) -> bytes:
 
 
 def _oxm(name: str, value) -> tuple[int, bytes]:
-    """(field number, the TLV) of one plain-valued basic field."""
+    """(field number, the TLV) of one basic field: a plain value, or (value, mask), whose
+    value goes out masked (as os-ken normalises it: OpenFlow wants no bits outside the mask)."""
     spec = OXM_FIELDS.get(name)
-    if spec is None or isinstance(value, (tuple, list)):
+    if spec is None:
         raise NotLean
     number, width, kind = spec
+    if isinstance(value, (tuple, list)):
+        if len(value) != 2:
+            raise NotLean
+        raw, mask = (_value(kind, width, v) for v in value)
+        header = (OXM_CLASS_BASIC << 16) | (number << 9) | (1 << 8) | (2 * width)
+        masked = (int.from_bytes(raw, "big") & int.from_bytes(mask, "big")).to_bytes(width, "big")
+        return number, header.to_bytes(4, "big") + masked + mask
     header = (OXM_CLASS_BASIC << 16) | (number << 9) | width
     return number, header.to_bytes(4, "big") + _value(kind, width, value)
 
@@ -113,6 +125,9 @@ def _action(action) -> bytes:
         return struct.pack("!HHH2x", OFPAT_PUSH_VLAN, 8, action.ethertype)
     if kind is F.PopVlan:
         return struct.pack("!HH4x", OFPAT_POP_VLAN, 8)
+    if kind is F.Resubmit:          # Nicira's resubmit-to-table, from the packet's own in_port
+        return struct.pack("!HHIHHB3x", OFPAT_EXPERIMENTER, 16, NX_VENDOR, NXAST_RESUBMIT_TABLE, OFPP_IN_PORT,
+                           action.table_id)
     raise NotLean
 
 
