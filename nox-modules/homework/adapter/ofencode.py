@@ -116,6 +116,8 @@ def _action(action) -> bytes:
     if kind is F.Output:
         return _OUTPUT.pack(OFPAT_OUTPUT, 16, action.port, action.max_len)
     if kind is F.SetField:
+        if isinstance(action.value, (tuple, list)):     # OpenFlow 1.3 sets whole fields only
+            raise NotLean
         _, tlv = _oxm(action.field, action.value)
         body = _pad8(struct.pack("!HH", OFPAT_SET_FIELD, 0) + tlv)
         return struct.pack("!HH", OFPAT_SET_FIELD, len(body)) + body[4:]
