@@ -351,6 +351,7 @@ class Server:
             for f in (d.dir / "events").glob("*.env"):
                 f.unlink()
         self.settle_ovs(devs)
+        cpu0 = self.burst_cpu()
         started: dict[str, float] = {}
         procs: list[subprocess.Popen] = []
         k = min(len(devs), 20)  # 20 launcher threads released together
@@ -393,9 +394,25 @@ class Server:
             bound = [ls for ls in d.leases() if ls.reason == "bound"]
             if bound:
                 times.append(bound[0].time - started[d.mac])
+        cpu1 = self.burst_cpu()
+        self.last_burst_cpu = {k: cpu1[k] - cpu0[k] for k in cpu0}
         exchanges = wire.close()
         to_discover = [t - started[m] for m, t in wire.discover.items() if m in started]
         return times, exchanges, to_discover
+
+    def burst_cpu(self) -> dict[str, float]:
+        """CPU seconds so far: the DHCP server's, ovs-vswitchd's and the whole machine's
+        (the clients' start, the server and the switch share the 2 cores)."""
+        tick = os.sysconf("SC_CLK_TCK")
+        with open("/proc/stat") as fh:
+            v = [int(x) for x in fh.readline().split()[1:]]
+        try:
+            pid = _read_pid(self.home.ovs_dir / "run" / "ovs-vswitchd.pid")
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            ovs = (int(fields[11]) + int(fields[12])) / tick
+        except (OSError, IndexError, ValueError, TypeError):
+            ovs = float("nan")
+        return {"server": self.cpu_seconds(), "ovs": ovs, "machine": (sum(v) - v[3] - v[4]) / tick}
 
 
 def perf_scenario(srv: "Server", dev: Device, clients: int) -> dict:
@@ -475,18 +492,20 @@ def bench_server(kind: str) -> dict:
     return result
 
 
-def burst_round(kind: str, round_no: int) -> tuple[list[float], list[float], list[float]]:
+def burst_round(kind: str, round_no: int) -> tuple[list[float], list[float], list[float], dict]:
     """One burst of N_DEVICES new devices against a fresh server of this kind."""
     with Server(kind) as srv:
         t = time.monotonic()
         devs = add_devices_parallel(srv.home, N_DEVICES)
         say(f"{kind}: {N_DEVICES} device namespaces ready in {time.monotonic() - t:.1f}s")
         times, wire, to_discover = srv.burst(devs, round_no)
+        cpu = srv.last_burst_cpu
     say(f"{kind}: {N_DEVICES} devices at once, round {round_no}: {len(times)} bound, "
         f"median {fmt(pct(times, 50))}s, max {fmt(max(times) if times else None)}s; "
         f"on the wire DISCOVER->ACK median {fmt(pct(wire, 50))}s, max {fmt(max(wire) if wire else None)}s; "
-        f"start->DISCOVER median {fmt(pct(to_discover, 50))}s")
-    return times, wire, to_discover
+        f"start->DISCOVER median {fmt(pct(to_discover, 50))}s; CPU server {cpu['server']:.2f}s "
+        f"ovs-vswitchd {cpu['ovs']:.2f}s machine {cpu['machine']:.2f}s")
+    return times, wire, to_discover, cpu
 
 
 def bench_bursts(results: dict) -> None:
@@ -494,12 +513,14 @@ def bench_bursts(results: dict) -> None:
     rounds: dict[str, list] = {kind: [] for kind in SERVERS}
     wires: dict[str, list] = {kind: [] for kind in SERVERS}
     starts: dict[str, list] = {kind: [] for kind in SERVERS}
+    cpus: dict[str, list] = {kind: [] for kind in SERVERS}
     for r in range(RUNS):
         for kind in (SERVERS if r % 2 == 0 else SERVERS[::-1]):
-            times, wire, to_discover = burst_round(kind, r + 1)
+            times, wire, to_discover, cpu = burst_round(kind, r + 1)
             rounds[kind].append(times)
             wires[kind].append(wire)
             starts[kind].append(to_discover)
+            cpus[kind].append(cpu)
     nan = float("nan")
     for kind in SERVERS:
         results[kind]["burst"] = {
@@ -511,6 +532,7 @@ def bench_bursts(results: dict) -> None:
             "wire_median_s": statistics.median(pct(t, 50) or nan for t in wires[kind]),
             "wire_p90_s": statistics.median(pct(t, 90) or nan for t in wires[kind]),
             "to_discover_median_s": statistics.median(pct(t, 50) or nan for t in starts[kind]),
+            **{f"cpu_{part}_s": statistics.median(c[part] for c in cpus[kind]) for part in ("server", "ovs", "machine")},
         }
 
 
@@ -564,6 +586,9 @@ def table(results: dict) -> str:
                              ("wire_median_s", "DISCOVER -> ACK on the wire, median", " s"),
                              ("wire_p90_s", "DISCOVER -> ACK on the wire, p90", " s"),
                              ("to_discover_median_s", "start -> first DISCOVER median", " s"),
+                             ("cpu_server_s", "CPU in the burst: the server", " s"),
+                             ("cpu_ovs_s", "CPU in the burst: ovs-vswitchd", " s"),
+                             ("cpu_machine_s", "CPU in the burst: the whole machine", " s"),
                              ("bound", "devices bound", "")):
         row(f"{N_DEVICES} devices start udhcpc at once", label, {k: results[k]["burst"][key] for k in kinds},
             "lower" if key != "bound" else "higher", unit)

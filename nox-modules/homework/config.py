@@ -223,6 +223,10 @@ KEYS: tuple[Key, ...] = (
         one_of("controller", "dhcpd")),
     Key("dhcp.dhcpd_binary", "dhcpd_binary", str, "homework-dhcpd",
         "homework-dhcpd: a path, or a name on PATH (a checkout's dhcpd/target/release build is found too)"),
+    Key("dhcp.spare_router_addresses", "spare_router_addresses", int, 128,
+        "router .1 addresses of the next free /30s put on the bridge ahead of their devices, so a burst "
+        "of new devices changes no address (each change costs Open vSwitch a routing-table reload); "
+        "topped up once new devices stop coming", int_range(0, 4096)),
     Key("dhcp.new_macs_burst", "new_macs_burst", int, 16, "never-seen MACs a port may bring at once",
         int_range(1, 100000)),
     Key("dhcp.new_macs_per_minute", "new_macs_per_minute", int, 60,

@@ -122,6 +122,29 @@ def test_twenty_devices_at_once_get_distinct_blocks(home: Home):
     assert len([a for a in home.router_addresses() if a.endswith("/30")]) >= 20
 
 
+def test_new_devices_take_router_addresses_already_on_the_bridge(home: Home):
+    """Issue 11: the .1 of the next free blocks sit on br0 before any device asks, so new
+    devices at once change no address (each change costs Open vSwitch a routing-table
+    reload), and once they stop coming the next blocks' addresses go on."""
+    from homework.components.dhcp.server import EXPIRY_CHECK_SECONDS, SPARES_QUIET_SECONDS
+    time.sleep(EXPIRY_CHECK_SECONDS + SPARES_QUIET_SECONDS + 0.5)    # earlier tests' devices: topped up
+    before = set(home.router_addresses())
+    stats0 = dhcp_stats(home)
+    devs = [home.add_device() for _ in range(8)]
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda d: d.start_udhcpc(), devs))
+    for dev in devs:
+        net = check_slash30(dev, home)      # the device pings its gateway
+        assert f"{net.network_address + 1}/30" in before, f"{net}'s router was not on br0 ahead"
+    stats1 = dhcp_stats(home)
+    assert stats1.get("router_address_spares_taken", 0) - stats0.get("router_address_spares_taken", 0) == 8
+    assert stats1.get("router_address_writes", 0) == stats0.get("router_address_writes", 0)
+    deadline = time.monotonic() + 3 * (EXPIRY_CHECK_SECONDS + SPARES_QUIET_SECONDS)
+    while len(set(home.router_addresses()) - before) < 8:
+        assert time.monotonic() < deadline, "the spares were not topped up"
+        time.sleep(0.2)
+
+
 def test_garbage_does_not_disturb_a_good_client(home: Home):
     good = home.add_device(name="good")
     good.start_udhcpc()

@@ -80,3 +80,23 @@ def test_changes_close_together_go_in_one_write_and_the_first_after_a_quiet_spel
     host.add_router_address("10.2.99.1")
     wait_lines(log, 22)
     assert time.monotonic() - t1 < 0.25 and host.writes == 3
+
+
+def test_spares_go_on_ahead_and_a_taken_spare_costs_no_change(tmp_path):
+    host, log = fake_host(tmp_path)
+    assert host.reserve_router_addresses(["10.2.0.1", "10.2.0.5"]) == 2
+    host.flush()
+    assert host.add_router_address("10.2.0.1") is False       # a spare: nothing to write
+    assert host.reserve_router_addresses(["10.2.0.5", "10.2.0.9"]) == 1
+    assert host.add_router_address("10.2.0.13") is True
+    host.release_spare_router_address("10.2.0.9")
+    host.release_spare_router_address("10.2.0.77")             # not a spare: nothing
+    host.flush()
+    assert wait_lines(log, 5) == ["addr replace 10.2.0.1/30 dev br0", "addr replace 10.2.0.5/30 dev br0",
+                                  "addr replace 10.2.0.9/30 dev br0", "addr replace 10.2.0.13/30 dev br0",
+                                  "addr del 10.2.0.9/30 dev br0"]
+    assert host.spare_router_addresses() == {"10.2.0.5"}
+    # a spare no longer wanted comes off the bridge
+    assert host.reserve_router_addresses([]) == 1
+    host.flush()
+    assert wait_lines(log, 6)[-1] == "addr del 10.2.0.5/30 dev br0"

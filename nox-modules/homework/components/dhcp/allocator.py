@@ -78,6 +78,16 @@ class Allocator:
     def assignments(self) -> dict[str, int]:
         return dict(self._by_mac)
 
+    def upcoming(self, count: int, now: float) -> list[int]:
+        """The blocks the next `count` new MACs would get (none is taken): fresh blocks
+        are handed out in order."""
+        found, index = [], self._next_fresh
+        while len(found) < count and index < self.size:
+            if index not in self._by_block and self._quarantine.get(index, 0) <= now:
+                found.append(index)
+            index += 1
+        return found
+
     # -- changes ---------------------------------------------------------------------
     def restore(self, mac: str, index: int, expires: float) -> None:
         """Reload an assignment from persistent state."""

@@ -24,6 +24,7 @@ from ...pipeline import COOKIE_DHCP, PRIO_DHCP
 
 SERVER_PORT, CLIENT_PORT = 67, 68
 EXPIRY_CHECK_SECONDS = 2.0
+SPARES_QUIET_SECONDS = 1.0    # spare router addresses are topped up once no new device came for this long
 ALERT_EVERY = 60.0        # seconds: at most one alert of a kind per device (or port) this often
 
 
@@ -48,6 +49,7 @@ class DhcpServer(Component):
         self.dhcpd: DhcpdLink | None = None      # [dhcp] answerer = "dhcpd"
         self._fast_mac = ""               # the router MAC the reply flow writes
         self._fast_failed = False         # logged once
+        self._addressed_at = float("-inf")   # ctx.now() of the last router address a device took
 
     # -- life cycle ------------------------------------------------------------------
     def start(self) -> None:
@@ -76,13 +78,16 @@ class DhcpServer(Component):
         self.ctx.bus.subscribe("station_at", self._on_station_at)
         self.ctx.devices.has_live_lease = self.live.__contains__
         self.ctx.leases = self
-        # Remove router addresses of leases that expired while we were down.
+        # Remove router addresses of leases that expired while we were down (the spares stay).
         installed = self.ctx.host.router_addresses()
+        spares = self._upcoming_routers(now)
         wanted = {f"{self.alloc.block_for(mac).router}/30" for mac in self.addressed}
+        wanted |= {f"{router}/30" for router in spares}
         for cidr in installed - wanted:
             address, _, prefix = cidr.partition("/")
             if prefix == "30" and self.alloc.block_of_address(address):
                 self.ctx.host.remove_router_address(address)
+        self.ctx.host.reserve_router_addresses(spares)
         self.ctx.every(EXPIRY_CHECK_SECONDS, self.expire_leases)
         self.log.info("DHCP serving %s (%d blocks), %d leases restored", self.ctx.config.pool,
                       self.alloc.size, len(self.live))
@@ -595,15 +600,32 @@ class DhcpServer(Component):
         relayed = mac in self.relays
         if not relayed and mac not in self.addressed:
             self.addressed.add(mac)
+            self._addressed_at = self.ctx.now()
             self._add_router_addresses(mac, self.alloc.block_for(mac))
         elif relayed and mac in self.addressed:   # moved behind a relay
             self.addressed.discard(mac)
             self._remove_router_addresses(self.alloc.block_for(mac))
+        elif relayed:       # a relayed client's gateway is its relay: no spare .1 of ours in its subnet
+            self.ctx.host.release_spare_router_address(self.alloc.block_for(mac).router)
+
+    def _upcoming_routers(self, now: float) -> list[str]:
+        """The router .1 of the blocks the next new devices get ([dhcp] spare_router_addresses)."""
+        count = self.ctx.config.spare_router_addresses
+        return [self.alloc.block(index).router for index in self.alloc.upcoming(count, now)]
+
+    def top_up_spares(self) -> None:
+        """Put the next free blocks' router addresses on the bridge, once new devices have
+        stopped coming: during a burst the changes would cost Open vSwitch a routing-table
+        reload each while the devices start (issue 11)."""
+        now = self.ctx.now()
+        if now - self._addressed_at >= SPARES_QUIET_SECONDS:
+            self.ctx.host.reserve_router_addresses(self._upcoming_routers(now))
 
     def _add_router_addresses(self, mac: str, block) -> None:
         """The router's side of the device's subnets: its .1, and with IPv6 its ::1 and
         the route of its /64."""
-        self.ctx.host.add_router_address(block.router)
+        changed = self.ctx.host.add_router_address(block.router)
+        self.ctx.count("dhcp.router_address_writes" if changed else "dhcp.router_address_spares_taken")
         self._add_prefix6(self.ctx.ipv6, mac, block)
 
     def _remove_router_addresses(self, block) -> None:
@@ -647,3 +669,4 @@ class DhcpServer(Component):
         now = self.ctx.now()
         for mac in [mac for mac in self.live if self.alloc.expiry(mac) <= now]:
             self._end_lease(mac, "expired")
+        self.top_up_spares()
