@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import defaultdict
 from typing import Callable
 
 log = logging.getLogger(__name__)
@@ -13,22 +12,30 @@ Handler = Callable[[str, dict], None]
 
 
 class EventBus:
+    """Publishing is on every packet's path, so it takes no lock: the handler lists are
+    replaced, never changed in place (a delivery iterates the list it found), and held
+    events are kept per thread id in a plain dict. Under the controller's eventlet,
+    threading.Lock and threading.local are green objects that cost more than the rest of
+    a publish (issue 11's profile of a burst of new devices)."""
+
     def __init__(self):
-        self._lock = threading.Lock()
-        self._handlers: dict[str, list[Handler]] = defaultdict(list)
-        self._local = threading.local()
+        self._lock = threading.Lock()       # subscribers only
+        self._handlers: dict[str, tuple[Handler, ...]] = {}
+        self._held: dict[int, list] = {}    # thread (or green thread) id -> events held
         # Where decisions returned by handlers go (the core's send); a bare bus drops them.
         self.decisions_to: Callable[[list], None] = lambda decisions: None
 
     def subscribe(self, topic: str, handler: Handler) -> None:
         """Topic '*' receives everything."""
         with self._lock:
-            self._handlers[topic].append(handler)
+            self._handlers[topic] = (*self._handlers.get(topic, ()), handler)
 
     def unsubscribe(self, topic: str, handler: Handler) -> None:
         with self._lock:
-            if handler in self._handlers.get(topic, []):
-                self._handlers[topic].remove(handler)
+            handlers = list(self._handlers.get(topic, ()))
+            if handler in handlers:
+                handlers.remove(handler)
+                self._handlers[topic] = tuple(handlers)
 
     def held(self) -> "_Held":
         """Within `with bus.held():` events published from this thread wait, in order, until
@@ -38,15 +45,14 @@ class EventBus:
         return _Held(self)
 
     def publish(self, topic: str, **payload) -> None:
-        held = getattr(self._local, "queue", None)
+        held = self._held.get(threading.get_ident())
         if held is not None:
             held.append((topic, payload))
             return
         self._deliver(topic, payload)
 
     def _deliver(self, topic: str, payload: dict) -> None:
-        with self._lock:
-            handlers = list(self._handlers.get(topic, [])) + list(self._handlers.get("*", []))
+        handlers = self._handlers.get(topic, ()) + self._handlers.get("*", ())
         for handler in handlers:
             try:
                 decisions = handler(topic, payload)
@@ -63,16 +69,15 @@ class _Held:
         self.bus = bus
 
     def __enter__(self) -> None:
-        local = self.bus._local
-        self.outermost = getattr(local, "queue", None) is None
+        self.ident = threading.get_ident()
+        self.outermost = self.ident not in self.bus._held
         if self.outermost:
-            local.queue = []
+            self.bus._held[self.ident] = []
 
     def __exit__(self, *exc) -> None:
         if not self.outermost:
             return
-        local = self.bus._local
         # Events published while delivering these are delivered at once (in order).
-        queue, local.queue = local.queue, None
+        queue = self.bus._held.pop(self.ident, [])
         for topic, payload in queue:
             self.bus._deliver(topic, payload)

@@ -94,3 +94,21 @@ def test_transaction_ids_follow_the_datapaths_counter_as_os_kens_set_xid_does():
     assert _next_xid(dp) == ofproto_v1_3.MAX_XID
     assert _next_xid(dp) == 0
     assert _next_xid(dp) == 1
+
+
+def test_remembered_fields_give_the_same_bytes_and_the_memory_is_bounded(monkeypatch):
+    from homework.adapter import ofencode
+    monkeypatch.setattr(ofencode, "_OXM_CACHE", {})
+    monkeypatch.setattr(ofencode, "_OXM_CACHE_MAX", 4)
+    match = {"in_port": 3, "eth_src": "02:00:00:00:00:07", "eth_type": 0x0800, "ipv4_src": "10.2.0.2"}
+    first = ofencode.match_bytes(match)
+    assert len(ofencode._OXM_CACHE) == 4
+    assert ofencode.match_bytes(match) == first
+    ofencode.match_bytes({"ip_proto": 17})          # a fifth field: the memory starts again
+    assert len(ofencode._OXM_CACHE) == 1
+    assert ofencode.match_bytes(match) == first
+    # a masked pair and a bool are never remembered; a bool is still refused
+    ofencode.match_bytes({"ipv4_dst": ("10.2.0.0", "255.255.0.0")})
+    assert ("ipv4_dst", ("10.2.0.0", "255.255.0.0")) not in ofencode._OXM_CACHE
+    with pytest.raises(ofencode.NotLean):
+        ofencode.match_bytes({"in_port": True})

@@ -82,7 +82,28 @@ def _value(kind: int, width: int, value) -> bytes:
         raise NotLean from None
 
 
+_OXM_CACHE: dict = {}
+_OXM_CACHE_MAX = 16384
+
+
 def _oxm(name: str, value) -> tuple[int, bytes]:
+    """(field number, the TLV) of one basic field, remembered: a new device's dozen flows
+    repeat its MAC, port and address and everyone's eth_type and ip_proto."""
+    kind = type(value)
+    if kind is not int and kind is not str:     # masked pairs (rarer), and bools (never lean)
+        return _oxm_uncached(name, value)
+    key = (name, value)
+    found = _OXM_CACHE.get(key)
+    if found is not None:
+        return found
+    found = _oxm_uncached(name, value)
+    if len(_OXM_CACHE) >= _OXM_CACHE_MAX:
+        _OXM_CACHE.clear()
+    _OXM_CACHE[key] = found
+    return found
+
+
+def _oxm_uncached(name: str, value) -> tuple[int, bytes]:
     """(field number, the TLV) of one basic field: a plain value, or (value, mask), whose
     value goes out masked (as os-ken normalises it: OpenFlow wants no bits outside the mask)."""
     spec = OXM_FIELDS.get(name)

@@ -43,6 +43,7 @@ RESTART_AFTER = 1.0          # seconds before a daemon that exited is started ag
 BOOK_EVERY = 0.5
 REPO_BINARY = Path(__file__).resolve().parents[4] / "dhcpd" / "target" / "release" / "homework-dhcpd"
 PR_SET_PDEATHSIG = 1
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))   # one encoder: json.dumps with options builds one a call
 
 
 def find_binary(configured: str) -> str | None:
@@ -206,7 +207,7 @@ class DhcpdLink:
         if sock is None:
             return
         try:
-            sock.send(json.dumps(message, separators=(",", ":")).encode())
+            sock.send(_COMPACT_JSON.encode(message).encode())
         except OSError as exc:        # the daemon is gone: the restart sends the whole table
             log.debug("homework-dhcpd: %s not sent (%s)", message.get("op"), exc)
 
