@@ -216,33 +216,26 @@ class FakeHost(HostNet):
     def __init__(self, bridge: str = "br0", mac: str = "02:00:00:00:00:01"):
         super().__init__(bridge)
         self.flush = lambda timeout=0: None
-        self.addresses: set[str] = set()
-        self.spares: set[str] = set()
+        self.addresses: set[str] = set()      # the leased devices' router addresses
         self.prefixes6: dict[int, tuple[str, str, str]] = {}
         self.mac = mac
         self.fake_conntrack = None      # unit tests may set a fake ConntrackReader
 
+    def _enqueue(self, line: str) -> None:
+        """No `ip`: the spares' bookkeeping is HostNet's own, the addresses are recorded."""
+
+    @property
+    def spares(self) -> set[str]:
+        return self._spares
+
     def add_router_address(self, address: str, prefixlen: int = 30) -> bool:
-        spare = address in self.spares
-        self.spares.discard(address)
+        changed = super().add_router_address(address, prefixlen)
         self.addresses.add(f"{address}/{prefixlen}")
-        return not spare
+        return changed
 
     def remove_router_address(self, address: str, prefixlen: int = 30) -> None:
-        self.spares.discard(address)
+        super().remove_router_address(address, prefixlen)
         self.addresses.discard(f"{address}/{prefixlen}")
-
-    def reserve_router_addresses(self, addresses, prefixlen: int = 30) -> int:
-        wanted = set(addresses)
-        changes = len(wanted ^ self.spares)
-        self.spares = wanted
-        return changes
-
-    def spare_router_addresses(self) -> set[str]:
-        return set(self.spares)
-
-    def release_spare_router_address(self, address: str, prefixlen: int = 30) -> None:
-        self.spares.discard(address)
 
     def add_device_prefix6(self, index: int, prefix: str, router: str, mac: str) -> None:
         self.prefixes6[index] = (prefix, router, mac)
