@@ -57,7 +57,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from homelab import HOOK, Device, Home, _read_pid  # noqa: E402
+from homelab import HOOK, Device, Home, _read_pid, cpu_seconds  # noqa: E402
 
 RUNS = int(os.environ.get("BENCH_DHCP_RUNS", "3"))
 PERIOD = int(os.environ.get("BENCH_DHCP_PERIOD", "3"))
@@ -267,11 +267,7 @@ class Server:
         else:
             pids = [_read_pid(self.home.dir / "dnsmasq.pid")]
         try:
-            total = 0.0
-            for pid in pids:
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-            return total
+            return sum(cpu_seconds(pid) for pid in pids)
         except (OSError, IndexError, ValueError, TypeError):
             return float("nan")
 
@@ -325,17 +321,12 @@ class Server:
             waits += ["--", "wait-until", "Interface", d.port_name, "link_state=up"]
         self.home.router(["ovs-vsctl", f"--timeout={int(timeout)}", *waits[1:]], check=False, timeout=timeout + 5)
         pid = _read_pid(self.home.ovs_dir / "run" / "ovs-vswitchd.pid")
-        tick = os.sysconf("SC_CLK_TCK")
-
-        def cpu() -> float:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / tick
         deadline = time.monotonic() + timeout
         try:
-            last = cpu()
+            last = cpu_seconds(pid)
             while time.monotonic() < deadline:
                 time.sleep(0.25)
-                now = cpu()
+                now = cpu_seconds(pid)
                 if now - last < 0.25 * 0.1:     # under 10 % of a core
                     return
                 last = now
@@ -407,16 +398,14 @@ class Server:
     def burst_cpu(self) -> dict[str, float]:
         """CPU seconds so far: the DHCP server's, ovs-vswitchd's and the whole machine's
         (the clients' start, the server and the switch share the 2 cores)."""
-        tick = os.sysconf("SC_CLK_TCK")
-        with open("/proc/stat") as fh:
+        with open("/proc/stat") as fh:      # the machine: every state but idle and iowait
             v = [int(x) for x in fh.readline().split()[1:]]
         try:
-            pid = _read_pid(self.home.ovs_dir / "run" / "ovs-vswitchd.pid")
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            ovs = (int(fields[11]) + int(fields[12])) / tick
+            ovs = cpu_seconds(_read_pid(self.home.ovs_dir / "run" / "ovs-vswitchd.pid"))
         except (OSError, IndexError, ValueError, TypeError):
             ovs = float("nan")
-        return {"server": self.cpu_seconds(), "ovs": ovs, "machine": (sum(v) - v[3] - v[4]) / tick}
+        return {"server": self.cpu_seconds(), "ovs": ovs,
+                "machine": (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")}
 
 
 def perf_scenario(srv: "Server", dev: Device, clients: int) -> dict:
@@ -503,14 +492,14 @@ def burst_round(kind: str, round_no: int) -> tuple[list[float], list[float], lis
         devs = add_devices_parallel(srv.home, N_DEVICES)
         say(f"{kind}: {N_DEVICES} device namespaces ready in {time.monotonic() - t:.1f}s")
         times, wire, to_discover = srv.burst(devs, round_no)
-        cpu = {**srv.last_burst_cpu, "to_ack_wire": srv.last_to_ack_wire}
+        extra = {**srv.last_burst_cpu, "to_ack_wire": srv.last_to_ack_wire}
     say(f"{kind}: {N_DEVICES} devices at once, round {round_no}: {len(times)} bound, "
         f"median {fmt(pct(times, 50))}s, max {fmt(max(times) if times else None)}s; "
         f"on the wire DISCOVER->ACK median {fmt(pct(wire, 50))}s, max {fmt(max(wire) if wire else None)}s; "
         f"start->DISCOVER median {fmt(pct(to_discover, 50))}s; start->ACK on the wire "
-        f"{fmt(pct(cpu['to_ack_wire'], 50))}s; CPU server {cpu['server']:.2f}s "
-        f"ovs-vswitchd {cpu['ovs']:.2f}s machine {cpu['machine']:.2f}s")
-    return times, wire, to_discover, cpu
+        f"{fmt(pct(extra['to_ack_wire'], 50))}s; CPU server {extra['server']:.2f}s "
+        f"ovs-vswitchd {extra['ovs']:.2f}s machine {extra['machine']:.2f}s")
+    return times, wire, to_discover, extra
 
 
 def bench_bursts(results: dict) -> None:
@@ -518,14 +507,14 @@ def bench_bursts(results: dict) -> None:
     rounds: dict[str, list] = {kind: [] for kind in SERVERS}
     wires: dict[str, list] = {kind: [] for kind in SERVERS}
     starts: dict[str, list] = {kind: [] for kind in SERVERS}
-    cpus: dict[str, list] = {kind: [] for kind in SERVERS}
+    extras: dict[str, list] = {kind: [] for kind in SERVERS}   # CPU and start -> ACK on the interface
     for r in range(RUNS):
         for kind in (SERVERS if r % 2 == 0 else SERVERS[::-1]):
-            times, wire, to_discover, cpu = burst_round(kind, r + 1)
+            times, wire, to_discover, extra = burst_round(kind, r + 1)
             rounds[kind].append(times)
             wires[kind].append(wire)
             starts[kind].append(to_discover)
-            cpus[kind].append(cpu)
+            extras[kind].append(extra)
     nan = float("nan")
     for kind in SERVERS:
         results[kind]["burst"] = {
@@ -537,8 +526,8 @@ def bench_bursts(results: dict) -> None:
             "wire_median_s": statistics.median(pct(t, 50) or nan for t in wires[kind]),
             "wire_p90_s": statistics.median(pct(t, 90) or nan for t in wires[kind]),
             "to_discover_median_s": statistics.median(pct(t, 50) or nan for t in starts[kind]),
-            "to_ack_wire_median_s": statistics.median(pct(c["to_ack_wire"], 50) or nan for c in cpus[kind]),
-            **{f"cpu_{part}_s": statistics.median(c[part] for c in cpus[kind]) for part in ("server", "ovs", "machine")},
+            "to_ack_wire_median_s": statistics.median(pct(c["to_ack_wire"], 50) or nan for c in extras[kind]),
+            **{f"cpu_{part}_s": statistics.median(c[part] for c in extras[kind]) for part in ("server", "ovs", "machine")},
         }
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from homelab import Home, _read_pid  # noqa: E402
+from homelab import Home, _read_pid, cpu_seconds  # noqa: E402
 from homelab.routing import permitted_device  # noqa: E402
 
 COUNTS = [int(x) for x in os.environ.get("BENCH_SCALE_COUNTS", "3,100,1000").split(",") if x]
@@ -34,11 +34,6 @@ T0 = time.monotonic()
 
 def say(msg: str) -> None:
     print(f"[{time.monotonic() - T0:6.1f}s] {msg}", file=sys.stderr, flush=True)
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_mb(pid: int) -> float:

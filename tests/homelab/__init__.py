@@ -125,6 +125,12 @@ def _is_zombie(pid: int) -> bool:
         return True
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used so far (/proc/PID/stat; the benches)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _read_pid(path: Path) -> int | None:
     try:
         return int(path.read_text().strip())
