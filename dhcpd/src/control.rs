@@ -4,14 +4,18 @@
 //! In (one JSON object per message):
 //!   {"op":"set","mac":"02:00:00:00:00:05","port":3,"ip":"10.2.0.6","router":"10.2.0.5",
 //!    "broadcast":"10.2.0.7","lease_time":3600,"hostname":"laptop","relay":""}   upsert
-//!    (hostname optional; relay: the giaddr of a relayed lease, "" or absent for none)
+//!    (hostname optional; relay: the giaddr of a relayed lease, "" or absent for none;
+//!    "offer":true for an address offered and not yet taken, absent or false for a lease)
 //!   {"op":"del","mac":"..."}  {"op":"clear"}
 //!   {"op":"stats"}            -> {"op":"stats","frames":N,...} (see `Stats::json`)
 //! Anything else (bad JSON, unknown op, a bad field): ignored and counted as bad_control.
 //!
 //! Out: `{"op":"offered"|"acked","mac":..,"port":P,"hostname":..,"xid":N,"counts":{"offered":N,"acked":N}}`
-//! for each device answered in the last batch (main.rs: TELL_EVERY),
+//! for each device answered in the last batch (main.rs: TELL_EVERY), with `"first":true`
+//! and at once for an ACK on an offer (the new lease the controller must book now),
 //! and `P` + the received frame, unchanged, for every frame the controller must decide.
+
+use std::collections::HashMap;
 
 use crate::dhcp::{Entry, Kind, Mac, Note, Table};
 use serde_json::Value as Json;
@@ -108,6 +112,10 @@ pub fn parse_command(msg: &[u8]) -> Option<Command> {
                 Some(r) if r.as_str() == Some("") => None,
                 r => Some(parse_ip(r)?),
             };
+            let offer = match v.get("offer") {
+                None | Some(Json::Null) => false,
+                Some(o) => o.as_bool()?,
+            };
             let entry = Entry {
                 port: port as u16,
                 ip: parse_ip(v.get("ip"))?,
@@ -116,6 +124,7 @@ pub fn parse_command(msg: &[u8]) -> Option<Command> {
                 lease_time,
                 hostname,
                 relay,
+                offer,
             };
             Some(Command::Set(mac()?, entry))
         }
@@ -149,11 +158,13 @@ pub struct Answered {
     pub note: Note,
     pub offered: u32,
     pub acked: u32,
+    /// An ACK on an offer: the device's first, told at once.
+    pub first: bool,
 }
 
 impl Answered {
     pub fn new(note: Note) -> Self {
-        let mut a = Answered { note: note.clone(), offered: 0, acked: 0 };
+        let mut a = Answered { note: note.clone(), offered: 0, acked: 0, first: false };
         a.count(note.kind);
         a
     }
@@ -176,8 +187,47 @@ impl Answered {
     pub fn json(&self) -> String {
         let mut out = note_json(&self.note);
         out.pop(); // the closing brace
-        out.push_str(&format!(",\"counts\":{{\"offered\":{},\"acked\":{}}}}}", self.offered, self.acked));
+        out.push_str(&format!(",\"counts\":{{\"offered\":{},\"acked\":{}}}", self.offered, self.acked));
+        out.push_str(if self.first { ",\"first\":true}" } else { "}" });
         out
+    }
+}
+
+/// The answers not yet told to the controller, one per device.
+#[derive(Default)]
+pub struct Batch {
+    answered: HashMap<Mac, Answered>,
+}
+
+impl Batch {
+    /// Adds an answer. Some(message) to tell at once, with what this device's batch held:
+    /// an ACK on an offer is a new lease, which the controller books and gives its flows
+    /// now, not up to a batch later. So is every ACK on an offer until the controller's
+    /// `set` replaces it (one told and lost would leave a lease it never booked).
+    pub fn add(&mut self, note: Note, table: &Table) -> Option<String> {
+        let first = note.kind == Kind::Acked && table.get(&note.mac).is_some_and(|e| e.offer);
+        let mac = note.mac;
+        match self.answered.get_mut(&mac) {
+            Some(a) => a.add(note),
+            None => {
+                self.answered.insert(mac, Answered::new(note));
+            }
+        }
+        if !first {
+            return None;
+        }
+        let mut a = self.answered.remove(&mac)?;
+        a.first = true;
+        Some(a.json())
+    }
+
+    pub fn len(&self) -> usize {
+        self.answered.len()
+    }
+
+    /// Every device's message, emptying the batch.
+    pub fn take(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.answered).values().map(Answered::json).collect()
     }
 }
 
@@ -280,6 +330,34 @@ mod tests {
         assert_eq!(v.get("op").unwrap().as_str(), Some("acked"));
         assert_eq!(v["counts"]["offered"].as_u64(), Some(2));
         assert_eq!(v["counts"]["acked"].as_u64(), Some(1));
+    }
+
+    #[test]
+    fn an_ack_on_an_offer_is_told_at_once_with_its_batch() {
+        let mut table = Table::new();
+        let mut stats = Stats::default();
+        apply(SET.replace("}", ",\"offer\":true}").as_bytes(), &mut table, &mut stats);
+        assert!(table[&MAC].offer);
+        let offer = Note { kind: Kind::Offered, mac: MAC, port: 3, hostname: String::new(), xid: 1 };
+        let ack = Note { kind: Kind::Acked, xid: 2, ..offer.clone() };
+        let mut batch = Batch::default();
+        assert_eq!(batch.add(offer.clone(), &table), None, "an OFFER waits for the batch");
+        let now: Json = serde_json::from_str(&batch.add(ack.clone(), &table).unwrap()).unwrap();
+        assert_eq!(now["op"].as_str(), Some("acked"));
+        assert_eq!(now["first"].as_bool(), Some(true));
+        assert_eq!((now["counts"]["offered"].as_u64(), now["counts"]["acked"].as_u64()), (Some(1), Some(1)));
+        assert_eq!(batch.len(), 0, "what was told at once is not told again");
+        // Once the controller's `set` makes it a lease, ACKs wait for the batch again.
+        apply(SET.as_bytes(), &mut table, &mut stats);
+        assert!(!table[&MAC].offer);
+        assert_eq!(batch.add(ack, &table), None);
+        let later: Vec<Json> = batch.take().iter().map(|m| serde_json::from_str(m).unwrap()).collect();
+        assert_eq!(later.len(), 1);
+        assert!(later[0].get("first").is_none());
+        assert_eq!(batch.len(), 0);
+        // "offer" must be a boolean.
+        assert_eq!(apply(SET.replace("}", ",\"offer\":1}").as_bytes(), &mut table, &mut stats), None);
+        assert_eq!(stats.bad_control, 1);
     }
 
     #[test]

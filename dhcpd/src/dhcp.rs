@@ -26,7 +26,7 @@ const HOSTNAME_MAX: usize = 63;
 
 pub type Mac = [u8; 6];
 
-/// One lease the controller already granted (`set`).
+/// One lease the controller already granted, or an address it offered (`set`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
     pub port: u16,
@@ -38,6 +38,9 @@ pub struct Entry {
     /// The relay agent (giaddr) a relayed lease was granted through: its requests must come
     /// through it, and the reply goes back to it. None: a device on our own port.
     pub relay: Option<[u8; 4]>,
+    /// An offer the device has not taken yet: the controller made it and owns the lease
+    /// it becomes, so an ACK on it is told at once (main.rs), not in the next batch.
+    pub offer: bool,
 }
 
 pub type Table = HashMap<Mac, Entry>;

@@ -1,5 +1,6 @@
 //! homework-dhcpd: answers DHCP for devices whose lease the controller already granted
-//! (renewals, re-asks) straight from the bridge's raw socket; every other frame goes to the
+//! (renewals, re-asks) or whose offer it made (the REQUEST that takes it) straight from
+//! the bridge's raw socket; every other frame goes to the
 //! controller unchanged. See control.rs for the protocol, dhcp.rs for the rules.
 
 mod bpf;
@@ -10,14 +11,13 @@ mod sys;
 #[cfg(test)]
 mod dhcp_tests;
 
-use std::collections::HashMap;
 use std::io::ErrorKind;
 use std::os::raw::c_int;
 use std::process::exit;
 use std::time::{Duration, Instant};
 
-use control::{Answered, Stats};
-use dhcp::{Action, Kind, Mac, Table, Why};
+use control::{Batch, Stats};
+use dhcp::{Action, Kind, Table, Why};
 use libc::{pollfd, POLLERR, POLLHUP, POLLIN, POLLNVAL};
 
 const RCVBUF: c_int = 4 << 20; // a burst of a thousand clients fits
@@ -59,7 +59,7 @@ struct Daemon {
     table: Table,
     stats: Stats,
     out: Vec<u8>,
-    answered: HashMap<Mac, Answered>,
+    answered: Batch,
     tell_at: Option<Instant>,
 }
 
@@ -104,11 +104,11 @@ impl Daemon {
                     Kind::Offered => self.stats.offers += 1,
                     Kind::Acked => self.stats.acks += 1,
                 }
-                match self.answered.get_mut(&note.mac) {
-                    Some(a) => a.add(note),
-                    None => {
-                        self.answered.insert(note.mac, Answered::new(note));
+                if let Some(now) = self.answered.add(note, &self.table) {
+                    if !self.tell(now.as_bytes()) {
+                        self.stats.note_dropped += 1;
                     }
+                    return;
                 }
                 self.tell_at.get_or_insert_with(|| Instant::now() + TELL_EVERY);
                 if self.answered.len() >= TELL_AT_MOST {
@@ -121,9 +121,8 @@ impl Daemon {
     /// The batch of answers to the controller, one message per device.
     fn tell_answered(&mut self) {
         self.tell_at = None;
-        let batch = std::mem::take(&mut self.answered);
-        for a in batch.values() {
-            if !self.tell(a.json().as_bytes()) {
+        for msg in self.answered.take() {
+            if !self.tell(msg.as_bytes()) {
                 self.stats.note_dropped += 1;
             }
         }
@@ -191,7 +190,7 @@ fn main() {
         table: Table::new(),
         stats: Stats::default(),
         out: Vec::with_capacity(2048),
-        answered: HashMap::new(),
+        answered: Batch::default(),
         tell_at: None,
     };
     let mut frame_buf = vec![0u8; 65536];

@@ -60,8 +60,11 @@ def test_exchange_costs_no_packet_in(relay_home: Home):
     dev, addr = join_one(home, "fast1")
     counters = stats(home)
     assert dhcp_flow_packets(home) - before >= 2                     # DISCOVER and REQUEST matched
-    assert counters.get("dhcp", {}).get("fast_path_in", 0) >= 2      # ... and read from the socket
-    assert counters.get("dhcp", {}).get("fast_path_out", 0) >= 2     # answered on it
+    # ... the DISCOVER read from the socket by the controller and answered on it; the
+    # REQUEST that takes the offer read and answered by homework-dhcpd (the default answerer)
+    assert counters.get("dhcp", {}).get("fast_path_in", 0) >= 1
+    assert counters.get("dhcp", {}).get("fast_path_out", 0) >= 1
+    assert counters.get("dhcp", {}).get("dhcpd_offers_taken", 0) >= 1
     assert counters.get("core", {}).get("packet_in", 0) == 0         # no OpenFlow packet-in at all
     assert "fast path: requests read from br0" in home.controller_log()
     lease = next(x for x in json.loads(home.homework("--json", "leases").stdout) if x["mac"] == dev.mac)

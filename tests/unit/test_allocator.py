@@ -22,13 +22,15 @@ def test_same_mac_keeps_block():
 
 
 def test_exhaustion_then_reclaim_oldest_expired():
-    a = Allocator(ipaddress.IPv4Network("10.9.0.0/29"))   # two blocks
+    reclaimed = []
+    a = Allocator(ipaddress.IPv4Network("10.9.0.0/29"), on_reclaim=reclaimed.append)   # two blocks
     a.allocate("m1", now=0); a.set_expiry("m1", 100)
     a.allocate("m2", now=0); a.set_expiry("m2", 50)
     with pytest.raises(PoolExhausted):
         a.allocate("m3", now=10)
     block = a.allocate("m3", now=60)        # m2's lease ended first
     assert a.owner(block.index) == "m3" and a.block_for("m2") is None and a.block_for("m1") is not None
+    assert reclaimed == ["m2"]              # told, so the server can withdraw what m2 held
 
 
 def test_preferred_block_and_decline_quarantine():

@@ -3,6 +3,8 @@ it keeps in the daemon (live leases on our ports, not blacklisted; the lease tim
 device's state), the bookkeeping of an answer the daemon gave (as if the controller had
 given it), and punted requests handled as before. The daemon itself is faked here; it
 is tested by cargo (dhcpd/) and end to end (tests/e2e/test_dhcp_fastpath.py)."""
+import ipaddress
+
 import pytest
 
 from homework.components.dhcp import dhcpd_link
@@ -50,8 +52,8 @@ class FakeSocket:
         pass
 
 
-@pytest.fixture
-def core(tmp_path, clock, monkeypatch):
+def dhcpd_core(tmp_path, clock, monkeypatch, **overrides):
+    """A core whose DHCP server answers through a faked homework-dhcpd."""
     FakeLink.instances.clear()
     sent = []
     monkeypatch.setattr(dhcpd_link, "DhcpdLink", FakeLink)
@@ -59,11 +61,16 @@ def core(tmp_path, clock, monkeypatch):
     monkeypatch.setattr("homework.components.dhcp.server.find_binary", lambda name: "/usr/bin/homework-dhcpd")
     monkeypatch.setattr(fp, "open_send_socket", lambda ifname: FakeSocket(sent))
     monkeypatch.setattr(fp, "open_socket", lambda ifname: pytest.fail("the daemon reads the requests"))
-    c = make_core(tmp_path, clock=clock, dhcp_answerer="dhcpd")
+    c = make_core(tmp_path, clock=clock, dhcp_answerer="dhcpd", **overrides)
     c.ctx.switch_is_real = True
     c.datapath_up(Datapath(dpid=1, ports=dict(PORTS)))
     c.sent = sent
     return c
+
+
+@pytest.fixture
+def core(tmp_path, clock, monkeypatch):
+    return dhcpd_core(tmp_path, clock, monkeypatch)
 
 
 def link(core) -> FakeLink:
@@ -79,13 +86,62 @@ def join(core, port=1):
     punt(core, dhcp_frame(MAC, m.REQUEST, options=[opt_ip(50, "10.2.0.2"), opt_ip(54, "10.2.0.1")]), port)
 
 
+def entry(offer: bool) -> dict:
+    return {"mac": MAC, "port": 1, "ip": "10.2.0.2", "router": "10.2.0.1", "broadcast": "10.2.0.3",
+            "lease_time": 30, "hostname": "", "relay": "", "offer": offer}
+
+
 def test_a_new_device_is_decided_by_the_controller_then_answered_by_the_daemon(core):
     assert link(core).table == {}                      # nobody has a lease yet
-    join(core)
-    assert len(core.sent) == 2                         # OFFER and ACK from the controller, on the socket
-    assert link(core).table == {MAC: {"mac": MAC, "port": 1, "ip": "10.2.0.2", "router": "10.2.0.1",
-                                      "broadcast": "10.2.0.3", "lease_time": 30, "hostname": "",
-                                      "relay": ""}}
+    punt(core, dhcp_frame(MAC, m.DISCOVER), 1)
+    assert len(core.sent) == 1                         # the controller's OFFER, on the socket
+    # the offer is in the daemon: it may answer the REQUEST that takes it
+    assert link(core).table == {MAC: entry(offer=True)}
+    assert core.ctx.leases.get(MAC).active is False
+    # a REQUEST that reaches the controller all the same (the daemon restarting) is answered
+    punt(core, dhcp_frame(MAC, m.REQUEST, options=[opt_ip(50, "10.2.0.2"), opt_ip(54, "10.2.0.1")]), 1)
+    assert len(core.sent) == 2
+    assert link(core).table == {MAC: entry(offer=False)}
+
+
+def test_the_daemons_ack_of_our_offer_grants_the_lease(core):
+    events = []
+    core.ctx.bus.subscribe("lease", lambda topic, ev: events.append(ev["action"]))
+    punt(core, dhcp_frame(MAC, m.DISCOVER), 1)
+    link(core).on_note({"op": "acked", "mac": MAC, "port": 1, "hostname": "tablet", "xid": 5,
+                        "counts": {"offered": 0, "acked": 1}, "first": True})
+    lease = core.ctx.leases.get(MAC)
+    assert lease.active and lease.hostname == "tablet"
+    assert events == ["granted"]                       # routing gives it its flows on this event
+    assert core.ctx.state.leases()[0]["mac"] == MAC    # persisted
+    assert link(core).table == {MAC: {**entry(offer=False), "hostname": "tablet"}}
+    assert core.counters.get("dhcp.acks") == 1 and core.counters.get("dhcp.offers") == 1
+    assert core.counters.get("dhcp.dhcpd_offers_taken") == 1
+
+
+def test_an_offer_to_a_client_that_chose_another_server_is_withdrawn(core):
+    punt(core, dhcp_frame(MAC, m.DISCOVER), 1)
+    assert link(core).table[MAC]["offer"] is True
+    punt(core, dhcp_frame(MAC, m.REQUEST, options=[opt_ip(50, "192.168.1.50"), opt_ip(54, "192.168.1.1")]), 1)
+    assert MAC not in link(core).table and MAC not in core.ctx.component("dhcp").offers
+
+
+def test_no_offer_in_the_daemon_for_a_relayed_client(tmp_path, clock, monkeypatch):
+    relay = "10.2.0.2"
+    core = dhcpd_core(tmp_path, clock, monkeypatch, dhcp_relays=(relay,))
+    punt(core, dhcp_frame(MAC, m.DISCOVER, src_ip=relay, ciaddr="0.0.0.0", giaddr=relay), 1)
+    assert len(core.sent) == 1                  # offered, to the relay
+    assert MAC not in link(core).table          # its REQUEST comes to the controller
+
+
+def test_an_offer_whose_block_goes_to_another_device_leaves_the_table(tmp_path, clock, monkeypatch):
+    core = dhcpd_core(tmp_path, clock, monkeypatch, pool=ipaddress.IPv4Network("10.9.0.0/30"))   # one block
+    punt(core, dhcp_frame(MAC, m.DISCOVER), 1)
+    assert MAC in link(core).table
+    other = "02:00:00:00:00:0b"
+    punt(core, dhcp_frame(other, m.DISCOVER), 2)     # no fresh block: the untaken offer is reclaimed
+    assert MAC not in link(core).table and MAC not in core.ctx.component("dhcp").offers
+    assert link(core).table[other]["ip"] == "10.9.0.2" and link(core).table[other]["offer"] is True
 
 
 def test_an_answer_the_daemon_gave_is_booked_as_the_controllers_own(core, clock):
@@ -164,6 +220,25 @@ def test_the_daemons_answers_are_booked_once_per_device_per_batch():
     link._dispatch(json.dumps({**note, "op": "offered", "counts": {"offered": 1, "acked": 0}}).encode())
     link.book()
     assert (booked[-1]["op"], booked[-1]["counts"]) == ("acked", {"offered": 4, "acked": 4})
+
+
+def test_the_first_ack_of_an_offer_is_booked_at_once_with_what_was_waiting():
+    import json
+    booked = []
+    link = dhcpd_link.DhcpdLink("/bin/false", "br0", lambda f: None, booked.append, lambda: [],
+                                lambda name, n=1: None)
+    note = {"mac": MAC, "port": 1, "hostname": "", "xid": 1}
+    link._dispatch(json.dumps({**note, "op": "offered"}).encode())
+    link._dispatch(json.dumps({**note, "op": "offered", "mac": "02:00:00:00:00:0b"}).encode())
+    assert booked == []
+    link._dispatch(json.dumps({**note, "op": "acked", "counts": {"offered": 0, "acked": 1},
+                               "first": True}).encode())
+    assert [(b["mac"], b["op"], b["counts"]) for b in booked] == [(MAC, "acked", {"offered": 1, "acked": 1})]
+    link.book()                     # the other device's answer waited for the batch; MAC's is not booked twice
+    assert [b["mac"] for b in booked] == [MAC, "02:00:00:00:00:0b"]
+    # "first" on an OFFER means nothing: it waits like any other
+    link._dispatch(json.dumps({**note, "op": "offered", "first": True}).encode())
+    assert len(booked) == 2
 
 
 def test_a_batch_counts_every_answer_it_folds(core):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
+from typing import Callable
 from functools import cached_property
 
 
@@ -40,8 +41,9 @@ class PoolExhausted(RuntimeError):
 
 
 class Allocator:
-    def __init__(self, pool: ipaddress.IPv4Network):
+    def __init__(self, pool: ipaddress.IPv4Network, on_reclaim: Callable[[str], None] | None = None):
         self.pool = pool
+        self.on_reclaim = on_reclaim     # told the MAC whose lapsed block went to another
         self.size = pool.num_addresses // 4
         self._by_mac: dict[str, int] = {}
         self._by_block: dict[int, str] = {}
@@ -158,6 +160,8 @@ class Allocator:
             _, victim = min(expired)
             index = self._by_mac[victim]
             self.forget(victim)
+            if self.on_reclaim is not None:
+                self.on_reclaim(victim)
             return index
         for index, until in sorted(self._quarantine.items(), key=lambda kv: kv[1]):
             if until <= now and index not in self._by_block:

@@ -2,7 +2,8 @@
 
 homework-dhcpd (Rust, `dhcpd/`) reads the switch's marked DHCP requests from the bridge's
 LOCAL interface (the scheme of fastpath.py) and answers by itself only what is already
-decided: a device with a live lease asking again for the address it holds. It answers
+decided: a device with a live lease asking again for the address it holds, or one taking
+the address the controller offered it (the REQUEST after our OFFER). It answers
 from the table this module keeps in it, and says what it answered ("offered", "acked");
 the controller then does the bookkeeping as if it had answered (lease expiry, events,
 state.db). Every other frame comes here unchanged (a "punt") and goes through
@@ -11,8 +12,9 @@ in one place, and the common case costs no Python.
 
 Wire: one AF_UNIX SOCK_SEQPACKET pair, the daemon's end passed as --control-fd; one
 message per packet. To the daemon: JSON {"op": "set", mac, port, ip, router, broadcast, lease_time,
-hostname} | {"op": "del", mac} | {"op": "clear"} | {"op": "stats"}. From it: b"P" + the
-frame (a punt), or JSON {"op": "offered" | "acked", mac, port, hostname, xid} |
+hostname, relay, offer} | {"op": "del", mac} | {"op": "clear"} | {"op": "stats"}. From it:
+b"P" + the frame (a punt), or JSON {"op": "offered" | "acked", mac, port, hostname, xid,
+counts, first} (`first`: an ACK on an offer, told and booked at once) |
 {"op": "stats", ...}.
 """
 from __future__ import annotations
@@ -164,6 +166,12 @@ class DhcpdLink:
         if prev is None or note["op"] == "acked" or prev["op"] != "acked":
             prev = dict(note)
         prev["counts"] = counts
+        if note.get("first") is True and note["op"] == "acked":
+            # A new lease (the ACK on our offer): booked now, so its flows follow the ACK
+            # at once instead of up to a batch later.
+            self._unbooked.pop(mac, None)
+            self._book_one(prev)
+            return
         self._unbooked[mac] = prev
 
     def book(self) -> None:
@@ -171,10 +179,13 @@ class DhcpdLink:
         self._booked_at = time.monotonic()
         batch, self._unbooked = self._unbooked, {}
         for note in batch.values():
-            try:
-                self.on_note(note)
-            except Exception:
-                log.exception("homework-dhcpd answer %s not booked", note)
+            self._book_one(note)
+
+    def _book_one(self, note: dict) -> None:
+        try:
+            self.on_note(note)
+        except Exception:
+            log.exception("homework-dhcpd answer %s not booked", note)
 
     def close(self) -> None:
         """Stop the daemon; runs from the controller's signal handler: nothing blocks."""

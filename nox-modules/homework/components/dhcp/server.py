@@ -33,10 +33,13 @@ class DhcpServer(Component):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        self.alloc = Allocator(ctx.config.pool)
+        self.alloc = Allocator(ctx.config.pool, on_reclaim=self._reclaimed)
         self.ports: dict[str, int] = {}          # mac -> OpenFlow port last seen on
         self.hostnames: dict[str, str] = {}
         self.live: set[str] = set()              # macs with a live lease
+        # macs we offered an address and that have not taken it yet: homework-dhcpd holds
+        # the offer and answers the REQUEST that takes it (and tells us at once)
+        self.offers: set[str] = set()
         self.addressed: set[str] = set()         # macs whose router .1 is on the bridge
         # Clients behind a relay agent (giaddr set) are not on one of our ports: they get a
         # lease but no router address and no per-device flows (mac -> relay's address).
@@ -142,22 +145,23 @@ class DhcpServer(Component):
     # -- homework-dhcpd (dhcpd_link.py) -------------------------------------------------------
     def _dhcpd_entry(self, mac: str) -> dict | None:
         """What the daemon needs to answer for `mac` by itself, or None when the controller
-        must decide: a live lease of a device not blacklisted, on one of our ports or
-        behind the configured relay agent it was granted through (`relay`: the giaddr
-        its requests must carry, "" for none)."""
+        must decide: a live lease (or our offer, `offer`) of a device not blacklisted, on
+        one of our ports or behind the configured relay agent it was granted through
+        (`relay`: the giaddr its requests must carry, "" for none)."""
         block = self.alloc.block_for(mac)
         port = self.ports.get(mac, 0)
         relay = self.relays.get(mac, "")
-        if block is None or mac not in self.live or not 0 < port <= fastpath.MAX_PORT \
+        offer = mac not in self.live
+        if block is None or (offer and mac not in self.offers) or not 0 < port <= fastpath.MAX_PORT \
                 or (relay and relay not in self.relay_agents) \
                 or self.ctx.state.device_state(mac) == "blacklisted":
             return None
         return {"mac": mac, "port": port, "ip": block.device, "router": block.router,
                 "broadcast": block.broadcast, "lease_time": self.lease_time_for(mac),
-                "hostname": self.hostnames.get(mac, ""), "relay": relay}
+                "hostname": self.hostnames.get(mac, ""), "relay": relay, "offer": offer}
 
     def _dhcpd_table(self) -> list[dict]:
-        return [e for mac in list(self.live) if (e := self._dhcpd_entry(mac)) is not None]
+        return [e for mac in list(self.live | self.offers) if (e := self._dhcpd_entry(mac)) is not None]
 
     def _dhcpd_sync(self, mac: str) -> None:
         if self.dhcpd is None:
@@ -187,6 +191,8 @@ class DhcpServer(Component):
         counts = note.get("counts") or {note.get("op"): 1}
         with self.ctx.bus.held():
             if note.get("op") == "acked":          # it answers a relayed lease only through its relay
+                if note.get("first") is True:
+                    self.ctx.count("dhcp.dhcpd_offers_taken")     # a new lease, ACKed by the daemon
                 self._grant(mac, port, hostname, relay=self.relays.get(mac, ""))
             elif note.get("op") == "offered":
                 self._offered(mac, port, hostname)
@@ -389,6 +395,13 @@ class DhcpServer(Component):
             self.log.error("no offer for %s: %s", msg.mac, exc)
             return []
         self._offered(msg.mac, in_port, msg.hostname)
+        if self.dhcpd is not None and msg.giaddr == "0.0.0.0" and msg.mac not in self.live:
+            # The REQUEST that takes this offer is decided already (the rules of _request
+            # SELECTING): homework-dhcpd answers it and tells us at once, so a new device's
+            # second exchange does not queue behind the controller. The entry is in the
+            # daemon before the OFFER leaves (the caller sends it).
+            self.offers.add(msg.mac)
+            self._dhcpd_sync(msg.mac)
         return [self._reply(m.OFFER, msg, block, in_port)]
 
     def _offered(self, mac: str, in_port: int, hostname: str) -> None:
@@ -407,6 +420,7 @@ class DhcpServer(Component):
             if block is None or server_id != block.router:
                 if block is not None and self.alloc.expiry(msg.mac) <= now and msg.mac not in self.live:
                     self.alloc.forget(msg.mac)  # it chose another server
+                    self._withdraw_offer(msg.mac)
                 return []
             if requested != block.device:
                 return [self._nak(msg, in_port, "requested address is not the one offered")]
@@ -449,6 +463,7 @@ class DhcpServer(Component):
         if renewal and self.ports.get(mac) not in (None, in_port):
             self._moved = True          # a live lease changed port: fast_request orders its ACK
         self.ports[mac] = in_port
+        self.offers.discard(mac)
         if hostname:
             self.hostnames[mac] = hostname
         if relay:
@@ -535,6 +550,7 @@ class DhcpServer(Component):
         if mac in self.live:
             self._end_lease(mac, "forgotten")
         self.alloc.forget(mac)
+        self.offers.discard(mac)
         for table in (self.ports, self.hostnames, self.relays):
             table.pop(mac, None)
         self.ctx.state.delete_lease(mac)
@@ -656,6 +672,7 @@ class DhcpServer(Component):
             return
         self.alloc.set_expiry(mac, 0.0)
         self.live.discard(mac)
+        self.offers.discard(mac)
         if self.dhcpd is not None:
             self.dhcpd.delete(mac)
         self.ctx.state.save_lease(self.get(mac))
@@ -664,6 +681,20 @@ class DhcpServer(Component):
             self._remove_router_addresses(block)
         self.log.info("lease of %s (%s) %s", mac, block.device, action)
         self._publish_lease(action, self.get(mac), None, 0)
+
+    def _withdraw_offer(self, mac: str) -> None:
+        """The offer to `mac` is off (it chose another server): homework-dhcpd forgets it."""
+        if mac in self.offers:
+            self.offers.discard(mac)
+            if self.dhcpd is not None:
+                self.dhcpd.delete(mac)
+
+    def _reclaimed(self, mac: str) -> None:
+        """The allocator gave `mac`'s block to another device (the pool had no fresh one):
+        homework-dhcpd must not answer for it any more, offer or lapsed lease alike."""
+        self.offers.discard(mac)
+        if self.dhcpd is not None:
+            self.dhcpd.delete(mac)
 
     def expire_leases(self) -> None:
         now = self.ctx.now()
