@@ -147,7 +147,9 @@ def dhcp_type_and_mac(frame: bytes) -> tuple[int, str] | None:
 
 
 class WireTimes:
-    """Kernel timestamps of each device's first DISCOVER and first ACK on its interface."""
+    """Kernel timestamps of each device's first DISCOVER, OFFER, REQUEST and ACK on its
+    interface: the exchange as the device saw it, and the server's two answers alone
+    (DISCOVER -> OFFER, REQUEST -> ACK: without the client's own work between them)."""
 
     def __init__(self, devs: list[Device]):
         # On a flooding (NORMAL) bridge every interface also sees the others' broadcasts:
@@ -157,7 +159,10 @@ class WireTimes:
         for sock in self.socks:
             sock.setblocking(False)
         self.discover: dict[str, float] = {}
+        self.offer: dict[str, float] = {}
+        self.request: dict[str, float] = {}
         self.ack: dict[str, float] = {}
+        self._by_type = {1: self.discover, 2: self.offer, 3: self.request, 5: self.ack}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
@@ -178,7 +183,7 @@ class WireTimes:
                         continue
                     kind, mac = found
                     t = stamp[0] + stamp[1] / 1e9
-                    seen = self.discover if kind == 1 else self.ack if kind == 5 else None
+                    seen = self._by_type.get(kind)
                     if seen is not None:
                         seen[mac] = min(t, seen.get(mac, t))
 
@@ -189,6 +194,12 @@ class WireTimes:
         for sock in self.socks:
             sock.close()
         return [self.ack[m] - t for m, t in self.discover.items() if m in self.ack]
+
+    def answers(self) -> tuple[list[float], list[float]]:
+        """Seconds from each device's first DISCOVER to its first OFFER, and from its first
+        REQUEST to its first ACK (call after close)."""
+        return ([self.offer[m] - t for m, t in self.discover.items() if m in self.offer],
+                [self.ack[m] - t for m, t in self.request.items() if m in self.ack])
 
 
 def parse_perfdhcp(out: str) -> dict:
@@ -222,6 +233,7 @@ class Server:
         self.leasefile = None
         self.last_burst_cpu: dict[str, float] = {}     # the last burst's CPU seconds, by process
         self.last_to_ack_wire: list[float] = []         # and each device's start -> ACK on its interface
+        self.last_answers: tuple[list[float], list[float]] = ([], [])   # DISCOVER -> OFFER, REQUEST -> ACK
 
     def __enter__(self):
         self.home.start()
@@ -393,6 +405,7 @@ class Server:
         to_discover = [t - started[m] for m, t in wire.discover.items() if m in started]
         # the ACK's arrival on the device's interface: without the client's own work after it
         self.last_to_ack_wire = [t - started[m] for m, t in wire.ack.items() if m in started]
+        self.last_answers = wire.answers()
         return times, exchanges, to_discover
 
     def burst_cpu(self) -> dict[str, float]:
@@ -492,12 +505,14 @@ def burst_round(kind: str, round_no: int) -> tuple[list[float], list[float], lis
         devs = add_devices_parallel(srv.home, N_DEVICES)
         say(f"{kind}: {N_DEVICES} device namespaces ready in {time.monotonic() - t:.1f}s")
         times, wire, to_discover = srv.burst(devs, round_no)
-        extra = {**srv.last_burst_cpu, "to_ack_wire": srv.last_to_ack_wire}
+        extra = {**srv.last_burst_cpu, "to_ack_wire": srv.last_to_ack_wire,
+                 "offer_wire": srv.last_answers[0], "ack_wire": srv.last_answers[1]}
     say(f"{kind}: {N_DEVICES} devices at once, round {round_no}: {len(times)} bound, "
         f"median {fmt(pct(times, 50))}s, max {fmt(max(times) if times else None)}s; "
         f"on the wire DISCOVER->ACK median {fmt(pct(wire, 50))}s, max {fmt(max(wire) if wire else None)}s; "
         f"start->DISCOVER median {fmt(pct(to_discover, 50))}s; start->ACK on the wire "
-        f"{fmt(pct(extra['to_ack_wire'], 50))}s; CPU server {extra['server']:.2f}s "
+        f"{fmt(pct(extra['to_ack_wire'], 50))}s; the server's answers DISCOVER->OFFER "
+        f"{fmt(pct(extra['offer_wire'], 50))}s REQUEST->ACK {fmt(pct(extra['ack_wire'], 50))}s; CPU server {extra['server']:.2f}s "
         f"ovs-vswitchd {extra['ovs']:.2f}s machine {extra['machine']:.2f}s")
     return times, wire, to_discover, extra
 
@@ -527,6 +542,8 @@ def bench_bursts(results: dict) -> None:
             "wire_p90_s": statistics.median(pct(t, 90) or nan for t in wires[kind]),
             "to_discover_median_s": statistics.median(pct(t, 50) or nan for t in starts[kind]),
             "to_ack_wire_median_s": statistics.median(pct(c["to_ack_wire"], 50) or nan for c in extras[kind]),
+            "offer_wire_median_s": statistics.median(pct(c["offer_wire"], 50) or nan for c in extras[kind]),
+            "ack_wire_median_s": statistics.median(pct(c["ack_wire"], 50) or nan for c in extras[kind]),
             **{f"cpu_{part}_s": statistics.median(c[part] for c in extras[kind]) for part in ("server", "ovs", "machine")},
         }
 
@@ -581,6 +598,8 @@ def table(results: dict) -> str:
                              ("to_ack_wire_median_s", "start -> ACK on the device's interface, median", " s"),
                              ("wire_median_s", "DISCOVER -> ACK on the wire, median", " s"),
                              ("wire_p90_s", "DISCOVER -> ACK on the wire, p90", " s"),
+                             ("offer_wire_median_s", "the server's answer: DISCOVER -> OFFER, median", " s"),
+                             ("ack_wire_median_s", "the server's answer: REQUEST -> ACK, median", " s"),
                              ("to_discover_median_s", "start -> first DISCOVER median", " s"),
                              ("cpu_server_s", "CPU in the burst: the server", " s"),
                              ("cpu_ovs_s", "CPU in the burst: ovs-vswitchd", " s"),

@@ -16,6 +16,7 @@ every live device is re-synchronised from the persisted state.
 from __future__ import annotations
 
 import ipaddress
+import logging
 
 from ...component import Component
 from ...flows import (ETH_IP, ETH_IPV6, PROTO_IGMP, AggregateStats, AggregateStatsRequest, Datapath,
@@ -237,8 +238,10 @@ class Routing(Component):
         if dev is not None and mode is not None and (old is None or not old[0].same_place(dev)):
             decisions += self._advertisement(dev)      # its /64 without waiting for a solicitation
         is_permitted = mode == "permitted"
-        self.log.info("device %s: %s -> %s (%s)", mac, old[1] if old else "none", mode or "none",
-                      dev.ip if dev else "no lease")
+        # A new device's first flows follow its lease, which the DHCP log line names: the
+        # line is for changes (a burst of new devices logged each one three times).
+        self.log.log(logging.INFO if old else logging.DEBUG, "device %s: %s -> %s (%s)", mac,
+                     old[1] if old else "none", mode or "none", dev.ip if dev else "no lease")
         if update_shared and (was_permitted or is_permitted):
             decisions.append(fs.broadcast_flow(self._permitted_ports()))
             if was_permitted and not is_permitted:
