@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> None:
     from os_ken.base.app_manager import AppManager
     from os_ken.controller import controller as _registers_ofp_options  # noqa: F401
 
-    from . import control
+    from . import control, gcwatch
     from .adapter import osken_app
     from .core import Core
     from .restart import InPlace
@@ -76,6 +76,10 @@ def main(argv: list[str] | None = None) -> None:
     manager = AppManager.get_instance()
     manager.load_apps(["homework.adapter.osken_app"])
     services = list(manager.instantiate_apps(**manager.create_contexts()))
+    # Everything made so far lives as long as the process: later full collections skip it.
+    frozen = gcwatch.freeze_startup()
+    core.ctx.count("controller.gc_frozen_objects", frozen)
+    gcwatch.FullCollections(core.ctx.count).install()
     log.info("controller listening on %s:%d (OpenFlow 1.3); control socket %s",
              config.of_listen, config.of_port, config.control_socket)
 
