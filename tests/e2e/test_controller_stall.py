@@ -26,10 +26,10 @@ import os
 import re
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
+from homelab import cpu_seconds
 from homelab.dns import DnsLab, dns_home
 
 NAMES = int(os.environ.get("STALL_NAMES", "200000"))
@@ -50,11 +50,6 @@ def control_call(home, cmd: str, **args) -> float:
     t = time.monotonic()
     home.control(cmd, timeout=10, **args)
     return time.monotonic() - t
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def renew_seconds(dev) -> float:

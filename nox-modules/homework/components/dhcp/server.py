@@ -33,7 +33,7 @@ class DhcpServer(Component):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        self.alloc = Allocator(ctx.config.pool, on_reclaim=self._reclaimed)
+        self.alloc = Allocator(ctx.config.pool, on_reclaim=self._dhcpd_forget)
         self.ports: dict[str, int] = {}          # mac -> OpenFlow port last seen on
         self.hostnames: dict[str, str] = {}
         self.live: set[str] = set()              # macs with a live lease
@@ -171,6 +171,14 @@ class DhcpServer(Component):
             self.dhcpd.delete(mac)
         else:
             self.dhcpd.set(entry)
+
+    def _dhcpd_forget(self, mac: str) -> None:
+        """homework-dhcpd answers nothing more for `mac`, offer or lease: its lease ended,
+        it was forgotten, it took another server's offer, or the allocator gave its lapsed
+        block to another device (the pool had no fresh one)."""
+        self.offers.discard(mac)
+        if self.dhcpd is not None:
+            self.dhcpd.delete(mac)
 
     def _punted(self, frame: bytes) -> None:
         port = fastpath.request_port(frame)
@@ -420,7 +428,7 @@ class DhcpServer(Component):
             if block is None or server_id != block.router:
                 if block is not None and self.alloc.expiry(msg.mac) <= now and msg.mac not in self.live:
                     self.alloc.forget(msg.mac)  # it chose another server
-                    self._withdraw_offer(msg.mac)
+                    self._dhcpd_forget(msg.mac)
                 return []
             if requested != block.device:
                 return [self._nak(msg, in_port, "requested address is not the one offered")]
@@ -550,12 +558,10 @@ class DhcpServer(Component):
         if mac in self.live:
             self._end_lease(mac, "forgotten")
         self.alloc.forget(mac)
-        self.offers.discard(mac)
         for table in (self.ports, self.hostnames, self.relays):
             table.pop(mac, None)
         self.ctx.state.delete_lease(mac)
-        if self.dhcpd is not None:
-            self.dhcpd.delete(mac)
+        self._dhcpd_forget(mac)
 
     def _inform(self, msg: m.DhcpMessage, in_port: int) -> list:
         block = self.alloc.block_for(msg.mac)
@@ -672,29 +678,13 @@ class DhcpServer(Component):
             return
         self.alloc.set_expiry(mac, 0.0)
         self.live.discard(mac)
-        self.offers.discard(mac)
-        if self.dhcpd is not None:
-            self.dhcpd.delete(mac)
+        self._dhcpd_forget(mac)
         self.ctx.state.save_lease(self.get(mac))
         if mac in self.addressed:
             self.addressed.discard(mac)
             self._remove_router_addresses(block)
         self.log.info("lease of %s (%s) %s", mac, block.device, action)
         self._publish_lease(action, self.get(mac), None, 0)
-
-    def _withdraw_offer(self, mac: str) -> None:
-        """The offer to `mac` is off (it chose another server): homework-dhcpd forgets it."""
-        if mac in self.offers:
-            self.offers.discard(mac)
-            if self.dhcpd is not None:
-                self.dhcpd.delete(mac)
-
-    def _reclaimed(self, mac: str) -> None:
-        """The allocator gave `mac`'s block to another device (the pool had no fresh one):
-        homework-dhcpd must not answer for it any more, offer or lapsed lease alike."""
-        self.offers.discard(mac)
-        if self.dhcpd is not None:
-            self.dhcpd.delete(mac)
 
     def expire_leases(self) -> None:
         now = self.ctx.now()
