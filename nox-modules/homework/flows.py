@@ -20,6 +20,7 @@ PROTO_ICMP = 1
 PROTO_IGMP = 2
 PROTO_TCP = 6
 PROTO_UDP = 17
+PROTO_ICMPV6 = 58
 
 # Tables, priorities and cookie owners: pipeline.py.
 

@@ -21,7 +21,16 @@ Table 0 (CLASSIFY): first match wins, from the top
                           a permitted device's anti-spoofed entry (port + MAC + address),
                           default drop at 0
 
-Then permitted traffic visits routing's two other tables:
+A pending or denied device's packets to its own gateway address (one flow per device
+and family in table 0) go on to one shared table:
+
+    table 5 GATEWAY   the gateway services every such device keeps: ICMP, DNS (udp/tcp
+                      53) and the captive page (tcp 80) to the router's stack, and the
+                      stack's answers from those back to the device's port (which its
+                      table-0 flow put in reg7); the rest dropped. Shared, so a new
+                      device costs 4 flows (ARP 2, gateway 2) instead of 10.
+
+Permitted traffic visits routing's two other tables:
 
     table 10 ACCOUNT  per-flow counters: exact 5-tuple entries the switch learns itself
                       (idle timeout, flow-removed to us), or one per-host entry each way;
@@ -45,6 +54,7 @@ from dataclasses import dataclass
 
 # -- tables ---------------------------------------------------------------------------------------
 TABLE_CLASSIFY = 0
+TABLE_GATEWAY = 5
 TABLE_ACCOUNT = 10
 TABLE_FORWARD = 20
 
@@ -82,6 +92,7 @@ BANDS = (
     Band("schedules", TABLE_CLASSIFY, 36000, 36999),
     Band("usage", TABLE_CLASSIFY, 35000, 35999),
     Band("routing", TABLE_CLASSIFY, 0, 30999),
+    Band("routing-gateway", TABLE_GATEWAY, 0, 65535),
     Band("routing-account", TABLE_ACCOUNT, 0, 65535),
     Band("routing-forward", TABLE_FORWARD, 0, 65535),
 )
@@ -126,6 +137,11 @@ PRIO_ND = 30200            # IPv6 neighbour discovery with the router (the v6 AR
 PRIO_GATEWAY = 30000       # ARP with the gateway; pending/denied: DNS, HTTP, ICMP to .1
 PRIO_DEVICE = 20000        # a permitted device's traffic (and traffic to it from LOCAL)
 PRIO_DROP = 0
+# routing, table 5 (shared by every pending/denied device)
+PRIO_GATEWAY_ANSWER = 110   # the router's answer from a service: to the port in reg7
+PRIO_GATEWAY_FROM_ROUTER = 105  # anything else the router's stack sends: dropped
+PRIO_GATEWAY_SERVICE = 100  # a device's packet to a service: to the router's stack
+REG_GATEWAY_PORT = "reg7"   # the device's port, for the answers
 # routing, table 10
 PRIO_LEARNED = 100         # the learned per-flow entries
 PRIO_ACCOUNT_SYN = 11      # per device: learn a TCP flow from its SYN
@@ -151,6 +167,7 @@ PRIORITIES = {
     "schedules": (PRIO_SCHEDULE_GATEWAY, PRIO_SCHEDULE_BLOCK),
     "usage": (PRIO_USAGE_SLOW_FROM, PRIO_USAGE_SLOW_TO, PRIO_USAGE_GATEWAY, PRIO_USAGE_BLOCK),
     "routing": (PRIO_IGMP, PRIO_ND, PRIO_GATEWAY, PRIO_DEVICE, PRIO_DROP),
+    "routing-gateway": (PRIO_GATEWAY_ANSWER, PRIO_GATEWAY_FROM_ROUTER, PRIO_GATEWAY_SERVICE, PRIO_DROP),
     "routing-account": (PRIO_LEARNED, PRIO_ACCOUNT_SYN, PRIO_ACCOUNT, PRIO_ACCOUNT_OTHER, PRIO_ACCOUNT_HOST),
     "routing-forward": (PRIO_MCAST_GROUP, PRIO_BROADCAST, PRIO_MCAST_OTHER, PRIO_TO_ROUTER6, PRIO_TTL_EXPIRED,
                         PRIO_TO_DEVICE, PRIO_POOL_DROP, PRIO_UPSTREAM),
@@ -159,7 +176,7 @@ PRIORITIES = {
 # -- routing's cookie kinds --------------------------------------------------------------------------
 KIND_SHARED = 0x00         # base flows, broadcast
 KIND_ARP = 0x01            # ARP with the gateway (every leased, not blacklisted device)
-KIND_GATEWAY = 0x02        # pending/denied: DNS, HTTP, ICMP to the own .1 only
+KIND_GATEWAY = 0x02        # pending/denied: to and from the own .1 only (table 5 says what)
 KIND_FORWARD = 0x03        # permitted: table 0 entry points and table 20 destination
 KIND_ACCOUNT = 0x04        # permitted: table 10 learn (or per-host) entries
 KIND_LEARNED = 0x05        # the switch-learned per-flow entries

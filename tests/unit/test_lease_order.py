@@ -23,7 +23,8 @@ def test_new_device_gets_flow_adds_only(core):
     join(core)
     sent = core.switch.messages[start:]
     assert not [d for d in sent if isinstance(d, FlowDelete)]
-    assert len([d for d in sent if isinstance(d, FlowMod)]) == 10     # ARP 2 + gateway 8
+    # ARP 2 + gateway 2 (the services themselves are table 5's shared flows)
+    assert len([d for d in sent if isinstance(d, FlowMod)]) == 4
 
 
 def test_resync_after_switch_reconnect_still_clears_each_device(core):

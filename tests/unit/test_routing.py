@@ -42,6 +42,23 @@ def test_pending_device_reaches_only_dns_http_and_ping_on_its_gateway(core):
     assert sw.outputs(from_router(gw, ip, sport=443)) == []
 
 
+def test_pending_devices_share_the_service_table_and_each_gets_only_its_own_answers(core):
+    a, b = join(core, A, 1), join(core, B, 2)
+    gw_a, gw_b = core.ctx.leases.get(A).router, core.ctx.leases.get(B).router
+    sw = core.switch
+    # the services are one shared set of flows in table 5, not a set per device
+    shared = [f for f in sw.flows if f.table_id == L.TABLE_GATEWAY and f.priority == L.PRIO_GATEWAY_SERVICE]
+    assert len(shared) == 4
+    # each answer from a gateway goes to that device's port (its own reg7), never the other's
+    assert sw.outputs(from_router(gw_a, a, proto=17, sport=53)) == [1]
+    assert sw.outputs(from_router(gw_b, b, proto=17, sport=53)) == [2]
+    assert sw.outputs(from_router(gw_a, b, proto=17, sport=53)) == []   # b's address from a's gateway
+    # another device's gateway address is not its own: nothing
+    assert sw.outputs(ip_pkt(1, A, a, gw_b, proto=17, dport=53)) == []
+    # a service port as the destination of the router's packet does not let it through
+    assert sw.outputs(from_router(gw_a, a, proto=6, sport=443, dport=80)) == []
+
+
 def test_arp_only_for_the_own_gateway_with_the_own_address(core):
     ip = join(core, A, 1)
     sw = core.switch

@@ -210,7 +210,7 @@ class Routing(Component):
                                             cookie_mask=L.MASK_ALL_KINDS_ONE_DEVICE))
         elif mode == "gateway":
             # Nothing to delete for a device new since the switch connected (datapath_up
-            # clears every index it does not sync): a new lease is 12 flow-mods, not 15.
+            # clears every index it does not sync): a new lease is 4 flow-mods, not 7.
             if old is not None or not update_shared:
                 for kind in (L.KIND_FORWARD, L.KIND_ACCOUNT, L.KIND_LEARNED):
                     delete(kind, dev.index)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ipaddress
 
 from ...flows import (CONTROLLER, ETH_ARP, ETH_IP, ETH_IPV6, LOCAL, PROTO_ICMP, PROTO_IGMP, PROTO_TCP,
-                      PROTO_UDP, DecTTL, FlowMod, Learn, Output, Resubmit, SetField)
+                      PROTO_UDP, DecTTL, FlowMod, Learn, Output, OutputReg, Resubmit, SetField)
 from ...leases import Lease
 from ... import pipeline as L
 
@@ -39,22 +39,50 @@ def gateway_flows(d: Lease) -> list[FlowMod]:
     the router's HTTPS API and every other port stay out of reach."""
     out = {"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_IP, "ipv4_src": d.ip, "ipv4_dst": d.router}
     back = {"in_port": LOCAL, "eth_type": ETH_IP, "ipv4_src": d.router, "ipv4_dst": d.ip}
-    return gateway_service_flows(d, out, back, PROTO_ICMP)
+    return gateway_service_flows(d, out, back)
 
 
-def gateway_service_flows(d: Lease, out: dict, back: dict, icmp: int) -> list[FlowMod]:
-    """The gateway services (ICMP and GATEWAY_SERVICES) between a device and its router
-    address, for either family: `out` matches the device's packets to it, `back` the
-    answers (flowsets6.gateway_flows gives the IPv6 matches)."""
+def gateway_service_flows(d: Lease, out: dict, back: dict) -> list[FlowMod]:
+    """A device and its router address, for either family: `out` (the device's packets
+    to it) and `back` (the router's stack's packets from it, with the device's port in
+    a register) go on to the shared gateway table, which lets through only the services
+    and their answers. Two flows a device instead of one per service and direction: a
+    burst of new devices is flow-mods Open vSwitch must apply (flowsets6.gateway_flows
+    gives the IPv6 matches)."""
     c = L.routing_cookie(L.KIND_GATEWAY, d.index)
-    flows = [FlowMod(match={**out, "ip_proto": icmp}, actions=(Output(LOCAL),), priority=L.PRIO_GATEWAY, cookie=c),
-             FlowMod(match={**back, "ip_proto": icmp}, actions=(Output(d.port),), priority=L.PRIO_GATEWAY, cookie=c)]
+    return [FlowMod(match=out, actions=(Resubmit(L.TABLE_GATEWAY),), priority=L.PRIO_GATEWAY, cookie=c),
+            FlowMod(match=back, actions=(SetField(L.REG_GATEWAY_PORT, d.port), Resubmit(L.TABLE_GATEWAY)),
+                    priority=L.PRIO_GATEWAY, cookie=c)]
+
+
+def gateway_table_flows(eth_type: int = ETH_IP, icmp: int = PROTO_ICMP) -> list[FlowMod]:
+    """Table 5, shared, for one family: a device's ICMP (ICMPv6: the router's neighbour
+    discovery sits above, in table 0) or GATEWAY_SERVICES packet to its gateway address
+    reaches the router's stack, and the stack's answers from them reach the device's
+    port. The rest meets table 5's drops (gateway_table_drops)."""
+    shared = L.routing_cookie(L.KIND_SHARED)
+    answer = (OutputReg(L.REG_GATEWAY_PORT, 16),)
+
+    def flow(match: dict, actions: tuple, priority: int) -> FlowMod:
+        return FlowMod(match={"eth_type": eth_type, **match}, actions=actions, priority=priority,
+                       table_id=L.TABLE_GATEWAY, cookie=shared)
+    flows = [flow({"ip_proto": icmp}, (Output(LOCAL),), L.PRIO_GATEWAY_SERVICE),
+             flow({"in_port": LOCAL, "ip_proto": icmp}, answer, L.PRIO_GATEWAY_ANSWER)]
     for proto, name, port in GATEWAY_SERVICES:
-        flows.append(FlowMod(match={**out, "ip_proto": proto, f"{name}_dst": port},
-                             actions=(Output(LOCAL),), priority=L.PRIO_GATEWAY, cookie=c))
-        flows.append(FlowMod(match={**back, "ip_proto": proto, f"{name}_src": port},
-                             actions=(Output(d.port),), priority=L.PRIO_GATEWAY, cookie=c))
+        flows.append(flow({"ip_proto": proto, f"{name}_dst": port}, (Output(LOCAL),), L.PRIO_GATEWAY_SERVICE))
+        flows.append(flow({"in_port": LOCAL, "ip_proto": proto, f"{name}_src": port}, answer,
+                          L.PRIO_GATEWAY_ANSWER))
     return flows
+
+
+def gateway_table_drops() -> list[FlowMod]:
+    """Table 5's floor: whatever else the router's stack sends from a pending device's
+    gateway address (so a device's service port never lets it through by its
+    destination port), and whatever else a device sends to it."""
+    shared = L.routing_cookie(L.KIND_SHARED)
+    return [FlowMod(match={"in_port": LOCAL}, actions=(), priority=L.PRIO_GATEWAY_FROM_ROUTER,
+                    table_id=L.TABLE_GATEWAY, cookie=shared),
+            FlowMod(match={}, actions=(), priority=0, table_id=L.TABLE_GATEWAY, cookie=shared)]
 
 
 # -- permitted: entry points, accounting, destination ------------------------------------------
@@ -149,13 +177,16 @@ def per_host_flows(d: Lease) -> list[FlowMod]:
 
 # -- shared ------------------------------------------------------------------------------------
 def base_flows(pool: ipaddress.IPv4Network) -> list[FlowMod]:
-    """Installed when the switch connects: default drop everywhere, IGMP to us, TTL-1
+    """Installed when the switch connects: default drop everywhere, the gateway
+    services of pending devices (table 5), IGMP to us, TTL-1
     towards devices to us, unjoined multicast dropped, the pool closed, the rest upstream."""
     shared = L.routing_cookie(L.KIND_SHARED)
     return [
         FlowMod(match={}, actions=(), priority=L.PRIO_DROP, cookie=shared),
         FlowMod(match={}, actions=(), priority=0, table_id=L.TABLE_ACCOUNT, cookie=shared),
         FlowMod(match={}, actions=(), priority=0, table_id=L.TABLE_FORWARD, cookie=shared),
+        *gateway_table_drops(),
+        *gateway_table_flows(),
         FlowMod(match={"eth_type": ETH_IP, "ip_proto": PROTO_IGMP}, actions=(Output(CONTROLLER),),
                 priority=L.PRIO_IGMP, cookie=shared),
         # Open vSwitch does not send dec_ttl's invalid-TTL packet-ins to an OpenFlow 1.3

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import ipaddress
 
-from ...flows import (CONTROLLER, ETH_IPV6, LOCAL, PROTO_TCP, PROTO_UDP, DecTTL, FlowMod, Learn, MeterMod, Output,
-                      Resubmit, SetField)
+from ...flows import (CONTROLLER, ETH_IPV6, LOCAL, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP, DecTTL, FlowMod, Learn,
+                      MeterMod, Output, Resubmit, SetField)
 from ...ipv6plan import ROUTER_LINK_LOCAL
 from ...leases import Lease
 from ... import pipeline as L
-from .flowsets import gateway_service_flows
+from .flowsets import gateway_service_flows, gateway_table_flows
 
-PROTO_ICMPV6 = 58
 ICMPV6_RS, ICMPV6_RA, ICMPV6_NS, ICMPV6_NA = 133, 134, 135, 136
 FULL = "ffff:ffff:ffff:ffff::"                 # a /64 mask
 LINK_LOCAL = ("fe80::", "ffc0::")              # fe80::/10
@@ -68,7 +67,7 @@ def gateway_flows(d: Lease, prefix: ipaddress.IPv6Network) -> list[FlowMod]:
     out = {"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_IPV6, "ipv6_src": _net(prefix),
            "ipv6_dst": router}
     back = {"in_port": LOCAL, "eth_type": ETH_IPV6, "ipv6_src": router, "ipv6_dst": _net(prefix)}
-    return gateway_service_flows(d, out, back, PROTO_ICMPV6)
+    return gateway_service_flows(d, out, back)
 
 
 def forward_flows(d: Lease, prefix: ipaddress.IPv6Network, router_mac: str) -> list[FlowMod]:
@@ -144,11 +143,13 @@ def per_host_flows(d: Lease, prefix: ipaddress.IPv6Network) -> list[FlowMod]:
 
 
 def base_flows(site: ipaddress.IPv6Network) -> list[FlowMod]:
-    """Shared: the household's site prefix is closed except for the /64s of permitted
-    devices (their own entries are above), the rest of IPv6 goes to the router's stack."""
+    """Shared: the gateway services of pending devices over IPv6 (table 5); the household's
+    site prefix is closed except for the /64s of permitted devices (their own entries are
+    above), the rest of IPv6 goes to the router's stack."""
     shared = L.routing_cookie(L.KIND_SHARED)
     site_match = (str(site.network_address), str(site.netmask))
     return [
+        *gateway_table_flows(ETH_IPV6, PROTO_ICMPV6),
         # Hop limit 1 towards a device dies here: the controller answers time exceeded
         # (the router's ::1 addresses, above, take theirs).
         FlowMod(match={"eth_type": ETH_IPV6, "nw_ttl": 1, "ipv6_dst": site_match},

@@ -9,11 +9,11 @@ import ipaddress
 import struct
 from dataclasses import dataclass
 
+from ...flows import PROTO_ICMPV6
 from ...packets import PacketError, checksum
 from ...ipv6plan import ROUTER_LINK_LOCAL
 
 ETH_IPV6 = 0x86DD
-PROTO_ICMPV6 = 58
 ICMPV6_RS = 133
 ICMPV6_RA = 134
 ALL_NODES = ipaddress.IPv6Address("ff02::1")
