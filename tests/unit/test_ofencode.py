@@ -56,6 +56,9 @@ def test_the_flows_of_a_device_are_packed_leanly_and_exactly_as_os_ken_packs_the
               actions=(F.SetField("eth_dst", "02:00:00:00:00:01"), F.DecTTL(), F.Output(4)),
               priority=3000, table_id=1, idle_timeout=60, hard_timeout=3600, cookie=0x0123456789ABCDEF,
               send_flow_removed=True, goto=2),
+    F.FlowMod(match={"in_port": 0xFFFFFFFE, "eth_type": 0x0800, "ipv4_src": "10.2.0.5", "ipv4_dst": "10.2.0.6"},
+              actions=(F.SetField("reg7", 3), F.Resubmit(5)), priority=30000, cookie=7),
+    F.FlowMod(match={"eth_type": 0x0800}, actions=(F.SetField("reg0", 0xFFFFFFFF), F.Output(2))),
     F.FlowMod(match={"eth_type": 0x86DD, "ipv6_src": "fd00::1", "icmpv6_type": 135,
                      "ipv6_nd_target": "fe80::1"}, actions=(F.Output(F.CONTROLLER, 128),), meter=5),
     F.FlowMod(match={"in_port": 2, "vlan_vid": 0x1000 | 261}, actions=(F.PopVlan(), F.Output(1))),
@@ -80,6 +83,7 @@ def test_each_shape_it_takes_matches_os_ken_byte_for_byte(decision):
     F.FlowMod(match={"reg0": 1}),                                                     # a Nicira field
     F.FlowMod(match={"in_port": 1}, actions=(F.Move("in_port", "eth_dst", 16),)),     # a Nicira action
     F.FlowMod(match={"ipv4_src": "10.2.0.300"}),                                      # not an address
+    F.FlowMod(match={}, actions=(F.SetField("reg7", 1 << 32),)),                      # wider than a register
     F.FlowMod(match={"in_port": "1"}),                                                # not a number
     F.FlowStatsRequest(),
     F.AggregateStatsRequest(),

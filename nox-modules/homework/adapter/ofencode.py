@@ -7,11 +7,13 @@ device. This module packs the common shapes straight into bytes with `struct`:
 
 - FlowMod (add) and FlowDelete whose match holds OpenFlow-basic fields, plain or masked;
 - PacketOut;
-- the actions Output, SetField (of a basic field), DecTTL, PushVlan, PopVlan and Nicira's
-  resubmit, and the goto-table and meter instructions.
+- the actions Output, SetField (of a basic field, or of a register reg0..reg15: a pending
+  device's gateway flow sets one), DecTTL, PushVlan, PopVlan and Nicira's resubmit, and
+  the goto-table and meter instructions.
 
-Anything else (a Nicira field such as reg0 or tcp_flags_nxm, the learn, move and
-output-register actions, stats and meter requests) returns None and takes os-ken's path, which stays the reference:
+Anything else (a Nicira field such as reg0 or tcp_flags_nxm in a match, the learn, move
+and output-register actions, stats and meter requests) returns None and takes os-ken's
+path, which stays the reference:
 the unit tests require both paths to give the same bytes for every decision the pipeline
 makes. Framework-free, so it is tested without a switch.
 """
@@ -121,6 +123,20 @@ def _oxm_uncached(name: str, value) -> tuple[int, bytes]:
     return number, header.to_bytes(4, "big") + _value(kind, width, value)
 
 
+# Open vSwitch's registers as OXM fields (class NXM_1, field n, 4 bytes): set-field only.
+OXM_CLASS_NXM1 = 0x0001
+REGISTERS = {f"reg{n}": n for n in range(16)}
+
+
+def _set_field_tlv(name: str, value) -> bytes:
+    number = REGISTERS.get(name)
+    if number is None:
+        return _oxm(name, value)[1]
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 1 << 32:
+        raise NotLean
+    return ((OXM_CLASS_NXM1 << 16) | (number << 9) | 4).to_bytes(4, "big") + value.to_bytes(4, "big")
+
+
 def _pad8(data: bytes) -> bytes:
     return data + bytes(-len(data) % 8)
 
@@ -139,7 +155,7 @@ def _action(action) -> bytes:
     if kind is F.SetField:
         if isinstance(action.value, (tuple, list)):     # OpenFlow 1.3 sets whole fields only
             raise NotLean
-        _, tlv = _oxm(action.field, action.value)
+        tlv = _set_field_tlv(action.field, action.value)
         body = _pad8(struct.pack("!HH", OFPAT_SET_FIELD, 0) + tlv)
         return struct.pack("!HH", OFPAT_SET_FIELD, len(body)) + body[4:]
     if kind is F.DecTTL:
