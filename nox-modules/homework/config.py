@@ -243,6 +243,11 @@ KEYS: tuple[Key, ...] = (
     Key("controller.lean_encoder", "openflow_lean_encoder", bool, True,
         "pack common OpenFlow messages (flow-mods, packet-outs) with struct instead of os-ken's "
         "parser objects (adapter/ofencode.py: the same bytes, several times less CPU)"),
+    Key("controller.flow_hold_ms", "openflow_flow_hold_ms", int, 25,
+        "a flow addition within this many ms of the last write of flow changes waits out the rest, "
+        "with the others that come meanwhile: Open vSwitch revalidates its datapath once a write, so a "
+        "burst of new devices costs it one revalidation a window instead of one a device; 0: at once",
+        int_range(0, 1000)),
     Key("state.dir", "state_dir", str, "/var/lib/homework", "where state.db lives", path),
     Key("hwdb.host", "hwdb_host", str, "127.0.0.1", "hwdbd address", ip_address),
     Key("hwdb.port", "hwdb_port", int, 987, "hwdbd port", int_range(1, 65535)),

@@ -17,7 +17,7 @@ Table 0 (CLASSIFY): first match wins, from the top
     35999-35000  usage    a device over its usage limit: through its meter (slow), then
                           table 0 again; or only its gateway services (block)
     30999-0      routing  IGMP to us, IPv6 neighbour discovery with the router (RS to us),
-                          gateway access (ARP, pending: DNS/HTTP/ICMP to .1 and ::1),
+                          gateway access (ARP; pending: to and from .1 and ::1, via table 5),
                           a permitted device's anti-spoofed entry (port + MAC + address),
                           default drop at 0
 

@@ -94,6 +94,25 @@ def test_renewals_are_answered_by_the_daemon_and_booked_by_the_controller(home: 
     assert dev.ping(dev.wait_for_gateway(5), count=1)
 
 
+def test_devices_joining_at_once_get_their_flows_in_shared_writes_and_reach_their_gateway(home: Home):
+    """A burst of new devices: their flows go to the switch in writes held a few ms to
+    gather several devices (`[controller] flow_hold_ms`), and each still reaches its
+    gateway (ARP, ICMP and the gateway services arrived)."""
+    counters = lambda: json.loads(home.homework("--json", "stats").stdout).get("controller", {})
+    held_before = counters().get("flow_writes_held", 0)
+    devs = [home.add_device(name=f"crowd{i}") for i in range(8)]
+    for dev in devs:
+        dev.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
+    for dev in devs:
+        dev.start_udhcpc()
+    for dev in devs:
+        addr, prefix = dev.wait_for_ipv4(20)
+        assert prefix == 30
+    for dev in devs:
+        assert dev.ping(dev.wait_for_gateway(5), count=1), dev.name
+    assert counters().get("flow_writes_held", 0) > held_before
+
+
 def test_a_blacklisted_device_gets_no_answer_from_either(home: Home):
     dev = home.add_device(name="outcast")
     dev.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)

@@ -1,4 +1,5 @@
-"""The os-ken adapter writes the messages of one hub turn to the switch in one send."""
+"""The os-ken adapter writes the messages of one hub turn to the switch in one send, and
+holds flow additions that come close behind a write of flow changes."""
 from homework.adapter.osken_app import SendBatcher
 
 
@@ -45,6 +46,105 @@ def test_a_new_switch_connection_never_gets_the_old_ones_messages():
     out.add(new, b"new")
     later.pop()()
     assert old.sent == [b"old"] and new.sent == [b"new"]
+
+
+class HoldClock:
+    """A fake clock and the timed spawns SendBatcher asks for."""
+
+    def __init__(self):
+        self.now = 100.0
+        self.timers: list = []
+
+    def __call__(self):
+        return self.now
+
+    def spawn_after(self, seconds, fn):
+        self.timers.append((self.now + seconds, fn))
+
+    def run_until(self, t):
+        self.now = t
+        due = [fn for at, fn in self.timers if at <= t]
+        self.timers = [(at, fn) for at, fn in self.timers if at > t]
+        for fn in due:
+            fn()
+
+
+def hold_batcher(hold=0.025):
+    later, clock = [], HoldClock()
+    clock.holds = 0
+
+    def held():
+        clock.holds += 1
+    out = SendBatcher(later.append, spawn_after=clock.spawn_after, clock=clock, hold=hold, on_hold=held)
+    return out, later, clock
+
+
+def test_flow_additions_close_behind_a_write_of_flow_changes_go_together_after_the_hold():
+    out, later, clock = hold_batcher()
+    dp = FakeDatapath()
+    out.add(dp, b"A", flow_change=True, holdable=True)      # a quiet switch: at once
+    later.pop()()
+    assert dp.sent == [b"A"]
+    clock.now += 0.005
+    out.add(dp, b"B", flow_change=True, holdable=True)      # 5 ms after: waits
+    clock.now += 0.010
+    out.add(dp, b"C", flow_change=True, holdable=True)
+    assert later == [] and dp.sent == [b"A"]
+    clock.run_until(100.020)
+    assert dp.sent == [b"A"]                                 # not yet 25 ms since A
+    clock.run_until(100.025)
+    assert dp.sent == [b"A", b"BC"]                          # one write for both
+    assert clock.holds == 1
+    clock.now += 0.100                                       # quiet again: at once
+    out.add(dp, b"D", flow_change=True, holdable=True)
+    later.pop()()
+    assert dp.sent[-1] == b"D"
+
+
+def test_a_packet_out_passes_the_held_additions_and_a_delete_takes_them_in_order():
+    out, later, clock = hold_batcher()
+    dp = FakeDatapath()
+    out.add(dp, b"A", flow_change=True, holdable=True)
+    later.pop()()
+    clock.now += 0.001
+    out.add(dp, b"B", flow_change=True, holdable=True)      # held
+    out.add(dp, b"P", passes=True)                           # another device's DHCP answer: this turn
+    later.pop()()
+    assert dp.sent == [b"A", b"P"]
+    out.add(dp, b"X", flow_change=True)                      # a delete: this turn, behind B
+    later.pop()()
+    assert dp.sent == [b"A", b"P", b"BX"]
+    clock.now += 0.001
+    out.add(dp, b"C", flow_change=True, holdable=True)      # held again (the last write was X)
+    out.add(dp, b"R")                                        # a request: takes C with it
+    later.pop()()
+    assert dp.sent[-1] == b"CR"
+    clock.run_until(200.0)                                   # the old timer finds nothing left
+    assert len(dp.sent) == 4
+
+
+def test_additions_held_in_order_even_past_the_window_while_others_wait():
+    out, later, clock = hold_batcher()
+    dp = FakeDatapath()
+    out.add(dp, b"A", flow_change=True, holdable=True)
+    later.pop()()
+    clock.now += 0.001
+    out.add(dp, b"B", flow_change=True, holdable=True)
+    clock.now += 0.030                                       # past the window, B still waits
+    out.add(dp, b"C", flow_change=True, holdable=True)      # so C waits behind it
+    assert later == []
+    clock.run_until(clock.now)
+    assert dp.sent == [b"A", b"BC"]
+
+
+def test_no_hold_writes_every_addition_in_its_own_turn():
+    out, later, clock = hold_batcher(hold=0)
+    dp = FakeDatapath()
+    for buf in (b"A", b"B"):
+        out.add(dp, buf, flow_change=True, holdable=True)
+        later.pop()()
+        clock.now += 0.001
+    assert dp.sent == [b"A", b"B"] and clock.timers == []
 
 
 def test_fast_match_serialises_exactly_like_the_normalising_path():

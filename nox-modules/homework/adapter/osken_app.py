@@ -8,6 +8,7 @@ import functools
 import logging
 import ssl
 import threading
+import time
 
 from os_ken.base import app_manager
 from os_ken.controller import ofp_event
@@ -68,7 +69,9 @@ class HomeworkApp(app_manager.OSKenApp):
         self.core.ctx.is_radio_port = self.patch_links.is_radio_port
         self.core.ctx.radio_port = self.patch_links.radio_router_port
         self._aggregate_requests: dict = {}     # xid -> AggregateStatsRequest awaiting its reply
-        self.out = SendBatcher(hub.spawn)
+        self.out = SendBatcher(hub.spawn, spawn_after=hub.spawn_after,
+                               hold=self.core.config.openflow_flow_hold_ms / 1000.0,
+                               on_hold=lambda: self.core.ctx.count("controller.flow_writes_held"))
         self.lean_encoder = self.core.config.openflow_lean_encoder
         self.core._send = self.send_decisions
         # A real switch and bridge: the DHCP fast path may read the bridge's LOCAL
@@ -374,17 +377,23 @@ class HomeworkApp(app_manager.OSKenApp):
         self._send_to(dp, decisions)
 
     def _send_to(self, dp, decisions):
+        # A send of nothing but additions may wait (a new device's flows); one of nothing
+        # but packet-outs may pass the waiting ones (SendBatcher says why).
+        decisions = list(decisions)
+        holdable = all(type(d) is F.FlowMod for d in decisions)
+        passes = all(type(d) is F.PacketOut for d in decisions)
         for decision in decisions:
             try:
+                change = type(decision) is F.FlowMod or type(decision) is F.FlowDelete
                 # the common messages packed straight to bytes (ofencode.py); os-ken builds the rest
                 lean = ofencode.encode(decision, _next_xid(dp)) if self.lean_encoder else None
                 if lean is not None:
-                    self.out.add(dp, lean)
+                    self.out.add(dp, lean, change, holdable, passes)
                     continue
                 msg = to_message(dp, decision)
                 dp.set_xid(msg)
                 msg.serialize()
-                self.out.add(dp, msg.buf)
+                self.out.add(dp, msg.buf, change, holdable, passes)
                 if isinstance(decision, F.AggregateStatsRequest):
                     if len(self._aggregate_requests) > 4096:   # replies that never came
                         self._aggregate_requests.clear()
@@ -401,37 +410,95 @@ def _next_xid(dp) -> int:
 
 class SendBatcher:
     """Collects serialised OpenFlow messages for one switch and writes them with a single
-    Datapath.send() per hub turn; order is kept."""
+    Datapath.send() per hub turn, in order.
 
-    def __init__(self, spawn, limit: int = SEND_BATCH_BYTES):
+    Flow additions may also wait a little (`hold` seconds, `[controller] flow_hold_ms`):
+    Open vSwitch revalidates its datapath's flows once for each write that changes its
+    tables, and a burst of new devices wrote one a device (each as its lease was booked),
+    which cost it as much CPU as the flows themselves, on the cores the devices share
+    with it (issue 11). Additions that come within `hold` of the last write of flow
+    changes wait until that much has passed, with the additions that come meanwhile; a
+    quiet switch's first change goes at once. Only a send of nothing but additions is
+    held (one with a packet-out that depends on its flows goes whole, at once). A send of
+    nothing but packet-outs (another device's DHCP answer) goes at once ahead of the held
+    additions; anything else (a delete, a request) takes them with it, in order."""
+
+    def __init__(self, spawn, limit: int = SEND_BATCH_BYTES, spawn_after=None, clock=time.monotonic,
+                 hold: float = 0.0, on_hold=None):
         self._spawn = spawn
+        self._spawn_after = spawn_after
+        self._clock = clock
+        self._hold = hold if spawn_after is not None else 0.0
+        self._on_hold = on_hold            # called once for each write that holds additions
         self._limit = limit
         self._dp = None
-        self._bufs: list[bytes] = []
+        self._bufs: list[bytes] = []       # to go this hub turn
         self._size = 0
+        self._held_bufs: list[bytes] = []  # additions waiting for the hold to pass
+        self._held_size = 0
         self._scheduled = False
+        self._held = False                 # a timed write of held additions is pending
+        self._flow_changes = False         # _bufs changes the switch's tables
+        self._last_flow_write = float("-inf")
 
-    def add(self, dp, buf: bytes) -> None:
+    def add(self, dp, buf: bytes, flow_change: bool = False, holdable: bool = False,
+            passes: bool = False) -> None:
+        """`flow_change`: the message changes a flow table; `holdable`: an addition that
+        may wait; `passes`: it may go ahead of held additions (see the class)."""
         if dp is not self._dp:
             self.flush()
             self._dp = dp
+        if holdable and self._hold > 0 and (self._held_bufs or
+                                            self._clock() < self._last_flow_write + self._hold):
+            self._held_bufs.append(buf)
+            self._held_size += len(buf)
+            if self._held_size >= self._limit:
+                self.flush()
+            elif not self._held:
+                self._held = True
+                self._spawn_after(max(0.0, self._last_flow_write + self._hold - self._clock()), self._flush_held)
+                if self._on_hold is not None:
+                    self._on_hold()
+            return
+        if not passes:
+            self._release()
         self._bufs.append(buf)
         self._size += len(buf)
+        self._flow_changes = self._flow_changes or flow_change or holdable
         if self._size >= self._limit:
-            self.flush()
+            self._write()
         elif not self._scheduled:
             self._scheduled = True
             self._spawn(self._flush_later)
 
+    def _release(self) -> None:
+        """The held additions join this turn's messages, behind what is there."""
+        if self._held_bufs:
+            self._bufs += self._held_bufs
+            self._size += self._held_size
+            self._held_bufs, self._held_size = [], 0
+            self._flow_changes = True
+
     def _flush_later(self) -> None:
         self._scheduled = False
+        self._write()
+
+    def _flush_held(self) -> None:
+        self._held = False
         self.flush()
 
     def flush(self) -> None:
+        """Write everything now, held additions included."""
+        self._release()
+        self._write()
+
+    def _write(self) -> None:
         if not self._bufs:
             return
         dp, data = self._dp, b"".join(self._bufs)
-        self._bufs, self._size = [], 0
+        if self._flow_changes:
+            self._last_flow_write = self._clock()
+        self._bufs, self._size, self._flow_changes = [], 0, False
         dp.send(data)
 
 
