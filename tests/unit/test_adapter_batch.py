@@ -101,13 +101,19 @@ def test_flow_additions_close_behind_a_write_of_flow_changes_go_together_after_t
     assert dp.sent[-1] == b"D"
 
 
-def test_a_packet_out_passes_the_held_additions_and_a_delete_takes_them_in_order():
+def a_written_b_held():
+    """A batcher that wrote addition A (a quiet switch) and holds B, 1 ms later."""
     out, later, clock = hold_batcher()
     dp = FakeDatapath()
     out.add(dp, b"A", flow_change=True, holdable=True)
     later.pop()()
     clock.now += 0.001
-    out.add(dp, b"B", flow_change=True, holdable=True)      # held
+    out.add(dp, b"B", flow_change=True, holdable=True)
+    return out, later, clock, dp
+
+
+def test_a_packet_out_passes_the_held_additions_and_a_delete_takes_them_in_order():
+    out, later, clock, dp = a_written_b_held()
     out.add(dp, b"P", passes=True)                           # another device's DHCP answer: this turn
     later.pop()()
     assert dp.sent == [b"A", b"P"]
@@ -124,12 +130,7 @@ def test_a_packet_out_passes_the_held_additions_and_a_delete_takes_them_in_order
 
 
 def test_additions_held_in_order_even_past_the_window_while_others_wait():
-    out, later, clock = hold_batcher()
-    dp = FakeDatapath()
-    out.add(dp, b"A", flow_change=True, holdable=True)
-    later.pop()()
-    clock.now += 0.001
-    out.add(dp, b"B", flow_change=True, holdable=True)
+    out, later, clock, dp = a_written_b_held()
     clock.now += 0.030                                       # past the window, B still waits
     out.add(dp, b"C", flow_change=True, holdable=True)      # so C waits behind it
     assert later == []
