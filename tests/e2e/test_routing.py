@@ -264,11 +264,6 @@ def test_controller_killed_and_restarted_during_traffic(home: Home):
 
 
 # -- issue 11: new connections without a switch entry per connection -------------------------
-def _learned(home: Home, port: int) -> list[str]:
-    return [ln for ln in home.dump_flows().splitlines()
-            if "table=10" in ln and "priority=100" in ln and (f"tp_src={port}" in ln or f"tp_dst={port}" in ln)]
-
-
 def test_internet_flows_are_recorded_from_conntrack_and_device_to_device_flows_by_the_switch(home: Home):
     if not home.hwdb_enabled:
         pytest.skip("hwdbd not built")
@@ -277,7 +272,7 @@ def test_internet_flows_are_recorded_from_conntrack_and_device_to_device_flows_b
     port = 46000 + a.index
     assert curl(a, f"http://{WEB_ADDR}/", extra=("--local-port", str(port))).stdout == "200"
     # NATed: no learned entry in the switch, yet a Flows row each way (conntrack's counters)
-    assert _learned(home, port) == []
+    assert home.learned_flows(port) == []
 
     def rows():
         flows = hwdb_query(home, "select * from Flows")
@@ -290,7 +285,7 @@ def test_internet_flows_are_recorded_from_conntrack_and_device_to_device_flows_b
     listener = b.popen([PY, "-c", TCP_SERVER, ip_b, "7011"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_until(lambda: can_connect(a, ip_b, 7011), 10, "a reaches b's listener")
-        wait_until(lambda: [ln for ln in _learned(home, 7011) if f"nw_dst={ip_b}" in ln], 5,
+        wait_until(lambda: [ln for ln in home.learned_flows(7011) if f"nw_dst={ip_b}" in ln], 5,
                    "a learned entry for the device-to-device flow")
     finally:
         listener.kill()

@@ -48,10 +48,7 @@ def wire_bytes(dev) -> int:
 
 def settled(home: Home, by: str = "device") -> dict[str, int]:
     """Usage once no learned flow is left and two polls went by without a change."""
-    def learned_http() -> list[str]:    # table 10 (learned): the shared gateway table 5 names port 80 too
-        return [line for line in home.dump_flows().splitlines()
-                if "table=10" in line and ("tp_dst=80" in line or "tp_src=80" in line)]
-    wait_until(lambda: not learned_http(), 40, "the transfers' learned flows removed")
+    wait_until(lambda: not home.learned_flows(80), 40, "the transfers' learned flows removed")
     last = None
     while True:
         time.sleep(2.5)

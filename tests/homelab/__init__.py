@@ -590,6 +590,12 @@ class Home:
     def dump_flows(self) -> str:
         return self.router(["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", BRIDGE]).stdout
 
+    def learned_flows(self, port: int) -> list[str]:
+        """The learned table's per-connection entries (table 10, priority 100) naming this
+        TCP/UDP port; other tables name ports for good (the shared gateway table 5: 53, 80)."""
+        return [ln for ln in self.dump_flows().splitlines()
+                if "table=10" in ln and "priority=100" in ln and (f"tp_src={port}" in ln or f"tp_dst={port}" in ln)]
+
     def add_flow(self, flow: str) -> None:
         self.router(["ovs-ofctl", "-O", "OpenFlow13", "add-flow", BRIDGE, flow])
 
