@@ -134,11 +134,13 @@ class SatelliteAgents(Component):
     def serve(self, session: Session) -> None:
         sat, why, standing = self.admit(session.peer_certificate())
         if sat is None:
+            # Counted and logged before the box is told: whoever watches the box (a test,
+            # the household) then finds the router's record of it as soon as the box knows.
+            self._refused(session.peer[0], why)
             if standing is not None:
                 # The certificate is the household CA's, for a listed satellite: the box is
                 # told, so that it can ask to pair again instead of knocking for ever.
                 session.last_word(unpaired_message(standing))
-            self._refused(session.peer[0], why)
             return
         with self._lock:
             old = self.sessions.get(sat.dpid)
