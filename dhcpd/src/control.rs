@@ -8,16 +8,22 @@
 //!    "offer":true for an address offered and not yet taken, absent or false for a lease)
 //!   {"op":"del","mac":"..."}  {"op":"clear"}
 //!   {"op":"stats"}            -> {"op":"stats","frames":N,...} (see `Stats::json`)
+//!   Offers to never-seen devices (newdev.rs):
+//!   {"op":"new_macs","burst":16,"per_second":1.0,"lease_time":30}  the controller's gate
+//!   {"op":"known","macs":["02:..",..]}  {"op":"unknown","mac":".."}  MACs it decides itself
+//!   {"op":"reserve","ips":["10.2.0.10",..]}  free blocks (by device address, a .2) to offer
 //! Anything else (bad JSON, unknown op, a bad field): ignored and counted as bad_control.
 //!
 //! Out: `{"op":"offered"|"acked","mac":..,"port":P,"hostname":..,"xid":N,"counts":{"offered":N,"acked":N}}`
 //! for each device answered in the last batch (main.rs: TELL_EVERY), with `"first":true`
 //! and at once for an ACK on an offer (the new lease the controller must book now),
+//! with `"reserved":"10.2.0.10"` while the answer came from a reserved block (newdev.rs),
 //! and `P` + the received frame, unchanged, for every frame the controller must decide.
 
 use std::collections::HashMap;
 
 use crate::dhcp::{Entry, Kind, Mac, Note, Table};
+use crate::newdev::{block_of, NewDevices};
 use serde_json::Value as Json;
 
 #[derive(Default, Debug, Clone)]
@@ -36,11 +42,12 @@ pub struct Stats {
 }
 
 impl Stats {
-    pub fn json(&self, entries: usize) -> String {
+    pub fn json(&self, entries: usize, new: &NewDevices) -> String {
         format!(
             "{{\"op\":\"stats\",\"frames\":{},\"answered\":{},\"offers\":{},\"acks\":{},\"punted\":{},\
              \"entries\":{},\"send_errors\":{},\"malformed\":{},\"dropped\":{},\"punt_dropped\":{},\
-             \"note_dropped\":{},\"bad_control\":{}}}",
+             \"note_dropped\":{},\"bad_control\":{},\"new_offers\":{},\"new_limited\":{},\
+             \"reserve_empty\":{},\"reserve_left\":{},\"known\":{}}}",
             self.frames,
             self.answered,
             self.offers,
@@ -52,17 +59,26 @@ impl Stats {
             self.dropped,
             self.punt_dropped,
             self.note_dropped,
-            self.bad_control
+            self.bad_control,
+            new.offered,
+            new.limited,
+            new.reserve_empty,
+            new.reserve_left(),
+            new.known_count()
         )
     }
 }
 
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq)]
 pub enum Command {
     Set(Mac, Entry),
     Del(Mac),
     Clear,
     Stats,
+    NewMacs { burst: u32, per_second: f64, lease_time: u32 },
+    Known(Vec<Mac>),
+    Unknown(Mac),
+    Reserve(Vec<[u8; 4]>),
 }
 
 pub fn parse_mac(text: &str) -> Option<Mac> {
@@ -125,18 +141,36 @@ pub fn parse_command(msg: &[u8]) -> Option<Command> {
                 hostname,
                 relay,
                 offer,
+                reserved: false,
             };
             Some(Command::Set(mac()?, entry))
         }
         "del" => Some(Command::Del(mac()?)),
         "clear" => Some(Command::Clear),
         "stats" => Some(Command::Stats),
+        "new_macs" => {
+            let burst = u32::try_from(v.get("burst")?.as_u64()?).ok()?;
+            let per_second = v.get("per_second")?.as_f64().filter(|r| r.is_finite() && *r >= 0.0)?;
+            let lease_time = u32::try_from(v.get("lease_time")?.as_u64()?).ok()?;
+            Some(Command::NewMacs { burst, per_second, lease_time })
+        }
+        // all or nothing: one bad MAC refuses the message
+        "known" => {
+            let macs = v.get("macs")?.as_array()?;
+            Some(Command::Known(macs.iter().map(|m| parse_mac(m.as_str()?)).collect::<Option<Vec<_>>>()?))
+        }
+        "unknown" => Some(Command::Unknown(mac()?)),
+        "reserve" => {
+            let ips = v.get("ips")?.as_array()?;
+            let ips = ips.iter().map(|ip| parse_ip(Some(ip)).filter(|a| block_of(*a).is_some())).collect::<Option<Vec<_>>>()?;
+            Some(Command::Reserve(ips))
+        }
         _ => None,
     }
 }
 
 /// Apply one control message; Some(reply) for `stats`.
-pub fn apply(msg: &[u8], table: &mut Table, stats: &mut Stats) -> Option<String> {
+pub fn apply(msg: &[u8], table: &mut Table, new: &mut NewDevices, stats: &mut Stats) -> Option<String> {
     match parse_command(msg) {
         Some(Command::Set(mac, entry)) => {
             table.insert(mac, entry);
@@ -145,7 +179,11 @@ pub fn apply(msg: &[u8], table: &mut Table, stats: &mut Stats) -> Option<String>
             table.remove(&mac);
         }
         Some(Command::Clear) => table.clear(),
-        Some(Command::Stats) => return Some(stats.json(table.len())),
+        Some(Command::Stats) => return Some(stats.json(table.len(), new)),
+        Some(Command::NewMacs { burst, per_second, lease_time }) => new.configure(burst, per_second, lease_time),
+        Some(Command::Known(macs)) => new.know(&macs),
+        Some(Command::Unknown(mac)) => new.forget(&mac),
+        Some(Command::Reserve(ips)) => new.reserve(&ips),
         None => stats.bad_control += 1,
     }
     None
@@ -169,10 +207,14 @@ impl Answered {
         a
     }
 
-    pub fn add(&mut self, note: Note) {
+    pub fn add(&mut self, mut note: Note) {
         self.count(note.kind);
+        // the block a reserved offer gave stays named until the controller has claimed it
+        note.reserved = note.reserved.or(self.note.reserved);
         if note.kind == Kind::Acked || self.note.kind != Kind::Acked {
             self.note = note;
+        } else {
+            self.note.reserved = note.reserved;
         }
     }
 
@@ -240,7 +282,11 @@ pub fn note_json(note: &Note) -> String {
     out.push_str(&format_mac(&note.mac));
     out.push_str(&format!("\",\"port\":{},\"hostname\":", note.port));
     out.push_str(&Json::from(note.hostname.as_str()).to_string());
-    out.push_str(&format!(",\"xid\":{}}}", note.xid));
+    out.push_str(&format!(",\"xid\":{}", note.xid));
+    if let Some(ip) = note.reserved {
+        out.push_str(&format!(",\"reserved\":\"{}\"", std::net::Ipv4Addr::from(ip)));
+    }
+    out.push('}');
     out
 }
 
@@ -255,27 +301,28 @@ mod tests {
     fn set_del_clear_stats() {
         let mut table = Table::new();
         let mut stats = Stats::default();
-        assert_eq!(apply(SET.as_bytes(), &mut table, &mut stats), None);
+        let mut new = NewDevices::default();
+        assert_eq!(apply(SET.as_bytes(), &mut table, &mut new, &mut stats), None);
         let e = &table[&MAC];
         assert_eq!((e.port, e.ip, e.router, e.broadcast, e.lease_time), (3, [10, 2, 0, 6], [10, 2, 0, 5], [10, 2, 0, 7], 3600));
         assert_eq!(e.hostname, "laptop");
         // Upsert: a second set replaces the entry.
         let moved = SET.replace("\"port\":3", "\"port\":4").replace("\"hostname\":\"laptop\"", "\"hostname\":\"\"");
-        apply(moved.as_bytes(), &mut table, &mut stats);
+        apply(moved.as_bytes(), &mut table, &mut new, &mut stats);
         assert_eq!((table.len(), table[&MAC].port, table[&MAC].hostname.as_str()), (1, 4, ""));
         let other = SET.replace("00:05", "00:09");
-        apply(other.as_bytes(), &mut table, &mut stats);
+        apply(other.as_bytes(), &mut table, &mut new, &mut stats);
         assert_eq!(table.len(), 2);
-        apply(br#"{"op":"del","mac":"02:00:00:00:00:05"}"#, &mut table, &mut stats);
+        apply(br#"{"op":"del","mac":"02:00:00:00:00:05"}"#, &mut table, &mut new, &mut stats);
         assert!(!table.contains_key(&MAC) && table.len() == 1);
-        let reply = apply(br#"{"op":"stats"}"#, &mut table, &mut stats).unwrap();
+        let reply = apply(br#"{"op":"stats"}"#, &mut table, &mut new, &mut stats).unwrap();
         let v: Json = serde_json::from_str(&reply).unwrap();
         assert_eq!(v.get("op").unwrap().as_str(), Some("stats"));
         assert_eq!(v.get("entries").unwrap().as_u64(), Some(1));
         for key in ["frames", "answered", "offers", "acks", "punted", "send_errors", "bad_control", "punt_dropped", "note_dropped"] {
             assert_eq!(v.get(key).unwrap().as_u64(), Some(0), "{key}");
         }
-        apply(br#"{"op":"clear"}"#, &mut table, &mut stats);
+        apply(br#"{"op":"clear"}"#, &mut table, &mut new, &mut stats);
         assert!(table.is_empty());
         assert_eq!(stats.bad_control, 0);
     }
@@ -284,7 +331,8 @@ mod tests {
     fn bad_messages_are_counted_and_change_nothing() {
         let mut table = Table::new();
         let mut stats = Stats::default();
-        apply(SET.as_bytes(), &mut table, &mut stats);
+        let mut new = NewDevices::default();
+        apply(SET.as_bytes(), &mut table, &mut new, &mut stats);
         let bad = [
             "".to_string(),
             "not json".to_string(),
@@ -306,21 +354,21 @@ mod tests {
             SET.replace(",\"broadcast\":\"10.2.0.7\"", ""),
         ];
         for msg in &bad {
-            assert_eq!(apply(msg.as_bytes(), &mut table, &mut stats), None, "{msg}");
+            assert_eq!(apply(msg.as_bytes(), &mut table, &mut new, &mut stats), None, "{msg}");
         }
         assert_eq!(stats.bad_control, bad.len() as u64);
         assert_eq!(table.len(), 1);
         assert_eq!(table[&MAC].port, 3);
         // Upper-case MACs, extra fields and a missing hostname are fine.
         let ok = SET.replace("02:00:00:00:00:05", "02:00:00:00:00:0A").replace(",\"hostname\":\"laptop\"", ",\"x\":[1]");
-        apply(ok.as_bytes(), &mut table, &mut stats);
+        apply(ok.as_bytes(), &mut table, &mut new, &mut stats);
         assert_eq!(table[&[2, 0, 0, 0, 0, 10]].hostname, "");
         assert_eq!(stats.bad_control, bad.len() as u64);
     }
 
     #[test]
     fn a_batch_keeps_the_latest_ack_and_counts_every_answer() {
-        let offer = Note { kind: Kind::Offered, mac: MAC, port: 3, hostname: String::new(), xid: 1 };
+        let offer = Note { kind: Kind::Offered, mac: MAC, port: 3, hostname: String::new(), xid: 1, reserved: None };
         let ack = Note { kind: Kind::Acked, xid: 2, ..offer.clone() };
         let mut a = Answered::new(offer.clone());
         a.add(ack.clone());
@@ -336,9 +384,10 @@ mod tests {
     fn an_ack_on_an_offer_is_told_at_once_with_its_batch() {
         let mut table = Table::new();
         let mut stats = Stats::default();
-        apply(SET.replace("}", ",\"offer\":true}").as_bytes(), &mut table, &mut stats);
+        let mut new = NewDevices::default();
+        apply(SET.replace("}", ",\"offer\":true}").as_bytes(), &mut table, &mut new, &mut stats);
         assert!(table[&MAC].offer);
-        let offer = Note { kind: Kind::Offered, mac: MAC, port: 3, hostname: String::new(), xid: 1 };
+        let offer = Note { kind: Kind::Offered, mac: MAC, port: 3, hostname: String::new(), xid: 1, reserved: None };
         let ack = Note { kind: Kind::Acked, xid: 2, ..offer.clone() };
         let mut batch = Batch::default();
         assert_eq!(batch.add(offer.clone(), &table), None, "an OFFER waits for the batch");
@@ -348,7 +397,7 @@ mod tests {
         assert_eq!((now["counts"]["offered"].as_u64(), now["counts"]["acked"].as_u64()), (Some(1), Some(1)));
         assert_eq!(batch.len(), 0, "what was told at once is not told again");
         // Once the controller's `set` makes it a lease, ACKs wait for the batch again.
-        apply(SET.as_bytes(), &mut table, &mut stats);
+        apply(SET.as_bytes(), &mut table, &mut new, &mut stats);
         assert!(!table[&MAC].offer);
         assert_eq!(batch.add(ack, &table), None);
         let later: Vec<Json> = batch.take().iter().map(|m| serde_json::from_str(m).unwrap()).collect();
@@ -356,13 +405,63 @@ mod tests {
         assert!(later[0].get("first").is_none());
         assert_eq!(batch.len(), 0);
         // "offer" must be a boolean.
-        assert_eq!(apply(SET.replace("}", ",\"offer\":1}").as_bytes(), &mut table, &mut stats), None);
+        assert_eq!(apply(SET.replace("}", ",\"offer\":1}").as_bytes(), &mut table, &mut new, &mut stats), None);
         assert_eq!(stats.bad_control, 1);
     }
 
     #[test]
+    fn offers_to_new_devices_are_configured_and_bad_messages_change_nothing() {
+        let mut table = Table::new();
+        let mut stats = Stats::default();
+        let mut new = NewDevices::default();
+        let good = [
+            r#"{"op":"new_macs","burst":16,"per_second":1.0,"lease_time":30}"#,
+            r#"{"op":"known","macs":["02:00:00:00:00:05","02:00:00:00:00:0A"]}"#,
+            r#"{"op":"reserve","ips":["10.2.0.10","10.2.0.14"]}"#,
+            r#"{"op":"unknown","mac":"02:00:00:00:00:0a"}"#,
+        ];
+        for msg in good {
+            assert_eq!(apply(msg.as_bytes(), &mut table, &mut new, &mut stats), None, "{msg}");
+        }
+        assert_eq!(stats.bad_control, 0);
+        assert!(new.is_known(&MAC) && !new.is_known(&[2, 0, 0, 0, 0, 10]));
+        assert_eq!((new.known_count(), new.reserve_left()), (1, 2));
+        let bad = [
+            r#"{"op":"known","macs":["02:00:00:00:00:07","not a mac"]}"#,
+            r#"{"op":"known","macs":"02:00:00:00:00:07"}"#,
+            r#"{"op":"reserve","ips":["10.2.0.18","10.2.0.17"]}"#,
+            r#"{"op":"reserve","ips":["10.2.0.300"]}"#,
+            r#"{"op":"new_macs","burst":-1,"per_second":1.0,"lease_time":30}"#,
+            r#"{"op":"new_macs","burst":16,"per_second":-1.0,"lease_time":30}"#,
+            r#"{"op":"new_macs","burst":16,"lease_time":30}"#,
+            r#"{"op":"unknown"}"#,
+        ];
+        for msg in bad {
+            assert_eq!(apply(msg.as_bytes(), &mut table, &mut new, &mut stats), None, "{msg}");
+        }
+        assert_eq!(stats.bad_control, bad.len() as u64);
+        assert_eq!((new.known_count(), new.reserve_left()), (1, 2), "a refused message adds nothing");
+        let v: Json = serde_json::from_str(&apply(br#"{"op":"stats"}"#, &mut table, &mut new, &mut stats).unwrap()).unwrap();
+        assert_eq!((v["known"].as_u64(), v["reserve_left"].as_u64(), v["new_offers"].as_u64()), (Some(1), Some(2), Some(0)));
+    }
+
+    #[test]
+    fn a_reserved_block_stays_named_in_the_batch_until_the_controller_claims_it() {
+        let table = Table::new();
+        let offer = Note { kind: Kind::Offered, mac: MAC, port: 3, hostname: String::new(), xid: 1, reserved: Some([10, 2, 0, 10]) };
+        let mut batch = Batch::default();
+        batch.add(offer.clone(), &table);
+        batch.add(Note { kind: Kind::Acked, xid: 2, reserved: None, ..offer.clone() }, &table);
+        let told: Vec<Json> = batch.take().iter().map(|m| serde_json::from_str(m).unwrap()).collect();
+        assert_eq!(told[0]["op"].as_str(), Some("acked"));
+        assert_eq!(told[0]["reserved"].as_str(), Some("10.2.0.10"));
+        let plain = note_json(&Note { reserved: None, ..offer });
+        assert!(!plain.contains("reserved"));
+    }
+
+    #[test]
     fn notes_are_json() {
-        let note = Note { kind: Kind::Acked, mac: MAC, port: 3, hostname: "a\"b".into(), xid: 0x12345678 };
+        let note = Note { kind: Kind::Acked, mac: MAC, port: 3, hostname: "a\"b".into(), xid: 0x12345678, reserved: None };
         let text = note_json(&note);
         assert_eq!(text, r#"{"op":"acked","mac":"02:00:00:00:00:05","port":3,"hostname":"a\"b","xid":305419896}"#);
         assert!(serde_json::from_str::<Json>(&text).is_ok());

@@ -41,6 +41,9 @@ pub struct Entry {
     /// An offer the device has not taken yet: the controller made it and owns the lease
     /// it becomes, so an ACK on it is told at once (main.rs), not in the next batch.
     pub offer: bool,
+    /// Made here for a never-seen device from a block the controller reserved (newdev.rs),
+    /// not yet confirmed by the controller's `set`: every note on it names the block.
+    pub reserved: bool,
 }
 
 pub type Table = HashMap<Mac, Entry>;
@@ -59,6 +62,9 @@ pub struct Note {
     pub port: u16,
     pub hostname: String,
     pub xid: u32,
+    /// The device address of a reserved block this answer gave (Entry::reserved), which
+    /// the controller claims for the device.
+    pub reserved: Option<[u8; 4]>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,6 +149,21 @@ pub struct Request {
 }
 
 impl Request {
+    /// A new device asking for any address, for itself: a DISCOVER, not relayed, from its
+    /// own MAC, naming no address and no server (each of those is the controller's to judge).
+    pub fn plain_discover(&self) -> bool {
+        self.op == 1
+            && self.msg_type == DISCOVER
+            && self.giaddr == [0; 4]
+            && self.src == self.chaddr
+            && !self.requested.present
+            && !self.server_id.present
+    }
+
+    pub fn chaddr(&self) -> Mac {
+        self.chaddr
+    }
+
     /// `DhcpMessage.hostname`: the first 63 bytes, printable ASCII without space only.
     pub fn hostname(&self) -> String {
         self.hostname.bytes().iter().take(HOSTNAME_MAX).filter(|&&b| b > 0x20 && b < 0x7F).map(|&b| b as char).collect()
@@ -253,14 +274,26 @@ pub fn parse(frame: &[u8]) -> Result<Request, Why> {
     Ok(req)
 }
 
-pub fn decide(frame: &[u8], table: &Table) -> Action {
+/// The port a frame is marked with and its request, or what becomes of a frame without.
+pub fn read(frame: &[u8]) -> Result<(u16, Request), Action> {
     let Some(port) = port_of(frame) else {
-        return Action::Drop;
+        return Err(Action::Drop);
     };
-    let req = match parse(frame) {
-        Ok(r) => r,
-        Err(why) => return Action::Punt(why),
-    };
+    parse(frame).map(|req| (port, req)).map_err(Action::Punt)
+}
+
+/// `decide_request` on a whole frame (main.rs reads first: a new device's offer may go
+/// into the table in between).
+#[cfg(test)]
+pub fn decide(frame: &[u8], table: &Table) -> Action {
+    match read(frame) {
+        Ok((port, req)) => decide_request(&req, port, table),
+        Err(action) => action,
+    }
+}
+
+/// `decide` on a request already parsed from a frame marked with `port`.
+pub fn decide_request(req: &Request, port: u16, table: &Table) -> Action {
     let punt = Action::Punt(Why::NotOurs);
     if req.op != 1 {
         return punt;
@@ -300,8 +333,9 @@ pub fn decide(frame: &[u8], table: &Table) -> Action {
         _ => return punt,
     };
     let hostname = req.hostname();
-    let reply = build_reply(&req, entry, kind, port, &hostname);
-    Action::Answer(reply, Note { kind, mac: req.chaddr, port, hostname, xid: req.xid })
+    let reply = build_reply(req, entry, kind, port, &hostname);
+    let reserved = entry.reserved.then_some(entry.ip);
+    Action::Answer(reply, Note { kind, mac: req.chaddr, port, hostname, xid: req.xid, reserved })
 }
 
 /// The BOOTREPLY payload (`message.build` with `_reply`'s options).

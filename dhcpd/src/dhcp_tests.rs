@@ -39,7 +39,7 @@ fn to_hex(b: &[u8]) -> String {
 
 fn table(hostname: &str) -> Table {
     let mut t = Table::new();
-    t.insert(MAC, Entry { port: 3, ip: IP, router: ROUTER, broadcast: [10, 2, 0, 7], lease_time: 3600, hostname: hostname.into(), relay: None, offer: false });
+    t.insert(MAC, Entry { port: 3, ip: IP, router: ROUTER, broadcast: [10, 2, 0, 7], lease_time: 3600, hostname: hostname.into(), relay: None, offer: false, reserved: false });
     t
 }
 

@@ -1,11 +1,13 @@
 //! homework-dhcpd: answers DHCP for devices whose lease the controller already granted
-//! (renewals, re-asks) or whose offer it made (the REQUEST that takes it) straight from
+//! (renewals, re-asks) or whose offer it made (the REQUEST that takes it), and offers a
+//! never-seen device a block the controller reserved for it (newdev.rs), straight from
 //! the bridge's raw socket; every other frame goes to the
 //! controller unchanged. See control.rs for the protocol, dhcp.rs for the rules.
 
 mod bpf;
 mod control;
 mod dhcp;
+mod newdev;
 mod sys;
 
 #[cfg(test)]
@@ -18,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use control::{Batch, Stats};
 use dhcp::{Action, Kind, Table, Why};
+use newdev::NewDevices;
 use libc::{pollfd, POLLERR, POLLHUP, POLLIN, POLLNVAL};
 
 const RCVBUF: c_int = 4 << 20; // a burst of a thousand clients fits
@@ -57,6 +60,7 @@ struct Daemon {
     sock: c_int,
     ctl: c_int,
     table: Table,
+    new: NewDevices,
     stats: Stats,
     out: Vec<u8>,
     answered: Batch,
@@ -84,7 +88,16 @@ impl Daemon {
 
     fn frame(&mut self, frame: &[u8]) {
         self.stats.frames += 1;
-        match dhcp::decide(frame, &self.table) {
+        let action = match dhcp::read(frame) {
+            Err(action) => action,
+            Ok((port, req)) => {
+                if let Some(entry) = self.new.offer(&req, port, &self.table, Instant::now()) {
+                    self.table.insert(req.chaddr(), entry);
+                }
+                dhcp::decide_request(&req, port, &self.table)
+            }
+        };
+        match action {
             Action::Drop => self.stats.dropped += 1,
             Action::Punt(why) => {
                 if why == Why::Malformed {
@@ -142,7 +155,7 @@ impl Daemon {
             match sys::recv_now(self.ctl, buf) {
                 Ok(0) => exit(0),
                 Ok(n) => {
-                    if let Some(reply) = control::apply(&buf[..n], &mut self.table, &mut self.stats) {
+                    if let Some(reply) = control::apply(&buf[..n], &mut self.table, &mut self.new, &mut self.stats) {
                         let _ = self.tell(reply.as_bytes());
                     }
                 }
@@ -188,6 +201,7 @@ fn main() {
         sock: sock.0,
         ctl,
         table: Table::new(),
+        new: NewDevices::default(),
         stats: Stats::default(),
         out: Vec::with_capacity(2048),
         answered: Batch::default(),

@@ -46,3 +46,19 @@ def test_block_of_address():
     assert a.block_of_address("10.2.1.6").index == 65
     assert a.block_of_address("192.168.1.1") is None
     assert a.block_of_address("garbage") is None
+
+
+def test_reserved_blocks_go_only_to_the_macs_that_claim_them():
+    a = Allocator(ipaddress.IPv4Network("10.2.0.0/27"))   # eight blocks
+    assert a.allocate("m1", now=0).index == 0
+    assert a.reserve(3, now=0) == [1, 2, 3]
+    assert a.upcoming(5, now=0) == [1, 2, 3, 4, 5]          # their router addresses are spares
+    assert a.allocate("m2", now=0).index == 4               # the controller's own: not reserved
+    assert a.allocate("m3", now=0, preferred=2).index == 5  # nor when asked for
+    assert a.claim("m4", 2).index == 2 and a.owner(2) == "m4" and a.reserved() == [1, 3]
+    assert a.claim("m5", 2) is None                         # no longer reserved
+    assert a.claim("m1", 3) is None and a.reserved() == [1, 3]   # m1 holds a block
+    a.unreserve(3)
+    assert a.reserved() == [1] and a.owner(3) is None
+    assert a.allocate("m6", now=0).index == 6               # an unreserved block is not handed out again
+    assert a.reserve(5, now=0) == [7]                       # only what the pool has

@@ -141,6 +141,20 @@ def test_a_real_client_that_retries_gets_in_during_a_flood():
     assert not any(gate.admit(1, f"g{i}", 3.0) for i in range(100))
 
 
+def test_new_macs_let_in_elsewhere_spend_the_ports_allowance():
+    """homework-dhcpd's own offers (charged here) and the controller's admissions together
+    let in what the gate alone would: the burst, then the rate."""
+    gate = NewMacGate(burst=2, per_second=1.0)
+    gate.charge(1, 0.0)
+    gate.charge(1, 0.0)
+    assert not gate.admit(1, "a", 0.0)
+    for _ in range(10):             # a flood through the daemon: at most one burst of debt
+        gate.charge(1, 0.0)
+    assert not gate.admit(1, "b", 2.5)      # the debt (one burst at most) is paid back at 1/s
+    assert gate.admit(1, "c", 3.0)
+    assert gate.admit(2, "d", 0.0)          # another port has its own
+
+
 def test_pending_devices_are_capped_oldest_forgotten_first(tmp_path, clock):
     core = make_core(tmp_path, clock=clock, max_pending=10, new_macs_burst=1000)
     core.datapath_up(Datapath(dpid=1, ports=PORTS))

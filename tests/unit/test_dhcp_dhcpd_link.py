@@ -19,16 +19,36 @@ PORTS = {"br0": LOCAL, "d1": 1, "d2": 2}
 
 
 class FakeLink:
-    """Records what the server keeps in the daemon's table."""
+    """Records what the server keeps in the daemon's table, the MACs it names as its own
+    to decide, and the blocks it reserves for the daemon's offers to never-seen devices."""
     instances: list["FakeLink"] = []
 
-    def __init__(self, binary, interface, on_punt, on_note, table, count):
-        self.on_punt, self.on_note, self.table_fn = on_punt, on_note, table
+    def __init__(self, binary, interface, on_punt, on_note, table, count, setup=list):
+        self.on_punt, self.on_note, self.table_fn, self.setup_fn = on_punt, on_note, table, setup
         self.table: dict[str, dict] = {}
+        self.setup: list[dict] = []
+        self.known: set[str] = set()
+        self.reserved: list[str] = []
         FakeLink.instances.append(self)
 
     def start(self):
+        self.setup = self.setup_fn()
+        for message in self.setup:
+            if message["op"] == "known":
+                self.known.update(message["macs"])
+            elif message["op"] == "reserve":
+                self.reserved += message["ips"]
         self.table = {e["mac"]: e for e in self.table_fn()}
+
+    def know(self, macs):
+        self.known.update(macs)
+
+    def unknown(self, mac):
+        self.known.discard(mac)
+
+    def reserve(self, ips):
+        assert ips and not set(ips) & set(self.reserved), "a block reserved twice"
+        self.reserved += ips
 
     def set(self, entry):
         self.table[entry["mac"]] = entry
@@ -61,6 +81,8 @@ def dhcpd_core(tmp_path, clock, monkeypatch, **overrides):
     monkeypatch.setattr("homework.components.dhcp.server.find_binary", lambda name: "/usr/bin/homework-dhcpd")
     monkeypatch.setattr(fp, "open_send_socket", lambda ifname: FakeSocket(sent))
     monkeypatch.setattr(fp, "open_socket", lambda ifname: pytest.fail("the daemon reads the requests"))
+    # the controller deciding every new device, unless a test gives the daemon blocks to offer
+    overrides.setdefault("daemon_new_offers", 0)
     c = make_core(tmp_path, clock=clock, dhcp_answerer="dhcpd", **overrides)
     c.ctx.switch_is_real = True
     c.datapath_up(Datapath(dpid=1, ports=dict(PORTS)))
@@ -279,3 +301,124 @@ def test_an_entry_the_daemon_already_holds_is_not_sent_again():
     assert [m["op"] for m in received()] == ["del", "set"]
     ours.close()
     daemon.close()
+
+
+# -- the daemon's own offers to never-seen devices (dhcpd/src/newdev.rs) ------------------------
+NEW = "02:00:00:00:00:0c"
+
+
+@pytest.fixture
+def offering(tmp_path, clock, monkeypatch):
+    """A core whose daemon holds 4 reserved blocks; a port may bring 2 new MACs at once."""
+    return dhcpd_core(tmp_path, clock, monkeypatch, daemon_new_offers=4, new_macs_burst=2)
+
+
+def test_a_started_daemon_learns_whom_the_controller_decides_and_which_blocks_it_may_offer(tmp_path, clock,
+                                                                                           monkeypatch):
+    # a lease from before (a MAC holding a block), a blacklisted MAC never seen, a pre-approved one
+    first = dhcpd_core(tmp_path, clock, monkeypatch)
+    join(first)
+    first.ctx.devices.blacklist("02:00:00:00:00:66")
+    first.ctx.devices.permit("02:00:00:00:00:77", allow_unknown=True)
+    first.stop()
+    core = dhcpd_core(tmp_path, clock, monkeypatch, daemon_new_offers=4, new_macs_burst=2)
+    setup = link(core).setup
+    assert [msg["op"] for msg in setup] == ["known", "reserve", "new_macs"]   # offers only once all is known
+    assert set(setup[0]["macs"]) == {MAC, "02:00:00:00:00:66", "02:00:00:00:00:77"}
+    # the next free blocks, none held by a device: MAC keeps 10.2.0.2
+    assert setup[1]["ips"] == ["10.2.0.6", "10.2.0.10", "10.2.0.14", "10.2.0.18"]
+    assert setup[2] == {"op": "new_macs", "burst": 2, "per_second": 1.0, "lease_time": 30}
+    # the controller's own offers come from other blocks
+    punt(core, dhcp_frame("02:00:00:00:00:0d", m.DISCOVER), 2)
+    assert link(core).table["02:00:00:00:00:0d"]["ip"] == "10.2.0.22"
+    assert "02:00:00:00:00:0d" in link(core).known
+
+
+def test_the_daemons_offer_of_a_reserved_block_is_claimed_and_booked(offering):
+    events = []
+    offering.ctx.bus.subscribe("device", lambda topic, ev: events.append((ev["mac"], ev["reason"])))
+    link(offering).on_note({"op": "offered", "mac": NEW, "port": 1, "hostname": "phone", "xid": 3,
+                            "reserved": "10.2.0.6"})
+    lease = offering.ctx.leases.get(NEW)
+    assert (lease.ip, lease.active, lease.port, lease.hostname) == ("10.2.0.6", False, 1, "phone")
+    assert events == [(NEW, "seen")]                          # on the Guest Board, pending
+    assert offering.ctx.state.device_state(NEW) == "pending" and NEW in link(offering).known
+    # the entry is the controller's own offer now, and the reserve is topped up
+    assert link(offering).table[NEW] == {**entry(offer=True), "mac": NEW, "ip": "10.2.0.6", "router": "10.2.0.5",
+                                         "broadcast": "10.2.0.7", "hostname": "phone"}
+    assert link(offering).reserved == ["10.2.0.2", "10.2.0.6", "10.2.0.10", "10.2.0.14", "10.2.0.18"]
+    assert offering.counters.get("dhcp.dhcpd_new_offers") == 1
+    # the ACK on it (still naming the block) grants the lease on that block
+    link(offering).on_note({"op": "acked", "mac": NEW, "port": 1, "hostname": "phone", "xid": 4,
+                            "reserved": "10.2.0.6", "first": True})
+    lease = offering.ctx.leases.get(NEW)
+    assert lease.active and lease.ip == "10.2.0.6"
+    assert offering.counters.get("dhcp.dhcpd_new_offers") == 1 and len(link(offering).reserved) == 5
+
+
+def test_an_ack_on_a_reserved_block_told_first_grants_the_lease(offering):
+    leases = []
+    offering.ctx.bus.subscribe("lease", lambda topic, ev: leases.append((ev["action"], ev["lease"].ip)))
+    link(offering).on_note({"op": "acked", "mac": NEW, "port": 2, "hostname": "", "xid": 4,
+                            "reserved": "10.2.0.10", "first": True, "counts": {"offered": 1, "acked": 1}})
+    assert leases == [("granted", "10.2.0.10")]
+    assert link(offering).table[NEW]["offer"] is False and link(offering).table[NEW]["port"] == 2
+    assert offering.ctx.state.leases()[0]["mac"] == NEW          # persisted
+
+
+def test_a_claim_the_controller_decided_otherwise_is_not_kept(offering):
+    # the controller offered the MAC a block of its own meanwhile (its DISCOVER came here)
+    punt(offering, dhcp_frame(MAC, m.DISCOVER), 1)
+    own = offering.ctx.leases.get(MAC).ip
+    link(offering).on_note({"op": "acked", "mac": MAC, "port": 1, "hostname": "", "xid": 4,
+                            "reserved": "10.2.0.2", "first": True})
+    assert offering.ctx.leases.get(MAC).ip == own and own != "10.2.0.2"
+    assert link(offering).table[MAC]["ip"] == own            # the daemon's entry is the controller's again
+    assert offering.counters.get("dhcp.dhcpd_claim_refused") == 1
+    # the block a device may believe it holds is offered to nobody else; another takes its place
+    alloc = offering.ctx.component("dhcp").alloc
+    assert alloc.owner(0) is None and 0 not in alloc.reserved()
+    assert link(offering).reserved.count("10.2.0.2") == 1 and len(alloc.reserved()) == 4
+    # a MAC blacklisted meanwhile gets nothing: no lease, no entry
+    offering.ctx.devices.blacklist(NEW)
+    link(offering).on_note({"op": "acked", "mac": NEW, "port": 1, "hostname": "", "xid": 5,
+                            "reserved": "10.2.0.6", "first": True})
+    assert offering.ctx.leases.get(NEW) is None and NEW not in link(offering).table
+    # a claim of what is no reserved block's device address books nothing
+    for bogus in ("10.2.0.5", "192.168.1.2", 7):
+        link(offering).on_note({"op": "offered", "mac": "02:00:00:00:00:0e", "port": 1, "hostname": "",
+                                "xid": 6, "reserved": bogus})
+    assert offering.ctx.leases.get("02:00:00:00:00:0e") is None
+    assert offering.counters.get("dhcp.dhcpd_bad_claim") == 3 and offering.counters.get("dhcp.dhcpd_claim_refused") == 2
+
+
+def test_the_daemons_new_devices_spend_their_ports_allowance(offering):
+    for i, ip in enumerate(("10.2.0.2", "10.2.0.6")):
+        link(offering).on_note({"op": "offered", "mac": f"02:00:00:00:01:0{i}", "port": 1, "hostname": "",
+                                "xid": i, "reserved": ip})
+    # port 1 brought its burst of 2 through the daemon: the controller lets in no third
+    punt(offering, dhcp_frame("02:00:00:00:01:09", m.DISCOVER), 1)
+    assert offering.ctx.leases.get("02:00:00:00:01:09") is None
+    assert offering.counters.get("dhcp.new_mac_limited") == 1
+    punt(offering, dhcp_frame("02:00:00:00:01:0a", m.DISCOVER), 2)     # another port has its own
+    assert offering.ctx.leases.get("02:00:00:00:01:0a") is not None
+
+
+def test_a_forgotten_device_is_new_again_to_the_daemon(offering):
+    link(offering).on_note({"op": "acked", "mac": NEW, "port": 1, "hostname": "", "xid": 4,
+                            "reserved": "10.2.0.2", "first": True})
+    assert NEW in link(offering).known
+    offering.ctx.devices.forget(NEW)
+    assert NEW not in link(offering).known and NEW not in link(offering).table
+
+
+def test_a_reserved_block_stays_named_when_answers_are_merged():
+    import json
+    booked = []
+    link = dhcpd_link.DhcpdLink("/bin/false", "br0", lambda f: None, booked.append, lambda: [],
+                                lambda name, n=1: None)
+    note = {"mac": NEW, "port": 1, "hostname": "", "xid": 1}
+    link._dispatch(json.dumps({**note, "op": "offered", "reserved": "10.2.0.6"}).encode())
+    link._dispatch(json.dumps({**note, "op": "acked"}).encode())
+    link.book()
+    assert [(b["op"], b.get("reserved")) for b in booked] == [("acked", "10.2.0.6")]

@@ -41,6 +41,15 @@ class NewMacGate:
         self._retry: dict[int, _Bucket] = {}
         self._waiting: OrderedDict[tuple[int, str], float] = OrderedDict()
 
+    def charge(self, port: int, now: float) -> None:
+        """A new MAC let in elsewhere (homework-dhcpd's own offer, from the same figures):
+        it spends this port's allowance as if it had come through here. The bucket may go
+        below zero, down to minus one burst: the daemon's bucket and this one together
+        then let in what one would."""
+        first = self._first.setdefault(port, _Bucket(self.burst, now))
+        first.tokens = max(-self.burst, min(self.burst, first.tokens + (now - first.updated) * self.per_second) - 1.0)
+        first.updated = now
+
     def admit(self, port: int, mac: str, now: float) -> bool:
         """May this never-seen MAC on this port become a device now?"""
         first = self._first.setdefault(port, _Bucket(self.burst, now))

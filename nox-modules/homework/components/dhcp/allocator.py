@@ -4,6 +4,11 @@ Inside block k of the pool: .0 network, .1 router, .2 device, .3 broadcast. A MA
 block for good (sticky), even after its lease expires, unless the pool runs out; then the
 block whose lease ended longest ago is reclaimed. Everything is in memory; the DHCP
 component persists assignments through the state store.
+
+Some fresh blocks may be reserved: set aside for homework-dhcpd to offer never-seen
+devices by itself (issue 11). Nobody else is given a reserved block; the device the
+daemon offered one to claims it. Reservations are not persisted: after a restart the
+blocks are fresh again.
 """
 from __future__ import annotations
 
@@ -51,6 +56,7 @@ class Allocator:
         self._quarantine: dict[int, float] = {}     # declined blocks -> until
         self._next_fresh = 0
         self._blocks: dict[int, Block] = {}
+        self._reserved: list[int] = []      # in the order the daemon offers them
 
     # -- lookups ---------------------------------------------------------------------
     def block(self, index: int) -> Block:
@@ -80,10 +86,13 @@ class Allocator:
     def assignments(self) -> dict[str, int]:
         return dict(self._by_mac)
 
+    def reserved(self) -> list[int]:
+        return list(self._reserved)
+
     def upcoming(self, count: int, now: float) -> list[int]:
-        """The blocks the next `count` new MACs would get (none is taken): fresh blocks
-        are handed out in order."""
-        found, index = [], self._next_fresh
+        """The blocks the next `count` new MACs would get (none is taken): the reserved
+        ones first, then fresh blocks in order."""
+        found, index = self._reserved[:count], self._next_fresh
         while len(found) < count and index < self.size:
             if index not in self._by_block and self._quarantine.get(index, 0) <= now:
                 found.append(index)
@@ -104,7 +113,7 @@ class Allocator:
         if index is not None:
             return self.block(index)
         if preferred is not None and 0 <= preferred < self.size and preferred not in self._by_block \
-                and self._quarantine.get(preferred, 0) <= now:
+                and self._quarantine.get(preferred, 0) <= now and preferred not in self._reserved:
             index = preferred
         else:
             index = self._fresh_block(now)
@@ -114,6 +123,35 @@ class Allocator:
         self._by_block[index] = mac
         self._expires[mac] = 0.0
         return self.block(index)
+
+    def reserve(self, count: int, now: float) -> list[int]:
+        """Set aside up to `count` more fresh blocks (fewer when the pool has no more);
+        the ones newly reserved."""
+        added = []
+        while len(added) < count:
+            index = self._fresh_block(now)
+            if index is None:
+                break
+            self._reserved.append(index)
+            added.append(index)
+        return added
+
+    def claim(self, mac: str, index: int) -> Block | None:
+        """A reserved block becomes the block of `mac`, which has none; None if it is not
+        reserved or the MAC holds a block already."""
+        if index not in self._reserved or mac in self._by_mac:
+            return None
+        self._reserved.remove(index)
+        self._by_mac[mac] = index
+        self._by_block[index] = mac
+        self._expires[mac] = 0.0
+        return self.block(index)
+
+    def unreserve(self, index: int) -> None:
+        """No longer reserved, and given to nobody until a restart (fresh blocks are not
+        handed out twice; the pool's tail or a reclaim serves the rest)."""
+        if index in self._reserved:
+            self._reserved.remove(index)
 
     def set_expiry(self, mac: str, expires: float) -> None:
         if mac in self._by_mac:

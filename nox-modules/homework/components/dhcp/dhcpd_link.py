@@ -6,15 +6,21 @@ decided: a device with a live lease asking again for the address it holds, or on
 the address the controller offered it (the REQUEST after our OFFER). It answers
 from the table this module keeps in it, and says what it answered ("offered", "acked");
 the controller then does the bookkeeping as if it had answered (lease expiry, events,
-state.db). Every other frame comes here unchanged (a "punt") and goes through
+state.db). It also offers a never-seen device one of the free blocks the controller
+reserved for that (`reserve`), unless the controller names the MAC as one it decides
+itself (`known`), and within the controller's new-MAC figures (`new_macs`); the note
+names the block (`reserved`) and the controller claims it. Every other frame comes here unchanged (a "punt") and goes through
 DhcpServer.handle as before, its reply out of a send-only raw socket. So decisions stay
 in one place, and the common case costs no Python.
 
 Wire: one AF_UNIX SOCK_SEQPACKET pair, the daemon's end passed as --control-fd; one
 message per packet. To the daemon: JSON {"op": "set", mac, port, ip, router, broadcast, lease_time,
-hostname, relay, offer} | {"op": "del", mac} | {"op": "clear"} | {"op": "stats"}. From it:
+hostname, relay, offer} | {"op": "del", mac} | {"op": "clear"} | {"op": "stats"} |
+{"op": "new_macs", burst, per_second, lease_time} | {"op": "known", macs} | {"op": "unknown", mac}
+| {"op": "reserve", ips}. From it:
 b"P" + the frame (a punt), or JSON {"op": "offered" | "acked", mac, port, hostname, xid,
-counts, first} (`first`: an ACK on an offer, told and booked at once) |
+counts, first, reserved} (`first`: an ACK on an offer, told and booked at once;
+`reserved`: the reserved block's device address the answer gave) |
 {"op": "stats", ...}.
 """
 from __future__ import annotations
@@ -46,6 +52,7 @@ BOOK_EVERY = 0.5
 REPO_BINARY = Path(__file__).resolve().parents[4] / "dhcpd" / "target" / "release" / "homework-dhcpd"
 PR_SET_PDEATHSIG = 1
 _COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))   # one encoder: json.dumps with options builds one a call
+KNOWN_PER_MESSAGE = 512      # MACs in one "known" message (about 10 kB)
 
 
 def find_binary(configured: str) -> str | None:
@@ -62,12 +69,14 @@ class DhcpdLink:
 
     def __init__(self, binary: str, interface: str, on_punt: Callable[[bytes], None],
                  on_note: Callable[[dict], None], table: Callable[[], list[dict]],
-                 count: Callable[..., None]):
+                 count: Callable[..., None], setup: Callable[[], list[dict]] = list):
         self.binary = binary
         self.interface = interface
         self.on_punt = on_punt
         self.on_note = on_note
         self.table = table            # every entry the daemon should hold, for a (re)start
+        self.setup = setup            # and the messages before them (known MACs, reserve, new_macs)
+        self._known: set[str] = set()     # the MACs told "known" to the running daemon
         self.count = count
         self.proc: subprocess.Popen | None = None
         self.sock: socket.socket | None = None
@@ -93,6 +102,11 @@ class DhcpdLink:
         finally:
             theirs.close()
         self.sock = ours
+        self._known = set()
+        for message in self.setup():
+            if message.get("op") == "known":
+                self._known.update(message["macs"])
+            self._send(message)
         entries = self.table()
         self._held = {}
         for entry in entries:
@@ -163,8 +177,11 @@ class DhcpdLink:
         for kind in counts:
             n = told.get(kind, 0) if isinstance(told, dict) else int(kind == note["op"])
             counts[kind] += n if isinstance(n, int) and n > 0 else 0
+        reserved = None if prev is None else prev.get("reserved")
         if prev is None or note["op"] == "acked" or prev["op"] != "acked":
             prev = dict(note)
+        if reserved is not None:           # named until the claim: kept across the merge
+            prev.setdefault("reserved", reserved)
         prev["counts"] = counts
         if note.get("first") is True and note["op"] == "acked":
             # A new lease (the ACK on our offer): booked now, so its flows follow the ACK
@@ -208,6 +225,21 @@ class DhcpdLink:
     def delete(self, mac: str) -> None:
         self._held.pop(mac, None)
         self._send({"op": "del", "mac": mac})
+
+    def know(self, macs: list[str]) -> None:
+        """MACs the controller decides itself: the daemon offers them nothing of its own."""
+        new = [mac for mac in macs if mac not in self._known]
+        self._known.update(new)
+        for at in range(0, len(new), KNOWN_PER_MESSAGE):
+            self._send({"op": "known", "macs": new[at:at + KNOWN_PER_MESSAGE]})
+
+    def unknown(self, mac: str) -> None:
+        self._known.discard(mac)
+        self._send({"op": "unknown", "mac": mac})
+
+    def reserve(self, ips: list[str]) -> None:
+        if ips:
+            self._send({"op": "reserve", "ips": ips})
 
     def stats(self, then: Callable[[dict], None]) -> None:
         self._stats_waiters.append(then)
