@@ -60,12 +60,22 @@ def test_exchange_costs_no_packet_in(relay_home: Home):
     dev, addr = join_one(home, "fast1")
     counters = stats(home)
     assert dhcp_flow_packets(home) - before >= 2                     # DISCOVER and REQUEST matched
-    # ... the DISCOVER read from the socket by the controller and answered on it; the
-    # REQUEST that takes the offer read and answered by homework-dhcpd (the default answerer)
-    assert counters.get("dhcp", {}).get("fast_path_in", 0) >= 1
-    assert counters.get("dhcp", {}).get("fast_path_out", 0) >= 1
+    # ... a never-seen device: the DISCOVER answered by homework-dhcpd (the default answerer)
+    # from a block the controller reserved, and the REQUEST that takes the offer too
+    assert counters.get("dhcp", {}).get("dhcpd_new_offers", 0) >= 1
     assert counters.get("dhcp", {}).get("dhcpd_offers_taken", 0) >= 1
     assert counters.get("core", {}).get("packet_in", 0) == 0         # no OpenFlow packet-in at all
+    # a device decided before it came (pre-approved) is the controller's: its DISCOVER is
+    # read from the socket by the controller and answered on it, still without a packet-in
+    known = home.add_device(name="fast2")
+    assert home.homework("permit", known.mac).returncode == 0
+    known.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
+    known.start_udhcpc()
+    known.wait_for_ipv4(20)
+    counters = stats(home)
+    assert counters.get("dhcp", {}).get("fast_path_in", 0) >= 1
+    assert counters.get("dhcp", {}).get("fast_path_out", 0) >= 1
+    assert counters.get("core", {}).get("packet_in", 0) == 0
     assert "fast path: requests read from br0" in home.controller_log()
     lease = next(x for x in json.loads(home.homework("--json", "leases").stdout) if x["mac"] == dev.mac)
     assert lease["ip"] == addr

@@ -1,10 +1,13 @@
 """End to end (issue 11): homework-dhcpd answers the devices whose lease is already decided,
 on a real Open vSwitch, `[dhcp] answerer = "dhcpd"`.
 
-A new device is decided by the controller as always (its DISCOVER comes to the controller
-from the daemon, unchanged; the controller's offer goes into the daemon's table, and the
-REQUEST that takes it is answered by the daemon, which tells the controller at once: the
-lease is granted and the device's flows are on before it needs them); its renewals are
+A never-seen device is offered a block the controller reserved for the daemon, by the
+daemon (`[dhcp] daemon_new_offers`); the controller claims the block and the device is
+pending on the Guest Board as always. A device the controller knows (blacklisted before
+it was ever seen, or holding a block) is the controller's to answer: its DISCOVER comes to
+the controller from the daemon, unchanged. The REQUEST that takes an offer is answered by
+the daemon, which tells the controller at once: the
+lease is granted and the device's flows are on before it needs them; its renewals are
 then answered by the daemon alone, and the controller books them (the lease's expiry moves, the renewal is in the
 lease list). A blacklisted device gets no answer from either. A controller restart starts
 a new daemon with the whole table, and renewals go on being answered by it. Real udhcpc."""
@@ -18,6 +21,7 @@ import pytest
 
 from conftest import emulated_home
 from homelab import REPO, Home
+from homelab.routing import wait_until
 
 BINARY = REPO / "dhcpd" / "target" / "release" / "homework-dhcpd"
 
@@ -64,6 +68,59 @@ def renew(dev) -> float:
     return lease.time - sent
 
 
+def devices(home: Home) -> dict:
+    return {d["mac"]: d for d in json.loads(home.homework("--json", "devices").stdout)}
+
+
+def test_a_never_seen_device_is_offered_a_reserved_block_by_the_daemon(home: Home):
+    """The first test of the module: no other device asks for anything meanwhile."""
+    before = stats(home)
+    dev = home.add_device(name="newcomer")
+    dev.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
+    dev.start_udhcpc()
+    addr, prefix = dev.wait_for_ipv4(20)
+    assert prefix == 30
+    after = stats(home)
+    # no request of its reached the controller: the daemon offered and ACKed, the controller claimed
+    assert after.get("dhcpd_punted", 0) == before.get("dhcpd_punted", 0)
+    assert after.get("dhcpd_new_offers", 0) == before.get("dhcpd_new_offers", 0) + 1
+    assert after.get("dhcpd_offers_taken", 0) == before.get("dhcpd_offers_taken", 0) + 1
+    assert lease_of(home, dev.mac)["ip"] == addr
+    assert devices(home)[dev.mac]["state"] == "pending"            # on the Guest Board, undecided
+    assert dev.ping(dev.wait_for_gateway(5), count=1)                # its flows are on
+    # known now: its lease released (udhcpc -R on exit), it asks again from scratch; that
+    # is the controller's to answer, and it keeps its block
+    dev.stop_dhcp()
+    dev.start_udhcpc(extra=("-R",))
+    assert dev.wait_for_ipv4(20)[0] == addr
+    released = stats(home)
+    dev.stop_dhcp()
+    wait_until(lambda: not lease_of(home, dev.mac)["active"], 10, "the released lease stayed active")
+    dev.run(["ip", "addr", "flush", "dev", dev.ifname])
+    dev.start_udhcpc()
+    assert dev.wait_for_ipv4(20)[0] == addr
+    again = stats(home)
+    assert again.get("dhcpd_punted", 0) > released.get("dhcpd_punted", 0)     # its DISCOVER came to us
+    assert again.get("dhcpd_new_offers", 0) == after.get("dhcpd_new_offers", 0)
+
+
+def test_a_mac_blacklisted_before_it_was_ever_seen_gets_no_offer(home: Home):
+    before = stats(home)
+    dev = home.add_device(name="troublemaker")
+    dev.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
+    out = home.homework("blacklist", dev.mac)
+    assert out.returncode == 0, out.stderr
+    dev.start_udhcpc()
+    # its DISCOVERs reach the controller (which ignores them), none gets the daemon's offer
+    wait_until(lambda: stats(home).get("dhcpd_punted", 0) > before.get("dhcpd_punted", 0), 20,
+               "the blacklisted MAC's DISCOVER did not reach the controller")
+    time.sleep(4)
+    assert dev.ipv4() is None
+    assert stats(home).get("dhcpd_new_offers", 0) == before.get("dhcpd_new_offers", 0)
+    assert all(lease["mac"] != dev.mac for lease in json.loads(home.homework("--json", "leases").stdout))
+    dev.stop_dhcp()
+
+
 def test_renewals_are_answered_by_the_daemon_and_booked_by_the_controller(home: Home):
     dev = home.add_device(name="renewer")
     dev.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
@@ -72,7 +129,7 @@ def test_renewals_are_answered_by_the_daemon_and_booked_by_the_controller(home: 
     assert prefix == 30
     assert "fast path: requests read from br0 by homework-dhcpd" in home.controller_log()
     joined = stats(home)
-    assert joined.get("dhcpd_punted", 0) >= 1                  # the new device: decided by the controller
+    assert joined.get("dhcpd_new_offers", 0) >= 1              # the new device: offered by the daemon
     assert joined.get("dhcpd_offers_taken", 0) >= 1            # and its offer taken through the daemon
     assert lease_of(home, dev.mac)["ip"] == addr               # booked by the controller
     assert dev.ping(dev.wait_for_gateway(5), count=1)          # with its flows
