@@ -27,7 +27,8 @@ Each number is the median of several runs. Prints a table with ratios and writes
 out/bench-dhcp.json.
 
 Homework runs twice: with the controller answering every request (`homework`), and with
-homework-dhcpd answering the leases the controller has decided (`homework-dhcpd`, issue 11).
+homework-dhcpd answering the leases the controller has decided and offering never-seen
+devices the blocks it reserved for them (`homework-dhcpd`, issue 11).
 
 Environment: BENCH_DHCP_RUNS (3), BENCH_DHCP_BURST_ROUNDS (6: a burst's median moves by
 10-20 % from round to round, more than the servers differ), BENCH_DHCP_PERIOD (3 s), BENCH_DHCP_RAMP
@@ -96,7 +97,8 @@ HOMEWORK_CONFIG = {"dhcp": {"relays": [PERF_AGENT], "new_macs_burst": 100000, "n
                             "fast_path": os.environ.get("BENCH_DHCP_FAST_PATH", "1") != "0",
                             "answerer": "controller"},
                    "devices": {"max_pending": 10**6}}
-# homework-dhcpd (issue 11): the controller decides new leases, the daemon answers the rest
+# homework-dhcpd (issue 11): the daemon answers decided leases and offers never-seen devices
+# reserved blocks; the controller decides the rest (the perf relay's clients among them)
 HOMEWORK_DHCPD_CONFIG = {**HOMEWORK_CONFIG, "dhcp": {**HOMEWORK_CONFIG["dhcp"], "answerer": "dhcpd",
                                                         "dhcpd_binary": str(DHCPD)}}
 
@@ -633,7 +635,7 @@ def main() -> int:
     bench_bursts(results)
     print()
     load = os.getloadavg()
-    print(f"DHCP: Homework (controller answering; homework-dhcpd answering decided leases) vs dnsmasq "
+    print(f"DHCP: Homework (controller answering; homework-dhcpd answering decided leases and new devices) vs dnsmasq "
           f"on an OVS NORMAL bridge (median of {RUNS} runs, bursts of {BURST_ROUNDS} rounds, "
           f"perfdhcp -p {PERIOD}, netdev datapath, {os.cpu_count()} cores shared by everything; "
           f"load average now {load[0]:.1f})")
