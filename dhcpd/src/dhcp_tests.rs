@@ -63,8 +63,14 @@ fn request(msg_type: u8, flags: u16, ciaddr: [u8; 4], opts: &[(u8, &[u8])]) -> V
 
 /// Wrap a DHCP payload as the switch delivers it (marker for port 3, source = MAC).
 fn raw(dhcp: &[u8]) -> Vec<u8> {
-    let mut f = vec![0x0e, 0x68, 0x77, 0x00, 0x00, 0x03];
-    f.extend_from_slice(&MAC);
+    marked_frame(3, MAC, dhcp)
+}
+
+/// A DHCP payload as the switch delivers it: the marker of `port`, frame source `src`.
+pub fn marked_frame(port: u16, src: Mac, dhcp: &[u8]) -> Vec<u8> {
+    let mut f = vec![0x0e, 0x68, 0x77, 0x00];
+    f.extend_from_slice(&port.to_be_bytes());
+    f.extend_from_slice(&src);
     f.extend_from_slice(&[0x08, 0x00, 0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0, 0, 0, 0, 0, 255, 255, 255, 255]);
     f[16..18].copy_from_slice(&((28 + dhcp.len()) as u16).to_be_bytes());
     f.extend_from_slice(&[0, 68, 0, 67]);

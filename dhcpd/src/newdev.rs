@@ -147,6 +147,7 @@ impl NewDevices {
 mod tests {
     use super::*;
     use crate::dhcp::{decide_request, parse, port_of, Action, Kind};
+    use crate::dhcp_tests::marked_frame;
     use std::time::Duration;
 
     const NEW: Mac = [2, 0x62, 0, 0, 0, 9];
@@ -165,16 +166,7 @@ mod tests {
             dhcp.extend_from_slice(value);
         }
         dhcp.push(255);
-        let mut f = vec![0x0e, 0x68, 0x77, 0x00];
-        f.extend_from_slice(&port.to_be_bytes());
-        f.extend_from_slice(&src);
-        f.extend_from_slice(&[0x08, 0x00, 0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0, 0, 0, 0, 0, 255, 255, 255, 255]);
-        f[16..18].copy_from_slice(&((28 + dhcp.len()) as u16).to_be_bytes());
-        f.extend_from_slice(&[0, 68, 0, 67]);
-        f.extend_from_slice(&((8 + dhcp.len()) as u16).to_be_bytes());
-        f.extend_from_slice(&[0, 0]);
-        f.extend_from_slice(&dhcp);
-        f
+        marked_frame(port, src, &dhcp)
     }
 
     fn ready(burst: u32) -> NewDevices {

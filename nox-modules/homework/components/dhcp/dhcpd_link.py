@@ -55,6 +55,11 @@ _COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))   # one encoder: json.du
 KNOWN_PER_MESSAGE = 512      # MACs in one "known" message (about 10 kB)
 
 
+def known_messages(macs: list[str]) -> list[dict]:
+    """`known` messages naming `macs`, a few hundred to a message."""
+    return [{"op": "known", "macs": macs[at:at + KNOWN_PER_MESSAGE]} for at in range(0, len(macs), KNOWN_PER_MESSAGE)]
+
+
 def find_binary(configured: str) -> str | None:
     """The daemon: a path as configured, a name on PATH, or the checkout's build."""
     if "/" in configured:
@@ -230,8 +235,8 @@ class DhcpdLink:
         """MACs the controller decides itself: the daemon offers them nothing of its own."""
         new = [mac for mac in macs if mac not in self._known]
         self._known.update(new)
-        for at in range(0, len(new), KNOWN_PER_MESSAGE):
-            self._send({"op": "known", "macs": new[at:at + KNOWN_PER_MESSAGE]})
+        for message in known_messages(new):
+            self._send(message)
 
     def unknown(self, mac: str) -> None:
         self._known.discard(mac)

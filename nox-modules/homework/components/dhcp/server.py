@@ -15,7 +15,7 @@ from ...flows import CONTROLLER, ETH_IP, PROTO_UDP, Datapath, FlowMod, Output, P
 from ...packets import (BROADCAST_MAC, PacketError, build_ethernet, build_ipv4, build_udp,
                         parse_ethernet, parse_ipv4, parse_udp)
 from . import fastpath
-from .dhcpd_link import DhcpdLink, find_binary
+from .dhcpd_link import DhcpdLink, find_binary, known_messages
 from . import message as m
 from .admission import NewMacGate
 from .allocator import Allocator, Block, PoolExhausted
@@ -169,8 +169,7 @@ class DhcpServer(Component):
         config = self.ctx.config
         if not config.daemon_new_offers:
             return []
-        known = sorted(self._known_macs())
-        messages = [{"op": "known", "macs": known[at:at + 512]} for at in range(0, len(known), 512)]
+        messages = known_messages(sorted(self._known_macs()))
         self._top_up_reserve(tell=False)
         messages.append({"op": "reserve", "ips": [self.alloc.block(i).device for i in self.alloc.reserved()]})
         messages.append({"op": "new_macs", "burst": config.new_macs_burst,
