@@ -15,12 +15,12 @@ from ...flows import CONTROLLER, ETH_IP, PROTO_UDP, Datapath, FlowMod, Output, P
 from ...packets import (BROADCAST_MAC, PacketError, build_ethernet, build_ipv4, build_udp,
                         parse_ethernet, parse_ipv4, parse_udp)
 from . import fastpath
-from .dhcpd_link import DhcpdLink, find_binary, known_messages
+from .dhcpd_link import DhcpdLink, find_binary
+from .new_devices import NewDeviceOffers
 from . import message as m
 from .admission import NewMacGate
 from .allocator import Allocator, Block, PoolExhausted
 from ...leases import Lease
-from ...macaddr import BadMac, normalize
 from ...pipeline import COOKIE_DHCP, PRIO_DHCP
 
 SERVER_PORT, CLIENT_PORT = 67, 68
@@ -54,6 +54,9 @@ class DhcpServer(Component):
         self._fast_mac = ""               # the router MAC the reply flow writes
         self._fast_failed = False         # logged once
         self._addressed_at = float("-inf")   # ctx.now() of the last router address a device took
+        # homework-dhcpd's offers to never-seen devices, from blocks reserved for it
+        self.new_devices = NewDeviceOffers(ctx, self.alloc, self.gate, self.log,
+                                           link=lambda: self.dhcpd, sync=self._dhcpd_sync)
 
     # -- life cycle ------------------------------------------------------------------
     def start(self) -> None:
@@ -135,7 +138,7 @@ class DhcpServer(Component):
         self.fast = fastpath.FastPath(sock, self.fast_request, self.ctx.count)
         if binary:
             self.dhcpd = DhcpdLink(binary, self.ctx.config.bridge, self._punted, self._dhcpd_note,
-                                   self._dhcpd_table, self.ctx.count, setup=self._dhcpd_setup)
+                                   self._dhcpd_table, self.ctx.count, setup=self.new_devices.setup)
             self.dhcpd.start()
             self.log.info("DHCP fast path: requests read from %s by homework-dhcpd", self.ctx.config.bridge)
         else:
@@ -160,75 +163,6 @@ class DhcpServer(Component):
         return {"mac": mac, "port": port, "ip": block.device, "router": block.router,
                 "broadcast": block.broadcast, "lease_time": self.lease_time_for(mac),
                 "hostname": self.hostnames.get(mac, ""), "relay": relay, "offer": offer}
-
-    # -- homework-dhcpd's own offers to never-seen devices (newdev.rs) -----------------------
-    def _dhcpd_setup(self) -> list[dict]:
-        """What a (re)started daemon is told before the table, in this order: every MAC
-        the controller decides itself, the blocks it may offer never-seen devices, and the
-        new-MAC gate's figures (until which it offers nothing of its own)."""
-        config = self.ctx.config
-        if not config.daemon_new_offers:
-            return []
-        messages = known_messages(sorted(self._known_macs()))
-        self._top_up_reserve(tell=False)
-        messages.append({"op": "reserve", "ips": [self.alloc.block(i).device for i in self.alloc.reserved()]})
-        messages.append({"op": "new_macs", "burst": config.new_macs_burst,
-                         "per_second": config.new_macs_per_minute / 60.0, "lease_time": config.pending_lease})
-        return messages
-
-    def _known_macs(self) -> set[str]:
-        """The registry's devices (whatever their state, pre-approved too) and every MAC
-        holding a block: their DISCOVERs are this controller's to answer."""
-        macs = set(self.alloc.assignments())
-        for device in self.ctx.state.devices():
-            try:
-                macs.add(normalize(device.mac))
-            except BadMac:
-                pass
-        return macs
-
-    def _dhcpd_know(self, mac: str) -> None:
-        if self.dhcpd is not None and self.ctx.config.daemon_new_offers:
-            try:
-                self.dhcpd.know([normalize(mac)])
-            except BadMac:
-                pass
-
-    def _top_up_reserve(self, tell: bool = True) -> None:
-        """Keep `[dhcp] daemon_new_offers` blocks reserved for the daemon."""
-        missing = self.ctx.config.daemon_new_offers - len(self.alloc.reserved())
-        if missing > 0:
-            added = self.alloc.reserve(missing, self.ctx.now())
-            if tell and added and self.dhcpd is not None:
-                self.dhcpd.reserve([self.alloc.block(i).device for i in added])
-
-    def _claim(self, mac: str, port: int, reserved, acked: bool) -> bool:
-        """The daemon offered (or ACKed) `mac` the reserved block of `reserved`: it becomes
-        the MAC's block, unless the controller decided otherwise meanwhile (it gave the MAC
-        a block of its own, or the MAC was blacklisted). Then the daemon's entry is replaced
-        by the controller's own (or removed), and the block is not offered again: a device
-        may believe it holds it (it is fresh again after a restart)."""
-        block = self.alloc.block_of_address(reserved) if isinstance(reserved, str) else None
-        if block is None or block.device != reserved:
-            self.ctx.count("dhcp.dhcpd_bad_claim")
-            self._dhcpd_sync(mac)
-            return False
-        held = self.alloc.block_for(mac)
-        if held is not None and held.index == block.index:
-            return True          # claimed by an earlier note of the same offer
-        if held is not None or self.ctx.state.device_state(mac) == "blacklisted" \
-                or self.alloc.claim(mac, block.index) is None:
-            self.ctx.count("dhcp.dhcpd_claim_refused")
-            self.log.info("the daemon's offer of %s to %s (%s) is not kept: the controller decided otherwise",
-                          reserved, mac, "acked" if acked else "offered")
-            self.alloc.unreserve(block.index)
-            self._dhcpd_sync(mac)
-            self._top_up_reserve()
-            return False
-        self.gate.charge(port, self.ctx.now())
-        self.ctx.count("dhcp.dhcpd_new_offers")
-        self._top_up_reserve()
-        return True
 
     def _dhcpd_table(self) -> list[dict]:
         return [e for mac in list(self.live | self.offers) if (e := self._dhcpd_entry(mac)) is not None]
@@ -264,7 +198,7 @@ class DhcpServer(Component):
         blacklisted meanwhile is left as it is (the daemon's entry is already gone)."""
         mac, port, hostname = note.get("mac", ""), int(note.get("port", 0)), note.get("hostname", "")
         reserved = note.get("reserved")
-        if reserved is not None and not self._claim(mac, port, reserved, note.get("op") == "acked"):
+        if reserved is not None and not self.new_devices.claim(mac, port, reserved, note.get("op") == "acked"):
             return
         if self.alloc.block_for(mac) is None or self.ctx.state.device_state(mac) == "blacklisted":
             self.ctx.count("dhcp.dhcpd_late")
@@ -607,7 +541,7 @@ class DhcpServer(Component):
         if ev.get("reason") == "forgotten":
             self.forget(ev["mac"])
             return
-        self._dhcpd_know(ev["mac"])       # seen, or decided on (pre-approval too): ours to answer
+        self.new_devices.know(ev["mac"])       # seen, or decided on (pre-approval too): ours to answer
         if ev.get("reason") == "decision":      # the lease time, or blacklisted: no answers
             self._dhcpd_sync(ev["mac"])
 
