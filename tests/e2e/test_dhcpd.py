@@ -13,8 +13,10 @@ lease list). A blacklisted device gets no answer from either. A controller resta
 a new daemon with the whole table, and renewals go on being answered by it. Real udhcpc."""
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
+import signal
 import time
 
 import pytest
@@ -207,3 +209,34 @@ def test_after_a_controller_restart_a_new_daemon_answers_from_the_whole_table(ho
     assert renew(dev) < 5
     assert stats(home).get("dhcpd_punted", 0) == punted      # answered by the new daemon, from its table
     assert lease_of(home, dev.mac)["ip"] == addr
+
+
+def test_a_daemon_that_dies_is_started_again_and_offers_new_devices_other_blocks(home: Home):
+    """homework-dhcpd killed (as a crash would end it): the controller starts it again. The
+    blocks the dead daemon could offer may be held by devices it answered without telling
+    anyone; the new daemon offers from other blocks, and an answered device keeps its own."""
+    first = home.add_device(name="before-crash")
+    first.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
+    first.start_udhcpc()
+    first_addr, _ = first.wait_for_ipv4(20)
+    # the address the next new device would have been offered from the dead daemon's reserve
+    probe = home.add_device(name="probe")
+    probe.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
+    probe.start_udhcpc()
+    probe_addr, _ = probe.wait_for_ipv4(20)
+    probe.stop_dhcp()
+    before = stats(home)
+    [pid] = daemons(home)
+    os.kill(int(pid), signal.SIGKILL)
+    wait_until(lambda: stats(home).get("dhcpd_restarts", 0) > before.get("dhcpd_restarts", 0), 20,
+               "homework-dhcpd was not started again")
+    wait_until(lambda: daemons(home) and daemons(home) != [pid], 20, "no new homework-dhcpd")
+    after = home.add_device(name="after-crash")
+    after.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
+    after.start_udhcpc()
+    after_addr, _ = after.wait_for_ipv4(20)
+    assert stats(home).get("dhcpd_new_offers", 0) == before.get("dhcpd_new_offers", 0) + 1   # the new daemon's offer
+    step = int(ipaddress.IPv4Address(probe_addr)) - int(ipaddress.IPv4Address(first_addr))
+    next_in_old_reserve = str(ipaddress.IPv4Address(probe_addr) + step)
+    assert after_addr not in (first_addr, probe_addr, next_in_old_reserve)
+    assert renew(first) < 5 and lease_of(home, first.mac)["ip"] == first_addr

@@ -58,7 +58,43 @@ def test_reserved_blocks_go_only_to_the_macs_that_claim_them():
     assert a.claim("m4", 2).index == 2 and a.owner(2) == "m4" and a.reserved() == [1, 3]
     assert a.claim("m5", 2) is None                         # no longer reserved
     assert a.claim("m1", 3) is None and a.reserved() == [1, 3]   # m1 holds a block
-    a.unreserve(3)
+    for mac in ("m1", "m2", "m3", "m4"):
+        a.set_expiry(mac, 1000)                             # live leases: not reclaimed
+    a.unreserve(3, until=30)                                 # its claim refused: offered a 30 s lease
     assert a.reserved() == [1] and a.owner(3) is None
-    assert a.allocate("m6", now=0).index == 6               # an unreserved block is not handed out again
+    assert a.allocate("m6", now=0).index == 6               # not handed out again while fresh ones last
+    a.set_expiry("m6", 1000)
     assert a.reserve(5, now=0) == [7]                       # only what the pool has
+    with pytest.raises(PoolExhausted):
+        a.allocate("m7", now=29)                            # the device may still think it holds block 3
+    assert a.allocate("m7", now=30).index == 3              # then it comes back
+
+
+def test_a_forgotten_macs_block_comes_back_once_its_lease_would_have_ended():
+    reclaimed = []
+    a = Allocator(ipaddress.IPv4Network("10.9.0.0/29"), on_reclaim=reclaimed.append)   # two blocks
+    a.allocate("m1", now=0); a.set_expiry("m1", 100)
+    a.allocate("m2", now=0); a.set_expiry("m2", 500)
+    a.forget("m1")                                          # e.g. forgotten on the Guest Board
+    with pytest.raises(PoolExhausted):
+        a.allocate("m3", now=99)                            # its lease runs till 100
+    assert a.allocate("m3", now=100).index == 0 and a.block_for("m2").index == 1
+    assert reclaimed == []                                  # nobody's block was taken
+    a.set_expiry("m3", 200)
+    a.forget("m3")
+    a.forget("m2")
+    assert a.allocate("m4", now=200).index == 0             # the one whose hold ended first
+    a.set_expiry("m4", 1000)
+    with pytest.raises(PoolExhausted):
+        a.allocate("m5", now=200)                           # m2's lease ran till 500
+    assert a.allocate("m5", now=500).index == 1
+
+
+def test_a_block_nobody_holds_is_reused_before_a_known_devices_lapsed_one():
+    reclaimed = []
+    a = Allocator(ipaddress.IPv4Network("10.9.0.0/29"), on_reclaim=reclaimed.append)   # two blocks
+    a.allocate("known", now=0); a.set_expiry("known", 10)      # lapsed at 10, keeps its block if it can
+    a.allocate("gone", now=0); a.set_expiry("gone", 20)
+    a.forget("gone")
+    assert a.allocate("new", now=50).index == 1 and reclaimed == []
+    assert a.block_for("known").index == 0

@@ -412,6 +412,23 @@ def test_a_forgotten_device_is_new_again_to_the_daemon(offering):
     assert NEW not in link(offering).known and NEW not in link(offering).table
 
 
+def test_a_restarted_daemon_is_given_fresh_blocks_and_the_old_ones_are_held_back(offering, clock):
+    fake = link(offering)
+    old = list(fake.reserved)
+    fake.reserved = []
+    fake.start()            # the daemon exited and is started again: it may have offered any of `old`
+    assert len(fake.reserved) == 4 and not set(fake.reserved) & set(old)
+    # the old daemon's ACK on one of them, told late, is not kept: another device may get none of them
+    fake.on_note({"op": "acked", "mac": NEW, "port": 1, "hostname": "", "xid": 4, "reserved": old[0],
+                  "first": True})
+    assert offering.counters.get("dhcp.dhcpd_claim_refused") == 1
+    alloc = offering.ctx.component("dhcp").alloc
+    held = alloc.block_of_address(old[0]).index
+    assert alloc.owner(held) is None and alloc.quarantined(held, offering.ctx.now())
+    clock.advance(31)       # the pending lease it may have given has ended
+    assert not alloc.quarantined(held, offering.ctx.now())
+
+
 def test_a_reserved_block_stays_named_when_answers_are_merged():
     import json
     booked = []

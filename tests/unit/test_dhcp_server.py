@@ -152,6 +152,20 @@ def test_pool_exhaustion_logged_no_offer(tmp_path, clock):
     assert core.counters.get("dhcp.exhausted") == 1
 
 
+def test_a_forgotten_devices_block_serves_a_new_device_once_its_lease_would_have_ended(tmp_path, clock):
+    import ipaddress
+    core = make_core(tmp_path, clock=clock, pool=ipaddress.IPv4Network("10.9.0.0/29"))   # two blocks
+    core.datapath_up(Datapath(dpid=1, ports={}))
+    join(core, "02:00:00:00:00:01")
+    join(core, "02:00:00:00:00:02")
+    core.commands.call("forget", mac="02:00:00:00:00:01")
+    assert send(core, dhcp_frame("02:00:00:00:00:03", m.DISCOVER)) == []   # its 30 s lease runs on
+    clock.advance(31)
+    [(offer, *_)] = send(core, dhcp_frame("02:00:00:00:00:03", m.DISCOVER))
+    assert offer.msg_type == m.OFFER and offer.yiaddr == "10.9.0.2"
+    assert core.ctx.leases.get("02:00:00:00:00:02").ip == "10.9.0.6"   # the other device kept its block
+
+
 def test_same_mac_same_address_after_restart(tmp_path, clock):
     core = make_core(tmp_path, clock=clock)
     core.datapath_up(Datapath(dpid=1, ports={}))

@@ -1,8 +1,9 @@
 """Address management (seed §4.4.1): every MAC gets its own /30 from the pool.
 
 Inside block k of the pool: .0 network, .1 router, .2 device, .3 broadcast. A MAC keeps its
-block for good (sticky), even after its lease expires, unless the pool runs out; then the
-block whose lease ended longest ago is reclaimed. Everything is in memory; the DHCP
+block for good (sticky), even after its lease expires, unless the pool runs out; then a
+block nobody holds whose hold has ended is taken (declined, forgotten, a refused claim),
+else the block whose lease ended longest ago. Everything is in memory; the DHCP
 component persists assignments through the state store.
 
 Some fresh blocks may be reserved: set aside for homework-dhcpd to offer never-seen
@@ -53,7 +54,9 @@ class Allocator:
         self._by_mac: dict[str, int] = {}
         self._by_block: dict[int, str] = {}
         self._expires: dict[str, float] = {}
-        self._quarantine: dict[int, float] = {}     # declined blocks -> until
+        # blocks held back -> until when: declined ones, a forgotten MAC's (until its lease
+        # would have ended), a reserved one whose claim was refused
+        self._quarantine: dict[int, float] = {}
         self._next_fresh = 0
         self._blocks: dict[int, Block] = {}
         self._reserved: list[int] = []      # in the order the daemon offers them
@@ -147,11 +150,14 @@ class Allocator:
         self._expires[mac] = 0.0
         return self.block(index)
 
-    def unreserve(self, index: int) -> None:
-        """No longer reserved, and given to nobody until a restart (fresh blocks are not
-        handed out twice; the pool's tail or a reclaim serves the rest)."""
+    def unreserve(self, index: int, until: float) -> None:
+        """No longer reserved: a device may believe it holds the block until `until` (the
+        lease it was offered), so it is held back as a declined one is, and comes back
+        through a reclaim (fresh blocks are not handed out twice)."""
         if index in self._reserved:
             self._reserved.remove(index)
+            if index not in self._by_block:
+                self._quarantine[index] = until
 
     def set_expiry(self, mac: str, expires: float) -> None:
         if mac in self._by_mac:
@@ -160,11 +166,17 @@ class Allocator:
     def expiry(self, mac: str) -> float:
         return self._expires.get(mac, 0.0)
 
-    def forget(self, mac: str) -> None:
+    def forget(self, mac: str, hold_until: float | None = None) -> None:
+        """`mac` holds no block any more. Its block is held back until `hold_until` (default:
+        the end of the MAC's lease; the device may still believe it holds it), then a
+        reclaim may give it to another: without that, a flood of MACs that are forgotten
+        would use up the fresh blocks for good."""
         index = self._by_mac.pop(mac, None)
+        expires = self._expires.pop(mac, 0.0)
         if index is not None:
             self._by_block.pop(index, None)
-        self._expires.pop(mac, None)
+            until = expires if hold_until is None else hold_until
+            self._quarantine[index] = max(until, self._quarantine.get(index, 0.0))
 
     def decline(self, mac: str, now: float, quarantine_seconds: float = 600) -> tuple[int, float] | None:
         """The client found the address in use: never hand this block out for a while.
@@ -193,16 +205,19 @@ class Allocator:
         return None
 
     def _reclaim(self, now: float) -> int:
+        """No fresh block left: first a block held back whose hold has ended (it belongs to
+        nobody), else the block of the MAC whose lease ended longest ago."""
+        for index, until in sorted(self._quarantine.items(), key=lambda kv: kv[1]):
+            if until <= now and index not in self._by_block:
+                del self._quarantine[index]
+                return index
         expired = [(exp, mac) for mac, exp in self._expires.items() if exp <= now]
         if expired:
             _, victim = min(expired)
             index = self._by_mac[victim]
             self.forget(victim)
+            self._quarantine.pop(index, None)     # its lease has ended: the block is given now
             if self.on_reclaim is not None:
                 self.on_reclaim(victim)
             return index
-        for index, until in sorted(self._quarantine.items(), key=lambda kv: kv[1]):
-            if until <= now and index not in self._by_block:
-                del self._quarantine[index]
-                return index
         raise PoolExhausted(f"all {self.size} /30 blocks of {self.pool} hold live leases")

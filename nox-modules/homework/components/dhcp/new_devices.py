@@ -43,6 +43,12 @@ class NewDeviceOffers:
         if not self.enabled:
             return []
         config = self.ctx.config
+        # A daemon before this one (it exited) may have offered or ACKed reserved blocks
+        # and not lived to tell: none of them goes to anyone until such a lease would have
+        # ended, and this daemon gets fresh ones. (After a controller restart there are none.)
+        until = self.ctx.now() + config.pending_lease
+        for index in self.alloc.reserved():
+            self.alloc.unreserve(index, until)
         messages = known_messages(sorted(self.known_macs()))
         self.top_up(tell=False)
         messages.append({"op": "reserve", "ips": [self.alloc.block(i).device for i in self.alloc.reserved()]})
@@ -83,8 +89,9 @@ class NewDeviceOffers:
         """The daemon offered (or ACKed) `mac` the reserved block of `reserved`: it becomes
         the MAC's block, unless the controller decided otherwise meanwhile (it gave the MAC
         a block of its own, or the MAC was blacklisted). Then the daemon's entry is replaced
-        by the controller's own (or removed), and the block is not offered again: a device
-        may believe it holds it (it is fresh again after a restart)."""
+        by the controller's own (or removed), and the block is held back for the pending
+        lease the device was offered (it may believe it holds it), then goes back to the
+        pool as a declined block does."""
         block = self.alloc.block_of_address(reserved) if isinstance(reserved, str) else None
         if block is None or block.device != reserved:
             self.ctx.count("dhcp.dhcpd_bad_claim")
@@ -98,7 +105,7 @@ class NewDeviceOffers:
             self.ctx.count("dhcp.dhcpd_claim_refused")
             self.log.info("the daemon's offer of %s to %s (%s) is not kept: the controller decided otherwise",
                           reserved, mac, "acked" if acked else "offered")
-            self.alloc.unreserve(block.index)
+            self.alloc.unreserve(block.index, self.ctx.now() + self.ctx.config.pending_lease)
             self.sync(mac)
             self.top_up()
             return False

@@ -569,9 +569,10 @@ class DhcpServer(Component):
         self._dhcpd_sync(mac)
 
     def forget(self, mac: str) -> None:
+        lease_end = self.alloc.expiry(mac)      # the device may believe it holds its block till then
         if mac in self.live:
             self._end_lease(mac, "forgotten")
-        self.alloc.forget(mac)
+        self.alloc.forget(mac, hold_until=lease_end)
         for table in (self.ports, self.hostnames, self.relays):
             table.pop(mac, None)
         self.ctx.state.delete_lease(mac)
