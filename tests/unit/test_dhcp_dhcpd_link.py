@@ -418,15 +418,41 @@ def test_a_restarted_daemon_is_given_fresh_blocks_and_the_old_ones_are_held_back
     fake.reserved = []
     fake.start()            # the daemon exited and is started again: it may have offered any of `old`
     assert len(fake.reserved) == 4 and not set(fake.reserved) & set(old)
-    # the old daemon's ACK on one of them, told late, is not kept: another device may get none of them
+    # the old daemon's ACK on one of them, told late: that device keeps it; the rest stay held back
     fake.on_note({"op": "acked", "mac": NEW, "port": 1, "hostname": "", "xid": 4, "reserved": old[0],
                   "first": True})
-    assert offering.counters.get("dhcp.dhcpd_claim_refused") == 1
+    assert offering.ctx.leases.get(NEW).ip == old[0] and offering.ctx.leases.get(NEW).active
     alloc = offering.ctx.component("dhcp").alloc
-    held = alloc.block_of_address(old[0]).index
+    held = alloc.block_of_address(old[1]).index
     assert alloc.owner(held) is None and alloc.quarantined(held, offering.ctx.now())
     clock.advance(31)       # the pending lease it may have given has ended
     assert not alloc.quarantined(held, offering.ctx.now())
+
+
+def test_a_device_forgotten_between_its_offer_and_its_ack_keeps_the_block_it_was_acked(offering):
+    """A flood of new MACs can push a real guest out by the pending cap after the daemon's
+    offer is booked and before its ACK is: the ACK brings it back, on the same block."""
+    link(offering).on_note({"op": "offered", "mac": NEW, "port": 1, "hostname": "", "xid": 3,
+                            "reserved": "10.2.0.6"})
+    offering.ctx.devices.forget(NEW)
+    assert offering.ctx.leases.get(NEW) is None
+    link(offering).on_note({"op": "acked", "mac": NEW, "port": 1, "hostname": "", "xid": 4,
+                            "reserved": "10.2.0.6", "first": True})
+    lease = offering.ctx.leases.get(NEW)
+    assert lease.active and lease.ip == "10.2.0.6"
+    assert offering.ctx.state.device_state(NEW) == "pending" and link(offering).table[NEW]["ip"] == "10.2.0.6"
+    # but not a block someone else holds by then
+    other = "02:00:00:00:00:0f"
+    link(offering).on_note({"op": "offered", "mac": other, "port": 1, "hostname": "", "xid": 5,
+                            "reserved": "10.2.0.10"})
+    offering.ctx.devices.forget(other)
+    alloc = offering.ctx.component("dhcp").alloc
+    index = alloc.block_of_address("10.2.0.10").index
+    assert alloc.take("02:00:00:00:00:11", index) is not None       # someone takes it meanwhile
+    link(offering).on_note({"op": "acked", "mac": other, "port": 1, "hostname": "", "xid": 7,
+                            "reserved": "10.2.0.10", "first": True})
+    assert offering.ctx.leases.get(other) is None
+    assert offering.counters.get("dhcp.dhcpd_claim_refused") == 1
 
 
 def test_a_reserved_block_stays_named_when_answers_are_merged():

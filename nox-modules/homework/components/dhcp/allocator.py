@@ -150,6 +150,19 @@ class Allocator:
         self._expires[mac] = 0.0
         return self.block(index)
 
+    def take(self, mac: str, index: int) -> Block | None:
+        """A block nobody holds (not reserved, maybe held back) becomes the block of `mac`,
+        which has none: a device configured with it already (its ACK went out) keeps it.
+        None if someone holds it, it is reserved, or the MAC holds a block already."""
+        if index in self._by_block or index in self._reserved or mac in self._by_mac \
+                or not 0 <= index < self.size:
+            return None
+        self._quarantine.pop(index, None)
+        self._by_mac[mac] = index
+        self._by_block[index] = mac
+        self._expires[mac] = 0.0
+        return self.block(index)
+
     def unreserve(self, index: int, until: float) -> None:
         """No longer reserved: a device may believe it holds the block until `until` (the
         lease it was offered), so it is held back as a declined one is, and comes back
