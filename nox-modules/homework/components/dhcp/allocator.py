@@ -122,10 +122,7 @@ class Allocator:
             index = self._fresh_block(now)
         if index is None:
             index = self._reclaim(now)
-        self._by_mac[mac] = index
-        self._by_block[index] = mac
-        self._expires[mac] = 0.0
-        return self.block(index)
+        return self._assign(mac, index)
 
     def reserve(self, count: int, now: float) -> list[int]:
         """Set aside up to `count` more fresh blocks (fewer when the pool has no more);
@@ -145,10 +142,7 @@ class Allocator:
         if index not in self._reserved or mac in self._by_mac:
             return None
         self._reserved.remove(index)
-        self._by_mac[mac] = index
-        self._by_block[index] = mac
-        self._expires[mac] = 0.0
-        return self.block(index)
+        return self._assign(mac, index)
 
     def take(self, mac: str, index: int) -> Block | None:
         """A block nobody holds (not reserved, maybe held back) becomes the block of `mac`,
@@ -158,10 +152,7 @@ class Allocator:
                 or not 0 <= index < self.size:
             return None
         self._quarantine.pop(index, None)
-        self._by_mac[mac] = index
-        self._by_block[index] = mac
-        self._expires[mac] = 0.0
-        return self.block(index)
+        return self._assign(mac, index)
 
     def unreserve(self, index: int, until: float) -> None:
         """No longer reserved: a device may believe it holds the block until `until` (the
@@ -209,6 +200,12 @@ class Allocator:
         return self._quarantine.get(index, 0) > now
 
     # -- internals -------------------------------------------------------------------
+    def _assign(self, mac: str, index: int) -> Block:
+        self._by_mac[mac] = index
+        self._by_block[index] = mac
+        self._expires[mac] = 0.0      # offered only, until a lease sets it
+        return self.block(index)
+
     def _fresh_block(self, now: float) -> int | None:
         while self._next_fresh < self.size:
             index = self._next_fresh

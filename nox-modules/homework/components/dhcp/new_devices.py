@@ -100,13 +100,13 @@ class NewDeviceOffers:
         held = self.alloc.block_for(mac)
         if held is not None and held.index == block.index:
             return True          # claimed by an earlier note of the same offer
-        # An ACK on a block claimed by its offer and freed since, while nobody else took it
-        # (the device was forgotten in between, e.g. by the pending cap in a flood of new
-        # MACs): the device is configured with it now, so it keeps it and is seen again.
-        taken = held is None and acked and self.ctx.state.device_state(mac) != "blacklisted" \
-            and block.index not in self.alloc.reserved() and self.alloc.take(mac, block.index) is not None
-        if not taken and (held is not None or self.ctx.state.device_state(mac) == "blacklisted"
-                          or self.alloc.claim(mac, block.index) is None):
+        # A reserved block is claimed. So is, on an ACK, one claimed by its offer and freed
+        # since while nobody else took it (the device was forgotten in between, e.g. by the
+        # pending cap in a flood of new MACs): it is configured with it now, and is seen again.
+        kept = held is None and self.ctx.state.device_state(mac) != "blacklisted" \
+            and (self.alloc.claim(mac, block.index) is not None
+                 or (acked and self.alloc.take(mac, block.index) is not None))
+        if not kept:
             self.ctx.count("dhcp.dhcpd_claim_refused")
             self.log.info("the daemon's offer of %s to %s (%s) is not kept: the controller decided otherwise",
                           reserved, mac, "acked" if acked else "offered")
