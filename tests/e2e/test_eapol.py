@@ -8,6 +8,7 @@ import pytest
 
 from homelab import Home, new_run_id
 from homelab.wifi import Hostapd, Supplicant, eapol_config
+from homework.pipeline import PRIO_EAPOL_BLACKLIST
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +32,20 @@ def joined(home, name):
     dev.wait_for_ipv4(20)
     assert home.homework("permit", dev.mac).returncode == 0
     return dev, sup
+
+
+def wait_whitelisted(home, ap, mac, timeout=10) -> bool:
+    """Until neither hostapd's live deny list nor the switch's drop flows name `mac`. The
+    command returns once the controller has decided; hostapd hears of it from a worker
+    thread a moment later. An EAPOL-Start sent in that moment is ignored, and a wired
+    supplicant waits 30 s (startPeriod) before it asks again."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        drops = [f for f in home.dump_flows().splitlines() if f"priority={PRIO_EAPOL_BLACKLIST}," in f]
+        if mac not in ap.cli("deny_acl", "SHOW") and not any(mac in f for f in drops):
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def test_blacklist_stops_the_handshake_and_all_traffic_whitelist_restores(wired):
@@ -59,6 +74,7 @@ def test_blacklist_stops_the_handshake_and_all_traffic_whitelist_restores(wired)
 
     res = home.homework("whitelist", dev.mac)
     assert res.returncode == 0, res.stderr
+    assert wait_whitelisted(home, ap, dev.mac), "the whitelist did not reach hostapd and the switch"
     sup.reauthenticate()
     assert sup.wait_success(successes), sup.status()
     assert sup.wait_state("AUTHENTICATED")
@@ -75,6 +91,7 @@ def test_blacklist_survives_a_controller_restart(wired):
     sup.reauthenticate()
     assert not sup.wait_success(n, timeout=5)
     home.homework("whitelist", dev.mac)
+    assert wait_whitelisted(home, ap, dev.mac), "the whitelist did not reach hostapd and the switch"
     sup.reauthenticate()
     assert sup.wait_success(n)
 
