@@ -819,6 +819,7 @@ class Home:
             paths.append(env["PYTHONPATH"])
         env["PYTHONPATH"] = os.pathsep.join(paths)
         env["PYTHONUNBUFFERED"] = "1"
+        env["SETUPTOOLS_USE_DISTUTILS"] = "stdlib"     # as the image's unit: a faster start
         # This home's own Open vSwitch, for the ovs-vsctl the controller runs (satellites).
         env.update({k: v for k, v in self.ovs_env.items() if k.startswith("OVS_")})
         return env
