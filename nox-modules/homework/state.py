@@ -403,7 +403,7 @@ class StateStore:
             self._seen_written.pop(mac, None)
             return self._devices.pop(mac, None) is not None
 
-    # -- DECLINE quarantine ----------------------------------------------------------
+    # -- blocks held back (dhcp allocator): declined, forgotten, reserved --------------
     def quarantine(self) -> dict[int, float]:
         return {r["block"]: r["until"] for r in self.execute("SELECT block, until FROM quarantine")}
 

@@ -2,7 +2,7 @@ import ipaddress
 
 import pytest
 
-from homework.components.dhcp.allocator import Allocator, PoolExhausted
+from homework.components.dhcp.allocator import RESERVED, Allocator, PoolExhausted
 
 
 def test_distinct_blocks_and_layout():
@@ -98,3 +98,33 @@ def test_a_block_nobody_holds_is_reused_before_a_known_devices_lapsed_one():
     a.forget("gone")
     assert a.allocate("new", now=50).index == 1 and reclaimed == []
     assert a.block_for("known").index == 0
+
+
+def test_every_hold_and_its_end_is_told_for_persisting():
+    told: dict[int, float] = {}
+
+    def on_hold(index, until):
+        if until is None:
+            told.pop(index, None)
+        else:
+            told[index] = until
+
+    a = Allocator(ipaddress.IPv4Network("10.9.0.0/28"), on_hold=on_hold)     # four blocks
+    a.reserve(2, now=0)
+    assert told == {0: RESERVED, 1: RESERVED}
+    a.claim("m1", 0); a.set_expiry("m1", 40)
+    a.unreserve(1, until=30)                                 # offered, not claimed
+    assert told == {1: 30}
+    a.forget("m1")                                           # held till its lease would have ended
+    assert told == {0: 40, 1: 30}
+    assert a.take("m2", 0).index == 0 and told == {1: 30}    # ACKed on it meanwhile: m2's
+    a.allocate("m3", now=0); a.allocate("m4", now=0)         # blocks 2 and 3
+    assert a.allocate("m5", now=31).index == 1 and told == {}   # the pool ran out: the ended hold
+    a.set_expiry("m3", 50)
+    a.decline("m3", now=10, quarantine_seconds=100)
+    assert told == {2: 110}
+    # what a restart reloads is held again, but never over a restored assignment
+    b = Allocator(ipaddress.IPv4Network("10.9.0.0/28"))
+    b.restore("m2", 0, expires=60)
+    assert b.restore_hold(2, 110) and b.quarantined(2, now=20)
+    assert not b.restore_hold(0, 110) and not b.restore_hold(9, 110)

@@ -429,6 +429,25 @@ def test_a_restarted_daemon_is_given_fresh_blocks_and_the_old_ones_are_held_back
     assert not alloc.quarantined(held, offering.ctx.now())
 
 
+def test_a_restarted_controller_holds_the_reserve_of_the_run_before(tmp_path, clock, monkeypatch):
+    """The daemon goes with the controller, and may have ACKed a reserved block it did not
+    live to tell of: after the restart no reserved block of the run before goes to anyone
+    for a pending lease, and the new daemon gets fresh ones."""
+    first = dhcpd_core(tmp_path, clock, monkeypatch, daemon_new_offers=4, new_macs_burst=2)
+    old = list(link(first).reserved)
+    first.stop()
+    clock.advance(3600)         # a reservation has no end of its own: the hold counts from the restart
+    core = dhcpd_core(tmp_path, clock, monkeypatch, daemon_new_offers=4, new_macs_burst=2)
+    assert len(link(core).reserved) == 4 and not set(link(core).reserved) & set(old)
+    alloc = core.ctx.component("dhcp").alloc
+    held = [alloc.block_of_address(ip).index for ip in old]
+    assert all(alloc.owner(i) is None and alloc.quarantined(i, core.ctx.now()) for i in held)
+    punt(core, dhcp_frame("02:00:00:00:00:0d", m.DISCOVER), 2)     # the controller's own offer too
+    assert link(core).table["02:00:00:00:00:0d"]["ip"] not in old
+    clock.advance(31)           # such a lease would have ended
+    assert not any(alloc.quarantined(i, core.ctx.now()) for i in held)
+
+
 def test_a_device_forgotten_between_its_offer_and_its_ack_keeps_the_block_it_was_acked(offering):
     """A flood of new MACs can push a real guest out by the pending cap after the daemon's
     offer is booked and before its ACK is: the ACK brings it back, on the same block."""

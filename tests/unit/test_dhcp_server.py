@@ -166,6 +166,25 @@ def test_a_forgotten_devices_block_serves_a_new_device_once_its_lease_would_have
     assert core.ctx.leases.get("02:00:00:00:00:02").ip == "10.9.0.6"   # the other device kept its block
 
 
+def test_a_forgotten_devices_block_stays_held_across_a_controller_restart(tmp_path, clock):
+    import ipaddress
+    pool = ipaddress.IPv4Network("10.9.0.0/29")     # two blocks
+    core = make_core(tmp_path, clock=clock, pool=pool)
+    core.datapath_up(Datapath(dpid=1, ports={}))
+    join(core, "02:00:00:00:00:01")
+    join(core, "02:00:00:00:00:02")
+    core.commands.call("forget", mac="02:00:00:00:00:01")
+    core.stop()
+    core.state.close()
+    again = make_core(tmp_path, clock=clock, pool=pool)
+    again.datapath_up(Datapath(dpid=1, ports={}))
+    # the forgotten device may still use 10.9.0.2 until its lease ends: nobody else gets it
+    assert send(again, dhcp_frame("02:00:00:00:00:03", m.DISCOVER)) == []
+    clock.advance(31)
+    [(offer, *_)] = send(again, dhcp_frame("02:00:00:00:00:03", m.DISCOVER))
+    assert offer.yiaddr == "10.9.0.2"
+
+
 def test_same_mac_same_address_after_restart(tmp_path, clock):
     core = make_core(tmp_path, clock=clock)
     core.datapath_up(Datapath(dpid=1, ports={}))

@@ -8,12 +8,18 @@ component persists assignments through the state store.
 
 Some fresh blocks may be reserved: set aside for homework-dhcpd to offer never-seen
 devices by itself (issue 11). Nobody else is given a reserved block; the device the
-daemon offered one to claims it. Reservations are not persisted: after a restart the
-blocks are fresh again.
+daemon offered one to claims it.
+
+Holds and reservations are told to `on_hold` for the DHCP component to persist: a block
+held back stays held across a controller restart (the device that may believe it holds the
+block still may), and a block that was reserved comes back held for a pending lease (the
+daemon, gone with the old controller, may have ACKed it untold); the new daemon gets fresh
+blocks.
 """
 from __future__ import annotations
 
 import ipaddress
+import math
 from dataclasses import dataclass
 from typing import Callable
 from functools import cached_property
@@ -46,10 +52,17 @@ class PoolExhausted(RuntimeError):
     pass
 
 
+RESERVED = math.inf     # the hold `on_hold` is told for a block set aside for homework-dhcpd
+
+
 class Allocator:
-    def __init__(self, pool: ipaddress.IPv4Network, on_reclaim: Callable[[str], None] | None = None):
+    def __init__(self, pool: ipaddress.IPv4Network, on_reclaim: Callable[[str], None] | None = None,
+                 on_hold: Callable[[int, float | None], None] | None = None):
         self.pool = pool
         self.on_reclaim = on_reclaim     # told the MAC whose lapsed block went to another
+        # told (block, until) when a block is held back or reserved (until RESERVED), and
+        # (block, None) when nothing holds it back any more: for the caller to persist
+        self.on_hold = on_hold
         self.size = pool.num_addresses // 4
         self._by_mac: dict[str, int] = {}
         self._by_block: dict[int, str] = {}
@@ -133,6 +146,7 @@ class Allocator:
             if index is None:
                 break
             self._reserved.append(index)
+            self._told(index, RESERVED)
             added.append(index)
         return added
 
@@ -142,6 +156,7 @@ class Allocator:
         if index not in self._reserved or mac in self._by_mac:
             return None
         self._reserved.remove(index)
+        self._told(index, None)
         return self._assign(mac, index)
 
     def take(self, mac: str, index: int) -> Block | None:
@@ -151,7 +166,7 @@ class Allocator:
         if index in self._by_block or index in self._reserved or mac in self._by_mac \
                 or not 0 <= index < self.size:
             return None
-        self._quarantine.pop(index, None)
+        self._release(index)
         return self._assign(mac, index)
 
     def unreserve(self, index: int, until: float) -> None:
@@ -161,7 +176,9 @@ class Allocator:
         if index in self._reserved:
             self._reserved.remove(index)
             if index not in self._by_block:
-                self._quarantine[index] = until
+                self._hold(index, until)
+            else:
+                self._told(index, None)
 
     def set_expiry(self, mac: str, expires: float) -> None:
         if mac in self._by_mac:
@@ -180,21 +197,26 @@ class Allocator:
         if index is not None:
             self._by_block.pop(index, None)
             until = expires if hold_until is None else hold_until
-            self._quarantine[index] = max(until, self._quarantine.get(index, 0.0))
+            self._hold(index, max(until, self._quarantine.get(index, 0.0)))
 
     def decline(self, mac: str, now: float, quarantine_seconds: float = 600) -> tuple[int, float] | None:
         """The client found the address in use: never hand this block out for a while.
-        Returns (block, until) for the caller to persist."""
+        Returns (block, until)."""
         index = self._by_mac.get(mac)
         if index is None:
             return None
         self.forget(mac)
-        self._quarantine[index] = now + quarantine_seconds
+        self._hold(index, now + quarantine_seconds)
         return index, self._quarantine[index]
 
-    def restore_quarantine(self, index: int, until: float) -> None:
+    def restore_hold(self, index: int, until: float) -> bool:
+        """Reload a hold from persistent state (after the assignments); False, and nothing
+        held, for a block out of the pool or one a restored assignment holds."""
+        if not 0 <= index < self.size or index in self._by_block:
+            return False
         self.block(index)
         self._quarantine[index] = until
+        return True
 
     def quarantined(self, index: int, now: float) -> bool:
         return self._quarantine.get(index, 0) > now
@@ -205,6 +227,18 @@ class Allocator:
         self._by_block[index] = mac
         self._expires[mac] = 0.0      # offered only, until a lease sets it
         return self.block(index)
+
+    def _hold(self, index: int, until: float) -> None:
+        self._quarantine[index] = until
+        self._told(index, until)
+
+    def _release(self, index: int) -> None:
+        if self._quarantine.pop(index, None) is not None:
+            self._told(index, None)
+
+    def _told(self, index: int, until: float | None) -> None:
+        if self.on_hold is not None:
+            self.on_hold(index, until)
 
     def _fresh_block(self, now: float) -> int | None:
         while self._next_fresh < self.size:
@@ -219,14 +253,14 @@ class Allocator:
         nobody), else the block of the MAC whose lease ended longest ago."""
         for index, until in sorted(self._quarantine.items(), key=lambda kv: kv[1]):
             if until <= now and index not in self._by_block:
-                del self._quarantine[index]
+                self._release(index)
                 return index
         expired = [(exp, mac) for mac, exp in self._expires.items() if exp <= now]
         if expired:
             _, victim = min(expired)
             index = self._by_mac[victim]
             self.forget(victim)
-            self._quarantine.pop(index, None)     # its lease has ended: the block is given now
+            self._release(index)     # its lease has ended: the block is given now
             if self.on_reclaim is not None:
                 self.on_reclaim(victim)
             return index

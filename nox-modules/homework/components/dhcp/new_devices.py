@@ -45,7 +45,8 @@ class NewDeviceOffers:
         config = self.ctx.config
         # A daemon before this one (it exited) may have offered or ACKed reserved blocks
         # and not lived to tell: none of them goes to anyone until such a lease would have
-        # ended, and this daemon gets fresh ones. (After a controller restart there are none.)
+        # ended, and this daemon gets fresh ones. (After a controller restart there are none:
+        # the last run's reserve is held already, DhcpServer._restore_holds.)
         until = self.ctx.now() + config.pending_lease
         for index in self.alloc.reserved():
             self.alloc.unreserve(index, until)

@@ -19,7 +19,7 @@ from .dhcpd_link import DhcpdLink, find_binary
 from .new_devices import NewDeviceOffers
 from . import message as m
 from .admission import NewMacGate
-from .allocator import Allocator, Block, PoolExhausted
+from .allocator import RESERVED, Allocator, Block, PoolExhausted
 from ...leases import Lease
 from ...pipeline import COOKIE_DHCP, PRIO_DHCP
 
@@ -34,7 +34,7 @@ class DhcpServer(Component):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        self.alloc = Allocator(ctx.config.pool, on_reclaim=self._dhcpd_forget)
+        self.alloc = Allocator(ctx.config.pool, on_reclaim=self._dhcpd_forget, on_hold=self._persist_hold)
         self.ports: dict[str, int] = {}          # mac -> OpenFlow port last seen on
         self.hostnames: dict[str, str] = {}
         self.live: set[str] = set()              # macs with a live lease
@@ -75,11 +75,7 @@ class DhcpServer(Component):
                 self.relays[mac] = row["relay"]
             if row["expires"] > now:
                 self._install_router_address(mac)
-        for index, until in self.ctx.state.quarantine().items():
-            if until > now:
-                self.alloc.restore_quarantine(index, until)
-            else:
-                self.ctx.state.drop_quarantine(index)
+        self._restore_holds(now)
         self.ctx.bus.subscribe("device", self._on_device)
         self.ctx.bus.subscribe("ipv6_plan", self._on_ipv6_plan)
         self.ctx.bus.subscribe("station_at", self._on_station_at)
@@ -530,11 +526,28 @@ class DhcpServer(Component):
             self.ctx.count("dhcp.declines")
             self.log.warning("%s declined %s: quarantining the block", msg.mac, block.device)
             self._end_lease(msg.mac, "declined")
-            quarantined = self.alloc.decline(msg.mac, self.ctx.now())
-            if quarantined:
-                self.ctx.state.save_quarantine(*quarantined)
+            self.alloc.decline(msg.mac, self.ctx.now())      # held back (persisted by _persist_hold)
             self.ctx.state.delete_lease(msg.mac)
         return []
+
+    # -- blocks held back (allocator.py), persisted --------------------------------------------
+    def _persist_hold(self, index: int, until: float | None) -> None:
+        if until is None:
+            self.ctx.state.drop_quarantine(index)
+        else:
+            self.ctx.state.save_quarantine(index, until)
+
+    def _restore_holds(self, now: float) -> None:
+        """The holds of the run before: a declined block, a forgotten device's (its lease
+        may not have ended), a refused claim's. A block that was reserved for the daemon is
+        held for a pending lease from now: the daemon, gone with the controller, may have
+        ACKed it and not lived to tell."""
+        for index, until in self.ctx.state.quarantine().items():
+            if until == RESERVED:
+                until = now + self.ctx.config.pending_lease
+                self.ctx.state.save_quarantine(index, until)
+            if until <= now or not self.alloc.restore_hold(index, until):
+                self.ctx.state.drop_quarantine(index)
 
     # -- forgetting (devices.DeviceRegistry.forget) --------------------------------------------
     def _on_device(self, topic: str, ev: dict) -> None:
