@@ -77,8 +77,10 @@ def test_prometheus_scrapes_a_devices_download(home):
     wait_until(lambda: received() >= size, 40, "Prometheus seeing the download")
     got = received()
     print(f"Prometheus: {got:.0f} bytes received for a {size} byte download")
-    # payload + HTTP headers + per-packet Ethernet/IP/TCP headers (~5 %) + pings to the gateway
-    assert size <= got <= size * 1.1, got
+    # payload + HTTP headers + per-packet Ethernet/IP/TCP headers (~5 %) + pings to the gateway,
+    # and segments sent again on a loaded machine (one CI run counted 1.16x): counted once,
+    # never twice (2x)
+    assert size <= got <= size * 1.3, got
     [health] = prom_query(home, "homework_dhcp_active_leases")
     assert float(health["value"][1]) >= 1
 
