@@ -5,8 +5,8 @@ PY    := $(VENV)/bin/python
 PYTEST := $(VENV)/bin/pytest
 export PYTHONPATH := $(CURDIR)/nox-modules:$(CURDIR)/hwdb/python:$(CURDIR)/tests
 
-.PHONY: all deps build run test test-hwdb test-dnsd test-dhcpd test-unit test-e2e test-ui image image-test bench clean \
-        lint lint-python lint-rust lint-shell
+.PHONY: all deps build run test test-hwdb test-dnsd test-dhcpd test-unit test-e2e test-ui image image-test bench clean openapi \
+        lint lint-python lint-rust lint-shell lint-js
 
 all: build
 
@@ -50,11 +50,15 @@ image-test: deps
 	bash image/boot-test.sh
 
 # Static checks: ruff (pyflakes rules, ruff.toml) on the Python, clippy with warnings as
-# errors on both Rust crates, shellcheck on the shell scripts. The first step of `make test`.
-lint: lint-python lint-rust lint-shell
+# errors on both Rust crates, shellcheck on the shell scripts, eslint (eslint.config.mjs) on
+# the Guest Board's scripts. The first step of `make test`.
+lint: lint-python lint-rust lint-shell lint-js
 
 lint-python:
 	$(VENV)/bin/ruff check .
+
+lint-js:
+	tests/node_modules/.bin/eslint guestboard-ui
 
 lint-rust:
 	cd hwdb && cargo clippy --release -q --all-targets -- -D warnings
@@ -64,6 +68,10 @@ lint-rust:
 SHELL_SCRIPTS = $(wildcard scripts/*.sh image/*.sh tests/homelab/*.sh) $(shell grep -lsE '^\#!/(usr/)?bin/(env )?(ba)?sh' image/guest/* 2>/dev/null)
 lint-shell:
 	shellcheck -x --severity=warning $(SHELL_SCRIPTS)
+
+# The ws.v1 OpenAPI document, generated from the route declarations (docs/api.md).
+openapi:
+	$(PY) -m homework.components.api.openapi --write
 
 bench: deps
 	@bash scripts/bench.sh

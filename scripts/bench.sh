@@ -76,6 +76,11 @@ if want qos; then
   "$PY" scripts/bench_qos.py
 fi
 
+if want api; then
+  section "API contract: a request body read into its model vs hand-written checks vs Debian's pydantic and jsonschema; a whole request (scripts/bench_api.py)"
+  "$PY" scripts/bench_api.py
+fi
+
 if want radio; then
   section "Radio monitor: CPU with 50 stations, signal change -> label opacity (scripts/bench_radio.py)"
   "$PY" scripts/bench_radio.py

@@ -103,10 +103,10 @@ jQuery(function ($) {
         $("<td>").append($('<button type="button" class="secondary delete">').text("Delete"))));
     });
     if (!q.apps.length) $body.append($('<tr class="none">').append($('<td colspan="6">').text("No application rules.")));
-    var names = {};
-    q.apps.forEach(function (a) { names[a.name] = true; });
+    var taken = {};
+    q.apps.forEach(function (a) { taken[a.name] = true; });
     $("#priorities .presets button").each(function () {
-      $(this).prop("disabled", !!names[this.dataset.name]);
+      $(this).prop("disabled", !!taken[this.dataset.name]);
     });
   }
 

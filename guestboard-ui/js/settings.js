@@ -12,6 +12,7 @@ window.HW = window.HW || {};
 HW.settings = {
   RETRY_MS: 3000,
   whenShown: function (load) {
+    "use strict";
     var loaded = false, busy = false, retryAt = 0;
     setInterval(function () {
       if (jQuery("#settings").prop("hidden")) { loaded = false; return; }

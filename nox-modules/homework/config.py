@@ -299,6 +299,8 @@ KEYS: tuple[Key, ...] = (
         "first start: the admin password is read from here"),
     Key("api.session_lifetime", "api_session_lifetime", int, 43200, "seconds a Guest Board login lasts",
         int_range(60, 30 * 86400)),
+    Key("api.check_answers", "api_check_answers", bool, False,
+        "tests: check every answer against its declared shape (one that does not fit is a 500 naming the field)"),
     Key("linksim.interval", "linksim_interval", int, 2, "seconds between simulated link reports",
         int_range(1, 3600)),
     Key("radio.interfaces", "radio_interfaces", list, [], "Wi-Fi interfaces whose stations are read; [] = none",

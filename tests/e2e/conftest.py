@@ -62,6 +62,22 @@ def home():
 
 
 @pytest.fixture(autouse=True)
+def api_answers_fit_the_contract(monkeypatch):
+    """Every answer a test gets from the ws.v1 API through `requests` is checked against the
+    checked-in OpenAPI document; one that does not fit fails the test where it was asked."""
+    import requests
+
+    from contract import CONTRACT, require
+    send = requests.Session.send
+
+    def checked_send(self, request, **kw):
+        resp = send(self, request, **kw)
+        require(CONTRACT.check_response(resp))
+        return resp
+    monkeypatch.setattr(requests.Session, "send", checked_send)
+
+
+@pytest.fixture(autouse=True)
 def clean_home(request):
     if "home" not in request.fixturenames:
         yield

@@ -802,6 +802,8 @@ class Home:
                            "components": ["dhcp", "routing"]},
             "state": {"dir": str(self.state_dir)},
             "hwdb": {"enabled": self.hwdb_enabled, "host": "127.0.0.1", "port": HWDB_PORT},
+            # Tests: every API answer is checked against its declared shape (a 500 naming the field if not).
+            "api": {"check_answers": True},
         }
         if self.ipv6_pd:
             doc["ipv6"] = {"enabled": True, "prefix": "", "prefix_file": str(self.pd_prefix_file)}

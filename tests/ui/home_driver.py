@@ -21,6 +21,7 @@ sends one JSON request per line on stdin and reads one JSON answer per line on s
     {"op": "start_receiver", "port": 8097}  -> {"ok": true, "url": webhook URL in the emulated internet}
     {"op": "receiver_secret", "secret": ..}   (the receiver checks signatures with it)
     {"op": "received"}                        -> {"ok": true, "requests": [{status, signature_ok, body}]}
+    {"op": "contract", "answers": [..]}       -> {"ok": true, "problems": [API answers outside openapi.json]}
     {"op": "quit"}
 
 Config overrides for the home (TOML sections as JSON) may come in $HOMEWORK_UI_CONFIG.
@@ -285,6 +286,14 @@ class Driver:
         out = self.receiver_out
         lines = out.read_text().splitlines() if out.exists() else []
         return {"requests": [json.loads(ln) for ln in lines]}
+
+    def op_contract(self, req):
+        """{"op": "contract", "answers": [{method, url, status, type, body}]} -> {"problems": [..]}:
+        the API answers the browser received, checked against the checked-in OpenAPI document."""
+        from contract import CONTRACT
+        problems = [CONTRACT.check(a["method"], a["url"], a["status"], a["type"], a.get("body") or "")
+                    for a in req["answers"]]
+        return {"checked": len(req["answers"]), "problems": sorted({p for p in problems if p})}
 
     def op_controller_log(self, req):
         return {"log": self.home.controller_log()[-6000:]}

@@ -45,6 +45,7 @@ export async function startHome({ config } = {}) {
   }
   async function close() {
     if (child.exitCode !== null) return;
+    await checkAnswers(call);
     child.stdin.write(JSON.stringify({ op: 'quit' }) + '\n');
     child.stdin.end();
     const timer = setTimeout(() => child.kill('SIGTERM'), 30000);
@@ -70,7 +71,36 @@ export async function newPage(browser, viewport = { width: 1024, height: 600 }) 
   // 60 s, not Playwright's 30: on a busy 2-core machine Chromium's first paint of the board
   // alone has taken most of 30 s (the board itself then answers in milliseconds).
   context.setDefaultTimeout(60000);
+  recordAnswers(context);
   return context.newPage();
+}
+
+/* Every ws.v1 answer a page of this test file received (the event stream's excepted: it
+   never ends), checked against the checked-in OpenAPI document when the home closes
+   (tests/contract.py through the driver): a field the board reads that the server renamed
+   or dropped fails the file, whatever the test looked at. */
+const answers = [];
+export function recordAnswers(context) {
+  context.on('response', (response) => {
+    const url = response.url();
+    if (!new URL(url).pathname.startsWith('/ws.v1/')) return;
+    const type = response.headers()['content-type'] || '';
+    if (type.startsWith('text/event-stream')) return;
+    const request = response.request();
+    answers.push(response.text().catch(() => null).then((body) => (
+      { method: request.method(), url, status: response.status(), type, body })));
+  });
+}
+
+async function checkAnswers(call) {
+  const got = (await Promise.all(answers.splice(0))).filter((a) => a.body !== null);
+  if (!got.length) return;
+  const res = await call({ op: 'contract', answers: got });
+  console.log(`${res.checked} API answers checked against openapi.json`);
+  if (res.problems.length) {
+    throw new Error(`API answers outside openapi.json (${res.problems.length} of ${res.checked}):\n` +
+                    res.problems.join('\n'));
+  }
 }
 
 export async function login(page, url, password) {

@@ -3,7 +3,7 @@
 // controller's own state database, loaded when it starts (home_driver.py seed_devices).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHome, launch, login, label, drag, screenshot } from './lib.mjs';
+import { startHome, launch, login, label, drag, screenshot, recordAnswers } from './lib.mjs';
 
 const PENDING = 900, PERMITTED = 50, DENIED = 50;
 const SHOW_NEWEST = 6;                    // board.js: undecided labels kept outside the group
@@ -20,6 +20,7 @@ before(async () => {
   seeded = await home.call({ op: 'seed_devices', pending: PENDING, permitted: PERMITTED, denied: DENIED });
   browser = await launch(home.info.view_ns);
   context = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1024, height: 600 }, hasTouch: true });
+  recordAnswers(context);
   const first = await context.newPage();
   await login(first, home.info.url, home.info.password);    // the session cookie for the next page
   await first.close();

@@ -137,16 +137,28 @@ def test_dns_methods_say_503_without_the_dns_component(api):
 
 
 def test_dns_methods_call_the_dns_commands(api, core):
+    # Stand-ins for the dns component's commands, answering in its shapes (the API checks them).
     rules = {}
-    core.commands.register("deny-dns", lambda mac, domain: rules.setdefault(mac, []).append(("deny", domain)) or {"ok": 1})
-    core.commands.register("permit-dns", lambda mac, domain: rules.setdefault(mac, []).append(("permit", domain)) or {"ok": 1})
-    core.commands.register("remove-dns-rule", lambda mac, domain: {"removed": domain})
-    core.commands.register("dns-rules", lambda mac: rules.get(mac, []))
+
+    def add(action):
+        def command(mac, domain):
+            rules.setdefault(mac, []).append((action, domain))
+            return {"owner": mac, "action": action, "domains": [domain]}
+        return command
+
+    def listing(mac):
+        return {"rules": [{"id": i, "owner": mac, "domain": d, "action": a, "schedule": "", "created": 0.0}
+                          for i, (a, d) in enumerate(rules.get(mac, []))], "mode": "denylist"}
+    core.commands.register("deny-dns", add("deny"))
+    core.commands.register("permit-dns", add("allow"))
+    core.commands.register("remove-dns-rule", lambda mac, domain: {"removed": domain, "owner": mac})
+    core.commands.register("dns-rules", listing)
     tok = api.token("admin")
     assert api.call("POST", f"deny-dns/{MAC}/Example.COM", token=tok).status_int == 200
     assert api.call("POST", f"permit-dns/{MAC}/school.example", token=tok).status_int == 200
-    assert api.call("GET", f"dns-rules/{MAC}", token=tok).json == [["deny", "example.com"], ["permit", "school.example"]]
-    assert api.call("POST", f"remove-dns-rule/{MAC}/example.com", token=tok).json == {"removed": "example.com"}
+    assert [(r["action"], r["domain"]) for r in api.call("GET", f"dns-rules/{MAC}", token=tok).json["rules"]] == \
+        [("deny", "example.com"), ("allow", "school.example")]
+    assert api.call("POST", f"remove-dns-rule/{MAC}/example.com", token=tok).json["removed"] == "example.com"
     for bad in ("exa mple.com", "-bad-.com", "a..b", "x" * 300):
         r = api.call("POST", f"deny-dns/{MAC}/{bad}", token=tok)
         assert r.status_int == 400 and "not a domain name" in r.json["error"], bad

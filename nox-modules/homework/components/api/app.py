@@ -2,14 +2,18 @@
 responses). Every method calls the controller's command table, the same calls the CLI
 makes over the control socket; responses are what `homework --json ...` prints.
 
+Routes are declared in route groups (routes.py; catalog.py lists the API's own), each with
+its access, its request and answer models and its errors; this module serves them.
+
 Access, checked in this order for every request:
 1. the caller's address: a LAN device that is not permitted gets 403 for everything
    (the routing layer should already keep it away from the router's HTTPS port);
 2. credentials: `Authorization: Bearer <token>` or the Guest Board's session cookie;
    none -> 401;
 3. role: `read-only` may only use GET methods; everything else needs `admin` -> 403;
-4. a session-authenticated POST must carry the session's CSRF token in X-CSRF-Token -> 403;
-5. a device may not change its own access (permit/deny/blacklist/whitelist/DNS rules) -> 403.
+4. a session-authenticated request other than GET carries the session's CSRF token in
+   X-CSRF-Token -> 403;
+5. a device may not change its own access (the routes that declare `own_access`) -> 403.
 """
 from __future__ import annotations
 
@@ -18,8 +22,9 @@ import ipaddress
 import json
 import logging
 import re
+import types
+import typing
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
 
 from webob import Request, Response
@@ -28,62 +33,45 @@ from ...commands import CommandError
 from ...macaddr import BadMac, normalize
 from ...state import StorageError
 from .auth import Principal
-from . import querylog
-from . import blocklists as blocklist_routes
-from . import schedules as schedule_routes
-from . import parity
-from . import backup as backup_routes
-from . import system as system_routes
-from . import qos as qos_routes
-from . import nearby as nearby_routes
-from . import wifi as wifi_routes
-from . import update as update_routes
-from . import satellites as satellite_routes
-from .stream import StreamLimit
+from .http import ApiError, Call, error, json_response
+from .model import Invalid, check_answer, is_model, parse
+from .routes import Access, Operation, param
+
+__all__ = ["ApiApp", "ApiError", "Call", "error", "json_response"]
 
 log = logging.getLogger("homework.api")
 
 PREFIX = "/ws.v1"
 COOKIE = "hw_session"
-MAX_BODY = 16 * 1024
-MAX_HWDB_QUERY = 4000
-OPENAPI = Path(__file__).with_name("openapi.json")
-DOMAIN = re.compile(r"^(?=.{1,253}$)(\*\.)?([A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)"
-                    r"(\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$")
-SELECT = re.compile(r"^\s*select\s", re.IGNORECASE)
-DNS_COMMANDS = {"permit-dns", "deny-dns", "remove-dns-rule", "dns-rules"}
 HOUSEHOLD = "household"     # in place of a MAC in the DNS rule routes: the household's rules
-
-
-class ApiError(Exception):
-    def __init__(self, status: int, message: str, headers: dict | None = None):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.headers = headers or {}
+SAFE_METHODS = ("GET", "HEAD")
 
 
 @dataclass
 class Route:
-    method: str
+    """A declared route, mounted: its operation, URL pattern, bound handler and body limit."""
+    op: Operation
     pattern: re.Pattern
     handler: Callable
-    access: str        # public | read | admin
-    max_body: int = MAX_BODY
+    max_body: int
+    before: Callable | None = None
+
+    @property
+    def method(self) -> str:
+        return self.op.method
+
+    @property
+    def access(self) -> str:
+        return self.op.access.value
 
 
-@dataclass
-class Call:
-    """One request, after the access checks."""
-    req: Request
-    principal: Principal | None
-    client: str                 # the caller's address (behind lighttpd: X-Forwarded-For)
-    client_mac: str | None      # the LAN device making the call, if it is one
+class AnswerMismatch(Exception):
+    """With check_answers on (tests): an answer that does not fit its declared shape."""
 
 
 class ApiApp:
-    def __init__(self, ctx, auth, limiter, board, stream, *, hwdb_client_factory=None,
-                 trusted_proxies=("127.0.0.1", "::1")):
+    def __init__(self, ctx, auth, limiter, board, stream, *, groups, hwdb_client_factory=None,
+                 trusted_proxies=("127.0.0.1", "::1"), check_answers: bool = False):
         self.ctx = ctx
         self.auth = auth
         self.limiter = limiter
@@ -91,66 +79,23 @@ class ApiApp:
         self.stream = stream
         self.hwdb_client_factory = hwdb_client_factory
         self.trusted_proxies = set(trusted_proxies)
+        self.check_answers = check_answers
         self.routes: list[Route] = []
-        mac = r"(?P<mac>[^/]+)"
-        dom = r"(?P<domain>[^/]+)"
-        add = self._add
-        add("GET", "/openapi.json", self.openapi, "public")
-        add("POST", "/login", self.login, "public")
-        add("POST", "/logout", self.logout, "read")
-        add("GET", "/session", self.session, "read")
-        for name in ("permit", "deny", "whitelist", "blacklist", "forget"):
-            add("POST", f"/{name}/{mac}/?", self._decision(name), "admin")
-        add("GET", "/status/?", self.status, "read")
-        add("GET", f"/status/{mac}/?", self.status, "read")
-        add("GET", "/dhcp-status/?", self.simple("dhcp-status"), "read")
-        add("GET", "/blacklist-status/?", self.simple("blacklist-status"), "read")
-        add("GET", "/stats/?", self.simple("stats"), "read")
-        add("POST", f"/permit-dns/{mac}/{dom}/?", self._dns("permit-dns"), "admin")
-        add("POST", f"/deny-dns/{mac}/{dom}/?", self._dns("deny-dns"), "admin")
-        add("POST", f"/remove-dns-rule/{mac}/{dom}/?", self._dns("remove-dns-rule"), "admin")
-        add("GET", f"/dns-rules/{mac}/?", self.dns_rules, "read")
-        add("POST", f"/meta/{mac}/?", self.meta, "admin")
-        add("GET", "/devices/?", self.devices, "read")
-        add("GET", f"/devices/{mac}/?", self.device, "read")
-        add("GET", "/hwdb/?", self.hwdb, "read")
-        add("GET", "/events/?", self.events, "read")
-        add("GET", "/tokens/?", self.tokens, "admin")
-        add("POST", "/tokens/?", self.create_token, "admin")
-        add("POST", r"/tokens/(?P<token_id>[^/]+)/revoke/?", self.revoke_token, "admin")
-        add("GET", "/usage/?", self.usage, "read")
-        add("GET", "/usage/cap/?", self.usage_cap, "read")
-        add("POST", "/usage/cap/?", self.usage_cap, "admin")
-        add("GET", r"/usage\.csv", self.usage_csv, "read")
-        add("GET", f"/usage/devices/{mac}/?", self.usage_device, "read")
-        add("GET", "/usage/limits/?", self.simple("usage-limits"), "read")
-        add("POST", "/usage/limits/?", self._usage_post("usage-limit", ("mac", "owner", "allowance", "period",
-                                                                         "action", "rate")), "admin")
-        add("POST", "/usage/limits/remove/?", self._usage_post("usage-limit-remove", ("mac", "owner")), "admin")
-        add("POST", "/usage/lift/?", self._usage_post("usage-lift", ("mac", "owner")), "admin")
-        add("GET", "/metrics/?", self.metrics, "read")
-        add("GET", "/notifications/?", self.notifications, "read")
-        add("POST", "/notifications/read/?", self.notifications_read, "admin")
-        add("POST", "/notifications/test/?", self._notify("notify-test"), "admin")
-        add("GET", "/webhooks/?", self._notify("webhooks"), "admin")
-        add("POST", "/webhooks/?", self.webhook_add, "admin")
-        add("POST", r"/webhooks/(?P<hook_id>[^/]+)/remove/?", self.webhook_remove, "admin")
-        add("GET", "/webhooks/deliveries/?", self.webhook_deliveries, "admin")
-        add("GET", "/notify/status/?", self._notify("notify-status"), "admin")
-        querylog.add_routes(self)      # issue 17: query log and local names (querylog.py)
-        schedule_routes.add_routes(self)   # issue 17: schedules and pauses (schedules.py)
-        parity.add_routes(self)            # issue 17: group decisions, dns-mode (parity.py)
-        blocklist_routes.add_routes(self)  # issue 17: blocklists and safe-search (blocklists.py)
-        backup_routes.add_routes(self)     # issue 18: backup and restore (backup.py)
-        system_routes.add_routes(self)     # issue 18: factory reset, system, time zone (system.py)
-        qos_routes.add_routes(self)        # issue 13: priorities and shaping (qos.py)
-        nearby_routes.add_routes(self)     # issue 16: nearby devices heard probing (nearby.py)
-        wifi_routes.add_routes(self)       # issue 18: Wi-Fi SSID and passphrase (wifi.py)
-        update_routes.add_routes(self)     # issue 18: .hwup upload, update status, reboot (update.py)
-        satellite_routes.add_routes(self)  # issue 15: satellites asking to pair, decisions (satellites.py)
+        self.groups: dict[type, object] = {}
+        for group in groups:
+            self.mount(group)
 
-    def _add(self, method: str, path: str, handler: Callable, access: str, max_body: int = MAX_BODY) -> None:
-        self.routes.append(Route(method, re.compile(f"^{re.escape(PREFIX)}{path}$"), handler, access, max_body))
+    def mount(self, group) -> object:
+        """Serve a RouteGroup's routes (its __init__ gets this app); returns the instance."""
+        instance = group(self)
+        for op in group.operations():
+            for name in op.path_names():
+                param(name, op)          # an undeclared parameter fails here, at start
+            limit = op.max_body(self) if callable(op.max_body) else op.max_body
+            before = getattr(instance, op.before) if op.before else None
+            self.routes.append(Route(op, op.pattern(PREFIX), getattr(instance, op.handler_name), limit, before))
+        self.groups[group] = instance
+        return instance
 
     # -- WSGI --------------------------------------------------------------------------------
     def __call__(self, environ, start_response):
@@ -164,6 +109,9 @@ class ApiApp:
             # A change on a full disk: refused, nothing half-done; reads keep working.
             resp = error(503, str(exc))
             resp.headers["Retry-After"] = "30"
+        except AnswerMismatch as exc:
+            log.error("API %s %s: %s", req.method, req.path_info, exc)
+            resp = error(500, str(exc))
         except Exception:
             log.exception("API %s %s failed", req.method, req.path_info)
             resp = error(500, "internal error (see the controller log)")
@@ -173,23 +121,49 @@ class ApiApp:
 
     def handle(self, req: Request) -> Response:
         route, params = self._match(req)
+        op = route.op
         client = self.client_address(req)
-        client_mac = self.device_gate(client, asking=route.access == "asking")
+        client_mac = self.device_gate(client, asking=op.access is Access.ASKING)
         principal = self.authenticate(req)
-        if route.access not in ("public", "asking"):
+        if op.access not in (Access.PUBLIC, Access.ASKING):
             if principal is None:
                 raise ApiError(401, "credentials required: log in on the Guest Board or send "
                                     "'Authorization: Bearer <token>'",
                                {"WWW-Authenticate": 'Bearer realm="homework"'})
-            if route.access == "admin" and not principal.is_admin:
+            if op.access is Access.ADMIN and not principal.is_admin:
                 raise ApiError(403, f"this needs the admin role; these credentials are {principal.role}")
-            if req.method == "POST" and principal.kind == "session":
+            if req.method not in SAFE_METHODS and principal.kind == "session":
                 sent = req.headers.get("X-CSRF-Token", "")
                 if not hmac.compare_digest(sent.encode(), principal.csrf.encode()):
                     raise ApiError(403, "missing or wrong X-CSRF-Token for this session")
         if req.content_length and req.content_length > route.max_body:
             raise ApiError(413, f"request body larger than {route.max_body} bytes")
-        return route.handler(Call(req, principal, client, client_mac), **params)
+        return self.run(route, Call(req, principal, client, client_mac), params)
+
+    def run(self, route: Route, call: Call, raw: dict) -> Response:
+        """The declared steps every route takes before and after its handler."""
+        op = route.op
+        if op.needs is not None and op.needs.command not in self.ctx.commands.names():
+            raise ApiError(503, op.needs.message)
+        if route.before is not None:
+            route.before(call)
+        kwargs = {}
+        for name, text in raw.items():
+            spec = param(name, op)
+            kwargs[name] = spec.read(self, text) if spec.read else text
+        if op.own_access in op.path_names():
+            self.not_self(call, kwargs[op.own_access])
+        if op.query is not None:
+            kwargs["query"] = self.read_query(call, op)
+        if op.body is not None:
+            kwargs["body"] = self.read_body(call, op)
+            if op.own_access and op.own_access.startswith("body."):
+                self._not_self_in(call, _value(kwargs["body"], op.own_access[5:]))
+        result = route.handler(call, **kwargs)
+        resp = result if isinstance(result, Response) else json_response(result, op.status)
+        if self.check_answers:
+            self._check(op, resp)
+        return resp
 
     def _match(self, req: Request) -> tuple[Route, dict]:
         path = req.path_info
@@ -204,6 +178,51 @@ class ApiApp:
             raise ApiError(405, f"{req.method} is not allowed here (use {', '.join(sorted(set(allowed)))})",
                            {"Allow": ", ".join(sorted(set(allowed)))})
         raise ApiError(404, f"no such API method: {path} (see {PREFIX}/openapi.json)")
+
+    # -- requests in, answers out ---------------------------------------------------------------
+    def read_body(self, call: Call, op: Operation):
+        """The JSON body as the route's declared model (an empty body is {} unless the route
+        requires one); what does not fit is a 400 that says what and how."""
+        raw = call.req.body
+        usage = op.usage or next((m.usage for m in _members(op.body) if is_model(m)), "")
+        if not raw:
+            if op.body_required:
+                raise ApiError(400, f"send {usage}" if usage else "this needs a JSON request body")
+            data = {}
+        else:
+            try:
+                data = json.loads(raw)
+            except ValueError as exc:
+                raise ApiError(400, f"request body is not valid JSON: {exc}") from None
+        if is_model(op.body) and not isinstance(data, dict):
+            raise ApiError(400, "request body must be a JSON object")
+        try:
+            return parse(op.body, data)
+        except Invalid as exc:
+            raise ApiError(400, f"{exc}; send {usage}" if usage else str(exc)) from None
+
+    def read_query(self, call: Call, op: Operation):
+        params = call.req.GET
+        if op.query.extra == "forbid":
+            fields = op.query.fields()
+            unknown = sorted(set(params) - set(fields))
+            if unknown:
+                raise ApiError(400, f"unknown parameter(s) {', '.join(unknown)} (allowed: {', '.join(fields)})")
+            for key in params:
+                if len(params.getall(key)) > 1:
+                    raise ApiError(400, f"parameter {key} given more than once")
+        data = {key: params.get(key) for key in op.query.fields() if key in params}
+        try:
+            return op.query.parse(data)
+        except Invalid as exc:
+            raise ApiError(400, str(exc)) from None
+
+    def _check(self, op: Operation, resp: Response) -> None:
+        if op.answer is None or resp.status_int != op.status or resp.content_type != "application/json":
+            return
+        problem = check_answer(op.answer, json.loads(resp.body))
+        if problem:
+            raise AnswerMismatch(f"the answer to {op.method} {op.path} does not fit its declared shape: {problem}")
 
     # -- access ------------------------------------------------------------------------------
     def client_address(self, req: Request) -> str:
@@ -247,19 +266,36 @@ class ApiApp:
         sid = req.cookies.get(COOKIE)
         return self.auth.session(sid) if sid else None
 
-    def _is_https(self, req: Request) -> bool:
+    def is_https(self, req: Request) -> bool:
         if req.remote_addr in self.trusted_proxies:
             proto = req.headers.get("X-Forwarded-Proto", "")
             if proto:
                 return proto.lower() == "https"
         return req.scheme == "https"
 
-    # -- helpers -----------------------------------------------------------------------------
+    @staticmethod
+    def not_self(call: Call, mac) -> None:
+        if call.client_mac and call.client_mac == mac:
+            raise ApiError(403, "a device cannot change its own access; ask from another device")
+
+    def _not_self_in(self, call: Call, value) -> None:
+        """The caller's own MAC anywhere in a body's field refuses the call (a list too)."""
+        for text in value if isinstance(value, list) else [value]:
+            if isinstance(text, str) and text:
+                try:
+                    self.not_self(call, normalize(text))
+                except BadMac:
+                    pass            # the command names a bad MAC, with nothing applied
+
+    # -- helpers for the route groups ------------------------------------------------------------
     def command(self, name: str, /, **kwargs):
         try:
             return self.ctx.commands.call(name, **kwargs)
         except CommandError as exc:
             raise ApiError(exc.status, str(exc)) from None
+
+    def has(self, command: str) -> bool:
+        return command in self.ctx.commands.names()
 
     @staticmethod
     def mac(text: str) -> str:
@@ -278,305 +314,12 @@ class ApiApp:
         """Whose DNS rules: a seen device's MAC, or the literal `household` (every device)."""
         return HOUSEHOLD if text.lower() == HOUSEHOLD else self.known_mac(text)
 
-    @staticmethod
-    def not_self(call: Call, mac: str) -> None:
-        if call.client_mac and call.client_mac == mac:
-            raise ApiError(403, "a device cannot change its own access; ask from another device")
 
-    @staticmethod
-    def body(call: Call) -> dict:
-        raw = call.req.body
-        if not raw:
-            return {}
-        try:
-            data = json.loads(raw)
-        except ValueError as exc:
-            raise ApiError(400, f"request body is not valid JSON: {exc}") from None
-        if not isinstance(data, dict):
-            raise ApiError(400, "request body must be a JSON object")
-        return data
-
-    def fields(self, call: Call, allowed: set[str]) -> dict:
-        """The JSON body, refused with a 400 naming them when it has fields not in `allowed`."""
-        data = self.body(call)
-        unknown = set(data) - allowed
-        if unknown:
-            raise ApiError(400, f"unknown field(s) {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(allowed))})")
-        return data
-
-    # -- handlers: public and sessions ---------------------------------------------------------
-    def openapi(self, call: Call) -> Response:
-        return Response(body=OPENAPI.read_bytes(), content_type="application/json", charset=None)
-
-    def login(self, call: Call) -> Response:
-        wait = self.limiter.retry_after(call.client)
-        if wait:
-            raise ApiError(429, f"too many failed logins from {call.client}; try again in {int(wait) + 1} s",
-                           {"Retry-After": str(int(wait) + 1)})
-        password = self.body(call).get("password")
-        if not isinstance(password, str) or not password:
-            raise ApiError(400, "send {\"password\": \"...\"}")
-        if not self.auth.check_password(password):
-            self.limiter.failed(call.client)
-            log.warning("failed Guest Board login from %s", call.client)
-            raise ApiError(401, "wrong password")
-        self.limiter.succeeded(call.client)
-        sid, csrf = self.auth.create_session(call.client)
-        resp = json_response({"role": "admin", "csrf": csrf, "expires_in": self.auth.session_lifetime})
-        resp.set_cookie(COOKIE, sid, max_age=self.auth.session_lifetime, path=f"{PREFIX}/", httponly=True,
-                        samesite="strict", secure=self._is_https(call.req))
-        log.info("Guest Board login from %s", call.client)
-        return resp
-
-    def logout(self, call: Call) -> Response:
-        if call.principal.kind == "session":
-            self.auth.end_session(call.principal)
-        resp = json_response({"logged_out": True})
-        resp.delete_cookie(COOKIE, path=f"{PREFIX}/")
-        return resp
-
-    def session(self, call: Call) -> Response:
-        p = call.principal
-        out = {"kind": p.kind, "role": p.role}
-        if p.kind == "session":
-            out["csrf"] = p.csrf
-        out["storage"] = self.ctx.state.storage()
-        return json_response(out)
-
-    # -- handlers: seed Table 4.1 ------------------------------------------------------------
-    def _decision(self, name: str):
-        def handler(call: Call, mac: str) -> Response:
-            mac = self.mac(mac)
-            self.not_self(call, mac)
-            return json_response(self.command(name, mac=mac))
-        handler.__name__ = name
-        return handler
-
-    def status(self, call: Call, mac: str | None = None) -> Response:
-        if mac is None:
-            return json_response(self.command("status"))
-        return json_response(self.command("status", mac=self.mac(mac)))
-
-    def simple(self, name: str):
-        def handler(call: Call) -> Response:
-            return json_response(self.command(name))
-        handler.__name__ = name
-        return handler
-
-    def _need_dns(self, name: str) -> None:
-        if name not in self.ctx.commands.names():
-            raise ApiError(503, "DNS rules are not available: the dns component is not loaded "
-                                "(add \"dns\" to [controller] components)")
-
-    def _dns(self, name: str):
-        def handler(call: Call, mac: str, domain: str) -> Response:
-            self._need_dns(name)
-            mac = self.rules_owner(mac)
-            if not DOMAIN.match(domain):
-                raise ApiError(400, f"not a domain name: {domain!r}")
-            self.not_self(call, mac)
-            extra = {}
-            if name != "remove-dns-rule" and self.body(call).get("schedule"):    # issue 17: when it counts
-                extra["schedule"] = self.body(call)["schedule"]
-            return json_response(self.command(name, mac=mac, domain=domain.lower().rstrip("."), **extra))
-        handler.__name__ = name
-        return handler
-
-    def _need_usage(self) -> None:
-        if "usage" not in self.ctx.commands.names():
-            raise ApiError(503, "usage is not available: the usage component is not loaded "
-                                "(add \"usage\" to [controller] components)")
-
-    def usage(self, call: Call) -> Response:
-        self._need_usage()
-        return json_response(self.command("usage", period=call.req.GET.get("period", "month"),
-                                          by=call.req.GET.get("by", "device")))
-
-    def usage_device(self, call: Call, mac: str) -> Response:
-        """One device's traffic over the last hour/day/month (the panel's chart)."""
-        self._need_usage()
-        mac = self.known_mac(mac)
-        return json_response(self.command("usage-device", mac=mac, span=call.req.GET.get("range", "day")))
-
-    def usage_cap(self, call: Call) -> Response:
-        self._need_usage()
-        if call.req.method != "POST":
-            return json_response(self.command("usage-cap"))
-        data = self.body(call)
-        unknown = set(data) - {"cap", "billing_day"}
-        if unknown:
-            raise ApiError(400, f"unknown field(s) {', '.join(sorted(unknown))} (allowed: cap, billing_day)")
-        if not data:
-            raise ApiError(400, "send cap (bytes, or e.g. \"500G\") and/or billing_day (1-31)")
-        return json_response(self.command("usage-cap", **data))
-
-    def _usage_post(self, name: str, fields: tuple[str, ...]):
-        def handler(call: Call) -> Response:
-            self._need_usage()
-            data = self.body(call)
-            unknown = set(data) - set(fields)
-            if unknown:
-                raise ApiError(400, f"unknown field(s) {', '.join(sorted(unknown))} (allowed: {', '.join(fields)})")
-            for key in ("mac", "owner", "period", "action"):
-                if data.get(key) is not None and not isinstance(data[key], str):
-                    raise ApiError(400, f"{key} must be a string")
-            return json_response(self.command(name, **data))
-        handler.__name__ = name
-        return handler
-
-    def usage_csv(self, call: Call) -> Response:
-        self._need_usage()
-        text = self.command("usage-csv", month=call.req.GET.get("month", ""))
-        resp = Response(text, content_type="text/csv", charset="utf-8")
-        resp.headers["Content-Disposition"] = 'attachment; filename="usage.csv"'
-        return resp
-
-    def metrics(self, call: Call) -> Response:
-        """Prometheus text exposition format 0.0.4 (components/metrics)."""
-        if "metrics" not in self.ctx.commands.names():
-            raise ApiError(503, "metrics are not available: the metrics component is not loaded "
-                                "(add \"metrics\" to [controller] components)")
-        resp = Response(self.command("metrics").encode())
-        resp.headers["Content-Type"] = "text/plain; version=0.0.4; charset=utf-8"
-        return resp
-
-    # -- notifications and webhooks (components/notify) ---------------------------------------
-    def _need_notify(self) -> None:
-        if "notifications" not in self.ctx.commands.names():
-            raise ApiError(503, "notifications are not available: the notify component is not loaded "
-                                "(add \"notify\" to [controller] components)")
-
-    def _notify(self, name: str):
-        def handler(call: Call) -> Response:
-            self._need_notify()
-            return json_response(self.command(name))
-        handler.__name__ = name
-        return handler
-
-    def notifications(self, call: Call) -> Response:
-        self._need_notify()
-        unread = call.req.GET.get("unread", "") in ("1", "true", "yes")
-        return json_response(self.command("notifications", limit=call.req.GET.get("limit", "100"), unread=unread))
-
-    def notifications_read(self, call: Call) -> Response:
-        self._need_notify()
-        data = self.body(call) if call.req.body else {}
-        if not isinstance(data, dict):
-            raise ApiError(400, "send {\"ids\": [...]} or nothing (all)")
-        unknown = set(data) - {"ids"}
-        if unknown:
-            raise ApiError(400, f"unknown field(s) {', '.join(sorted(unknown))} (allowed: ids; none = all)")
-        return json_response(self.command("notifications-read", ids=data.get("ids")))
-
-    def webhook_add(self, call: Call) -> Response:
-        self._need_notify()
-        data = self.body(call)
-        if set(data) != {"url"}:
-            raise ApiError(400, "send {\"url\": \"https://...\"} and nothing else")
-        return json_response(self.command("webhook-add", url=data["url"]))
-
-    def webhook_remove(self, call: Call, hook_id: str) -> Response:
-        self._need_notify()
-        return json_response(self.command("webhook-remove", id=hook_id))
-
-    def webhook_deliveries(self, call: Call) -> Response:
-        self._need_notify()
-        return json_response(self.command("webhook-deliveries", limit=call.req.GET.get("limit", "100")))
-
-    def dns_rules(self, call: Call, mac: str) -> Response:
-        self._need_dns("dns-rules")
-        return json_response(self.command("dns-rules", mac=self.rules_owner(mac)))
-
-    def meta(self, call: Call, mac: str) -> Response:
-        mac = self.mac(mac)
-        data = self.body(call)
-        unknown = set(data) - {"name", "owner", "type"}
-        if unknown:
-            raise ApiError(400, f"unknown field(s) {', '.join(sorted(unknown))} (allowed: name, owner, type)")
-        for key, value in data.items():
-            if value is not None and not isinstance(value, str):
-                raise ApiError(400, f"{key} must be a string")
-        return json_response(self.command("set-meta", mac=mac, **data))
-
-    # -- handlers: the Guest Board ---------------------------------------------------------------
-    def devices(self, call: Call) -> Response:
-        return json_response(self.board.all_views())
-
-    def device(self, call: Call, mac: str) -> Response:
-        mac = self.mac(mac)
-        device = self.ctx.state.get_device(mac)
-        if device is None:
-            raise ApiError(404, f"no device with MAC {mac} has been seen")
-        view = self.board.view(device)
-        view["alerts"] = self.board.alerts(mac)
-        view["dns_rules"] = (self.command("dns-rules", mac=mac)
-                             if "dns-rules" in self.ctx.commands.names() else None)
-        return json_response(view)
-
-    def events(self, call: Call) -> Response:
-        from .stream import format_event
-        principal = call.principal
-        # The snapshot is built only for a stream the limits let in (it is the costly part).
-        snapshot = lambda: [format_event("snapshot", {"devices": self.board.all_views()})]  # noqa: E731
-        try:
-            body = self.stream.open(snapshot, lambda: self.auth.still_valid(principal),
-                                    owner=f"{principal.kind}:{principal.ident}", admin=principal.is_admin)
-        except StreamLimit as exc:
-            raise ApiError(429, str(exc), {"Retry-After": "30"}) from None
-        # eventlet's WSGI server would otherwise buffer small writes.
-        call.req.environ["eventlet.minimum_write_chunk_size"] = 0
-        resp = Response(app_iter=body, content_type="text/event-stream", charset=None)
-        resp.headers["Cache-Control"] = "no-cache"
-        resp.headers["X-Accel-Buffering"] = "no"
-        return resp
-
-    def hwdb(self, call: Call) -> Response:
-        query = call.req.GET.get("query", "")
-        if not query:
-            raise ApiError(400, "send the query in ?query=SELECT ...")
-        if len(query) > MAX_HWDB_QUERY:
-            raise ApiError(400, f"query longer than {MAX_HWDB_QUERY} characters")
-        text = query.strip().rstrip(";").strip()
-        if not SELECT.match(text + " ") or ";" in text:
-            raise ApiError(400, "only one read-only SELECT query is allowed")
-        if not self.ctx.config.hwdb_enabled or self.hwdb_client_factory is None:
-            raise ApiError(503, "hwdb is not enabled on this router ([hwdb] enabled = false)")
-        try:
-            client = self.hwdb_client_factory()
-        except Exception as exc:  # the client package missing or broken
-            raise ApiError(503, f"hwdb client unavailable: {exc}") from None
-        try:
-            result = client.query(text)
-        except Exception as exc:
-            timeout = type(exc).__name__ == "HwdbTimeout"
-            raise ApiError(504 if timeout else 400, f"hwdb: {getattr(exc, 'message', exc)}") from None
-        return json_response({"columns": list(result.columns), "types": list(result.types),
-                              "rows": list(result.rows)})
-
-    # -- handlers: tokens ---------------------------------------------------------------------
-    def tokens(self, call: Call) -> Response:
-        return json_response(self.command("token-list"))
-
-    def create_token(self, call: Call) -> Response:
-        data = self.body(call)
-        unknown = set(data) - {"name", "role"}
-        if unknown:
-            raise ApiError(400, f"unknown field(s) {', '.join(sorted(unknown))} (allowed: name, role)")
-        if not isinstance(data.get("name"), str):
-            raise ApiError(400, "send {\"name\": \"...\", \"role\": \"admin\" | \"read-only\"}")
-        resp = json_response(self.command("token-create", name=data["name"],
-                                          role=data.get("role", "read-only")))
-        resp.status = 201
-        return resp
-
-    def revoke_token(self, call: Call, token_id: str) -> Response:
-        return json_response(self.command("token-revoke", id=token_id))
+def _members(tp) -> tuple:
+    """The alternatives of a union type, or the type itself."""
+    return typing.get_args(tp) if isinstance(tp, types.UnionType) else (tp,)
 
 
-def json_response(data, status: int = 200) -> Response:
-    body = json.dumps(data, default=str).encode()
-    return Response(body=body, status=status, content_type="application/json", charset=None)
-
-
-def error(status: int, message: str) -> Response:
-    return json_response({"error": message, "status": status}, status)
+def _value(body, name: str):
+    return getattr(body, name, None) if not isinstance(body, (dict, list)) else (
+        body.get(name) if isinstance(body, dict) else body)

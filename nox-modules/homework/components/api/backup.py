@@ -1,4 +1,4 @@
-"""Backup and restore of the settings in the ws.v1 API (issue 18; components/backup):
+"""Backup and restore of the settings in the ws.v1 API (components/backup):
 
     POST /ws.v1/backup    {"passphrase"}            -> the .hwbak file, as a download
     POST /ws.v1/restore   {"passphrase", "backup"}  -> what was restored; the controller restarts in place
@@ -10,42 +10,71 @@ any bad row: 400 with the reason, nothing changed. The passphrase is never echoe
 from __future__ import annotations
 
 import json
+from typing import Any
+
+from webob import Response
+
+from .model import Model, field
+from .routes import Access, RouteGroup, needs, post
 
 RESTORE_MAX_BODY = 4 * 1024 * 1024    # a backup of a few thousand devices; lighttpd allows 4 MiB
+BACKUP = needs("backup", "backup is", "backup")
+PASSPHRASE_USAGE = '{"passphrase": "..."} (at least 8 characters)'
 
 
-def add_routes(app) -> None:
-    from webob import Response
+class BackupFile(Model):
+    """The .hwbak file: the settings, and the secrets (password and token hashes, webhooks)
+    encrypted with the passphrase; the rest of the file is authenticated with them."""
+    extra = "allow"
+    format: str = field(doc="homework-backup")
+    version: int
+    created: str
+    schema: int = field(doc="the state schema it was taken at")
+    software: str
+    settings: dict[str, list[dict[str, Any]]] = field(doc="table -> rows")
+    secrets: dict[str, Any] = field(doc="kdf, n, r, p, salt, nonce, ciphertext")
 
-    from .app import ApiError, json_response     # here: app.py imports this module
 
-    def need() -> None:
-        if "backup" not in app.ctx.commands.names():
-            raise ApiError(503, "backup is not available: the backup component is not loaded "
-                                "(add \"backup\" to [controller] components)")
+class BackupBody(Model):
+    usage = PASSPHRASE_USAGE
+    passphrase: str = field(secret=True, doc="at least 8 characters")
 
-    def fields(call, allowed: set[str]) -> dict:
-        data = app.fields(call, allowed)
-        if not isinstance(data.get("passphrase"), str):
-            raise ApiError(400, "send {\"passphrase\": \"...\"} (at least 8 characters)")
-        return data
 
-    def backup(call):
-        need()
-        data = fields(call, {"passphrase"})
-        result = app.command("backup", passphrase=data["passphrase"])
+class RestoreBody(Model):
+    usage = '{"passphrase": "...", "backup": <the backup file\'s JSON>}'
+    passphrase: str = field(secret=True)
+    backup: dict[str, Any] = field(doc="the .hwbak file's JSON")
+
+
+class Restored(Model):
+    """What was restored (rows per table); the controller then restarts in place."""
+    restored: dict[str, int]
+    created: str | None
+    schema: int | None
+    software: str | None
+    restarting: bool
+    note: str
+
+
+class BackupRoutes(RouteGroup):
+    tag = "system"
+
+    @post("/backup", Access.ADMIN, "Download a backup of the settings (admin): devices and decisions, names, DNS "
+          "rules and modes, schedules, blocklist subscriptions, usage limits; the password and token hashes and "
+          "webhooks encrypted with the passphrase", name="backupSettings", body=BackupBody, body_required=True,
+          answer=BackupFile, needs=BACKUP, errors={400: "no passphrase, or one shorter than 8 characters"})
+    def backup(self, call, body):
+        result = self.api.command("backup", passphrase=body.passphrase)
         resp = Response(json.dumps(result["document"], indent=1, sort_keys=True),
                         content_type="application/json", charset="utf-8")
         resp.headers["Content-Disposition"] = f'attachment; filename="{result["filename"]}"'
         resp.headers["Cache-Control"] = "no-store"
         return resp
 
-    def restore(call):
-        need()
-        data = fields(call, {"passphrase", "backup"})
-        if not isinstance(data.get("backup"), dict):
-            raise ApiError(400, "send {\"passphrase\": \"...\", \"backup\": <the backup file's JSON>}")
-        return json_response(app.command("restore", passphrase=data["passphrase"], backup=data["backup"]))
-
-    app._add("POST", "/backup/?", backup, "admin")
-    app._add("POST", "/restore/?", restore, "admin", max_body=RESTORE_MAX_BODY)
+    @post("/restore", Access.ADMIN, "Replace the settings with a backup's (admin); everything is checked first, a "
+          "bad file changes nothing; the controller then restarts in place", name="restoreSettings",
+          body=RestoreBody, body_required=True, answer=Restored, needs=BACKUP, max_body=RESTORE_MAX_BODY,
+          errors={400: "a wrong passphrase, a changed or damaged file, a newer release's backup or a bad row: "
+                       "nothing changed"})
+    def restore(self, call, body):
+        return self.api.command("restore", passphrase=body.passphrase, backup=body.backup)

@@ -21,6 +21,7 @@ from ...component import Component
 from .app import ApiApp
 from .auth import Auth
 from .board import Board
+from .catalog import GROUPS
 from .ratelimit import LoginLimiter
 from .stream import MAX_STREAMS, EventStream
 
@@ -40,9 +41,11 @@ class ApiComponent(Component):
         self.limiter = LoginLimiter(ctx.now)
         self.board = Board(ctx)
         self.stream = EventStream()
-        self.app = ApiApp(ctx, self.auth, self.limiter, self.board, self.stream,
-                          hwdb_client_factory=self._hwdb_client if cfg.hwdb_enabled else None)
+        self.app = ApiApp(ctx, self.auth, self.limiter, self.board, self.stream, groups=GROUPS,
+                          hwdb_client_factory=self._hwdb_client if cfg.hwdb_enabled else None,
+                          check_answers=cfg.api_check_answers)
         self._sock = None
+        self._server = None
         self._hwdb = None
 
     # -- life cycle ----------------------------------------------------------------------

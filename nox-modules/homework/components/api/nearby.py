@@ -1,4 +1,4 @@
-"""Nearby devices in the ws.v1 API and on the Guest Board (issue 16; components/radio/nearby.py):
+"""Nearby devices in the ws.v1 API and on the Guest Board (components/radio/nearby.py):
 
     GET /ws.v1/nearby  -> {"nearby": [{"mac", "rssi", "radio", "band", "last_heard",
                                        "randomised", "count", ("macs" for a group)}]}
@@ -14,6 +14,9 @@ not draggable, no panel) sent as a "device" event and listed in every snapshot.
 """
 from __future__ import annotations
 
+from .model import Model, field
+from .routes import Access, RouteGroup, get
+
 GROUP_STATE = "group"
 
 
@@ -21,54 +24,75 @@ def group_label(count: int) -> str:
     return f"{count} randomised device{'s' if count != 1 else ''} nearby"
 
 
-def add_routes(app) -> None:
-    from .app import json_response     # here: app.py imports this module
+class Nearby(Model):
+    """A MAC the radio hears probing that is not connected; a radio's randomised MACs are one entry."""
+    mac: str = field(doc="the MAC; random-<radio> for a radio's randomised MACs")
+    rssi: float | None
+    radio: str
+    band: str | None
+    last_heard: float = field(doc="epoch seconds")
+    randomised: bool
+    count: int = field(doc="how many MACs (1, or a group's)")
+    macs: list[str] = field(optional=True, doc="a group's MACs")
 
-    ctx = app.ctx
 
-    def listing() -> list[dict]:
-        return ctx.commands.call("nearby")["nearby"] if "nearby" in ctx.commands.names() else []
+class NearbyList(Model):
+    nearby: list[Nearby] = field(doc="strongest first")
 
-    def nearby(call):
-        return json_response({"nearby": listing()})     # the same body as `homework nearby --json`
 
-    def group_view(entry: dict) -> dict:
+class NearbyRoutes(RouteGroup):
+    tag = "board"
+
+    def __init__(self, api):
+        super().__init__(api)
+        ctx = api.ctx
+        ctx.bus.subscribe("nearby", self.on_nearby)
+        api.board.extra_views.append(self.extra_views)
+
+    def listing(self) -> list[dict]:
+        commands = self.api.ctx.commands
+        return commands.call("nearby")["nearby"] if "nearby" in commands.names() else []
+
+    @get("/nearby", Access.READ, "Devices the radio hears probing that are not connected; each radio's randomised "
+         "MACs are one entry", name="getNearby", answer=NearbyList)
+    def nearby(self, call):
+        return {"nearby": self.listing()}     # the same body as `homework nearby --json`
+
+    def group_view(self, entry: dict) -> dict:
         at = entry["last_heard"]
         return {"mac": entry["mac"], "state": GROUP_STATE, "zone": "outside", "name": "", "owner": "",
                 "type": "", "hostname": "", "first_seen": 0.0, "last_seen": at, "lease": None,
                 "label": group_label(entry["count"]), "label_source": "group", "vendor": "", "private": False,
                 "radio": entry["radio"], "band": entry.get("band"), "count": entry["count"],
                 "metrics": {"rssi": entry["rssi"], "retrans": 0.0, "link_at": at, "bps": 0.0, "today_bytes": 0,
-                            "seen_at": at, "leave_after": ctx.config.radio_nearby_forget}}
+                            "seen_at": at, "leave_after": self.api.ctx.config.radio_nearby_forget}}
 
-    def on_nearby(topic: str, ev: dict) -> None:
+    def on_nearby(self, topic: str, ev: dict) -> None:
+        api = self.api
         mac = ev.get("mac") or ""
         if ev.get("gone"):
-            if ctx.state.get_device(mac) is None:    # a device that registered since keeps its label
-                app.board.forget_heard(mac)
-                app.stream.publish("device", {"mac": mac, "state": None, "reason": "out-of-range", "view": None})
+            if api.ctx.state.get_device(mac) is None:    # a device that registered since keeps its label
+                api.board.forget_heard(mac)
+                api.stream.publish("device", {"mac": mac, "state": None, "reason": "out-of-range", "view": None})
         elif ev.get("randomised"):
-            app.stream.publish("device", {"mac": mac, "state": GROUP_STATE, "reason": "nearby",
-                                          "view": group_view(ev)})
+            api.stream.publish("device", {"mac": mac, "state": GROUP_STATE, "reason": "nearby",
+                                          "view": self.group_view(ev)})
 
-    def extra_views(views: list[dict]) -> list[dict]:
+    def extra_views(self, views: list[dict]) -> list[dict]:
         """Snapshot and polling: the groups, and nearby MACs the board no longer lists."""
+        board = self.api.board
         shown = {v["mac"] for v in views}
         out = []
-        for entry in listing():
+        for entry in self.listing():
             if entry["mac"] in shown:
                 continue
             if entry["randomised"]:
-                out.append(group_view(entry))
+                out.append(self.group_view(entry))
             else:
                 view = {"mac": entry["mac"], "state": "unknown", "hostname": "", "name": "", "owner": "",
                         "type": "", "first_seen": 0.0, "last_seen": entry["last_heard"], "zone": "outside",
-                        "lease": None, "metrics": app.board.metrics(entry["mac"]),
+                        "lease": None, "metrics": board.metrics(entry["mac"]),
                         "radio": entry["radio"], "band": entry.get("band")}
-                view.update(app.board.label(entry["mac"]))
+                view.update(board.label(entry["mac"]))
                 out.append(view)
         return out
-
-    ctx.bus.subscribe("nearby", on_nearby)
-    app.board.extra_views.append(extra_views)
-    app._add("GET", "/nearby/?", nearby, "read")

@@ -1,4 +1,4 @@
-"""The query log and local names in the ws.v1 API (issue 17):
+"""The query log and local names in the ws.v1 API:
 
     GET /ws.v1/dns/queries?mac=&search=&verdict=&limit=   recent DNS queries, newest first
     GET /ws.v1/dns/queries/summary?top=                   per device: total, blocked; top blocked names
@@ -15,6 +15,8 @@ import re
 
 from ...commands import CommandError
 from ...macaddr import BadMac, normalize
+from .model import Model, field
+from .routes import Access, RouteGroup, get, needs
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000            # a request for more gets this many
@@ -26,8 +28,7 @@ OTHER_NAMES = "(other names)"     # hwdb_sync's row for a flood's many names (dn
 SEARCH = re.compile(r"^[A-Za-z0-9_.*-]*$")
 QTYPES = {1: "A", 2: "NS", 5: "CNAME", 6: "SOA", 12: "PTR", 15: "MX", 16: "TXT", 28: "AAAA", 33: "SRV",
           64: "SVCB", 65: "HTTPS", 255: "ANY"}
-QUERY_PARAMS = {"mac", "search", "verdict", "limit"}
-SUMMARY_PARAMS = {"top"}
+LOCAL_NAMES = needs("local-names", "local names are", "localnames")
 
 
 def _count(text, what: str, default: int, cap: int) -> int:
@@ -113,37 +114,86 @@ class QueryLog:
         return {"devices": devices, "top_blocked": top_blocked}
 
 
-def add_routes(app) -> None:
-    """Called once from ApiApp.__init__: the routes, and the commands the CLI shares."""
-    from .app import ApiError, json_response
-    log = QueryLog(app.ctx, lambda: app.hwdb_client_factory)
-    commands = app.ctx.commands
-    if "dns-queries" not in commands.names():      # one controller may build more than one app (tests)
-        commands.register("dns-queries", log.queries)
-        commands.register("dns-queries-summary", log.summary)
+class QueriesQuery(Model):
+    mac: str = field(optional=True, doc="only this device's queries")
+    search: str = field(optional=True, doc="part of a name: letters, digits, '.', '-', '_' and '*'")
+    verdict: str = field(optional=True, doc=", ".join(VERDICTS))
+    limit: str = field(optional=True, doc=f"1 to {MAX_LIMIT} (default {DEFAULT_LIMIT}); more gets {MAX_LIMIT}")
 
-    def only(call, allowed: set[str]) -> dict:
-        params = call.req.GET
-        unknown = sorted(set(params) - allowed)
-        if unknown:
-            raise ApiError(400, f"unknown parameter(s) {', '.join(unknown)} (allowed: {', '.join(sorted(allowed))})")
-        for key in params:
-            if len(params.getall(key)) > 1:
-                raise ApiError(400, f"parameter {key} given more than once")
-        return {key: params[key] for key in params}
 
-    def queries(call):
-        return json_response(app.command("dns-queries", **only(call, QUERY_PARAMS)))
+class SummaryQuery(Model):
+    top: str = field(optional=True, doc=f"how many names (default {DEFAULT_TOP}, at most {MAX_TOP})")
 
-    def summary(call):
-        return json_response(app.command("dns-queries-summary", **only(call, SUMMARY_PARAMS)))
 
-    def local_names(call):
-        if "local-names" not in commands.names():
-            raise ApiError(503, "local names are not available: the localnames component is not loaded "
-                                "(add \"localnames\" to [controller] components)")
-        return json_response(app.command("local-names"))
+class Query(Model):
+    at: float = field(doc="epoch seconds")
+    mac: str
+    device: str = field(doc="the device's name or hostname; '' if it has none")
+    name: str
+    type: str = field(doc="A, AAAA, HTTPS, ... or TYPEn")
+    verdict: str = field(doc=", ".join(VERDICTS))
+    count: int = field(doc="queries of this name in a row")
 
-    app._add("GET", "/dns/queries/?", queries, "read")
-    app._add("GET", "/dns/queries/summary/?", summary, "read")
-    app._add("GET", "/local-names/?", local_names, "read")
+
+class QueryList(Model):
+    """Recent DNS queries, newest first."""
+    limit: int
+    queries: list[Query]
+
+
+class DeviceQueries(Model):
+    mac: str
+    device: str
+    total: int
+    blocked: int
+
+
+class BlockedName(Model):
+    name: str
+    count: int
+
+
+class QuerySummary(Model):
+    """Per device: queries and blocked queries; the most blocked names (over the window hwdb holds)."""
+    devices: list[DeviceQueries]
+    top_blocked: list[BlockedName]
+
+
+class LocalName(Model):
+    label: str
+    name: str = field(doc="<label>.home.arpa (or the first of [dns] local_domains)")
+    mac: str
+    ip: str
+
+
+HWDB_ERRORS = {400: "an unknown or repeated parameter, or a bad value", 502: "hwdb refused the query",
+               503: "hwdb is not enabled on this router", 504: "hwdb did not answer in time"}
+
+
+class QueryLogRoutes(RouteGroup):
+    tag = "dns"
+
+    def __init__(self, api):
+        super().__init__(api)
+        log = QueryLog(api.ctx, lambda: api.hwdb_client_factory)
+        commands = api.ctx.commands
+        if "dns-queries" not in commands.names():      # one controller may build more than one app (tests)
+            commands.register("dns-queries", log.queries)
+            commands.register("dns-queries-summary", log.summary)
+
+    @get("/dns/queries", Access.READ, "Recent DNS queries from hwdb's DnsQueries, newest first (the Guest Board's "
+         "query log)", name="dnsQueries", query=QueriesQuery, answer=QueryList, errors=HWDB_ERRORS)
+    def queries(self, call, query):
+        return self.api.command("dns-queries", **query.given_items())
+
+    @get("/dns/queries/summary", Access.READ, "Per device: queries and blocked queries; the most blocked names "
+         "(over the window hwdb holds)", name="dnsQueriesSummary", query=SummaryQuery, answer=QuerySummary,
+         errors=HWDB_ERRORS)
+    def summary(self, call, query):
+        return self.api.command("dns-queries-summary", **query.given_items())
+
+    @get("/local-names", Access.READ, "The names permitted devices answer to inside the home (<label>.home.arpa "
+         "and the other [dns] local_domains; PTR for their address)", name="localNames", answer=list[LocalName],
+         needs=LOCAL_NAMES)
+    def local_names(self, call):
+        return self.api.command("local-names")

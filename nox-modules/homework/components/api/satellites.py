@@ -21,6 +21,13 @@ per port (pairing.py). On the board a satellite is a label of its own kind
 """
 from __future__ import annotations
 
+from typing import Literal
+
+from .http import ApiError
+from .model import Model, field
+from .ratelimit import LoginLimiter
+from .routes import Access, Param, RouteGroup, get, post
+
 AP_PREFIX = "ap-"
 ZONES = {"pending": "asking", "permitted": "permitted", "denied": "outside"}
 
@@ -45,77 +52,145 @@ PAIR_REQUESTS = 10           # pairing requests one address may make ...
 PAIR_WINDOW = 600.0          # ... in this many seconds
 
 
-def add_routes(app) -> None:
-    from .app import ApiError, json_response     # here: app.py imports this module
-    from .ratelimit import LoginLimiter
+DPID = Param(str, "the satellite switch's datapath id (16 hex digits)", example="00000000000000a1")
+SatState = Literal["pending", "permitted", "denied"]
 
-    # A limiter of its own: a box asking to pair must not lock its address out of logging
-    # in, nor failed logins keep a satellite from asking.
-    limiter = LoginLimiter(app.ctx.now, limit=PAIR_REQUESTS, window=PAIR_WINDOW)
 
-    def ask(call):
-        wait = limiter.retry_after(call.client)
+class PairBody(Model):
+    usage = ('{"dpid": "<16 hex digits>", "csr": "<PEM certificate request>"'
+             '[, "uplink": "<its uplink port\'s name>"]}')
+    dpid: str = field(doc="its datapath id, 16 hex digits", example="00000000000000a1")
+    csr: str = field(doc="a PEM certificate request for its TLS key")
+    uplink: str = field("", doc="its uplink port's name (a satellite found on a LAN port)")
+
+
+class PairAsked(Model):
+    """The request is recorded: the household compares the code on the Guest Board."""
+    dpid: str
+    code: str = field(doc="the code to compare before permitting")
+    ticket: str = field(doc="poll with it (X-Pairing-Ticket); shown only now")
+
+
+class PairStatus(Model):
+    dpid: str
+    state: SatState
+    code: str
+    certificate: str = field(optional=True, doc="once permitted: its certificate (PEM)")
+    ca: str = field(optional=True, doc="once permitted: the household CA (PEM)")
+
+
+class Satellite(Model):
+    """A satellite switch that asked to pair, and the household's decision."""
+    dpid: str
+    state: SatState
+    code: str
+    requested: float
+    decided: float | None
+    paired: bool = field(doc="a certificate was issued")
+    index: int | None = field(doc="its number on the router (satellite N)")
+    uplink: str | None
+    router_port: str | None = field(doc="the router port its cable is on")
+    found: bool = field(doc="it asked from a LAN port instead of being listed in [satellites] switches")
+    cabled: bool = field(doc="the controller drives its cable now")
+    device_mac: str | None = field(doc="the MAC its own stack asked from")
+    restarting: bool = field(optional=True, doc="the decision changes the cables: the controller restarts in place")
+
+
+class SatelliteForgotten(Model):
+    dpid: str
+    forgotten: bool
+    restarting: bool = field(optional=True)
+
+
+class SatelliteRoutes(RouteGroup):
+    tag = "satellites"
+
+    def __init__(self, api):
+        super().__init__(api)
+        # A limiter of its own: a box asking to pair must not lock its address out of logging
+        # in, nor failed logins keep a satellite from asking.
+        self.limiter = LoginLimiter(api.ctx.now, limit=PAIR_REQUESTS, window=PAIR_WINDOW)
+        api.board.extra_views.append(self.extra_views)
+        api.ctx.bus.subscribe("satellite", self.on_satellite)
+
+    def throttle(self, call) -> None:
+        wait = self.limiter.retry_after(call.client)
         if wait:
             raise ApiError(429, f"too many pairing requests from {call.client}; try again in {int(wait) + 1} s",
                            {"Retry-After": str(int(wait) + 1)})
-        limiter.failed(call.client)      # every request counts towards the limit
-        data = app.body(call)
-        if (not {"dpid", "csr"} <= set(data) <= {"dpid", "csr", "uplink"}
-                or not all(isinstance(v, str) for v in data.values())):
-            raise ApiError(400, 'send {"dpid": "<16 hex digits>", "csr": "<PEM certificate request>"'
-                                '[, "uplink": "<its uplink port\'s name>"]}')
-        return json_response(app.command("satellite-request", dpid=data["dpid"], csr=data["csr"],
-                                         origin=origin(call), uplink=data.get("uplink", "")))
+        self.limiter.failed(call.client)      # every request counts towards the limit, a bad one too
 
-    def origin(call) -> dict | None:
+    @post("/satellites/pair", Access.ASKING, "A satellite switch asks to pair: public, rate-limited, also open to a "
+          "pending device (a satellite found on a LAN port asks as one; the router records the port of its "
+          "lease); it decides nothing, the household permits it on the Guest Board", name="askSatellitePairing",
+          body=PairBody, body_required=True, answer=PairAsked, max_body=16 * 1024, before="throttle",
+          errors={404: "an unlisted datapath asking from elsewhere than a LAN port",
+                  409: "already paired, another device already asking under this id, or a Wi-Fi port",
+                  429: "too many pairing requests from this address; see Retry-After"})
+    def ask(self, call, body):
+        return self.api.command("satellite-request", dpid=body.dpid, csr=body.csr, origin=self.origin(call),
+                                uplink=body.uplink)
+
+    def origin(self, call) -> dict | None:
         """The LAN port and MAC of the device calling, from its lease and the switch's port
         list (the request's own words never name a port); None if it is not a device on a
         port of the router (the management link, the router itself, a relayed lease)."""
         if not call.client_mac:
             return None
-        lease, dp = app.ctx.leases.get(call.client_mac), app.ctx.datapath
+        ctx = self.api.ctx
+        lease, dp = ctx.leases.get(call.client_mac), ctx.datapath
         if lease is None or not lease.local or dp is None:
             return None
         name = dp.port_name(lease.port)
         return {"port": name, "mac": call.client_mac} if name else None
 
-    def poll(call, dpid):
-        return json_response(app.command("satellite-ticket", dpid=dpid,
-                                         ticket=call.req.headers.get("X-Pairing-Ticket", "")))
+    @get("/satellites/pair/{dpid}", Access.ASKING, "The satellite polls its request with the header "
+         "X-Pairing-Ticket (public)", name="getSatellitePairing", answer=PairStatus, params={"dpid": DPID},
+         errors={404: "no pairing request with this ticket"})
+    def poll(self, call, dpid):
+        return self.api.command("satellite-ticket", dpid=dpid, ticket=call.req.headers.get("X-Pairing-Ticket", ""))
 
-    def listing(call):
-        return json_response(app.command("satellites"))
+    @get("/satellites", Access.READ, "Satellite switches that asked to pair and the household's decisions (read)",
+         name="listSatellites", answer=list[Satellite])
+    def listing(self, call):
+        return self.api.command("satellites")
 
-    def decide(what):
-        def handler(call, dpid):
-            return json_response(app.command(f"satellite-{what}", dpid=dpid))
-        return handler
+    @post("/satellites/{dpid}/permit", Access.ADMIN, "Permit a satellite (admin): the household CA signs its "
+          "request; it connects over TLS", name="permitSatellite", answer=Satellite, params={"dpid": DPID},
+          errors={404: "it has not asked to pair", 409: "its port already carries another satellite, or "
+                                                        "there is no place for another"})
+    def permit(self, call, dpid):
+        return self.api.command("satellite-permit", dpid=dpid)
 
-    def sharing(sat: dict) -> int:
+    @post("/satellites/{dpid}/deny", Access.ADMIN, "Deny a satellite (admin): its certificate stops admitting it; if "
+          "connected, its table is emptied, its ports leave the router and the session is closed",
+          name="denySatellite", answer=Satellite, params={"dpid": DPID}, errors={404: "it has not asked to pair"})
+    def deny(self, call, dpid):
+        return self.api.command("satellite-deny", dpid=dpid)
+
+    @post("/satellites/{dpid}/forget", Access.ADMIN, "Forget a satellite (admin): as deny, and its request is "
+          "removed (it may ask again)", name="forgetSatellite", answer=SatelliteForgotten, params={"dpid": DPID},
+          errors={404: "it has not asked to pair"})
+    def forget(self, call, dpid):
+        return self.api.command("satellite-forget", dpid=dpid)
+
+    def sharing(self, sat: dict) -> int:
         """Permitted devices other than the satellite's own stack on the port it asked from."""
-        dp = app.ctx.datapath
+        ctx = self.api.ctx
+        dp = ctx.datapath
         port_no = dp.ports.get(sat.get("router_port") or "") if dp is not None and sat.get("found") else None
         if port_no is None or sat["state"] != "pending":
             return 0
-        return sum(1 for lease in app.ctx.leases.active()
+        return sum(1 for lease in ctx.leases.active()
                    if lease.local and lease.port == port_no and lease.mac != sat.get("device_mac")
-                   and app.ctx.state.device_state(lease.mac) == "permitted")
+                   and ctx.state.device_state(lease.mac) == "permitted")
 
-    def extra_views(views: list[dict]) -> list[dict]:
-        return [board_view(s, sharing(s)) for s in app.ctx.pairing.all()]
+    def extra_views(self, views: list[dict]) -> list[dict]:
+        return [board_view(s, self.sharing(s)) for s in self.api.ctx.pairing.all()]
 
-    def on_satellite(topic: str, ev: dict) -> None:
+    def on_satellite(self, topic: str, ev: dict) -> None:
         dpid = f"{ev['dpid']:016x}"
-        sat = app.ctx.pairing.get(ev["dpid"])
-        view = board_view(sat, sharing(sat)) if sat else None
-        app.stream.publish("device", {"mac": AP_PREFIX + dpid, "state": sat["state"] if sat else None,
-                                      "reason": "satellite-" + ev.get("what", ""), "view": view})
-
-    app.board.extra_views.append(extra_views)
-    app.ctx.bus.subscribe("satellite", on_satellite)
-    dpid = r"(?P<dpid>[^/]+)"     # pairing.parse_dpid says what is wrong with a bad one
-    app._add("POST", "/satellites/pair/?", ask, "asking", max_body=16 * 1024)
-    app._add("GET", f"/satellites/pair/{dpid}/?", poll, "asking")
-    app._add("GET", "/satellites/?", listing, "read")
-    for what in ("permit", "deny", "forget"):
-        app._add("POST", f"/satellites/{dpid}/{what}/?", decide(what), "admin")
+        sat = self.api.ctx.pairing.get(ev["dpid"])
+        view = board_view(sat, self.sharing(sat)) if sat else None
+        self.api.stream.publish("device", {"mac": AP_PREFIX + dpid, "state": sat["state"] if sat else None,
+                                           "reason": "satellite-" + ev.get("what", ""), "view": view})

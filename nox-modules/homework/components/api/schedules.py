@@ -1,4 +1,4 @@
-"""Schedules ("bedtime") and pauses in the ws.v1 API (issue 17; components/schedules):
+"""Schedules ("bedtime") and pauses in the ws.v1 API (components/schedules):
 
     GET  /ws.v1/schedules?mac=               every schedule, or those of one device (its own and its owner's)
     POST /ws.v1/schedules                    {"mac"|"owner", "days", "from", "to", "action"} -> the schedule
@@ -12,59 +12,97 @@ itself (it would be changing its own access).
 """
 from __future__ import annotations
 
-ADD_FIELDS = {"mac", "owner", "days", "from", "to", "action"}
+from typing import Literal
+
+from .http import ApiError
+from .model import Model, field
+from .routes import Access, Param, RouteGroup, get, needs, post
+from .devices import KNOWN_MAC, NOT_SEEN
+
+SCHEDULES = needs("schedules", "schedules are", "schedules")
+SCHEDULE_ID = Param(str, "a schedule's id", example="1")
+Action = Literal["pause", "dns-strict"]
 
 
-def add_routes(app) -> None:
-    from .app import ApiError, json_response     # here: app.py imports this module
-    mac = r"(?P<mac>[^/]+)"
+class ScheduleQuery(Model):
+    extra = "ignore"
+    mac: str = field("", doc="only this device's schedules (its own and its owner's)")
 
-    def need() -> None:
-        if "schedules" not in app.ctx.commands.names():
-            raise ApiError(503, "schedules are not available: the schedules component is not loaded "
-                                "(add \"schedules\" to [controller] components)")
 
-    def schedules(call):
-        need()
-        target = call.req.GET.get("mac")
-        return json_response(app.command("schedules", mac=app.mac(target) if target else None))
+class Schedule(Model):
+    """A weekly window in which a device (or every device of an owner) has no internet
+    (pause) or only its allowed websites (dns-strict)."""
+    id: int
+    mac: str = field(optional=True, doc="the device (or owner)")
+    owner: str = field(optional=True, doc="every device whose owner is this")
+    action: Action
+    days: str = field(doc="mon..sun, a range (mon-fri, fri-mon), a list (sat,sun), daily, weekdays or weekends")
+    from_: str = field(key="from", doc="local time HH:MM")
+    to: str = field(doc="local time HH:MM; not after from: the next day")
+    window: str = field(doc="the window in words, e.g. 'sun-thu 21:30-07:00'")
 
-    def add(call):
-        need()
-        data = app.fields(call, ADD_FIELDS)
-        for key, value in data.items():
-            if value is not None and not isinstance(value, str):
-                raise ApiError(400, f"{key} must be a string")
-        if data.get("mac"):
-            data["mac"] = app.known_mac(data["mac"])
-            app.not_self(call, data["mac"])
-        return json_response(app.command("schedule-add", mac=data.get("mac"), owner=data.get("owner"),
-                                         days=data.get("days"), start=data.get("from"), end=data.get("to"),
-                                         action=data.get("action") or "pause"))
 
-    def remove(call, schedule_id):
-        need()
-        if not schedule_id.isdigit():
-            raise ApiError(400, f"schedule id must be a number, got {schedule_id!r}")
-        return json_response(app.command("schedule-remove", id=int(schedule_id)))
+class ScheduleBody(Model):
+    mac: str | None = field(optional=True, doc="the device (give mac or owner)")
+    owner: str | None = field(optional=True, doc="every device whose owner is this")
+    days: str | None = field(optional=True, doc="mon..sun, a range (mon-fri, fri-mon), a list (sat,sun), daily, "
+                                                "weekdays or weekends", example="sun-thu")
+    from_: str | None = field(optional=True, key="from", doc="local time HH:MM ([router] timezone)",
+                              example="21:30")
+    to: str | None = field(optional=True, doc="local time HH:MM; not after from: the next day", example="07:00")
+    action: str | None = field(optional=True, doc="pause (default) or dns-strict")
 
-    def pause(call, mac):
-        need()
-        mac = app.known_mac(mac)
-        app.not_self(call, mac)
-        minutes = app.body(call).get("minutes", 60)
-        if isinstance(minutes, bool) or not isinstance(minutes, int):
-            raise ApiError(400, "minutes must be a whole number (1 to 10080)")
-        return json_response(app.command("pause", mac=mac, minutes=minutes))
 
-    def resume(call, mac):
-        need()
-        mac = app.known_mac(mac)
-        app.not_self(call, mac)
-        return json_response(app.command("resume", mac=mac))
+class ScheduleRemoved(Model):
+    removed: int
 
-    app._add("GET", "/schedules/?", schedules, "read")
-    app._add("POST", "/schedules/?", add, "admin")
-    app._add("POST", r"/schedules/(?P<schedule_id>[^/]+)/remove/?", remove, "admin")
-    app._add("POST", f"/pause/{mac}/?", pause, "admin")
-    app._add("POST", f"/resume/{mac}/?", resume, "admin")
+
+class PauseBody(Model):
+    minutes: int = field(60, minimum=1, maximum=10080, enforce=False, doc="minutes from now")
+
+
+class PauseFacts(Model):
+    """The device's pause facts after the change."""
+    mac: str
+    paused: bool
+    paused_by: Literal["", "pause", "schedule"]
+    paused_until: float = field(doc="epoch seconds the cut ends; 0 = not cut")
+    in_schedule: Literal["", "pause", "dns-strict"]
+
+
+class ScheduleRoutes(RouteGroup):
+    tag = "schedules"
+
+    @get("/schedules", Access.READ, "Schedules (bedtime windows): every one, or a device's own and its owner's",
+         name="listSchedules", query=ScheduleQuery, answer=list[Schedule], needs=SCHEDULES)
+    def schedules(self, call, query):
+        return self.api.command("schedules", mac=self.api.mac(query.mac) if query.mac else None)
+
+    @post("/schedules", Access.ADMIN, "Add a schedule for a device or an owner's devices (admin); overlapping "
+          "one of the same target and action: 400", name="addSchedule", body=ScheduleBody, answer=Schedule,
+          needs=SCHEDULES, errors={404: NOT_SEEN})
+    def add(self, call, body):
+        mac = self.api.known_mac(body.mac) if body.mac else body.mac
+        if mac:
+            self.api.not_self(call, mac)
+        return self.api.command("schedule-add", mac=mac, owner=body.owner, days=body.days, start=body.from_,
+                                end=body.to, action=body.action or "pause")
+
+    @post("/schedules/{id}/remove", Access.ADMIN, "Remove a schedule (admin)", name="removeSchedule",
+          answer=ScheduleRemoved, needs=SCHEDULES, params={"id": SCHEDULE_ID}, errors={404: "no such schedule"})
+    def remove(self, call, id):  # noqa: A002 - the path's name
+        if not id.isdigit():
+            raise ApiError(400, f"schedule id must be a number, got {id!r}")
+        return self.api.command("schedule-remove", id=int(id))
+
+    @post("/pause/{mac}", Access.ADMIN, "Pause a device's internet for some minutes (admin; default 60, the "
+          "board's one tap)", name="pauseDevice", body=PauseBody, answer=PauseFacts, own_access="mac",
+          needs=SCHEDULES, params={"mac": KNOWN_MAC}, errors={404: NOT_SEEN})
+    def pause(self, call, mac, body):
+        return self.api.command("pause", mac=mac, minutes=body.minutes)
+
+    @post("/resume/{mac}", Access.ADMIN, "Resume a paused device now (admin); inside a pause window it stays open "
+          "until the window ends", name="resumeDevice", answer=PauseFacts, own_access="mac", needs=SCHEDULES,
+          params={"mac": KNOWN_MAC}, errors={404: NOT_SEEN})
+    def resume(self, call, mac):
+        return self.api.command("resume", mac=mac)

@@ -1,4 +1,4 @@
-"""The router's own settings in the ws.v1 API (issue 18; homework/system.py, factory_reset.py):
+"""The router's own settings in the ws.v1 API (homework/system.py, factory_reset.py):
 
     GET  /ws.v1/system           -> {version, uptime, timezone, timezone_source, schema, update_slot}
     POST /ws.v1/system/timezone  {"timezone": "Europe/London"}  -> {timezone, restarting, note}
@@ -10,50 +10,106 @@ a password is never echoed. Any other factory-reset body: 400 naming the phrase.
 """
 from __future__ import annotations
 
+from typing import Literal
 
-def add_routes(app) -> None:
-    from .app import ApiError, json_response     # here: app.py imports this module
-    from .auth import check_new_password
-    from ...factory_reset import CONFIRM
+from ...factory_reset import CONFIRM
+from .auth import check_new_password
+from .http import ApiError
+from .model import Model, field
+from .routes import Access, RouteGroup, get, post
 
-    def exactly(call, keys: set[str], usage: str) -> dict:
-        data = app.body(call)
-        if set(data) != keys:
-            raise ApiError(400, f"send {usage}")
-        return data
 
-    def system(call):
-        return json_response(app.command("system-info"))
+class WanLease(Model):
+    """The router's internet address, from its DHCP client's lease file."""
+    up: bool
+    interface: str = field(optional=True)
+    address: str = field(optional=True)
+    gateway: str = field(optional=True)
+    dns: list[str] = field(optional=True)
+    lease_seconds: int | None = field(optional=True)
+    up_since: int | None = field(optional=True, doc="epoch seconds")
+    up_for: int | None = field(optional=True, doc="seconds")
 
-    def timezone(call):
-        data = exactly(call, {"timezone"}, '{"timezone": "Europe/London"} (an IANA time zone name)')
-        return json_response(app.command("set-timezone", timezone=data["timezone"]))
 
-    def password(call):
-        data = exactly(call, {"old", "new"}, '{"old": "current password", "new": "new password"}')
-        wait = app.limiter.retry_after(call.client)
+class SystemInfo(Model):
+    """The router: software version, uptime, time zone, state schema and update slot."""
+    version: str
+    uptime: int = field(doc="seconds since the controller started")
+    timezone: str
+    timezone_source: Literal["board", "config"] = field(doc="set on the board, or from the config file")
+    timezone_config: str = field(doc="[router] timezone in the config file")
+    schema: int = field(doc="the state database's schema version")
+    update_slot: str = field(doc="the slot the router runs from; '' off the image")
+    wan: WanLease | None = field(doc="the internet link; null off the image (no lease file)")
+
+
+class TimezoneBody(Model):
+    usage = '{"timezone": "Europe/London"} (an IANA time zone name)'
+    timezone: str = field(example="Europe/London")
+
+
+class Restarting(Model):
+    timezone: str = field(optional=True)
+    restarting: bool
+    note: str
+
+
+class PasswordBody(Model):
+    usage = '{"old": "current password", "new": "new password"}'
+    old: str = field(secret=True)
+    new: str = field(secret=True, doc="8 to 256 characters")
+
+
+class PasswordChanged(Model):
+    password_changed: bool
+    sessions_ended: bool
+
+
+class ResetBody(Model):
+    usage = f'{{"confirm": "{CONFIRM}"}} to erase every device, rule and token'
+    confirm: str = field(example=CONFIRM)
+
+
+class SystemRoutes(RouteGroup):
+    tag = "system"
+
+    @get("/system", Access.READ, "The router: software version, uptime, time zone, state schema version and update "
+         "slot", name="getSystem", answer=SystemInfo)
+    def system(self, call):
+        return self.api.command("system-info")
+
+    @post("/system/timezone", Access.ADMIN, "Set the router's time zone (admin); kept in state.db over [router] "
+          "timezone; the controller restarts in place to use it", name="setTimezone", body=TimezoneBody,
+          body_required=True, answer=Restarting, errors={400: "not an IANA time zone name"})
+    def timezone(self, call, body):
+        return self.api.command("set-timezone", timezone=body.timezone)
+
+    @post("/password", Access.ADMIN, "Change the admin password (admin): the current one is checked; every "
+          "session ends", name="changePassword", body=PasswordBody, body_required=True, answer=PasswordChanged,
+          errors={400: "the current password is wrong, or the new one is not 8 to 256 characters",
+                  429: "too many wrong passwords from this address; see Retry-After"})
+    def password(self, call, body):
+        api = self.api
+        wait = api.limiter.retry_after(call.client)
         if wait:
             raise ApiError(429, f"too many wrong passwords from {call.client}; try again in {int(wait) + 1} s",
                            {"Retry-After": str(int(wait) + 1)})
-        if not isinstance(data["old"], str) or not app.auth.check_password(data["old"]):
-            app.limiter.failed(call.client)
+        if not api.auth.check_password(body.old):
+            api.limiter.failed(call.client)
             raise ApiError(400, "the current password is wrong: nothing changed")
         try:
-            new = check_new_password(data["new"])
+            new = check_new_password(body.new)
         except ValueError as exc:
             raise ApiError(400, f"new {exc}") from None
-        if new == data["old"]:
+        if new == body.old:
             raise ApiError(400, "the new password is the current one")
-        app.limiter.succeeded(call.client)
-        return json_response(app.command("set-password", password=new))
+        api.limiter.succeeded(call.client)
+        return api.command("set-password", password=new)
 
-    def factory_reset(call):
-        data = app.body(call)
-        if set(data) != {"confirm"} or data["confirm"] != CONFIRM:
-            raise ApiError(400, f"send {{\"confirm\": \"{CONFIRM}\"}} to erase every device, rule and token")
-        return json_response(app.command("factory-reset", confirm=CONFIRM))
-
-    app._add("GET", "/system/?", system, "read")
-    app._add("POST", "/system/timezone/?", timezone, "admin")
-    app._add("POST", "/password/?", password, "admin")
-    app._add("POST", "/factory-reset/?", factory_reset, "admin")
+    @post("/factory-reset", Access.ADMIN, "Erase the controller's state (devices, rules, tokens, settings; not the "
+          "admin password file) and restart it in place (admin)", name="factoryReset", body=ResetBody,
+          body_required=True, answer=Restarting, errors={400: f'the body is not {{"confirm": "{CONFIRM}"}}'})
+    def factory_reset(self, call, body):
+        if body.confirm != CONFIRM:
+            raise ApiError(400, f"send {ResetBody.usage}")
+        return self.api.command("factory-reset", confirm=CONFIRM)

@@ -1,4 +1,4 @@
-"""System updates in the ws.v1 API (issue 18; homework/update/):
+"""System updates in the ws.v1 API (homework/update/):
 
     POST /ws.v1/system/update   body: the .hwup file (application/octet-stream)
                                 -> 202 {state: "writing", version, slot}; a refused file: 400
@@ -16,23 +16,64 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Literal
 
 from ...commands import CommandError
+from .http import ApiError
+from .model import Model, field
+from .routes import Access, RouteGroup, get, post
 
 MIB = 1024 * 1024
 CHUNK = MIB
 
 
-def add_routes(app) -> None:
-    from .app import ApiError, json_response     # here: app.py imports this module
+class Running(Model):
+    version: str
+    sequence: int
+    arch: str
+    slot: str | None = field(doc="a or b; null off an A/B image")
 
-    def updater():
-        up = getattr(app.ctx, "updater", None)
+
+class OtherSlot(Model):
+    slot: str
+    state: str = field(doc="empty, good, trying, bad, ...")
+    version: str | None
+    sequence: int | None
+
+
+class UpdateStatus(Model):
+    """Update progress and the A/B slots."""
+    state: Literal["idle", "receiving", "verifying", "writing", "ready-to-reboot", "failed"]
+    percent: int
+    version: str | None = field(doc="the update's version, once known")
+    error: str | None
+    reason: str | None = field(doc="a refusal's short reason (e.g. truncated, signature)")
+    phase: str = field(optional=True, doc="what the writing is doing now")
+    enabled: bool = field(doc="[update] enabled: off where the router is not an A/B image")
+    running: Running
+    other: OtherSlot | None
+
+
+class UpdateStarted(Model):
+    state: Literal["writing"]
+    version: str
+    slot: str
+
+
+class Rebooting(Model):
+    rebooting: bool
+
+
+class UpdateRoutes(RouteGroup):
+    tag = "system"
+
+    def updater(self):
+        up = getattr(self.api.ctx, "updater", None)
         if up is None:
             raise ApiError(503, "updates are not available in this controller")
         return up
 
-    def receive(call, up, path: Path) -> None:
+    def receive(self, call, path: Path) -> None:
         """The request body into path, in chunks; the upload ending early is a 400."""
         length = call.req.content_length
         if not length:
@@ -58,8 +99,16 @@ def add_routes(app) -> None:
         finally:
             tmp.unlink(missing_ok=True)
 
-    def upload(call):
-        up = updater()
+    @post("/system/update", Access.ADMIN, "Upload a signed .hwup update (admin): verified before anything is "
+          "written, then written to the inactive slot in the background", name="postUpdate",
+          request_type="application/octet-stream", answer=UpdateStarted, status=202,
+          max_body=lambda api: api.ctx.config.update_max_upload_mb * MIB,
+          errors={400: "update refused: the reason (signature, architecture, older version, truncated, ...); "
+                       "nothing written",
+                  409: "an update is already under way, or updates are off here",
+                  507: "not enough room for the upload"})
+    def upload(self, call):
+        up = self.updater()
         kind = (call.req.content_type or "").lower()
         if kind not in ("application/octet-stream", "application/x-hwup", ""):
             raise ApiError(400, f"send the .hwup file itself as application/octet-stream (not {kind})")
@@ -69,7 +118,7 @@ def add_routes(app) -> None:
             raise ApiError(exc.status, str(exc)) from None
         path = up.work_dir() / "upload.hwup"
         try:
-            receive(call, up, path)
+            self.receive(call, path)
         except ApiError as exc:
             up.release(exc.message, "truncated" if "truncated" in exc.message else None)
             raise
@@ -80,18 +129,16 @@ def add_routes(app) -> None:
             up.release("the upload failed")      # a dropped connection: free the lane for the next try
             raise
         try:
-            started = up.start(path, remove=True, claimed=True)
+            return up.start(path, remove=True, claimed=True)
         except CommandError as exc:
             raise ApiError(exc.status, str(exc)) from None
-        return json_response(started, 202)
 
-    def status(call):
-        return json_response(app.command("update-status"))
+    @get("/system/update", Access.READ, "Update progress and the A/B slots: state idle|receiving|verifying|writing|"
+         "ready-to-reboot|failed", name="getUpdate", answer=UpdateStatus)
+    def status(self, call):
+        return self.api.command("update-status")
 
-    def reboot(call):
-        return json_response(app.command("reboot"))
-
-    limit = app.ctx.config.update_max_upload_mb * MIB
-    app._add("POST", "/system/update/?", upload, "admin", max_body=limit)
-    app._add("GET", "/system/update/?", status, "read")
-    app._add("POST", "/system/reboot/?", reboot, "admin")
+    @post("/system/reboot", Access.ADMIN, "Reboot the router (admin), e.g. into an update that is ready-to-reboot",
+          name="reboot", answer=Rebooting, errors={409: "an update is being written, or updates are off here"})
+    def reboot(self, call):
+        return self.api.command("reboot")

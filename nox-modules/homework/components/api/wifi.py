@@ -1,4 +1,4 @@
-"""The Wi-Fi network in the ws.v1 API (issue 18; homework/wifi.py):
+"""The Wi-Fi network in the ws.v1 API (homework/wifi.py):
 
     GET  /ws.v1/wifi   -> {ssid, interfaces, passphrase_set, apply_command, last_apply}
     POST /ws.v1/wifi   {"ssid": "...", "passphrase": "..."}  (admin) -> the same + {applying, note}
@@ -9,19 +9,45 @@ and a leaked session cannot read it. A bad SSID or passphrase is a 400 and chang
 """
 from __future__ import annotations
 
+from .model import Model, field
+from .routes import Access, RouteGroup, get, post
 
-def add_routes(app) -> None:
-    from .app import ApiError, json_response     # here: app.py imports this module
 
-    def info(call):
-        return json_response(app.command("wifi-info"))
+class LastApply(Model):
+    """How the last change reached the access point."""
+    at: float
+    ok: bool
+    error: str
 
-    def change(call):
-        data = app.body(call)
-        if set(data) not in ({"ssid"}, {"ssid", "passphrase"}):
-            raise ApiError(400, 'send {"ssid": "network name", "passphrase": "8-63 characters"} '
-                                '(without passphrase: keep the current one)')
-        return json_response(app.command("set-wifi", ssid=data["ssid"], passphrase=data.get("passphrase")))
 
-    app._add("GET", "/wifi/?", info, "read")
-    app._add("POST", "/wifi/?", change, "admin")
+class WifiInfo(Model):
+    """The Wi-Fi network's name and the interfaces it is served on (never the passphrase)."""
+    ssid: str
+    interfaces: list[str]
+    passphrase_set: bool
+    apply_command: bool = field(doc="whether a command restarts the access point after a change")
+    last_apply: LastApply | None
+    applying: bool = field(optional=True, doc="after a change: the access point restarts now")
+    note: str = field(optional=True)
+
+
+class WifiBody(Model):
+    usage = ('{"ssid": "network name", "passphrase": "8-63 characters"} '
+             '(without passphrase: keep the current one)')
+    ssid: str = field(doc="1 to 32 bytes", example="Our home")
+    passphrase: str = field(optional=True, secret=True, doc="8 to 63 characters; absent: keep the current one")
+
+
+class WifiRoutes(RouteGroup):
+    tag = "system"
+
+    @get("/wifi", Access.READ, "The Wi-Fi network name and the interfaces it is served on; whether a passphrase "
+         "is set (the passphrase itself is never returned)", name="getWifi", answer=WifiInfo)
+    def info(self, call):
+        return self.api.command("wifi-info")
+
+    @post("/wifi", Access.ADMIN, "Set the Wi-Fi SSID and passphrase (admin); kept in the state dir's wifi.env, "
+          "then [wifi] apply_command restarts the access point (stations re-associate)", name="setWifi",
+          body=WifiBody, body_required=True, answer=WifiInfo, errors={400: "a bad SSID or passphrase"})
+    def change(self, call, body):
+        return self.api.command("set-wifi", ssid=body.ssid, passphrase=body.passphrase)

@@ -1,0 +1,175 @@
+"""The shapes many routes share: a device as the CLI and scripts see it (`Device`), as the
+Guest Board sees it (`BoardDevice`, `DevicePanel`), its lease, and an error.
+
+A device's view carries what each loaded component says about it (`ctx.facts_about`):
+those fields are optional, present when their component is loaded.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from .model import Field, Model, field
+
+Mac = Annotated[str, Field(doc="MAC address in the router's form (lower case, ':' separated)",
+                           example="02:68:77:01:00:01")]
+Epoch = Annotated[float, Field(doc="epoch seconds")]
+DeviceState = Literal["pending", "permitted", "denied", "blacklisted"]
+Zone = Literal["outside", "asking", "permitted"]
+Period = Literal["day", "month"]
+
+
+class Error(Model):
+    """Every answer that is not a success: the reason in a sentence, and the status again."""
+    error: str = field(doc="what went wrong, for a person to read")
+    status: int
+
+
+class Attached(Model):
+    """Where a device is plugged in."""
+    switch: str = field(doc="'router' or 'satellite N'")
+    satellite: int | None = field(doc="the satellite's number; null on the router")
+    port: str = field(doc="the router port's name, or the satellite's port number")
+
+
+class UsageLimit(Model):
+    """A device's or an owner's allowance (usage component)."""
+    target: str = field(doc="a MAC, or owner:NAME")
+    period: Period
+    allowance: int = field(doc="bytes per period")
+    action: Literal["notify", "slow", "block"]
+    rate: int = field(optional=True, doc="slow: kbit/s the device keeps once the allowance is used")
+
+
+class DeviceFacts(Model):
+    """What the loaded components add to a device's view."""
+    # routing
+    flow_limited: bool = field(optional=True, doc="opened more connections than a device may: counted per host")
+    attached: Attached | None = field(optional=True, doc="null while it has no lease on one of our ports")
+    ipv6_prefix: str | None = field(optional=True, doc="its own IPv6 /64 (when devices get IPv6)")
+    # usage
+    usage_blocked: bool = field(optional=True, doc="cut off: its usage limit is used up")
+    usage_slowed: bool = field(optional=True, doc="slowed down: its usage limit is used up")
+    usage_slow_kbps: int = field(optional=True, doc="the rate it is slowed to (0: not slowed)")
+    usage_limit: UsageLimit | None = field(optional=True)
+    # localnames
+    dns_name: str | None = field(optional=True, doc="the name other devices reach it by inside the home")
+    # schedules
+    paused: bool = field(optional=True, doc="cut off now by a pause or a bedtime")
+    paused_by: Literal["", "pause", "schedule"] = field(optional=True)
+    paused_until: float = field(optional=True, doc="epoch seconds the cut ends; 0 = not cut")
+    in_schedule: Literal["", "pause", "dns-strict"] = field(optional=True, doc="a window open now")
+    # qos
+    priority: Literal["high", "medium", "default"] = field(optional=True)
+    # radio
+    wired: bool = field(optional=True, doc="on a wired port (no radio reports it)")
+    radio: str | None = field(optional=True, doc="the radio that hears it: wlan0, or wlan0@sat2 on a satellite")
+    band: str | None = field(optional=True, doc="2.4 GHz, 5 GHz or 6 GHz; null if unknown")
+    radio_seen_at: float | None = field(optional=True, doc="epoch seconds the radio last heard it")
+    leave_after: int = field(optional=True, doc="seconds unseen before its label leaves the board")
+
+
+class Lease(Model):
+    """A device's DHCP lease: its own /30."""
+    mac: Mac
+    network: str = field(doc="the /30, e.g. 10.2.0.4/30")
+    router: str = field(doc="the router's address in it")
+    ip: str = field(doc="the device's address")
+    broadcast: str
+    expires: float = field(doc="epoch seconds; 0 = offered only, released or ended")
+    port: int = field(doc="OpenFlow port it was granted on")
+    hostname: str
+    relay: str = field(doc="the relay agent it came through; '' on our own port")
+    active: bool
+    ipv6_prefix: str = field(optional=True, doc="the device's own IPv6 /64 (when devices get IPv6)")
+
+
+class Device(DeviceFacts):
+    """A device the router has seen, its decision and lease (`homework status`)."""
+    mac: Mac
+    state: DeviceState
+    hostname: str = field(doc="what it calls itself in DHCP")
+    name: str = field(doc="the household's name for it")
+    owner: str
+    type: str
+    first_seen: Epoch
+    last_seen: Epoch
+    lease: Lease | None
+
+
+class BoardLease(Model):
+    ip: str
+    router: str
+    expires: float
+    active: bool
+
+
+class Metrics(Model):
+    """Live figures from the radio and the traffic counters."""
+    rssi: float | None = field(doc="dBm; null without a radio report")
+    retrans: float = field(doc="share of frames retried in the last interval")
+    link_at: float = field(doc="epoch seconds of the last radio report")
+    bps: float = field(doc="bytes per second in the last interval")
+    today_bytes: int = field(doc="bytes since local midnight, as counted from the radio and flow reports")
+    seen_at: float = field(doc="epoch seconds the radio last heard it; 0 = never (wired)")
+    leave_after: int = field(doc="seconds unseen before the board lets the label go")
+
+
+class NoMetrics(Model):
+    """A label without live figures (a satellite asking to pair)."""
+
+
+class BoardDevice(DeviceFacts):
+    """A label on the Guest Board: a device, a MAC the radio hears, a group of randomised
+    MACs nearby, or a satellite asking to pair."""
+    mac: str = field(doc="a MAC; ap-<dpid> for a satellite")
+    state: Literal["pending", "permitted", "denied", "blacklisted", "unknown", "group"]
+    zone: Zone
+    label: str = field(doc="what the label says: name, else hostname, else maker, else MAC")
+    label_source: Literal["name", "hostname", "vendor", "mac", "group", "access-point"]
+    vendor: str = field(optional=True)
+    private: bool = field(optional=True, doc="a locally administered (randomised) MAC")
+    hostname: str
+    name: str
+    owner: str
+    type: str
+    first_seen: float
+    last_seen: float
+    lease: BoardLease | None
+    metrics: Metrics | NoMetrics
+    # a group of randomised MACs the radio hears (nearby)
+    count: int = field(optional=True, doc="a group: how many randomised MACs")
+    # a satellite asking to pair
+    kind: Literal["access-point"] = field(optional=True)
+    dpid: str = field(optional=True, doc="a satellite: its datapath id")
+    code: str = field(optional=True, doc="a satellite: the code it shows, to compare before permitting")
+
+
+class Alert(Model):
+    at: Epoch
+    kind: str
+    detail: str
+
+
+class DnsRule(Model):
+    """A website rule: allow or block a domain (and every name under it)."""
+    id: int
+    owner: str = field(doc="a MAC, an owner's name, or 'household'")
+    domain: str
+    action: Literal["allow", "deny"]
+    schedule: str = field(doc="when it counts, e.g. 'sun-thu 21:30-07:00'; '' = always")
+    created: Epoch
+    active: bool = field(optional=True, doc="counts now (its schedule is open)")
+
+
+class DnsRules(Model):
+    """The website rules that apply to a device (its own, its owner's and the household's)."""
+    rules: list[DnsRule]
+    mode: Literal["denylist", "allowlist"] = field(
+        optional=True, doc="a device's: denylist (every site but those blocked) or allowlist (only those allowed)")
+    modes: dict[str, str] = field(optional=True, doc="the household's rules: every owner's mode")
+
+
+class DevicePanel(BoardDevice):
+    """One device's panel on the Guest Board."""
+    alerts: list[Alert] = field(doc="recent alerts about it, newest first")
+    dns_rules: DnsRules | None = field(doc="its website rules; null without the dns component")
