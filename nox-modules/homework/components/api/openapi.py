@@ -131,6 +131,12 @@ def errors(op: Operation) -> dict[int, str]:
     if op.needs is not None:
         out[503] = op.needs.message + (f"; or {STORAGE_FULL}" if 503 in out else "")
     out.update(op.errors)
+    # Every call may meet these from lighttpd in front, in JSON too, while the controller
+    # restarts or does not answer (conf/lighttpd.conf's error files).
+    out[500] = "an internal error (the controller's log has it)"
+    out[502] = "the controller's API did not answer properly"
+    out[503] = (out[503] + "; or " if 503 in out else "") + "the controller's API is not reachable (restarting?)"
+    out[504] = "the controller's API took too long to answer"
     return out
 
 
