@@ -107,7 +107,7 @@ SIMPLE = {
     "usage-limit": (("mac", "allowance", "period?", "action?", "rate?"), None), "usage-limits": ((), None),
     "usage-limit-remove": (("mac",), None), "usage-lift": (("mac",), None),
     # satellite switches (issue 15: pairing.py); satellite-pair is cli_satellites
-    "satellites": ((), None), "satellite-permit": (("dpid",), None), "satellite-deny": (("dpid",), None),
+    "satellites": ((), None), "satellite-permit": (("dpid", "code?"), None), "satellite-deny": (("dpid",), None),
     "satellite-forget": (("dpid",), None),
 }
 

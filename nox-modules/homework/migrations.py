@@ -249,6 +249,10 @@ ALTER TABLE satellites ADD COLUMN uplink TEXT NOT NULL DEFAULT '';       -- the 
 ALTER TABLE satellites ADD COLUMN origin_mac TEXT NOT NULL DEFAULT '';   -- its own stack's MAC, as a device
 ALTER TABLE satellites ADD COLUMN cable INTEGER NOT NULL DEFAULT 0;      -- its index while the port is its cable
 """),
+    Step(13, "who asked to pair a satellite (homework/callers.py's key: its device, its own cable, an "
+             "address), so nobody else can replace a waiting request", sql="""
+ALTER TABLE satellites ADD COLUMN requester TEXT NOT NULL DEFAULT '';   -- '': root on the router, or before step 13
+"""),
 )
 LATEST = STEPS[-1].number
 assert [s.number for s in STEPS] == list(range(1, LATEST + 1))
