@@ -517,9 +517,12 @@ class ApiApp:
     def webhook_add(self, call: Call) -> Response:
         self._need_notify()
         data = self.body(call)
-        if set(data) != {"url"}:
-            raise ApiError(400, "send {\"url\": \"https://...\"} and nothing else")
-        return json_response(self.command("webhook-add", url=data["url"]))
+        if "url" not in data or not set(data) <= {"url", "allow_local"}:
+            raise ApiError(400, "send {\"url\": \"https://...\"} and, to allow an address on your own network, "
+                                "\"allow_local\": true")
+        if not isinstance(data.get("allow_local", False), bool):
+            raise ApiError(400, "allow_local must be true or false")
+        return json_response(self.command("webhook-add", url=data["url"], allow_local=data.get("allow_local", False)))
 
     def webhook_remove(self, call: Call, hook_id: str) -> Response:
         self._need_notify()
