@@ -306,6 +306,16 @@ def declared(topic: str) -> bool:
     return topic in TOPICS
 
 
+def markdown() -> str:
+    """The table of docs/architecture.md's "Events" section (tests/unit/test_events.py keeps it current)."""
+    rows = ["| topic | payload | what |", "|---|---|---|"]
+    for topic, cls in TOPICS.items():
+        fields = ", ".join(f.name.rstrip("_") for f in dataclasses.fields(cls))
+        rows.append(f"| `{topic}` | {fields} | {(cls.__doc__ or '').strip()} |")
+    rows += ["", "Alert kinds: " + ", ".join(f"`{k.value}`" for k in AlertKind) + "."]
+    return "\n".join(rows)
+
+
 def of(topic: str, payload: Event | dict) -> Event:
     """The event itself, or one built from a payload dict (pure helpers accept both); a dict
     that does not fit the topic's declaration raises TypeError or ValueError."""

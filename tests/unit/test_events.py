@@ -111,3 +111,9 @@ def test_the_bus_refuses_what_is_not_declared():
     alert = events.Alert(mac="", kind="wan-down", detail="no carrier")
     assert alert.kind is events.AlertKind.WAN_DOWN and alert.as_dict()["kind"] == "wan-down"
     assert events.QosDevice(mac="m", class_="high").as_dict() == {"mac": "m", "class": "high"}
+
+
+def test_architecture_lists_every_event():
+    text = (SOURCE.parents[1] / "docs" / "architecture.md").read_text()
+    table = text.split("<!-- events:begin -->\n", 1)[1].split("\n<!-- events:end -->", 1)[0]
+    assert table == events.markdown(), "docs/architecture.md's Events table is out of date (events.markdown())"
