@@ -43,6 +43,7 @@ from . import nearby as nearby_routes
 from . import wifi as wifi_routes
 from . import update as update_routes
 from . import satellites as satellite_routes
+from . import setup as setup_routes
 from .stream import StreamLimit
 
 log = logging.getLogger("homework.api")
@@ -154,17 +155,18 @@ class ApiApp:
         add("POST", r"/webhooks/(?P<hook_id>[^/]+)/remove/?", self.webhook_remove, "admin")
         add("GET", "/webhooks/deliveries/?", self.webhook_deliveries, "admin")
         add("GET", "/notify/status/?", self._notify("notify-status"), "admin")
-        querylog.add_routes(self)      # issue 17: query log and local names (querylog.py)
-        schedule_routes.add_routes(self)   # issue 17: schedules and pauses (schedules.py)
-        parity.add_routes(self)            # issue 17: group decisions, dns-mode (parity.py)
-        blocklist_routes.add_routes(self)  # issue 17: blocklists and safe-search (blocklists.py)
-        backup_routes.add_routes(self)     # issue 18: backup and restore (backup.py)
-        system_routes.add_routes(self)     # issue 18: factory reset, system, time zone (system.py)
-        qos_routes.add_routes(self)        # issue 13: priorities and shaping (qos.py)
-        nearby_routes.add_routes(self)     # issue 16: nearby devices heard probing (nearby.py)
-        wifi_routes.add_routes(self)       # issue 18: Wi-Fi SSID and passphrase (wifi.py)
-        update_routes.add_routes(self)     # issue 18: .hwup upload, update status, reboot (update.py)
-        satellite_routes.add_routes(self)  # issue 15: satellites asking to pair, decisions (satellites.py)
+        querylog.add_routes(self)      # query log and local names (querylog.py)
+        schedule_routes.add_routes(self)   # schedules and pauses (schedules.py)
+        parity.add_routes(self)            # group decisions, dns-mode (parity.py)
+        blocklist_routes.add_routes(self)  # blocklists and safe-search (blocklists.py)
+        backup_routes.add_routes(self)     # backup and restore (backup.py)
+        system_routes.add_routes(self)     # factory reset, system, time zone (system.py)
+        qos_routes.add_routes(self)        # priorities and shaping (qos.py)
+        nearby_routes.add_routes(self)     # nearby devices heard probing (nearby.py)
+        wifi_routes.add_routes(self)       # Wi-Fi SSID and passphrase (wifi.py)
+        update_routes.add_routes(self)     # .hwup upload, update status, reboot (update.py)
+        satellite_routes.add_routes(self)  # satellites asking to pair, decisions (satellites.py)
+        setup_routes.add_routes(self)      # the first hour: a pending device sets the router up (setup.py)
 
     def _add(self, method: str, path: str, handler: Callable, access: str, max_body: int = MAX_BODY) -> None:
         self.routes.append(Route(method, re.compile(f"^{re.escape(PREFIX)}{path}$"), handler, access, max_body))
@@ -181,6 +183,9 @@ class ApiApp:
             # A change on a full disk: refused, nothing half-done; reads keep working.
             resp = error(503, str(exc))
             resp.headers["Retry-After"] = "30"
+        except Busy as exc:       # too many password checks queued (auth.HashGate)
+            resp = error(503, str(exc))
+            resp.headers["Retry-After"] = "5"
         except Exception:
             log.exception("API %s %s failed", req.method, req.path_info)
             resp = error(500, "internal error (see the controller log)")
@@ -346,11 +351,20 @@ class ApiApp:
         if not self.password_ok(call, password):
             log.warning("failed Guest Board login from %s", call.caller.describe())
             raise ApiError(401, "wrong password")
+        if not self.auth.password_chosen():
+            try:
+                self.auth.adopt_password()      # the household has it: no set-up offer (setup.py)
+            except StorageError:
+                log.warning("could not record that the first password was taken over (storage)")
+        log.info("Guest Board login from %s", call.caller.describe())
+        return self.new_session(call)
+
+    def new_session(self, call: Call) -> Response:
+        """An admin session for the caller: the cookie and the answer with its CSRF token."""
         sid, csrf = self.auth.create_session(call.client)
         resp = json_response({"role": "admin", "csrf": csrf, "expires_in": self.auth.session_lifetime})
         resp.set_cookie(COOKIE, sid, max_age=self.auth.session_lifetime, path=f"{PREFIX}/", httponly=True,
                         samesite="strict", secure=self._is_https(call.req))
-        log.info("Guest Board login from %s", call.caller.describe())
         return resp
 
     def password_ok(self, call: Call, password: str) -> bool:
@@ -420,7 +434,7 @@ class ApiApp:
                 raise ApiError(400, f"not a domain name: {domain!r}")
             self.not_self(call, mac)
             extra = {}
-            if name != "remove-dns-rule" and self.body(call).get("schedule"):    # issue 17: when it counts
+            if name != "remove-dns-rule" and self.body(call).get("schedule"):    # when it counts
                 extra["schedule"] = self.body(call)["schedule"]
             return json_response(self.command(name, mac=mac, domain=domain.lower().rstrip("."), **extra))
         handler.__name__ = name

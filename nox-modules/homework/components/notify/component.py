@@ -10,6 +10,8 @@ from urllib.parse import urlsplit
 from ...commands import CommandError
 from ...component import Component
 from ...netguard import Guard, LocalAddress, household_networks_of
+from ...events import Event
+from ...events import Notification
 from .deliver import Deliverer
 from .events import WAN_TITLES, from_event
 from .store import NotificationStore
@@ -50,7 +52,7 @@ class Notify(Component):
     def stop(self) -> None:
         self.deliverer.stop()
 
-    def _on_event(self, topic: str, ev: dict) -> None:
+    def _on_event(self, topic: str, ev: Event) -> None:
         fields = from_event(topic, ev)
         if fields is None:
             return
@@ -67,7 +69,7 @@ class Notify(Component):
     def notify(self, kind: str, mac: str, title: str, detail: str, test: bool = False) -> dict:
         note = self.store.add(self.ctx.now(), kind, mac, title, detail)
         self.ctx.count("notify.notifications")
-        self.ctx.bus.publish("notification", **note)
+        self.ctx.bus.publish(Notification(**note))
         targets = self.hooks.targets()
         if targets:
             self.deliverer.submit(targets, {**note, "test": test})
