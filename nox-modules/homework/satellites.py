@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass
 
 from . import flows as F
-from .pipeline import COOKIE_MASK_OWNER, COOKIE_SATELLITE
+from .pipeline import COOKIE_SATELLITE
 
 MAX_SATELLITES = 15          # VLAN ids 256..4094: index (1..15) x 256 + port (1..254)
 MAX_PORT = 254
@@ -381,10 +381,6 @@ def attachment(port_name: str) -> dict:
     if m:
         return {"switch": f"satellite {m.group(1)}", "satellite": int(m.group(1)), "port": m.group(2)}
     return {"switch": "router", "satellite": None, "port": port_name}
-
-
-def owns_cookie(cookie: int) -> bool:
-    return cookie & COOKIE_MASK_OWNER == COOKIE_SATELLITE
 
 
 def radio_label(index: int, radio: str) -> str:
