@@ -22,7 +22,6 @@ import logging
 import secrets
 import threading
 
-from ...events import Device
 from ... import firsthour
 
 log = logging.getLogger("homework.api.setup")
@@ -44,9 +43,9 @@ def add_routes(app) -> None:
     def window_open() -> bool:
         return not app.auth.password_chosen()
 
-    def close_on_decision(topic: str, ev: Device) -> None:
+    def close_on_decision(topic: str, ev) -> None:
         """A device let in by another door (the CLI, a restore's devices): the household
-        is in charge, so the offer closes."""
+        is in charge, so the offer closes (ev: events.Device)."""
         if ev.state == "permitted" and ev.mac not in in_setup and window_open():
             try:
                 app.auth.adopt_password()
