@@ -43,16 +43,16 @@ def add_routes(app) -> None:
     def window_open() -> bool:
         return not app.auth.password_chosen()
 
-    def close_on_decision(topic: str, ev: dict) -> None:
+    def close_on_decision(topic: str, ev) -> None:
         """A device let in by another door (the CLI, a restore's devices): the household
-        is in charge, so the offer closes."""
-        if ev.get("state") == "permitted" and ev.get("mac") not in in_setup and window_open():
+        is in charge, so the offer closes (ev: events.Device)."""
+        if ev.state == "permitted" and ev.mac not in in_setup and window_open():
             try:
                 app.auth.adopt_password()
             except StorageError:
                 log.warning("could not close the set-up offer (storage)")
             firsthour.drop_setup_code(state_dir)
-            log.info("set-up offer closed: %s was let in", ev.get("mac"))
+            log.info("set-up offer closed: %s was let in", ev.mac)
 
     def needs(call) -> str:
         if firsthour.wired_port(app.ctx, call.client_mac):
