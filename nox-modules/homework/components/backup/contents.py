@@ -45,6 +45,7 @@ NOT_BACKED_UP: dict[str, str] = {
     "usage_hours": "usage history is measurement, not a setting (and large)",
     "notifications": "a log of what happened on this router",
     "webhook_deliveries": "a log of deliveries",
+    "webhook_queue": "deliveries waiting for a retry: a restore replaces the webhooks they were for",
     "api_sessions": "sessions end with a restore (CLEARED)",
     "satellites": "pairings are bound to this router's household CA (pki/), which a backup does not "
                   "carry: satellites pair again with the restored router",
