@@ -5,7 +5,7 @@
 Starts OVS, the controller and three devices running dhclient, udhcpc and dhcpcd;
 HOMEWORK_SATELLITES=N (or --satellites) adds N satellite switches, each a namespace with
 its own Open vSwitch cabled to the router, paired and connected over TLS, with one more
-device on each (issue 15);
+device on each;
 prints what happens (the controller's log lines, each client's leases, each
 device's state) and how to permit a device; tears everything down on Ctrl-C.
 HOMEWORK_RUN_SECONDS=S (or --seconds) exits by itself after S seconds (smoke mode);
