@@ -6,19 +6,22 @@ Routes are declared in route groups (routes.py; catalog.py lists the API's own),
 its access, its request and answer models and its errors; this module serves them.
 
 Access, checked in this order for every request:
-1. the caller's address: a LAN device that is not permitted gets 403 for everything
-   (the routing layer should already keep it away from the router's HTTPS port);
+1. the caller: its address (behind lighttpd, X-Forwarded-For) is resolved to a device
+   once (homework/callers.py: the .2 of its /30 or any address of its /64), and a LAN
+   device that is not permitted gets 403 for everything (the routing layer should
+   already keep it away from the router's HTTPS port), whichever family it uses;
 2. credentials: `Authorization: Bearer <token>` or the Guest Board's session cookie;
    none -> 401;
 3. role: `read-only` may only use GET methods; everything else needs `admin` -> 403;
 4. a session-authenticated request other than GET carries the session's CSRF token in
    X-CSRF-Token -> 403;
-5. a device may not change its own access (the routes that declare `own_access`) -> 403.
+5. a device may not change anything about itself (its access, DNS rules, pauses,
+   schedules, limits, priority): the routes that declare `own_access` refuse the
+   caller's own MAC (in the path or the body) and its owner -> 403.
 """
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import json
 import logging
 import re
@@ -29,10 +32,11 @@ from typing import Callable
 
 from webob import Request, Response
 
+from ...callers import DEVICE, STRANGER, Caller
 from ...commands import CommandError
 from ...macaddr import BadMac, normalize
 from ...state import StorageError
-from .auth import Principal
+from .auth import Busy, Principal
 from .http import ApiError, Call, error, json_response
 from .model import Invalid, check_answer, is_model, parse
 from .routes import Access, Operation, param
@@ -109,6 +113,9 @@ class ApiApp:
             # A change on a full disk: refused, nothing half-done; reads keep working.
             resp = error(503, str(exc))
             resp.headers["Retry-After"] = "30"
+        except Busy as exc:       # too many password checks queued (auth.HashGate)
+            resp = error(503, str(exc))
+            resp.headers["Retry-After"] = "5"
         except AnswerMismatch as exc:
             log.error("API %s %s: %s", req.method, req.path_info, exc)
             resp = error(500, str(exc))
@@ -122,8 +129,8 @@ class ApiApp:
     def handle(self, req: Request) -> Response:
         route, params = self._match(req)
         op = route.op
-        client = self.client_address(req)
-        client_mac = self.device_gate(client, asking=op.access is Access.ASKING)
+        caller = self.ctx.callers.resolve(self.client_address(req))
+        self.device_gate(caller, asking=op.access is Access.ASKING)
         principal = self.authenticate(req)
         if op.access not in (Access.PUBLIC, Access.ASKING):
             if principal is None:
@@ -138,7 +145,7 @@ class ApiApp:
                     raise ApiError(403, "missing or wrong X-CSRF-Token for this session")
         if req.content_length and req.content_length > route.max_body:
             raise ApiError(413, f"request body larger than {route.max_body} bytes")
-        return self.run(route, Call(req, principal, client, client_mac), params)
+        return self.run(route, Call(req, principal, caller), params)
 
     def run(self, route: Route, call: Call, raw: dict) -> Response:
         """The declared steps every route takes before and after its handler."""
@@ -159,6 +166,7 @@ class ApiApp:
             kwargs["body"] = self.read_body(call, op)
             if op.own_access and op.own_access.startswith("body."):
                 self._not_self_in(call, _value(kwargs["body"], op.own_access[5:]))
+                self.not_own_owner(call, _value(kwargs["body"], "owner"))
         result = route.handler(call, **kwargs)
         resp = result if isinstance(result, Response) else json_response(result, op.status)
         if self.check_answers:
@@ -233,26 +241,21 @@ class ApiApp:
             return forwarded.split(",")[-1].strip()
         return peer
 
-    def device_gate(self, client: str, asking: bool = False) -> str | None:
-        """If the caller is a LAN device, return its MAC; refuse devices not permitted.
-        `asking`: a route a pending device may call too (a satellite asking to pair from a
-        LAN port, through the captive page's server); a denied one still may not."""
-        try:
-            address = ipaddress.ip_address(client)
-        except ValueError:
+    def device_gate(self, caller: Caller, asking: bool = False) -> str | None:
+        """If the caller is a LAN device, return its MAC; refuse devices not permitted, and
+        addresses of the household that no device holds. `asking`: a route a pending device
+        may call too (a satellite asking to pair from a LAN port, through the captive
+        page's server); a denied one still may not."""
+        if caller.kind == STRANGER:
+            raise ApiError(403, "this address belongs to no device on the network: ask to be let in on the Guest Board")
+        if caller.kind != DEVICE:
             return None
-        if address.version != 4 or address not in self.ctx.config.pool:
-            return None
-        if self.ctx.leases.is_router_address(client):
-            return None  # the router itself
-        lease = self.ctx.leases.by_address(client)
-        mac = lease.mac if lease else None
-        device = self.ctx.state.get_device(mac) if mac else None
+        device = self.ctx.state.get_device(caller.mac)
         if asking and device is not None and device.state == "pending":
-            return mac
+            return caller.mac
         if device is None or device.state != "permitted":
             raise ApiError(403, "this device is not permitted on the network: ask to be let in on the Guest Board")
-        return mac
+        return caller.mac
 
     def authenticate(self, req: Request) -> Principal | None:
         header = req.headers.get("Authorization", "")
@@ -277,6 +280,41 @@ class ApiApp:
     def not_self(call: Call, mac) -> None:
         if call.client_mac and call.client_mac == mac:
             raise ApiError(403, "a device cannot change its own access; ask from another device")
+
+    def not_own_owner(self, call: Call, owner) -> None:
+        """A device may not change what applies to its owner's devices (itself among them)."""
+        if call.client_mac and isinstance(owner, str) and owner:
+            device = self.ctx.state.get_device(call.client_mac)
+            if device is not None and device.owner and device.owner.casefold() == owner.casefold():
+                raise ApiError(403, f"this device belongs to {device.owner}: it cannot change what applies to "
+                                    "its owner's devices; ask from another device")
+
+    def password_ok(self, call: Call, password: str) -> bool:
+        """The admin password check behind every door that takes it (login, a password
+        change): limited per caller (a device whatever address it uses, a /64 for other
+        IPv6 sources), each attempt charged before it is hashed, the hashing off the event
+        loop. 429 when the caller is over the limit, 503 when too many checks are queued."""
+        key = call.caller.key
+        wait = self.limiter.begin(key)
+        if wait:
+            who = "this device" if call.caller.is_device else call.client
+            raise ApiError(429, f"too many wrong passwords from {who}; try again in {int(wait) + 1} s",
+                           {"Retry-After": str(int(wait) + 1)})
+        try:
+            ok = self.auth.check_password(password)
+        except Busy as exc:
+            raise ApiError(503, str(exc), {"Retry-After": "5"}) from None
+        if ok:
+            self.limiter.succeeded(key)
+        return ok
+
+    def new_session(self, call: Call):
+        """An admin session for the caller: the cookie and the answer with its CSRF token."""
+        sid, csrf = self.auth.create_session(call.client)
+        resp = json_response({"role": "admin", "csrf": csrf, "expires_in": self.auth.session_lifetime})
+        resp.set_cookie(COOKIE, sid, max_age=self.auth.session_lifetime, path=f"{PREFIX}/", httponly=True,
+                        samesite="strict", secure=self.is_https(call.req))
+        return resp
 
     def _not_self_in(self, call: Call, value) -> None:
         """The caller's own MAC anywhere in a body's field refuses the call (a list too)."""

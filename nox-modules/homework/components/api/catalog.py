@@ -14,6 +14,7 @@ from .querylog import QueryLogRoutes
 from .satellites import SatelliteRoutes
 from .schedules import ScheduleRoutes
 from .sessions import SessionRoutes
+from .setup import SetupRoutes
 from .system import SystemRoutes
 from .update import UpdateRoutes
 from .usage import UsageRoutes
@@ -21,4 +22,4 @@ from .wifi import WifiRoutes
 
 GROUPS = (SessionRoutes, DecisionRoutes, StatusRoutes, BoardRoutes, DnsRuleRoutes, UsageRoutes, NotifyRoutes,
           QueryLogRoutes, ScheduleRoutes, BlocklistRoutes, BackupRoutes, SystemRoutes, QosRoutes, NearbyRoutes,
-          WifiRoutes, UpdateRoutes, SatelliteRoutes)
+          WifiRoutes, UpdateRoutes, SatelliteRoutes, SetupRoutes)

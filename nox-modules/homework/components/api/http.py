@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from webob import Request, Response
 
+from ...callers import Caller
 from .auth import Principal
 from .model import Model
 
@@ -27,8 +28,17 @@ class Call:
     """One request, after the access checks."""
     req: Request
     principal: Principal | None
-    client: str                 # the caller's address (behind lighttpd: X-Forwarded-For)
-    client_mac: str | None      # the LAN device making the call, if it is one
+    caller: Caller              # who is calling (homework/callers.py)
+
+    @property
+    def client(self) -> str:
+        """The caller's address (behind lighttpd: X-Forwarded-For)."""
+        return self.caller.address
+
+    @property
+    def client_mac(self) -> str | None:
+        """The LAN device making the call, if it is one (any of its addresses)."""
+        return self.caller.mac
 
 
 def _plain(value):

@@ -67,14 +67,15 @@ class NearbyRoutes(RouteGroup):
                 "metrics": {"rssi": entry["rssi"], "retrans": 0.0, "link_at": at, "bps": 0.0, "today_bytes": 0,
                             "seen_at": at, "leave_after": self.api.ctx.config.radio_nearby_forget}}
 
-    def on_nearby(self, topic: str, ev: dict) -> None:
+    def on_nearby(self, topic: str, ev) -> None:
+        """ev: events.Nearby."""
         api = self.api
-        mac = ev.get("mac") or ""
-        if ev.get("gone"):
+        mac = ev.mac or ""
+        if ev.gone:
             if api.ctx.state.get_device(mac) is None:    # a device that registered since keeps its label
                 api.board.forget_heard(mac)
                 api.stream.publish("device", {"mac": mac, "state": None, "reason": "out-of-range", "view": None})
-        elif ev.get("randomised"):
+        elif ev.randomised:
             api.stream.publish("device", {"mac": mac, "state": GROUP_STATE, "reason": "nearby",
                                           "view": self.group_view(ev)})
 

@@ -58,6 +58,7 @@ class Webhook(Model):
     id: str
     url: str
     created: float
+    allow_local: bool = field(doc="it may use an address of the household's own network or of the router")
 
 
 class NewWebhook(Model):
@@ -65,13 +66,16 @@ class NewWebhook(Model):
     id: str
     url: str
     created: float
+    allow_local: bool
     secret: str = field(doc="the receiver checks X-Homework-Signature: sha256=HMAC-SHA256(secret, body) with it")
     note: str
 
 
 class WebhookBody(Model):
-    usage = '{"url": "https://..."} and nothing else'
+    usage = ('{"url": "https://..."} and, to allow an address on your own network, "allow_local": true')
     url: str = field(doc="an http or https URL", example="https://example.net/hook")
+    allow_local: bool = field(False, doc="the household allows this webhook an address of its own network or of "
+                                         "the router; otherwise such a URL is refused (400)")
 
 
 class HookRemoved(Model):
@@ -143,9 +147,10 @@ class NotifyRoutes(RouteGroup):
     @post("/webhooks", Access.ADMIN, "Add a webhook: notifications are POSTed as JSON with X-Homework-Signature: "
           "sha256=HMAC-SHA256(secret, body); the secret is in this answer only (admin)", name="addWebhook",
           body=WebhookBody, body_required=True, answer=NewWebhook, needs=NOTIFY,
-          errors={400: "not an http(s) URL, other fields, or too many webhooks"})
+          errors={400: "not an http(s) URL, a local address without allow_local, other fields, or too many "
+                       "webhooks"})
     def add(self, call, body):
-        return self.api.command("webhook-add", url=body.url)
+        return self.api.command("webhook-add", url=body.url, allow_local=body.allow_local)
 
     @post("/webhooks/{hook_id}/remove", Access.ADMIN, "Remove a webhook (admin)", name="removeWebhook",
           answer=HookRemoved, needs=NOTIFY, params={"hook_id": HOOK_ID}, errors={404: "no such webhook"})

@@ -146,7 +146,7 @@ class QosRoutes(RouteGroup):
 
     @post("/qos/devices/{mac}", Access.ADMIN, "Put a device's whole traffic in a class, optionally only in a weekly "
           "window; default removes its rule (admin)", name="setQosDevice", body=DeviceBody, answer=QosView,
-          needs=QOS, params={"mac": KNOWN_MAC},
+          needs=QOS, params={"mac": KNOWN_MAC}, own_access="mac",
           errors={400: "unknown class (the message names the classes), bad window or MAC", 404: NOT_SEEN})
     def device(self, call, mac, body):
         window = body.window.given_items() if body.window is not None else None

@@ -5,11 +5,13 @@
     GET  /ws.v1/satellites/pair/{dpid}   X-Pairing-Ticket: <ticket>  (public: the satellite polls)
                                          -> {dpid, state, code} (+ certificate, ca once permitted)
     GET  /ws.v1/satellites               (read)  -> [{dpid, state, code, index, uplink, router_port, ...}]
-    POST /ws.v1/satellites/{dpid}/permit|deny|forget   (admin)
+    POST /ws.v1/satellites/{dpid}/permit|deny|forget   (admin); permit takes {"code"}: the one the
+                                         household compared (409 if the request shows another)
 
 Asking is public, as a new satellite has no credentials; it decides nothing (the household
 permits it on the Guest Board) and it is rate-limited per address (10 requests in 10
-minutes, a limiter apart from the logins'), so no one floods the board with access points. The ticket travels in a header, not in the
+minutes, a limiter apart from the logins', counted per device or cable: homework/callers.py),
+so no one floods the board with access points. The ticket travels in a header, not in the
 URL, so no access log keeps it.
 
 The two pairing paths are the only ones a *pending* device may call (access "asking"):
@@ -21,6 +23,7 @@ per port (pairing.py). On the board a satellite is a label of its own kind
 """
 from __future__ import annotations
 
+import logging
 from typing import Literal
 
 from .http import ApiError
@@ -28,6 +31,7 @@ from .model import Model, field
 from .ratelimit import LoginLimiter
 from .routes import Access, Param, RouteGroup, get, post
 
+log = logging.getLogger("homework.api.satellites")
 AP_PREFIX = "ap-"
 ZONES = {"pending": "asking", "permitted": "permitted", "denied": "outside"}
 
@@ -62,6 +66,12 @@ class PairBody(Model):
     dpid: str = field(doc="its datapath id, 16 hex digits", example="00000000000000a1")
     csr: str = field(doc="a PEM certificate request for its TLS key")
     uplink: str = field("", doc="its uplink port's name (a satellite found on a LAN port)")
+
+
+class PermitBody(Model):
+    usage = '{"code": "the 6 characters shown with the request"} or nothing'
+    code: str = field(optional=True, doc="the code the household compared with the satellite's console; if the "
+                                          "request now shows another, nothing is signed (409)")
 
 
 class PairAsked(Model):
@@ -114,11 +124,10 @@ class SatelliteRoutes(RouteGroup):
         api.ctx.bus.subscribe("satellite", self.on_satellite)
 
     def throttle(self, call) -> None:
-        wait = self.limiter.retry_after(call.client)
+        wait = self.limiter.begin(call.caller.key)      # every request counts, per device or cable; a bad one too
         if wait:
             raise ApiError(429, f"too many pairing requests from {call.client}; try again in {int(wait) + 1} s",
                            {"Retry-After": str(int(wait) + 1)})
-        self.limiter.failed(call.client)      # every request counts towards the limit, a bad one too
 
     @post("/satellites/pair", Access.ASKING, "A satellite switch asks to pair: public, rate-limited, also open to a "
           "pending device (a satellite found on a LAN port asks as one; the router records the port of its "
@@ -128,8 +137,9 @@ class SatelliteRoutes(RouteGroup):
                   409: "already paired, another device already asking under this id, or a Wi-Fi port",
                   429: "too many pairing requests from this address; see Retry-After"})
     def ask(self, call, body):
+        log.info("pairing request for datapath %s from %s", body.dpid[:16], call.caller.describe())
         return self.api.command("satellite-request", dpid=body.dpid, csr=body.csr, origin=self.origin(call),
-                                uplink=body.uplink)
+                                uplink=body.uplink, requester=call.caller.key)
 
     def origin(self, call) -> dict | None:
         """The LAN port and MAC of the device calling, from its lease and the switch's port
@@ -156,11 +166,13 @@ class SatelliteRoutes(RouteGroup):
         return self.api.command("satellites")
 
     @post("/satellites/{dpid}/permit", Access.ADMIN, "Permit a satellite (admin): the household CA signs its "
-          "request; it connects over TLS", name="permitSatellite", answer=Satellite, params={"dpid": DPID},
-          errors={404: "it has not asked to pair", 409: "its port already carries another satellite, or "
-                                                        "there is no place for another"})
-    def permit(self, call, dpid):
-        return self.api.command("satellite-permit", dpid=dpid)
+          "request; it connects over TLS", name="permitSatellite", body=PermitBody, answer=Satellite,
+          params={"dpid": DPID},
+          errors={404: "it has not asked to pair", 409: "its port already carries another satellite, there is no "
+                                                        "place for another, or the request now shows another "
+                                                        "code than the one named"})
+    def permit(self, call, dpid, body):
+        return self.api.command("satellite-permit", dpid=dpid, **body.given_items())
 
     @post("/satellites/{dpid}/deny", Access.ADMIN, "Deny a satellite (admin): its certificate stops admitting it; if "
           "connected, its table is emptied, its ports leave the router and the session is closed",
@@ -188,9 +200,10 @@ class SatelliteRoutes(RouteGroup):
     def extra_views(self, views: list[dict]) -> list[dict]:
         return [board_view(s, self.sharing(s)) for s in self.api.ctx.pairing.all()]
 
-    def on_satellite(self, topic: str, ev: dict) -> None:
-        dpid = f"{ev['dpid']:016x}"
-        sat = self.api.ctx.pairing.get(ev["dpid"])
+    def on_satellite(self, topic: str, ev) -> None:
+        """ev: events.Satellite."""
+        dpid = f"{ev.dpid:016x}"
+        sat = self.api.ctx.pairing.get(ev.dpid)
         view = board_view(sat, self.sharing(sat)) if sat else None
         self.api.stream.publish("device", {"mac": AP_PREFIX + dpid, "state": sat["state"] if sat else None,
-                                           "reason": "satellite-" + ev.get("what", ""), "view": view})
+                                           "reason": "satellite-" + ev.what, "view": view})

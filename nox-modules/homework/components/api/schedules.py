@@ -85,6 +85,7 @@ class ScheduleRoutes(RouteGroup):
         mac = self.api.known_mac(body.mac) if body.mac else body.mac
         if mac:
             self.api.not_self(call, mac)
+        self.api.not_own_owner(call, body.owner)
         return self.api.command("schedule-add", mac=mac, owner=body.owner, days=body.days, start=body.from_,
                                 end=body.to, action=body.action or "pause")
 

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from webob import Response
 
+from ...state import StorageError
 from .http import ApiError, json_response
 from .model import Model, field
 from .routes import Access, Param, RouteGroup, get, post
@@ -95,29 +96,23 @@ class SessionRoutes(RouteGroup):
     def openapi(self, call):
         return Response(body=OPENAPI.read_bytes(), content_type="application/json", charset=None)
 
-    def throttle(self, call) -> None:
-        wait = self.api.limiter.retry_after(call.client)
-        if wait:
-            raise ApiError(429, f"too many failed logins from {call.client}; try again in {int(wait) + 1} s",
-                           {"Retry-After": str(int(wait) + 1)})
-
     @post("/login", Access.PUBLIC, "Log in to the Guest Board with the admin password: sets an HttpOnly, "
           "SameSite=Strict session cookie; send the returned csrf in X-CSRF-Token with every change",
-          body=LoginBody, body_required=True, answer=LoginAnswer, slash=False, before="throttle",
-          errors={401: "wrong password", 429: "too many failed logins from this address; see Retry-After"})
+          body=LoginBody, body_required=True, answer=LoginAnswer, slash=False,
+          errors={401: "wrong password", 429: "too many wrong passwords from this device (or address); see "
+                                                 "Retry-After", 503: "too many password checks under way; see Retry-After"})
     def login(self, call, body):
         api = self.api
-        if not api.auth.check_password(body.password):
-            api.limiter.failed(call.client)
-            log.warning("failed Guest Board login from %s", call.client)
+        if not api.password_ok(call, body.password):
+            log.warning("failed Guest Board login from %s", call.caller.describe())
             raise ApiError(401, "wrong password")
-        api.limiter.succeeded(call.client)
-        sid, csrf = api.auth.create_session(call.client)
-        resp = json_response({"role": "admin", "csrf": csrf, "expires_in": api.auth.session_lifetime})
-        resp.set_cookie("hw_session", sid, max_age=api.auth.session_lifetime, path="/ws.v1/", httponly=True,
-                        samesite="strict", secure=api.is_https(call.req))
-        log.info("Guest Board login from %s", call.client)
-        return resp
+        if not api.auth.password_chosen():
+            try:
+                api.auth.adopt_password()      # the household has it: no set-up offer (setup.py)
+            except StorageError:
+                log.warning("could not record that the first password was taken over (storage)")
+        log.info("Guest Board login from %s", call.caller.describe())
+        return api.new_session(call)
 
     @post("/logout", Access.READ, "End the session", answer=LoggedOut, slash=False)
     def logout(self, call):

@@ -54,6 +54,13 @@ class Restarting(Model):
     note: str
 
 
+class ResetDone(Model):
+    """The state is erased; the controller restarts in place."""
+    restarting: bool
+    note: str
+    setup_code: str | None = field(doc="with it a device on the Wi-Fi sets the reset router up again")
+
+
 class PasswordBody(Model):
     usage = '{"old": "current password", "new": "new password"}'
     old: str = field(secret=True)
@@ -87,15 +94,11 @@ class SystemRoutes(RouteGroup):
     @post("/password", Access.ADMIN, "Change the admin password (admin): the current one is checked; every "
           "session ends", name="changePassword", body=PasswordBody, body_required=True, answer=PasswordChanged,
           errors={400: "the current password is wrong, or the new one is not 8 to 256 characters",
-                  429: "too many wrong passwords from this address; see Retry-After"})
+                  429: "too many wrong passwords from this device (or address); see Retry-After",
+                  503: "too many password checks under way; see Retry-After"})
     def password(self, call, body):
         api = self.api
-        wait = api.limiter.retry_after(call.client)
-        if wait:
-            raise ApiError(429, f"too many wrong passwords from {call.client}; try again in {int(wait) + 1} s",
-                           {"Retry-After": str(int(wait) + 1)})
-        if not api.auth.check_password(body.old):
-            api.limiter.failed(call.client)
+        if not api.password_ok(call, body.old):
             raise ApiError(400, "the current password is wrong: nothing changed")
         try:
             new = check_new_password(body.new)
@@ -103,12 +106,11 @@ class SystemRoutes(RouteGroup):
             raise ApiError(400, f"new {exc}") from None
         if new == body.old:
             raise ApiError(400, "the new password is the current one")
-        api.limiter.succeeded(call.client)
         return api.command("set-password", password=new)
 
     @post("/factory-reset", Access.ADMIN, "Erase the controller's state (devices, rules, tokens, settings; not the "
           "admin password file) and restart it in place (admin)", name="factoryReset", body=ResetBody,
-          body_required=True, answer=Restarting, errors={400: f'the body is not {{"confirm": "{CONFIRM}"}}'})
+          body_required=True, answer=ResetDone, errors={400: f'the body is not {{"confirm": "{CONFIRM}"}}'})
     def factory_reset(self, call, body):
         if body.confirm != CONFIRM:
             raise ApiError(400, f"send {ResetBody.usage}")

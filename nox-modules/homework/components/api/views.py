@@ -125,7 +125,8 @@ class BoardDevice(DeviceFacts):
     state: Literal["pending", "permitted", "denied", "blacklisted", "unknown", "group"]
     zone: Zone
     label: str = field(doc="what the label says: name, else hostname, else maker, else MAC")
-    label_source: Literal["name", "hostname", "vendor", "mac", "group", "access-point"]
+    label_source: Literal["name", "hostname", "hostname-reserved", "vendor", "mac", "group", "access-point"] = \
+        field(doc="hostname-reserved: it calls itself by one of the router's names, and is labelled so")
     vendor: str = field(optional=True)
     private: bool = field(optional=True, doc="a locally administered (randomised) MAC")
     hostname: str

@@ -1,0 +1,128 @@
+/* The fields the Guest Board reads from the API, in one place. Every answer (api.js) and
+   every event of the live stream goes through HW.model.read, which keeps of it only the
+   fields declared here, by the schema of the OpenAPI document they come from: a field the
+   board uses must be listed, and tests/unit/test_ui_contract.py checks each one against
+   openapi.json (the schema has it; a nested shape is the schema the document refers to).
+   So a field renamed on the server fails that test, and a field the board reads but never
+   declared is simply not there. Names are the API's own. */
+window.HW = window.HW || {};
+HW.model = (function () {
+  "use strict";
+  /* shape -> {field: true | "Shape" | ["Shape"] | {"*": "Shape"}}; "_extends": a shape whose
+     fields come too. "raw": an answer passed on as it is (a backup file, saved unread). */
+  var SHAPES = {
+    SessionAnswer: { kind: true, role: true, csrf: true, storage: "Storage" },
+    Storage: { full: true, writable: true, error: true, queued_writes: true },
+    LoginAnswer: { csrf: true },
+    LoggedOut: { logged_out: true },
+
+    Lease: { ip: true, active: true },
+    BoardLease: { ip: true, active: true },
+    Attached: { "switch": true, satellite: true, port: true },
+    Metrics: { rssi: true, retrans: true, bps: true, today_bytes: true, seen_at: true, leave_after: true },
+    DeviceFacts: {
+      flow_limited: true, attached: "Attached", ipv6_prefix: true, usage_blocked: true, usage_slowed: true,
+      dns_name: true, paused: true, paused_by: true, paused_until: true, in_schedule: true, priority: true,
+      wired: true, radio: true, band: true, leave_after: true
+    },
+    Device: { _extends: "DeviceFacts", mac: true, state: true, name: true, owner: true, type: true,
+              hostname: true, lease: "Lease" },
+    BoardDevice: {
+      _extends: "DeviceFacts", mac: true, state: true, zone: true, label: true, label_source: true, vendor: true,
+      "private": true, hostname: true, name: true, owner: true, type: true, first_seen: true, last_seen: true,
+      lease: "BoardLease", metrics: "Metrics", count: true, kind: true, dpid: true, code: true
+    },
+    Alert: { at: true, kind: true, detail: true },
+    DnsRule: { domain: true, action: true, owner: true, schedule: true, active: true },
+    DnsRules: { rules: ["DnsRule"], mode: true },
+    DevicePanel: { _extends: "BoardDevice", alerts: ["Alert"], dns_rules: "DnsRules" },
+
+    PauseFacts: { mac: true, paused: true, paused_by: true, paused_until: true, in_schedule: true },
+    Schedule: { id: true, mac: true, owner: true, action: true, window: true },
+
+    UsageRow: { period: true, who: true, up: true, down: true, total: true },
+    UsageReport: { rows: ["UsageRow"], series: ["UsageRow"], steps: true, total: true, label: true },
+    CapStatus: { cap: true, billing_day: true, start: true, end: true, used: true, percent: true, projected: true,
+                 projected_percent: true },
+    DeviceSeries: { labels: true, starts: true, up: true, down: true, total: true, step: true, range: true },
+
+    Window: { days: true, start: true, end: true },
+    DeviceClass: { "class": true, window: "Window" },
+    App: { name: true, "class": true, ports: true, domains: true, window: "Window" },
+    QosView: { enabled: true, down_kbit: true, up_kbit: true, high_share: true, devices: { "*": "DeviceClass" },
+               apps: ["App"], active: true, leaf: true },
+    ClassStats: { direction: true, "class": true, rate_bps: true, drops: true },
+    DeviceStats: { mac: true, direction: true, rate_bps: true },
+    AppStats: { name: true, direction: true, rate_bps: true },
+    QosStats: { at: true, classes: ["ClassStats"], devices: ["DeviceStats"], apps: ["AppStats"] },
+
+    Notification: { id: true, at: true, kind: true, title: true, detail: true, read: true },
+    NotificationList: { unread: true, notifications: ["Notification"] },
+    Webhook: { id: true, url: true, created: true },
+    NewWebhook: { id: true, url: true, secret: true },
+    Delivery: { notification: true, webhook: true, at: true, attempt: true, status: true, ok: true },
+    MqttStatus: { loaded: true, host: true, port: true, username: true, password_set: true, topic_prefix: true,
+                  discovery_prefix: true, accept_commands: true, connected: true },
+    WanStatus: { "interface": true, state: true, since: true, reason: true },
+    NotifyStatus: { mqtt: "MqttStatus", wan: "WanStatus" },
+
+    Blocklist: { id: true, url: true, owner: true, rules: true, blocked_queries: true, fetched: true, error: true },
+    Blocklists: { blocklists: ["Blocklist"], safe_search: true },
+    SafeSearch: { enabled: true },
+    Query: { at: true, mac: true, device: true, name: true, type: true, verdict: true, count: true },
+    QueryList: { queries: ["Query"] },
+    DeviceQueries: { mac: true, device: true, total: true, blocked: true },
+    BlockedName: { name: true, count: true },
+    QuerySummary: { devices: ["DeviceQueries"], top_blocked: ["BlockedName"] },
+
+    WanLease: { up: true, "interface": true, address: true, up_for: true },
+    SystemInfo: { version: true, uptime: true, timezone: true, schema: true, update_slot: true, wan: "WanLease" },
+    Restarting: { timezone: true, restarting: true, note: true },
+    LastApply: { at: true, ok: true, error: true },
+    WifiInfo: { ssid: true, interfaces: true, passphrase_set: true, last_apply: "LastApply", applying: true,
+                note: true },
+    Restored: { restored: true, restarting: true, note: true },
+    Running: { version: true, slot: true },
+    OtherSlot: { slot: true, state: true, version: true },
+    UpdateStatus: { state: true, percent: true, phase: true, version: true, error: true, enabled: true,
+                    running: "Running", other: "OtherSlot" },
+    UpdateStarted: { state: true, version: true, slot: true },
+
+    /* the live stream's events (GET /ws.v1/events, x-events in the document) */
+    LabelFacts: { label: true, label_source: true, vendor: true, "private": true },
+    SnapshotEvent: { devices: ["BoardDevice"] },
+    DeviceEvent: { mac: true, state: true, reason: true, view: "BoardDevice" },
+    LeaseEvent: { mac: true, view: "BoardDevice" },
+    LinkEvent: { mac: true, metrics: "Metrics", label: "LabelFacts" },
+    BandwidthEvent: { mac: true, metrics: "Metrics" },
+    AlertEvent: { mac: true, kind: true, detail: true, at: true }
+  };
+
+  function fields(name) {
+    var shape = SHAPES[name];
+    if (!shape) throw new Error("HW.model: no shape " + name);
+    if (!shape._extends) return shape;
+    var all = {}, base = fields(shape._extends), k;
+    for (k in base) if (Object.prototype.hasOwnProperty.call(base, k)) all[k] = base[k];
+    for (k in shape) if (k !== "_extends" && Object.prototype.hasOwnProperty.call(shape, k)) all[k] = shape[k];
+    return all;
+  }
+
+  /* `value` as the board may read it: only the declared fields, nested shapes alike. */
+  function read(shape, value) {
+    if (value === null || value === undefined || shape === "raw" || shape === true) return value;
+    if (Array.isArray(shape)) return Array.isArray(value) ? value.map(function (v) { return read(shape[0], v); }) : value;
+    if (typeof shape === "object") {
+      var map = {};
+      Object.keys(value).forEach(function (k) { map[k] = read(shape["*"], value[k]); });
+      return map;
+    }
+    var out = {}, decl = fields(shape);
+    Object.keys(decl).forEach(function (k) {
+      if (Object.prototype.hasOwnProperty.call(value, k)) out[k] = read(decl[k], value[k]);
+    });
+    return out;
+  }
+
+  return { SHAPES: SHAPES, read: read };
+})();

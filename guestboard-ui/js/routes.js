@@ -1,0 +1,98 @@
+/* Every ws.v1 route the Guest Board calls, in one place: its method, its path (with
+   {parameters}), the query parameters it may carry and the shape of its answer (a schema of
+   the OpenAPI document, read through HW.model). api.js builds each URL from here; nothing
+   else writes an API path. tests/unit/test_ui_contract.py checks every entry against
+   openapi.json: the operation exists, with that method, those parameters and that answer. */
+window.HW = window.HW || {};
+HW.routes = (function () {
+  "use strict";
+  /* answer: "Shape", ["Shape"] (a list of them), or null when the board reads nothing of it */
+  var ROUTES = {
+    session: { method: "GET", path: "session", answer: "SessionAnswer" },
+    login: { method: "POST", path: "login", answer: "LoginAnswer" },
+    logout: { method: "POST", path: "logout", answer: "LoggedOut" },
+
+    devices: { method: "GET", path: "devices", answer: ["BoardDevice"] },
+    device: { method: "GET", path: "devices/{mac}", answer: "DevicePanel" },
+    permit: { method: "POST", path: "permit/{mac}", answer: "Device" },
+    deny: { method: "POST", path: "deny/{mac}", answer: "Device" },
+    blacklist: { method: "POST", path: "blacklist/{mac}", answer: "Device" },
+    whitelist: { method: "POST", path: "whitelist/{mac}", answer: "Device" },
+    forget: { method: "POST", path: "forget/{mac}", answer: null },
+    meta: { method: "POST", path: "meta/{mac}", answer: "Device" },
+    permitDns: { method: "POST", path: "permit-dns/{mac}/{domain}", answer: null },
+    denyDns: { method: "POST", path: "deny-dns/{mac}/{domain}", answer: null },
+    removeDnsRule: { method: "POST", path: "remove-dns-rule/{mac}/{domain}", answer: null },
+    permitSatellite: { method: "POST", path: "satellites/{dpid}/permit", answer: null },
+    denySatellite: { method: "POST", path: "satellites/{dpid}/deny", answer: null },
+
+    pause: { method: "POST", path: "pause/{mac}", answer: "PauseFacts" },
+    resume: { method: "POST", path: "resume/{mac}", answer: "PauseFacts" },
+    schedules: { method: "GET", path: "schedules", query: ["mac"], answer: ["Schedule"] },
+    addSchedule: { method: "POST", path: "schedules", answer: "Schedule" },
+    removeSchedule: { method: "POST", path: "schedules/{id}/remove", answer: null },
+
+    usage: { method: "GET", path: "usage", query: ["period", "by"], answer: "UsageReport" },
+    usageCap: { method: "GET", path: "usage/cap", answer: "CapStatus" },
+    setUsageCap: { method: "POST", path: "usage/cap", answer: "CapStatus" },
+    usageDevice: { method: "GET", path: "usage/devices/{mac}", query: ["range"], answer: "DeviceSeries" },
+
+    qos: { method: "GET", path: "qos", answer: "QosView" },
+    qosStats: { method: "GET", path: "qos/stats", answer: "QosStats" },
+    qosLink: { method: "POST", path: "qos/link", answer: "QosView" },
+    qosDevice: { method: "POST", path: "qos/devices/{mac}", answer: "QosView" },
+    qosApp: { method: "POST", path: "qos/apps", answer: "QosView" },
+    deleteQosApp: { method: "DELETE", path: "qos/apps/{name}", answer: "QosView" },
+
+    notifications: { method: "GET", path: "notifications", query: ["limit"], answer: "NotificationList" },
+    markRead: { method: "POST", path: "notifications/read", answer: null },
+    testNotification: { method: "POST", path: "notifications/test", answer: "Notification" },
+    webhooks: { method: "GET", path: "webhooks", answer: ["Webhook"] },
+    addWebhook: { method: "POST", path: "webhooks", answer: "NewWebhook" },
+    removeWebhook: { method: "POST", path: "webhooks/{hook_id}/remove", answer: null },
+    deliveries: { method: "GET", path: "webhooks/deliveries", query: ["limit"], answer: ["Delivery"] },
+    notifyStatus: { method: "GET", path: "notify/status", answer: "NotifyStatus" },
+
+    blocklists: { method: "GET", path: "blocklists", answer: "Blocklists" },
+    addBlocklist: { method: "POST", path: "blocklists", answer: "Blocklist" },
+    refreshBlocklist: { method: "POST", path: "blocklists/{list_id}/refresh", answer: "Blocklist" },
+    removeBlocklist: { method: "POST", path: "blocklists/{list_id}/remove", answer: null },
+    setSafeSearch: { method: "POST", path: "dns/safe-search", answer: "SafeSearch" },
+    queries: { method: "GET", path: "dns/queries", query: ["mac", "search", "verdict", "limit"], answer: "QueryList" },
+    querySummary: { method: "GET", path: "dns/queries/summary", answer: "QuerySummary" },
+
+    system: { method: "GET", path: "system", answer: "SystemInfo" },
+    setTimezone: { method: "POST", path: "system/timezone", answer: "Restarting" },
+    password: { method: "POST", path: "password", answer: null },
+    factoryReset: { method: "POST", path: "factory-reset", answer: "Restarting" },
+    wifi: { method: "GET", path: "wifi", answer: "WifiInfo" },
+    setWifi: { method: "POST", path: "wifi", answer: "WifiInfo" },
+    backup: { method: "POST", path: "backup", answer: "raw" },
+    restore: { method: "POST", path: "restore", answer: "Restored" },
+    update: { method: "GET", path: "system/update", answer: "UpdateStatus" },
+    upload: { method: "POST", path: "system/update", answer: "UpdateStarted" },
+    reboot: { method: "POST", path: "system/reboot", answer: null },
+
+    events: { method: "GET", path: "events", answer: null }
+  };
+
+  var BASE = "/ws.v1/";
+
+  /* The URL of route `name`: {parameters} from `params` (URL-encoded), and the route's
+     query parameters that `params` gives and are not empty. */
+  function url(name, params) {
+    var route = ROUTES[name];
+    if (!route) throw new Error("no such route in HW.routes: " + name);
+    params = params || {};
+    var path = route.path.replace(/\{(\w+)\}/g, function (_, key) {
+      if (params[key] === undefined || params[key] === null) throw new Error(name + ": {" + key + "} missing");
+      return encodeURIComponent(params[key]);
+    });
+    var query = (route.query || []).filter(function (key) {
+      return params[key] !== undefined && params[key] !== null && params[key] !== "";
+    }).map(function (key) { return encodeURIComponent(key) + "=" + encodeURIComponent(params[key]); });
+    return BASE + path + (query.length ? "?" + query.join("&") : "");
+  }
+
+  return { ROUTES: ROUTES, url: url, get: function (name) { return ROUTES[name]; } };
+})();
