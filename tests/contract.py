@@ -114,6 +114,20 @@ class Contract:
         return f"{where} answered {status}: {at}: {first.message}" + (f" (and {len(errors) - 1} more)"
                                                                       if len(errors) > 1 else "")
 
+    def check_event(self, name: str, data) -> str | None:
+        """One event of GET /ws.v1/events against the document's x-events."""
+        events = self.doc["paths"]["/events"]["get"].get("x-events", {})
+        if name in ("end",):       # the stream's own last word (credentials ended, client too slow)
+            return None
+        if name not in events:
+            return f"GET /events sent an event {name!r} that the document does not declare"
+        schema = {**json_schema(events[name]), "components": self._components}
+        errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(data), key=lambda e: list(e.absolute_path))
+        if not errors:
+            return None
+        at = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in errors[0].absolute_path) or "the data"
+        return f"GET /events event {name}: {at}: {errors[0].message}"
+
     def check_response(self, resp) -> str | None:
         """A requests.Response from the API (a stream's body is not read). Answers that do
         not come from the API itself are not its contract's: lighttpd's redirects and its

@@ -1,35 +1,75 @@
-/* Talking to /ws.v1/: JSON calls with the session's CSRF token, and the live event stream. */
+/* Talking to /ws.v1/: every call names a route of HW.routes (which builds its URL) and its
+   answer reaches the caller through HW.model (which keeps the fields the board declares);
+   changes carry the session's CSRF token. The live event stream's events go through
+   HW.model the same way. */
 window.HW = window.HW || {};
 HW.api = (function ($) {
   "use strict";
-  var BASE = "/ws.v1/";
   var csrf = null;
   var onUnauthorized = function () {};
+  var EVENTS = { snapshot: "SnapshotEvent", device: "DeviceEvent", lease: "LeaseEvent", link: "LinkEvent",
+                 bandwidth: "BandwidthEvent", alert: "AlertEvent" };
 
-  function call(method, path, body) {
+  /* Route `name` with `params` (its {path} parameters and query parameters) and a JSON
+     `body`: a promise of (the answer as HW.model reads it, the jqXHR); a failure gets the
+     jqXHR. ($.when of several gives each as [answer, jqXHR].) `opts.quiet`: a poll that
+     runs logged out too, so a 401 does not bring the log-in form. */
+  function request(name, params, body, opts) {
+    var route = HW.routes.get(name);
     return $.ajax({
-      url: BASE + path, method: method, dataType: "json",
+      url: HW.routes.url(name, params), method: route.method, dataType: "json",
       contentType: body !== undefined ? "application/json" : undefined,
-      data: body !== undefined ? JSON.stringify(body) : (method === "POST" ? "" : undefined),
-      headers: csrf && method !== "GET" ? { "X-CSRF-Token": csrf } : {}
-    }).fail(function (xhr) {
-      if (xhr.status === 401) onUnauthorized();
+      data: body !== undefined ? JSON.stringify(body) : (route.method === "POST" ? "" : undefined),
+      headers: csrf && route.method !== "GET" ? { "X-CSRF-Token": csrf } : {}
+    }).then(function (data, status, xhr) {
+      return $.Deferred().resolve(HW.model.read(route.answer, data), xhr).promise();
+    }, function (xhr) {
+      if (xhr.status === 401 && !(opts && opts.quiet) && name !== "login" && name !== "session" &&
+          name !== "setupSession") onUnauthorized();
+      return $.Deferred().reject(xhr).promise();
     });
   }
 
-  function errorText(xhr) {
-    return (xhr.responseJSON && xhr.responseJSON.error) || ("error " + xhr.status);
+  /* A call by method and path, for the tests' page-side helpers: the path must be one of
+     HW.routes' (its parameters filled in), so nothing reaches the API around them. */
+  function call(method, path, body) {
+    var bare = path.split("?")[0], query = path.indexOf("?") >= 0 ? path.slice(path.indexOf("?") + 1) : "";
+    var found = null;
+    Object.keys(HW.routes.ROUTES).some(function (name) {
+      var route = HW.routes.ROUTES[name], keys = [];
+      if (route.method !== method) return false;
+      var pattern = new RegExp("^" + route.path.replace(/[.]/g, "\\.").replace(/\{(\w+)\}/g, function (_, k) {
+        keys.push(k);
+        return "([^/]+)";
+      }) + "$");
+      var m = pattern.exec(bare);
+      if (!m) return false;
+      var params = {};
+      keys.forEach(function (k, i) { params[k] = decodeURIComponent(m[i + 1]); });
+      query.split("&").filter(Boolean).forEach(function (kv) {
+        var pair = kv.split("=");
+        params[decodeURIComponent(pair[0])] = decodeURIComponent(pair[1] || "");
+      });
+      found = { name: name, params: params };
+      return true;
+    });
+    if (!found) throw new Error("HW.api.call: " + method + " " + path + " is no route of HW.routes");
+    return request(found.name, found.params, body);
   }
 
+  function errorText(xhr) {
+    return (xhr && xhr.responseJSON && xhr.responseJSON.error) || ("error " + (xhr ? xhr.status : ""));
+  }
+
+  /* The session, if this browser has one: keeps its CSRF token for the changes. */
   function session() {
     var ticket = setupTicket();
     var check = function () {
-      return $.ajax({ url: BASE + "session", dataType: "json" }).done(function (s) { csrf = s.csrf || null; });
+      return request("session").done(function (s) { csrf = s.csrf || null; });
     };
     if (!ticket) return check();
     // Just set up from the waiting page: its one-time ticket opens the household's session.
-    return $.ajax({ url: BASE + "setup/session", method: "POST", dataType: "json", contentType: "application/json",
-                    data: JSON.stringify({ ticket: ticket }) })
+    return request("setupSession", null, { ticket: ticket })
       .then(function (s) { csrf = s.csrf; return s; }, check);
   }
 
@@ -43,38 +83,34 @@ HW.api = (function ($) {
   }
 
   function login(password) {
-    return $.ajax({ url: BASE + "login", method: "POST", dataType: "json", contentType: "application/json",
-                    data: JSON.stringify({ password: password }) })
-      .done(function (s) { csrf = s.csrf; });
+    return request("login", null, { password: password }).done(function (s) { csrf = s.csrf; });
   }
 
   function logout() {
-    return call("POST", "logout").always(function () { csrf = null; });
+    return request("logout").always(function () { csrf = null; });
   }
 
   /* EventSource reconnects by itself; `handlers.closed` runs when it gives up (e.g. 401). */
   function stream(handlers) {
-    var es = new EventSource(BASE + "events");
-    ["snapshot", "device", "lease", "link", "bandwidth", "alert"].forEach(function (name) {
+    var es = new EventSource(HW.routes.url("events"));
+    Object.keys(EVENTS).forEach(function (name) {
       es.addEventListener(name, function (ev) {
         var data;
         try { data = JSON.parse(ev.data); } catch (e) { return; }
-        if (handlers[name]) handlers[name](data);
+        if (handlers[name]) handlers[name](HW.model.read(EVENTS[name], data));
       });
     });
-    es.addEventListener("open", function () { handlers.state && handlers.state(true); });
+    es.addEventListener("open", function () { if (handlers.state) handlers.state(true); });
     es.addEventListener("error", function () {
-      handlers.state && handlers.state(false);
+      if (handlers.state) handlers.state(false);
       if (es.readyState === EventSource.CLOSED && handlers.closed) handlers.closed();
     });
-    es.addEventListener("end", function () { es.close(); handlers.closed && handlers.closed(); });
+    es.addEventListener("end", function () { es.close(); if (handlers.closed) handlers.closed(); });
     return es;
   }
 
-  function mac(m) { return encodeURIComponent(m); }
-
-  /* The page's #login form and #logout button, the same on every page: `start` runs once
-     logged in, `showLogin(message)` when a call finds the session gone or on logout. */
+  /* The page's #login form and #logout button (the page shell's): `start` runs once logged
+     in, `showLogin(message)` when a call finds the session gone or on logout. */
   function bindLogin(start, showLogin) {
     onUnauthorized = function () { showLogin("Please log in."); };
     $("#login").on("submit", function (e) {
@@ -87,22 +123,27 @@ HW.api = (function ($) {
     $("#logout").on("click", function () { logout().always(function () { showLogin(); }); });
   }
 
+  /* An upload with the session's token (a file as the body, not JSON): the route's answer,
+     as request gives it. */
+  function upload(name, params, file, progress) {
+    var route = HW.routes.get(name);
+    return $.ajax({
+      url: HW.routes.url(name, params), method: route.method, dataType: "json", data: file,
+      processData: false, contentType: "application/octet-stream",
+      headers: csrf ? { "X-CSRF-Token": csrf } : {},
+      xhr: function () {
+        var x = $.ajaxSettings.xhr();
+        if (progress && x.upload) x.upload.addEventListener("progress", progress);
+        return x;
+      }
+    }).then(function (data, status, xhr) {
+      return $.Deferred().resolve(HW.model.read(route.answer, data), xhr).promise();
+    });
+  }
+
   return {
-    call: call, errorText: errorText, session: session, login: login, logout: logout, stream: stream,
-    permit: function (m) { return call("POST", "permit/" + mac(m)); },
-    deny: function (m) { return call("POST", "deny/" + mac(m)); },
-    blacklist: function (m) { return call("POST", "blacklist/" + mac(m)); },
-    whitelist: function (m) { return call("POST", "whitelist/" + mac(m)); },
-    forget: function (m) { return call("POST", "forget/" + mac(m)); },
-    meta: function (m, fields) { return call("POST", "meta/" + mac(m), fields); },
-    device: function (m) { return call("GET", "devices/" + mac(m)); },
-    dnsRule: function (action, m, domain) {
-      return call("POST", action + "-dns/" + mac(m) + "/" + encodeURIComponent(domain));
-    },
-    removeDnsRule: function (m, domain) {
-      return call("POST", "remove-dns-rule/" + mac(m) + "/" + encodeURIComponent(domain));
-    },
-    onUnauthorized: function (fn) { onUnauthorized = fn; },
-    bindLogin: bindLogin
+    request: request, call: call, upload: upload, errorText: errorText, session: session, login: login, logout: logout,
+    stream: stream, bindLogin: bindLogin, EVENTS: EVENTS,
+    onUnauthorized: function (fn) { onUnauthorized = fn; }
   };
 })(jQuery);

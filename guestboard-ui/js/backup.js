@@ -25,7 +25,7 @@
     say($form, "error", "");
     say($form, "status", "Making the backup …");
     var $button = $form.find("button").prop("disabled", true);
-    HW.api.call("POST", "backup", { passphrase: passphrase }).done(function (doc, _, xhr) {
+    HW.api.request("backup", null, { passphrase: passphrase }).done(function (doc, xhr) {
       saveFile(fileName(xhr), doc);
       say($form, "status", "Backup downloaded: " + fileName(xhr) + ". Keep the passphrase: it is needed to restore.");
       $form[0].reset();
@@ -51,7 +51,7 @@
       }
       var $button = $form.find("button").prop("disabled", true);
       say($form, "status", "Checking and restoring …");
-      HW.api.call("POST", "restore", { passphrase: passphrase, backup: doc }).done(function (r) {
+      HW.api.request("restore", null, { passphrase: passphrase, backup: doc }).done(function (r) {
         var parts = $.map(r.restored, function (n, table) { return n ? table.replace(/_/g, " ") + ": " + n : null; });
         say($form, "status", "Restored the backup of " + r.created + " (" + (parts.join(", ") || "nothing") +
             "). " + (r.note || ""));

@@ -38,7 +38,7 @@
   }
 
   function check() {
-    $.ajax({ url: "/ws.v1/session", dataType: "json" })
+    HW.api.request("session", null, undefined, { quiet: true })
       .done(function (s) { show(s && s.storage); })
       .fail(function () { show(null); })      // logged out: nothing to say here
       .always(function () { setTimeout(check, POLL_MS); });

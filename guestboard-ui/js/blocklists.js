@@ -32,7 +32,7 @@
   }
 
   function load() {
-    return HW.api.call("GET", "blocklists").done(render)
+    return HW.api.request("blocklists").done(render)
       .fail(function (xhr) { say("error", HW.api.errorText(xhr)); });
   }
 
@@ -42,7 +42,7 @@
     var $button = $(this).find("button").prop("disabled", true);
     say("error", "");
     say("status", "Fetching " + url + " …");
-    HW.api.call("POST", "blocklists", owner ? { url: url, owner: owner } : { url: url }).done(function (b) {
+    HW.api.request("addBlocklist", null, owner ? { url: url, owner: owner } : { url: url }).done(function (b) {
       $("#blocklist-add")[0].reset();
       say("status", "Added: " + b.rules + " names.");
       load();
@@ -55,7 +55,7 @@
   function refreshList(b) {
     say("error", "");
     say("status", "Fetching " + b.url + " …");
-    HW.api.call("POST", "blocklists/" + encodeURIComponent(b.id) + "/refresh")
+    HW.api.request("refreshBlocklist", { list_id: b.id })
       .done(function (r) { say("status", "Refreshed: " + r.rules + " names."); })
       .fail(function (xhr) { say("status", ""); say("error", HW.api.errorText(xhr)); })
       .always(load);
@@ -63,7 +63,7 @@
 
   function removeList(b) {
     if (!window.confirm("Stop blocking the names of " + b.url + "?")) return;
-    HW.api.call("POST", "blocklists/" + encodeURIComponent(b.id) + "/remove")
+    HW.api.request("removeBlocklist", { list_id: b.id })
       .done(function () { say("status", "Removed."); load(); })
       .fail(function (xhr) { say("error", HW.api.errorText(xhr)); });
   }
@@ -71,7 +71,7 @@
   function setSafeSearch() {
     var on = this.checked;
     say("error", "");
-    HW.api.call("POST", "dns/safe-search", { enabled: on })
+    HW.api.request("setSafeSearch", null, { enabled: on })
       .done(function (r) { say("status", "Safe-search is " + (r.enabled ? "on." : "off.")); })
       .fail(function (xhr) { say("error", HW.api.errorText(xhr)); load(); });
   }

@@ -23,7 +23,7 @@ HW.board = (function ($) {
   var regroupNeeded = false;   // the undecided devices changed: recompute the groups
   var frame = 0;
   var groups = {};             // zone -> {el, list, expanded}
-  var handlers = { drop: function () {}, open: function () {} };
+  var handlers = { drop: function () { return jQuery.Deferred().reject().promise(); }, open: function () {} };
   var press = null;            // the label under a pointer that is down
 
   function undecided(v) { return v.state === "pending" || v.state === "unknown"; }
@@ -122,12 +122,14 @@ HW.board = (function ($) {
       return;
     }
     if (!el) {
+      // The label: a button that opens the device's panel (tap, Enter or Space), and for a
+      // device asking to join its Let in / Refuse buttons; the whole label is dragged.
       el = document.createElement("div");
       el.className = "label";
-      el.setAttribute("role", "button");
-      el.tabIndex = 0;
       el.dataset.mac = mac;
-      el.innerHTML = '<span class="name"></span><span class="sub"></span>';
+      el.innerHTML = '<button type="button" class="open"><span class="name"></span><span class="sub"></span></button>' +
+                     '<span class="decide" hidden><button type="button" class="let-in">Let in</button>' +
+                     '<button type="button" class="refuse">Refuse</button></span>';
       labels.set(mac, el);
     }
     fill(el, v);
@@ -140,18 +142,29 @@ HW.board = (function ($) {
   function fill(el, d) {
     el.dataset.state = d.state;
     el.dataset.zone = d.zone;
-    var name = el.firstChild;
-    name.textContent = d.label || d.mac;
+    var open = el.firstChild, name = open.firstChild;
+    var text = d.label || d.mac;
+    name.textContent = text;
     if (d.state === "blacklisted" || d.state === "denied") {
       name.appendChild(badge("badge", d.state === "blacklisted" ? "blacklisted" : "denied"));
     }
     // Set by the routing component when the device hit the per-host flow limit.
     if (d.flow_limited) name.appendChild(badge("badge flow-mark", "limited"));
     el.classList.toggle("flow-limited", !!d.flow_limited);
-    el.lastChild.textContent = HW.labels.subtitle(d);
-    el.classList.toggle("private", !!d.private);
-    el.title = d.private ? "This device uses a private (randomised) address, so it may look new on each network."
-                         : (d.vendor || d.mac);
+    var sub = HW.labels.subtitle(d);
+    open.lastChild.textContent = sub;
+    open.setAttribute("aria-label", text + ", " + HW.labels.stateWords(d.state) + ": " + sub);
+    // A group of randomised MACs stands for many devices: it has no panel.
+    open.disabled = d.state === "group";
+    el.classList.toggle("private", !!d["private"]);
+    el.title = d["private"] ? "This device uses a private (randomised) address, so it may look new on each network."
+                            : (d.vendor || d.mac);
+    var buttons = el.lastChild, asking = d.state === "pending" && (d.zone === "asking" || d.kind === "access-point");
+    buttons.hidden = !asking;
+    if (asking) {
+      buttons.firstChild.setAttribute("aria-label", "Let " + text + " in");
+      buttons.lastChild.setAttribute("aria-label", "Refuse " + text);
+    }
     el.classList.toggle("wired", !!d.wired);     // a lease on a wired port
     applyMetrics(el, d.metrics || {}, d.leave_after);
   }
@@ -243,6 +256,7 @@ HW.board = (function ($) {
   }
 
   function labelFrom(target) {
+    if (target && target.closest && target.closest(".decide button")) return null;    // its own buttons
     var el = target && target.closest ? target.closest(".label") : null;
     // A radio's group of randomised MACs stands for many devices: no drag, no panel.
     if (el && el.dataset.state === "group") return null;
@@ -261,7 +275,6 @@ HW.board = (function ($) {
     if (!el) return;
     press = { el: el, mac: el.dataset.mac, x: e.clientX, y: e.clientY, id: e.pointerId,
               dragging: false, over: null, ghost: null };
-    el.setPointerCapture(e.pointerId);
   }
 
   function onMove(e) {
@@ -281,6 +294,8 @@ HW.board = (function ($) {
       el.classList.add("drag-source");
       press.ghost = ghost;
       press.dragging = true;
+      // Captured only once it is a drag: a tap's release stays on the label's button (its click).
+      try { el.setPointerCapture(e.pointerId); } catch (err) { /* the pointer is gone already */ }
     }
     press.ghost.style.transform = "translate(" + dx + "px," + dy + "px)";
     var zone = zoneAt(e.clientX, e.clientY);
@@ -295,24 +310,37 @@ HW.board = (function ($) {
     if (p.ghost) p.ghost.remove();
     showDropTarget(null);
     if (dirty.has(p.mac) && !frame) frame = window.requestAnimationFrame(flush);
-    if (cancelled) return;
-    if (!p.dragging) { handlers.open(p.mac); return; }
+    if (cancelled || !p.dragging) return;     // a tap: the label's button opens the panel (click)
+    draggedAt = Date.now();
     var zone = zoneAt(e.clientX, e.clientY);
     if (zone && zone !== p.el.dataset.zone) handlers.drop(p.mac, zone, devices.get(p.mac));
   }
+
+  /* The household's decision on a device, whichever way it was made (drop or button):
+     `zone` "permitted" or "outside"; a promise of the answer. */
+  function decide(mac, zone) {
+    return handlers.drop(mac, zone, devices.get(mac));
+  }
+
+  var draggedAt = 0;     // a drag's release is no tap on the label's button
 
   document.addEventListener("pointerdown", onDown);
   document.addEventListener("pointermove", onMove);
   document.addEventListener("pointerup", function (e) { finish(e, false); });
   document.addEventListener("pointercancel", function (e) { finish(e, true); });
-  document.addEventListener("keydown", function (e) {
-    if (e.key !== "Enter" && e.key !== " ") return;
-    var el = labelFrom(e.target);
-    if (el) { e.preventDefault(); handlers.open(el.dataset.mac); }
+  /* A tap or click on a label opens its panel (its button: Enter and Space too), except on
+     its Let in / Refuse buttons, which decide. */
+  document.addEventListener("click", function (e) {
+    var el = e.target && e.target.closest ? e.target.closest(".label") : null;
+    if (!el || el.classList.contains("ghost") || labels.get(el.dataset.mac) !== el) return;
+    if (Date.now() - draggedAt < 400) return;
+    var button = e.target.closest(".decide button");
+    if (button) decide(el.dataset.mac, button.classList.contains("let-in") ? "permitted" : "outside");
+    else if (el.dataset.state !== "group") handlers.open(el.dataset.mac);
   });
 
   return {
-    upsert: upsert, remove: remove, replaceAll: replaceAll, sync: sync, metrics: metrics,
+    upsert: upsert, remove: remove, replaceAll: replaceAll, sync: sync, metrics: metrics, decide: decide,
     get: function (mac) { return devices.get(mac); },
     on: function (name, fn) { handlers[name] = fn; }
   };

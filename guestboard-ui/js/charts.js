@@ -22,17 +22,27 @@ HW.charts = (function ($) {
     return loading;
   }
 
-  /* Decimal units, as ISPs bill (the cap is set in them too). */
-  function size(n) {
-    n = n || 0;
-    if (n < 1000) return Math.round(n) + " B";
-    var units = ["kB", "MB", "GB", "TB"], i = -1;
-    do { n /= 1000; i++; } while (n >= 1000 && i < units.length - 1);
-    return n.toFixed(n < 10 ? 1 : 0) + " " + units[i];
+  /* Bytes as every view of the board writes them (labels.js). */
+  function size(n) { return HW.labels.bytes(n); }
+
+  /* A bytes axis whose ticks say different things: steps of whole bytes (an idle chart no
+     longer reads "1 B, 1 B, 0 B"), at least a kilobyte tall, and each tick written with the
+     decimals its step needs. */
+  var MIN_TOP = 1000;
+  function bytesAxis(extra) {
+    return $.extend(true, {
+      beginAtZero: true, suggestedMax: MIN_TOP,
+      ticks: { precision: 0, callback: function (v, i, ticks) { return tick(v, ticks); } }
+    }, extra || {});
   }
 
-  function bytesAxis(extra) {
-    return $.extend({ beginAtZero: true, ticks: { callback: function (v) { return size(v); } } }, extra || {});
+  function tick(v, ticks) {
+    var step = ticks && ticks.length > 1 ? Math.abs(ticks[1].value - ticks[0].value) : 0;
+    if (v < 1000 || !step) return size(v);
+    var units = ["kB", "MB", "GB", "TB"], n = v, s = step, i = -1;
+    do { n /= 1000; s /= 1000; i++; } while (n >= 1000 && i < units.length - 1);
+    var decimals = s >= 1 ? 0 : Math.min(3, Math.ceil(-Math.log10(s)));
+    return n.toFixed(decimals) + " " + units[i];
   }
 
   /* Tooltips in bytes too ("Down: 5.2 MB"). */
@@ -55,5 +65,5 @@ HW.charts = (function ($) {
     return new window.Chart(canvas, config);
   }
 
-  return { load: load, size: size, bytesAxis: bytesAxis, tooltip: tooltip, draw: draw, COLOURS: COLOURS };
+  return { load: load, size: size, bytesAxis: bytesAxis, tick: tick, tooltip: tooltip, draw: draw, COLOURS: COLOURS };
 })(jQuery);

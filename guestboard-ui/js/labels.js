@@ -33,13 +33,20 @@ HW.labels = (function () {
   /* Retransmissions -> red highlight once more than 10% of frames are retried. */
   function retransmitting(retrans) { return (retrans || 0) > 0.1; }
 
+  /* Bytes in decimal units, as ISPs bill (the cap is set in them too): the one formatter of
+     every byte figure the board shows, charts and usage page alike. */
   function bytes(n) {
     n = n || 0;
-    if (n < 1024) return Math.round(n) + " B";
+    if (n < 1000) return Math.round(n) + " B";
     var units = ["kB", "MB", "GB", "TB"], i = -1;
-    do { n /= 1024; i++; } while (n >= 1024 && i < units.length - 1);
+    do { n /= 1000; i++; } while (n >= 1000 && i < units.length - 1);
     return n.toFixed(n < 10 ? 1 : 0) + " " + units[i];
   }
+
+  /* A device's state in the household's words. */
+  var STATE_WORDS = { pending: "asking to join", permitted: "on the network", denied: "kept out",
+                      blacklisted: "blacklisted", unknown: "in range, not connected", group: "nearby" };
+  function stateWords(state) { return STATE_WORDS[state] || state; }
 
   /* The second line: what kind of name this is, and whether the MAC is private. */
   function subtitle(d) {
@@ -99,7 +106,7 @@ HW.labels = (function () {
     return ("0" + t.getHours()).slice(-2) + ":" + ("0" + t.getMinutes()).slice(-2);
   }
 
-  return { opacity: opacity, scale: scale, retransmitting: retransmitting, bytes: bytes,
+  return { opacity: opacity, scale: scale, retransmitting: retransmitting, bytes: bytes, stateWords: stateWords,
            subtitle: subtitle, clamp: clamp, paused: paused, clock: clock,
            fade: fade, departed: departed, connection: connection, priority: priority,
            satelliteRadio: satelliteRadio, PRIORITIES: ["high", "medium", "default"] };

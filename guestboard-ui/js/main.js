@@ -1,32 +1,29 @@
-/* Start-up: log in if needed, then keep the board live from the event stream. */
+/* The board page: once logged in (the page shell), keep the board live from the event
+   stream, and make the household's decisions (a drop, a label's Let in / Refuse, the panel's). */
 jQuery(function ($) {
   "use strict";
   var es = null, pollTimer = null;
   // ?poll=SECONDS: poll the device list instead of the live stream (for proxies that
   // buffer streams; also the research board's behaviour, which `make bench` compares with).
   var pollSeconds = Number(new URLSearchParams(window.location.search).get("poll")) || 0;
-
-  function showLogin(message) {
-    if (es) { es.close(); es = null; }
-    if (pollTimer) { clearInterval(pollTimer); pollTimer = null; }
-    $("#board, #logout").prop("hidden", true);
-    $("#login").prop("hidden", false).find(".error").text(message || "");
-    $("#login input[name=password]").val("").trigger("focus");
-    setLive(false);
-  }
+  var shell;
 
   function setLive(on) {
     $("#live").toggleClass("on", on).toggleClass("off", !on).text(on ? "live" : "offline");
   }
 
+  function stop() {
+    if (es) { es.close(); es = null; }
+    if (pollTimer) { clearInterval(pollTimer); pollTimer = null; }
+    setLive(false);
+  }
+
   function start() {
     if (HW.usageBanner) HW.usageBanner.refresh();
-    $("#login").prop("hidden", true);
-    $("#board, #logout").prop("hidden", false);
     if (es) es.close();
     if (pollSeconds > 0) {
       var poll = function () {
-        HW.api.call("GET", "devices").done(function (views) { HW.board.sync(views); setLive(true); })
+        HW.api.request("devices").done(function (views) { HW.board.sync(views); setLive(true); })
           .fail(function () { setLive(false); });
       };
       poll();
@@ -59,31 +56,35 @@ jQuery(function ($) {
       closed: function () {
         // The stream ended: expired session (-> log in) or a restart (-> reconnect).
         HW.api.session().done(function () { setTimeout(start, 1000); })
-          .fail(function () { showLogin("Your session ended; please log in again."); });
+          .fail(function () { shell.showLogin("Your session ended; please log in again."); });
       }
     });
   }
 
-  HW.board.on("drop", function (mac, zone, d) {
-    if (d && d.kind === "access-point") {      // a satellite switch asking to pair
-      var what = zone === "permitted" ? "permit" : zone === "outside" ? "deny" : null;
-      // A permit names the code the board showed: if the request changed since, nothing is signed.
-      if (what) HW.api.call("POST", "satellites/" + d.dpid + "/" + what, what === "permit" ? { code: d.code } : undefined)
-        .fail(function (xhr) { window.alert(HW.api.errorText(xhr)); });
-      return;
+  /* A decision: `zone` "permitted" lets the device in, "outside" keeps it out. A satellite
+     asking to pair is permitted or denied the same way; a permit names the code the board
+     showed, so a request that changed since is not signed. */
+  function decide(mac, zone, d) {
+    var act;
+    if (d && d.kind === "access-point") {
+      if (zone === "permitted") act = HW.api.request("permitSatellite", { dpid: d.dpid }, { code: d.code });
+      else if (zone === "outside") act = HW.api.request("denySatellite", { dpid: d.dpid });
+    } else if (zone === "permitted") {
+      act = HW.api.request("permit", { mac: mac }).done(function (view) {
+        // First permit of a device nobody has named yet: ask whose it is.
+        if (d && !d.name) HW.panel.askName($.extend({}, d, view, { label: d.label }));
+      });
+    } else if (zone === "outside") {
+      act = HW.api.request("deny", { mac: mac });
     }
-    var act = zone === "permitted" ? HW.api.permit(mac) : zone === "outside" ? HW.api.deny(mac) : null;
-    if (!act) return;
-    act.done(function (view) {
-      // First permit of a device nobody has named yet: ask whose it is.
-      if (zone === "permitted" && d && !d.name) HW.panel.askName($.extend({}, d, view, { label: d.label }));
-    }).fail(function (xhr) { window.alert(HW.api.errorText(xhr)); });
-  });
+    if (!act) return $.Deferred().reject().promise();
+    return act.fail(function (xhr) { if (xhr) window.alert(HW.api.errorText(xhr)); });
+  }
+
+  HW.board.on("drop", decide);
   HW.board.on("open", function (mac) {
     if (mac.indexOf("ap-") !== 0) HW.panel.open(mac);     // an access point has no device panel
   });
   HW.panel.init();
-  HW.api.bindLogin(start, showLogin);
-
-  HW.api.session().done(start).fail(function () { showLogin(); });
+  shell = HW.shell.page({ main: "#board", start: start, stop: stop });
 });

@@ -26,7 +26,7 @@ HW.model = (function () {
       wired: true, radio: true, band: true, leave_after: true
     },
     Device: { _extends: "DeviceFacts", mac: true, state: true, name: true, owner: true, type: true,
-              hostname: true, lease: "Lease" },
+              hostname: true, first_seen: true, last_seen: true, lease: "Lease" },
     BoardDevice: {
       _extends: "DeviceFacts", mac: true, state: true, zone: true, label: true, label_source: true, vendor: true,
       "private": true, hostname: true, name: true, owner: true, type: true, first_seen: true, last_seen: true,
@@ -58,7 +58,7 @@ HW.model = (function () {
 
     Notification: { id: true, at: true, kind: true, title: true, detail: true, read: true },
     NotificationList: { unread: true, notifications: ["Notification"] },
-    Webhook: { id: true, url: true, created: true },
+    Webhook: { id: true, url: true, created: true, allow_local: true },
     NewWebhook: { id: true, url: true, secret: true },
     Delivery: { notification: true, webhook: true, at: true, attempt: true, status: true, ok: true },
     MqttStatus: { loaded: true, host: true, port: true, username: true, password_set: true, topic_prefix: true,
@@ -75,14 +75,16 @@ HW.model = (function () {
     BlockedName: { name: true, count: true },
     QuerySummary: { devices: ["DeviceQueries"], top_blocked: ["BlockedName"] },
 
-    WanLease: { up: true, "interface": true, address: true, up_for: true },
-    SystemInfo: { version: true, uptime: true, timezone: true, schema: true, update_slot: true, wan: "WanLease" },
+    WanLease: { up: true, "interface": true, address: true, gateway: true, dns: true, up_for: true },
+    SystemInfo: { version: true, uptime: true, timezone: true, timezone_source: true, schema: true, update_slot: true,
+                  wan: "WanLease" },
     Restarting: { timezone: true, restarting: true, note: true },
+    ResetDone: { restarting: true, note: true, setup_code: true },
     LastApply: { at: true, ok: true, error: true },
     WifiInfo: { ssid: true, interfaces: true, passphrase_set: true, last_apply: "LastApply", applying: true,
                 note: true },
-    Restored: { restored: true, restarting: true, note: true },
-    Running: { version: true, slot: true },
+    Restored: { restored: true, created: true, restarting: true, note: true },
+    Running: { version: true, sequence: true, slot: true },
     OtherSlot: { slot: true, state: true, version: true },
     UpdateStatus: { state: true, percent: true, phase: true, version: true, error: true, enabled: true,
                     running: "Running", other: "OtherSlot" },
@@ -110,6 +112,7 @@ HW.model = (function () {
 
   /* `value` as the board may read it: only the declared fields, nested shapes alike. */
   function read(shape, value) {
+    if (shape === null || shape === undefined) return undefined;     // a route whose answer the board does not read
     if (value === null || value === undefined || shape === "raw" || shape === true) return value;
     if (Array.isArray(shape)) return Array.isArray(value) ? value.map(function (v) { return read(shape[0], v); }) : value;
     if (typeof shape === "object") {

@@ -31,7 +31,7 @@
   }
 
   function refresh() {
-    return $.ajax({ url: "/ws.v1/notifications?limit=50", dataType: "json" })
+    return HW.api.request("notifications", { limit: 50 }, undefined, { quiet: true })
       .done(render)
       .fail(function () { $button.prop("hidden", true); $panel.prop("hidden", true); });
   }
@@ -53,11 +53,11 @@
       if (!$panel.prop("hidden")) refresh();
     });
     $panel.find(".mark-read").on("click", function () {
-      HW.api.call("POST", "notifications/read", {}).done(refresh)
+      HW.api.request("markRead", null, {}).done(refresh)
         .fail(function (xhr) { say(HW.api.errorText(xhr)); });
     });
     $panel.find(".send-test").on("click", function () {
-      HW.api.call("POST", "notifications/test").done(function () { say("Test notification sent."); refresh(); })
+      HW.api.request("testNotification").done(function () { say("Test notification sent."); refresh(); })
         .fail(function (xhr) { say(HW.api.errorText(xhr)); });
     });
     $panel.find(".close").on("click", function () { $panel.prop("hidden", true); });

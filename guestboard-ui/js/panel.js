@@ -1,6 +1,8 @@
-/* The per-device panel (tap a label): traffic now and today, a chart of its traffic over the
-   last hour/day/month, DNS rules, blacklist and whitelist, forgetting it, recent alerts; and
-   the naming dialog shown after a first permit. */
+/* The per-device panel (tap a label): let it in or refuse it, its traffic now and today and a
+   chart of the last hour/day/month (one source for every byte figure: the router's usage
+   count), pause and bedtime, priority, website rules, blacklist and forget, recent alerts;
+   and the naming dialog shown after a first permit. Laid out in three columns on a
+   1024x600 screen (index.html), so nothing a household does here is below the fold. */
 window.HW = window.HW || {};
 HW.panel = (function ($) {
   "use strict";
@@ -10,6 +12,8 @@ HW.panel = (function ($) {
   var chartRange = "day";      // last hour | day | month, kept while the board is open
   var CHART_REFRESH_MS = 30000;
   var chartTimer = 0;
+  var lastRefresh = 0;
+  var LIVE_REFRESH_MS = 3000;
 
   function fail($where) {
     return function (xhr) { $where.text(HW.api.errorText(xhr)); };
@@ -17,19 +21,22 @@ HW.panel = (function ($) {
 
   function fill(d) {
     var $p = $("#panel");
-    $p.find(".title").text(d.label);
+    var name = d.label || d.mac;
+    $p.find(".title").text(name);
     var ident = [d.mac];
-    if (d.private) ident.push("private (randomised) address");
+    if (d["private"]) ident.push("private (randomised) address");
     else if (d.vendor) ident.push(d.vendor);
     if (d.hostname) ident.push("calls itself " + d.hostname);
-    ident.push(d.state);
+    ident.push(HW.labels.stateWords(d.state));
     $p.find(".ident").text(ident.join(" · "));
+    fillDecide(d, name);
     var m = d.metrics || {};
     $p.find(".traffic-now").text(HW.labels.bytes(m.bps) + "/s");
     $p.find(".traffic-today").text(HW.labels.bytes(m.today_bytes));
+    var link = HW.labels.connection(d);
     $p.find(".signal").text((m.rssi === null || m.rssi === undefined ? "–" : m.rssi + " dBm" +
                             (HW.labels.retransmitting(m.retrans) ? " (many retries)" : "")) +
-                            (HW.labels.connection(d) ? " · " + HW.labels.connection(d) : ""));
+                            (link ? " · " + link : ""));
     $p.find(".address").text(d.lease && d.lease.active ? d.lease.ip : "none");
     // Which switch it is on: the router itself or one of the satellites.
     var at = d.attached;
@@ -45,24 +52,12 @@ HW.panel = (function ($) {
     $p.find(".dns-name-row").prop("hidden", !d.dns_name);
     $p.find(".dns-name").text(d.dns_name || "");
     $p.find(".flow-note").prop("hidden", !d.flow_limited);
-    $p.find(".blacklist").prop("hidden", d.state === "blacklisted");
+    $p.find(".blacklist").prop("hidden", d.state === "blacklisted").attr("aria-label", "Blacklist " + name);
     // Only registered devices can be forgotten (one merely heard by the radio is not).
-    $p.find(".forget").prop("hidden", d.state === "unknown");
-    $p.find(".whitelist").prop("hidden", d.state !== "blacklisted");
-    var $rules = $p.find(".rules").empty();
-    if (d.dns_rules === null || d.dns_rules === undefined) {
-      $p.find(".rule-form").prop("hidden", true);
-      $p.find(".rules-note").text("Website rules need the router's DNS component.");
-    } else {
-      $p.find(".rule-form").prop("hidden", false);
-      $p.find(".rules-note").text(d.dns_rules.length ? "" : "No rules: every website is allowed.");
-      d.dns_rules.forEach(function (r) {
-        var $li = $("<li>").append($('<span class="domain">').text(r.domain),
-                                   $('<span class="action">').text(r.action === "deny" ? "blocked" : "allowed"),
-                                   $('<button type="button" class="secondary remove">Remove</button>').attr("data-domain", r.domain));
-        $rules.append($li);
-      });
-    }
+    $p.find(".forget").prop("hidden", d.state === "unknown").attr("aria-label", "Forget " + name);
+    $p.find(".whitelist").prop("hidden", d.state !== "blacklisted").attr("aria-label", "Lift the blacklist of " + name);
+    $p.find(".rename").attr("aria-label", "Rename " + name);
+    fillRules(d);
     var $alerts = $p.find(".alerts").empty();
     (d.alerts || []).forEach(function (a) {
       $alerts.append($("<li>").text(new Date(a.at * 1000).toLocaleTimeString() + " " + a.kind + ": " + a.detail));
@@ -72,31 +67,47 @@ HW.panel = (function ($) {
     fillPriority(d);
   }
 
-  /* Priority: the device's class, in household words, set with
-     POST qos/devices/<mac>. Markup added once; hidden without the qos component (no
-     `priority` in the view) and for devices not on the network. */
-  function addPriority() {
-    if ($("#panel .priority").length) return;
-    var $select = $('<select name="class" aria-label="Priority">');
-    HW.labels.PRIORITIES.forEach(function (c) { $select.append($("<option>").val(c).text(HW.labels.priority(c))); });
-    var $box = $('<section class="priority">').append(
-      $("<h3>").text("Priority"),
-      $('<div class="priority-form">').css({ display: "flex", alignItems: "center", gap: "0.6em" }).append(
-        $select.css({ width: "auto" }), $('<a href="priorities.html">').text("all priorities"),
-        // not class "error": the panel's other failures fill every "#panel .error"
-        $('<span class="priority-error" role="alert">').css({ color: "var(--danger)", fontSize: "13px" })));
-    $("#panel .grid").after($box);
-    $select.on("change", function () {
-      var mac = current, $error = $box.find(".priority-error").text("");
-      HW.api.call("POST", "qos/devices/" + encodeURIComponent(mac), { "class": this.value }).done(function () {
-        HW.api.device(mac).done(function (d) {
-          HW.board.upsert(d);
-          if (current === mac) fill(d);
-        });
-      }).fail(fail($error));
-    });
+  /* A device asking to join (or kept out) gets the two buttons that decide, named after it
+     for a screen reader; the same decisions as dragging its label. */
+  function fillDecide(d, name) {
+    var $d = $("#panel .decide");
+    var undecided = d.state === "pending" || d.state === "denied";
+    $d.prop("hidden", !undecided || d.kind === "access-point");
+    $d.find(".let-in").attr("aria-label", "Let " + name + " in");
+    $d.find(".refuse").attr("aria-label", "Refuse " + name).prop("hidden", d.state === "denied");
   }
 
+  /* Website rules: the device's own (GET devices/{mac} carries them as {rules, mode}). */
+  function fillRules(d) {
+    var $p = $("#panel"), $rules = $p.find(".rules").empty();
+    var dns = d.dns_rules;
+    if (dns === null || dns === undefined) {
+      $p.find(".rule-form").prop("hidden", true);
+      $p.find(".rules-mode").text("");
+      $p.find(".rules-note").text("Website rules need the router's DNS component.");
+      return;
+    }
+    var rules = dns.rules || [];
+    $p.find(".rule-form").prop("hidden", false);
+    $p.find(".rules-mode").text(dns.mode === "allowlist"
+      ? "Only the websites allowed here open on this device."
+      : "Websites open on this device unless blocked here, by the household's rules or by a blocklist.");
+    rules.forEach(function (r) {
+      var blocked = r.action === "deny";
+      var when = r.schedule ? " (" + r.schedule + (r.active ? ", now" : ", not now") + ")" : "";
+      $rules.append($("<li>").attr("data-domain", r.domain).append(
+        $('<span class="domain">').text(r.domain),
+        $('<span class="action">').text((blocked ? "blocked" : "allowed") + when),
+        $('<button type="button" class="secondary remove">Remove</button>').attr("data-domain", r.domain)
+          .attr("aria-label", "Remove the rule for " + r.domain)));
+    });
+    $p.find(".rules-note").text(rules.length ? "" : dns.mode === "allowlist"
+      ? "No website is allowed yet: add the ones it may open."
+      : "No rules of its own.");
+  }
+
+  /* Priority: the device's class, in household words, set with POST qos/devices/<mac>;
+     hidden without the qos component (no `priority` in the view) and off the network. */
   function fillPriority(d) {
     var $box = $("#panel .priority");
     $box.prop("hidden", d.priority === undefined || d.state !== "permitted");
@@ -104,62 +115,24 @@ HW.panel = (function ($) {
     if (d.mac !== $box.attr("data-mac")) $box.attr("data-mac", d.mac).find(".priority-error").text("");
   }
 
-  /* Pause and bedtime: a one-tap pause for an hour, resume, and the device's
-     schedules (its own and its owner's) with add and remove. Markup added once, as the
-     chart's; hidden when the router has no schedules component (no `paused` in the view). */
-  function addSchedules() {
-    if ($("#panel .schedules").length) return;
-    var $box = $('<section class="schedules">').append(
-      $("<h3>").text("Pause and bedtime"),
-      $('<p class="pause-note">'),
-      $('<div class="actions pause-actions">').append(
-        $('<button type="button" class="pause-1h">').text("Pause 1 h"),
-        $('<button type="button" class="resume secondary">').text("Resume")),
-      $('<ul class="schedule-list">'),
-      $('<form class="schedule-form">').append(
-        $('<input name="days" required maxlength="40" aria-label="days">').attr("placeholder", "sun-thu").val("sun-thu"),
-        $('<input name="from" type="time" required aria-label="from">').val("21:30"),
-        $('<input name="to" type="time" required aria-label="to">').val("07:00"),
-        $('<select name="action" aria-label="what happens">').append(
-          $('<option value="pause">').text("no internet"),
-          $('<option value="dns-strict">').text("allowed websites only")),
-        $('<button type="submit">').text("Add")).css({ display: "flex", flexWrap: "wrap", gap: "0.4em" }));
-    $("#panel .actions").first().after($box);
-    $box.on("click", ".pause-1h", function () {
-      HW.api.call("POST", "pause/" + encodeURIComponent(current), { minutes: 60 }).done(pauseChanged)
-        .fail(fail($("#panel .error")));
-    });
-    $box.on("click", ".resume", function () {
-      HW.api.call("POST", "resume/" + encodeURIComponent(current)).done(pauseChanged)
-        .fail(fail($("#panel .error")));
-    });
-    $box.on("click", ".schedule-list .remove", function () {
-      HW.api.call("POST", "schedules/" + encodeURIComponent(this.dataset.id) + "/remove").done(pauseChanged)
-        .fail(fail($("#panel .error")));
-    });
-    $box.on("submit", ".schedule-form", function (e) {
-      e.preventDefault();
-      var f = this;
-      HW.api.call("POST", "schedules", { mac: current, days: f.elements.days.value.trim(), from: f.elements.from.value,
-                                         to: f.elements.to.value, action: f.elements.action.value })
-        .done(pauseChanged).fail(fail($("#panel .error")));
-    });
-  }
-
+  /* Pause and bedtime: hidden without the schedules component (no `paused` in the view). A
+     paused device shows Resume, and Pause only when it is not paused by a one-tap pause. */
   function fillPause(d) {
     var $box = $("#panel .schedules");
     var shown = d.paused !== undefined && d.state === "permitted";
     $box.prop("hidden", !shown);
     if (!shown) return;
-    $box.find(".pause-note").text(HW.labels.paused(d) ? "Now: " + HW.labels.paused(d) : "Not paused.");
-    $box.find(".pause-1h").prop("hidden", !!(d.paused && d.paused_by === "pause"));
-    $box.find(".resume").prop("hidden", !d.paused);
+    var now = HW.labels.paused(d);
+    $box.find(".pause-note").text(now ? "Now: " + now + "." : "Not paused.");
+    var pausedByTap = !!(d.paused && d.paused_by === "pause");
+    $box.find(".pause-1h").prop("hidden", pausedByTap).attr("aria-label", "Pause " + (d.label || d.mac) + " for an hour");
+    $box.find(".resume").prop("hidden", !d.paused).attr("aria-label", "Resume " + (d.label || d.mac));
   }
 
   function loadSchedules() {
     var mac = current;
     if (!mac || $("#panel .schedules").prop("hidden")) return;
-    HW.api.call("GET", "schedules?mac=" + encodeURIComponent(mac)).done(function (rows) {
+    HW.api.request("schedules", { mac: mac }).done(function (rows) {
       if (current !== mac) return;
       var $list = $("#panel .schedule-list").empty();
       rows.forEach(function (r) {
@@ -167,39 +140,25 @@ HW.panel = (function ($) {
           $('<span class="window">').text(r.window),
           $('<span class="action">').text(" · " + (r.action === "pause" ? "no internet" : "allowed websites only") +
                                           (r.owner ? " (all of " + r.owner + "'s devices) " : " ")),
-          $('<button type="button" class="secondary remove">Remove</button>').attr("data-id", r.id)));
+          $('<button type="button" class="secondary remove">Remove</button>').attr("data-id", r.id)
+            .attr("aria-label", "Remove the bedtime " + r.window)));
       });
       if (!rows.length) $list.append($('<li class="none">').text("No schedules."));
     });
   }
 
-  /* After a pause, resume or schedule change: the panel and the board's label follow. */
-  function pauseChanged() {
+  /* After a decision, pause, resume or schedule change: the panel and the label follow. The
+     answer of a pause or resume is the device's pause facts: shown at once, before the view. */
+  function changed(facts) {
     var mac = current;
     $("#panel .error").text("");
-    HW.api.device(mac).done(function (d) {
-      HW.board.upsert(d);
-      if (current === mac) { fill(d); loadSchedules(); }
-    });
-  }
-
-  /* The traffic chart's markup, added once: index.html stays as it is, and Chart.js, its
-     helpers and usage.css load only when a panel first opens. */
-  function addChart() {
-    if ($("#panel .usage-chart").length) return;
-    $('<link rel="stylesheet" href="usage.css">').appendTo("head");
-    var $box = $('<section class="usage-chart">').append(
-      $("<h3>").text("Traffic"),
-      $('<div class="range" role="group" aria-label="Traffic over the last">').append(
-        ["hour", "day", "month"].map(function (r) {
-          return $('<button type="button" class="secondary">').attr("data-range", r).text("Last " + r);
-        })),
-      $('<div class="chart-box">').append($("<canvas>").attr("aria-label", "traffic up and down")),
-      $('<p class="chart-note">'));
-    $("#panel .grid").after($box);
-    $box.on("click", "button[data-range]", function () {
-      chartRange = this.dataset.range;
-      loadChart();
+    if (facts && facts.mac === mac && facts.paused !== undefined) {
+      var d = $.extend({}, HW.board.get(mac), facts);
+      fillPause(d);
+    }
+    HW.api.request("device", { mac: mac }).done(function (view) {
+      HW.board.upsert(view);
+      if (current === mac) { fill(view); loadSchedules(); }
     });
   }
 
@@ -223,12 +182,12 @@ HW.panel = (function ($) {
     var mac = current, range = chartRange;
     var $box = $("#panel .usage-chart");
     $box.find("button[data-range]").each(function () {
-      $(this).toggleClass("selected", this.dataset.range === range).attr("aria-pressed", this.dataset.range === range);
+      $(this).toggleClass("selected", this.dataset.range === range).attr("aria-pressed", String(this.dataset.range === range));
     });
     clearTimeout(chartTimer);
     if (!mac) return;
     chartTimer = setTimeout(loadChart, CHART_REFRESH_MS);
-    var series = HW.api.call("GET", "usage/devices/" + encodeURIComponent(mac) + "?range=" + range);
+    var series = HW.api.request("usageDevice", { mac: mac, range: range });
     $.when(chartScript().then(function () { return HW.charts.load(); }), series).done(function (_c, res) {
       if (current !== mac || chartRange !== range) return;     // the panel moved on meanwhile
       var s = res[0];
@@ -238,11 +197,12 @@ HW.panel = (function ($) {
         data: { labels: s.labels, datasets: [
           { label: "Down", data: s.down, backgroundColor: HW.charts.COLOURS.down, stack: "bytes" },
           { label: "Up", data: s.up, backgroundColor: HW.charts.COLOURS.up, stack: "bytes" }] },
-        options: { scales: { x: { stacked: true, ticks: { maxTicksLimit: 8 } }, y: HW.charts.bytesAxis({ stacked: true }) },
+        options: { scales: { x: { stacked: true, ticks: { maxTicksLimit: 8 } },
+                             y: HW.charts.bytesAxis({ stacked: true }) },
                    plugins: { tooltip: HW.charts.tooltip() } }
       });
       canvas.dataset.loaded = mac + " " + range;    // which data the chart holds (tests wait for it)
-      $box.find(".chart-note").text(HW.charts.size(s.total) + " in the last " + range +
+      $box.find(".chart-note").text(HW.labels.bytes(s.total) + " in the last " + range +
         (range === "hour" ? " (per minute)" : range === "day" ? " (per hour)" : " (per day)"));
     }).fail(function (xhr) {
       if (current !== mac) return;
@@ -254,18 +214,17 @@ HW.panel = (function ($) {
   function refresh() {
     if (!current) return;
     lastRefresh = Date.now();
-    HW.api.device(current).done(function (d) { fill(d); loadSchedules(); }).fail(fail($("#panel .error")));
+    HW.api.request("device", { mac: current }).done(function (d) { fill(d); loadSchedules(); })
+      .fail(fail($("#panel .error")));
   }
 
   /* The shown device's radio or traffic changed (a link event): its signal, band and access
      point come with its view, so read it again, at most every LIVE_REFRESH_MS. */
-  var LIVE_REFRESH_MS = 3000;
-  var lastRefresh = 0;
   function liveRefresh() {
     var mac = current;
     if (!mac || Date.now() - lastRefresh < LIVE_REFRESH_MS) return;
     lastRefresh = Date.now();
-    HW.api.device(mac).done(function (d) { if (current === mac) fill(d); });
+    HW.api.request("device", { mac: mac }).done(function (d) { if (current === mac) fill(d); });
   }
 
   function disarmForget() {
@@ -284,7 +243,7 @@ HW.panel = (function ($) {
     }
     disarmForget();
     var mac = current;
-    HW.api.forget(mac).done(function () {
+    HW.api.request("forget", { mac: mac }).done(function () {
       HW.board.remove(mac);     // the stream's "forgotten" event will say the same
       if (current === mac) close();
     }).fail(fail($("#panel .error")));
@@ -302,14 +261,11 @@ HW.panel = (function ($) {
     current = mac;
     disarmForget();
     $("#panel .error").text("");
-    addSchedules();
-    addPriority();
     var d = HW.board.get(mac);
     if (d) fill($.extend({ dns_rules: undefined }, d));
     var dlg = $("#panel")[0];
     if (!dlg.open) dlg.showModal();
     if (d && d.state !== "unknown") refresh();
-    addChart();
     $("#panel .usage-chart").prop("hidden", !d || d.state === "unknown");
     $("#panel .usage-chart canvas").removeAttr("data-loaded");
     if (d && d.state !== "unknown") loadChart();
@@ -326,38 +282,79 @@ HW.panel = (function ($) {
     $("#meta-dialog")[0].showModal();
   }
 
+  /* Let in or refuse: the same as a drop on "On the network" or "In range" (main.js). */
+  function decide(what) {
+    var mac = current;
+    HW.board.decide(mac, what === "permit" ? "permitted" : "outside").done(function () {
+      if (current === mac) changed();
+    });
+  }
+
   function init() {
-    $("#panel .close").on("click", close);
-    $("#panel").on("close", function () { current = null; clearTimeout(chartTimer); disarmForget(); });
-    $("#panel .forget").on("click", forget);
-    $("#panel .rule-form").on("submit", function (e) {
+    var $p = $("#panel");
+    var $select = $p.find(".priority select");
+    HW.labels.PRIORITIES.forEach(function (c) { $select.append($("<option>").val(c).text(HW.labels.priority(c))); });
+    $select.on("change", function () {
+      var mac = current, $error = $p.find(".priority-error").text("");
+      HW.api.request("qosDevice", { mac: mac }, { "class": this.value }).done(function () { changed(); })
+        .fail(fail($error));
+    });
+    $p.find(".close").on("click", close);
+    $p.on("close", function () { current = null; clearTimeout(chartTimer); disarmForget(); });
+    $p.find(".forget").on("click", forget);
+    $p.find(".let-in").on("click", function () { decide("permit"); });
+    $p.find(".refuse").on("click", function () { decide("deny"); });
+    $p.find(".pause-1h").on("click", function () {
+      HW.api.request("pause", { mac: current }, { minutes: 60 }).done(changed).fail(fail($p.find(".error")));
+    });
+    $p.find(".resume").on("click", function () {
+      HW.api.request("resume", { mac: current }).done(changed).fail(fail($p.find(".error")));
+    });
+    $p.find(".schedule-list").on("click", ".remove", function () {
+      HW.api.request("removeSchedule", { id: this.dataset.id }).done(function () { changed(); })
+        .fail(fail($p.find(".error")));
+    });
+    $p.find(".schedule-form").on("submit", function (e) {
+      e.preventDefault();
+      var f = this;
+      HW.api.request("addSchedule", null, { mac: current, days: f.elements.days.value.trim(), from: f.elements.from.value,
+                                            to: f.elements.to.value, action: f.elements.action.value })
+        .done(function () { changed(); }).fail(fail($p.find(".error")));
+    });
+    $p.find(".usage-chart").on("click", "button[data-range]", function () {
+      chartRange = this.dataset.range;
+      loadChart();
+    });
+    $p.find(".rule-form").on("submit", function (e) {
       e.preventDefault();
       var action = (e.originalEvent && e.originalEvent.submitter && e.originalEvent.submitter.value) || "deny";
       var domain = this.elements.domain.value.trim();
       var form = this;
-      HW.api.dnsRule(action, current, domain).done(function () { form.reset(); refresh(); })
-        .fail(fail($("#panel .error")));
+      HW.api.request(action === "permit" ? "permitDns" : "denyDns", { mac: current, domain: domain })
+        .done(function () { form.reset(); refresh(); })
+        .fail(fail($p.find(".error")));
     });
-    $("#panel .rules").on("click", ".remove", function () {
-      HW.api.removeDnsRule(current, this.dataset.domain).done(refresh).fail(fail($("#panel .error")));
+    $p.find(".rules").on("click", ".remove", function () {
+      HW.api.request("removeDnsRule", { mac: current, domain: this.dataset.domain }).done(refresh)
+        .fail(fail($p.find(".error")));
     });
-    $("#panel .blacklist").on("click", function () {
-      HW.api.blacklist(current).done(refresh).fail(fail($("#panel .error")));
+    $p.find(".blacklist").on("click", function () {
+      HW.api.request("blacklist", { mac: current }).done(function () { changed(); }).fail(fail($p.find(".error")));
     });
-    $("#panel .whitelist").on("click", function () {
-      HW.api.whitelist(current).done(refresh).fail(fail($("#panel .error")));
+    $p.find(".whitelist").on("click", function () {
+      HW.api.request("whitelist", { mac: current }).done(function () { changed(); }).fail(fail($p.find(".error")));
     });
-    $("#panel .rename").on("click", function () {
+    $p.find(".rename").on("click", function () {
       var d = HW.board.get(current);
-      $("#panel")[0].close();
+      $p[0].close();
       if (d) askName(d);
     });
     $("#meta-skip").on("click", function () { $("#meta-dialog")[0].close(); });
     $("#meta-form").on("submit", function (e) {
       e.preventDefault();
       var f = this, mac = $(f).data("mac");
-      HW.api.meta(mac, { name: f.elements.name.value.trim(), owner: f.elements.owner.value.trim(),
-                         type: f.elements.type.value })
+      HW.api.request("meta", { mac: mac }, { name: f.elements.name.value.trim(), owner: f.elements.owner.value.trim(),
+                                             type: f.elements.type.value })
         .done(function () { $("#meta-dialog")[0].close(); })
         .fail(fail($(f).find(".error")));
     });

@@ -23,14 +23,14 @@ jQuery(function ($) {
   function refresh() {
     var loggedIn = !$("#board").prop("hidden");
     $form.prop("hidden", !loggedIn);       // shown with the board (main.js shows it on login)
-    if (loggedIn) HW.api.call("GET", "devices").done(render);
+    if (loggedIn) HW.api.request("devices").done(render);
   }
 
   $form.on("submit", function (e) {
     e.preventDefault();
     var mac = $.trim(this.elements.mac.value), decision = this.elements.decision.value;
     var $status = $form.find(".status").removeClass("error").text("");
-    HW.api[decision](mac).done(function (view) {
+    HW.api.request(decision, { mac: mac }).done(function (view) {
       $status.text(view.mac + (view.last_seen ? " is now " + view.state
                                               : " is " + view.state + " (pre-approved: not seen yet)"));
       $form[0].elements.mac.value = "";

@@ -28,16 +28,14 @@ jQuery(function ($) {
   var SERIES_COLOURS = ["#3b6ea8", "#b3261e", "#2e7d32", "#8e44ad", "#c77800", "#00838f"];
   var highDrops = null;          // the high class's drop counters at the last poll, per direction
 
-  function showLogin(message) {
+  function stop() {
     clearTimeout(refreshTimer);
     clearTimeout(statsTimer);
-    $("#priorities, #logout").prop("hidden", true);
-    $("#login").prop("hidden", false).find(".error").text(message || "");
-    $("#login input[name=password]").val("").trigger("focus");
   }
 
-  function classSelect(value) {
+  function classSelect(value, name) {
     var $s = $('<select class="class">');
+    if (name) $s.attr("aria-label", "Priority of " + name);     // in a table row; the form's has its <label>
     HW.labels.PRIORITIES.forEach(function (c) { $s.append($("<option>").val(c).text(word(c))); });
     return $s.val(value || "default");
   }
@@ -84,7 +82,7 @@ jQuery(function ($) {
       var rule = q.devices[v.mac] || {};
       $body.append($("<tr>").attr("data-mac", v.mac).append(
         $('<td class="name">').text(v.label || v.mac).attr("title", v.mac),
-        $("<td>").append(classSelect(rule["class"] || v.priority),
+        $("<td>").append(classSelect(rule["class"] || v.priority, v.label || v.mac),
                          rule.window ? $('<small class="when">').text(" " + windowText(rule.window)) : null),
         $('<td class="error" role="alert">')));
     });
@@ -113,7 +111,7 @@ jQuery(function ($) {
   function load() {
     clearTimeout(refreshTimer);
     refreshTimer = setTimeout(load, REFRESH_MS);
-    $.when(HW.api.call("GET", "qos"), HW.api.call("GET", "devices")).done(function (q, views) {
+    $.when(HW.api.request("qos"), HW.api.request("devices")).done(function (q, views) {
       qos = q[0];
       $(".load-error").text("");
       showLink(qos);
@@ -234,7 +232,7 @@ jQuery(function ($) {
   function pollStats() {
     clearTimeout(statsTimer);
     statsTimer = setTimeout(pollStats, STATS_MS);
-    HW.api.call("GET", "qos/stats").done(addSample).fail(function (xhr) {
+    HW.api.request("qosStats").done(addSample).fail(function (xhr) {
       if (xhr.status !== 401) $("#priorities .chart-note").text(HW.api.errorText(xhr));
     });
   }
@@ -261,7 +259,7 @@ jQuery(function ($) {
       var v = f.elements[k[0]].value.trim();
       if (v !== "") body[k[1]] = Math.round(Number(v) * 1000);
     });
-    HW.api.call("POST", "qos/link", body).done(function () {
+    HW.api.request("qosLink", null, body).done(function () {
       $(f).data("edited", false);
       changed($error)();
     }).fail(failed($error));
@@ -271,13 +269,13 @@ jQuery(function ($) {
 
   $("#device-classes").on("change", "select.class", function () {
     var $row = $(this).closest("tr"), $error = $row.find(".error");
-    HW.api.call("POST", "qos/devices/" + encodeURIComponent($row.attr("data-mac")), { "class": this.value })
+    HW.api.request("qosDevice", { mac: $row.attr("data-mac") }, { "class": this.value })
       .done(function () { $(document.activeElement).trigger("blur"); changed($error)(); }).fail(failed($error));
   });
 
   $("#app-classes").on("click", "button.delete", function () {
     var name = $(this).closest("tr").attr("data-name"), $error = $("#priorities .apps-error");
-    HW.api.call("DELETE", "qos/apps/" + encodeURIComponent(name)).done(changed($error)).fail(failed($error));
+    HW.api.request("deleteQosApp", { name: name }).done(changed($error)).fail(failed($error));
   });
 
   $("#app-form").on("submit", function (e) {
@@ -289,7 +287,7 @@ jQuery(function ($) {
     if (days.length || f.elements.start.value || f.elements.end.value) {
       body.window = { days: days, start: f.elements.start.value, end: f.elements.end.value };
     }
-    HW.api.call("POST", "qos/apps", body).done(function () { f.reset(); changed($error)(); }).fail(failed($error));
+    HW.api.request("qosApp", null, body).done(function () { f.reset(); changed($error)(); }).fail(failed($error));
   });
 
   function addPresets() {
@@ -301,7 +299,7 @@ jQuery(function ($) {
     $box.on("click", "button", function () {
       var name = this.dataset.name, $error = $("#priorities .presets-error");
       var preset = PRESETS.filter(function (p) { return p.name === name; })[0];
-      HW.api.call("POST", "qos/apps", $.extend({ window: null }, preset)).done(changed($error)).fail(failed($error));
+      HW.api.request("qosApp", null, $.extend({ window: null }, preset)).done(changed($error)).fail(failed($error));
     });
   }
 
@@ -315,14 +313,11 @@ jQuery(function ($) {
   }
 
   function start() {
-    $("#login").prop("hidden", true);
-    $("#priorities, #logout").prop("hidden", false);
     load();
     pollStats();
   }
 
   addFormControls();
   addPresets();
-  HW.api.bindLogin(start, showLogin);
-  HW.api.session().done(start).fail(function () { showLogin(); });
+  HW.shell.page({ main: "#priorities", start: start, stop: stop });
 });

@@ -15,12 +15,7 @@ jQuery(function ($) {
   // on every row it concerns for a minute instead of vanishing with the row it was put in.
   var decided = {};
 
-  function showLogin(message) {
-    clearTimeout(timer);
-    $("#querylog, #logout").prop("hidden", true);
-    $("#login").prop("hidden", false).find(".error").text(message || "");
-    $("#login input[name=password]").val("").trigger("focus");
-  }
+  function stop() { clearTimeout(timer); }
 
   function time(epoch) {
     return new Date(epoch * 1000).toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit" });
@@ -103,7 +98,7 @@ jQuery(function ($) {
   function load() {
     clearTimeout(timer);
     timer = setTimeout(load, REFRESH_MS);
-    $.when(HW.api.call("GET", "dns/queries?" + $.param(filters())), HW.api.call("GET", "dns/queries/summary"))
+    $.when(HW.api.request("queries", filters()), HW.api.request("querySummary"))
       .done(function (queries, summary) {
         $(".load-error").text("");
         showQueries(queries[0]);
@@ -117,12 +112,9 @@ jQuery(function ($) {
   }
 
   function start() {
-    $("#login").prop("hidden", true);
-    $("#querylog, #logout").prop("hidden", false);
-    HW.api.call("GET", "devices").done(showDevices).always(load);
+    HW.api.request("devices").done(showDevices).always(load);
   }
 
-  HW.api.bindLogin(start, showLogin);
   var typing = 0;
   $("#filters").on("submit", function (e) { e.preventDefault(); load(); });
   $("#filters input[name=search]").on("input", function () { clearTimeout(typing); typing = setTimeout(load, 300); });
@@ -132,7 +124,7 @@ jQuery(function ($) {
     var $b = $(this), $cell = $b.closest("td");
     $cell.find("button").prop("disabled", true);
     var mac = $b.attr("data-mac"), name = $b.attr("data-name");
-    HW.api.dnsRule($b.attr("data-action"), mac, name)
+    HW.api.request($b.attr("data-action") === "deny" ? "denyDns" : "permitDns", { mac: mac, domain: name })
       .done(function () {
         var text = ($b.attr("data-action") === "deny" ? "Blocked" : "Allowed") +
                    (mac === HOUSEHOLD ? " for everyone" : " for this device");
@@ -149,5 +141,5 @@ jQuery(function ($) {
       });
   });
 
-  HW.api.session().done(start).fail(function () { showLogin(); });
+  HW.shell.page({ main: "#querylog", start: start, stop: stop });
 });

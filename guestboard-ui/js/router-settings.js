@@ -26,8 +26,8 @@
   }
 
   function load() {
-    return HW.api.call("GET", "system").done(function (s) {
-      var $r = $("#router");
+    return HW.api.request("system").done(function (s) {
+      var $r = $("#settings");
       $r.find(".version").text(s.version);
       $r.find(".uptime").text(duration(s.uptime));
       $r.find(".timezone").text((s.timezone || "the system's") +
@@ -67,14 +67,14 @@
   }
 
   var setTimezone = submitter(function ($form, f) {
-    return HW.api.call("POST", "system/timezone", { timezone: f.timezone.value.trim() }).done(function (r) {
+    return HW.api.request("setTimezone", null, { timezone: f.timezone.value.trim() }).done(function (r) {
       say($form, "status", "Time zone set to " + r.timezone + ". " + (r.note || ""));
       untilRestarted(r.timezone, Date.now() + GIVE_UP_AFTER_MS);
     });
   });
 
   var changePassword = submitter(function ($form, f) {
-    return HW.api.call("POST", "password", { old: f.old.value, "new": f["new"].value }).done(function () {
+    return HW.api.request("password", null, { old: f.old.value, "new": f["new"].value }).done(function () {
       $form[0].reset();
       say($form, "status", "Password changed: every session ended, log in again with the new password.");
     });
@@ -85,7 +85,7 @@
       say($form, "error", "Type " + CONFIRM + " exactly to confirm.");
       return null;
     }
-    return HW.api.call("POST", "factory-reset", { confirm: CONFIRM }).done(function (r) {
+    return HW.api.request("factoryReset", null, { confirm: CONFIRM }).done(function (r) {
       $form[0].reset();
       say($form, "status", "Factory reset: " + r.note + ". Every device is a stranger now, this one too: open " +
           "any web page on it and choose \u201cThis is my router: set it up\u201d. On the Wi-Fi, give this set-up code " +

@@ -11,6 +11,7 @@ HW.routes = (function () {
     session: { method: "GET", path: "session", answer: "SessionAnswer" },
     login: { method: "POST", path: "login", answer: "LoginAnswer" },
     logout: { method: "POST", path: "logout", answer: "LoggedOut" },
+    setupSession: { method: "POST", path: "setup/session", answer: "LoginAnswer" },
 
     devices: { method: "GET", path: "devices", answer: ["BoardDevice"] },
     device: { method: "GET", path: "devices/{mac}", answer: "DevicePanel" },
@@ -36,6 +37,7 @@ HW.routes = (function () {
     usageCap: { method: "GET", path: "usage/cap", answer: "CapStatus" },
     setUsageCap: { method: "POST", path: "usage/cap", answer: "CapStatus" },
     usageDevice: { method: "GET", path: "usage/devices/{mac}", query: ["range"], answer: "DeviceSeries" },
+    usageCsv: { method: "GET", path: "usage.csv", query: ["month"], answer: null },
 
     qos: { method: "GET", path: "qos", answer: "QosView" },
     qosStats: { method: "GET", path: "qos/stats", answer: "QosStats" },
@@ -64,7 +66,7 @@ HW.routes = (function () {
     system: { method: "GET", path: "system", answer: "SystemInfo" },
     setTimezone: { method: "POST", path: "system/timezone", answer: "Restarting" },
     password: { method: "POST", path: "password", answer: null },
-    factoryReset: { method: "POST", path: "factory-reset", answer: "Restarting" },
+    factoryReset: { method: "POST", path: "factory-reset", answer: "ResetDone" },
     wifi: { method: "GET", path: "wifi", answer: "WifiInfo" },
     setWifi: { method: "POST", path: "wifi", answer: "WifiInfo" },
     backup: { method: "POST", path: "backup", answer: "raw" },

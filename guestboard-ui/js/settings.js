@@ -92,7 +92,7 @@ HW.settings = {
   function say($where, text) { $where.text(text || ""); }
 
   function refreshDeliveries() {
-    return $.when(HW.api.call("GET", "notifications?limit=100"), HW.api.call("GET", "webhooks/deliveries?limit=50"))
+    return $.when(HW.api.request("notifications", { limit: 100 }), HW.api.request("deliveries", { limit: 50 }))
       .done(function (notes, log) {
         notes[0].notifications.forEach(function (n) { kinds[n.id] = n.kind; });
         renderDeliveries(log[0]);
@@ -100,11 +100,11 @@ HW.settings = {
   }
 
   function refreshStatus() {
-    return HW.api.call("GET", "notify/status").done(renderStatus);
+    return HW.api.request("notifyStatus").done(renderStatus);
   }
 
   function refreshAll() {
-    HW.api.call("GET", "webhooks").done(renderWebhooks)
+    HW.api.request("webhooks").done(renderWebhooks)
       .fail(function (xhr) { say($("#webhooks .error"), HW.api.errorText(xhr)); });
     refreshStatus();
     refreshDeliveries();
@@ -118,54 +118,49 @@ HW.settings = {
     $("#webhook-secret").prop("hidden", true);
     var body = { url: url };
     if (this.elements.allow_local.checked) body.allow_local = true;
-    HW.api.call("POST", "webhooks", body).done(function (hook) {
+    HW.api.request("addWebhook", null, body).done(function (hook) {
       $("#webhook-add")[0].reset();
       var $s = $("#webhook-secret");
       $s.find(".url").text(hook.url);
       $s.find(".value").text(hook.secret);
       $s.prop("hidden", false);
-      HW.api.call("GET", "webhooks").done(renderWebhooks);
+      HW.api.request("webhooks").done(renderWebhooks);
     }).fail(function (xhr) { say($err, HW.api.errorText(xhr)); });
   }
 
   function removeWebhook(h) {
     if (!window.confirm("Stop sending notifications to " + h.url + "?")) return;
-    HW.api.call("POST", "webhooks/" + encodeURIComponent(h.id) + "/remove")
-      .done(function () { HW.api.call("GET", "webhooks").done(renderWebhooks); })
+    HW.api.request("removeWebhook", { hook_id: h.id })
+      .done(function () { HW.api.request("webhooks").done(renderWebhooks); })
       .fail(function (xhr) { say($("#webhooks .error"), HW.api.errorText(xhr)); });
   }
 
   function start() {
-    $("#login").prop("hidden", true);
-    $("#settings, #logout").prop("hidden", false);
     refreshAll();
     // The log and the MQTT/WAN status change by themselves: poll them.
     if (!timer) timer = setInterval(function () { refreshDeliveries(); refreshStatus(); }, POLL_MS);
   }
 
-  function showLogin(message) {
+  function stop() {
     if (timer) { clearInterval(timer); timer = null; }
-    $("#settings, #logout").prop("hidden", true);
     // The secret must not linger on screen for the next person.
     $("#webhook-secret").prop("hidden", true).find(".value").text("");
-    $("#login").prop("hidden", false).find(".error").text(message || "");
   }
 
   $(function () {
-    HW.api.bindLogin(start, showLogin);
     $("#webhook-add").on("submit", addWebhook);
     $("#webhook-secret .dismiss").on("click", function () {
       $("#webhook-secret").prop("hidden", true).find(".value").text("");
     });
     $("#test .send-test").on("click", function () {
       var $st = $("#test .status");
-      HW.api.call("POST", "notifications/test").done(function (n) {
+      HW.api.request("testNotification").done(function (n) {
         kinds[n.id] = n.kind;
         say($st, "Test notification #" + n.id + " sent.");
         refreshDeliveries();
       }).fail(function (xhr) { say($st, HW.api.errorText(xhr)); });
     });
     $("#deliveries .refresh").on("click", refreshDeliveries);
-    HW.api.session().done(start).fail(function () { showLogin(); });
+    HW.shell.page({ main: "#settings", start: start, stop: stop });
   });
 })(jQuery);

@@ -6,7 +6,6 @@
 (function ($) {
   "use strict";
 
-  var BASE = "/ws.v1/";
   var POLL_MS = 500;
   var polling = null;
 
@@ -44,7 +43,7 @@
   }
 
   function load() {
-    return HW.api.call("GET", "system/update").done(function (s) {
+    return HW.api.request("update").done(function (s) {
       show(s);
       if (/^(receiving|verifying|writing)$/.test(s.state) && !polling) follow();
     });
@@ -52,47 +51,14 @@
 
   function follow() {
     polling = setInterval(function () {
-      HW.api.call("GET", "system/update").done(function (s) {
+      HW.api.request("update").done(function (s) {
         show(s);
         if (!/^(receiving|verifying|writing)$/.test(s.state)) { clearInterval(polling); polling = null; }
       });
     }, POLL_MS);
   }
 
-  // The file as the request body (not JSON): the session's CSRF token from /session.
-  function send(file, csrf) {
-    var xhr = new XMLHttpRequest();
-    xhr.open("POST", BASE + "system/update");
-    xhr.setRequestHeader("Content-Type", "application/octet-stream");
-    if (csrf) xhr.setRequestHeader("X-CSRF-Token", csrf);
-    xhr.upload.onprogress = function (e) {
-      if (!e.lengthComputable) return;
-      var pct = Math.floor(e.loaded * 100 / e.total);
-      bar(pct);
-      say("status", pct < 100 ? "Uploading: " + pct + " %" : "Checking the signature and every file …");
-    };
-    xhr.onload = function () {
-      var body = {};
-      try { body = JSON.parse(xhr.responseText); } catch (err) { /* lighttpd's own errors are JSON too */ }
-      if (xhr.status === 202) {
-        say("status", "Verified " + body.version + ": writing it to slot " + body.slot.toUpperCase() + " …");
-        follow();
-      } else {
-        bar(null);
-        say("status", "");
-        say("error", body.error || "error " + xhr.status);
-        $form().find("button").prop("disabled", false);
-      }
-    };
-    xhr.onerror = function () {
-      bar(null);
-      say("status", "");
-      say("error", "The upload did not reach the router (connection lost).");
-      $form().find("button").prop("disabled", false);
-    };
-    xhr.send(file);
-  }
-
+  /* The file itself as the request body (not JSON), with a progress bar while it goes up. */
   function upload(e) {
     e.preventDefault();
     var file = this.elements.file.files[0];
@@ -101,17 +67,26 @@
     if (!file) { say("error", "Choose an update file (.hwup) first."); return; }
     $form().find("button").prop("disabled", true);
     bar(0);
-    $.ajax({ url: BASE + "session", dataType: "json" }).done(function (s) { send(file, s.csrf); })
-      .fail(function (xhr) {
-        say("error", HW.api.errorText(xhr));
-        $form().find("button").prop("disabled", false);
-      });
+    HW.api.upload("upload", null, file, function (p) {
+      if (!p.lengthComputable) return;
+      var pct = Math.floor(p.loaded * 100 / p.total);
+      bar(pct);
+      say("status", pct < 100 ? "Uploading: " + pct + " %" : "Checking the signature and every file …");
+    }).done(function (r) {
+      say("status", "Verified " + r.version + ": writing it to slot " + r.slot.toUpperCase() + " …");
+      follow();
+    }).fail(function (xhr) {
+      bar(null);
+      say("status", "");
+      say("error", xhr.status ? HW.api.errorText(xhr) : "The upload did not reach the router (connection lost).");
+      $form().find("button").prop("disabled", false);
+    });
   }
 
   function reboot() {
     if (!window.confirm("Reboot the router now? The network is down for a minute or two.")) return;
     var $button = $(this).prop("disabled", true);
-    HW.api.call("POST", "system/reboot").done(function () {
+    HW.api.request("reboot").done(function () {
       say("status", "Rebooting: this page works again in a minute or two, with the new version if it started fine.");
     }).fail(function (xhr) {
       say("error", HW.api.errorText(xhr));

@@ -20,11 +20,7 @@
     return $banner;
   }
 
-  function size(bytes) {
-    var units = ["B", "kB", "MB", "GB", "TB"], i = 0;
-    while (bytes >= 1000 && i < units.length - 1) { bytes /= 1000; i++; }
-    return (i ? bytes.toFixed(1) : String(bytes)) + " " + units[i];
-  }
+  var size = HW.labels.bytes;
 
   function show(c) {
     if (!c || !c.cap || c.percent === null || c.percent < WARN_PERCENT) {
@@ -42,7 +38,7 @@
   }
 
   function check() {
-    $.ajax({ url: "/ws.v1/usage/cap", dataType: "json" })
+    HW.api.request("usageCap", null, undefined, { quiet: true })
       .done(show)
       .fail(function () { show(null); });     // logged out, or no usage component: nothing to say
   }

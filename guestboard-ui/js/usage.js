@@ -7,12 +7,7 @@ jQuery(function ($) {
   var timer = 0;
   var C = HW.charts.COLOURS;
 
-  function showLogin(message) {
-    clearTimeout(timer);
-    $("#usage, #logout").prop("hidden", true);
-    $("#login").prop("hidden", false).find(".error").text(message || "");
-    $("#login input[name=password]").val("").trigger("focus");
-  }
+  function stop() { clearTimeout(timer); }
 
   function date(epoch) {
     return new Date(epoch * 1000).toLocaleDateString(undefined, { day: "numeric", month: "short" });
@@ -79,7 +74,7 @@ jQuery(function ($) {
   function load() {
     clearTimeout(timer);
     timer = setTimeout(load, REFRESH_MS);
-    $.when(HW.api.call("GET", "usage/cap"), HW.api.call("GET", "usage?period=month&by=owner"))
+    $.when(HW.api.request("usageCap"), HW.api.request("usage", { period: "month", by: "owner" }))
       .done(function (cap, owners) {
         $(".load-error").text("");
         showCap(cap[0]);
@@ -94,23 +89,21 @@ jQuery(function ($) {
   }
 
   function start() {
-    $("#login").prop("hidden", true);
-    $("#usage, #logout").prop("hidden", false);
+    $("#usage a.csv").attr("href", HW.routes.url("usageCsv"));
     load();
   }
 
-  HW.api.bindLogin(start, showLogin);
   $("#cap-form").on("input", function () { $(this).data("edited", true); });
   $("#cap-form").on("submit", function (e) {
     e.preventDefault();
     var f = this, body = {};
     if (f.elements.cap.value.trim()) body.cap = f.elements.cap.value.trim();
     if (f.elements.billing_day.value) body.billing_day = Number(f.elements.billing_day.value);
-    HW.api.call("POST", "usage/cap", body).done(function () {
+    HW.api.request("setUsageCap", null, body).done(function () {
       $(f).data("edited", false).find(".error").text("");
       load();
     }).fail(function (xhr) { $(f).find(".error").text(HW.api.errorText(xhr)); });
   });
 
-  HW.api.session().done(start).fail(function () { showLogin(); });
+  HW.shell.page({ main: "#usage", start: start, stop: stop });
 });

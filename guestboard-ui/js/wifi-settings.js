@@ -7,7 +7,7 @@
   function say(which, text) { $("#wifi-form ." + which).text(text || ""); }
 
   function load() {
-    return HW.api.call("GET", "wifi").done(function (w) {
+    return HW.api.request("wifi").done(function (w) {
       $("#wifi-form [name=ssid]").val(w.ssid);
       $("#wifi .interfaces").text(w.interfaces.length ? "Access point on " + w.interfaces.join(", ") + "." :
         "No Wi-Fi interface is in use on this router.");
@@ -20,7 +20,7 @@
     say("error", ""); say("status", "");
     if (f.passphrase.value !== f.again.value) { say("error", "The two passphrases differ."); return; }
     var $button = $("#wifi-form button").prop("disabled", true);
-    HW.api.call("POST", "wifi", { ssid: f.ssid.value, passphrase: f.passphrase.value }).done(function (r) {
+    HW.api.request("setWifi", null, { ssid: f.ssid.value, passphrase: f.passphrase.value }).done(function (r) {
       f.passphrase.value = f.again.value = "";
       say("status", "Saved: network " + r.ssid + ". " + (r.note || ""));
     }).fail(function (xhr) { say("error", HW.api.errorText(xhr)); })

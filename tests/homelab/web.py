@@ -224,11 +224,16 @@ def api(web: "Web", method: str, path: str, role: str | None = "admin", **kw):
 
 
 def sse_events(response):
-    """(event name, decoded data) for each Server-Sent Event of a streaming response."""
+    """(event name, decoded data) for each Server-Sent Event of a streaming response, each
+    checked against the events the OpenAPI document declares (tests/contract.py)."""
     import json
+
+    from contract import CONTRACT, require
     name = None
     for line in response.iter_lines(decode_unicode=True):
         if line.startswith("event: "):
             name = line[7:]
         elif line.startswith("data: "):
-            yield name, json.loads(line[6:])
+            data = json.loads(line[6:])
+            require(CONTRACT.check_event(name, data))
+            yield name, data

@@ -2,7 +2,7 @@
 // tests/ui/home_driver.py, and Debian's Chromium driven by playwright-core.
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -72,7 +72,12 @@ export async function newPage(browser, viewport = { width: 1024, height: 600 }) 
   // alone has taken most of 30 s (the board itself then answers in milliseconds).
   context.setDefaultTimeout(60000);
   recordAnswers(context);
-  return context.newPage();
+  const page = await context.newPage();
+  if (process.env.UI_VERBOSE) {       // the page's own console and errors, for a failing test
+    page.on('console', (m) => console.error(`[page ${m.type()}] ${m.text()}`));
+    page.on('pageerror', (e) => console.error(`[page error] ${e.message}`));
+  }
+  return page;
 }
 
 /* Every ws.v1 answer a page of this test file received (the event stream's excepted: it
@@ -142,6 +147,33 @@ export async function openSettings(page, url, password, ready = async () => {}) 
       if (i >= 3) throw e;
     }
   }
+}
+
+/* Accessibility with axe-core (npm, in tests/node_modules): the serious and critical
+   violations on the page as it is now (or within `include`, a CSS selector). axe runs
+   through the DevTools protocol, which the page's Content-Security-Policy does not bind.
+   One exception, by design: a label faded for its weak signal or its absence (the board's
+   encoding of them) is left out of the contrast rule; at full opacity it is checked like
+   everything else, and focusing it (keyboard) brings it back to full opacity. */
+const AXE = path.join(HERE, '..', 'node_modules', 'axe-core', 'axe.min.js');
+export async function axeViolations(page, include) {
+  if (!(await page.evaluate(() => typeof window.axe === 'object'))) {
+    await page.evaluate(readFileSync(AXE, 'utf8'));
+  }
+  const found = await page.evaluate(async (where) => {
+    const root = where || 'html';
+    const faded = Array.from(document.querySelectorAll('.label'))
+      .filter((el) => Number(getComputedStyle(el).opacity) < 1 && el.dataset.mac)
+      .map((el) => [`.label[data-mac="${el.dataset.mac}"]`]);
+    const brief = (v) => ({ id: v.id, impact: v.impact, help: v.help,
+                            nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) });
+    const all = await window.axe.run({ include: [[root]] },
+                                     { resultTypes: ['violations'], rules: { 'color-contrast': { enabled: false } } });
+    const contrast = await window.axe.run({ include: [[root]], exclude: faded },
+                                          { resultTypes: ['violations'], runOnly: ['color-contrast'] });
+    return all.violations.concat(contrast.violations).map(brief);
+  }, include || null);
+  return found.filter((v) => v.impact === 'serious' || v.impact === 'critical');
 }
 
 export function label(page, mac) {

@@ -128,9 +128,15 @@ class Board:
 
     # -- views out ------------------------------------------------------------------------
     def metrics(self, mac: str) -> dict:
+        """The label's live figures. Today's bytes are the usage component's count when it
+        is loaded (the one every view shows: the panel, its chart, the usage page), else the
+        radio's and flow reports' own count since midnight."""
         with self._lock:
             m = self._metrics.get(mac)
-            return m.as_dict() if m else Metrics().as_dict()
+            out = m.as_dict() if m else Metrics().as_dict()
+        if "usage-today" in self.ctx.commands.names():
+            out["today_bytes"] = self.ctx.commands.call("usage-today", mac=mac)
+        return out
 
     def alerts(self, mac: str) -> list[dict]:
         with self._lock:

@@ -143,15 +143,15 @@ class ApiComponent(Component):
             self.stream.publish("alert", {**payload.as_dict(), "at": self.ctx.now()})
             return
         if topic == "link":
-            metrics = self.board.on_link(payload)
-            data = {"mac": mac, "metrics": metrics.as_dict()}
+            self.board.on_link(payload)
+            data = {"mac": mac, "metrics": self.board.metrics(mac)}
             if self.ctx.state.get_device(mac) is None:
                 data["label"] = self.board.label(mac)
             self.stream.publish("link", data)
             return
         if topic == "bandwidth":
-            metrics = self.board.on_bandwidth(payload)
-            self.stream.publish("bandwidth", {"mac": mac, "metrics": metrics.as_dict()})
+            self.board.on_bandwidth(payload)
+            self.stream.publish("bandwidth", {"mac": mac, "metrics": self.board.metrics(mac)})
             return
         if topic == "alert":
             self.board.on_alert(payload)

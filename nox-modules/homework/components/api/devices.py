@@ -20,7 +20,7 @@ from .http import ApiError
 from .model import Field, Model, field
 from .routes import MAC_PATTERN, Access, Param, RouteGroup, get, needs, post
 from .stream import StreamLimit, format_event
-from .views import BoardDevice, Device, DevicePanel, Lease
+from .views import BoardDevice, Device, DevicePanel, Lease, Metrics
 
 NOT_SEEN = "no device with that MAC has been seen"
 MAX_HWDB_QUERY = 4000
@@ -37,6 +37,62 @@ DECISIONS = {
     "whitelist": "Accept associations from the client again (lift a blacklist: back to pending)",
     "blacklist": "Deny association to the client (EAPOL dropped, all traffic dropped)",
 }
+
+
+class LabelFacts(Model):
+    """What a label says of a MAC the radio hears before it asks for an address."""
+    label: str
+    label_source: str
+    vendor: str
+    private: bool
+
+
+class SnapshotEvent(Model):
+    """First on every stream: every label, as GET /devices has them."""
+    devices: list[BoardDevice]
+
+
+class DeviceEvent(Model):
+    """A device was seen, decided on, renamed, paused, slowed or forgotten (view: null)."""
+    extra = "allow"
+    mac: str
+    state: str | None = field(doc="null: forgotten, or a MAC no longer heard")
+    reason: str = field(optional=True, doc="seen, decision, meta, forgotten, schedule, flow-limit, usage-limit, "
+                                           "nearby, out-of-range, satellite-...")
+    view: BoardDevice | None
+
+
+class LeaseEvent(Model):
+    """A lease was granted, renewed or ended."""
+    extra = "allow"
+    mac: str
+    view: BoardDevice | None
+
+
+class LinkEvent(Model):
+    """The radio's or the link simulator's report of a station."""
+    mac: str
+    metrics: Metrics
+    label: LabelFacts = field(optional=True, doc="for a MAC that is no device yet")
+
+
+class BandwidthEvent(Model):
+    """The bytes a device moved in the last interval."""
+    mac: str
+    metrics: Metrics
+
+
+class AlertEvent(Model):
+    """An alert (mac '' for the router itself)."""
+    extra = "allow"
+    mac: str
+    kind: str
+    detail: str
+    at: float
+
+
+STREAM_EVENTS = {"snapshot": SnapshotEvent, "device": DeviceEvent, "lease": LeaseEvent, "link": LinkEvent,
+                 "bandwidth": BandwidthEvent, "alert": AlertEvent}
 
 
 class HwdbQuery(Model):
@@ -226,7 +282,7 @@ class BoardRoutes(RouteGroup):
         return view
 
     @get("/events", Access.READ, "Live Server-Sent Events: snapshot, device, lease, link, bandwidth, alert, end",
-         content_type="text/event-stream", answer=str,
+         content_type="text/event-stream", answer=str, events=STREAM_EVENTS,
          errors={429: "too many event streams open: at most 8 per token or session, 64 in all (of which 16 "
                       "only for admin credentials); see Retry-After"})
     def events(self, call):

@@ -317,7 +317,7 @@ def _parse_model(cls: type[Model], value, where: str, answer: bool):
     keys = [spec.key for _tp, spec in declared.values()]
     prefix = f"{where}." if where else ""
     unknown = sorted(set(value) - set(keys))
-    if unknown and (cls.extra == "forbid" or answer):
+    if unknown and (cls.extra == "forbid" or (answer and cls.extra != "allow")):
         raise Invalid(f"unknown field(s) {', '.join(prefix + k for k in unknown)} "
                       f"(allowed: {', '.join(keys)})")
     missing = [spec.key for _tp, spec in declared.values() if spec.required and spec.key not in value]
@@ -497,7 +497,7 @@ def _fast_model(cls: type[Model], answer: bool):
     declared = cls.fields()
     known = frozenset(spec.key for _tp, spec in declared.values())
     plan = [(name, spec.key, spec.required, spec.default, None) for name, (_tp, spec) in declared.items()]
-    forbid = cls.extra == "forbid" or answer
+    forbid = cls.extra == "forbid" or (answer and cls.extra != "allow")
     built: list = []
 
     def fields():

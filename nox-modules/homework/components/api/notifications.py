@@ -73,7 +73,7 @@ class NewWebhook(Model):
 
 class WebhookBody(Model):
     usage = ('{"url": "https://..."} and, to allow an address on your own network, "allow_local": true')
-    url: str = field(doc="an http or https URL", example="https://example.net/hook")
+    url: str = field(doc="an http or https URL (the router looks its name up before it keeps it)")
     allow_local: bool = field(False, doc="the household allows this webhook an address of its own network or of "
                                          "the router; otherwise such a URL is refused (400)")
 

@@ -13,6 +13,7 @@ compares it with the surface of the last released version.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -99,6 +100,8 @@ def operation(op: Operation, schemas: Schemas) -> dict:
         out["x-csrf"] = True
     if op.own_access:
         out["x-own-access"] = op.own_access
+    if op.events:
+        out["x-events"] = {name: schemas.of(model) for name, model in op.events.items()}
     return out
 
 
@@ -160,6 +163,9 @@ def surface(doc: dict) -> list[str]:
                 if status.startswith("2"):
                     for kind, media in answer.get("content", {}).items():
                         _walk(media["schema"], schemas, f"out {where} {status} {kind}", "", lines, set())
+            for event, schema in op.get("x-events", {}).items():
+                lines.add(f"op {where} event {event}")
+                _walk(schema, schemas, f"out {where} event {event}", "", lines, set())
     return sorted(lines)
 
 
@@ -227,38 +233,61 @@ def breaking(released: list[str], current: list[str]) -> list[str]:
             continue      # an answer field that is now always there
         if line.startswith("in ") and tail.endswith(", required") and new == tail[:-len(", required")]:
             continue      # a request field that may now be left out
-        if line.startswith("in ") and _widened(tail, new):
-            continue      # a request field that takes more than it did
+        if _widened(tail, new):
+            continue      # more values than it had (named in the changelog: unnamed_additions)
         out.append(f"changed: {line} -> {new}")
     return out
 
 
 def _widened(old: str, new: str) -> bool:
-    """A request field's kind that accepts everything it did (more enum values, or null)."""
-    strip = lambda k: k.replace(", required", "")    # noqa: E731
+    """A field's kind that takes everything it did and more: more alternatives (a request's,
+    null too), or more values of an enum (an answer's new value, such as a new state)."""
+    marks = (", required", ", optional")
+    if any(old.endswith(m) != new.endswith(m) for m in marks):
+        return False
+    strip = lambda k: k.replace(", required", "").replace(", optional", "")    # noqa: E731
     old_kinds, new_kinds = set(strip(old).split("|")), set(strip(new).split("|"))
-    return old.endswith(", required") == new.endswith(", required") and old_kinds <= new_kinds
+    if old_kinds <= new_kinds and old_kinds != new_kinds:
+        return True
+    enum = re.compile(r"^enum\((.*)\)$")
+    a, b = enum.match(strip(old).split("|")[0]), enum.match(strip(new).split("|")[0])
+    return bool(a and b and set(a.group(1).split(",")) < set(b.group(1).split(","))
+                and strip(old).split("|")[1:] == strip(new).split("|")[1:])
 
 
 def unnamed_additions(released: list[str], current: list[str], changelog: str) -> list[str]:
     """Lines added since the release that the changelog's Unreleased section does not name."""
     section = changelog.split("## Unreleased", 1)[-1].split("\n## ", 1)[0]
-    known = {_key(line)[0] for line in released}
+    known = dict(_key(line) for line in released)
+    new_ops = {_op(_key(line)[0]) for line in current if line.startswith("op ") and _key(line)[0] not in known}
     missing = []
     for line in current:
-        head, _tail = _key(line)
-        if head in known:
+        head, tail = _key(line)
+        if head in known and known[head] == tail:
             continue
-        if line.startswith("op "):
+        if line.startswith("op ") and " event " in head:
+            if f"`{head.rsplit(' ', 1)[-1]}`" not in section:     # a stream's new event, by its name
+                missing.append(line)
+        elif line.startswith("op "):
             path = head.split(" ", 2)[2]
             if f"{head.split()[1]} /ws.v1{path}" not in section and f"{head.split()[1]} {path}" not in section:
                 missing.append(line)
+        elif _op(head) in new_ops:
+            continue          # the fields of a new operation or event come with it
         else:
             name = head.rsplit(" ", 1)[-1].lstrip(".").replace("[]", "")
             last = name.rsplit(".", 1)[-1]
             if f"`{last}`" not in section and f"`{name}`" not in section:
                 missing.append(line)
     return missing
+
+
+def _op(head: str) -> str:
+    """The operation (or stream event) a surface line is about: "GET /events event device"."""
+    parts = head.split(" ")
+    if len(parts) > 4 and parts[3] == "event":
+        return " ".join(parts[1:5])
+    return " ".join(parts[1:3])
 
 
 def text(doc: dict) -> str:

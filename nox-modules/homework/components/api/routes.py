@@ -88,6 +88,7 @@ class Operation:
     name: str = ""                     # operationId (default: the handler's name)
     description: str = ""              # longer text for the document (default: the handler's docstring)
     example: Any = None
+    events: dict | None = None         # a stream's events: name -> the model of its data (x-events)
     usage: str = ""                    # the request's right form, shown when it does not fit (default: the body model's)
     before: str = ""                   # a group method run before the body is read (a rate limit: call -> None)
     group: type | None = None

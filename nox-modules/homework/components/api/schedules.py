@@ -80,12 +80,9 @@ class ScheduleRoutes(RouteGroup):
 
     @post("/schedules", Access.ADMIN, "Add a schedule for a device or an owner's devices (admin); overlapping "
           "one of the same target and action: 400", name="addSchedule", body=ScheduleBody, answer=Schedule,
-          needs=SCHEDULES, errors={404: NOT_SEEN})
+          needs=SCHEDULES, own_access="body.mac", errors={404: NOT_SEEN})
     def add(self, call, body):
         mac = self.api.known_mac(body.mac) if body.mac else body.mac
-        if mac:
-            self.api.not_self(call, mac)
-        self.api.not_own_owner(call, body.owner)
         return self.api.command("schedule-add", mac=mac, owner=body.owner, days=body.days, start=body.from_,
                                 end=body.to, action=body.action or "pause")
 

@@ -109,7 +109,8 @@ class Metrics(Model):
     retrans: float = field(doc="share of frames retried in the last interval")
     link_at: float = field(doc="epoch seconds of the last radio report")
     bps: float = field(doc="bytes per second in the last interval")
-    today_bytes: int = field(doc="bytes since local midnight, as counted from the radio and flow reports")
+    today_bytes: int = field(doc="bytes since local midnight: the usage component's count when it is loaded "
+                                 "(the usage page's and the panel chart's), else the radio's and flow reports'")
     seen_at: float = field(doc="epoch seconds the radio last heard it; 0 = never (wired)")
     leave_after: int = field(doc="seconds unseen before the board lets the label go")
 
@@ -163,7 +164,7 @@ class DnsRule(Model):
 
 
 class DnsRules(Model):
-    """The website rules that apply to a device (its own, its owner's and the household's)."""
+    """Website rules: a device's own (with its mode), or the household's (with every owner's mode)."""
     rules: list[DnsRule]
     mode: Literal["denylist", "allowlist"] = field(
         optional=True, doc="a device's: denylist (every site but those blocked) or allowlist (only those allowed)")

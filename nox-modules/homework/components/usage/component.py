@@ -46,6 +46,10 @@ class Usage(Component):
         self._short: dict[tuple[str, int], int] = {}
         self._limit_used: dict[str, tuple[int, int]] = {}   # target -> (period start, bytes)
         self.recent = RecentMinutes()        # the panel's "last hour" chart, per minute
+        # bytes per device since local midnight, the one "today" every view shows (the board's
+        # panel too): kept from the same events as the book, read from it at a new day
+        self._today_start = 0
+        self._today: dict[str, int] = {}
 
     @property
     def billing_day(self) -> int:
@@ -62,6 +66,7 @@ class Usage(Component):
         self.ctx.commands.register("usage-limit-remove", self.remove_limit)
         self.ctx.commands.register("usage-limits", lambda: [lim.as_dict() for lim in self.limits.by_target.values()])
         self.ctx.commands.register("usage-lift", self.lift)
+        self.ctx.commands.register("usage-today", self.today)
         self.ctx.bus.subscribe("lease", self._on_lease)
         self.ctx.bus.subscribe("ipv6_plan", self._on_ipv6_plan)
         self.ctx.device_facts.append(self._facts)
@@ -97,6 +102,8 @@ class Usage(Component):
         start, _end = self._period_so_far(now)     # before adding: a re-read must not count it twice
         self.book.add(ev.mac, up, down, now)
         self.recent.add(ev.mac, up, down, now)
+        if self._today_start and self._today_start <= now < self._today_start + 86400:
+            self._today[ev.mac] = self._today.get(ev.mac, 0) + max(up, 0) + max(down, 0)
         if self.ctx.config.usage_test_period_seconds:
             key = (ev.mac, self.limit_window("day", now)[0])
             self._short = {k: v for k, v in self._short.items() if k[1] == key[1]}
@@ -118,6 +125,18 @@ class Usage(Component):
         return start, end
 
     # -- reads --------------------------------------------------------------------------------
+    def today(self, mac: str) -> int:
+        """A device's bytes since local midnight (up and down): the `usage-today` command,
+        what the board's panel shows as Today."""
+        now = self.ctx.now()
+        start, end = periods.day_window(now, self.tz)
+        if start != self._today_start:
+            self._today = {}
+            for row_mac, _hour, up, down in self.book.rows(start, end):
+                self._today[row_mac] = self._today.get(row_mac, 0) + up + down
+            self._today_start = start
+        return self._today.get(mac, 0)
+
     def window(self, period: str, now: float) -> tuple[int, int]:
         """The current hour, local day or billing period."""
         if period == "hour":
