@@ -144,3 +144,34 @@ def test_steps_name_every_day_or_hour_so_far_quiet_ones_included(home, clock):
     assert len(day["steps"]) == 13 and day["steps"][0].startswith("2026-05-03T00:00")
     # a day of 23 hours in spring
     assert len(report.step_labels(int(at(2026, 3, 29)), at(2026, 3, 29, 23, 59), "hour", LONDON)) == 23
+
+
+# -- one source of numbers: the panel's Today -------------------------------------------------------
+def test_today_is_the_usage_count_since_local_midnight(tmp_path, clock):
+    clock.now = at(2026, 5, 20, 23, 30)
+    core = new_core(tmp_path, clock)
+    bw(core, A, 700, 70)                     # yesterday, at 23:30 London
+    clock.now = at(2026, 5, 21, 0, 10)
+    assert core.commands.call("usage-today", mac=A) == 0          # a new local day
+    bw(core, A, 1000, 100)
+    bw(core, B, 5)
+    flush(core)
+    bw(core, A, 20, 2)                                            # not flushed yet: counted too
+    assert core.commands.call("usage-today", mac=A) == 1122
+    # the same bytes the day's usage and the panel's chart count (one book)
+    assert core.commands.call("usage", period="day", by="device")["rows"][0]["total"] == 1122
+    core.stop()
+    core.state.close()
+    again = new_core(tmp_path, clock)                            # after a restart: read from the book
+    assert again.commands.call("usage-today", mac=A) == 1122 and again.commands.call("usage-today", mac=B) == 5
+
+
+def test_the_panel_view_carries_the_usage_today(api, clock):
+    bw(api.core, A, 3000, 300)
+    ro = api.token("read-only")
+    view = api.call("GET", f"devices/{A}", token=ro).json
+    assert view["metrics"]["today_bytes"] == 3300
+    # a link report of the radio's own byte counters does not change it
+    api.core.bus.publish("link", mac=A, rssi=-50.0, packets=10, retries=0, bytes=10 ** 9, seen_at=clock.now)
+    api.core.bus.publish("link", mac=A, rssi=-50.0, packets=20, retries=0, bytes=2 * 10 ** 9, seen_at=clock.now)
+    assert api.call("GET", f"devices/{A}", token=ro).json["metrics"]["today_bytes"] == 3300
