@@ -60,7 +60,7 @@ def test_stats_polls_report_deltas_and_flow_removed_the_rest(core):
                        "dport": 9000, "npkts": 10, "nbytes": 10_000}
     routing.poll_flow_stats()
     bw = events(core, "bandwidth")
-    assert bw[-1] == {"mac": A, "ip": "10.2.0.2", "bytes": 30_000, "up": 30_000, "down": 0}
+    assert bw[-1] == {"mac": A, "ip": "10.2.0.2", "bytes": 30_000, "up": 30_000, "down": 0, "seconds": 10}
 
 
 def test_after_reconnect_the_first_poll_is_a_baseline(core):
