@@ -7,38 +7,15 @@ from homework.components.routing.component import SWEEP_PER_POLL
 from homework.components.routing.conntrack import CtEntry
 from homework.flows import LOCAL, FlowStats, FlowStatsRequest
 from homework.hostnet import FakeHost
-from routingkit import ip_pkt, join, routing_core
+from routingkit import FakeConntrack, ip_pkt, join, routing_core
 
 WEB = "203.0.113.10"
 
 
-class FakeConntrack:
-    """The kernel's NATed connections as the routing component reads them."""
-
-    def __init__(self):
-        self.entries: list[CtEntry] = []
-        self.on_end = None
-
-    def enable_accounting(self):
-        return True
-
-    def follow(self, on_end):
-        self.on_end = on_end
-
-    def count(self):
-        return len(self.entries)
-
-    def dump(self):
-        return list(self.entries)
-
-    def stop(self):
-        pass
-
-
-def home(tmp_path, clock, devices):
+def home(tmp_path, clock, devices, **config):
     host = FakeHost()
     host.fake_conntrack = FakeConntrack()
-    core = routing_core(tmp_path, clock, host=host)
+    core = routing_core(tmp_path, clock, host=host, **config)
     macs = [f"02:00:00:00:01:{i:02x}" for i in range(devices)]
     for i, mac in enumerate(macs):
         join(core, mac, 1 + i % 3)
@@ -131,3 +108,21 @@ def test_a_device_moving_bytes_is_read_until_it_stops_then_told_once_as_zero(tmp
     assert [e["bytes"] for e in mine] == [1000, 4000, 0]
     assert all(e["seconds"] == 10 for e in mine) and mine[0]["up"] == 1000
     assert {e["mac"] for e in bandwidth(core)} == {macs[7]}
+
+
+def test_a_device_with_more_nated_connections_than_the_limit_is_counted_per_host(tmp_path, clock):
+    core, (a, b) = home(tmp_path, clock, 2, per_host_flow_limit=10)
+    ip_a, ip_b = core.ctx.leases.get(a).ip, core.ctx.leases.get(b).ip
+
+    def conns(ip, n, first=1):
+        return [CtEntry(id=first + i, proto=17, src=ip, dst=WEB, sport=5000, dport=10000 + i, packets=1,
+                        bytes=40, reply_packets=0, reply_bytes=0) for i in range(n)]
+    core.conntrack.entries = conns(ip_a, 10) + conns(ip_b, 9, first=100)     # 19 in all; each at most 10
+    poll(core)
+    assert [p for t, p in core.events if t == "alert"] == []
+    core.conntrack.entries = conns(ip_a, 11) + conns(ip_b, 9, first=100)
+    poll(core)
+    [alert] = [p for t, p in core.events if t == "alert"]
+    assert alert["mac"] == a and alert["kind"] == "flow-limit"
+    assert core.commands.call("status", mac=a)["flow_limited"] is True
+    assert core.commands.call("status", mac=b)["flow_limited"] is False

@@ -20,7 +20,7 @@ import ipaddress
 import logging
 
 from ...component import Component
-from ...flows import (ETH_IP, ETH_IPV6, PROTO_IGMP, AggregateStats, AggregateStatsRequest, Datapath,
+from ...flows import (ETH_IP, ETH_IPV6, PROTO_IGMP, Datapath,
                       FlowDelete, FlowRemoved, FlowStats, FlowStatsRequest, Output, PacketIn, PacketOut)
 from ...leases import Lease
 from ...pipeline import COOKIE_MASK_OWNER
@@ -39,8 +39,6 @@ from ...ipv6plan import ROUTER_LINK_LOCAL
 from ...satellites import attachment
 
 QUERY_INTERVAL = 60.0          # IGMP general queries to permitted devices
-FLOW_COUNT_INTERVAL = 1.0      # how often the learned flows are counted (one request, table-wide)
-NAT_COUNT_INTERVAL = 3.0       # at most this often a conntrack dump to count NATed flows per device
 MEMBERSHIP_LIFETIME = 3 * QUERY_INTERVAL + 10
 RA_SPARE = 120                 # an RA's lifetimes outlast the lease by this many seconds
 SWEEP_PER_POLL = 16            # idle devices whose counters each poll reads, in turn
@@ -59,7 +57,6 @@ class Routing(Component):
         self.conntrack = None
         self.nat_flows = ConntrackFlows(self._index_of_address, self.accounting.record, self.per_host.__contains__,
                                         self._inside)
-        self._nat_counted_at = float("-inf")
         self._polled_at = float("-inf")
         self._swept = -1                     # the block index the last poll's sweep ended at
         self._advertised: dict[str, tuple[float, float]] = {}   # mac -> (when, until) of its last RA
@@ -80,7 +77,6 @@ class Routing(Component):
                 self.conntrack.follow(self.nat_flows.ended)
         self.ctx.every(self.ctx.config.flow_stats_interval, self.poll_flow_stats)
         self.ctx.every(QUERY_INTERVAL, self.query_members)
-        self.ctx.every(FLOW_COUNT_INTERVAL, self.count_flows)
         self.ctx.commands.register("routing-status", self.status)
         # Device views say whether the device is counted per host (over the flow limit).
         self.ctx.device_facts.append(self._facts)
@@ -478,34 +474,6 @@ class Routing(Component):
         reply = time_exceeded(to_bytes(self.router_mac), frame.src, dev.router, frame.payload)
         return [PacketOut(data=reply, actions=(Output(dev.port),))]
 
-    def count_flows(self) -> None:
-        """Flow protection, as cheap as the household is quiet: one request for the number
-        of learned entries in the whole table (not one per device: 1,000 devices made that
-        a third of a core for the controller and as much for the switch)."""
-        if self.conntrack is not None:
-            self._count_nat_flows()
-        if self.ctx.datapath is None:
-            return
-        self.ctx.send([AggregateStatsRequest(table_id=L.TABLE_ACCOUNT, cookie=L.routing_cookie(L.KIND_LEARNED),
-                                             cookie_mask=L.MASK_ONE_KIND)])
-
-    def aggregate_stats(self, ev: AggregateStats) -> list:
-        """The table-wide count. At most `limit` entries in all: no device can be over it.
-        Otherwise the per-device counts come from the entries the accounting has seen; if
-        the switch holds entries it has not seen yet, one table-wide dump of the learned
-        entries fills them in (answered through flow_stats)."""
-        request = ev.request
-        if (not L.is_routing(request.cookie) or L.kind_of(request.cookie) != L.KIND_LEARNED
-                or L.device_of(request.cookie) is not None):
-            return []
-        if ev.flow_count <= self.ctx.config.per_host_flow_limit:
-            return []
-        decisions = self._over_limit()
-        if sum(self.accounting.learned_counts().values()) < ev.flow_count:
-            decisions.append(FlowStatsRequest(table_id=L.TABLE_ACCOUNT, cookie=L.routing_cookie(L.KIND_LEARNED),
-                                              cookie_mask=L.MASK_ONE_KIND))
-        return decisions
-
     def _over_limit(self) -> list:
         """Collapse every permitted device holding more learned entries than the limit
         (index lookups over the devices that hold any)."""
@@ -521,18 +489,16 @@ class Routing(Component):
             decisions += self._collapse(entry[0], count)
         return decisions
 
-    def _count_nat_flows(self) -> None:
-        """The flow limit for NATed flows: the kernel's entry count is a file read; only
-        when it is over the limit (and not more often than NAT_COUNT_INTERVAL) are the
-        NATed connections dumped and counted per device."""
+    def _nat_over_limit(self, entries: list) -> list:
+        """The flow limit for NATed connections, from the poll's own conntrack dump (no
+        dump of its own): a device holding more entries than the limit (connections
+        open, and closed ones in their last two minutes) is counted per host."""
         limit = self.ctx.config.per_host_flow_limit
-        now = self.ctx.now()
-        if self.conntrack.count() <= limit or now - self._nat_counted_at < NAT_COUNT_INTERVAL:
-            return
-        self._nat_counted_at = now
+        if len(entries) <= limit:
+            return []
         decisions: list = []
         counts: dict[int, int] = {}
-        for address, count in per_source_counts(self.conntrack.dump()).items():
+        for address, count in per_source_counts(entries).items():
             index = self._index_of_address(address)
             if index is not None:
                 counts[index] = counts.get(index, 0) + count
@@ -542,8 +508,7 @@ class Routing(Component):
             if entry is None or entry[1] != "permitted" or entry[0].index in self.per_host:
                 continue
             decisions += self._collapse(entry[0], count)
-        if decisions:
-            self.ctx.send(decisions)
+        return decisions
 
     def _facts(self, mac: str) -> dict:
         """What routing adds to a device's view: per-host counting, its IPv6 /64, and where
@@ -603,16 +568,19 @@ class Routing(Component):
         self._polled_at = now
         self.accounting.end_interval(seconds)
         busy = self.accounting.take_moving()
+        decisions: list = []
         if self.conntrack is not None:
-            self.nat_flows.snapshot(self.conntrack.dump())
+            entries = self.conntrack.dump()
+            self.nat_flows.snapshot(entries)
             busy |= self.nat_flows.take_touched()
+            decisions = self._nat_over_limit(entries)
         if self.ctx.datapath is None:
             return
         permitted = sorted(dev.index for dev in self._permitted())
         wanted = (busy & set(permitted)) | set(self._sweep(permitted))
         self.ctx.count("routing.devices_polled", len(wanted))
-        self.ctx.send([FlowStatsRequest(table_id=L.TABLE_ACCOUNT, cookie=L.routing_cookie(L.KIND_LEARNED),
-                                        cookie_mask=L.MASK_ONE_KIND)]
+        self.ctx.send(decisions + [FlowStatsRequest(table_id=L.TABLE_ACCOUNT, cookie=L.routing_cookie(L.KIND_LEARNED),
+                                                    cookie_mask=L.MASK_ONE_KIND)]
                       + [FlowStatsRequest(table_id=L.TABLE_ACCOUNT, cookie=L.routing_cookie(L.KIND_ACCOUNT, index),
                                           cookie_mask=L.COOKIE_MASK_ALL) for index in sorted(wanted)])
 
