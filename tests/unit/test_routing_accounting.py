@@ -93,7 +93,6 @@ def count_flows(core):
 
 def test_flow_limit_collapses_to_a_per_host_entry_with_an_alert(core):
     sw = core.switch
-    routing = core.ctx.component("routing")
     for port in range(10):
         assert sw.outputs(ip_pkt(1, A, "10.2.0.2", WEB, sport=20000 + port)) == [LOCAL]
     count_flows(core)
