@@ -126,3 +126,20 @@ def test_a_device_with_more_nated_connections_than_the_limit_is_counted_per_host
     assert alert["mac"] == a and alert["kind"] == "flow-limit"
     assert core.commands.call("status", mac=a)["flow_limited"] is True
     assert core.commands.call("status", mac=b)["flow_limited"] is False
+
+
+def test_connections_made_after_a_start_are_recorded_from_the_first_poll(tmp_path, clock):
+    host = FakeHost()
+    host.fake_conntrack = FakeConntrack()
+    old = CtEntry(id=1, proto=6, src="10.2.0.2", dst=WEB, sport=40000, dport=443, packets=5, bytes=500,
+                  reply_packets=5, reply_bytes=900)
+    host.fake_conntrack.entries = [old]            # an earlier run's: it reported these bytes
+    core = routing_core(tmp_path, clock, host=host)
+    join(core, "02:00:00:00:01:01", 1)
+    ip = core.ctx.leases.get("02:00:00:00:01:01").ip
+    new = CtEntry(id=2, proto=6, src=ip, dst=WEB, sport=40001, dport=443, packets=3, bytes=300,
+                  reply_packets=2, reply_bytes=700)
+    host.fake_conntrack.entries = [old, new]
+    poll(core)                                     # the first poll after the start
+    flows = [p for t, p in core.events if t == "flow"]
+    assert [(f["sport"], f["nbytes"]) for f in flows] == [(40001, 300), (443, 700)]

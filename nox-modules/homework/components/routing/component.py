@@ -75,6 +75,10 @@ class Routing(Component):
             else:
                 self.conntrack.enable_accounting()
                 self.conntrack.follow(self.nat_flows.ended)
+                # The baseline now (what an earlier run reported already), not at the first
+                # poll: the connections of the first interval after a start are new, and a
+                # baseline taken then would leave them unrecorded.
+                self.nat_flows.snapshot(self.conntrack.dump())
         self.ctx.every(self.ctx.config.flow_stats_interval, self.poll_flow_stats)
         self.ctx.every(QUERY_INTERVAL, self.query_members)
         self.ctx.commands.register("routing-status", self.status)
@@ -562,6 +566,7 @@ class Routing(Component):
         grew at the last reading), plus SWEEP_PER_POLL others in turn, which catches what
         neither saw (say, packets the router's stack dropped). Counters are cumulative,
         so a device read late loses nothing; its bytes come an interval or so later."""
+        self.ctx.count("routing.polls")
         now = self.ctx.now()
         interval = self.ctx.config.flow_stats_interval
         seconds = now - self._polled_at if interval / 2 < now - self._polled_at < interval * 3 else interval
