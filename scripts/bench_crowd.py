@@ -115,7 +115,9 @@ def one_round(kind: str, grouped: bool, first: int, results: dict) -> None:
         lease["controller_cpu_s"] = round(cpu_seconds(ctl) - cpu, 2)
         macs = lease.pop("macs")
         lease["dhcp"] = json.loads(home.homework("--json", "stats").stdout or "{}").get("dhcp", {})
+        cpu = cpu_seconds(ctl)
         permit = permit_all(home, macs, grouped)
+        permit["permit_controller_cpu_s"] = round(cpu_seconds(ctl) - cpu, 2)
         row = {"router": kind, **lease, **permit}
         say(json.dumps(row))
         results.setdefault(kind, []).append(row)

@@ -61,7 +61,9 @@ class DnsNet:
         self._lock = threading.Lock()
         self.counters = None if count else Counters()     # own registry only when used alone (tests)
         self.count = count or self.counters.count
-        self._nft = BatchWorker("dns-nft", self._apply)
+        # 50 ms for a batch to gather: permitting a list of devices is then a few nft runs
+        # rather than one for each (a pending device meets the captive page that much later)
+        self._nft = BatchWorker("dns-nft", self._apply, gather=0.05)
 
     def setup(self) -> None:
         """Install the table and dnsd's address (idempotent; replaces an old table)."""
