@@ -32,7 +32,7 @@ MANIFEST = Manifest(
         Settings("devices", (1,), ("mac", "state", "hostname", "name", "owner", "type", "first_seen", "last_seen"),
                  device_row),
         Settings("settings", (9,), ("key", "value"), rowcheck.option),     # the time zone; qos's link rates
-        NotBackedUp("satellites", (11, 12),
+        NotBackedUp("satellites", (11, 12, 14),
                     "pairings are bound to this router's household CA (pki/), which a backup does not carry: "
                     "satellites pair again with the restored router"),
         NotBackedUp("storage_probe", (3,), "the write-health probe's own row"),

@@ -14,12 +14,13 @@ def blocklist_row(r: dict) -> None:
     rowcheck.text(r.get("owner", "*"), "owner", empty=False)
     rowcheck.number(r.get("enabled", 1), "enabled", 0, 1, whole=True)
     rowcheck.number(r.get("added", 0), "added")
+    rowcheck.number(r.get("allow_local", 0), "allow_local", 0, 1, whole=True)
 
 
 MANIFEST = Manifest(
     component="blocklists",
     tables=(
-        Settings("blocklists", (7,), ("url", "owner", "enabled", "added"), blocklist_row,
+        Settings("blocklists", (7, 15), ("url", "owner", "enabled", "added", "allow_local"), blocklist_row,
                  left_out={"id": "row ids are given anew; the names are fetched again",
                            **{c: FETCH_STATISTICS for c in ("fetched", "checked", "rules", "exceptions",
                                                             "skipped", "error")}}),

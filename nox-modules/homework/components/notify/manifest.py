@@ -12,14 +12,17 @@ def webhook_row(r: dict) -> None:
     rowcheck.url(r["url"], "url")
     rowcheck.text(r["secret"], "secret")
     rowcheck.number(r.get("created", 0), "created")
+    rowcheck.number(r.get("allow_local", 0), "allow_local", 0, 1, whole=True)
 
 
 MANIFEST = Manifest(
     component="notify",
     tables=(
         NotBackedUp("notifications", (5,), "a log of what happened on this router"),
-        Secrets("webhooks", (5,), ("id", "url", "secret", "created"), webhook_row),
+        Secrets("webhooks", (5, 15), ("id", "url", "secret", "created", "allow_local"), webhook_row),
         NotBackedUp("webhook_deliveries", (5,), "a log of deliveries"),
+        NotBackedUp("webhook_queue", (15,),
+                    "deliveries waiting for a retry: a restore replaces the webhooks they were for"),
     ),
     publishes=(events.Notification,),
     hears=(events.Device, events.Alert),
