@@ -38,7 +38,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from homelab import WEB_ADDR, Home, sh  # noqa: E402
+from homelab import BARE, WEB_ADDR, Home, sh  # noqa: E402
 from homelab.routing import permitted_device, wait_until  # noqa: E402
 
 RUNS = int(os.environ.get("BENCH_ROUTING_RUNS", "5"))
@@ -370,15 +370,17 @@ def paired_device_to_device(home: Home, a, b, results: dict) -> None:
 # The seed's Figure 4.5 needs a learned entry per flow: the `switch` flow records, and a
 # flow limit above the largest N (the shipped pipeline learns flows within the household
 # per pair, and the internet's from conntrack).
-SCALING_CONFIG = {"routing": {"flow_records": "switch", "per_host_flow_limit": 200000, "flow_stats_interval": 3600}}
+SCALING_CONFIG = {"controller": {"components": list(BARE)},
+                  "routing": {"flow_records": "switch", "per_host_flow_limit": 200000, "flow_stats_interval": 3600}}
 
 
 def run_homework(results: dict) -> None:
-    """Homework as shipped: the controller with dhcp and routing, every routing setting
-    at its default (flow records from conntrack, the flow limit, polling every 10 s)."""
+    """Homework's forwarding path as shipped: the controller with dhcp and routing, every
+    routing setting at its default (flow records from conntrack, the flow limit, polling
+    every 10 s)."""
     if "homework" not in SETUPS:
         return
-    with Home(hwdb=False) as home:
+    with Home(config={"controller": {"components": list(BARE)}}, hwdb=False) as home:
         start_servers(home)
         a, b = permitted_device(home), permitted_device(home)
         for d in (a, b):

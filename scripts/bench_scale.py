@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Scale benchmark: what an idle household costs as it grows.
 
-The router runs the image's components with IPv6 on (homelab.image: the controller with
-every component a wired image loads, homework-dnsd, dnsmasq, hwdbd, lighttpd for the
-Guest Board and the captive page, mosquitto), in an emulated home on userspace OVS.
+The router runs what the image runs on a box without Wi-Fi, IPv6 on (a household home,
+homelab/household.py: every component of homework.lineup but the radio, with
+homework-dnsd, dnsmasq, hwdbd, lighttpd for the Guest Board and the captive page, and
+mosquitto; not the emulated home's link simulator, which stands in for a radio), in an
+emulated home on userspace OVS.
 Three real devices (udhcpc, SLAAC) are permitted; more permitted devices come from one
 extra namespace that leases many MACs itself (scripts/bench_scale_lease.py: real DHCP
 exchanges on its port) and permits them over the control socket. At 3, 100 and 1,000
@@ -33,8 +35,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from homelab import cpu_seconds, sh  # noqa: E402
-from homelab.image import ImageRouter, describe  # noqa: E402
+from homelab import Home, cpu_seconds, sh  # noqa: E402
+from homelab.household import describe  # noqa: E402
 from homelab.routing import permitted_device  # noqa: E402
 
 COUNTS = [int(x) for x in os.environ.get("BENCH_SCALE_COUNTS", "3,100,1000").split(",") if x]
@@ -79,10 +81,10 @@ def program_of(pid: int, controller_pid: int) -> str | None:
     return name if name in ROUTER_PROGRAMS else None
 
 
-def router_pids(router: ImageRouter) -> dict[int, str]:
+def router_pids(home: Home) -> dict[int, str]:
     """Every router program's processes in the router namespace (pid -> program)."""
-    out = sh(["ip", "netns", "pids", router.home.router_ns], check=False).stdout.split()
-    controller = router.home._controller.pid
+    out = sh(["ip", "netns", "pids", home.router_ns], check=False).stdout.split()
+    controller = home._controller.pid
     found = {}
     for pid in map(int, filter(str.isdigit, out)):
         program = program_of(pid, controller)
@@ -101,9 +103,9 @@ def cpu_of(pids: dict[int, str]) -> dict[int, float]:
     return out
 
 
-def measure_window(router: ImageRouter, window: float) -> dict:
+def measure_window(home: Home, window: float) -> dict:
     """% of one core and RSS per program over one window of quiet."""
-    pids = router_pids(router)
+    pids = router_pids(home)
     start = cpu_of(pids)
     t = time.monotonic()
     time.sleep(window)
@@ -150,7 +152,7 @@ def flame_summary(collapsed: Path, top: int = 15) -> dict:
             "total": [(f, round(100 * n / samples, 1)) for f, n in total.most_common(top)] if samples else []}
 
 
-def add_permitted(router: ImageRouter, herd, first: int, count: int) -> tuple[int, float]:
+def add_permitted(home: Home, herd, first: int, count: int) -> tuple[int, float]:
     """Lease `count` more MACs from the herd namespace and permit them (one call with the
     list); returns how many and how long the permit took."""
     out = herd.run([PY, str(LEASER), herd.ifname, str(first), str(count)], check=False, timeout=900)
@@ -159,15 +161,14 @@ def add_permitted(router: ImageRouter, herd, first: int, count: int) -> tuple[in
         say(f"only {len(leases)} of {count} leases: {out.stderr[-400:]}")
     t = time.monotonic()
     for mac in leases:
-        router.home.control("permit", mac=mac)
+        home.control("permit", mac=mac)
     return len(leases), time.monotonic() - t
 
 
 def main() -> int:
     results = []
     profile = None
-    with ImageRouter(config=HERD_CONFIG, log=say) as router:
-        home = router.home
+    with Home(config=HERD_CONFIG, log=say, stand_ins=False) as home:
         real = [permitted_device(home) for _ in range(3)]
         permitted = len(real)
         herd = home.add_device(name="herd")
@@ -175,7 +176,7 @@ def main() -> int:
         for target in COUNTS:
             if target > permitted:
                 t = time.monotonic()
-                got, permit_s = add_permitted(router, herd, permitted, target - permitted)
+                got, permit_s = add_permitted(home, herd, permitted, target - permitted)
                 permitted += got
                 say(f"{permitted} permitted devices ({time.monotonic() - t:.0f} s to lease and permit; "
                     f"the permit of {got} took {permit_s:.2f} s)")
@@ -187,7 +188,7 @@ def main() -> int:
                     profile = REPO / "out" / "bench-scale-controller.pyspy"
                     profile.parent.mkdir(exist_ok=True)
                     spy = profile_controller(home._controller.pid, WINDOW, profile)
-                windows.append(measure_window(router, WINDOW))
+                windows.append(measure_window(home, WINDOW))
             programs = sorted({p for w in windows for p in w["cpu"]})
             row = {"permitted": permitted, "flows": int(flows.strip().split("flow_count=")[-1] or 0),
                    "cpu": {p: round(statistics.median(w["cpu"].get(p, 0.0) for w in windows), 2) for p in programs},
@@ -199,7 +200,9 @@ def main() -> int:
             results.append(row)
         if profile is not None and spy is not None:
             spy.wait(WINDOW + 30)
-    print(f"\nrouter: {describe(router)}")
+        described = describe(home)
+    print(f"\nrouter: the image's components on a box without Wi-Fi: {described}; the herd's limits lifted: "
+          f"{json.dumps(HERD_CONFIG)}")
     programs = sorted({p for r in results for p in r["cpu"]}, key=lambda p: -results[-1]["cpu"].get(p, 0))
     print(f"\nidle CPU, % of one core (median of {ROUNDS} windows of {WINDOW:.0f} s after {SETTLE:.0f} s of quiet)")
     print(f"{'permitted':>9} {'flows':>7} " + " ".join(f"{p[:13]:>13}" for p in programs) + f" {'router':>8} {'RSS MB':>7}")
@@ -220,7 +223,7 @@ def main() -> int:
             print(f"  {share:5.1f}%  {f}")
     out = REPO / "out"
     out.mkdir(exist_ok=True)
-    (out / "bench-scale.json").write_text(json.dumps({"router": describe(router), "rows": results,
+    (out / "bench-scale.json").write_text(json.dumps({"router": described, "rows": results,
                                                        "profile": summary}, indent=2))
     return 0
 

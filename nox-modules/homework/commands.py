@@ -88,7 +88,7 @@ def register_core_commands(core) -> None:
         return view
 
     def satellites(fn):
-        """A pairing call (issue 15, pairing.py) with its own status codes kept."""
+        """A pairing call (pairing.py) with its own status codes kept."""
         from .pairing import PairingError
 
         def call(**kwargs):
@@ -105,8 +105,8 @@ def register_core_commands(core) -> None:
         (pairing.py), the controller restarts to take or give back their ports. A port
         given back leaves its demux bridge for the router's bridge once this process has
         stopped, before the next one starts."""
-        def call(dpid):
-            answer = fn(dpid)
+        def call(dpid, **kw):
+            answer = fn(dpid, **kw)
             if pairing.cables_changed() and ctx.restart is not None:
                 wanted = {c[1] for c in pairing.found_cables()}
                 gone = [s for s in core.config.satellites if s.found and s.dpid not in wanted]
@@ -123,22 +123,23 @@ def register_core_commands(core) -> None:
 
     cmd.register("satellite-pair", satellites(lambda dpid, csr: pairing.pair_directly(dpid, csr)))
     cmd.register("satellite-request", satellites(
-        lambda dpid, csr, origin=None, uplink="": pairing.request(dpid, csr, origin, uplink)))
+        lambda dpid, csr, origin=None, uplink="", requester="": pairing.request(dpid, csr, origin, uplink,
+                                                                               requester)))
     cmd.register("satellite-ticket", satellites(lambda dpid, ticket: pairing.status(dpid, ticket)))
     cmd.register("satellites", lambda: pairing.all())
-    cmd.register("satellite-permit", decided(pairing.permit))
+    cmd.register("satellite-permit", decided(pairing.permit))     # (dpid, code=None)
     cmd.register("satellite-deny", decided(pairing.deny))
     cmd.register("satellite-forget", decided(pairing.forget))
     cmd.register("devices", lambda: [device_view(d) for d in devices.all()])
     cmd.register("status", lambda mac=None: device_view(devices.get(mac)) if mac
                  else [device_view(d) for d in devices.all() if d.state == "permitted"])
-    # allow_unknown: a MAC not seen yet is pre-approved (issue 17), as blacklist always did.
+    # allow_unknown: a MAC not seen yet is pre-approved, as blacklist always did.
     cmd.register("permit", lambda mac: device_view(devices.permit(mac, allow_unknown=True)))
     cmd.register("deny", lambda mac: device_view(devices.deny(mac, allow_unknown=True)))
     cmd.register("blacklist", lambda mac: device_view(devices.blacklist(mac)))
     cmd.register("whitelist", lambda mac: device_view(devices.whitelist(mac)))
     cmd.register("forget", lambda mac: devices.forget(mac))
-    # issue 17: one decision for a list of MACs, all or nothing (devices.decide_group)
+    # one decision for a list of MACs, all or nothing (devices.decide_group)
     cmd.register("decide-group", lambda decision, macs: [r if isinstance(r, dict) else device_view(r)
                                                          for r in devices.decide_group(decision, macs)])
     cmd.register("blacklist-status", lambda: [device_view(d) for d in devices.all() if d.state == "blacklisted"])

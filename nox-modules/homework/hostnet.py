@@ -2,11 +2,14 @@
 address of every live /30. Kept behind a small class so unit tests can use a fake."""
 from __future__ import annotations
 
+import ipaddress
 import logging
 import queue
 import subprocess
 import threading
 import time
+
+from .netguard import router_interfaces
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +29,7 @@ class HostNet:
     vSwitch re-reads every interface's addresses and the routing table after each address
     change it hears of (4-9 ms of its CPU each here, with 200 interfaces; more with every
     device's address and /64 route), but once for a batch: a burst of 100 new devices cost
-    it 0.9 s one by one and nothing measurable at once (issue 11). The window starts at
+    it 0.9 s one by one and nothing measurable at once. The window starts at
     COALESCE_SECONDS and doubles while changes keep coming, up to COALESCE_MAX_SECONDS: a
     crowd of a thousand devices arriving over ten seconds wrote fifty times a second, each
     write a reload that grew with every address, and Open vSwitch had no time left for
@@ -179,6 +182,10 @@ class HostNet:
                 found.add(parts[parts.index("inet") + 1])
         return found
 
+    def interfaces(self):
+        """The router's own addresses and the networks they are on (netguard.py)."""
+        return router_interfaces()
+
     def local_mac(self) -> str | None:
         # Asked for every DHCP reply: read sysfs at most once a second (a bridge that is
         # re-created with another address is noticed that quickly).
@@ -257,6 +264,12 @@ class FakeHost(HostNet):
 
     def router_addresses(self) -> set[str]:
         return set(self.addresses)
+
+    def interfaces(self):
+        """A router of the unit tests: loopback, its LAN addresses, a WAN of its own."""
+        own = {ipaddress.ip_address(a.split("/")[0]) for a in self.addresses}
+        own |= {ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("198.51.100.2")}
+        return own, {ipaddress.ip_network("198.51.100.0/24")}
 
     def local_mac(self) -> str | None:
         return self.mac

@@ -1,5 +1,5 @@
-"""The captive set writer never loses a change (issue 20): a batch writes the addresses it
-changed, and a failed batch is counted and retried as a rewrite of the whole set."""
+"""The captive set writer never loses a change: a batch writes the addresses it changed,
+and a failed batch is counted and retried as a rewrite of the whole set."""
 import subprocess
 import time
 

@@ -47,8 +47,8 @@ class DnsNet:
     """Keeps the nftables captive set equal to the controller's wish. Every batch is one
     nft transaction of the addresses it changed; a failed batch is counted and retried
     after RETRY_SECONDS, writing the whole set (flush + add) until that succeeds, so a
-    failed or partial batch can never leave it wrong (issue 20: a flood once left 730
-    changes unapplied). The set holds pending devices only, which the device registry caps."""
+    failed or partial batch can never leave it wrong (a flood once left 730 changes
+    unapplied). The set holds pending devices only, which the device registry caps."""
 
     RETRY_SECONDS = 2.0
 

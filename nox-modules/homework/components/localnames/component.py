@@ -46,8 +46,8 @@ class LocalNamesComponent(Component):
         self.refresh()
         self._stale = True        # again once every component has started (DHCP's leases)
 
-    def _on_event(self, topic: str, payload: dict) -> None:
-        lease = payload.get("lease") if topic == "lease" and payload.get("action") == "renewed" else None
+    def _on_event(self, topic: str, ev) -> None:
+        lease = ev.lease if topic == "lease" and ev.action == "renewed" else None
         if lease is not None:
             known = self._leased.get(lease.mac)
             if known == (lease.ip, lease.hostname):

@@ -1,4 +1,4 @@
-"""The router's end of the satellite agent channel (issue 15; the protocol is agentwire.py).
+"""The router's end of the satellite agent channel (the protocol is agentwire.py).
 
 A satellite's agent connects with the certificate pairing gave it. It is admitted by the
 same rule as its switch's OpenFlow session: a certificate the household CA signed for a
@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ... import agentwire, pki
 from ...component import Component
+from ...events import RadioReport
 from ...satellites import radio_label
 from ...wifi import ENV_NAME, read_env
 from .server import LINGER, Session, TlsLineServer
@@ -81,8 +82,8 @@ class SatelliteAgents(Component):
         for session in list(self.sessions.values()):
             session.send(message)
 
-    def _on_device(self, topic: str, ev: dict) -> None:
-        mac, state = ev.get("mac"), ev.get("state")
+    def _on_device(self, topic: str, ev) -> None:
+        mac, state = ev.mac, ev.state
         if not mac or state is None:
             return
         with self._lock:
@@ -95,20 +96,20 @@ class SatelliteAgents(Component):
         if changed:
             self._broadcast(self.deny_message())
 
-    def _on_wifi(self, topic: str, ev: dict) -> None:
+    def _on_wifi(self, topic: str, ev) -> None:
         message = self.wifi_message()
         if message is not None:
             self._broadcast(message)
 
-    def _on_pairing(self, topic: str, ev: dict) -> None:
-        what = ev.get("what")
+    def _on_pairing(self, topic: str, ev) -> None:
+        what = ev.what
         if what == "permitted":
             return
         with self._lock:
-            session = self.sessions.pop(ev.get("dpid"), None)
+            session = self.sessions.pop(ev.dpid, None)
         if session is not None:
             self.log.warning("satellite %016x is no longer paired (%s): its agent is told and disconnected",
-                             ev["dpid"], what)
+                             ev.dpid, what)
             # Told why, the agent closes its end, which ends the session's reader (closing
             # here, with its reports unread, could reset the connection before it read this).
             # Its own request again ("requested") makes the certificate it holds an old one.
@@ -132,7 +133,15 @@ class SatelliteAgents(Component):
         return sat, "", None
 
     def serve(self, session: Session) -> None:
-        sat, why, standing = self.admit(session.peer_certificate())
+        # Admitted and registered under the lock that a pairing decision takes to find the
+        # session it ends (_on_pairing): a decision made while this agent was being admitted
+        # either finds its session or is seen by admit(). Before, a satellite denied between
+        # the two kept a session nobody ended, and went on being sent the Wi-Fi settings.
+        with self._lock:
+            sat, why, standing = self.admit(session.peer_certificate())
+            old = self.sessions.get(sat.dpid) if sat is not None else None
+            if sat is not None:
+                self.sessions[sat.dpid] = session
         if sat is None:
             # Counted and logged before the box is told: whoever watches the box (a test,
             # the household) then finds the router's record of it as soon as the box knows.
@@ -142,9 +151,6 @@ class SatelliteAgents(Component):
                 # told, so that it can ask to pair again instead of knocking for ever.
                 session.last_word(unpaired_message(standing))
             return
-        with self._lock:
-            old = self.sessions.get(sat.dpid)
-            self.sessions[sat.dpid] = session
         if old is not None:
             old.close()         # the agent restarted: its new session wins
         self.ctx.count("satlink.sessions")
@@ -186,7 +192,7 @@ class SatelliteAgents(Component):
             self.radios[sat.dpid] = agentwire.hello(message)
         elif kind == "radio":
             radio, dump, info = agentwire.radio_report(message)
-            self.ctx.bus.publish("radio_report", ifname=radio_label(sat.index, radio), dump=dump, info=info)
+            self.ctx.bus.publish(RadioReport(ifname=radio_label(sat.index, radio), dump=dump, info=info))
         elif kind != "ping":
             raise agentwire.WireError("unknown message type")
 
