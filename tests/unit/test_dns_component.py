@@ -316,7 +316,10 @@ def test_the_link_settles_every_push_with_one_confirmation():
     def dnsd():          # applies lines in order and confirms each sync, as dnsd does
         buf = b""
         while True:
-            data = theirs.recv(65536)
+            try:
+                data = theirs.recv(65536)
+            except OSError:           # closed at the end of the test
+                return
             if not data:
                 return
             buf += data
@@ -335,5 +338,7 @@ def test_the_link_settles_every_push_with_one_confirmation():
     assert link.settle(timeout=5)
     assert len(applied) == 3
     assert link.settle(timeout=0.01)          # nothing unconfirmed: no wait
+    link._stopped = True
+    theirs.shutdown(socket.SHUT_RDWR)
     ours.close()
     theirs.close()
