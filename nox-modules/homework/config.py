@@ -420,7 +420,7 @@ KEYS: tuple[Key, ...] = (
     Key("mqtt.discovery_prefix", "mqtt_discovery_prefix", str, "homeassistant", "Home Assistant's discovery prefix"),
     Key("mqtt.accept_commands", "mqtt_accept_commands", bool, False,
         "apply permit/deny from PREFIX/device/ID/set (the broker's ACL must allow only the admin user there)"),
-    Key("ipv6.enabled", "ipv6_enabled", bool, False,
+    Key("ipv6.enabled", "ipv6_enabled", bool, True,
         "give every device its own /64 (Router Advertisements, routed like IPv4); off: IPv4 only"),
     Key("ipv6.prefix", "ipv6_prefix", str, "",
         "the site prefix the /64s come from (the ISP's delegated /48-/60); '' = a unique local /48 made once",

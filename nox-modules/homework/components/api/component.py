@@ -44,6 +44,7 @@ class ApiComponent(Component):
         self.app = ApiApp(ctx, self.auth, self.limiter, self.board, self.stream,
                           hwdb_client_factory=self._hwdb_client if cfg.hwdb_enabled else None)
         self._sock = None
+        self._server = None
         self._hwdb = None
 
     # -- life cycle ----------------------------------------------------------------------

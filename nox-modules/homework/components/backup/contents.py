@@ -62,8 +62,7 @@ NOT_BACKED_UP: dict[str, str] = {
     "usage_cap.alerted": "alert state",
     "usage_limits.reached": "this period's state, not a setting",
     "usage_limits.lifted": "this period's state, not a setting",
-    "api_admin.chosen": "a restored password is the household's (the column's default, 1): a restored "
-                        "router never offers its first-hour set-up",
+    "api_admin.chosen": "a restored password hash counts as the household's own (the column's default)",
 }
 
 
