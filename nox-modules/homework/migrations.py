@@ -253,6 +253,24 @@ ALTER TABLE satellites ADD COLUMN cable INTEGER NOT NULL DEFAULT 0;      -- its 
              "keeps the set-up offer open)", sql="""
 ALTER TABLE api_admin ADD COLUMN chosen INTEGER NOT NULL DEFAULT 1;  -- 0: the router's initial password
 """),
+    Step(14, "who asked to pair a satellite (homework/callers.py's key: its device, its own cable, an "
+             "address), so nobody else can replace a waiting request", sql="""
+ALTER TABLE satellites ADD COLUMN requester TEXT NOT NULL DEFAULT '';   -- '': root on the router, or before step 14
+"""),
+    Step(15, "webhook deliveries waiting for their next attempt survive a restart; webhooks and blocklist "
+             "subscriptions may be allowed local addresses (netguard.py)", sql="""
+CREATE TABLE IF NOT EXISTS webhook_queue (
+    id INTEGER PRIMARY KEY,
+    webhook TEXT NOT NULL,
+    notification INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    body BLOB NOT NULL,                 -- the signed JSON, exactly as first sent
+    attempt INTEGER NOT NULL,           -- the next attempt's number (1: not tried yet)
+    due REAL NOT NULL                   -- epoch seconds
+);
+ALTER TABLE webhooks ADD COLUMN allow_local INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE blocklists ADD COLUMN allow_local INTEGER NOT NULL DEFAULT 0;
+"""),
 )
 LATEST = STEPS[-1].number
 assert [s.number for s in STEPS] == list(range(1, LATEST + 1))
