@@ -249,6 +249,23 @@ ALTER TABLE satellites ADD COLUMN uplink TEXT NOT NULL DEFAULT '';       -- the 
 ALTER TABLE satellites ADD COLUMN origin_mac TEXT NOT NULL DEFAULT '';   -- its own stack's MAC, as a device
 ALTER TABLE satellites ADD COLUMN cable INTEGER NOT NULL DEFAULT 0;      -- its index while the port is its cable
 """),
+    Step(13, "reaching in: port forwards of a device, and the devices that may open ports themselves "
+             "(UPnP IGD, NAT-PMP, PCP)", sql="""
+CREATE TABLE IF NOT EXISTS port_forwards (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,   -- never reused: a stale id removes nothing
+    mac TEXT NOT NULL,                  -- the device it belongs to (by identity, not address)
+    protocol TEXT NOT NULL CHECK (protocol IN ('tcp', 'udp', 'both')),
+    first INTEGER NOT NULL CHECK (first BETWEEN 1 AND 65535),   -- external ports first..last
+    last INTEGER NOT NULL CHECK (last BETWEEN first AND 65535),
+    to_port INTEGER NOT NULL CHECK (to_port BETWEEN 1 AND 65535),  -- the device's port for `first`
+    description TEXT NOT NULL DEFAULT '',
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS open_ports_allowed (
+    mac TEXT PRIMARY KEY,               -- the household ticked "may open ports" on its panel
+    since REAL NOT NULL
+);
+"""),
 )
 LATEST = STEPS[-1].number
 assert [s.number for s in STEPS] == list(range(1, LATEST + 1))
