@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Scale benchmark: what an idle household costs as it grows (issue 21).
+"""Scale benchmark: what an idle household costs as it grows.
 
 One emulated home (controller with dhcp + routing, userspace OVS). Three real devices
 (udhcpc) are permitted; then more permitted devices come from one extra namespace that

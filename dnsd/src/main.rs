@@ -10,7 +10,7 @@
 //! socket); allowed ones are answered from a short-lived cache (cache.rs) or forwarded
 //! (forward.rs) straight to the upstream resolvers named in the resolv file, or to dnsmasq
 //! (`--upstream`) for the household's own names and as the fallback. It runs apart from the Python controller so name lookups never wait for it
-//! (see the README's DNS section).
+//! (see docs/dns.md).
 
 mod blocklist;
 mod cache;

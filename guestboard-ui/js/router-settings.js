@@ -1,4 +1,4 @@
-/* The settings page's "Router" section (issue 18): the software version, uptime, time
+/* The settings page's "Router" section: the software version, uptime, time
    zone, state schema and update slot (GET /ws.v1/system); set the time zone (the
    controller restarts in place to use it), change the admin password (every session
    ends: log in again), and a factory reset behind a typed confirmation. Runs on its own:

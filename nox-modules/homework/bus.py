@@ -16,7 +16,7 @@ class EventBus:
     replaced, never changed in place (a delivery iterates the list it found), and held
     events are kept per thread id in a plain dict. Under the controller's eventlet,
     threading.Lock and threading.local are green objects that cost more than the rest of
-    a publish (issue 11's profile of a burst of new devices)."""
+    a publish (the profile of a burst of new devices)."""
 
     def __init__(self):
         self._lock = threading.Lock()       # subscribers only

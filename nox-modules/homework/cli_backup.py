@@ -1,4 +1,4 @@
-"""The CLI's backup and restore (issue 18; components/backup):
+"""The CLI's backup and restore (components/backup):
 
     homework backup --out FILE [--passphrase-file F]     (asks for the passphrase twice if no file)
     homework restore FILE [--passphrase-file F]          (the controller then restarts by itself)

@@ -59,7 +59,7 @@ class Core:
         self._send = send or (lambda decisions: None)
         self._spawn_periodic = spawn_periodic or _thread_periodic
         self.state = state or StateStore(config.state_db)
-        # issue 15: the satellites whose cable was found (permitted on the board) join the
+        # the satellites whose cable was found (permitted on the board) join the
         # listed ones for the whole life of this process; a change restarts it (commands.py)
         config = with_found_satellites(config, self.state)
         self.config = config
@@ -77,14 +77,14 @@ class Core:
             log.info("IPv6: a /64 per device from %s", self.ctx.ipv6.site)
         self.ctx.counters = self.counters
         self.ctx.count = self.counters.count
-        self.pairing = SatellitePairing(self.state, config, self.bus, clock)   # issue 15
+        self.pairing = SatellitePairing(self.state, config, self.bus, clock)
         self.ctx.pairing = self.pairing
         self.commands = Commands()
         self.ctx.commands = self.commands
         register_core_commands(self)
-        factory_reset.register(self)        # issue 18
-        system.register(self)               # issue 18: system-info, set-timezone
-        update_service.register(self)       # issue 18: update-start, update-status, reboot
+        factory_reset.register(self)
+        system.register(self)               # system-info, set-timezone
+        update_service.register(self)       # update-start, update-status, reboot
         self.components: list[Component] = []
         self._dispatch: list[Component] = []
 
@@ -92,7 +92,7 @@ class Core:
     def load_components(self) -> None:
         names = tuple(self.config.components)
         if self.config.qos_enabled and "qos" not in names:
-            names += ("qos",)       # issue 13: [qos] enabled = true loads it
+            names += ("qos",)       # [qos] enabled = true loads it
         for name in names:
             module = importlib.import_module(f"homework.components.{name}")
             component = module.COMPONENT(self.ctx)

@@ -16,7 +16,7 @@ from .state import Device, StateStore
 log = logging.getLogger("homework.devices")
 
 META_LIMIT = 64
-# Group decisions (issue 17): decision -> the state it sets (forget: none); MACs per call.
+# Group decisions: decision -> the state it sets (forget: none); MACs per call.
 GROUP_DECISIONS = {"permit": "permitted", "deny": "denied", "blacklist": "blacklisted", "forget": None}
 GROUP_LIMIT = 256
 
@@ -47,7 +47,7 @@ def never_seen(device: Device) -> bool:
 
 
 class DeviceRegistry:
-    """Besides decisions, bounds what unapproved devices can cost (issue 20): at most
+    """Besides decisions, bounds what unapproved devices can cost: at most
     `max_pending` pending devices are kept, the oldest first seen going first when a new
     one arrives, and a pending device unseen for `forget_after` seconds is forgotten.
     Forgetting removes the device row and its lease; a 'device' event with
@@ -186,7 +186,7 @@ class DeviceRegistry:
         return device
 
     def decide_group(self, decision: str, macs) -> list[Device | dict]:
-        """One decision for several MACs (issue 17), all or nothing: every MAC is checked
+        """One decision for several MACs, all or nothing: every MAC is checked
         first (syntax; for forget, known and not blacklisted), then all are applied. A MAC
         not seen yet is pre-approved, as for one MAC."""
         if decision not in GROUP_DECISIONS:

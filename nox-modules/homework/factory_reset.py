@@ -1,4 +1,4 @@
-"""Factory reset (issue 18): forget everything the household set up and start over.
+"""Factory reset: forget everything the household set up and start over.
 
     factory-reset {confirm: "erase everything"} -> {"restarting": true, "note"}
 

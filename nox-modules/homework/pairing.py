@@ -1,4 +1,4 @@
-"""Pairing satellite switches (issue 15): asked for by the satellite, decided by the household.
+"""Pairing satellite switches: asked for by the satellite, decided by the household.
 
 1. A new satellite makes its key and a certificate request and sends the request with its
    datapath id (`request`: the API's public POST /ws.v1/satellites/pair). It gets a ticket

@@ -1,4 +1,4 @@
-"""Satellite switches (issue 15): the plan for carrying a satellite's ports to the router.
+"""Satellite switches: the plan for carrying a satellite's ports to the router.
 
 A satellite is an Open vSwitch bridge elsewhere in the home (an access point, a switch in
 another room) whose uplink is cabled to a port of the router. It makes no decision of its

@@ -1,4 +1,4 @@
-"""The Wi-Fi network name and passphrase (issue 18): what the settings page's "Wi-Fi" section sets.
+"""The Wi-Fi network name and passphrase: what the settings page's "Wi-Fi" section sets.
 
     wifi-info                        -> {ssid, interfaces, passphrase_set, apply_command, last_apply}
     set-wifi {ssid, passphrase?}     -> {ssid, interfaces, passphrase_set, applying, note}

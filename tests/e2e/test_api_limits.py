@@ -1,4 +1,4 @@
-"""End to end, issue 20's "smaller" API holes, against the real controller behind lighttpd:
+"""End to end, the API's "smaller" holes, against the real controller behind lighttpd:
 
 - 300 Server-Sent Events streams opened with one read-only token used to take every green
   thread of the API server (pool of 256), locking out the whole API until they closed;

@@ -1,4 +1,4 @@
-"""End to end (issue 11): DHCP off the OpenFlow packet-in path, on a real Open vSwitch.
+"""End to end: DHCP off the OpenFlow packet-in path, on a real Open vSwitch.
 
 The switch hands DHCP requests to the router's LOCAL interface with their port in the
 destination MAC; the controller reads them from a raw socket and answers on it. So an

@@ -1,4 +1,4 @@
-"""End to end (issue 11): homework-dhcpd answers the devices whose lease is already decided,
+"""End to end: homework-dhcpd answers the devices whose lease is already decided,
 on a real Open vSwitch, `[dhcp] answerer = "dhcpd"`.
 
 A never-seen device is offered a block the controller reserved for the daemon, by the

@@ -1,4 +1,4 @@
-"""Local names and the query log end to end (issue 17): real OVS, the real controller with
+"""Local names and the query log end to end: real OVS, the real controller with
 the dns, localnames, hwdb_sync and api components, homework-dnsd, the router's dnsmasq
 reading the controller's hosts file (hostsdir), hwdbd, lighttpd; dig in device namespaces
 and the ws.v1 API over HTTPS."""

@@ -1,4 +1,4 @@
-"""Priorities and shaping end to end (issue 13): real OVS, the real controller with [qos]
+"""Priorities and shaping end to end: real OVS, the real controller with [qos]
 enabled (19000 down / 4750 up kbit/s), real tc and nft in the router namespace, lighttpd
 with the ws.v1 API; iperf3 between a device and a server in the internet namespace.
 

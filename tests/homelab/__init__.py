@@ -273,7 +273,7 @@ class Device:
         sh(ns_cmd(port_ns, ["ethtool", "-K", self.port_name, "tx", "off"]))
         self.vsctl("--may-exist", "add-port", self.bridge, self.port_name, "--", "set", "interface",
                    self.port_name, f"ofport_request={self.ofport}")
-        # Only OVS may see the port's frames, not the router's own stack (routing, issue 4).
+        # Only OVS may see the port's frames, not the router's own stack (routing).
         if self.guarded:
             sh(ns_cmd(port_ns, ["bash", str(ROUTER_NET), "guard", self.port_name]))
         sh(["ip", "-n", port_ns, "link", "set", self.port_name, "up"])

@@ -25,7 +25,7 @@ DNSD_ADDR = "169.254.53.53"
 DNSD_PORT = 5300
 ROUTER_DNSMASQ = "127.0.0.1:5353"
 UPSTREAM = "203.0.113.53"
-UPSTREAM6 = "2001:db8:cafe::53"     # the same resolver over IPv6 (issue 12)
+UPSTREAM6 = "2001:db8:cafe::53"     # the same resolver over IPv6
 PUBLIC = "203.0.113.99"
 WEB = "203.0.113.10"
 BLOCKED_WEB = "203.0.113.66"
@@ -38,7 +38,7 @@ RECORDS = {
     "games.test": GAMES_WEB, "www.games.test": GAMES_WEB,
     "use-application-dns.net": "203.0.113.80", "mask.icloud.com": "203.0.113.81",
     "connectivitycheck.gstatic.com": WEB, "captive.apple.com": WEB, "www.msftconnecttest.com": WEB,
-    # issue 17 safe-search: a search engine and its safe host (dnsd answers one with the other)
+    # safe-search: a search engine and its safe host (dnsd answers one with the other)
     "www.google.com": "203.0.113.91", "forcesafesearch.google.com": "203.0.113.92",
 }
 CNAMES = {"alias.test": "blocked.test"}
@@ -203,7 +203,7 @@ class DnsLab:
         conf = self.dir / "lighttpd-captive.conf"
         conf.write_text(f'var.captive_root = "{CAPTIVE_ROOT}"\nvar.captive_bind = "{DNSD_ADDR}"\n'
                         f'var.captive_state = "{self.dir}"\ninclude "{CAPTIVE_CONF}"\n')
-        # HOMEWORK_API_PORT: the satellite pairing paths it proxies to the API (issue 15)
+        # HOMEWORK_API_PORT: the satellite pairing paths it proxies to the API
         p = h.router_popen(["env", f"HOMEWORK_API_PORT={API_PORT}", "lighttpd", "-D", "-f", str(conf)],
                            stdout=self._log("lighttpd-captive"),
                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)

@@ -5,7 +5,7 @@
 Starts OVS, the controller and three devices running dhclient, udhcpc and dhcpcd;
 HOMEWORK_SATELLITES=N (or --satellites) adds N satellite switches, each a namespace with
 its own Open vSwitch cabled to the router, paired and connected over TLS, with one more
-device on each (issue 15);
+device on each;
 prints what happens (the controller's log lines, each client's leases, each
 device's state) and how to permit a device; tears everything down on Ctrl-C.
 HOMEWORK_RUN_SECONDS=S (or --seconds) exits by itself after S seconds (smoke mode);
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     with_dns = DNSD_BINARY.exists()
     config = dns_config(run_id, ("dhcp", "routing", "dns", "localnames", "hwdb_sync")) if with_dns else \
         {"controller": {"components": ["dhcp", "routing", "hwdb_sync"]}}
-    config["ipv6"] = {"enabled": True, "prefix": LAN6_SITE}     # each device's /64 (issue 12)
+    config["ipv6"] = {"enabled": True, "prefix": LAN6_SITE}     # each device's /64
     sat_ids = [(i, 0xA0 + i) for i in range(1, args.satellites + 1)]
     if sat_ids:
         # satellite boxes reach the TLS listener over their management links

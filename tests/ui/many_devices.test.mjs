@@ -1,4 +1,4 @@
-// The Guest Board after a DHCP flood (issue 20): 1,000 remembered devices, most of them
+// The Guest Board after a DHCP flood: 1,000 remembered devices, most of them
 // never approved. Real emulated home and controller; the devices are rows in the
 // controller's own state database, loaded when it starts (home_driver.py seed_devices).
 import { test, before, after } from 'node:test';

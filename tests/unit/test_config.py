@@ -77,7 +77,7 @@ def test_bad_api_values_name_the_key(data, key):
     assert exc.value.key == key
 
 
-# -- one key table, versions and migrations (issue 10, part 3) ------------------------------
+# -- one key table, versions and migrations ------------------------------
 def test_every_config_field_comes_from_the_key_table():
     import dataclasses
     from homework.config import KEYS, Config

@@ -73,7 +73,7 @@ def test_every_topic_becomes_a_row_in_schema_order(clock):
     ]
 
 
-# -- DnsQueries: honest counts, and a flood aggregated per device (issue 20) --------------
+# -- DnsQueries: honest counts, and a flood aggregated per device --------------
 def dns_sink(clock, **limits):
     """A sink whose 'statements' are (table, values) tuples, so tests read the values."""
     log = []

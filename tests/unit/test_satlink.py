@@ -1,4 +1,4 @@
-"""The satellite agent channel (issue 15): the wire format's checks, then a real agent
+"""The satellite agent channel: the wire format's checks, then a real agent
 (homework.satellite_agent) against a real controller core over real TLS on loopback: it
 is admitted only with its paired certificate, gets the Wi-Fi and the deny list and
 follows their changes, its station dumps become the board's link metrics, bad lines are

@@ -75,7 +75,7 @@ class HomeworkApp(app_manager.OSKenApp):
         self.lean_encoder = self.core.config.openflow_lean_encoder
         self.core._send = self.send_decisions
         # A real switch and bridge: the DHCP fast path may read the bridge's LOCAL
-        # interface (a unit test's fake switch has none; issue 11).
+        # interface (a unit test's fake switch has none).
         self.core.ctx.switch_is_real = True
         self.core.bus.subscribe("satellite", self._on_pairing)
         self.cable_guard = CableGuard(self.core.config.satellites)
@@ -92,7 +92,7 @@ class HomeworkApp(app_manager.OSKenApp):
             except (OSError, ValueError) as exc:     # no CA (read-only state), port taken: no satellites
                 log.error("satellites: no TLS listener: %s", exc)
 
-    # -- satellites over TLS (issue 15) --------------------------------------------------
+    # -- satellites over TLS --------------------------------------------------
     def _prepare_management_links(self) -> None:
         for sat in self.core.config.satellites:
             router_ports.prepare(sat, self.core.config.datapath_type, self.core.config.bridge)
@@ -416,7 +416,7 @@ class SendBatcher:
     Open vSwitch revalidates its datapath's flows once for each write that changes its
     tables, and a burst of new devices wrote one a device (each as its lease was booked),
     which cost it as much CPU as the flows themselves, on the cores the devices share
-    with it (issue 11). Additions that come within `hold` of the last write of flow
+    with it. Additions that come within `hold` of the last write of flow
     changes wait until that much has passed, with the additions that come meanwhile; a
     quiet switch's first change goes at once. Only a send of nothing but additions is
     held (one with a packet-out that depends on its flows goes whole, at once). A send of

@@ -137,17 +137,17 @@ class ApiApp:
         add("POST", r"/webhooks/(?P<hook_id>[^/]+)/remove/?", self.webhook_remove, "admin")
         add("GET", "/webhooks/deliveries/?", self.webhook_deliveries, "admin")
         add("GET", "/notify/status/?", self._notify("notify-status"), "admin")
-        querylog.add_routes(self)      # issue 17: query log and local names (querylog.py)
-        schedule_routes.add_routes(self)   # issue 17: schedules and pauses (schedules.py)
-        parity.add_routes(self)            # issue 17: group decisions, dns-mode (parity.py)
-        blocklist_routes.add_routes(self)  # issue 17: blocklists and safe-search (blocklists.py)
-        backup_routes.add_routes(self)     # issue 18: backup and restore (backup.py)
-        system_routes.add_routes(self)     # issue 18: factory reset, system, time zone (system.py)
-        qos_routes.add_routes(self)        # issue 13: priorities and shaping (qos.py)
-        nearby_routes.add_routes(self)     # issue 16: nearby devices heard probing (nearby.py)
-        wifi_routes.add_routes(self)       # issue 18: Wi-Fi SSID and passphrase (wifi.py)
-        update_routes.add_routes(self)     # issue 18: .hwup upload, update status, reboot (update.py)
-        satellite_routes.add_routes(self)  # issue 15: satellites asking to pair, decisions (satellites.py)
+        querylog.add_routes(self)      # query log and local names (querylog.py)
+        schedule_routes.add_routes(self)   # schedules and pauses (schedules.py)
+        parity.add_routes(self)            # group decisions, dns-mode (parity.py)
+        blocklist_routes.add_routes(self)  # blocklists and safe-search (blocklists.py)
+        backup_routes.add_routes(self)     # backup and restore (backup.py)
+        system_routes.add_routes(self)     # factory reset, system, time zone (system.py)
+        qos_routes.add_routes(self)        # priorities and shaping (qos.py)
+        nearby_routes.add_routes(self)     # nearby devices heard probing (nearby.py)
+        wifi_routes.add_routes(self)       # Wi-Fi SSID and passphrase (wifi.py)
+        update_routes.add_routes(self)     # .hwup upload, update status, reboot (update.py)
+        satellite_routes.add_routes(self)  # satellites asking to pair, decisions (satellites.py)
 
     def _add(self, method: str, path: str, handler: Callable, access: str, max_body: int = MAX_BODY) -> None:
         self.routes.append(Route(method, re.compile(f"^{re.escape(PREFIX)}{path}$"), handler, access, max_body))
@@ -376,7 +376,7 @@ class ApiApp:
                 raise ApiError(400, f"not a domain name: {domain!r}")
             self.not_self(call, mac)
             extra = {}
-            if name != "remove-dns-rule" and self.body(call).get("schedule"):    # issue 17: when it counts
+            if name != "remove-dns-rule" and self.body(call).get("schedule"):    # when it counts
                 extra["schedule"] = self.body(call)["schedule"]
             return json_response(self.command(name, mac=mac, domain=domain.lower().rstrip("."), **extra))
         handler.__name__ = name

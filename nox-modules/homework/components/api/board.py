@@ -40,8 +40,8 @@ class Metrics:
     today: int = 0                # bytes since local midnight
     day: str = ""
     traffic_at: float = 0.0
-    seen_at: float = 0.0          # issue 16: last time the radio heard it; 0 = never (wired: no fading)
-    leave_after: int = 600        # issue 16: [radio] leave_after, so labels heard only by the radio fade too
+    seen_at: float = 0.0          # last time the radio heard it; 0 = never (wired: no fading)
+    leave_after: int = 600        # [radio] leave_after, so labels heard only by the radio fade too
     alerts: deque = field(default_factory=lambda: deque(maxlen=MAX_ALERTS))
 
     def as_dict(self) -> dict:
@@ -56,7 +56,7 @@ class Board:
         self.oui = oui or default_table()
         self._metrics: dict[str, Metrics] = {}
         self._lock = threading.Lock()
-        # fn(views so far) -> more views for the snapshot (issue 16: api/nearby.py's nearby devices)
+        # fn(views so far) -> more views for the snapshot (api/nearby.py's nearby devices)
         self.extra_views: list = []
 
     def _m(self, mac: str) -> Metrics:
@@ -120,7 +120,7 @@ class Board:
         m.traffic_at = now
 
     def forget_heard(self, mac: str) -> None:
-        """issue 16: a nearby MAC the radio stopped hearing leaves the snapshot too."""
+        """a nearby MAC the radio stopped hearing leaves the snapshot too."""
         with self._lock:
             self._metrics.pop(mac, None)
 

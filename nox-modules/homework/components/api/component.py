@@ -56,8 +56,8 @@ class ApiComponent(Component):
         bus = self.ctx.bus
         for topic in ("device", "lease", "link", "bandwidth", "alert"):
             bus.subscribe(topic, self._on_event)
-        bus.subscribe("schedule", self._on_schedule)     # issue 17: a pause began or ended
-        bus.subscribe("qos_device", self._on_schedule)   # issue 13: a device's priority changed
+        bus.subscribe("schedule", self._on_schedule)     # a pause began or ended
+        bus.subscribe("qos_device", self._on_schedule)   # a device's priority changed
         self.ctx.state.watch_storage(self._on_storage)
         if _under_eventlet():
             self._listen()

@@ -1,4 +1,4 @@
-"""Nearby devices in the ws.v1 API and on the Guest Board (issue 16; components/radio/nearby.py):
+"""Nearby devices in the ws.v1 API and on the Guest Board (components/radio/nearby.py):
 
     GET /ws.v1/nearby  -> {"nearby": [{"mac", "rssi", "radio", "band", "last_heard",
                                        "randomised", "count", ("macs" for a group)}]}

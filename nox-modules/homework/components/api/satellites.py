@@ -1,4 +1,4 @@
-"""Satellite switches in the ws.v1 API (issue 15; homework/pairing.py):
+"""Satellite switches in the ws.v1 API (homework/pairing.py):
 
     POST /ws.v1/satellites/pair          {"dpid", "csr"[, "uplink"]}  (public: the satellite asks)
                                          -> {dpid, code, ticket}

@@ -1,5 +1,5 @@
 """DHCP component (seed §4.4.1): a DHCPv4 server. Requests come from a raw socket on the
-bridge's LOCAL interface (fastpath.py, issue 11), or as OpenFlow packet-ins when that
+bridge's LOCAL interface (fastpath.py), or as OpenFlow packet-ins when that
 socket cannot be had or `[dhcp] fast_path = false`; both go through `handle`.
 
 Each MAC gets its own /30; leases are short (30 s) while a device is pending or denied
@@ -111,7 +111,7 @@ class DhcpServer(Component):
         return [FlowMod(match={"eth_type": ETH_IP, "ip_proto": PROTO_UDP, "udp_dst": SERVER_PORT},
                         actions=(Output(CONTROLLER),), priority=PRIO_DHCP, cookie=COOKIE_DHCP)]
 
-    # -- the fast path (issue 11) -----------------------------------------------------------
+    # -- the fast path -----------------------------------------------------------
     def _fast_path_ready(self) -> bool:
         """Is the raw socket open (opening it now if it may be)? Only with a real switch
         (the os-ken adapter says so): a unit test's fake switch has no bridge to read."""
@@ -340,7 +340,7 @@ class DhcpServer(Component):
         self.ctx.count("dhcp.ignored")
         return []
 
-    # -- who may speak for a lease (issue 20) -------------------------------------------------
+    # -- who may speak for a lease -------------------------------------------------
     def _trusted_sender(self, msg: m.DhcpMessage, in_port: int, src_mac: bytes | None) -> bool:
         """A client speaks for itself (frame source = chaddr); a relay agent only if it is
         configured, and never for a lease that lives on one of our own ports."""
@@ -372,7 +372,7 @@ class DhcpServer(Component):
         if mac not in self.live or mac in self.relays or not old or old == in_port or not self._port_up(old):
             return False
         if self.ctx.is_radio_port(old) and self.ctx.is_radio_port(in_port):
-            # Roamed from one satellite's radio to another's (issue 15): a radio keeps its
+            # Roamed from one satellite's radio to another's: a radio keeps its
             # link for its other stations, and a MAC is no stronger an identity on one
             # access point than across several, so the lease follows the station.
             self.ctx.count("dhcp.roamed")
@@ -559,7 +559,7 @@ class DhcpServer(Component):
             self._dhcpd_sync(ev["mac"])
 
     def _on_station_at(self, topic: str, ev: dict) -> None:
-        """A satellite's agent hears a station on another radio than its lease's (issue 15):
+        """A satellite's agent hears a station on another radio than its lease's:
         it roamed there. Its lease follows it at once, without waiting for the station to
         ask for its address again (many clients only check their gateway after roaming, and
         that check cannot pass until the lease has moved): same rule as a roaming request,
@@ -668,7 +668,7 @@ class DhcpServer(Component):
     def top_up_spares(self) -> None:
         """Put the next free blocks' router addresses on the bridge, once new devices have
         stopped coming: during a burst the changes would cost Open vSwitch a routing-table
-        reload each while the devices start (issue 11)."""
+        reload each while the devices start."""
         now = self.ctx.now()
         if now - self._addressed_at >= SPARES_QUIET_SECONDS:
             self.ctx.host.reserve_router_addresses(self._upcoming_routers(now))

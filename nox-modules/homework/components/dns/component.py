@@ -67,7 +67,7 @@ class DnsComponent(Component):
                            listen6=config.dns_listen6 if config.ipv6_enabled else "")
                     if config.dns_intercept else None)
         self.link = DnsdLink(config.dns_control, self._snapshot, self._on_events) if config.dns_control else None
-        # issue 17: other components' dnsd lines (blocklists, safe-search), resent on reconnect
+        # other components' dnsd lines (blocklists, safe-search), resent on reconnect
         self.snapshot_sources: list = []
 
     # -- life cycle ------------------------------------------------------------------------
@@ -88,7 +88,7 @@ class DnsComponent(Component):
         for mac in list(self.states):
             self.reverse.sync(mac, self.policy)
         self.ctx.every(EXPIRE_SECONDS, self._expire)
-        # issue 17: scheduled rules come and go with their windows; dns-strict windows
+        # scheduled rules come and go with their windows; dns-strict windows
         self.ctx.every(self.ctx.config.schedules_check_interval, self._refresh_schedules)
         self.ctx.bus.subscribe(STRICT_TOPIC, self._on_strict)
 
@@ -192,7 +192,7 @@ class DnsComponent(Component):
         return lines
 
     def push_lines(self, lines: list[str], timeout: float = 30.0) -> bool:
-        """issue 17 (blocklists): send lines whose policy twin the caller has already set,
+        """For blocklists: send lines whose policy twin the caller has already set,
         then bring every device's flows in line. A list can take dnsd a second to read."""
         ok = self.link.push(lines, timeout=timeout) if self.link is not None else True
         with self._lock:
@@ -370,7 +370,7 @@ class DnsComponent(Component):
 
     def _register_commands(self) -> None:
         cmd = self.ctx.commands.register
-        # schedule (issue 17): when the rule counts, e.g. "sun-thu 21:30-07:00"; none = always
+        # schedule: when the rule counts, e.g. "sun-thu 21:30-07:00"; none = always
         cmd("permit-dns", lambda mac, domain, schedule=None: self.set_rules(mac, [domain], "allow", schedule))
         cmd("deny-dns", lambda mac, domain, schedule=None: self.set_rules(mac, [domain], "deny", schedule))
         cmd("household-permit-dns",

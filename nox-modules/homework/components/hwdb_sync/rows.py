@@ -58,25 +58,25 @@ def link_rows(ev: dict) -> list:
 
 
 def qos_rows(ev: dict) -> list:
-    # issue 13: the shaper's per class (mac "") and per device counters, every second
+    # the shaper's per class (mac "") and per device counters, every second
     return [("QosRates", (_text(ev.get("mac"), 17), _text(ev["direction"], 4), _text(ev["class"], 8),
                           _int(ev["rate_bps"]), _int(ev["bytes"]), _int(ev["drops"])), False)]
 
 
 def qos_app_rate_rows(ev: dict) -> list:
-    # issue 13 (seed 4.5's application time series): an application's rate every second
+    # seed 4.5's application time series: an application's rate every second
     return [("AppRates", (_text(ev["name"], 40), _text(ev["direction"], 4), _text(ev.get("class"), 8),
                           _int(ev["rate_bps"]), _int(ev["bytes"])), False)]
 
 
 def qos_app_rows(ev: dict) -> list:
-    # issue 13: an application's priority as set now (class "" = removed)
+    # an application's priority as set now (class "" = removed)
     return [("AppPriorities", (_text(ev["name"], 40), _text(ev.get("class"), 8), _text(",".join(ev.get("ports") or []), 255),
                                _text(",".join(ev.get("domains") or []), 255)), True)]
 
 
 def qos_device_rows(ev: dict) -> list:
-    # issue 13: a device's priority as set now ("default" = no rule)
+    # a device's priority as set now ("default" = no rule)
     return [("DevicePriorities", (_text(ev["mac"], 17), _text(ev.get("class"), 8)), True)]
 
 

@@ -108,7 +108,7 @@ class LinkSimulator(Component):
         for lease in self.ctx.leases.active():
             mac = lease.mac
             if radio_monitor is not None and radio_monitor.associated(mac):
-                continue        # a real radio reports this one (a satellite's agent, issue 15)
+                continue        # a real radio reports this one (a satellite's agent)
             radio = self._radio(mac)
             counters = self._port_counters(lease.port)
             if counters is None:

@@ -1,4 +1,4 @@
-"""Priorities and shaping (issue 13): three classes per direction, fair among devices
+"""Priorities and shaping: three classes per direction, fair among devices
 inside each, set per device and per application, optionally only in a weekly window.
 
 The router shapes just below the line's rates, so the queue builds here and not in the

@@ -540,7 +540,7 @@ class Routing(Component):
 
     def _facts(self, mac: str) -> dict:
         """What routing adds to a device's view: per-host counting, its IPv6 /64, and where
-        it is plugged in (a router port or a satellite's port, issue 15)."""
+        it is plugged in (a router port or a satellite's port)."""
         facts = {"flow_limited": self.flow_limited(mac), "attached": self._attached(mac)}
         if self.ctx.ipv6 is not None:
             lease = self.ctx.leases.get(mac)

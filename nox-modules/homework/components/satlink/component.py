@@ -1,4 +1,4 @@
-"""The router's end of the satellite agent channel (issue 15; the protocol is agentwire.py).
+"""The router's end of the satellite agent channel (the protocol is agentwire.py).
 
 A satellite's agent connects with the certificate pairing gave it. It is admitted by the
 same rule as its switch's OpenFlow session: a certificate the household CA signed for a

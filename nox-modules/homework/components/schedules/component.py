@@ -1,4 +1,4 @@
-"""Schedules ("bedtime") and one-shot pauses (issue 17).
+"""Schedules ("bedtime") and one-shot pauses.
 
 A schedule is a weekly window (windows.py) for a device or for every device of an owner,
 with an action: `pause` cuts the device off the internet (the flows of a usage block,

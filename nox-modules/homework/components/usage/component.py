@@ -1,5 +1,5 @@
 """Durable usage: bytes per device per local hour in state.db, read per hour/day/month and
-per device, owner or device type (issue 14).
+per device, owner or device type.
 
 Fed by routing's `bandwidth` events: one per permitted device per flow-stats poll,
 carrying the bytes counted since the previous poll (flow-removed remainders included),
