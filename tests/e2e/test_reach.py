@@ -13,34 +13,10 @@ import time
 import pytest
 
 from homelab import LAN6_SITE, REPO
+from homelab.reach import hello, serve_hello
 from homelab.routing import PY, permitted_device, wait_until
 
 PCP = str(REPO / "tests" / "homelab" / "pcp.py")
-
-# A server that says who it is: proves a connection reached this device, not merely some port.
-HELLO_SERVER = r"""
-import socket, sys, threading
-s = socket.socket(socket.AF_INET6); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-s.bind(("::", int(sys.argv[2]))); s.listen(64)
-while True:
-    c, _ = s.accept()
-    try:
-        c.sendall(sys.argv[1].encode() + b"\n")
-    finally:
-        c.close()
-"""
-
-HELLO_CLIENT = r"""
-import socket, sys
-try:
-    c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=float(sys.argv[3]))
-    c.settimeout(float(sys.argv[3]))
-    print(c.recv(100).decode().strip())
-except OSError as exc:
-    print(f"! {exc}")
-"""
-
 
 @pytest.fixture(scope="module")
 def home():
@@ -51,17 +27,10 @@ def home():
                              public_wan=True)
 
 
-def hello(run, address: str, port: int, timeout: float = 1.5) -> str:
-    """Who answers at address:port, as seen from where `run` runs ('' when nobody)."""
-    out = run([PY, "-c", HELLO_CLIENT, address, str(port), str(timeout)], check=False, timeout=timeout + 10).stdout
-    out = out.strip()
-    return "" if out.startswith("!") else out
-
-
 def server(home, name: str, port: int = 8080):
     dev = permitted_device(home, name)
     wait_until(lambda: dev.ipv6_global(), 15, f"{name} has its IPv6 address")
-    dev.popen([PY, "-c", HELLO_SERVER, name, str(port)])
+    serve_hello(dev.popen, name, port)
     wait_until(lambda: hello(dev.run, "::1", port) == name, 10, f"{name}'s server is up")
     return dev
 
@@ -100,7 +69,7 @@ def test_a_forward_closes_while_the_device_is_paused_and_opens_on_resume(home):
     cli(home, "forward", "add", dev.mac, "9100-9101", "--protocol", "both")
     wait_until(lambda: hello(home.internet, home.wan_addr, 9100) == "", 1, "nothing listens on 9100 itself")
     v6 = dev.ipv6_global()[0]
-    dev.popen([PY, "-c", HELLO_SERVER, "console", "9100"])
+    serve_hello(dev.popen, "console", 9100)
     wait_until(lambda: hello(home.internet, home.wan_addr, 9100) == "console", 10, "open from the internet")
     cli(home, "pause", dev.mac)
     wait_until(lambda: hello(home.internet, home.wan_addr, 9100) == "" and hello(home.internet, v6, 9100) == "",
