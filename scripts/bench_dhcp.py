@@ -61,7 +61,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from homelab import HOOK, Device, Home, _read_pid, cpu_seconds  # noqa: E402
+from homelab import BARE, HOOK, Device, Home, _read_pid, cpu_seconds  # noqa: E402
 
 RUNS = int(os.environ.get("BENCH_DHCP_RUNS", "3"))
 BURST_ROUNDS = int(os.environ.get("BENCH_DHCP_BURST_ROUNDS", "6"))
@@ -95,7 +95,8 @@ SO_TIMESTAMPNS, SO_RCVBUFFORCE, CLONE_NEWNET = 35, 33, 0x40000000
 PERF_AGENT = "10.2.0.2"     # the perf device is the home's first device: block 0's .2
 # perfdhcp is a relay agent bringing a thousand new MACs through one port: the controller
 # must trust it as a relay and not rate-limit or forget its clients.
-HOMEWORK_CONFIG = {"dhcp": {"relays": [PERF_AGENT], "new_macs_burst": 100000, "new_macs_per_minute": 10**6,
+HOMEWORK_CONFIG = {"controller": {"components": list(BARE)},
+                   "dhcp": {"relays": [PERF_AGENT], "new_macs_burst": 100000, "new_macs_per_minute": 10**6,
                             "fast_path": os.environ.get("BENCH_DHCP_FAST_PATH", "1") != "0",
                             "answerer": "controller"},
                    "devices": {"max_pending": 10**6}}

@@ -436,7 +436,7 @@ KEYS: tuple[Key, ...] = (
         "shortest PCP mapping in seconds (RFC 6887 suggests 120)", int_range(60, 3600)),
     Key("reach.pcp_max_lifetime", "reach_pcp_max_lifetime", int, 86400,
         "longest PCP mapping in seconds (RFC 6887 suggests 86400)", int_range(600, 604800)),
-    Key("ipv6.enabled", "ipv6_enabled", bool, False,
+    Key("ipv6.enabled", "ipv6_enabled", bool, True,
         "give every device its own /64 (Router Advertisements, routed like IPv4); off: IPv4 only"),
     Key("ipv6.prefix", "ipv6_prefix", str, "",
         "the site prefix the /64s come from (the ISP's delegated /48-/60); '' = a unique local /48 made once",

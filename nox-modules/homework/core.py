@@ -14,6 +14,7 @@ import time
 from typing import Callable, Iterable
 
 from . import factory_reset, system
+from . import events
 from .update import service as update_service
 from .bus import EventBus
 from .commands import Commands, register_core_commands
@@ -118,7 +119,7 @@ class Core:
         self.ctx.ipv6 = AddressPlan(site)
         log.warning("IPv6 site prefix %s -> %s: renumbering every device", old.site if old else None, site)
         self.counters.count("core.ipv6_renumbered")
-        self.bus.publish("ipv6_plan", old=old, new=self.ctx.ipv6)
+        self.bus.publish(events.Ipv6Plan(old=old, new=self.ctx.ipv6))
 
     def stop(self) -> None:
         for component in reversed(self.components):
@@ -146,8 +147,8 @@ class Core:
         for name in self.config.lan_ports:
             if name not in dp.ports and name not in cables:
                 log.warning("LAN port %s ([lan] ports) is not on the bridge", name)
-                self.bus.publish("alert", mac="", kind="lan-port-missing",
-                                 detail=f"LAN port {name} is configured but not on the bridge")
+                self.bus.publish(events.Alert(mac="", kind=events.AlertKind.LAN_PORT_MISSING,
+                                              detail=f"LAN port {name} is configured but not on the bridge"))
         for component in self.components:
             self.send(self._safe(f"{component.name}.datapath_up", component.datapath_up, dp))
 

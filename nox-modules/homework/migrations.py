@@ -249,7 +249,11 @@ ALTER TABLE satellites ADD COLUMN uplink TEXT NOT NULL DEFAULT '';       -- the 
 ALTER TABLE satellites ADD COLUMN origin_mac TEXT NOT NULL DEFAULT '';   -- its own stack's MAC, as a device
 ALTER TABLE satellites ADD COLUMN cable INTEGER NOT NULL DEFAULT 0;      -- its index while the port is its cable
 """),
-    Step(13, "reaching in: port forwards of a device, and the devices that may open ports themselves "
+    Step(13, "the first hour: whether the household chose the admin password (the router's own first one "
+             "keeps the set-up offer open)", sql="""
+ALTER TABLE api_admin ADD COLUMN chosen INTEGER NOT NULL DEFAULT 1;  -- 0: the router's initial password
+"""),
+    Step(14, "reaching in: port forwards of a device, and the devices that may open ports themselves "
              "(UPnP IGD, NAT-PMP, PCP)", sql="""
 CREATE TABLE IF NOT EXISTS port_forwards (
     id INTEGER PRIMARY KEY AUTOINCREMENT,   -- never reused: a stale id removes nothing

@@ -172,11 +172,6 @@ class StateStore:
         return db
 
     # -- generic -------------------------------------------------------------------
-    def ensure_schema(self, sql: str) -> None:
-        """(Going: dns/reverse.py still calls it; its table is already made by migrations.)"""
-        with self._lock:
-            self.db.executescript(sql)
-
     def execute(self, sql: str, args=()) -> list[sqlite3.Row]:
         """Run one statement after the queued writes. While writes fail, a read sees what
         is on disk (queued writes not yet), and a write raises StorageError rather than

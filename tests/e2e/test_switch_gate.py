@@ -17,14 +17,14 @@ import time
 import pytest
 
 from conftest import emulated_home
-from homelab import Home, ns_cmd, sh
+from homelab import BARE, Home, ns_cmd, sh
 
 ROGUE = "rogue0"
 
 
 @pytest.fixture(scope="module")
 def home():
-    yield from emulated_home(internet=False, hwdb=False)
+    yield from emulated_home({"controller": {"components": list(BARE)}}, internet=False, hwdb=False)
 
 
 @pytest.fixture

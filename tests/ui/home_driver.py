@@ -68,9 +68,12 @@ class Driver:
 
     def start(self) -> dict:
         self.home.start()
-        self.web = Web(self.home).start()
+        # a home that names no components runs the image's, the board and DNS included
+        self.web = self.home.web or Web(self.home).start()
         view_ns, view_url = self.web.add_viewer()
-        if self.dns_lab:
+        if self.home.dns is not None:
+            self.dns_lab = self.home.dns
+        elif self.dns_lab:
             from homelab.dns import DnsLab
             self.dns_lab = DnsLab(self.home).start()
         return {"ready": True, "url": view_url, "view_ns": view_ns, "mgmt_url": self.web.url,

@@ -90,8 +90,8 @@ class Recorder:
     def __init__(self):
         self.events = []
 
-    def __call__(self, topic, **payload):
-        self.events.append((topic, payload))
+    def __call__(self, event):
+        self.events.append((event.TOPIC, event))
 
     def take(self, topic=None):
         out = [(t, p) for t, p in self.events if topic is None or t == topic]

@@ -18,6 +18,7 @@ from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_3
 
 from .. import flows as F
+from .. import events
 from .. import pki, satellites
 from ..core import Core
 from . import nx, ofencode
@@ -188,18 +189,18 @@ class HomeworkApp(app_manager.OSKenApp):
                     "(denied, forgotten or paired again)")
         return ""
 
-    def _on_pairing(self, topic: str, ev: dict) -> None:
+    def _on_pairing(self, topic: str, ev) -> None:
         """A satellite was denied, forgotten or asked to pair again: if it is connected, its
         table is emptied but for its management link (fail_mode=secure would otherwise
         keep its devices' paths), the
         router's ports for it are removed and the session is closed; when it reconnects
         with its old certificate it is refused."""
-        dpid = ev.get("dpid")
-        if ev.get("what") == "permitted" or dpid not in self.satellite_dps:
+        dpid = ev.dpid
+        if ev.what == "permitted" or dpid not in self.satellite_dps:
             return
         dp = self.satellite_dps.pop(dpid)
         sat = self.gate.satellites.get(dpid)
-        log.warning("satellite datapath %016x is no longer paired (%s): emptied and disconnected", dpid, ev.get("what"))
+        log.warning("satellite datapath %016x is no longer paired (%s): emptied and disconnected", dpid, ev.what)
         # all but its management link: it may still reach us, to be refused or to ask again
         uplink = self._satellite_uplinks.get(dpid)
         self._send_to(dp, [F.FlowDelete(cookie=0, cookie_mask=0)] +
@@ -249,9 +250,9 @@ class HomeworkApp(app_manager.OSKenApp):
         self.core.counters.count("core.switch_refused")
         if self.gate.first_refusal(dp.id):
             log.warning("datapath %016x refused: %s", dp.id, why)
-            self.core.bus.publish("alert", mac="", kind="switch-refused",
-                                  detail=f"a switch (datapath {dp.id:016x}) connected to the controller "
-                                         f"and was refused: {why}")
+            self.core.bus.publish(events.Alert(mac="", kind=events.AlertKind.SWITCH_REFUSED,
+                                               detail=f"a switch (datapath {dp.id:016x}) connected to the "
+                                                      f"controller and was refused: {why}"))
 
     def _drive_satellite(self, dp, sat: satellites.Satellite, ports: dict[str, int], down: set[str]) -> None:
         """Give a satellite its whole table and its ports their patch ports on the router's

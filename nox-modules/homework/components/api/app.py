@@ -39,6 +39,7 @@ from . import nearby as nearby_routes
 from . import wifi as wifi_routes
 from . import update as update_routes
 from . import satellites as satellite_routes
+from . import setup as setup_routes
 from . import reach as reach_routes
 from .stream import StreamLimit
 
@@ -149,6 +150,7 @@ class ApiApp:
         wifi_routes.add_routes(self)       # Wi-Fi SSID and passphrase (wifi.py)
         update_routes.add_routes(self)     # .hwup upload, update status, reboot (update.py)
         satellite_routes.add_routes(self)  # satellites asking to pair, decisions (satellites.py)
+        setup_routes.add_routes(self)      # the first hour: a pending device sets the router up (setup.py)
         reach_routes.add_routes(self)      # port forwards, UPnP mappings, may open ports (reach.py)
 
     def _add(self, method: str, path: str, handler: Callable, access: str, max_body: int = MAX_BODY) -> None:
@@ -323,11 +325,20 @@ class ApiApp:
             log.warning("failed Guest Board login from %s", call.client)
             raise ApiError(401, "wrong password")
         self.limiter.succeeded(call.client)
+        if not self.auth.password_chosen():
+            try:
+                self.auth.adopt_password()      # the household has it: no set-up offer (setup.py)
+            except StorageError:
+                log.warning("could not record that the first password was taken over (storage)")
+        log.info("Guest Board login from %s", call.client)
+        return self.new_session(call)
+
+    def new_session(self, call: Call) -> Response:
+        """An admin session for the caller: the cookie and the answer with its CSRF token."""
         sid, csrf = self.auth.create_session(call.client)
         resp = json_response({"role": "admin", "csrf": csrf, "expires_in": self.auth.session_lifetime})
         resp.set_cookie(COOKIE, sid, max_age=self.auth.session_lifetime, path=f"{PREFIX}/", httponly=True,
                         samesite="strict", secure=self._is_https(call.req))
-        log.info("Guest Board login from %s", call.client)
         return resp
 
     def logout(self, call: Call) -> Response:

@@ -18,6 +18,7 @@ import threading
 import time
 
 from ...component import Component
+from ...events import DnsAnswer, DnsQuery
 from ...flows import ETH_IP, ETH_IPV6, LOCAL, PROTO_TCP, PROTO_UDP, Datapath, FlowDelete, FlowMod, Output
 from ...leases import Lease
 from ...macaddr import normalize
@@ -145,7 +146,7 @@ class DnsComponent(Component):
         if push:
             self._push(lines, wait)
 
-    def _on_ipv6_plan(self, topic: str, ev: dict) -> None:
+    def _on_ipv6_plan(self, topic: str, ev) -> None:
         """Renumbered: dnsd forgets the old /64s and learns the new ones."""
         old_keys = [k for k in self.device_lines if ":" in k]
         with self._lock:
@@ -162,23 +163,23 @@ class DnsComponent(Component):
         if self.net is not None:
             self.net.captive(ip, on)
 
-    def _on_device(self, topic: str, ev: dict) -> None:
-        mac = ev["mac"]
-        if self.states.get(mac) == ev["state"] and ev.get("reason") != "seen":
+    def _on_device(self, topic: str, ev) -> None:
+        mac = ev.mac
+        if self.states.get(mac) == ev.state and ev.reason != "seen":
             return
-        if ev["state"] is None:          # forgotten: DHCP has already ended its lease
+        if ev.state is None:          # forgotten: DHCP has already ended its lease
             self.states.pop(mac, None)
             return
-        self.states[mac] = ev["state"]
+        self.states[mac] = ev.state
         self._sync_device(mac)
         with self._lock:
             self.ctx.send(self._sync_dot())
 
-    def _on_lease(self, topic: str, ev: dict) -> None:
+    def _on_lease(self, topic: str, ev) -> None:
         # Runs inside the DHCP packet-in: tell dnsd about the device without waiting for
         # its confirmation (the device's first query comes after its ACK anyway).
-        self.states.setdefault(ev["mac"], ev.get("state") or "pending")
-        self._sync_device(ev["mac"], wait=False)
+        self.states.setdefault(ev.mac, ev.state or "pending")
+        self._sync_device(ev.mac, wait=False)
 
     def _snapshot(self) -> list[str]:
         """Everything dnsd needs, for a fresh connection (after `reset`)."""
@@ -226,9 +227,9 @@ class DnsComponent(Component):
                 _, mac, qtype, verdict, latency, name = parts[:6]
                 count = int(parts[6]) if len(parts) == 7 and parts[6].isdigit() else 1
                 self.ctx.count("dns.queries", count)
-                publish("dns_query", mac=None if mac == "-" else mac, name=name,
-                        qtype=int(qtype) if qtype.isdigit() else 0, verdict=verdict,
-                        latency_us=int(latency) if latency.isdigit() else 0, count=count)
+                publish(DnsQuery(mac=None if mac == "-" else mac, name=name,
+                                 qtype=int(qtype) if qtype.isdigit() else 0, verdict=verdict,
+                                 latency_us=int(latency) if latency.isdigit() else 0, count=count))
             elif parts[0] == "a" and len(parts) in (5, 6):
                 self.ctx.count("dns.answers")
                 _, mac, ttl, name, addrs = parts[:5]
@@ -236,7 +237,7 @@ class DnsComponent(Component):
                 addresses = [a for a in addrs.split(",") if a]
                 cnames = tuple(c for c in chain.split(",") if c and c != "-")
                 learned.append((name, addresses, int(ttl) if ttl.isdigit() else 0, cnames))
-                publish("dns_answer", mac=mac, name=name, addresses=addresses)
+                publish(DnsAnswer(mac=mac, name=name, addresses=addresses))
         if learned:
             self._learn(learned)
 
@@ -298,9 +299,9 @@ class DnsComponent(Component):
             self._policy_changed(owner, [f"rule {o} {n} {a}" if a else f"unrule {o} {n}"
                                          for o, n, a in changed if o == owner])
 
-    def _on_strict(self, topic: str, ev: dict) -> None:
+    def _on_strict(self, topic: str, ev) -> None:
         """A dns-strict window opened or closed: those devices' mode (dnsd's device line)."""
-        for mac in sorted(self.policy.set_strict(ev.get("macs", ()))):
+        for mac in sorted(self.policy.set_strict(ev.macs)):
             self._sync_device(mac, wait=False)
             self._policy_changed(mac, [])
 
