@@ -270,6 +270,21 @@ CREATE TABLE IF NOT EXISTS open_ports_allowed (
     since REAL NOT NULL
 );
 """),
+    Step(15, "remote access over WireGuard: the devices away from home and the router's own key", sql="""
+CREATE TABLE IF NOT EXISTS remote_peers (
+    mac TEXT PRIMARY KEY,               -- the device it is (a locally administered MAC the router made)
+    idx INTEGER NOT NULL UNIQUE,        -- its place in the away namespace (interface rmt<idx>)
+    name TEXT NOT NULL,
+    private_key TEXT NOT NULL,          -- the client's, so its configuration can be shown again
+    public_key TEXT NOT NULL,
+    preshared_key TEXT NOT NULL,
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS remote_router (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    private_key TEXT NOT NULL           -- the router's WireGuard key (its public one is in every client's file)
+);
+"""),
 )
 LATEST = STEPS[-1].number
 assert [s.number for s in STEPS] == list(range(1, LATEST + 1))

@@ -129,6 +129,14 @@ def _kill_pid(pid: int, timeout: float = 5.0, sig: int = signal.SIGTERM) -> None
         pass
 
 
+def _runs(pid: int, names: tuple[str, ...]) -> bool:
+    """Is `pid` still one of these programs (not a number reused by something else)?"""
+    try:
+        return os.path.basename(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()) in names
+    except (OSError, IndexError, UnicodeDecodeError):
+        return False
+
+
 def _is_zombie(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
@@ -838,6 +846,9 @@ class Home:
             "hwdb": {"enabled": self.hwdb_enabled, "host": "127.0.0.1", "port": HWDB_PORT},
             # miniupnpd's files of this home (the image's are in /run/homework/upnp)
             "reach": {"upnp_run_dir": str(self.dir / "upnp")},
+            # remote access: this home's own WireGuard interface (wireguard-go's control socket is
+            # named after it, in one directory for the whole machine) and pid files
+            "remote": {"interface": f"{self.run_id}wg", "run_dir": str(self.dir / "remote")},
         }
         if self.ipv6_pd:
             doc["ipv6"] = {"enabled": True, "prefix": "", "prefix_file": str(self.pd_prefix_file)}
@@ -1017,6 +1028,11 @@ class Home:
         attempt(self.stop_controller, 3)
         for p in self._procs:
             attempt(_kill_pid, p.pid, 3)
+        # what the controller's remote access started, should it have died without stopping them
+        for pidfile in sorted((self.dir / "remote").glob("*.pid")):
+            pid = _read_pid(pidfile)
+            if pid and _runs(pid, ("sleep", "udhcpc", "wireguard-go")):
+                attempt(_kill_pid, pid, 3)
         run = self.ovs_dir / "run"
         for daemon in ("ovs-vswitchd", "ovsdb-server"):
             pid = _read_pid(run / f"{daemon}.pid")
