@@ -171,7 +171,11 @@ table inet $NFT_TABLE {
     iifname "$WAN_IF" meta nfproto ipv6 udp dport 546 accept
     iifname "$WAN_IF" meta nfproto ipv4 udp dport 68 accept
     iifname "$WAN_IF" jump remote_input
-    iifname "$WAN_IF" drop
+    # Refused, not dropped: a scan from the internet then tells closed from open (what is
+    # open is exactly what the household opened, docs/reaching-in.md); the kernel rate-limits
+    # the ICMP errors.
+    iifname "$WAN_IF" meta l4proto tcp reject with tcp reset
+    iifname "$WAN_IF" reject
   }
   # A satellite's management link (the router's port hwsat<i>m, fe80::1) is for
   # pairing (443), OpenFlow over TLS and its agent (the defaults of [satellites] tls_port

@@ -128,9 +128,9 @@ def setup(bridge: str, wan: str, upnp: Upnp | None) -> str:
             f'iifname "{bridge}" meta nfproto ipv6 udp dport {ports} ip6 saddr != @upnp6 reject',
             f'iifname "{bridge}" meta nfproto ipv6 tcp dport {upnp.http_port} ip6 saddr != @upnp6 '
             "reject with tcp reset",
-            # nothing but the LAN asks miniupnpd (the WAN filter drops it anyway)
-            f'iifname != "{bridge}" iifname != "lo" udp dport {ports} drop',
-            f'iifname != "{bridge}" iifname != "lo" tcp dport {upnp.http_port} drop',
+            # nothing but the LAN asks miniupnpd (refused, as the WAN filter refuses the rest)
+            f'iifname != "{bridge}" iifname != "lo" udp dport {ports} reject',
+            f'iifname != "{bridge}" iifname != "lo" tcp dport {upnp.http_port} reject with tcp reset',
         ]
     else:
         pre.append(f'iifname "{wan}" jump {UPNP_NAT_CHAIN}')
