@@ -71,6 +71,7 @@ HW.panel = (function ($) {
     fillPause(d);
     fillPriority(d);
     if (HW.reach) HW.reach.fill(d);      // open from the internet (reach.js)
+    if (HW.remote) HW.remote.fill(d);    // away from home: where it connects from (remote.js)
   }
 
   /* Priority: the device's class, in household words, set with

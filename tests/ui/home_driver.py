@@ -24,6 +24,7 @@ sends one JSON request per line on stdin and reads one JSON answer per line on s
     {"op": "serve", "dev": "dev1", "port": 8080}         (a server in the device that answers its name)
     {"op": "internet_hello", "port": 9000, "address"?: ..}  -> {"answer": the name of who answered, or ""}
     {"op": "natpmp", "dev": "dev1", "public": 9300, "private": 8080}  -> {"output": natpmpc's}
+    {"op": "remote_connect", "mac": ..}   (a WireGuard client in the emulated internet, from its file)
     {"op": "quit"}
 
 Config overrides for the home (TOML sections as JSON) may come in $HOMEWORK_UI_CONFIG.
@@ -171,6 +172,19 @@ class Driver:
                                 check=False, timeout=30)
         return {"output": out.stdout + out.stderr}
 
+    def op_remote_connect(self, req):
+        from homelab import LAN6_SITE
+        from homelab.wgclient import WgClient
+        view = self.home.control("remote-config", mac=req["mac"])
+        self.wg_client = WgClient(self.home.internet_ns, f"{self.home.run_id}wc", self.home.dir / "wgclient")
+        self.wg_client.up(view["config"], ["10.2.0.0/16", LAN6_SITE])
+        deadline = time.monotonic() + 20
+        while self.wg_client.handshake() == 0:
+            if time.monotonic() > deadline:
+                raise TimeoutError("no WireGuard handshake in 20 s")
+            time.sleep(0.2)
+        return {"address": self.wg_client.address4}
+
     def op_wait_fetch(self, req):
         """Poll until a fetch from the device succeeds (expect true) or fails (false)."""
         expect = req.get("expect", True)
@@ -311,6 +325,8 @@ class Driver:
         return {"log": self.home.controller_log()[-6000:]}
 
     def close(self):
+        if getattr(self, "wg_client", None) is not None:
+            self.wg_client.close()
         self.home.close()
 
 

@@ -199,6 +199,7 @@ class Remote(Component):
         lease = self._lease_of(peer.mac)
         device = self.ctx.state.get_device(peer.mac)
         return {**peer.as_dict(), "state": device.state if device else "forgotten",
+                "file_name": clientconf.file_name(peer.name),
                 "address": lease.ip if lease else "", "ipv6_prefix": self._prefix6(lease) or "",
                 **self._connection(peer)}
 
@@ -277,8 +278,7 @@ class Remote(Component):
             dns=[lease.router] + ([host_address(prefix, 1)] if prefix else []),
             router_public_key=public_of(self.store.router_key), preshared_key=peer.preshared_key,
             endpoint=clientconf.endpoint_text(host, self.port))
-        return {**self._view(peer), "config": text, "file_name": clientconf.file_name(peer.name),
-                "qr_svg": clientconf.qr_svg(text)}
+        return {**self._view(peer), "config": text, "qr_svg": clientconf.qr_svg(text)}
 
     def status(self) -> dict:
         return {"backend": self.tunnel.kind, "listen_port": self.port, "endpoint": self._endpoint_host(),
