@@ -369,3 +369,18 @@ def test_the_household_closes_one_mapping(upnp_home, tools):
     # a forward on a port a mapping holds is refused, naming the device
     with pytest.raises(CommandError, match="open by UPnP for 02:00:00:00:00:0a"):
         upnp_home.commands.call("forward-add", mac=A, ports="9200", protocol="both")
+
+
+def test_a_backup_carries_the_forwards_and_the_tick_and_refuses_bad_ones():
+    from homework.components.backup.fileformat import BackupError
+    from homework.components.backup.validate import validate
+    good = {"port_forwards": [{"mac": A, "protocol": "both", "first": 27015, "last": 27030, "to_port": 27015,
+                               "description": "game", "created": 1.0}],
+            "open_ports_allowed": [{"mac": A, "since": 1.0}]}
+    validate(good, {})
+    for bad, says in (({"protocol": "icmp"}, "tcp, udp or both"), ({"to_port": 9000}, "same ports"),
+                      ({"last": 27000}, "ends before it starts"), ({"mac": "zz"}, "MAC"),
+                      ({"first": 0}, "first")):
+        row = {**good["port_forwards"][0], **bad}
+        with pytest.raises(BackupError, match=says):
+            validate({"port_forwards": [row]}, {})

@@ -192,3 +192,18 @@ def test_its_configuration_names_a_set_endpoint(tmp_path, clock, monkeypatch):
     view = core.commands.call("remote-add", name="laptop")
     assert "Endpoint = home.example.net:443" in view["config"]
     assert "Address = 10.2.0.2/32\n" in view["config"]          # no IPv6 on this router: IPv4 only
+
+
+def test_a_backup_carries_the_keys_encrypted_and_refuses_bad_ones():
+    from homework.components.backup.contents import SECRETS
+    from homework.components.backup.fileformat import BackupError
+    from homework.components.backup.validate import validate
+    assert "remote_peers" in SECRETS and "remote_router" in SECRETS      # encrypted in the file
+    k = keys.new_private()
+    peer = {"mac": "02:68:77:72:00:01", "idx": 1, "name": "phone", "private_key": k,
+            "public_key": keys.public_of(k), "preshared_key": keys.new_preshared(), "created": 1.0}
+    validate({}, {"remote_peers": [peer], "remote_router": [{"id": 1, "private_key": keys.new_private()}]})
+    for bad, says in (({"private_key": "nope"}, "not a WireGuard key"), ({"name": ""}, "name"),
+                      ({"idx": 0}, "idx")):
+        with pytest.raises(BackupError, match=says):
+            validate({}, {"remote_peers": [{**peer, **bad}]})

@@ -22,6 +22,8 @@ SETTINGS: dict[str, tuple[str, ...]] = {
     "settings": ("key", "value"),                          # the board's time zone (migration 9)
     "qos_devices": ("mac", "class", "window"),             # priorities (migration 10)
     "qos_apps": ("id", "name", "class", "ports", "domains", "window"),   # id: the ct mark
+    "port_forwards": ("mac", "protocol", "first", "last", "to_port", "description", "created"),
+    "open_ports_allowed": ("mac", "since"),                 # "may open ports" (UPnP, NAT-PMP, PCP)
 }
 SECRETS: dict[str, tuple[str, ...]] = {
     "api_admin": ("id", "password_hash", "changed"),
@@ -30,6 +32,10 @@ SECRETS: dict[str, tuple[str, ...]] = {
     # not a state.db table: the Wi-Fi network's name and passphrase from wifi.env (wifi.py),
     # added by the component and restored through the set-wifi command
     "wifi": ("ssid", "passphrase"),
+    # remote access: the router's WireGuard key and each remote device's, so the devices'
+    # configurations keep working on a restored router
+    "remote_peers": ("mac", "idx", "name", "private_key", "public_key", "preshared_key", "created"),
+    "remote_router": ("id", "private_key"),
 }
 # Emptied with a restore though not restored: sessions were signed in under the old password.
 CLEARED = ("api_sessions",)
@@ -63,6 +69,7 @@ NOT_BACKED_UP: dict[str, str] = {
     "usage_limits.reached": "this period's state, not a setting",
     "usage_limits.lifted": "this period's state, not a setting",
     "api_admin.chosen": "a restored password hash counts as the household's own (the column's default)",
+    "port_forwards.id": "row ids are given anew",
 }
 
 

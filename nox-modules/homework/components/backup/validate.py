@@ -216,10 +216,53 @@ def _option(r):
     _text(r["value"], "value")
 
 
+def _forward(r):
+    from ..reach.forwards import parse_forward
+    _mac(r["mac"])
+    for key in ("first", "last", "to_port"):
+        _number(r[key], key, 1, 65535, whole=True)
+    ports = str(r["first"]) if r["first"] == r["last"] else f"{r['first']}-{r['last']}"
+    protocol, first, last, to, description = parse_forward(ports, r["protocol"], r["to_port"], r.get("description"))
+    if description != r.get("description", ""):
+        raise ValueError("description: surrounding spaces")
+    _number(r.get("created", 0), "created")
+
+
+def _may_open(r):
+    _mac(r["mac"])
+    _number(r.get("since", 0), "since")
+
+
+def _remote_peer(r):
+    from ...commands import CommandError
+    from ..remote.keys import is_key
+    from ..remote.component import MAX_REMOTE, parse_name
+    _mac(r["mac"])
+    _number(r["idx"], "idx", 1, MAX_REMOTE * 4, whole=True)
+    try:
+        if parse_name(r["name"]) != r["name"]:
+            raise ValueError("name: surrounding spaces")
+    except CommandError as exc:
+        raise ValueError(f"name: {exc}") from None
+    for key in ("private_key", "public_key", "preshared_key"):
+        if not is_key(r[key]):
+            raise ValueError(f"{key}: not a WireGuard key")
+    _number(r.get("created", 0), "created")
+
+
+def _remote_router(r):
+    from ..remote.keys import is_key
+    _number(r.get("id", 1), "id", 1, 1, whole=True)
+    if not is_key(r["private_key"]):
+        raise ValueError("private_key: not a WireGuard key")
+
+
 CHECKS = {
     "devices": _device, "dns_rules": _dns_rule, "dns_modes": lambda r: (_mac(r["mac"]), _choice(
         r["mode"], "mode", ("denylist", "allowlist"))),
     "dns_options": _option, "schedules": _schedule, "pauses": _pause, "blocklists": _blocklist,
     "usage_limits": _limit, "usage_cap": _cap, "settings": _option, "qos_devices": _qos_device,
     "qos_apps": _qos_app, "api_admin": _admin, "api_tokens": _token, "webhooks": _webhook, "wifi": _wifi,
+    "port_forwards": _forward, "open_ports_allowed": _may_open, "remote_peers": _remote_peer,
+    "remote_router": _remote_router,
 }

@@ -95,10 +95,10 @@ class Reach(Component):
             upnp.remove_listen_interface()
         self.nft(plan.remove())
 
-    def _on_change(self, topic: str, ev: dict) -> None:
-        if topic == "device" and ev.get("state") is None and ev.get("reason") == "forgotten":
-            self._forgotten(ev.get("mac", ""))
-        mac = ev.get("mac")
+    def _on_change(self, topic: str, ev) -> None:
+        mac = getattr(ev, "mac", "")        # an ipv6_plan event names no device
+        if topic == "device" and ev.state is None and ev.reason == "forgotten":
+            self._forgotten(mac)
         if topic in ("lease", "alert", "schedule") and mac and not self._concerns(mac):
             return          # a device with nothing open (a DHCP flood brings thousands)
         self.check()

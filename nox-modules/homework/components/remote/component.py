@@ -144,8 +144,8 @@ class Remote(Component):
         if why:
             log.error("remote device %s: %s", peer.name, why)
 
-    def _on_lease(self, topic: str, ev: dict) -> None:
-        lease = ev.get("lease")
+    def _on_lease(self, topic: str, ev) -> None:
+        lease = ev.lease
         peer = self.store.peers.get(lease.mac) if lease is not None else None
         if peer is None or not self.ready.is_set() or self.error:
             return
@@ -161,9 +161,9 @@ class Remote(Component):
         for peer in list(self.store.peers.values()):
             threading.Thread(target=self._route_locked, args=(peer,), daemon=True).start()
 
-    def _on_device(self, topic: str, ev: dict) -> None:
-        if ev.get("reason") == "forgotten" and ev.get("mac") in self.store.peers:
-            threading.Thread(target=self._remove, args=(ev["mac"],), daemon=True).start()
+    def _on_device(self, topic: str, ev) -> None:
+        if ev.reason == "forgotten" and ev.mac in self.store.peers:
+            threading.Thread(target=self._remove, args=(ev.mac,), daemon=True).start()
 
     def _remove(self, mac: str) -> None:
         with self._lock:
