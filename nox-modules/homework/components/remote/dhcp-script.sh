@@ -3,6 +3,7 @@
 # only the address, so its renewals go out from it and their answers come back to it.
 # No default route and no resolv.conf: the namespace routes the tunnel's packets by policy,
 # and the device's DNS server is in its WireGuard configuration.
+# shellcheck disable=SC2154  # udhcpc sets interface, ip and mask
 case "$1" in
   deconfig) ip -4 addr flush dev "$interface" ;;
   bound) ip -4 addr flush dev "$interface"; ip -4 addr add "$ip/${mask:-30}" dev "$interface" ;;
