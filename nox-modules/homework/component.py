@@ -10,6 +10,7 @@ import logging
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from .flows import AggregateStats, Datapath, Decision, FlowRemoved, FlowStats, PacketIn
+from .callers import Callers
 from .counters import Counters
 from .leases import LeaseReader, NoLeases
 from .packets import Frame
@@ -66,6 +67,9 @@ class Context:
         # Multicast groups the router's own stack serves on the LAN (reach: SSDP for UPnP);
         # routing sends permitted devices' packets to them to the router as well as to members.
         self.router_groups: set[str] = set()
+        # Which device (or satellite, or the router) an address belongs to: the one answer
+        # every per-device rule uses, over IPv4 and IPv6 alike (callers.py).
+        self.callers = Callers(self)
 
     def component(self, name: str) -> "Component | None":
         return self.components.get(name)

@@ -253,7 +253,25 @@ ALTER TABLE satellites ADD COLUMN cable INTEGER NOT NULL DEFAULT 0;      -- its 
              "keeps the set-up offer open)", sql="""
 ALTER TABLE api_admin ADD COLUMN chosen INTEGER NOT NULL DEFAULT 1;  -- 0: the router's initial password
 """),
-    Step(14, "reaching in: port forwards of a device, and the devices that may open ports themselves "
+    Step(14, "who asked to pair a satellite (homework/callers.py's key: its device, its own cable, an "
+             "address), so nobody else can replace a waiting request", sql="""
+ALTER TABLE satellites ADD COLUMN requester TEXT NOT NULL DEFAULT '';   -- '': root on the router, or before step 14
+"""),
+    Step(15, "webhook deliveries waiting for their next attempt survive a restart; webhooks and blocklist "
+             "subscriptions may be allowed local addresses (netguard.py)", sql="""
+CREATE TABLE IF NOT EXISTS webhook_queue (
+    id INTEGER PRIMARY KEY,
+    webhook TEXT NOT NULL,
+    notification INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    body BLOB NOT NULL,                 -- the signed JSON, exactly as first sent
+    attempt INTEGER NOT NULL,           -- the next attempt's number (1: not tried yet)
+    due REAL NOT NULL                   -- epoch seconds
+);
+ALTER TABLE webhooks ADD COLUMN allow_local INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE blocklists ADD COLUMN allow_local INTEGER NOT NULL DEFAULT 0;
+"""),
+    Step(16, "reaching in: port forwards of a device, and the devices that may open ports themselves "
              "(UPnP IGD, NAT-PMP, PCP)", sql="""
 CREATE TABLE IF NOT EXISTS port_forwards (
     id INTEGER PRIMARY KEY AUTOINCREMENT,   -- never reused: a stale id removes nothing
@@ -270,7 +288,7 @@ CREATE TABLE IF NOT EXISTS open_ports_allowed (
     since REAL NOT NULL
 );
 """),
-    Step(15, "remote access over WireGuard: the devices away from home and the router's own key", sql="""
+    Step(17, "remote access over WireGuard: the devices away from home and the router's own key", sql="""
 CREATE TABLE IF NOT EXISTS remote_peers (
     mac TEXT PRIMARY KEY,               -- the device it is (a locally administered MAC the router made)
     idx INTEGER NOT NULL UNIQUE,        -- its place in the away namespace (interface rmt<idx>)

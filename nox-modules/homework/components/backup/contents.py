@@ -16,7 +16,7 @@ SETTINGS: dict[str, tuple[str, ...]] = {
     "dns_options": ("key", "value"),
     "schedules": ("target", "days", "start_min", "end_min", "action", "created"),
     "pauses": ("mac", "kind", "since", "until"),
-    "blocklists": ("url", "owner", "enabled", "added"),    # the names are fetched again
+    "blocklists": ("url", "owner", "enabled", "added", "allow_local"),    # the names are fetched again
     "usage_limits": ("target", "period", "allowance", "action", "rate"),
     "usage_cap": ("id", "cap", "billing_day"),
     "settings": ("key", "value"),                          # the board's time zone (migration 9)
@@ -28,7 +28,7 @@ SETTINGS: dict[str, tuple[str, ...]] = {
 SECRETS: dict[str, tuple[str, ...]] = {
     "api_admin": ("id", "password_hash", "changed"),
     "api_tokens": ("id", "name", "role", "token_hash", "created", "last_used", "revoked"),
-    "webhooks": ("id", "url", "secret", "created"),
+    "webhooks": ("id", "url", "secret", "created", "allow_local"),
     # not a state.db table: the Wi-Fi network's name and passphrase from wifi.env (wifi.py),
     # added by the component and restored through the set-wifi command
     "wifi": ("ssid", "passphrase"),
@@ -51,6 +51,7 @@ NOT_BACKED_UP: dict[str, str] = {
     "usage_hours": "usage history is measurement, not a setting (and large)",
     "notifications": "a log of what happened on this router",
     "webhook_deliveries": "a log of deliveries",
+    "webhook_queue": "deliveries waiting for a retry: a restore replaces the webhooks they were for",
     "api_sessions": "sessions end with a restore (CLEARED)",
     "satellites": "pairings are bound to this router's household CA (pki/), which a backup does not "
                   "carry: satellites pair again with the restored router",

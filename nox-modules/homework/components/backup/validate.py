@@ -136,6 +136,7 @@ def _blocklist(r):
     _text(r.get("owner", "*"), "owner", empty=False)
     _number(r.get("enabled", 1), "enabled", 0, 1, whole=True)
     _number(r.get("added", 0), "added")
+    _number(r.get("allow_local", 0), "allow_local", 0, 1, whole=True)
 
 
 def _limit(r):
@@ -209,6 +210,7 @@ def _webhook(r):
     _url(r["url"], "url")
     _text(r["secret"], "secret")
     _number(r.get("created", 0), "created")
+    _number(r.get("allow_local", 0), "allow_local", 0, 1, whole=True)
 
 
 def _option(r):

@@ -4,7 +4,7 @@ plan (plan.py) looks the device's current /30 and /64 up each time it is built.
 
 One validator (`parse_forward`) for every way in: the CLI and the API through the
 `forward-add` command, and a restored backup's rows (backup/validate.py calls it too).
-Stored in state.db, table `port_forwards` (migration 13), mirrored in memory.
+Stored in state.db, table `port_forwards` (migration 16), mirrored in memory.
 """
 from __future__ import annotations
 

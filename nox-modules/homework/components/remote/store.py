@@ -1,5 +1,5 @@
 """The remote devices and the router's own WireGuard key in state.db (tables `remote_peers`
-and `remote_router`, migration 15), mirrored in memory. Written at once."""
+and `remote_router`, migration 17), mirrored in memory. Written at once."""
 from __future__ import annotations
 
 from dataclasses import dataclass
