@@ -6,7 +6,9 @@ one. `PRAGMA user_version` says which of STEPS a database has had; `migrate` app
 the missing ones in order, each in its own transaction with the version bump, and
 refuses a database from a newer release with a clear message.
 
-Every table of every component is created here, so the schema has one history.
+Every table of every component is created here, so the schema has one history; the
+component that owns a table says so in its manifest (manifest.py), with the steps that
+make or change it and what a backup does with it.
 """
 from __future__ import annotations
 
