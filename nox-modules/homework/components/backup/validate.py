@@ -1,10 +1,19 @@
 """Every row of a backup is checked before anything is written, with the validators the
-commands use (MACs, domain names, schedule windows): a bad row refuses the whole file."""
+commands use (MACs, domain names, schedule windows, the link's rates, URLs, the admin
+password hash's cost): a bad row refuses the whole file. A value the API or the CLI would
+refuse is refused here too, so no restored value can make a component fail later (a
+`qos.down_kbit` of "²" once made the shaper fail every second)."""
 from __future__ import annotations
 
+from ... import system
+from ...commands import CommandError
 from ...macaddr import BadMac, normalize
+from ...passwords import BadHash, check_hash
 from ...state import DEVICE_STATES
+from ..blocklists.fetch import FetchError, check_url as check_list_url
 from ..dns.names import normalize_domain
+from ..notify.webhooks import BadWebhook, check_url as check_webhook_url
+from ..qos.store import link_value
 from ..schedules.store import ACTIONS as SCHEDULE_ACTIONS
 from ..schedules.windows import WindowError, parse_spec
 from ..usage.limits import ACTIONS as LIMIT_ACTIONS
@@ -81,12 +90,6 @@ def _choice(value, what: str, allowed) -> None:
         raise ValueError(f"{what} must be one of {', '.join(allowed)}, got {value!r}")
 
 
-def _url(value, what: str) -> None:
-    _text(value, what, empty=False)
-    if not value.startswith(("http://", "https://")):
-        raise ValueError(f"{what} must be an http(s) URL")
-
-
 def _device(r):
     _mac(r["mac"])
     _choice(r["state"], "state", DEVICE_STATES)
@@ -132,7 +135,10 @@ def _pause(r):
 
 
 def _blocklist(r):
-    _url(r["url"], "url")
+    try:
+        check_list_url(r["url"])
+    except FetchError as exc:
+        raise ValueError(str(exc)) from None
     _text(r.get("owner", "*"), "owner", empty=False)
     _number(r.get("enabled", 1), "enabled", 0, 1, whole=True)
     _number(r.get("added", 0), "added")
@@ -192,7 +198,10 @@ def _wifi(r):
 
 def _admin(r):
     _number(r.get("id", 1), "id", 1, 1, whole=True)
-    _text(r["password_hash"], "password_hash", empty=False)
+    try:
+        check_hash(r["password_hash"])      # bounded scrypt cost: one wrong login must stay cheap
+    except BadHash as exc:
+        raise ValueError(f"password_hash: {exc}") from None
     _number(r.get("changed", 0), "changed")
 
 
@@ -207,21 +216,42 @@ def _token(r):
 
 def _webhook(r):
     _text(r["id"], "id", empty=False)
-    _url(r["url"], "url")
+    try:
+        check_webhook_url(r["url"])
+    except BadWebhook as exc:
+        raise ValueError(str(exc)) from None
     _text(r["secret"], "secret")
     _number(r.get("created", 0), "created")
     _number(r.get("allow_local", 0), "allow_local", 0, 1, whole=True)
 
 
-def _option(r):
+def _setting(r):
+    """A `settings` row: each key with the validator of the command that sets it."""
     _text(r["key"], "key", empty=False)
     _text(r["value"], "value")
+    key = r["key"]
+    try:
+        if key == system.TIMEZONE_KEY:
+            system.check_zone(r["value"])
+        elif key.startswith("qos."):
+            link_value(key[4:], r["value"])
+        else:
+            raise ValueError(f"unknown setting {key!r}")
+    except CommandError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _dns_option(r):
+    _text(r["key"], "key", empty=False)
+    if r["key"] != "safe_search":
+        raise ValueError(f"unknown DNS option {r['key']!r}")
+    _choice(r["value"], "safe_search", ("on", "off"))
 
 
 CHECKS = {
     "devices": _device, "dns_rules": _dns_rule, "dns_modes": lambda r: (_mac(r["mac"]), _choice(
         r["mode"], "mode", ("denylist", "allowlist"))),
-    "dns_options": _option, "schedules": _schedule, "pauses": _pause, "blocklists": _blocklist,
-    "usage_limits": _limit, "usage_cap": _cap, "settings": _option, "qos_devices": _qos_device,
+    "dns_options": _dns_option, "schedules": _schedule, "pauses": _pause, "blocklists": _blocklist,
+    "usage_limits": _limit, "usage_cap": _cap, "settings": _setting, "qos_devices": _qos_device,
     "qos_apps": _qos_app, "api_admin": _admin, "api_tokens": _token, "webhooks": _webhook, "wifi": _wifi,
 }

@@ -20,6 +20,7 @@ from ...commands import CommandError
 from ...component import Component
 from ...macaddr import BadMac, normalize
 from ...worker import offload
+from ...values import row_id
 from .fetch import FetchError, check_url, fetch
 from .parse import ListError, parse
 from .store import SortedNames, Store, write_names
@@ -189,10 +190,7 @@ class BlocklistsComponent(Component):
 
     # -- views -----------------------------------------------------------------------------
     def _row(self, list_id) -> dict:
-        try:
-            number = int(list_id)
-        except (TypeError, ValueError):
-            raise ValueError(f"a blocklist id is a number, not {list_id!r}") from None
+        number = row_id(list_id, "blocklist")
         row = self.store.get(number)
         if row is None:
             raise CommandError(f"no blocklist with id {number}", 404)
