@@ -384,3 +384,20 @@ def test_a_backup_carries_the_forwards_and_the_tick_and_refuses_bad_ones():
         row = {**good["port_forwards"][0], **bad}
         with pytest.raises(BackupError, match=says):
             validate({"port_forwards": [row]}, {})
+
+
+def test_a_blocking_usage_limit_closes_the_forward(tmp_path, clock, tools):
+    core = new_home(tmp_path, clock, components=("dhcp", "routing", "usage", "reach"))
+    join(core, A, 1)
+    core.commands.call("permit", mac=A)
+    core.commands.call("forward-add", mac=A, ports="9000")
+    reach(core)
+    assert "tcp dport 9000" in tools.last_fill()
+    core.commands.call("usage-limit", mac=A, allowance="1M", period="day", action="block")
+    core.bus.publish("bandwidth", mac=A, ip="", bytes=2_000_000, up=0, down=2_000_000)
+    reach(core)
+    assert "9000" not in tools.last_fill()
+    assert core.commands.call("forwards")[0]["why_closed"] == "it is over its usage limit"
+    core.commands.call("usage-lift", mac=A)
+    reach(core)
+    assert "tcp dport 9000 dnat ip to 10.2.0.2:9000" in tools.last_fill()
