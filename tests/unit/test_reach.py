@@ -401,3 +401,17 @@ def test_a_blocking_usage_limit_closes_the_forward(tmp_path, clock, tools):
     core.commands.call("usage-lift", mac=A)
     reach(core)
     assert "tcp dport 9000 dnat ip to 10.2.0.2:9000" in tools.last_fill()
+
+
+def test_ssdp_reaches_the_routers_stack_and_its_solicitations_reach_permitted_devices(tmp_path, clock, tools):
+    from homework.flows import LOCAL
+    from routingkit import ip_pkt
+    core = new_home(tmp_path, clock, upnp_on=True)
+    for mac, port in ((A, 1), (B, 2)):
+        join(core, mac, port)
+    core.commands.call("permit", mac=A)
+    ssdp = ip_pkt(1, A, "10.2.0.2", "239.255.255.250", proto=17, dport=1900, eth_dst="01:00:5e:7f:ff:fa")
+    assert LOCAL in core.switch.outputs(ssdp)                  # M-SEARCH to miniupnpd (the gate decides)
+    ns = {"in_port": LOCAL, "eth_src": "02:00:00:00:00:01", "eth_dst": "33:33:ff:01:00:0a", "eth_type": 0x86DD,
+          "ipv6_src": "fe80::1", "ipv6_dst": "ff02::1:ff01:a", "ip_proto": 58, "icmpv6_type": 135, "nw_ttl": 255}
+    assert core.switch.outputs(ns) == [1]                     # the permitted device only, not the pending one
