@@ -42,7 +42,9 @@
     var $button = $(this).find("button").prop("disabled", true);
     say("error", "");
     say("status", "Fetching " + url + " …");
-    HW.api.request("addBlocklist", null, owner ? { url: url, owner: owner } : { url: url }).done(function (b) {
+    var body = owner ? { url: url, owner: owner } : { url: url };
+    if (this.elements.allow_local && this.elements.allow_local.checked) body.allow_local = true;
+    HW.api.request("addBlocklist", null, body).done(function (b) {
       $("#blocklist-add")[0].reset();
       say("status", "Added: " + b.rules + " names.");
       load();

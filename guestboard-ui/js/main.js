@@ -20,6 +20,7 @@ jQuery(function ($) {
 
   function start() {
     if (HW.usageBanner) HW.usageBanner.refresh();
+    if (HW.remote) HW.remote.init();       // the "Away from home" button (remote.js)
     if (es) es.close();
     if (pollSeconds > 0) {
       var poll = function () {

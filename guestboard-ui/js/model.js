@@ -23,7 +23,8 @@ HW.model = (function () {
     DeviceFacts: {
       flow_limited: true, attached: "Attached", ipv6_prefix: true, usage_blocked: true, usage_slowed: true,
       dns_name: true, paused: true, paused_by: true, paused_until: true, in_schedule: true, priority: true,
-      wired: true, radio: true, band: true, leave_after: true
+      wired: true, radio: true, band: true, leave_after: true, may_open_ports: true, open_ports: "OpenPorts",
+      away: "Away"
     },
     Device: { _extends: "DeviceFacts", mac: true, state: true, name: true, owner: true, type: true,
               hostname: true, first_seen: true, last_seen: true, lease: "Lease" },
@@ -89,6 +90,18 @@ HW.model = (function () {
     UpdateStatus: { state: true, percent: true, phase: true, version: true, error: true, enabled: true,
                     running: "Running", other: "OtherSlot" },
     UpdateStarted: { state: true, version: true, slot: true },
+
+    Forward: { id: true, protocol: true, ports: true, first: true, to_port: true, description: true, open: true,
+               why_closed: true },
+    Mapping: { key: true, family: true, protocol: true, port: true, to_port: true, description: true, expires: true },
+    OpenPorts: { forwards: ["Forward"], mappings: ["Mapping"] },
+    DevicePorts: { _extends: "OpenPorts", mac: true, device: true, may_open_ports: true },
+    MayOpen: { may_open_ports: true, open_ports: "OpenPorts" },
+    UpnpStatus: { running: true, note: true },
+    Away: { connected: true, endpoint: true, last_handshake: true },
+    RemoteDevice: { mac: true, name: true, file_name: true },
+    RemoteStatus: { devices: ["RemoteDevice"] },
+    RemoteConfig: { _extends: "RemoteDevice" },
 
     /* the live stream's events (GET /ws.v1/events, x-events in the document) */
     LabelFacts: { label: true, label_source: true, vendor: true, "private": true },

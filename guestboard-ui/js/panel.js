@@ -65,6 +65,8 @@ HW.panel = (function ($) {
     if (!(d.alerts || []).length) $alerts.append($("<li>").text("none"));
     fillPause(d);
     fillPriority(d);
+    if (HW.reach) HW.reach.fill(d);      // open from the internet (reach.js)
+    if (HW.remote) HW.remote.fill(d);    // away from home: where it connects from (remote.js)
   }
 
   /* A device asking to join (or kept out) gets the two buttons that decide, named after it
@@ -261,6 +263,7 @@ HW.panel = (function ($) {
     current = mac;
     disarmForget();
     $("#panel .error").text("");
+    if (HW.reach) HW.reach.add();
     var d = HW.board.get(mac);
     if (d) fill($.extend({ dns_rules: undefined }, d));
     var dlg = $("#panel")[0];

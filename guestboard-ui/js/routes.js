@@ -75,14 +75,29 @@ HW.routes = (function () {
     upload: { method: "POST", path: "system/update", answer: "UpdateStarted" },
     reboot: { method: "POST", path: "system/reboot", answer: null },
 
+    forwards: { method: "GET", path: "forwards", query: ["mac"], answer: ["Forward"] },
+    addForward: { method: "POST", path: "forwards", answer: "Forward" },
+    removeForward: { method: "POST", path: "forwards/{forward_id}/remove", answer: null },
+    openPorts: { method: "GET", path: "open-ports", query: ["mac"], answer: ["DevicePorts"] },
+    setMayOpenPorts: { method: "POST", path: "open-ports/{mac}", answer: "MayOpen" },
+    upnpStatus: { method: "GET", path: "upnp", answer: "UpnpStatus" },
+    closeMapping: { method: "POST", path: "upnp/close", answer: null },
+
+    remote: { method: "GET", path: "remote", answer: "RemoteStatus" },
+    addRemote: { method: "POST", path: "remote", answer: "RemoteConfig" },
+    remoteConfig: { method: "GET", path: "remote/{mac}/config", answer: null },
+    remoteQr: { method: "GET", path: "remote/{mac}/qr.svg", answer: null },
+
     events: { method: "GET", path: "events", answer: null }
   };
 
   var BASE = "/ws.v1/";
 
   /* The URL of route `name`: {parameters} from `params` (URL-encoded), and the route's
-     query parameters that `params` gives and are not empty. */
-  function url(name, params) {
+     query parameters that `params` gives and are not empty. `fresh` adds "_=<now>", as
+     jQuery's cache: false does, for an <img> that must not show a copy it loaded before
+     (the API reads no query parameter it does not declare). */
+  function url(name, params, fresh) {
     var route = ROUTES[name];
     if (!route) throw new Error("no such route in HW.routes: " + name);
     params = params || {};
@@ -93,6 +108,7 @@ HW.routes = (function () {
     var query = (route.query || []).filter(function (key) {
       return params[key] !== undefined && params[key] !== null && params[key] !== "";
     }).map(function (key) { return encodeURIComponent(key) + "=" + encodeURIComponent(params[key]); });
+    if (fresh) query.push("_=" + Date.now());
     return BASE + path + (query.length ? "?" + query.join("&") : "");
   }
 

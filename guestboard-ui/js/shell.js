@@ -19,6 +19,8 @@ HW.shell = (function ($) {
       title: "This month against the cap, per person and per day" },
     { page: "priorities", href: "priorities.html", id: "priorities-link", text: "Priorities",
       title: "Who and what goes first when the line is busy" },
+    { page: "openports", href: "openports.html", id: "open-ports-link", text: "Open ports",
+      title: "Every port open from the internet, per device" },
     { page: "querylog", href: "querylog.html", id: "querylog-link", text: "DNS queries",
       title: "Recent DNS queries per device; block or allow a name" },
     { page: "settings", href: "settings.html", id: "settings-link", text: "Settings",

@@ -193,7 +193,7 @@ test('one source of numbers: Today is the router\'s day count; an idle chart has
 test('one Settings entry, sections a household can find, and every page passes axe-core', { timeout: 300000 }, async () => {
   const settings = page.locator('header nav a#settings-link');
   assert.equal(await settings.innerText(), 'Settings');
-  assert.equal(await page.locator('header nav a').count(), 5);
+  assert.equal(await page.locator('header nav a').count(), 6);
   await noSeriousViolations('the board');
   await settings.click();
   await page.locator('#settings').waitFor({ state: 'visible' });
@@ -211,7 +211,7 @@ test('one Settings entry, sections a household can find, and every page passes a
   await noSeriousViolations('the settings page');
   await screenshot(page, 'panel-05-settings');
   for (const [link, main] of [['#usage-link', '#usage'], ['#priorities-link', '#priorities'],
-                              ['#querylog-link', '#querylog']]) {
+                              ['#querylog-link', '#querylog'], ['#open-ports-link', '#open-ports']]) {
     await page.locator(link).click();
     await page.locator(main).waitFor({ state: 'visible' });
     assert.equal(await page.locator(`header nav a[aria-current=page]`).getAttribute('id'), link.slice(1));

@@ -22,7 +22,7 @@ class Clock:
         self.now += seconds
 
 
-def make_core(tmp_path, components=("dhcp", "routing"), clock=None, switch=None, **overrides):
+def make_core(tmp_path, components=("dhcp", "routing"), clock=None, switch=None, host=None, **overrides):
     overrides.setdefault("api_check_answers", True)    # every API answer is checked against its declared shape
     # IPv6 is on in the shipped configuration; a unit test turns it on when it is about it
     overrides.setdefault("ipv6_enabled", False)
@@ -30,7 +30,7 @@ def make_core(tmp_path, components=("dhcp", "routing"), clock=None, switch=None,
                     control_socket=tmp_path / "control.sock", **overrides)
     switch = switch or FakeSwitch(adapter=True)   # strict table, and every decision through the os-ken adapter
     timers = []
-    core = Core(config, state=StateStore(config.state_db), host=FakeHost(),
+    core = Core(config, state=StateStore(config.state_db), host=host or FakeHost(),
                 send=switch.apply, spawn_periodic=lambda s, fn: timers.append(fn), clock=clock or Clock())
     core.timers = timers
     core.switch = switch

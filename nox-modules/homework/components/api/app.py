@@ -36,6 +36,7 @@ from ...callers import DEVICE, STRANGER, Caller
 from ...commands import CommandError
 from ...macaddr import BadMac, normalize
 from ...state import StorageError
+from ...values import BadValue, parse_json
 from .auth import Busy, Principal
 from .http import ApiError, Call, error, json_response
 from .model import Invalid, check_answer, is_model, parse
@@ -199,9 +200,9 @@ class ApiApp:
             data = {}
         else:
             try:
-                data = json.loads(raw)
-            except ValueError as exc:
-                raise ApiError(400, f"request body is not valid JSON: {exc}") from None
+                data = parse_json(raw)
+            except BadValue as exc:
+                raise ApiError(400, str(exc)) from None
         if is_model(op.body) and not isinstance(data, dict):
             raise ApiError(400, "request body must be a JSON object")
         try:

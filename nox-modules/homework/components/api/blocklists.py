@@ -1,7 +1,7 @@
 """Blocklist subscriptions and safe-search in the ws.v1 API:
 
     GET  /ws.v1/blocklists                      subscriptions: rules, blocked queries, last fetch, error
-    POST /ws.v1/blocklists {url, owner?}        subscribe (admin): fetched first; a bad URL, a 404 or
+    POST /ws.v1/blocklists {url, owner?, allow_local?}   subscribe (admin): fetched first; a bad URL, a 404 or
                                                 a file that is not a list is a 400 and nothing is stored
     POST /ws.v1/blocklists/{id}/refresh         fetch again now (400 with the reason; old names stay)
     POST /ws.v1/blocklists/{id}/remove
@@ -45,6 +45,7 @@ class Blocklists(Model):
 class AddBody(Model):
     url: str = field(doc="hosts-file, ||domain^ or plain domain lines", example="https://example.net/hosts.txt")
     owner: str | None = field(optional=True, doc="a devices' owner name (default: the household)")
+    allow_local: bool = field(False, doc="the household allows a list served on its own network or by the router")
 
 
 class ListRemoved(Model):
@@ -74,7 +75,7 @@ class BlocklistRoutes(RouteGroup):
           errors={400: "a bad URL, the URL did not answer 200, the file is not a blocklist or too large, or "
                        "already subscribed: nothing stored"})
     def add(self, call, body):
-        return self.api.command("blocklist-add", url=body.url, owner=body.owner)
+        return self.api.command("blocklist-add", url=body.url, owner=body.owner, allow_local=body.allow_local)
 
     @post("/blocklists/{list_id}/refresh", Access.ADMIN, "Fetch a blocklist again now (admin); on failure the "
           "previous names stay in force", name="refreshBlocklist", answer=Blocklist, needs=BLOCKLISTS,

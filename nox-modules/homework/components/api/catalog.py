@@ -1,25 +1,24 @@
-"""The route groups the API serves on every router, in the order they are matched. A
-component that brings routes of its own passes its groups to the ApiApp the same way
-(ApiApp.mount); the OpenAPI document is generated from the groups mounted here."""
+"""The route groups the API serves: those of the route modules every component's manifest
+names (homework/manifest.py, `routes`), in the manifests' order. A component brings its
+routes by naming its module there; the API serves them whether or not the component is
+loaded (its routes then answer 503, saying which component is missing), and the OpenAPI
+document is generated from the same groups."""
 from __future__ import annotations
 
-from .backup import BackupRoutes
-from .blocklists import BlocklistRoutes
-from .devices import BoardRoutes, DecisionRoutes, StatusRoutes
-from .dnsrules import DnsRuleRoutes
-from .nearby import NearbyRoutes
-from .notifications import NotifyRoutes
-from .qos import QosRoutes
-from .querylog import QueryLogRoutes
-from .satellites import SatelliteRoutes
-from .schedules import ScheduleRoutes
-from .sessions import SessionRoutes
-from .setup import SetupRoutes
-from .system import SystemRoutes
-from .update import UpdateRoutes
-from .usage import UsageRoutes
-from .wifi import WifiRoutes
+import importlib
 
-GROUPS = (SessionRoutes, DecisionRoutes, StatusRoutes, BoardRoutes, DnsRuleRoutes, UsageRoutes, NotifyRoutes,
-          QueryLogRoutes, ScheduleRoutes, BlocklistRoutes, BackupRoutes, SystemRoutes, QosRoutes, NearbyRoutes,
-          WifiRoutes, UpdateRoutes, SatelliteRoutes, SetupRoutes)
+from ... import manifest
+from .routes import RouteGroup
+
+
+def groups() -> tuple[type[RouteGroup], ...]:
+    out: list[type[RouteGroup]] = []
+    for m in manifest.every():
+        for name in m.routes:
+            module = importlib.import_module(f"{__package__}.{name}")
+            out += [g for g in vars(module).values() if isinstance(g, type) and issubclass(g, RouteGroup)
+                    and g.__module__ == module.__name__]
+    return tuple(out)
+
+
+GROUPS = groups()

@@ -256,30 +256,49 @@ def _widened(old: str, new: str) -> bool:
 
 
 def unnamed_additions(released: list[str], current: list[str], changelog: str) -> list[str]:
-    """Lines added since the release that the changelog's Unreleased section does not name."""
+    """Lines added (or widened) since the release that the changelog's Unreleased section
+    does not name: an operation by its method and path, a stream's event or a field by its
+    name, in a `code span`. A field within a named new field or a new operation needs no
+    naming of its own."""
     section = changelog.split("## Unreleased", 1)[-1].split("\n## ", 1)[0]
+    spans = [_placeholders(s) for s in re.findall(r"`([^`]+)`", section)]
+    words = {w for s in spans for w in re.findall(r"[A-Za-z0-9_.-]+", s)}
     known = dict(_key(line) for line in released)
-    new_ops = {_op(_key(line)[0]) for line in current if line.startswith("op ") and _key(line)[0] not in known}
+    changed = {_key(line)[0] for line in current if known.get(_key(line)[0]) != _key(line)[1]}
+    new_ops = {_op(h) for h in changed if h.startswith("op ")}
     missing = []
     for line in current:
         head, tail = _key(line)
-        if head in known and known[head] == tail:
+        if head not in changed:
             continue
         if line.startswith("op ") and " event " in head:
-            if f"`{head.rsplit(' ', 1)[-1]}`" not in section:     # a stream's new event, by its name
+            if head.rsplit(" ", 1)[-1] not in words:          # a stream's new event, by its name
                 missing.append(line)
         elif line.startswith("op "):
-            path = head.split(" ", 2)[2]
-            if f"{head.split()[1]} /ws.v1{path}" not in section and f"{head.split()[1]} {path}" not in section:
+            method, path = head.split()[1], _placeholders(head.split(" ", 2)[2])
+            if not any(method in span and (path in span or "/ws.v1" + path in span) for span in spans):
                 missing.append(line)
         elif _op(head) in new_ops:
             continue          # the fields of a new operation or event come with it
-        else:
-            name = head.rsplit(" ", 1)[-1].lstrip(".").replace("[]", "")
-            last = name.rsplit(".", 1)[-1]
-            if f"`{last}`" not in section and f"`{name}`" not in section:
-                missing.append(line)
+        elif not _named(head, changed, words):
+            missing.append(line)
     return missing
+
+
+def _placeholders(text: str) -> str:
+    return re.sub(r"\{\w*\}", "{}", text)
+
+
+def _named(head: str, changed: set[str], words: set[str]) -> bool:
+    """Whether the field, or a new field it is within, is named."""
+    prefix, _, path = head.rpartition(" ")
+    parts = path.split(".")
+    for i in range(len(parts), 1, -1):
+        at = ".".join(parts[:i])
+        name = parts[i - 1].replace("[]", "")
+        if name in words and (i == len(parts) or f"{prefix} {at}" in changed):
+            return True
+    return False
 
 
 def _op(head: str) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from ...values import BadValue, row_id
 from .http import ApiError
 from .model import Model, field
 from .routes import Access, Param, RouteGroup, get, needs, post
@@ -89,9 +90,11 @@ class ScheduleRoutes(RouteGroup):
     @post("/schedules/{id}/remove", Access.ADMIN, "Remove a schedule (admin)", name="removeSchedule",
           answer=ScheduleRemoved, needs=SCHEDULES, params={"id": SCHEDULE_ID}, errors={404: "no such schedule"})
     def remove(self, call, id):  # noqa: A002 - the path's name
-        if not id.isdigit():
-            raise ApiError(400, f"schedule id must be a number, got {id!r}")
-        return self.api.command("schedule-remove", id=int(id))
+        try:
+            number = row_id(id, "schedule")
+        except BadValue as exc:
+            raise ApiError(400, str(exc)) from None
+        return self.api.command("schedule-remove", id=number)
 
     @post("/pause/{mac}", Access.ADMIN, "Pause a device's internet for some minutes (admin; default 60, the "
           "board's one tap)", name="pauseDevice", body=PauseBody, answer=PauseFacts, own_access="mac",

@@ -40,6 +40,56 @@ class UsageLimit(Model):
     rate: int = field(optional=True, doc="slow: kbit/s the device keeps once the allowance is used")
 
 
+class Forward(Model):
+    """A port of the router's internet address forwarded to a device."""
+    id: int
+    mac: str
+    protocol: Literal["tcp", "udp", "both"]
+    ports: str = field(doc="the external port or range as written, e.g. 27015-27030")
+    first: int
+    last: int
+    to_port: int = field(doc="the device's port the first one goes to")
+    description: str
+    created: float
+    device: str = field(doc="its name as the board shows it")
+    open: bool = field(doc="open now")
+    why_closed: str = field(doc="why not, in the household's words; '' when open")
+    address: str = field(doc="the device's IPv4 address it goes to")
+    ipv6_prefix: str = field(doc="the device's /64 its IPv6 pinhole opens")
+
+
+class OpenMapping(Model):
+    """A port opened by UPnP IGD, NAT-PMP or PCP, as miniupnpd keeps it."""
+    key: str
+    family: Literal[4, 6]
+    protocol: str
+    port: int
+    address: str
+    to_port: int
+    description: str
+    expires: float = field(doc="epoch seconds; 0 = until closed")
+
+
+class Mapping(OpenMapping):
+    """A port a device opened itself, with the device."""
+    mac: str = field(doc="'' when no device of the home holds the address")
+    device: str
+
+
+class OpenPorts(Model):
+    forwards: list[Forward]
+    mappings: list[Mapping]
+
+
+class Away(Model):
+    """Where a device away from home connects from."""
+    connected: bool
+    endpoint: str = field(doc="its address and port on the internet; '' before it connects")
+    last_handshake: float | None = field(doc="epoch seconds")
+    received: int
+    sent: int
+
+
 class DeviceFacts(Model):
     """What the loaded components add to a device's view."""
     # routing
@@ -66,6 +116,11 @@ class DeviceFacts(Model):
     band: str | None = field(optional=True, doc="2.4 GHz, 5 GHz or 6 GHz; null if unknown")
     radio_seen_at: float | None = field(optional=True, doc="epoch seconds the radio last heard it")
     leave_after: int = field(optional=True, doc="seconds unseen before its label leaves the board")
+    # reach
+    may_open_ports: bool = field(optional=True, doc="the household lets it open ports itself (UPnP, NAT-PMP, PCP)")
+    open_ports: OpenPorts = field(optional=True, doc="its forwards and the ports it opened itself")
+    # remote
+    away: Away = field(optional=True, doc="a device away from home: where it connects from")
 
 
 class Lease(Model):
