@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from .devices import CannotForget, UnknownDevice
+from .pairing import PairingError
 from .state import StorageError
 from .macaddr import BadMac, normalize
 
@@ -63,7 +64,7 @@ def register_core_commands(core) -> None:
     devices = core.devices
     cmd = core.commands
 
-    ctx = core.ctx     # read ctx.leases at call time: DHCP installs its reader at start
+    ctx = core.ctx     # read ctx.leases at call time: the core puts dhcp's reader there as it loads the components
 
     def lease_view(lease) -> dict:
         """A lease as the CLI and API show it, with its IPv6 /64 when devices have IPv6."""
@@ -82,8 +83,6 @@ def register_core_commands(core) -> None:
 
     def satellites(fn):
         """A pairing call (pairing.py) with its own status codes kept."""
-        from .pairing import PairingError
-
         def call(**kwargs):
             try:
                 return fn(**kwargs)
@@ -105,9 +104,8 @@ def register_core_commands(core) -> None:
                 gone = [s for s in core.config.satellites if s.found and s.dpid not in wanted]
 
                 def give_back():
-                    from .adapter import router_ports
                     for sat in gone:
-                        router_ports.give_back(sat, core.config.bridge)
+                        core.give_back_port(sat, core.config.bridge)
                 ctx.restart(f"satellite {answer.get('dpid', '')} {answer.get('state', 'forgotten')}: its cable "
                             "changes", then=give_back if gone else None)
                 answer = {**answer, "restarting": True}

@@ -55,7 +55,8 @@ class DeviceRegistry:
     reason='forgotten' tells the components (DHCP ends the lease, routing drops flows)."""
 
     def __init__(self, state: StateStore, bus: EventBus, *, max_pending: int = 256,
-                 forget_after: float = 86400, clock=time.time):
+                 forget_after: float = 86400, clock=time.time,
+                 has_live_lease: Callable[[str], bool] = lambda mac: False):
         self.state = state
         self.bus = bus
         self.max_pending = max_pending
@@ -65,8 +66,7 @@ class DeviceRegistry:
         self._pending: OrderedDict[str, None] = OrderedDict(
             (d.mac, None) for d in state.devices() if d.state == "pending")
         self.forgotten = 0
-        # Set by the DHCP component: does this MAC hold a live lease?
-        self.has_live_lease: Callable[[str], bool] = lambda mac: False
+        self.has_live_lease = has_live_lease    # does this MAC hold a live lease (the lease reader's)?
 
     def get(self, mac: str) -> Device:
         mac = normalize(mac)

@@ -9,6 +9,7 @@ import subprocess
 import threading
 import time
 
+from .conntrack import ConntrackReader
 from .netguard import router_interfaces
 
 log = logging.getLogger(__name__)
@@ -190,7 +191,6 @@ class HostNet:
     def conntrack_reader(self):
         """The kernel's conntrack (per-flow records of NATed traffic), or None without
         the `conntrack` tool."""
-        from .components.routing.conntrack import ConntrackReader
         reader = ConntrackReader()
         return reader if reader.available else None
 

@@ -1,8 +1,10 @@
 """The lease: the one shape in which every part of the controller sees a device's /30.
 
-DHCP owns the leases and is the only writer; everyone else reads them through the
-context (`ctx.leases.get(mac)`, `.active()`, `.by_address(ip)`) and is told of changes
-by `lease` events that carry the Lease itself, so nobody asks DHCP again.
+DHCP owns the leases and is the only writer; it offers a LeaseReader (its manifest's
+`offers`), which the core puts on the context before it constructs any other component.
+Everyone else reads leases through it (`ctx.leases.get(mac)`, `.active()`,
+`.by_address(ip)`) and is told of changes by `lease` events that carry the Lease itself,
+so nobody asks DHCP again.
 """
 from __future__ import annotations
 
@@ -49,6 +51,9 @@ class LeaseReader(Protocol):
 
     def active(self) -> list[Lease]: ...
 
+    def is_active(self, mac: str) -> bool:
+        """Does this MAC hold a live lease (cheaper than get(mac).active)?"""
+
     def all(self) -> list[Lease]: ...
 
     def by_address(self, address: str) -> Lease | None:
@@ -69,6 +74,9 @@ class NoLeases:
 
     def active(self) -> list[Lease]:
         return []
+
+    def is_active(self, mac: str) -> bool:
+        return False
 
     def all(self) -> list[Lease]:
         return []

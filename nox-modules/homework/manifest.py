@@ -17,6 +17,10 @@ Every component package has a `manifest.py` with a `MANIFEST`, and the core has 
   and the alert kinds it raises; the test scans the package's code against them.
 - `counters`: every counter it counts (`ctx.count("dhcp.offers")`) with what it counts;
   the Prometheus metrics take their help text from here.
+- `offers` and `needs`: the interfaces (interfaces.py) it offers other components, and
+  those it takes as constructor keywords. The core constructs the components that offer
+  an interface before those that need it and hands it over at construction (None when no
+  loaded component offers it): see docs/architecture.md, "Declared dependencies".
 
 Manifests are plain data: importing one never starts anything.
 """
@@ -74,6 +78,8 @@ class Manifest:
     hears: tuple[type[events.Event], ...] = ()
     alerts: tuple[events.AlertKind, ...] = ()
     counters: Mapping[str, str] = field(default_factory=dict)   # "dhcp.offers" -> what it counts
+    offers: tuple[type, ...] = ()                # interfaces it offers (Component.offer)
+    needs: Mapping[str, type] = field(default_factory=dict)     # constructor keyword -> interface
 
 
 def component_names() -> tuple[str, ...]:

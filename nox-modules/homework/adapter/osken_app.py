@@ -66,18 +66,13 @@ class HomeworkApp(app_manager.OSKenApp):
         # process's memory, and a cable may have been swapped while no controller was running:
         # at start every satellite in a tree is locked until it connects with its certificate.
         self._tree_locked: set[int] = {s.index for s in self.core.config.satellites if s.parent is not None}
-        self.patch_links = satellites.PatchLinks(self.core.config.satellites_radio_ports)
-        self.core.ctx.is_radio_port = self.patch_links.is_radio_port
-        self.core.ctx.radio_port = self.patch_links.radio_router_port
+        self.patch_links = self.core.patch_links     # the core's: ctx.is_radio_port and radio_port read it
         self._aggregate_requests: dict = {}     # xid -> AggregateStatsRequest awaiting its reply
         self.out = SendBatcher(hub.spawn, spawn_after=hub.spawn_after,
                                hold=self.core.config.openflow_flow_hold_ms / 1000.0,
                                on_hold=lambda: self.core.ctx.count("controller.flow_writes_held"))
         self.lean_encoder = self.core.config.openflow_lean_encoder
         self.core._send = self.send_decisions
-        # A real switch and bridge: the DHCP fast path may read the bridge's LOCAL
-        # interface (a unit test's fake switch has none).
-        self.core.ctx.switch_is_real = True
         self.core.bus.subscribe("satellite", self._on_pairing)
         self.cable_guard = CableGuard(self.core.config.satellites)
         self.cable_watch: CableWatch | None = None

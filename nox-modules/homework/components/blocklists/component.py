@@ -23,6 +23,7 @@ from ...worker import offload
 from .fetch import FetchError, check_url, fetch
 from .parse import ListError, parse
 from .store import SortedNames, Store, write_names
+from ...interfaces import DnsLists
 
 HOUSEHOLD = "*"
 CHECK_EVERY = 60            # seconds between looks for lists due a refresh
@@ -40,21 +41,20 @@ def owner_of(owner) -> str:
 class BlocklistsComponent(Component):
     name = "blocklists"
 
-    def __init__(self, ctx):
+    def __init__(self, ctx, dns: DnsLists | None = None):
         super().__init__(ctx)
+        self.dns = dns      # what the dns component offers (interfaces.py); None: it is not loaded
         self.store = Store(ctx.state, Path(ctx.config.state_dir) / "blocklists")
         self._lock = threading.RLock()
         self.loaded: dict[int, SortedNames] = {}
         self.macs: dict[int, frozenset | None] = {}     # what dnsd has for each list
         self.safe_search = bool(ctx.config.dns_safe_search)
-        self.dns = None
 
     # -- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
         option = self.store.option("safe_search")
         if option is not None:
             self.safe_search = option == "on"
-        self.dns = self.ctx.component("dns")
         if self.dns is None:
             self.log.warning("the dns component is not loaded: blocklists and safe-search are stored but not enforced")
         for row in self.store.all():
@@ -65,8 +65,8 @@ class BlocklistsComponent(Component):
                 self.log.warning("blocklist %s: cannot read its names (%s); fetching it again", row["id"], exc)
                 self.store.failed(row["id"], f"names file missing: {exc}", 0)
         if self.dns is not None:
-            self.dns.snapshot_sources.append(self._dnsd_lines)
-            self.dns.push_lines(self._dnsd_lines())
+            self.dns.resend_on_reconnect(self._dnsd_lines)
+            self.dns.send(self._dnsd_lines())
         self.ctx.bus.subscribe("device", self._on_device)
         self._register_commands()
         self.ctx.every(min(CHECK_EVERY, self.ctx.config.blocklists_refresh_interval), self._refresh_due)
@@ -101,8 +101,8 @@ class BlocklistsComponent(Component):
             self.loaded[list_id] = names
             self.macs[list_id] = macs
         if self.dns is not None:
-            self.dns.policy.set_list(str(list_id), macs, names)
-            if push and not self.dns.push_lines([self._list_line(list_id)]):
+            self.dns.set_list(str(list_id), macs, names)
+            if push and not self.dns.send([self._list_line(list_id)]):
                 self.log.warning("homework-dnsd did not confirm list %s; it gets it on reconnect", list_id)
 
     def _on_device(self, topic: str, ev: dict) -> None:
@@ -119,8 +119,8 @@ class BlocklistsComponent(Component):
                     changed.append(list_id)
         if changed and self.dns is not None:
             for list_id in changed:
-                self.dns.policy.set_list(str(list_id), self.macs[list_id], self.loaded[list_id])
-            self.dns.push_lines([self._list_line(i) for i in changed])
+                self.dns.set_list(str(list_id), self.macs[list_id], self.loaded[list_id])
+            self.dns.send([self._list_line(i) for i in changed])
 
     # -- fetching --------------------------------------------------------------------------
     def _download(self, url: str):
@@ -170,8 +170,8 @@ class BlocklistsComponent(Component):
             self.loaded.pop(row["id"], None)
             self.macs.pop(row["id"], None)
         if self.dns is not None:
-            self.dns.policy.remove_list(str(row["id"]))
-            self.dns.push_lines([f"unlist {row['id']}"])
+            self.dns.remove_list(str(row["id"]))
+            self.dns.send([f"unlist {row['id']}"])
         self.store.remove(row["id"])
         return {"removed": row["id"], "url": row["url"]}
 
@@ -184,7 +184,7 @@ class BlocklistsComponent(Component):
             self.store.set_option("safe_search", "on" if enabled else "off")
             self.safe_search = enabled
             if self.dns is not None:
-                self.dns.push_lines([f"safesearch {'on' if enabled else 'off'}"])
+                self.dns.send([f"safesearch {'on' if enabled else 'off'}"])
         return {"enabled": self.safe_search}
 
     # -- views -----------------------------------------------------------------------------
@@ -199,8 +199,7 @@ class BlocklistsComponent(Component):
         return row
 
     def _blocked_counts(self) -> dict:
-        link = self.dns.link if self.dns is not None else None
-        stats = link.stats() if link is not None else {}
+        stats = self.dns.stats() if self.dns is not None else {}
         return {int(k.split(".", 1)[1]): v for k, v in stats.items()
                 if k.startswith("list_blocked.") and k.split(".", 1)[1].isdigit() and isinstance(v, int)}
 

@@ -4,6 +4,7 @@ their fetch statistics: the names are fetched again) and the DNS options it sets
 from __future__ import annotations
 
 from ... import events, rowcheck
+from ...interfaces import DnsLists
 from ...manifest import Manifest, Settings
 
 FETCH_STATISTICS = "fetch statistics: the list is fetched again"
@@ -27,5 +28,6 @@ MANIFEST = Manifest(
         Settings("dns_options", (7,), ("key", "value"), rowcheck.option),     # safe_search
     ),
     routes=("blocklists",),
+    needs={"dns": DnsLists},
     hears=(events.Device,),
 )

@@ -21,7 +21,7 @@ from .new_devices import NewDeviceOffers
 from . import message as m
 from .admission import NewMacGate
 from .allocator import RESERVED, Allocator, Block, PoolExhausted
-from ...leases import Lease
+from ...leases import Lease, LeaseReader
 from ...pipeline import COOKIE_DHCP, PRIO_DHCP
 
 SERVER_PORT, CLIENT_PORT = 67, 68
@@ -80,8 +80,6 @@ class DhcpServer(Component):
         self.ctx.bus.subscribe("device", self._on_device)
         self.ctx.bus.subscribe("ipv6_plan", self._on_ipv6_plan)
         self.ctx.bus.subscribe("station_at", self._on_station_at)
-        self.ctx.devices.has_live_lease = self.live.__contains__
-        self.ctx.leases = self
         # Remove router addresses of leases that expired while we were down (the spares stay).
         installed = self.ctx.host.router_addresses()
         spares = self._upcoming_routers(now)
@@ -259,6 +257,11 @@ class DhcpServer(Component):
         return self.ctx.host.local_mac() or "02:00:00:00:00:01"
 
     # -- the lease reader (ctx.leases): how everyone else sees leases ------------------------
+    def offer(self, interface: type) -> object:
+        if interface is LeaseReader:
+            return self
+        return super().offer(interface)
+
     def get(self, mac: str) -> Lease | None:
         block = self.alloc.block_for(mac)
         if block is None:
@@ -273,6 +276,9 @@ class DhcpServer(Component):
 
     def active(self) -> list[Lease]:
         return [self.get(mac) for mac in list(self.live)]
+
+    def is_active(self, mac: str) -> bool:
+        return mac in self.live
 
     def by_address(self, address: str) -> Lease | None:
         block = self.alloc.block_of_address(address)

@@ -24,12 +24,13 @@ from ...leases import Lease
 from ...macaddr import normalize
 from ...pipeline import (COOKIE_DNS, COOKIE_DNS_DOT as COOKIE_DOT, COOKIE_DNS_INTERCEPT as COOKIE_INTERCEPT,
                          COOKIE_MASK_OWNER, PRIO_DNS_INTERCEPT as PRIO_INTERCEPT)
+from ...interfaces import DnsLists
 from .dnsd_link import DnsdLink
+from .lists import DnsListsOffer
 from .names import normalize_domain
 from .netfilter import DnsNet
 from .policy import HOUSEHOLD, MODES, Policy, owner_of
 from .reverse import ReverseCheck
-from ..schedules.component import STRICT_TOPIC
 from ..usage.periods import zone
 
 EXPIRE_SECONDS = 60
@@ -71,6 +72,11 @@ class DnsComponent(Component):
         # other components' dnsd lines (blocklists, safe-search), resent on reconnect
         self.snapshot_sources: list = []
 
+    def offer(self, interface: type) -> object:
+        if interface is DnsLists:
+            return DnsListsOffer(self)
+        return super().offer(interface)
+
     # -- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
         for device in self.ctx.state.devices():
@@ -91,7 +97,7 @@ class DnsComponent(Component):
         self.ctx.every(EXPIRE_SECONDS, self._expire)
         # scheduled rules come and go with their windows; dns-strict windows
         self.ctx.every(self.ctx.config.schedules_check_interval, self._refresh_schedules)
-        self.ctx.bus.subscribe(STRICT_TOPIC, self._on_strict)
+        self.ctx.bus.subscribe("schedule_strict", self._on_strict)
 
     def stop(self) -> None:
         if self.link is not None:

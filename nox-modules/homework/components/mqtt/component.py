@@ -10,6 +10,7 @@ from pathlib import Path
 from ...commands import CommandError
 from ...component import Component
 from . import topics
+from ...interfaces import BrokerStatus
 
 
 class Mqtt(Component):
@@ -25,6 +26,15 @@ class Mqtt(Component):
         self._announced: dict[str, str] = {}         # mac -> the name its discovery carries
         self._link_factory = link_factory or self._paho
         self.link = None
+
+    def offer(self, interface: type) -> object:
+        if interface is BrokerStatus:
+            return self
+        return super().offer(interface)
+
+    def connected(self) -> bool:
+        """BrokerStatus: is the broker connected now?"""
+        return bool(getattr(self.link, "connected", False))
 
     def _paho(self, on_connect, on_message):
         from .link import PahoLink

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from ...component import Component
 from ...events import Link, StationAt
+from ...interfaces import RadioStations
 from .ifinfo import parse_band
 from .nearby import NearbyListener, NearbyTracker
 from .stationdump import Station, parse
@@ -243,6 +244,11 @@ class RadioMonitor(Component):
                 del self.totals[min(self.totals, key=lambda m: self.totals[m].seen_at)]
             totals = self.totals[mac] = Totals()
         return totals
+
+    def offer(self, interface: type) -> object:
+        if interface is RadioStations:
+            return self
+        return super().offer(interface)
 
     def associated(self, mac: str) -> bool:
         """In the last station dump of any radio."""

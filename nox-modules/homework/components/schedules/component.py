@@ -27,7 +27,6 @@ from .store import ACTIONS, OWNER, Pause, Schedule, ScheduleStore
 from .windows import Window, WindowError
 
 MAX_PAUSE_MINUTES = 7 * 24 * 60
-STRICT_TOPIC = "schedule_strict"     # payload: macs = the devices in a dns-strict window now
 CHANGE_TOPIC = "schedule"            # payload: mac = a device whose pause or window began or ended
 
 

@@ -1,0 +1,58 @@
+"""The small interfaces components offer one another.
+
+A component that uses another's service names the interface in its manifest's `needs`
+(constructor keyword -> interface) and takes it as a keyword of its constructor; the
+component that provides it names it in `offers` and returns it from `offer()`. The core
+constructs the offering component first and hands the interface over at construction
+(None when no loaded component offers it). So no component looks a sibling up by name or
+reaches into its internals, and what depends on what is written in the manifests
+(docs/architecture.md, "Declared dependencies").
+
+The lease reader (leases.LeaseReader, offered by dhcp) is the one interface shared by
+nearly everyone: the core puts it on the context (`ctx.leases`) before it constructs any
+other component.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable, Protocol
+
+
+class BlockedNames(Protocol):
+    """A blocklist's names as the reverse check asks them (blocklists.store.SortedNames)."""
+
+    def covers(self, name: str) -> bool:
+        """Listed, itself or a parent, with no more specific exception."""
+
+
+class DnsLists(Protocol):
+    """What the dns component offers the blocklists component: lists of blocked names put
+    in force in homework-dnsd and in the reverse check, and safe-search."""
+
+    def set_list(self, list_id: str, macs: frozenset[str] | None, names: BlockedNames) -> None:
+        """The reverse check's copy of a list (macs None: the whole household's)."""
+
+    def remove_list(self, list_id: str) -> None:
+        """The reverse check forgets a list."""
+
+    def send(self, lines: list[str]) -> bool:
+        """Lines for homework-dnsd (`list`, `unlist`, `safesearch`); then every device's
+        flows are brought in line with the lists. True when dnsd confirmed (or no dnsd)."""
+
+    def resend_on_reconnect(self, lines: Callable[[], Iterable[str]]) -> None:
+        """Lines sent again, as they are then, whenever homework-dnsd (re)connects."""
+
+    def stats(self) -> dict:
+        """homework-dnsd's counters (`list_blocked.<id>`: queries a list blocked); {} without it."""
+
+
+class BrokerStatus(Protocol):
+    """What the mqtt component offers the notify component's status view."""
+
+    def connected(self) -> bool: ...
+
+
+class RadioStations(Protocol):
+    """What the radio monitor offers the link simulator."""
+
+    def associated(self, mac: str) -> bool:
+        """Does a real radio (the router's or a satellite's) report this station?"""
