@@ -9,12 +9,13 @@ import logging
 import subprocess
 import threading
 
+from ... import nftplan
 from ...counters import Counters
 from ...worker import BatchWorker
 
 log = logging.getLogger("homework.dns.net")
 
-TABLE = "homework_dns"
+TABLE = nftplan.DNS.name          # the nftables plan (nftplan.py) names it and its hook
 CAPTIVE_PORT = 8088   # not 80: the Guest Board's lighttpd holds *:80 (redirect to HTTPS)
 
 
@@ -24,12 +25,13 @@ def ruleset(bridge: str, listen_addr: str, listen_port: int, listen6: tuple[str,
     v6 = (f"""
     iifname "{bridge}" meta nfproto ipv6 meta l4proto {{ udp, tcp }} th dport 53 dnat ip6 to [{listen6[0]}]:{listen6[1]}"""
           if listen6 else "")
-    return f"""table inet {TABLE}
-delete table inet {TABLE}
-table inet {TABLE} {{
+    family, prerouting = nftplan.DNS.family, nftplan.DNS.chain("prerouting")
+    return f"""table {family} {TABLE}
+delete table {family} {TABLE}
+table {family} {TABLE} {{
   set captive4 {{ type ipv4_addr; }}
-  chain prerouting {{
-    type nat hook prerouting priority dstnat; policy accept;
+  chain {prerouting.name} {{
+    {prerouting.header()}
     iifname "{bridge}" meta nfproto ipv4 meta l4proto {{ udp, tcp }} th dport 53 dnat ip to {listen_addr}:{listen_port}{v6}
     iifname "{bridge}" ip saddr @captive4 tcp dport 80 dnat ip to {listen_addr}:{CAPTIVE_PORT}
   }}
