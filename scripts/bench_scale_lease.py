@@ -67,7 +67,7 @@ def main() -> int:
             send(todo.pop(), [("message-type", "discover")])
         try:
             got = dhcp_reply(sock.recv(4096))
-        except socket.timeout:
+        except TimeoutError:
             got = None
         if got:
             xid, kind, yiaddr, server = got

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from .events import TOPICS, Event
 
@@ -42,7 +42,7 @@ class EventBus:
                 handlers.remove(handler)
                 self._handlers[topic] = tuple(handlers)
 
-    def held(self) -> "_Held":
+    def held(self) -> _Held:
         """Within `with bus.held():` events published from this thread wait, in order, until
         the block ends. The core holds events while a packet-in handler runs, so the
         handler's own decisions (say a DHCP ACK) reach the switch before anything its

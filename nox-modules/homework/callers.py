@@ -35,7 +35,7 @@ import logging
 import re
 import subprocess
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 

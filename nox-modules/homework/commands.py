@@ -2,7 +2,7 @@
 the control socket) and the ws.v1 API may call. Components add theirs at start()."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .devices import CannotForget, UnknownDevice
 from .pairing import PairingError

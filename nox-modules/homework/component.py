@@ -7,7 +7,8 @@ host networking and a `send` for decisions made outside an event (API calls, tim
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
 
 from .flows import AggregateStats, Datapath, Decision, FlowRemoved, FlowStats, PacketIn
 from .callers import Callers
@@ -52,12 +53,12 @@ class Context:
     - callers: which device an address belongs to (callers.py).
     """
 
-    def __init__(self, config: "Config", state: "StateStore", bus: "EventBus", host: "HostNet",
+    def __init__(self, config: Config, state: StateStore, bus: EventBus, host: HostNet,
                  send: Callable[[Iterable[Decision]], None], schedule: Callable[[float, Callable], None],
                  clock: Callable[[], float], *, counters: Counters | None = None,
-                 commands: "Commands | None" = None, devices: "DeviceRegistry | None" = None,
-                 pairing: "SatellitePairing | None" = None, updater: "Updater | None" = None,
-                 ipv6: "AddressPlan | None" = None, restart: Callable[..., None] | None = None,
+                 commands: Commands | None = None, devices: DeviceRegistry | None = None,
+                 pairing: SatellitePairing | None = None, updater: Updater | None = None,
+                 ipv6: AddressPlan | None = None, restart: Callable[..., None] | None = None,
                  switch_is_real: bool = False, is_radio_port: Callable[[int], bool] = lambda port: False,
                  radio_port: Callable[[str], int | None] = lambda ifname: None):
         self.config = config
@@ -89,7 +90,7 @@ class Context:
         self.callers = Callers(self)
         self._components: dict[str, Component] = {}
 
-    def component(self, name: str) -> "Component | None":
+    def component(self, name: str) -> Component | None:
         """A loaded component, for tests and the core's own use. Components never call it:
         they take what they use at construction (tests/unit/test_dependencies.py)."""
         return self._components.get(name)

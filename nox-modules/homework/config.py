@@ -21,12 +21,13 @@ import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 log = logging.getLogger("homework.config")
 
-KNOWN_COMPONENTS = ("dhcp", "routing", "dns", "eapol", "hwdb_sync", "api", "linksim", "usage", "metrics", "notify", "mqtt",
-                    "wanwatch", "localnames")
+KNOWN_COMPONENTS = ("dhcp", "routing", "dns", "eapol", "hwdb_sync", "api", "linksim", "usage", "metrics", "notify",
+                    "mqtt", "wanwatch", "localnames")
 KNOWN_COMPONENTS += ("schedules",)     # bedtime windows and pauses
 KNOWN_COMPONENTS += ("blocklists",)    # blocklist subscriptions and safe-search
 KNOWN_COMPONENTS += ("backup",)        # settings backup and restore

@@ -13,7 +13,7 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 log = logging.getLogger("homework.conntrack")
 

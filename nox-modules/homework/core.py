@@ -11,7 +11,7 @@ import importlib
 import logging
 import threading
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from . import factory_reset, system
 from . import events, manifest
@@ -242,7 +242,7 @@ class Core:
             return None
 
 
-def construction_order(manifests: dict[str, "manifest.Manifest"]) -> list[str]:
+def construction_order(manifests: dict[str, manifest.Manifest]) -> list[str]:
     """The names in their order, except that a component comes after every one that offers
     an interface it needs (a stable topological order; the manifests test refuses cycles)."""
     order: list[str] = []

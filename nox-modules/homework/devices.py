@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from typing import Callable
+from collections.abc import Callable
 
 from .bus import EventBus
 from . import events, routernames

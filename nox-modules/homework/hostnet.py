@@ -38,7 +38,7 @@ class HostNet:
 
     def __init__(self, bridge: str):
         self.bridge = bridge
-        self._queue: "queue.Queue[str]" = queue.Queue()
+        self._queue: queue.Queue[str] = queue.Queue()
         self._worker: threading.Thread | None = None
         self._worker_lock = threading.Lock()
         self._mac: str | None = None

@@ -14,7 +14,8 @@ other component.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable, Protocol
+from typing import Protocol
+from collections.abc import Callable, Iterable
 
 
 class BlockedNames(Protocol):

@@ -31,7 +31,7 @@ class Lease:
         """On one of our ports (not behind a relay), so it gets a router address and flows."""
         return not self.relay and bool(self.port)
 
-    def same_place(self, other: "Lease | None") -> bool:
+    def same_place(self, other: Lease | None) -> bool:
         """Same device on the same /30 and port: what its flows depend on. A renewal (new
         expiry, new hostname) is the same place, so nothing is reinstalled for it."""
         return other is not None and (self.mac, self.index, self.ip, self.router, self.port, self.relay) == (

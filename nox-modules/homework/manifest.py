@@ -29,14 +29,14 @@ from __future__ import annotations
 import fnmatch
 import importlib
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from functools import cache
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from . import events
 
 
-class Backup(str, Enum):
+class Backup(StrEnum):
     SETTINGS = "settings"     # what the household chose: in the clear
     SECRETS = "secrets"       # what lets someone in or signs for the router: encrypted
     NONE = "none"             # not in a backup: `why` says why

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 
 class StateVersionError(RuntimeError):

@@ -41,7 +41,7 @@ import hashlib
 import hmac
 import secrets
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from .pki import HouseholdCA, PkiError, certificate_serial, request_fingerprint
 from . import events

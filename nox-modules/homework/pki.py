@@ -40,7 +40,7 @@ def _name(cn: str) -> x509.Name:
 
 
 def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.timezone.utc)
+    return datetime.datetime.now(datetime.UTC)
 
 
 def _write_private(path: Path, data: bytes) -> None:
@@ -67,7 +67,7 @@ class HouseholdCA:
         self.key_path = self.dir / "controller.key"
         self.cert_path = self.dir / "controller.crt"
 
-    def ensure(self) -> "HouseholdCA":
+    def ensure(self) -> HouseholdCA:
         self.dir.mkdir(parents=True, exist_ok=True)
         os.chmod(self.dir, 0o700)
         if not (self.ca_key_path.exists() and self.ca_cert_path.exists()):

@@ -212,7 +212,7 @@ def flows(sat: Satellite, ports: dict[str, int],
     out: list = [F.FlowDelete(cookie=0, cookie_mask=0)]
     out += management_flows(uplink)
     behind = behind or {}
-    for name, port_no in sorted(device_ports(sat, ports).items(), key=lambda kv: kv[1]):
+    for _name, port_no in sorted(device_ports(sat, ports).items(), key=lambda kv: kv[1]):
         if port_no in behind:
             child, satellites = behind[port_no]
             out += _tree_flows(port_no, uplink, child, () if child in locked else satellites)

@@ -15,7 +15,8 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from . import migrations
 
@@ -377,7 +378,7 @@ class StateStore:
         Leases from them at start; nobody else reads them."""
         return [dict(r) for r in self.execute("SELECT mac, block, expires, port, hostname, relay FROM leases")]
 
-    def save_lease(self, lease: "Lease") -> None:
+    def save_lease(self, lease: Lease) -> None:
         self.defer("INSERT INTO leases (mac,block,expires,port,hostname,relay) VALUES (?,?,?,?,?,?) "
                    "ON CONFLICT(mac) DO UPDATE SET block=excluded.block, expires=excluded.expires, "
                    "port=excluded.port, hostname=excluded.hostname, relay=excluded.relay",

@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from typing import Callable, Generic, TypeVar
+from typing import Generic, TypeVar
+from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 Job = TypeVar("Job")
@@ -20,7 +21,7 @@ class BatchWorker(Generic[Job]):
     def __init__(self, name: str, apply: Callable[[list[Job]], None]):
         self.name = name
         self._apply = apply
-        self._queue: "queue.Queue[Job]" = queue.Queue()
+        self._queue: queue.Queue[Job] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
 

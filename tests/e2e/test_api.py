@@ -285,7 +285,8 @@ def test_openapi_conformance_with_schemathesis(home, web, tmp_path):
     proc = subprocess.run(
         ["ip", "netns", "exec", home.router_ns, str(st), "run", f"{base}/openapi.json", "--base-url", base,
          "-H", f"Authorization: Bearer {web.token('admin')}",
-         "--checks", "all", "--exclude-path-regex", f"^/ws\\.v1/({skip})", "--hypothesis-max-examples", "25", "--hypothesis-seed", "6",
+         "--checks", "all", "--exclude-path-regex", f"^/ws\\.v1/({skip})",
+         "--hypothesis-max-examples", "25", "--hypothesis-seed", "6",
          # subscribing fetches the URL: generated ones would be fetched from anywhere
          # (tests/e2e/test_blocklists.py covers it with lists on the emulated internet)
          "--exclude-name", "POST /ws.v1/blocklists",

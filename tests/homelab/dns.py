@@ -90,7 +90,7 @@ class DnsLab:
         self.dir = home.dir / "dns"
         self.dnsd: subprocess.Popen | None = None
 
-    def start(self, captive: bool = True, dnsmasq_args: tuple = ()) -> "DnsLab":
+    def start(self, captive: bool = True, dnsmasq_args: tuple = ()) -> DnsLab:
         if not DNSD_BINARY.exists():
             raise RuntimeError(f"{DNSD_BINARY} is not built (make deps, or: cd dnsd && cargo build --release)")
         self.dir.mkdir(exist_ok=True)

@@ -336,7 +336,8 @@ def test_stateless_dhcpv6_answers_the_routers_dns_to_the_asking_device_only(core
 
 
 def _mld_report(mac, groups, src="fe80::a"):
-    records = b"".join(struct.pack("!BBH16s", 4, 0, 0, ipaddress.IPv6Address(g).packed) for g in groups)  # TO_EXCLUDE {}
+    # TO_EXCLUDE {}
+    records = b"".join(struct.pack("!BBH16s", 4, 0, 0, ipaddress.IPv6Address(g).packed) for g in groups)
     icmp = struct.pack("!BBHHH", 143, 0, 0, 0, len(groups)) + records
     src_a, dst_a = ipaddress.IPv6Address(src), ipaddress.IPv6Address("ff02::16")
     csum = checksum(src_a.packed + dst_a.packed + struct.pack("!IxxxB", len(icmp), 58) + icmp)

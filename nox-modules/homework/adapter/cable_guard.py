@@ -31,7 +31,7 @@ import os
 import select
 import subprocess
 import threading
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from ..satellites import Satellite
 

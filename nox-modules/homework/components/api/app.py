@@ -23,7 +23,7 @@ import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from webob import Request, Response
 
@@ -337,7 +337,8 @@ class ApiApp:
         data = self.body(call)
         unknown = set(data) - allowed
         if unknown:
-            raise ApiError(400, f"unknown field(s) {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(allowed))})")
+            raise ApiError(400, f"unknown field(s) {', '.join(sorted(unknown))} "
+                                f"(allowed: {', '.join(sorted(allowed))})")
         return data
 
     # -- handlers: public and sessions ---------------------------------------------------------

@@ -14,7 +14,7 @@ import itertools
 import json
 import queue
 import threading
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 QUEUE_SIZE = 1000
 MAX_STREAMS = 64

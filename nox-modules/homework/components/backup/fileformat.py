@@ -86,7 +86,8 @@ def parse(raw) -> dict:
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise BackupError(f"not a Homework backup (format is not {FORMAT!r})")
     if raw.get("version") != VERSION:
-        raise BackupError(f"backup format version {raw.get('version')!r} is not supported (this release reads {VERSION})")
+        raise BackupError(f"backup format version {raw.get('version')!r} is not supported "
+                          f"(this release reads {VERSION})")
     return raw
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import ipaddress
 import math
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 from functools import cached_property
 
 

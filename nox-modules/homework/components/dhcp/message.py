@@ -130,7 +130,7 @@ def _parse_options(data: bytes, offset: int) -> dict[int, bytes]:
 
 
 def _ip(raw: bytes) -> str:
-    return "%d.%d.%d.%d" % tuple(raw)
+    return ".".join(str(b) for b in raw[:4])
 
 
 def build(*, msg_type: int, request: DhcpMessage, yiaddr: str, server_id: str,

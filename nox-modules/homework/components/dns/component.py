@@ -3,7 +3,8 @@
 The query path itself is homework-dnsd (Rust, dnsd/): OVS sends every device's port-53
 traffic, to any address, to the router's stack (priority 50000), nftables hands it to
 dnsd, dnsd answers from the policy this component pushes and forwards allowed queries to
-the upstream resolvers (dnsmasq for the household's own names and as the fallback). No query goes through Python; this component
+the upstream resolvers (dnsmasq for the household's own names and as the fallback). No
+query goes through Python; this component
 
   - stores the rules (SQLite) and serves the commands (CLI, ws.v1 API);
   - tells dnsd which address is which device, its state and mode, and every rule change;

@@ -13,7 +13,7 @@ import logging
 import socket
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 log = logging.getLogger("homework.dns.link")
 

@@ -3,7 +3,8 @@ lists' copy in the reverse check's policy, and their lines for homework-dnsd. Th
 blocklists reaches DNS; it never sees the component itself."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
 
 if TYPE_CHECKING:
     from ...interfaces import BlockedNames
@@ -11,10 +12,10 @@ if TYPE_CHECKING:
 
 
 class DnsListsOffer:
-    def __init__(self, dns: "DnsComponent"):
+    def __init__(self, dns: DnsComponent):
         self._dns = dns
 
-    def set_list(self, list_id: str, macs: frozenset[str] | None, names: "BlockedNames") -> None:
+    def set_list(self, list_id: str, macs: frozenset[str] | None, names: BlockedNames) -> None:
         self._dns.policy.set_list(list_id, macs, names)
 
     def remove_list(self, list_id: str) -> None:

@@ -22,8 +22,9 @@ CAPTIVE_PORT = 8088   # not 80: the Guest Board's lighttpd holds *:80 (redirect 
 def ruleset(bridge: str, listen_addr: str, listen_port: int, listen6: tuple[str, int] | None = None) -> str:
     """`listen6`: dnsd's IPv6 address and port, when devices have IPv6 (their port 53
     over IPv6 goes there; without it the router drops it, scripts/router-net.sh)."""
+    dns = "meta l4proto { udp, tcp } th dport 53"
     v6 = (f"""
-    iifname "{bridge}" meta nfproto ipv6 meta l4proto {{ udp, tcp }} th dport 53 dnat ip6 to [{listen6[0]}]:{listen6[1]}"""
+    iifname "{bridge}" meta nfproto ipv6 {dns} dnat ip6 to [{listen6[0]}]:{listen6[1]}"""
           if listen6 else "")
     family, prerouting = nftplan.DNS.family, nftplan.DNS.chain("prerouting")
     return f"""table {family} {TABLE}
@@ -32,7 +33,7 @@ table {family} {TABLE} {{
   set captive4 {{ type ipv4_addr; }}
   chain {prerouting.name} {{
     {prerouting.header()}
-    iifname "{bridge}" meta nfproto ipv4 meta l4proto {{ udp, tcp }} th dport 53 dnat ip to {listen_addr}:{listen_port}{v6}
+    iifname "{bridge}" meta nfproto ipv4 {dns} dnat ip to {listen_addr}:{listen_port}{v6}
     iifname "{bridge}" ip saddr @captive4 tcp dport 80 dnat ip to {listen_addr}:{CAPTIVE_PORT}
   }}
 }}

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from datetime import timezone, tzinfo
+from datetime import tzinfo, UTC
 
 from ...macaddr import normalize
 from ..schedules.windows import Window, WindowError, any_open, parse_spec, spec_text
@@ -42,7 +42,7 @@ def owner_of(mac: str | None) -> str:
 
 
 class Policy:
-    def __init__(self, state, clock, tz: tzinfo = timezone.utc):
+    def __init__(self, state, clock, tz: tzinfo = UTC):
         self.state = state
         self.clock = clock
         self.tz = tz

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 
 from ... import events
 from ...counters import Counters

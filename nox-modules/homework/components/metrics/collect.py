@@ -18,7 +18,7 @@ last day (traffic.py), so at most pool size + the day's departed devices, times 
 from __future__ import annotations
 
 import re
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector

@@ -1,7 +1,8 @@
 """The mqtt component: keeps each device's topics on the broker up to date from the bus
-(device decisions and names, leases, bandwidth), passes on notifications (notify), and, if `mqtt.accept_commands`, applies
-permit/deny from `{prefix}/device/ID/set`. Who may publish there is the broker's ACL's
-job (only the admin role's MQTT user): the controller cannot tell who published a message."""
+(device decisions and names, leases, bandwidth), passes on notifications (notify), and,
+if `mqtt.accept_commands`, applies permit/deny from `{prefix}/device/ID/set`. Who may
+publish there is the broker's ACL's job (only the admin role's MQTT user): the controller
+cannot tell who published a message."""
 from __future__ import annotations
 
 import json

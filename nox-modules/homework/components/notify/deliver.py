@@ -21,7 +21,7 @@ import json
 import logging
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from ...httpout import HttpOutError, post
 from ...netguard import Guard
@@ -42,7 +42,7 @@ class Job:
 class HookWorker:
     """One webhook's deliveries, in due order, one at a time."""
 
-    def __init__(self, deliverer: "Deliverer", hook_id: str):
+    def __init__(self, deliverer: Deliverer, hook_id: str):
         self.d = deliverer
         self.hook_id = hook_id
         self.jobs: list = []                   # heap of (due, seq, Job)

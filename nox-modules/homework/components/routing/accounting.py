@@ -13,7 +13,7 @@ sets the baseline (traffic since the previous process's last poll is not reporte
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Callable
+from collections.abc import Callable
 
 from ...flows import FlowRemoved, FlowStats
 from ...events import Bandwidth, Flow

@@ -563,7 +563,8 @@ class Routing(Component):
         return ([FlowDelete(cookie=L.routing_cookie(L.KIND_ACCOUNT, dev.index), cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE)]
                 + fs.per_host_flows(dev)
                 + (fs6.per_host_flows(dev, prefix) if (prefix := self._prefix6(dev)) is not None else [])
-                + [FlowDelete(cookie=L.routing_cookie(L.KIND_LEARNED, dev.index), cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE)])
+                + [FlowDelete(cookie=L.routing_cookie(L.KIND_LEARNED, dev.index),
+                              cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE)])
 
     # -- accounting ---------------------------------------------------------------------------------
     def _stats_request(self) -> FlowStatsRequest:

@@ -20,7 +20,7 @@ the final counters of nearly every connection well before that.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from ...conntrack import CtEntry
 
@@ -78,7 +78,7 @@ class ConntrackFlows:
         now = (e.packets, e.bytes, e.reply_packets, e.reply_bytes)
         if now == before:
             return
-        if any(n < b for n, b in zip(now, before)):     # an id reused for a new connection
+        if any(n < b for n, b in zip(now, before, strict=True)):     # an id reused for a new connection
             before = (0, 0, 0, 0)
         index = self.index_of(e.src)
         if index is None or self.skip(index) or self.inside(e.dst):

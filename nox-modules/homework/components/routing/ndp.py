@@ -54,7 +54,7 @@ def _icmpv6_checksum(src: ipaddress.IPv6Address, dst: ipaddress.IPv6Address, bod
     return checksum(pseudo + body)
 
 
-def dns_names(domains: "list[str] | tuple") -> bytes:
+def dns_names(domains: list[str] | tuple) -> bytes:
     """Domain names in DNS wire format (labels, each with its length; a zero at the end)."""
     out = b""
     for domain in domains:
@@ -70,8 +70,8 @@ def dns_names(domains: "list[str] | tuple") -> bytes:
 def router_advertisement(router_mac: bytes, device_mac: bytes, prefix: ipaddress.IPv6Network,
                          lifetime: int, dns: ipaddress.IPv6Address | None = None,
                          to: ipaddress.IPv6Address = ALL_NODES, mtu: int = 1500,
-                         deprecated: "list[ipaddress.IPv6Network] | tuple" = (),
-                         search: "list[str] | tuple" = ()) -> bytes:
+                         deprecated: list[ipaddress.IPv6Network] | tuple = (),
+                         search: list[str] | tuple = ()) -> bytes:
     """The Ethernet frame of an RA for one device: its /64 (autonomous, not on-link) valid
     for `lifetime` seconds, from fe80::1, `dns` as its DNS server if given, and the
     prefixes it had before a renumbering with lifetime 0."""

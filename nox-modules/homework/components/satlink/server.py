@@ -8,7 +8,7 @@ import socket
 import ssl
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from ...agentwire import LineReader, encode
 
