@@ -55,9 +55,8 @@ class Context:
 
     def __init__(self, config: Config, state: StateStore, bus: EventBus, host: HostNet,
                  send: Callable[[Iterable[Decision]], None], schedule: Callable[[float, Callable], None],
-                 clock: Callable[[], float], *, counters: Counters | None = None,
-                 commands: Commands | None = None, devices: DeviceRegistry | None = None,
-                 pairing: SatellitePairing | None = None, updater: Updater | None = None,
+                 clock: Callable[[], float], *, counters: Counters, commands: Commands,
+                 devices: DeviceRegistry, pairing: SatellitePairing, updater: Updater,
                  ipv6: AddressPlan | None = None, restart: Callable[..., None] | None = None,
                  switch_is_real: bool = False, is_radio_port: Callable[[int], bool] = lambda port: False,
                  radio_port: Callable[[str], int | None] = lambda ifname: None):
@@ -68,7 +67,7 @@ class Context:
         self.send = send
         self.every = schedule        # every(seconds, fn): run fn periodically (exceptions logged)
         self.now = clock
-        self.counters = counters or Counters()     # the core's registry (one for the whole controller)
+        self.counters = counters       # the core's registry (one for the whole controller)
         self.count = self.counters.count
         self.commands = commands
         self.devices = devices

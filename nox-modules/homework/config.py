@@ -21,13 +21,13 @@ import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 from collections.abc import Callable
 
 log = logging.getLogger("homework.config")
 
-KNOWN_COMPONENTS = ("dhcp", "routing", "dns", "eapol", "hwdb_sync", "api", "linksim", "usage", "metrics", "notify",
-                    "mqtt", "wanwatch", "localnames")
+KNOWN_COMPONENTS: tuple[str, ...] = ("dhcp", "routing", "dns", "eapol", "hwdb_sync", "api", "linksim", "usage",
+                                     "metrics", "notify", "mqtt", "wanwatch", "localnames")
 KNOWN_COMPONENTS += ("schedules",)     # bedtime windows and pauses
 KNOWN_COMPONENTS += ("blocklists",)    # blocklist subscriptions and safe-search
 KNOWN_COMPONENTS += ("backup",)        # settings backup and restore
@@ -47,12 +47,16 @@ class ConfigError(ValueError):
 
 
 # -- checks: each takes (key, value already of the right TOML type) and returns the value --------
+# What a made check accepts, in words (the docs' "allowed" column): check -> words.
+ALLOWED: dict[Callable, str] = {}
+
+
 def int_range(low: int, high: int) -> Callable[[str, int], int]:
     def check(key: str, value: int) -> int:
         if not low <= value <= high:
             raise ConfigError(key, f"must be between {low} and {high}, got {value}")
         return value
-    check.range = (low, high)
+    ALLOWED[check] = f"{low} to {high}"
     return check
 
 
@@ -61,7 +65,7 @@ def one_of(*choices: str) -> Callable[[str, str], str]:
         if value not in choices:
             raise ConfigError(key, f"must be {' or '.join(repr(c) for c in choices)}, got {value!r}")
         return value
-    check.choices = choices
+    ALLOWED[check] = " or ".join(f"`{c}`" for c in choices)
     return check
 
 
@@ -172,7 +176,7 @@ def _zero_or_rate(key: str, value: int) -> int:
     return value if value == 0 else int_range(64, 10_000_000)(key, value)
 
 
-_zero_or_rate.range_words = "0 (unset) or 64 to 10000000"
+ALLOWED[_zero_or_rate] = "0 (unset) or 64 to 10000000"
 
 
 def path(key: str, value: str) -> Path:
@@ -458,14 +462,31 @@ def _pki_dir(self) -> Path:
 
 
 # The dataclass the rest of the controller reads (config.pool, config.pending_lease, ...).
-Config = dataclasses.make_dataclass(
-    "Config",
-    [(k.attr, Any, dataclasses.field(default=_typed(k, k.default))) for k in KEYS]
-    + [("version", int, dataclasses.field(default=CURRENT_VERSION))],
-    namespace={"state_db": property(_state_db), "pki_dir": property(_pki_dir), "__module__": __name__,
-               "__doc__": "The validated configuration; built from KEYS."},
-    frozen=True,
-)
+if TYPE_CHECKING:
+    class Config:
+        """What the type checker sees: the attributes are made from KEYS at import, so each
+        is Any to it; KEYS' types and checks hold them at load (and the tests, every name)."""
+        __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+        version: int
+
+        def __init__(self, **values: Any) -> None: ...
+
+        def __getattr__(self, name: str) -> Any: ...
+
+        @property
+        def state_db(self) -> Path: ...
+
+        @property
+        def pki_dir(self) -> Path: ...
+else:
+    Config = dataclasses.make_dataclass(
+        "Config",
+        [(k.attr, Any, dataclasses.field(default=_typed(k, k.default))) for k in KEYS]
+        + [("version", int, dataclasses.field(default=CURRENT_VERSION))],
+        namespace={"state_db": property(_state_db), "pki_dir": property(_pki_dir), "__module__": __name__,
+                   "__doc__": "The validated configuration; built from KEYS."},
+        frozen=True,
+    )
 
 
 # -- migrations ---------------------------------------------------------------------------------
@@ -567,13 +588,8 @@ def _allowed(key: Key) -> str:
     """What a key accepts, in words, from its check (the docs' "allowed" column)."""
     if key.check is None:
         return {bool: "true or false", int: "a whole number", str: "text", list: "a list"}[key.kind]
-    if hasattr(key.check, "range_words"):
-        return key.check.range_words
-    if hasattr(key.check, "range"):
-        low, high = key.check.range
-        return f"{low} to {high}"
-    if hasattr(key.check, "choices"):
-        return " or ".join(f"`{c}`" for c in key.check.choices)
+    if key.check in ALLOWED:
+        return ALLOWED[key.check]
     return _CHECK_WORDS.get(key.check.__name__, "see what")
 
 

@@ -104,6 +104,7 @@ class ConntrackReader:
         keeps the devices' own), with their counters."""
         entries: list[CtEntry] = []
         for selection in SELECTIONS:
+            assert self.binary is not None      # callers check `available`
             try:
                 out = subprocess.run([self.binary, "-L", *selection, "-o", "extended,id"],
                                      capture_output=True, text=True, timeout=30, check=False).stdout
@@ -121,6 +122,7 @@ class ConntrackReader:
                              name="conntrack-events").start()
 
     def _follow(self, selection: tuple[str, ...], on_end: Callable[[CtEntry], None]) -> None:
+        assert self.binary is not None          # callers check `available`
         while not self._stopping:
             try:
                 proc = subprocess.Popen(
@@ -128,7 +130,7 @@ class ConntrackReader:
                      "-b", str(EVENT_BUFFER)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                     preexec_fn=_die_with_parent)
                 self._events = [p for p in self._events if p.poll() is None] + [proc]
-                for line in proc.stdout:
+                for line in proc.stdout or ():
                     entry = parse_entry(line)
                     if entry is not None:
                         try:

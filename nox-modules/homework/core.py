@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
+from typing import cast
 
 from . import factory_reset, system
 from . import events, manifest
@@ -121,7 +122,7 @@ class Core:
             for interface in manifests[name].offers:
                 offered[interface] = component.offer(interface)
             if LeaseReader in manifests[name].offers:
-                self.ctx.leases = offered[LeaseReader]     # before any other component is made
+                self.ctx.leases = cast(LeaseReader, offered[LeaseReader])     # before any other is made
             loaded[name] = component
         for name in names:
             self.components.append(loaded[name])
@@ -139,6 +140,8 @@ class Core:
     def check_site_prefix(self) -> None:
         """The ISP delegated another prefix (or none any more): every device moves to its
         /64 of the new one. DHCP and routing do their part on the `ipv6_plan` event."""
+        if self.prefix_source is None:
+            return
         site = self.prefix_source.site()
         old = self.ctx.ipv6
         if old is not None and site == old.site:

@@ -183,7 +183,10 @@ class DeviceRegistry:
             if key == "name":
                 routernames.check_device_name(value)
             clean[key] = value.strip()
-        device = self.state.set_device_meta(device.mac, **clean)
+        changed = self.state.set_device_meta(device.mac, **clean)
+        if changed is None:
+            raise UnknownDevice(f"{device.mac} was forgotten meanwhile")
+        device = changed
         self.bus.publish(events.Device(mac=device.mac, state=device.state, old_state=device.state,
                                        device=device.as_dict(), reason="meta"))
         return device
@@ -215,5 +218,6 @@ class DeviceRegistry:
         if decision == "forget":
             return [self.forget(mac) for mac in wanted]
         state = GROUP_DECISIONS[decision]
+        assert state is not None        # every decision but forget sets one
         return [self._decide(mac, state, allow_unknown=True) for mac in wanted]
 

@@ -37,6 +37,7 @@ class AlertKind(StrEnum):
     SWITCH_REFUSED = "switch-refused"           # a second switch connected to the controller
 
 
+@dataclass(frozen=True, eq=False)
 class Event:
     """The base of every event: its topic, and its payload as a dict."""
     TOPIC: ClassVar[str]

@@ -62,7 +62,10 @@ def main(argv: list[str] | None = None) -> None:
     # Restore and factory reset restart the controller in place (restart.py); a real switch
     # and bridge (the DHCP fast path may read the bridge's LOCAL interface); a satellite's
     # port goes back to the router's bridge between two processes (adapter/router_ports.py).
-    restart = InPlace(lambda: (core.stop(), control_server.close()), hub.spawn_after)
+    def stop_for_restart() -> None:
+        core.stop()
+        control_server.close()
+    restart = InPlace(stop_for_restart, hub.spawn_after)
     try:
         core = Core(config, spawn_periodic=spawn_periodic, restart=restart, switch_is_real=True,
                     give_back_port=router_ports.give_back)

@@ -360,9 +360,12 @@ class StateStore:
         with self._lock:
             self.execute("INSERT INTO devices (mac,state,first_seen,last_seen) VALUES (?,?,?,?) "
                          "ON CONFLICT(mac) DO UPDATE SET state=excluded.state", (mac, state, now, now))
-            return dataclasses.replace(self._reload_device(mac))
+            device = self._reload_device(mac)
+            assert device is not None       # just written
+            return dataclasses.replace(device)
 
-    def set_device_meta(self, mac: str, **fields: str) -> Device:
+    def set_device_meta(self, mac: str, **fields: str) -> Device | None:
+        """The device as it is now; None if it is gone (forgotten meanwhile)."""
         allowed = {"name", "owner", "type"}
         with self._lock:
             for key, value in fields.items():

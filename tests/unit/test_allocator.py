@@ -3,6 +3,7 @@ import ipaddress
 import pytest
 
 from homework.components.dhcp.allocator import RESERVED, Allocator, PoolExhausted
+from conftest import quarantined
 
 
 def test_distinct_blocks_and_layout():
@@ -134,5 +135,5 @@ def test_every_hold_and_its_end_is_told_for_persisting():
     # what a restart reloads is held again, but never over a restored assignment
     b = Allocator(ipaddress.IPv4Network("10.9.0.0/28"))
     b.restore("m2", 0, expires=60)
-    assert b.restore_hold(2, 110) and b.quarantined(2, now=20)
+    assert b.restore_hold(2, 110) and quarantined(b, 2, now=20)
     assert not b.restore_hold(0, 110) and not b.restore_hold(9, 110)

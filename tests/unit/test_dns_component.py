@@ -4,7 +4,6 @@ import pytest
 
 from homework.commands import CommandError
 from homework.components.dns import reverse
-from homework.components.dns.netfilter import FakeDnsNet
 from homework.components.dns.reverse import LearnedPairs
 from homework.flows import LOCAL, Datapath
 from conftest import Clock, make_core
@@ -13,6 +12,21 @@ from test_dhcp_server import join
 A = "02:00:00:00:00:0a"
 B = "02:00:00:00:00:0b"
 DP = Datapath(dpid=1, ports={"br0": LOCAL, "d1": 1, "d2": 2})
+
+
+class FakeDnsNet:
+    """Unit tests: remembers what would be in the captive set."""
+
+    def __init__(self, *args, **kw):
+        self.captive_ips: set[str] = set()
+        self.set_up = False
+
+    def setup(self) -> None:
+        self.set_up = True
+
+    def captive(self, ip: str, on: bool) -> None:
+        (self.captive_ips.add if on else self.captive_ips.discard)(ip)
+
 
 
 class FakeLink:

@@ -9,6 +9,7 @@ import logging
 import ssl
 import threading
 import time
+from typing import Any
 
 from os_ken.base import app_manager
 from os_ken.controller import ofp_event
@@ -59,7 +60,7 @@ class HomeworkApp(app_manager.OSKenApp):
         self.core = CORE
         self.datapath = None
         self.gate = SwitchGate(self.core.config.bridge, self.core.config.satellites)
-        self.satellite_dps: dict[int, object] = {}     # dpid -> os-ken Datapath of a connected satellite
+        self.satellite_dps: dict[int, Any] = {}     # dpid -> os-ken Datapath of a connected satellite
         self._satellite_ports: dict[int, list[int]] = {}   # dpid -> its device ports with link, as last planned
         self._satellite_uplinks: dict[int, int] = {}       # dpid -> its uplink's port number
         # Satellites behind others whose cable lost its link (cable_guard.py). The lock is this
@@ -124,6 +125,8 @@ class HomeworkApp(app_manager.OSKenApp):
         if behind is None or behind[0] in self._tree_locked:
             return
         child = satellites.by_index(self.core.config.satellites, behind[0])
+        if child is None:
+            return
         self._tree_locked.add(child.index)
         self._cable_locked(child, f"cable (port {port_no} of satellite {sat.index})")
 
@@ -427,7 +430,7 @@ class SendBatcher:
         self._hold = hold if spawn_after is not None else 0.0
         self._on_hold = on_hold            # called once for each write that holds additions
         self._limit = limit
-        self._dp = None
+        self._dp: Any = None      # the os-ken Datapath written to
         self._bufs: list[bytes] = []       # to go this hub turn
         self._size = 0
         self._held_bufs: list[bytes] = []  # additions waiting for the hold to pass

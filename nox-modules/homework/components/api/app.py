@@ -388,6 +388,7 @@ class ApiApp:
         return ok
 
     def logout(self, call: Call) -> Response:
+        assert call.principal is not None       # a "read" route: the app checked who calls
         if call.principal.kind == "session":
             self.auth.end_session(call.principal)
         resp = json_response({"logged_out": True})
@@ -396,6 +397,7 @@ class ApiApp:
 
     def session(self, call: Call) -> Response:
         p = call.principal
+        assert p is not None                    # a "read" route: the app checked who calls
         out = {"kind": p.kind, "role": p.role}
         if p.kind == "session":
             out["csrf"] = p.csrf
@@ -580,6 +582,7 @@ class ApiApp:
     def events(self, call: Call) -> Response:
         from .stream import format_event
         principal = call.principal
+        assert principal is not None            # a "read" route: the app checked who calls
         # The snapshot is built only for a stream the limits let in (it is the costly part).
         snapshot = lambda: [format_event("snapshot", {"devices": self.board.all_views()})]  # noqa: E731
         try:

@@ -76,9 +76,10 @@ class Backup(Component):
                 written["wifi"] = 0
         log.warning("settings restored from a backup made %s (schema %s, software %s): %s",
                     doc.get("created"), doc.get("schema"), doc.get("software"), written)
-        restarting = self.ctx.restart is not None
-        if restarting:
-            self.ctx.restart("settings restored from a backup")
+        restart = self.ctx.restart
+        restarting = restart is not None
+        if restart is not None:
+            restart("settings restored from a backup")
         return {"restored": written, "created": doc.get("created"), "schema": doc.get("schema"),
                 "software": doc.get("software"), "restarting": restarting,
                 "note": RESTARTING_NOTE if restarting else RESTART_NOTE}

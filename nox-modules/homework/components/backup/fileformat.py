@@ -102,7 +102,7 @@ def unpack(doc: dict, passphrase: str, latest_schema: int) -> tuple[dict, dict]:
     if not isinstance(doc.get("settings"), dict):
         raise BackupError("backup: settings missing")
     check_passphrase(passphrase)
-    sealed = doc.get("secrets")
+    sealed = doc.get("secrets") or {}
     try:
         n, r, p = int(sealed["n"]), int(sealed["r"]), int(sealed["p"])
         if sealed.get("kdf") != "scrypt" or not (2 <= n <= MAX_SCRYPT_N and n & (n - 1) == 0) \

@@ -138,7 +138,7 @@ class BlocklistsComponent(Component):
         staged = self.store.staging_path()
         offload(write_names, staged, parsed)
         list_id = self.store.add(url, owner, parsed, now, staged)
-        self._install(self.store.get(list_id))
+        self._install(self._row(list_id))
         self.log.info("blocklist %s added: %s (%d names, %d lines skipped)", list_id, url, parsed.rules, parsed.skipped)
         return self.view(list_id)
 
@@ -151,7 +151,7 @@ class BlocklistsComponent(Component):
             raise ValueError(f"refresh failed, the previous names stay in force: {exc}") from None
         offload(write_names, self.store.path(row["id"]), parsed)
         self.store.refreshed(row["id"], parsed, self.ctx.now())
-        self._install(self.store.get(row["id"]))
+        self._install(self._row(row["id"]))
         return self.view(row["id"])
 
     def _refresh_due(self) -> None:

@@ -222,9 +222,9 @@ class DhcpdLink:
 
     # -- the table -----------------------------------------------------------------------------
     def set(self, entry: dict) -> None:
-        if self._held.get(entry.get("mac")) == entry:
+        if self._held.get(entry["mac"]) == entry:
             return
-        self._held[entry.get("mac")] = dict(entry)
+        self._held[entry["mac"]] = dict(entry)
         self._send({"op": "set", **entry})
 
     def delete(self, mac: str) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 
 from ...component import Component
-from ...events import Alert, Lease as LeaseEvent
+from ...events import Alert, AlertKind, Lease as LeaseEvent
 from ...flows import CONTROLLER, ETH_IP, PROTO_UDP, Datapath, FlowMod, Output, PacketIn, PacketOut
 from ...packets import (BROADCAST_MAC, PacketError, build_ethernet, build_ipv4, build_udp,
                         parse_ethernet, parse_ipv4, parse_udp)
@@ -272,10 +272,16 @@ class DhcpServer(Component):
                      active=mac in self.live)
 
     def all(self) -> list[Lease]:
-        return [self.get(mac) for mac in self.alloc.assignments()]
+        return [lease for mac in self.alloc.assignments() if (lease := self.get(mac)) is not None]
 
     def active(self) -> list[Lease]:
-        return [self.get(mac) for mac in list(self.live)]
+        return [lease for mac in list(self.live) if (lease := self.get(mac)) is not None]
+
+    def _held(self, mac: str) -> Lease:
+        """The lease of a MAC that holds a block (its caller has just given it one or ended it)."""
+        lease = self.get(mac)
+        assert lease is not None, mac
+        return lease
 
     def is_active(self, mac: str) -> bool:
         return mac in self.live
@@ -402,7 +408,7 @@ class DhcpServer(Component):
             self._alerted.clear()
         self._alerted[(key, kind)] = now
         self.log.warning("%s: %s", kind, detail)
-        self.ctx.bus.publish(Alert(mac=key if mac is None else mac, kind=kind, detail=detail))
+        self.ctx.bus.publish(Alert(mac=key if mac is None else mac, kind=AlertKind(kind), detail=detail))
 
     def _discover(self, msg: m.DhcpMessage, in_port: int) -> list:
         now = self.ctx.now()
@@ -493,13 +499,13 @@ class DhcpServer(Component):
             self.relays[mac] = relay
         else:
             self.relays.pop(mac, None)
-        self.ctx.state.save_lease(self.get(mac))
+        self.ctx.state.save_lease(self._held(mac))
         self._install_router_address(mac)
         self.ctx.count("dhcp.acks")
         # The core holds the lease event until this handler's decisions are sent, so the
         # ACK reaches the switch ahead of the flows the event brings (routing): in a burst
         # of new devices it does not queue behind everyone's flow-mods.
-        self._publish_lease("renewed" if renewal else "granted", self.get(mac), device.state, lease_time)
+        self._publish_lease("renewed" if renewal else "granted", self._held(mac), device.state, lease_time)
         if not renewal:
             self.log.info("lease %s -> %s/30 for %ds (%s)", mac, self.alloc.block_for(mac).device, lease_time,
                           device.state)
@@ -573,14 +579,14 @@ class DhcpServer(Component):
         radio to radio only, so a wired device's lease is never taken this way."""
         mac, port = ev.mac, self.ctx.radio_port(ev.ifname)
         old = self.ports.get(mac)
-        if port is None or mac not in self.live or mac in self.relays or old in (None, port):
+        if port is None or old is None or mac not in self.live or mac in self.relays or old == port:
             return
         if not self.ctx.is_radio_port(old) or not self.ctx.is_radio_port(port):
             return
         self.ctx.count("dhcp.roamed_by_radio")
         self.log.info("%s roamed to %s (router port %d, was %d)", mac, ev.ifname, port, old)
         self.ports[mac] = port
-        lease = self.get(mac)
+        lease = self._held(mac)
         self.ctx.state.save_lease(lease)
         device = self.ctx.state.get_device(mac)
         # "renewed": for every listener it is the same lease, now on another port (routing
@@ -716,12 +722,12 @@ class DhcpServer(Component):
         self.alloc.set_expiry(mac, 0.0)
         self.live.discard(mac)
         self._dhcpd_forget(mac)
-        self.ctx.state.save_lease(self.get(mac))
+        self.ctx.state.save_lease(self._held(mac))
         if mac in self.addressed:
             self.addressed.discard(mac)
             self._remove_router_addresses(block)
         self.log.info("lease of %s (%s) %s", mac, block.device, action)
-        self._publish_lease(action, self.get(mac), None, 0)
+        self._publish_lease(action, self._held(mac), None, 0)
 
     def expire_leases(self) -> None:
         now = self.ctx.now()

@@ -71,7 +71,7 @@ class DnsdLink:
 
     def _send(self, sock: socket.socket, lines: list[str]):
         token = str(next(self._tokens))
-        waiter = [threading.Event(), None]
+        waiter: list = [threading.Event(), None]     # [answered, the answer line]
         self._waiting[token] = waiter
         try:
             sock.sendall(("\n".join(lines) + f"\nsync {token}\n").encode())
@@ -83,7 +83,7 @@ class DnsdLink:
         return waiter
 
     def stats(self, timeout: float = 2.0) -> dict:
-        waiter = [threading.Event(), None]
+        waiter: list = [threading.Event(), None]     # [answered, the stats line]
         with self._send_lock:
             if self._sock is None:
                 return {"connected": False}

@@ -61,8 +61,11 @@ class DnsNet:
         self.listen6 = split_host_port(listen6) if listen6 else None
         self._wanted: set[str] = set()
         self._lock = threading.Lock()
-        self.counters = None if count else Counters()     # own registry only when used alone (tests)
-        self.count = count or self.counters.count
+        self.counters: Counters | None = None
+        if count is None:               # used alone (tests): a registry of its own
+            self.counters = Counters()
+            count = self.counters.count
+        self.count = count
         self._nft = BatchWorker("dns-nft", self._apply)
 
     def setup(self) -> None:
@@ -113,17 +116,3 @@ class DnsNet:
             self.count("dns.nft_failures")
             log.error("captive set update failed (retrying in %.0f s): %s", self.RETRY_SECONDS, why)
             threading.Timer(self.RETRY_SECONDS, self._nft.put, args=("retry",)).start()
-
-
-class FakeDnsNet:
-    """Unit tests: remembers what would be in the captive set."""
-
-    def __init__(self, *args, **kw):
-        self.captive_ips: set[str] = set()
-        self.set_up = False
-
-    def setup(self) -> None:
-        self.set_up = True
-
-    def captive(self, ip: str, on: bool) -> None:
-        (self.captive_ips.add if on else self.captive_ips.discard)(ip)

@@ -71,10 +71,10 @@ class HomeworkCollector(Collector):
                                  "packets of the device's learned (per-connection) flows", labels=labels)
         names = self.names()
         for mac, d in sorted(self.traffic().items()):
-            values = [mac, names.get(mac, "")]
-            rx.add_metric(values, d.down_bytes)
-            tx.add_metric(values, d.up_bytes)
-            pk.add_metric(values, d.flow_packets)
+            label_values = [mac, names.get(mac, "")]
+            rx.add_metric(label_values, d.down_bytes)
+            tx.add_metric(label_values, d.up_bytes)
+            pk.add_metric(label_values, d.flow_packets)
         yield from (rx, tx, pk)
 
         states = GaugeMetricFamily("homework_devices", "devices the controller knows, per state",

@@ -98,7 +98,7 @@ class Notify(Component):
             allow_local = allow_local.lower() in ("1", "true", "yes", "on")
         try:
             parts = urlsplit(check_url(url))
-            self.guard.check_url_host(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80),
+            self.guard.check_url_host(parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80),
                                       check_allow_local(allow_local))
             hook = self.hooks.create(url, self.ctx.now(), allow_local)
         except (BadWebhook, LocalAddress) as exc:

@@ -2,18 +2,19 @@
 a notification's fields (or None) out."""
 from __future__ import annotations
 
-from ...events import Event, of
+from ...events import Alert, Device, Event, of
 
 # wanwatch's alerts; its hysteresis already makes one per change, so they are not deduplicated.
 WAN_TITLES = {"wan-down": "Internet connection down", "wan-up": "Internet connection back"}
 
 
-def from_event(topic: str, ev: Event | dict) -> dict | None:
+def from_event(topic: str, event: Event | dict) -> dict | None:
     if topic not in ("device", "alert"):
         return None
-    ev = of(topic, ev)
+    ev = of(topic, event)
+    assert isinstance(ev, (Device, Alert))
     mac = str(ev.mac or "")
-    if topic == "device":
+    if isinstance(ev, Device):
         device = ev.device or {}
         who = device.get("name") or device.get("hostname") or mac
         if ev.reason == "seen":
@@ -23,7 +24,7 @@ def from_event(topic: str, ev: Event | dict) -> dict | None:
             return {"kind": "device-blacklisted", "mac": mac, "title": f"Device blacklisted: {who}",
                     "detail": "it can no longer join the network"}
         return None
-    if topic == "alert":
+    if isinstance(ev, Alert):
         kind = str(ev.kind or "alert")
         if kind in WAN_TITLES:       # about the router's uplink: its own kinds, plain words
             return {"kind": kind, "mac": "", "title": WAN_TITLES[kind], "detail": str(ev.detail or "")[:500]}

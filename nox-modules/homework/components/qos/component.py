@@ -33,8 +33,6 @@ LEARNED_SECONDS = 1800       # how long a learned address of an app's domain cou
 MAX_LEARNED = 4096           # addresses per app (a CDN answers with many; the oldest expire)
 ALERT_EVERY = 60.0
 RETRY_SECONDS = 10.0         # a plan that failed is tried again this often
-DEVICE_TOPIC = "qos_device"  # payload: mac, class = a device whose priority changed (the board's label, hwdb)
-APP_TOPIC = "qos_app"        # payload: an app's view as set now; class "" = removed (hwdb's AppPriorities)
 
 
 class Qos(Component):
@@ -281,7 +279,7 @@ class Qos(Component):
 
     def set_link(self, enabled=None, down_kbit=None, up_kbit=None, high_share=None) -> dict:
         """Any subset; everything is checked before anything is stored."""
-        values = {}
+        values: dict[str, int | bool] = {}
         if enabled is not None:
             values["enabled"] = parse_bool(enabled, "enabled")
         if down_kbit is not None:

@@ -144,7 +144,9 @@ def tc_lines(side: Side, members: list[Member], shape_percent: int, high_share: 
     add_leaf("default", OTHER_LEAF, None)
     for m in sorted(members, key=lambda m: m.index):
         for cls in CLASSES:
-            add_leaf(cls, leaf_minor(cls, m.index), m.mac)
+            minor = leaf_minor(cls, m.index)
+            assert minor is not None     # members were kept to the indexes that fit
+            add_leaf(cls, minor, m.mac)
     return lines, leaves
 
 

@@ -31,6 +31,7 @@ import shlex
 import subprocess
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 from ...component import Component
 from ...events import Link, StationAt
@@ -133,7 +134,8 @@ class RadioMonitor(Component):
     def read_dump(self, ifname: str) -> str | None:
         res = run(self.command, ifname)
         if isinstance(res, Exception):
-            return self._failed(ifname, str(res))
+            self._failed(ifname, str(res))
+            return None
         if ifname in self.failing:
             self.failing.discard(ifname)
             self.log.info("station dump of %s works again", ifname)
@@ -144,7 +146,6 @@ class RadioMonitor(Component):
         if ifname not in self.failing:      # once per episode, not every second
             self.failing.add(ifname)
             self.log.warning("station dump of %s failed: %s", ifname, why)
-        return None
 
     def tick(self) -> None:
         for ifname in self.interfaces:
@@ -202,7 +203,7 @@ class RadioMonitor(Component):
             totals.seen_at = now - (station.inactive_ms or 0) / 1000.0
             totals.ifname = ifname
             retry_rate = step["tx_retries"] / step["tx_packets"] if step["tx_packets"] else 0.0
-            event = {"mac": station.mac, "rssi": station.signal, "retries": totals.tx_retries,
+            event: dict[str, Any] = {"mac": station.mac, "rssi": station.signal, "retries": totals.tx_retries,
                      "packets": totals.tx_packets, "bytes": totals.bytes, "retry_rate": round(retry_rate, 4),
                      "tx_failed": totals.tx_failed, "tx_bitrate": station.tx_bitrate,
                      "rx_bitrate": station.rx_bitrate, "inactive_ms": station.inactive_ms,

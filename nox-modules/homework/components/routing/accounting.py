@@ -22,7 +22,7 @@ from ... import pipeline as L
 PORT_FIELDS = {6: ("tcp_src", "tcp_dst"), 17: ("udp_src", "udp_dst")}
 
 
-def flow_key(match: dict) -> tuple:
+def flow_key(match: dict) -> tuple[int, str, int, str, int]:
     """(proto, saddr, sport, daddr, dport) of a learned flow's match."""
     proto = int(match.get("ip_proto", 0) or 0)
     sport_f, dport_f = PORT_FIELDS.get(proto, (None, None))

@@ -89,7 +89,7 @@ class Routing(Component):
 
     def datapath_up(self, dp: Datapath) -> list:
         self.router_mac = self.ctx.host.local_mac() or self.router_mac
-        decisions = fs.base_flows(self.ctx.config.pool)
+        decisions: list = list(fs.base_flows(self.ctx.config.pool))
         if self.ctx.ipv6 is not None:
             decisions += fs6.base_flows(self.ctx.ipv6.site)
         # Memberships are rebuilt from the devices' answers to an immediate query.
@@ -424,7 +424,7 @@ class Routing(Component):
         return self._group_flows(changed)
 
     def _group_flows(self, groups: list[str]) -> list:
-        decisions = []
+        decisions: list = []
         for group in groups:
             ports = [self.installed[m][0].port for m in self.memberships.members(group)
                      if m in self.installed and self.installed[m][1] == "permitted"]
@@ -530,7 +530,7 @@ class Routing(Component):
     def _facts(self, mac: str) -> dict:
         """What routing adds to a device's view: per-host counting, its IPv6 /64, and where
         it is plugged in (a router port or a satellite's port)."""
-        facts = {"flow_limited": self.flow_limited(mac), "attached": self._attached(mac)}
+        facts: dict[str, object] = {"flow_limited": self.flow_limited(mac), "attached": self._attached(mac)}
         if self.ctx.ipv6 is not None:
             lease = self.ctx.leases.get(mac)
             prefix = self._prefix6(lease) if lease is not None and lease.active and lease.local else None

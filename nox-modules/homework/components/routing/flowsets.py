@@ -115,7 +115,7 @@ def forward_flows(d: Lease, router_mac: str) -> list[FlowMod]:
 
 
 def _learn(d: Lease, proto: int | None, ports: str | None, idle: int) -> Learn:
-    fields = [("eth_type", ETH_IP)]
+    fields: list[tuple[str, int | None]] = [("eth_type", ETH_IP)]
     fields.append(("ip_proto", proto) if proto is not None else ("ip_proto", None))
     fields += [("ipv4_src", None), ("ipv4_dst", None)]
     if ports:

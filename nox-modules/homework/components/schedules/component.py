@@ -27,7 +27,6 @@ from .store import ACTIONS, OWNER, Pause, Schedule, ScheduleStore
 from .windows import Window, WindowError
 
 MAX_PAUSE_MINUTES = 7 * 24 * 60
-CHANGE_TOPIC = "schedule"            # payload: mac = a device whose pause or window began or ended
 
 
 def parse_target(mac=None, owner=None) -> str:
@@ -149,7 +148,7 @@ class Schedules(Component):
             self.paused[mac] = lease
             prefix6 = self.ctx.ipv6.device_prefix(lease.index) if self.ctx.ipv6 is not None else None
             decisions += block_flows(lease, prefix6, SCHEDULE)
-        if self.strict != strict:
+        if self.strict != frozenset(strict):
             changed = strict ^ (self.strict or frozenset())
             self.strict = frozenset(strict)
             self.ctx.bus.publish(ScheduleStrict(macs=sorted(strict)))

@@ -171,7 +171,7 @@ class Usage(Component):
         """One local calendar month (YYYY-MM; '' = this one) as CSV: a row per day and device."""
         now = self.ctx.now()
         if not month:
-            month = periods.label(now, self.tz, "month")
+            month = periods.label(int(now), self.tz, "month")
         start, end = periods.calendar_month(month, self.tz)
         devices = {d.mac: d for d in self.ctx.state.devices()}
         return export.month_csv(self.book.rows(start, end), devices, self.tz)
