@@ -48,8 +48,9 @@ class Context:
     - switch_is_real, is_radio_port(port), radio_port(ifname): facts about the switch the
       adapter works with (main.py says it is real; the satellites' patch links answer for
       radio ports). The unit tests' fake switch keeps the defaults;
-    - device_facts and health: registries components add to at start (facts each adds to a
-      device's view; the health of the daemons each talks to);
+    - device_facts, health, wan_services and router_groups: registries components add to
+      (facts each adds to a device's view; the health of the daemons each talks to; the
+      router's own services on the WAN; the multicast groups its own stack serves);
     - callers: which device an address belongs to (callers.py).
     """
 
@@ -84,6 +85,12 @@ class Context:
         self.device_facts: list[Callable[[str], dict]] = []
         # Health of the daemons components talk to: name -> fn() -> up? (metrics shows them).
         self.health: dict[str, Callable[[], bool]] = {}
+        # The router's own services on the WAN: what -> (protocol, port), e.g. remote access's
+        # WireGuard port. Components add theirs in __init__; port forwards may not take them.
+        self.wan_services: dict[str, tuple[str, int]] = {}
+        # Multicast groups the router's own stack serves on the LAN (reach: SSDP for UPnP);
+        # routing sends permitted devices' packets to them to the router as well as to members.
+        self.router_groups: set[str] = set()
         # Which device (or satellite, or the router) an address belongs to: the one answer
         # every per-device rule uses, over IPv4 and IPv6 alike (callers.py).
         self.callers = Callers(self)

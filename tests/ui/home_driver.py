@@ -21,6 +21,10 @@ sends one JSON request per line on stdin and reads one JSON answer per line on s
     {"op": "start_receiver", "port": 8097}  -> {"ok": true, "url": webhook URL in the emulated internet}
     {"op": "receiver_secret", "secret": ..}   (the receiver checks signatures with it)
     {"op": "received"}                        -> {"ok": true, "requests": [{status, signature_ok, body}]}
+    {"op": "serve", "dev": "dev1", "port": 8080}         (a server in the device that answers its name)
+    {"op": "internet_hello", "port": 9000, "address"?: ..}  -> {"answer": the name of who answered, or ""}
+    {"op": "natpmp", "dev": "dev1", "public": 9300, "private": 8080}  -> {"output": natpmpc's}
+    {"op": "remote_connect", "mac": ..}   (a WireGuard client in the emulated internet, from its file)
     {"op": "quit"}
 
 Config overrides for the home (TOML sections as JSON) may come in $HOMEWORK_UI_CONFIG.
@@ -49,7 +53,7 @@ class Driver:
         # {"dns_lab": true}: the whole DNS path (homework-dnsd, dnsmasq, the dns component) and
         # hwdb, as tests/e2e/test_local_names.py runs it (querylog.test.mjs).
         self.dns_lab = config.pop("dns_lab", False)
-        kw = {}
+        kw = {"public_wan": config.pop("public_wan", False)}      # UPnP mappings (homelab.PUBLIC_WAN_ADDR)
         if self.dns_lab:
             from homelab import new_run_id
             from homelab.dns import dns_config
@@ -152,6 +156,34 @@ class Driver:
         r = dev.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time",
                      str(req.get("max_time", 2)), url], check=False, timeout=10)
         return {"code": r.stdout.strip(), "success": r.returncode == 0 and r.stdout.strip() == "200"}
+
+    def op_serve(self, req):
+        from homelab.reach import serve_hello
+        dev = self.dev(req)
+        serve_hello(dev.popen, dev.name, int(req.get("port", 8080)))
+        return {}
+
+    def op_internet_hello(self, req):
+        from homelab.reach import hello
+        return {"answer": hello(self.home.internet, req.get("address") or self.home.wan_addr, int(req["port"]))}
+
+    def op_natpmp(self, req):
+        out = self.dev(req).run(["natpmpc", "-a", str(req["public"]), str(req["private"]), "tcp", "600"],
+                                check=False, timeout=30)
+        return {"output": out.stdout + out.stderr}
+
+    def op_remote_connect(self, req):
+        from homelab import LAN6_SITE
+        from homelab.wgclient import WgClient
+        view = self.home.control("remote-config", mac=req["mac"])
+        self.wg_client = WgClient(self.home.internet_ns, f"{self.home.run_id}wc", self.home.dir / "wgclient")
+        self.wg_client.up(view["config"], ["10.2.0.0/16", LAN6_SITE])
+        deadline = time.monotonic() + 20
+        while self.wg_client.handshake() == 0:
+            if time.monotonic() > deadline:
+                raise TimeoutError("no WireGuard handshake in 20 s")
+            time.sleep(0.2)
+        return {"address": self.wg_client.address4}
 
     def op_wait_fetch(self, req):
         """Poll until a fetch from the device succeeds (expect true) or fails (false)."""
@@ -293,6 +325,8 @@ class Driver:
         return {"log": self.home.controller_log()[-6000:]}
 
     def close(self):
+        if getattr(self, "wg_client", None) is not None:
+            self.wg_client.close()
         self.home.close()
 
 

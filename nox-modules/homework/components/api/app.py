@@ -44,6 +44,8 @@ from . import wifi as wifi_routes
 from . import update as update_routes
 from . import satellites as satellite_routes
 from . import setup as setup_routes
+from . import reach as reach_routes
+from . import remote as remote_routes
 from .stream import StreamLimit
 
 log = logging.getLogger("homework.api")
@@ -167,6 +169,8 @@ class ApiApp:
         update_routes.add_routes(self)     # .hwup upload, update status, reboot (update.py)
         satellite_routes.add_routes(self)  # satellites asking to pair, decisions (satellites.py)
         setup_routes.add_routes(self)      # the first hour: a pending device sets the router up (setup.py)
+        reach_routes.add_routes(self)      # port forwards, UPnP mappings, may open ports (reach.py)
+        remote_routes.add_routes(self)     # remote access over WireGuard (remote.py)
 
     def _add(self, method: str, path: str, handler: Callable, access: str, max_body: int = MAX_BODY) -> None:
         self.routes.append(Route(method, re.compile(f"^{re.escape(PREFIX)}{path}$"), handler, access, max_body))
