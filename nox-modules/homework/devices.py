@@ -172,9 +172,9 @@ class DeviceRegistry:
             return device
         return self._decide(mac, "pending")
 
-    def set_meta(self, mac: str, **fields: str) -> Device:
+    def set_meta(self, mac: str, **fields: str | None) -> Device:
         device = self.get(mac)
-        clean = {}
+        clean: dict[str, str] = {}
         for key, value in fields.items():
             if value is None:
                 continue

@@ -11,13 +11,22 @@ and nobody else's rules (a distribution's own nftables.service) are changed.
     table inet homework          scripts/router-net.sh (bring-up; `down` deletes it)
       postrouting       nat    postrouting  srcnat (100)  IPv4 out of the WAN masqueraded
       wan_input         filter input        filter (0)    the WAN reaches none of the router's
-                                                          services unless it answers us
+                                                          services unless it answers us, or
+                                                          remote_input lets it
       satellite_input   filter input        filter (0)    a satellite's management link: pairing,
                                                           OpenFlow over TLS and its agent only
       wan_forward       filter forward      filter (0)    the WAN reaches the home only with an
-                                                          answer (or ICMPv6 RFC 4890 needs); IPv6
+                                                          answer, a DNAT of homework_reach, or
+                                                          what reach_forward and upnp_forward let
+                                                          through (and ICMPv6 RFC 4890 needs); IPv6
                                                           DNS is not routed past the rules; ULA
                                                           sources stay inside
+      reach_forward     regular, filled by components/reach/plan.py: the port forwards'
+                        IPv6 pinholes (a device's /64 and port)
+      upnp_forward      regular, filled by miniupnpd (components/reach/upnp.py): its
+                        mappings and IPv6 pinholes
+      remote_input      regular, filled by components/remote/component.py: remote access's
+                        WireGuard port
     table netdev homework_lan    scripts/router-net.sh guard (netdev datapath only)
       in_<port>         filter ingress      0             per LAN port: the kernel's IP stack
                                                           never sees a LAN port's frames (OVS's
@@ -26,6 +35,21 @@ and nobody else's rules (a distribution's own nftables.service) are changed.
       captive4          set of ipv4_addr: pending and denied devices
       prerouting        nat    prerouting   dstnat (-100) port 53 from the bridge to homework-dnsd;
                                                           port 80 of captive4 to the waiting page
+    table inet homework_reach    components/reach/plan.py (the reach component)
+      wan4, upnp4, upnp6  sets: the router's WAN addresses; the devices that may open ports
+      prerouting        nat    prerouting   dstnat (-100) from the WAN into forwards and
+                                                          upnp_prerouting; from the LAN to a WAN
+                                                          address into hairpin; NAT-PMP/PCP to
+                                                          miniupnpd
+      postrouting       nat    postrouting  srcnat (100)  a hairpinned connection leaves from the
+                                                          router; upnp_postrouting
+      gate              filter input        filter - 5    UPnP, NAT-PMP and PCP reach the router
+                                                          only from devices allowed to open ports
+      forwards, hairpin regular: the open forwards' DNAT (filled on every change)
+      upnp_prerouting, upnp_postrouting  regular, miniupnpd's own (never flushed here)
+    table inet homework_away     components/remote/away.py, in remote access's own network
+                                 namespace (not the router's)
+      forward           filter forward      mangle (-150) TCP's MSS clamped to the tunnel's MTU
     table inet homework_qos      components/qos/plan.py (the qos component, when shaping)
       postrouting       filter postrouting  mangle (-150) to up (WAN) / down (bridge) by oifname
       up, down          regular chains: ct mark set <application id>; meta priority set
@@ -33,9 +57,12 @@ and nobody else's rules (a distribution's own nftables.service) are changed.
 
 Order between hooks: homework_qos's postrouting (mangle, -150) runs before the masquerade
 (srcnat, 100), so the classifier still sees a device's own address on the upload;
-homework_dns's DNAT runs at dstnat, before routing decides the packet is for the router.
-Chains at the same hook and priority (wan_input and satellite_input) match disjoint
-interfaces, so their order does not matter.
+homework_reach's gate (filter - 5) runs before homework's input chains, so a refusal there
+is final; homework_dns's and homework_reach's DNATs run at dstnat, before routing decides
+whether the packet is for the router. Chains at the same hook and priority match disjoint
+traffic, so their order does not matter: wan_input and satellite_input (other interfaces);
+the two prerouting DNATs (port 53 from the bridge, against the WAN and the WAN addresses);
+the two srcnat chains (out of the WAN, against back into the bridge).
 
 Marks: the connection mark (`ct mark`) belongs to qos, whose rules set it to an
 application rule's id (qos_apps.id, never reused); 0 means no application. The packet
@@ -59,8 +86,9 @@ class Chain:
     name: str
     type: str = ""          # filter | nat | route; "" for a regular chain (jumped to)
     hook: str = ""          # prerouting | input | forward | output | postrouting | ingress
-    priority: str = ""      # a named priority (PRIORITY) or a number
+    priority: str = ""      # a named priority (PRIORITY), "name - n", or a number
     policy: str = "accept"
+    filler: str = ""        # a regular chain another owner fills (its file, or miniupnpd)
 
     @property
     def base(self) -> bool:
@@ -68,7 +96,12 @@ class Chain:
 
     @property
     def number(self) -> int:
-        return PRIORITY[self.priority] if self.priority in PRIORITY else int(self.priority)
+        name, sign, offset = self.priority.partition(" ")
+        base = PRIORITY[name] if name in PRIORITY else int(name)
+        if not sign:
+            return base
+        op, _, amount = offset.partition(" ")
+        return base + int(amount) if op == "+" else base - int(amount)
 
     def header(self, device: str = "") -> str:
         """The base chain's declaration, as the owner's ruleset writes it."""
@@ -83,6 +116,7 @@ class Table:
     owner: str              # the file that writes it
     chains: tuple[Chain, ...]
     sets: tuple[str, ...] = ()
+    namespace: str = "the router's"     # the network namespace it lives in
 
     def chain(self, name: str) -> Chain:
         return next(c for c in self.chains if c.name == name)
@@ -90,6 +124,9 @@ class Table:
 
 ROUTER = Table("inet", "homework", "scripts/router-net.sh", (
     Chain("postrouting", "nat", "postrouting", "srcnat"),
+    Chain("reach_forward", filler="components/reach/plan.py"),
+    Chain("upnp_forward", filler="miniupnpd (components/reach/upnp.py)"),
+    Chain("remote_input", filler="components/remote/component.py"),
     Chain("wan_input", "filter", "input", "filter"),
     Chain("satellite_input", "filter", "input", "filter"),
     Chain("wan_forward", "filter", "forward", "filter"),
@@ -105,12 +142,25 @@ QOS = Table("inet", "homework_qos", "components/qos/plan.py", (
     Chain("postrouting", "filter", "postrouting", "mangle"),
     Chain("up"), Chain("down"),
 ))
+REACH = Table("inet", "homework_reach", "components/reach/plan.py", (
+    Chain("prerouting", "nat", "prerouting", "dstnat"),
+    Chain("postrouting", "nat", "postrouting", "srcnat"),
+    Chain("gate", "filter", "input", "filter - 5"),
+    Chain("forwards"), Chain("hairpin"),
+    Chain("upnp_prerouting", filler="miniupnpd (components/reach/upnp.py)"),
+    Chain("upnp_postrouting", filler="miniupnpd (components/reach/upnp.py)"),
+), sets=("wan4", "upnp4", "upnp6"))
+AWAY = Table("inet", "homework_away", "components/remote/away.py", (
+    Chain("forward", "filter", "forward", "mangle"),
+), namespace="remote access's (away)")
 
-TABLES: tuple[Table, ...] = (ROUTER, LAN_GUARD, DNS, QOS)
+TABLES: tuple[Table, ...] = (ROUTER, LAN_GUARD, DNS, QOS, REACH, AWAY)
 
 # Hooks whose order the plan relies on: (earlier, later), each (table, chain).
 ORDER = (
-    ((QOS, "postrouting"), (ROUTER, "postrouting")),    # classify before the masquerade
+    ((QOS, "postrouting"), (ROUTER, "postrouting")),        # classify before the masquerade
+    ((REACH, "gate"), (ROUTER, "wan_input")),                # the gate's refusal is final
+    ((REACH, "gate"), (ROUTER, "satellite_input")),
 )
 
 @dataclass(frozen=True)

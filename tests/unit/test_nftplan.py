@@ -75,3 +75,21 @@ def test_the_qos_ruleset_is_the_plans_table():
     text = qos_plan.nft_text("wan0", "br0", [member], {}, [])
     assert text.startswith(f"table {nftplan.QOS.family} {nftplan.QOS.name}\ndelete table")
     assert chains_in(text) == planned(nftplan.QOS)
+
+
+ADD_CHAIN = re.compile(r"^add chain (\w+) (\S+) (\S+)(?: \{ (type .*?) \})?$", re.M)
+
+
+def test_the_reach_tables_are_the_plans():
+    from homework.components.reach import plan as reach_plan
+    text = reach_plan.setup("br0", "wan0", reach_plan.Upnp("10.2.255.1", 5000, ["10.2.0.2"], []))
+    chains: dict[str, dict[str, tuple]] = {}
+    for family, table, name, header in ADD_CHAIN.findall(text):
+        chains.setdefault(f"{family} {table}", {})[name] = tuple(header.split()) if header else ()
+    reach = {c.name: tuple(c.header().split()) if c.base else () for c in nftplan.REACH.chains}
+    assert chains[f"inet {nftplan.REACH.name}"] == reach
+    router = {c.name for c in nftplan.ROUTER.chains if c.filler}
+    assert set(chains[f"inet {nftplan.ROUTER.name}"]) <= router        # the router's chains it fills
+    for name in nftplan.REACH.sets:
+        assert f"add set inet {nftplan.REACH.name} {name} " in text
+
