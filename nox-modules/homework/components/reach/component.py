@@ -82,7 +82,7 @@ class Reach(Component):
             self.ctx.bus.subscribe(topic, self._on_change)
         self.ctx.device_facts.append(self._facts)
         if self.daemon is not None:          # devices' SSDP discovery reaches miniupnpd
-            self.ctx.router_groups |= set(SSDP_GROUPS)
+            self.ctx.router_groups.update(SSDP_GROUPS)
         self._worker.put("setup")
         self.ctx.every(self.ctx.config.reach_check_interval, self.check)
         self.check()
