@@ -108,6 +108,9 @@ SIMPLE = {
     # rate (slow only) e.g. 1mbit
     "usage-limit": (("mac", "allowance", "period?", "action?", "rate?"), None), "usage-limits": ((), None),
     "usage-limit-remove": (("mac",), None), "usage-lift": (("mac",), None),
+    # usage alerts: tell the household when a device moves more than SIZE (e.g. 500M) in MINUTES (1-60)
+    "usage-burst": (("mac", "size", "minutes"), None), "usage-burst-remove": (("mac",), None),
+    "usage-bursts": ((), None),
     # satellite switches (pairing.py); satellite-pair is cli_satellites
     "satellites": ((), None), "satellite-permit": (("dpid", "code?"), None), "satellite-deny": (("dpid",), None),
     "satellite-forget": (("dpid",), None),

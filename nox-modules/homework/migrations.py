@@ -305,6 +305,14 @@ CREATE TABLE IF NOT EXISTS remote_router (
     private_key TEXT NOT NULL           -- the router's WireGuard key (its public one is in every client's file)
 );
 """),
+    Step(18, "burst alerts: tell the household when a device moves more than an amount within some minutes",
+         sql="""
+CREATE TABLE IF NOT EXISTS usage_bursts (
+    mac TEXT PRIMARY KEY,
+    bytes INTEGER NOT NULL,             -- more than this many bytes ...
+    minutes INTEGER NOT NULL CHECK (minutes BETWEEN 1 AND 60)   -- ... within this many minutes
+);
+"""),
 )
 LATEST = STEPS[-1].number
 assert [s.number for s in STEPS] == list(range(1, LATEST + 1))
