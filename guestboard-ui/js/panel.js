@@ -194,18 +194,19 @@ HW.panel = (function ($) {
     if ($("#panel .burst").length) return;
     var $box = $('<section class="burst">').append(
       $("<h3>").text("Usage alert"),
-      $('<p class="burst-note">'),
+      $('<p class="burst-note">').css({ fontSize: "13px", margin: "0 0 6px" }),
       $('<form class="burst-form">').append(
         $("<span>").text("Tell me when it uses more than"),
-        $('<input name="size" required maxlength="12" size="6" aria-label="amount, e.g. 500M or 2G">')
-          .attr("placeholder", "500M"),
+        $('<input name="size" required maxlength="12" aria-label="amount, e.g. 500M or 2G">')
+          .attr("placeholder", "500M").css({ width: "6em" }),
         $("<span>").text("in"),
-        $('<input name="minutes" type="number" min="1" max="60" required aria-label="minutes">').val(10),
+        $('<input name="minutes" type="number" min="1" max="60" required aria-label="minutes">').val(10)
+          .css({ width: "4.5em" }),
         $("<span>").text("minutes"),
         $('<button type="submit">').text("Set"),
         $('<button type="button" class="secondary burst-off">').text("Turn off"))
         .css({ display: "flex", flexWrap: "wrap", gap: "0.4em", alignItems: "center" }),
-      $('<p class="burst-error" role="alert">'));
+      $('<p class="burst-error" role="alert">').css({ color: "var(--danger)", fontSize: "13px", margin: "4px 0" }));
     $("#panel .actions").first().after($box);
     $box.on("submit", ".burst-form", function (e) {
       e.preventDefault();
