@@ -18,7 +18,7 @@ def new_core(tmp_path, clock, components=("dhcp", "routing", "usage")):
     core = make_core(tmp_path, components=components, clock=clock)
     core.alerts = []
     core.bus.subscribe("alert", lambda topic, ev: core.alerts.append(ev))
-    for mac, name in ((A, "Sam's laptop"), (B, "")):
+    for mac in (A, B):
         core.commands.call("permit", mac=mac)
     core.commands.call("set-meta", mac=A, name="Sam's laptop")
     return core
