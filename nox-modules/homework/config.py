@@ -242,7 +242,7 @@ KEYS: tuple[Key, ...] = (
         "router .1 addresses of the next free /30s put on the bridge ahead of their devices, so a burst "
         "of new devices changes no address (each change costs Open vSwitch a routing-table reload); "
         "topped up once new devices stop coming", int_range(0, 4096)),
-    Key("dhcp.daemon_new_offers", "daemon_new_offers", int, 64,
+    Key("dhcp.daemon_new_offers", "daemon_new_offers", int, 256,
         "free /30s homework-dhcpd holds to offer never-seen devices by itself (the controller claims "
         "each one it gave and tops them up; known, relayed and spoofed requests still come to the "
         "controller, and the per-port new-MAC limits apply); 0: every new device's DISCOVER goes to "
@@ -280,8 +280,11 @@ KEYS: tuple[Key, ...] = (
         "where per-flow records of NATed (internet) traffic come from: 'conntrack' (the kernel's "
         "NAT entries; the switch counts per host) or 'switch' (a learned entry per flow)",
         one_of("conntrack", "switch")),
-    Key("routing.per_host_flow_limit", "per_host_flow_limit", int, 1000,
-        "learned entries before a device is counted per host", int_range(10, 10**7)),
+    Key("routing.per_host_flow_limit", "per_host_flow_limit", int, 16000,
+        "connections a device may hold before it is counted per host (checked every flow_stats_interval): "
+        "its NATed ones in conntrack (open, or closed within the last two minutes) or its learned entries; "
+        "a browser opening 2,000 at once or a game launcher 5,000 in 10 s stays well below, a flood of "
+        "1,500 a second crosses it in about 11 s", int_range(10, 10**7)),
     Key("dns.blocked_answer", "dns_blocked_answer", str, "nxdomain", "answer to a blocked name",
         one_of("nxdomain", "drop")),
     Key("dns.upstream", "dns_upstream", str, "127.0.0.1:5353", "where homework-dnsd forwards allowed queries",
@@ -304,8 +307,13 @@ KEYS: tuple[Key, ...] = (
         "seconds between fetches of each subscribed blocklist", int_range(60, 30 * 86400)),
     Key("blocklists.max_bytes", "blocklists_max_bytes", int, 64 * 1024 * 1024,
         "largest list download accepted", int_range(1024, 1024 ** 3)),
-    Key("blocklists.fetch_timeout", "blocklists_fetch_timeout", int, 30,
-        "seconds a list download may take to answer", int_range(1, 600)),
+    Key("blocklists.fetch_timeout", "blocklists_fetch_timeout", int, 120,
+        "seconds a list download may take in all (connect, answer and every byte)", int_range(1, 900)),
+    Key("blocklists.max_names", "blocklists_max_names", int, 1_000_000,
+        "names one list may hold; a longer list is refused (dnsd holds about 45 MiB per million)",
+        int_range(1000, 20_000_000)),
+    Key("blocklists.max_names_total", "blocklists_max_names_total", int, 2_000_000,
+        "names all lists together may hold; a list that would pass it is refused", int_range(1000, 50_000_000)),
     Key("localnames.hosts_dir", "localnames_hosts_dir", str, "/run/homework/hosts.d",
         "where the localnames component writes permitted devices' names for dnsmasq (its hostsdir=)", path),
     Key("api.listen", "api_listen", str, "127.0.0.1", "ws.v1 API address (lighttpd proxies to it)", ip_address),

@@ -15,6 +15,9 @@ and nobody else's rules (a distribution's own nftables.service) are changed.
                                                           remote_input lets it
       satellite_input   filter input        filter (0)    a satellite's management link: pairing,
                                                           OpenFlow over TLS and its agent only
+      web_input         filter input        filter (0)    at most WEB_CONNS connections per LAN device
+                                                          (per /64 over IPv6) to the router's web
+                                                          servers; sets web_clients4, web_clients6
       wan_forward       filter forward      filter (0)    the WAN reaches the home only with an
                                                           answer, a DNAT of homework_reach, or
                                                           what reach_forward and upnp_forward let
@@ -60,7 +63,8 @@ Order between hooks: homework_qos's postrouting (mangle, -150) runs before the m
 homework_reach's gate (filter - 5) runs before homework's input chains, so a refusal there
 is final; homework_dns's and homework_reach's DNATs run at dstnat, before routing decides
 whether the packet is for the router. Chains at the same hook and priority match disjoint
-traffic, so their order does not matter: wan_input and satellite_input (other interfaces);
+traffic, so their order does not matter: wan_input, satellite_input and web_input (other
+interfaces, or only new connections to the web servers, which the others let pass);
 the two prerouting DNATs (port 53 from the bridge, against the WAN and the WAN addresses);
 the two srcnat chains (out of the WAN, against back into the bridge).
 
@@ -129,8 +133,9 @@ ROUTER = Table("inet", "homework", "scripts/router-net.sh", (
     Chain("remote_input", filler="components/remote/component.py"),
     Chain("wan_input", "filter", "input", "filter"),
     Chain("satellite_input", "filter", "input", "filter"),
+    Chain("web_input", "filter", "input", "filter"),
     Chain("wan_forward", "filter", "forward", "filter"),
-))
+), sets=("web_clients4", "web_clients6"))
 # One ingress chain per LAN port (in_<port>); the port is named in the chain's hook.
 LAN_GUARD = Table("netdev", "homework_lan", "scripts/router-net.sh", (
     Chain("in_<port>", "filter", "ingress", "0"),
@@ -161,6 +166,7 @@ ORDER = (
     ((QOS, "postrouting"), (ROUTER, "postrouting")),        # classify before the masquerade
     ((REACH, "gate"), (ROUTER, "wan_input")),                # the gate's refusal is final
     ((REACH, "gate"), (ROUTER, "satellite_input")),
+    ((REACH, "gate"), (ROUTER, "web_input")),
 )
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ def test_router_net_sh_loads_the_plans_router_table():
     assert re.search(rf"^NFT_TABLE={nftplan.ROUTER.name}$", ROUTER_NET, re.M)
     body = ROUTER_NET.split(f"table {nftplan.ROUTER.family} $NFT_TABLE {{", 1)[1].split("\nEOF", 1)[0]
     assert chains_in(body) == planned(nftplan.ROUTER)
+    assert set(re.findall(r"^\s*set (\w+) \{", body, re.M)) == set(nftplan.ROUTER.sets)
     # `down` removes what `up` made: both tables
     down = ROUTER_NET.split("\ndown() {", 1)[1].split("\n}", 1)[0]
     assert f'nft delete table {nftplan.ROUTER.family} "$NFT_TABLE"' in down
