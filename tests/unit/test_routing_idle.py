@@ -6,7 +6,7 @@ from homework import pipeline as L
 from homework.components.routing.component import SWEEP_PER_POLL
 from homework.components.routing.conntrack import CtEntry
 from homework.flows import LOCAL, FlowStats, FlowStatsRequest
-from homework.hostnet import FakeHost
+from fakehost import FakeHost
 from routingkit import FakeConntrack, ip_pkt, join, routing_core
 
 WEB = "203.0.113.10"
