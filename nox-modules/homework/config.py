@@ -610,6 +610,8 @@ def main(argv: list[str] | None = None) -> int:
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--dnsd-args", action="store_true", help="print homework-dnsd's arguments")
     what.add_argument("--dnsd-address", action="store_true", help="print the address homework-dnsd listens on")
+    what.add_argument("--dnsd-address6", action="store_true",
+                      help="print homework-dnsd's IPv6 address (nothing with IPv6 off): the captive pages listen there")
     what.add_argument("--help-keys", action="store_true", help="print every key with its default and help")
     what.add_argument("--markdown", action="store_true", help="print docs/config.md (every key, by section)")
     args = parser.parse_args(argv)
@@ -630,6 +632,9 @@ def main(argv: list[str] | None = None) -> int:
         print(" ".join(dnsd_args(config)))
     elif args.dnsd_address:
         print(config.dns_listen.rpartition(":")[0])
+    elif args.dnsd_address6:
+        if config.ipv6_enabled:
+            print(config.dns_listen6.rpartition(":")[0].strip("[]"))
     else:
         print(f"{args.config}: ok (version {config.version})")
     return 0

@@ -299,6 +299,17 @@ class ScheduleStrict(Event):
     macs: list
 
 
+@dataclass(frozen=True, eq=False)
+class Cutoff(Event):
+    """Why a device is cut off changed (cutoff.py): kind is pending, denied, paused, bedtime or
+    allowance ("" = not cut off any more), until the epoch second it ends (0 = until someone
+    decides)."""
+    TOPIC: ClassVar[str] = "cutoff"
+    mac: str
+    kind: str
+    until: float = 0
+
+
 TOPICS: dict[str, type[Event]] = {cls.TOPIC: cls for cls in Event.__subclasses__()}
 
 

@@ -40,6 +40,7 @@ from . import wifi as wifi_routes
 from . import update as update_routes
 from . import satellites as satellite_routes
 from . import setup as setup_routes
+from . import captive as captive_routes
 from .stream import StreamLimit
 
 log = logging.getLogger("homework.api")
@@ -69,7 +70,7 @@ class Route:
     method: str
     pattern: re.Pattern
     handler: Callable
-    access: str        # public | read | admin
+    access: str        # public | read | admin | asking (pending devices too) | caller (any device, about itself)
     max_body: int = MAX_BODY
 
 
@@ -150,6 +151,7 @@ class ApiApp:
         update_routes.add_routes(self)     # .hwup upload, update status, reboot (update.py)
         satellite_routes.add_routes(self)  # satellites asking to pair, decisions (satellites.py)
         setup_routes.add_routes(self)      # the first hour: a pending device sets the router up (setup.py)
+        captive_routes.add_routes(self)    # a cut-off device told why, RFC 8908's API (captive.py)
 
     def _add(self, method: str, path: str, handler: Callable, access: str, max_body: int = MAX_BODY) -> None:
         self.routes.append(Route(method, re.compile(f"^{re.escape(PREFIX)}{path}$"), handler, access, max_body))
@@ -176,9 +178,12 @@ class ApiApp:
     def handle(self, req: Request) -> Response:
         route, params = self._match(req)
         client = self.client_address(req)
-        client_mac = self.device_gate(client, asking=route.access == "asking")
+        if route.access == "caller":       # about the caller, whatever its state: no gate
+            client_mac = self.caller_mac(client)
+        else:
+            client_mac = self.device_gate(client, asking=route.access == "asking")
         principal = self.authenticate(req)
-        if route.access not in ("public", "asking"):
+        if route.access not in ("public", "asking", "caller"):
             if principal is None:
                 raise ApiError(401, "credentials required: log in on the Guest Board or send "
                                     "'Authorization: Bearer <token>'",
@@ -236,6 +241,25 @@ class ApiApp:
         if device is None or device.state != "permitted":
             raise ApiError(403, "this device is not permitted on the network: ask to be let in on the Guest Board")
         return mac
+
+    def caller_mac(self, client: str) -> str | None:
+        """The device calling, in any state: by its IPv4 address, or any address of its
+        /64 (None: not a device)."""
+        callers = getattr(self.ctx, "callers", None)
+        if callers is not None:
+            return callers.resolve(client).mac
+        try:
+            address = ipaddress.ip_address(client)
+        except ValueError:
+            return None
+        if address.version == 4:
+            lease = self.ctx.leases.by_address(client) if address in self.ctx.config.pool else None
+        else:
+            index = self.ctx.ipv6.index_of(address) if self.ctx.ipv6 is not None else None
+            lease = self.ctx.leases.by_index(index) if index is not None else None
+            if lease is not None and address == self.ctx.ipv6.router_address(index):
+                lease = None        # the router's own ::1 in that /64
+        return lease.mac if lease is not None else None
 
     def authenticate(self, req: Request) -> Principal | None:
         header = req.headers.get("Authorization", "")

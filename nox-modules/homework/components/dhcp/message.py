@@ -36,6 +36,7 @@ OPT_MAX_SIZE = 57
 OPT_T1 = 58
 OPT_T2 = 59
 OPT_CLIENT_ID = 61
+OPT_CAPTIVE_PORTAL = 114   # RFC 8910: the captive portal API's URL
 
 
 @dataclass

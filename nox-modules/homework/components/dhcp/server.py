@@ -21,6 +21,7 @@ from .new_devices import NewDeviceOffers
 from . import message as m
 from .admission import NewMacGate
 from .allocator import RESERVED, Allocator, Block, PoolExhausted
+from ...cutoff import captive_api_uri
 from ...leases import Lease
 from ...pipeline import COOKIE_DHCP, PRIO_DHCP
 
@@ -620,6 +621,9 @@ class DhcpServer(Component):
         if lease_time is not None:
             options += [(m.OPT_LEASE_TIME, m.u32(lease_time)), (m.OPT_T1, m.u32(lease_time // 2)),
                         (m.OPT_T2, m.u32(lease_time * 7 // 8))]
+        # where the device learns whether it is cut off, and the page saying why (RFC 8910;
+        # homework-dhcpd sends the same, dhcpd/src/dhcp.rs)
+        options.append((m.OPT_CAPTIVE_PORTAL, captive_api_uri(block.router).encode()))
         hostname = msg.hostname or self.hostnames.get(msg.mac, "")
         if hostname:
             options.append((m.OPT_HOSTNAME, hostname.encode()))

@@ -1,8 +1,10 @@
 """The router's Linux side of interception: an nftables table of our own that sends every
 port-53 packet arriving from the bridge to homework-dnsd (DNAT to its address on `lo`, so
 dnsd's replies leave from that address and conntrack turns them back into replies "from"
-whatever address the device asked), and sends port 80 of pending devices to the captive
-"waiting for approval" page. Applied in batches by one worker (`nft -f -`)."""
+whatever address the device asked), and sends the web traffic (ports 80 and 443) of
+cut-off devices (pending, denied, paused, at bedtime, over their allowance) to the
+router's page saying why, over IPv4 and IPv6. Applied in batches by one worker
+(`nft -f -`)."""
 from __future__ import annotations
 
 import logging
@@ -16,22 +18,30 @@ log = logging.getLogger("homework.dns.net")
 
 TABLE = "homework_dns"
 CAPTIVE_PORT = 8088   # not 80: the Guest Board's lighttpd holds *:80 (redirect to HTTPS)
+CAPTIVE_TLS_PORT = 8443   # HTTPS of cut-off devices (the RFC 8908 API; any https:// URL gets the page)
 
 
 def ruleset(bridge: str, listen_addr: str, listen_port: int, listen6: tuple[str, int] | None = None) -> str:
     """`listen6`: dnsd's IPv6 address and port, when devices have IPv6 (their port 53
-    over IPv6 goes there; without it the router drops it, scripts/router-net.sh)."""
-    v6 = (f"""
-    iifname "{bridge}" meta nfproto ipv6 meta l4proto {{ udp, tcp }} th dport 53 dnat ip6 to [{listen6[0]}]:{listen6[1]}"""
-          if listen6 else "")
+    over IPv6 goes there; without it the router drops it, scripts/router-net.sh). The
+    captive pages' server listens on the same addresses (CAPTIVE_PORT, CAPTIVE_TLS_PORT):
+    a cut-off device's web traffic goes there, over either family."""
+    v6 = ""
+    if listen6:
+        v6 = (f"""
+    iifname "{bridge}" meta nfproto ipv6 meta l4proto {{ udp, tcp }} th dport 53 dnat ip6 to [{listen6[0]}]:{listen6[1]}
+    iifname "{bridge}" ip6 saddr @captive6 tcp dport 80 dnat ip6 to [{listen6[0]}]:{CAPTIVE_PORT}
+    iifname "{bridge}" ip6 saddr @captive6 tcp dport 443 dnat ip6 to [{listen6[0]}]:{CAPTIVE_TLS_PORT}""")
     return f"""table inet {TABLE}
 delete table inet {TABLE}
 table inet {TABLE} {{
   set captive4 {{ type ipv4_addr; }}
+  set captive6 {{ type ipv6_addr; flags interval; }}
   chain prerouting {{
     type nat hook prerouting priority dstnat; policy accept;
-    iifname "{bridge}" meta nfproto ipv4 meta l4proto {{ udp, tcp }} th dport 53 dnat ip to {listen_addr}:{listen_port}{v6}
+    iifname "{bridge}" meta nfproto ipv4 meta l4proto {{ udp, tcp }} th dport 53 dnat ip to {listen_addr}:{listen_port}
     iifname "{bridge}" ip saddr @captive4 tcp dport 80 dnat ip to {listen_addr}:{CAPTIVE_PORT}
+    iifname "{bridge}" ip saddr @captive4 tcp dport 443 dnat ip to {listen_addr}:{CAPTIVE_TLS_PORT}{v6}
   }}
 }}
 """
@@ -48,7 +58,8 @@ class DnsNet:
     the whole set in one nft transaction (flush + add), so a failed or partial batch can
     never leave it wrong: the next attempt rewrites it all. A failure is counted and
     retried after RETRY_SECONDS until it succeeds (a flood once left 730 changes
-    unapplied). The set holds pending devices only, which the device registry caps."""
+    unapplied). The sets hold cut-off devices only (their IPv4 address, their /64), which
+    the device registry caps."""
 
     RETRY_SECONDS = 2.0
 
@@ -89,12 +100,18 @@ class DnsNet:
         self._nft.flush()
 
     def script(self) -> str:
-        """The nft transaction that makes the set what we want."""
+        """The nft transaction that makes the sets what we want: IPv4 addresses in captive4,
+        IPv6 /64s in captive6."""
         with self._lock:
             wanted = sorted(self._wanted)
-        lines = [f"flush set inet {TABLE} captive4"]
-        if wanted:
-            lines.append(f"add element inet {TABLE} captive4 {{ {', '.join(wanted)} }}")
+        lines = []
+        for name, members in (("captive4", [w for w in wanted if ":" not in w]),
+                              ("captive6", [w for w in wanted if ":" in w])):
+            if name == "captive6" and not self.listen6:
+                continue
+            lines.append(f"flush set inet {TABLE} {name}")
+            if members:
+                lines.append(f"add element inet {TABLE} {name} {{ {', '.join(members)} }}")
         return "\n".join(lines) + "\n"
 
     def _apply(self, _changed: list[str]) -> None:

@@ -22,6 +22,7 @@ from ...component import Component
 from ...events import Alert, AlertKind
 from ...flows import (ETH_IP, ETH_IPV6, PROTO_IGMP, AggregateStats, AggregateStatsRequest, Datapath,
                       FlowDelete, FlowRemoved, FlowStats, FlowStatsRequest, Output, PacketIn, PacketOut)
+from ...cutoff import captive_api_uri
 from ...leases import Lease
 from ...pipeline import COOKIE_MASK_OWNER
 from ...macaddr import to_bytes
@@ -300,8 +301,10 @@ class Routing(Component):
         # The router's ::1 as DNS server (RFC 8106) only when homework-dnsd answers there:
         # a device told of a resolver nobody answers waits for it on every lookup.
         dns = self._dns6(prefix)
+        # and where it learns whether it is cut off and why (RFC 8910), as DHCP tells it
         frame = ndp.router_advertisement(to_bytes(self.router_mac), to_bytes(dev.mac), prefix, lifetime, dns=dns,
-                                         to=to, deprecated=deprecated, search=self._search_domains())
+                                         to=to, deprecated=deprecated, search=self._search_domains(),
+                                         captive=captive_api_uri(str(prefix.network_address + 1)))
         self.ctx.count("routing.ra_sent")
         return [PacketOut(data=frame, actions=(Output(dev.port),))]
 

@@ -62,12 +62,13 @@ def nd_flows(d: Lease, prefix: ipaddress.IPv6Network) -> list[FlowMod]:
 
 
 def gateway_flows(d: Lease, prefix: ipaddress.IPv6Network) -> list[FlowMod]:
-    """Pending or denied: DNS, HTTP(80) and ICMPv6 with the router's ::1 of its own /64."""
+    """Pending or denied: DNS, the page (80, 443) and ICMPv6 with the router's ::1 of its
+    own /64."""
     router = str(prefix.network_address + 1)
     out = {"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_IPV6, "ipv6_src": _net(prefix),
            "ipv6_dst": router}
     back = {"in_port": LOCAL, "eth_type": ETH_IPV6, "ipv6_src": router, "ipv6_dst": _net(prefix)}
-    return gateway_service_flows(d, out, back)
+    return gateway_service_flows(d, out, back, ("ipv6_src",))
 
 
 def forward_flows(d: Lease, prefix: ipaddress.IPv6Network, router_mac: str) -> list[FlowMod]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ...commands import CommandError
 from ...component import Component
+from ...cutoff import ALLOWANCE, Cut
 from ...events import Alert, AlertKind
 from . import export, periods, report
 from .book import UsageBook
@@ -65,6 +66,7 @@ class Usage(Component):
         self.ctx.bus.subscribe("lease", self._on_lease)
         self.ctx.bus.subscribe("ipv6_plan", self._on_ipv6_plan)
         self.ctx.device_facts.append(self._facts)
+        self.ctx.cutoffs.add_source(self._cut_off)     # the page and DNS of a blocked device
 
     def stop(self) -> None:
         self.flush()
@@ -258,7 +260,18 @@ class Usage(Component):
                 continue
             self.blocked[mac] = lease.index
             decisions += block_flows(lease, self._prefix6(lease))
+            self.ctx.cutoffs.changed(mac)
         return decisions
+
+    def _cut_off(self, mac: str) -> Cut | None:
+        """A device blocked over its allowance: until its period ends."""
+        if mac not in self.blocked:
+            return None
+        now = self.ctx.now()
+        for limit in self._in_force("block", now):
+            if mac in self._macs(limit.target):
+                return Cut(ALLOWANCE, self.limit_window(limit.period, now)[1], limit.period)
+        return None
 
     def _slow(self, rates: dict[str, int]) -> list:
         decisions = []
@@ -279,6 +292,8 @@ class Usage(Component):
         gone = [mac for mac in self.blocked if mac not in keep]
         if gone:
             self.ctx.send([unblock(self.blocked.pop(mac)) for mac in gone])
+        for mac in gone:
+            self.ctx.cutoffs.changed(mac)
 
     def _unslow(self, keep: set[str]) -> None:
         gone = [mac for mac in self.slowed if mac not in keep]
@@ -299,6 +314,7 @@ class Usage(Component):
         decisions = []
         if lease.mac in self.blocked:
             decisions += [unblock(self.blocked.pop(lease.mac)), *self._block([lease.mac])]
+            self.ctx.cutoffs.changed(lease.mac)
         # the meter and flows move with the lease, go when it ends, and come when a device
         # of an owner over a slow limit gets one
         rate = self._should_slow(self.ctx.now()).get(lease.mac)
