@@ -401,8 +401,9 @@ KEYS: tuple[Key, ...] = (
         _zero_or_rate),
     Key("qos.up_kbit", "qos_up_kbit", int, 0, "the line's upload rate in kbit/s; 0 = unset (not shaped)",
         _zero_or_rate),
-    Key("qos.high_share", "qos_high_share", int, 30, "percent of the line the high class may use at most",
-        int_range(5, 90)),
+    Key("qos.high_share", "qos_high_share", int, 30,
+        "percent of the line the high class is sure of when the line is busy (the other classes share the "
+        "rest); on an idle line every class may use all of it, and High is served first", int_range(5, 90)),
     Key("qos.shape_percent", "qos_shape_percent", int, 95,
         "shape at this percent of the line's rates, so the queue builds in the router", int_range(80, 100)),
     Key("qos.down_percent", "qos_down_percent", int, 90,

@@ -101,7 +101,8 @@ class Alert(Event):
     TOPIC: ClassVar[str] = "alert"
     mac: str                    # "" when it is about no device
     kind: AlertKind
-    detail: str
+    detail: str                 # a whole sentence for the household (wording.py): names, units
+    data: dict = dataclasses.field(default_factory=dict)   # the machine fields (bytes, ports, ...)
 
     def __post_init__(self):
         object.__setattr__(self, "kind", AlertKind(self.kind))     # ValueError on an undeclared kind
@@ -159,9 +160,10 @@ class Notification(Event):
     at: float
     kind: str                   # "device-joining", "device-blacklisted", "alert-<kind>", "wan-down", ...
     mac: str
-    title: str
+    title: str                  # whole sentences for the household (wording.py)
     detail: str
     read: bool
+    data: dict = dataclasses.field(default_factory=dict)   # the machine fields of its alert
 
 
 @dataclass(frozen=True, eq=False)

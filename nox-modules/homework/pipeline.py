@@ -10,6 +10,8 @@ Table 0 (CLASSIFY): first match wins, from the top
                           its out port in eth_src: to that port, eth_src = the router's MAC
     60000        dhcp     every DHCP request (udp/67) to the controller: with the fast path
                           to LOCAL, its in_port in eth_dst (components/dhcp/fastpath.py)
+    59000        dhcp     a forgotten device whose lease has not ended: the rest of what
+                          it sends to the controller (metered); it is pending again
     50000        dns      port 53 of every device to the router (dnsd); DoT/DoQ dropped
     40000        dns      reverse check: a device to an address of a name it may not use
     36999-36000  schedules a paused device (one-shot or a bedtime window): only its
@@ -92,7 +94,7 @@ class Band:
 
 BANDS = (
     Band("eapol", TABLE_CLASSIFY, 63000, 65000),
-    Band("dhcp", TABLE_CLASSIFY, 60000, 60001),
+    Band("dhcp", TABLE_CLASSIFY, 59000, 60001),
     Band("dns-intercept", TABLE_CLASSIFY, 50000, 50000),
     Band("dns-reverse", TABLE_CLASSIFY, 40000, 40000),
     Band("schedules", TABLE_CLASSIFY, 36000, 36999),
@@ -114,6 +116,11 @@ COOKIE_EAPOL_FORWARD = COOKIE_EAPOL | 0x20_0000
 # dhcp (table 0)
 PRIO_DHCP = 60000
 PRIO_DHCP_REPLY = 60001    # above PRIO_DHCP: a relayed reply (udp 67 -> 67) matches both
+# A forgotten device that may still believe it holds its lease: everything else it sends
+# (not DHCP) to the controller, metered, until that lease would have ended: its first
+# packet makes it a pending device again (components/dhcp/returning.py)
+PRIO_DHCP_RETURNING = 59000
+COOKIE_DHCP_RETURNING = COOKIE_DHCP | (0x01 << 48)
 
 # dns (table 0)
 PRIO_DNS_INTERCEPT = 50000
@@ -183,7 +190,7 @@ PRIO_UPSTREAM = 100        # everything else: the router's stack (NAT to the WAN
 # Which band each table-0 priority above belongs to (checked by the unit test).
 PRIORITIES = {
     "eapol": (PRIO_EAPOL_BLACKLIST, PRIO_EAPOL_TO_DEVICE, PRIO_EAPOL_FROM_HOSTAPD, PRIO_EAPOL_TO_HOSTAPD),
-    "dhcp": (PRIO_DHCP, PRIO_DHCP_REPLY),
+    "dhcp": (PRIO_DHCP, PRIO_DHCP_REPLY, PRIO_DHCP_RETURNING),
     "dns-intercept": (PRIO_DNS_INTERCEPT,),
     "dns-reverse": (PRIO_DNS_REVERSE,),
     "schedules": (PRIO_SCHEDULE_ND, PRIO_SCHEDULE_GATEWAY, PRIO_SCHEDULE_ELSEWHERE, PRIO_SCHEDULE_BLOCK),
@@ -239,9 +246,16 @@ def meter_id(block_index: int) -> int:
 
 
 PUNT_METER_BASE = 1 << 24    # above every meter_id (a /8 pool has 4M blocks; OpenFlow allows ids to 0xffff0000)
+RETURNING_METER_BASE = 2 << 24   # above every punt_meter_id
 
 
 def punt_meter_id(block_index: int) -> int:
     """The meter on what one device sends to the controller over IPv6 (Router
     Solicitations, DHCPv6, MLD): a device flooding them cannot swamp the controller."""
     return PUNT_METER_BASE + block_index + 1
+
+
+def returning_meter_id(block_index: int) -> int:
+    """The meter on what a forgotten device that still believes it holds its lease sends to
+    the controller (components/dhcp/returning.py)."""
+    return RETURNING_METER_BASE + block_index + 1

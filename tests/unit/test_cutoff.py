@@ -29,13 +29,15 @@ def at(*args):
 
 
 @pytest.fixture
-def home(tmp_path, clock):
+def home(tmp_path, clock, monkeypatch):
     clock.now = at(2026, 5, 12, 20, 0)          # a Tuesday evening
+    # DNS interception on (so the captive pages get port 443 too), its nftables faked
+    monkeypatch.setattr("homework.components.dns.component.DnsNet", FakeDnsNet)
     core = routing_core(tmp_path, clock, components=("dhcp", "routing", "dns", "schedules", "usage"),
-                        timezone="Europe/London", dns_control="", dns_intercept=False,
+                        timezone="Europe/London", dns_control="", dns_intercept=True,
                         ipv6_enabled=True, ipv6_prefix="2001:db8:100::/48")
     dns = core.ctx.component("dns")
-    dns.link, dns.net = FakeLink(), FakeDnsNet()
+    dns.link = FakeLink()
     for mac, port in ((A, 1), (B, 2), (C, 3)):
         join(core, mac, port)
     core.commands.call("permit", mac=A)

@@ -143,7 +143,7 @@ def test_pending_reaches_only_the_routers_services_over_v6(core):
     sw = core.switch
     assert sw.outputs(v6(1, A, me, router, 6, dport=80)) == [LOCAL]
     assert sw.outputs(v6(1, A, me, router, 58)) == [LOCAL]
-    assert sw.outputs(v6(1, A, me, router, 6, dport=443)) == [LOCAL]      # the page over HTTPS
+    assert sw.outputs(v6(1, A, me, router, 6, dport=443)) == []     # no dns component: no captive HTTPS
     assert sw.outputs(v6(1, A, me, router, 6, dport=8080)) == []
     assert sw.outputs(v6(1, A, me, WEB6)) == []
     assert sw.outputs(v6(LOCAL, ROUTER_MAC, WEB6, me)) == []

@@ -22,6 +22,7 @@ from ...component import Component
 from ...events import Alert, AlertKind
 from ...flows import (ETH_IP, ETH_IPV6, PROTO_IGMP, AggregateStats, AggregateStatsRequest, Datapath,
                       FlowDelete, FlowRemoved, FlowStats, FlowStatsRequest, Output, PacketIn, PacketOut)
+from ... import wording
 from ...cutoff import captive_api_uri
 from ...leases import Lease
 from ...pipeline import COOKIE_MASK_OWNER
@@ -90,9 +91,9 @@ class Routing(Component):
 
     def datapath_up(self, dp: Datapath) -> list:
         self.router_mac = self.ctx.host.local_mac() or self.router_mac
-        decisions = fs.base_flows(self.ctx.config.pool)
+        decisions = fs.base_flows(self.ctx.config.pool, self._captive_https())
         if self.ctx.ipv6 is not None:
-            decisions += fs6.base_flows(self.ctx.ipv6.site)
+            decisions += fs6.base_flows(self.ctx.ipv6.site, self._captive_https())
         # Memberships are rebuilt from the devices' answers to an immediate query.
         decisions.append(FlowDelete(cookie=L.routing_cookie(L.KIND_MCAST), cookie_mask=L.MASK_ONE_KIND))
         self.memberships.clear()
@@ -292,6 +293,11 @@ class Routing(Component):
 
     def _owns6(self, index: int, address: str) -> bool:
         return ":" in address and self.ctx.ipv6 is not None and self.ctx.ipv6.index_of(address) == index
+
+    def _captive_https(self) -> bool:
+        """Cut-off devices' port 443 is the captive pages' (the dns component's nftables
+        sends it there): open in the gateway table only then, never to the board."""
+        return "dns" in self.ctx.config.components and self.ctx.config.dns_intercept
 
     def _advertisement(self, dev: Lease, to=ndp.ALL_NODES, deprecated=()) -> list:
         prefix = self._prefix6(dev)
@@ -561,8 +567,12 @@ class Routing(Component):
         limit = self.ctx.config.per_host_flow_limit
         self.log.warning("device %s (%s) has %d flows (limit %d): per-flow entries replaced by a per-host entry",
                          dev.mac, dev.ip, flows, limit)
-        self.ctx.bus.publish(Alert(mac=dev.mac, kind=AlertKind.FLOW_LIMIT,
-                                   detail=f"{dev.ip} opened {flows} flows (limit {limit}); now counted per host"))
+        self.ctx.bus.publish(Alert(
+            mac=dev.mac, kind=AlertKind.FLOW_LIMIT,
+            detail=wording.sentence(f"{wording.name_of(self.ctx.state, dev.mac)} opened {flows} connections at once "
+                                    f"(more than {limit}): the router now counts its traffic per address it "
+                                    "talks to, not per connection"),
+            data={"ip": dev.ip, "flows": flows, "limit": limit}))
         return ([FlowDelete(cookie=L.routing_cookie(L.KIND_ACCOUNT, dev.index), cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE)]
                 + fs.per_host_flows(dev)
                 + (fs6.per_host_flows(dev, prefix) if (prefix := self._prefix6(dev)) is not None else [])

@@ -16,9 +16,11 @@ BROADCAST_MAC = "ff:ff:ff:ff:ff:ff"
 ALL_ONES = "255.255.255.255"
 MULTICAST = ("224.0.0.0", "240.0.0.0")
 # What a cut-off device may still send to its own gateway: DNS (the DNS component steers
-# it), the page saying why it is cut off on ports 80 and 443 (HTTPS: the captive portal API
-# of RFC 8908 and any https:// address it tries), and ping.
-GATEWAY_SERVICES = ((PROTO_UDP, "udp", 53), (PROTO_TCP, "tcp", 53), (PROTO_TCP, "tcp", 80), (PROTO_TCP, "tcp", 443))
+# it), the page saying why it is cut off on port 80, and ping; and port 443 (HTTPS: the
+# captive portal API of RFC 8908 and any https:// address it tries) where the DNS
+# component sends it to the captive pages' server (CAPTIVE_HTTPS), never to the board.
+GATEWAY_SERVICES = ((PROTO_UDP, "udp", 53), (PROTO_TCP, "tcp", 53), (PROTO_TCP, "tcp", 80))
+CAPTIVE_HTTPS = (PROTO_TCP, "tcp", 443)
 
 
 # -- table 0: ARP and gateway access --------------------------------------------------------
@@ -64,7 +66,7 @@ def gateway_service_flows(d: Lease, out: dict, back: dict, source: tuple[str, ..
                     priority=L.PRIO_GATEWAY_ELSEWHERE, cookie=c)]
 
 
-def gateway_table_flows(eth_type: int = ETH_IP, icmp: int = PROTO_ICMP) -> list[FlowMod]:
+def gateway_table_flows(eth_type: int = ETH_IP, icmp: int = PROTO_ICMP, https: bool = False) -> list[FlowMod]:
     """Table 5, shared, for one family: a device's ICMP (ICMPv6: the router's neighbour
     discovery sits above, in table 0) or GATEWAY_SERVICES packet to its gateway address
     reaches the router's stack, and the stack's answers from them reach the device's
@@ -79,7 +81,7 @@ def gateway_table_flows(eth_type: int = ETH_IP, icmp: int = PROTO_ICMP) -> list[
     from_gateway = {L.REG_GATEWAY_PORT: (0, L.GATEWAY_ELSEWHERE)}     # not marked: from its gateway address
     flows = [flow({"ip_proto": icmp}, (Output(LOCAL),), L.PRIO_GATEWAY_SERVICE),
              flow({"in_port": LOCAL, "ip_proto": icmp, **from_gateway}, answer, L.PRIO_GATEWAY_ANSWER)]
-    for proto, name, port in GATEWAY_SERVICES:
+    for proto, name, port in GATEWAY_SERVICES + ((CAPTIVE_HTTPS,) if https else ()):
         flows.append(flow({"ip_proto": proto, f"{name}_dst": port}, (Output(LOCAL),), L.PRIO_GATEWAY_SERVICE))
         flows.append(flow({"in_port": LOCAL, "ip_proto": proto, f"{name}_src": port,
                            **({} if port == 53 else from_gateway)}, answer, L.PRIO_GATEWAY_ANSWER))
@@ -187,7 +189,7 @@ def per_host_flows(d: Lease) -> list[FlowMod]:
 
 
 # -- shared ------------------------------------------------------------------------------------
-def base_flows(pool: ipaddress.IPv4Network) -> list[FlowMod]:
+def base_flows(pool: ipaddress.IPv4Network, https: bool = False) -> list[FlowMod]:
     """Installed when the switch connects: default drop everywhere, the gateway
     services of pending devices (table 5), IGMP to us, TTL-1
     towards devices to us, unjoined multicast dropped, the pool closed, the rest upstream."""
@@ -197,7 +199,7 @@ def base_flows(pool: ipaddress.IPv4Network) -> list[FlowMod]:
         FlowMod(match={}, actions=(), priority=0, table_id=L.TABLE_ACCOUNT, cookie=shared),
         FlowMod(match={}, actions=(), priority=0, table_id=L.TABLE_FORWARD, cookie=shared),
         *gateway_table_drops(),
-        *gateway_table_flows(),
+        *gateway_table_flows(https=https),
         FlowMod(match={"eth_type": ETH_IP, "ip_proto": PROTO_IGMP}, actions=(Output(CONTROLLER),),
                 priority=L.PRIO_IGMP, cookie=shared),
         # Open vSwitch does not send dec_ttl's invalid-TTL packet-ins to an OpenFlow 1.3

@@ -143,14 +143,14 @@ def per_host_flows(d: Lease, prefix: ipaddress.IPv6Network) -> list[FlowMod]:
                     priority=L.PRIO_ACCOUNT, table_id=L.TABLE_ACCOUNT, cookie=c)]
 
 
-def base_flows(site: ipaddress.IPv6Network) -> list[FlowMod]:
+def base_flows(site: ipaddress.IPv6Network, https: bool = False) -> list[FlowMod]:
     """Shared: the gateway services of pending devices over IPv6 (table 5); the household's
     site prefix is closed except for the /64s of permitted devices (their own entries are
     above), the rest of IPv6 goes to the router's stack."""
     shared = L.routing_cookie(L.KIND_SHARED)
     site_match = (str(site.network_address), str(site.netmask))
     return [
-        *gateway_table_flows(ETH_IPV6, PROTO_ICMPV6),
+        *gateway_table_flows(ETH_IPV6, PROTO_ICMPV6, https),
         # Hop limit 1 towards a device dies here: the controller answers time exceeded
         # (the router's ::1 addresses, above, take theirs).
         FlowMod(match={"eth_type": ETH_IPV6, "nw_ttl": 1, "ipv6_dst": site_match},

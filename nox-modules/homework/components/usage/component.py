@@ -11,7 +11,9 @@ write-behind batching, the backup and the upgrade path that keeps the data parti
 from __future__ import annotations
 
 from ...commands import CommandError
+from ... import wording
 from ...component import Component
+from ...cutoff_pages import back_at
 from ...cutoff import ALLOWANCE, Cut
 from ...events import Alert, AlertKind
 from . import export, periods, report
@@ -25,7 +27,6 @@ from .limits import OWNER, Limit, Limits, parse_limit, parse_target
 from .recent import RecentMinutes
 
 
-ACTION_NOTE = {"block": ": blocked until the next", "slow": ": slowed down until the next"}
 
 
 class Usage(Component):
@@ -106,9 +107,12 @@ class Usage(Component):
         self._period_used += max(up, 0) + max(down, 0)
         for level in self.cap.due_alerts(start, self._period_used):
             self.ctx.count(f"usage.alerts_{level}")
-            self.ctx.bus.publish(Alert(mac="", kind=AlertKind(f"usage-{level}"),
-                                       detail=f"the household has used {level}% of its {self.cap.cap} byte cap "
-                                              f"({self._period_used} bytes) this billing period"))
+            part = "all" if level >= 100 else f"{level}%"
+            self.ctx.bus.publish(Alert(
+                mac="", kind=AlertKind(f"usage-{level}"),
+                detail=wording.sentence(f"the household has used {part} of its data for this billing period "
+                                        f"({wording.size(self._period_used)} of {wording.size(self.cap.cap)})"),
+                data={"used_bytes": self._period_used, "cap_bytes": self.cap.cap, "percent": level}))
         return self._check_limits(ev.mac, max(up, 0) + max(down, 0), now)
 
     def _period_so_far(self, now: float) -> tuple[int, int]:
@@ -228,9 +232,26 @@ class Usage(Component):
                 decisions += self._slow(self._should_slow(now))
             for m in self._macs(limit.target):
                 self.ctx.bus.publish(Alert(mac=m, kind=AlertKind.USAGE_LIMIT,
-                                           detail=f"{limit.target} used {used} of its {limit.allowance} bytes this "
-                                                  f"{limit.period}" + ACTION_NOTE.get(limit.action, "")))
+                                           detail=self._limit_words(limit, m, used, end, now),
+                                           data={"target": limit.target, "used_bytes": used,
+                                                 "allowance_bytes": limit.allowance, "period": limit.period,
+                                                 "action": limit.action, "rate_kbit": limit.rate or None,
+                                                 "until": end}))
         return decisions
+
+    def _limit_words(self, limit: Limit, mac: str, used: int, end: float, now: float) -> str:
+        """"Tom's laptop has used up today's allowance (27.3 MB of 24.8 MB). Its internet is
+        off and comes back at midnight." """
+        owner = limit.target.startswith(OWNER)
+        who = wording.owner_devices(limit.target[len(OWNER):]) if owner else wording.name_of(self.ctx.state, mac)
+        span = "today's" if limit.period == "day" else "this month's"
+        back = back_at(end, now, self.tz)
+        its = "Their" if owner else "Its"
+        then = {"block": f"{its} internet is off and comes back {back}.",
+                "slow": f"{its} internet is slowed to {wording.rate(limit.rate)}, back to full speed {back}.",
+                "notify": "Nothing is cut: the household only wanted to know."}[limit.action]
+        return wording.sentence(f"{who} {'have' if owner else 'has'} used up {span} allowance "
+                                f"({wording.size(used)} of {wording.size(limit.allowance)})") + " " + then
 
     def _in_force(self, action: str, now: float) -> list[Limit]:
         """The limits with this action reached this period and not lifted."""
