@@ -65,17 +65,28 @@ def test_its_first_packet_makes_it_pending_again_on_its_old_address(tmp_path, cl
     core.packet_in(PacketIn(in_port=1, data=frame))
     assert state(core, A) == "pending"
     lease = core.ctx.leases.get(A)
-    assert lease.ip == ip and lease.active and lease.expires - clock.now >= 3599   # until its old lease ends
+    assert lease.ip == ip and lease.active and lease.expires - clock.now == 30     # a pending device's lease
     # pending: its gateway's services, the page; not the internet; the watch is gone
     assert core.switch.outputs(ip_pkt(1, A, ip, "10.2.0.1", dport=80)) == [LOCAL]
     assert core.switch.outputs(ip_pkt(1, A, ip, WEB, dport=443)) == []
     assert not [f for f in core.switch.flows if f.priority == PRIO_DHCP_RETURNING]
     assert [k for k, _, _ in dhcp_out(core)] == [FORCERENEW]          # asked to renew once more
-    # its renewal now gets the pending lease
+    # ours ends while it still believes in its hour: its next packet brings it back again
+    clock.advance(31)
+    core.ctx.component("dhcp").expire_leases()
+    assert core.ctx.leases.get(A) is None or not core.ctx.leases.get(A).active
+    assert core.switch.outputs(ip_pkt(1, A, ip, WEB, dport=443)) == [CONTROLLER]
+    core.packet_in(PacketIn(in_port=1, data=frame))
+    assert core.ctx.leases.get(A).active and core.ctx.leases.get(A).ip == ip
+    dhcp_out(core)
+    # its renewal gets the pending lease; then nothing more to watch for
     core.packet_in(PacketIn(in_port=1, data=dhcp_frame(A, m.REQUEST, src_ip=ip, dst_ip="10.2.0.1")))
     [(kind, _, ack)] = dhcp_out(core)
     assert kind == m.ACK
     assert core.ctx.leases.get(A).expires - clock.now == 30
+    clock.advance(31)
+    core.ctx.component("dhcp").expire_leases()
+    assert not [f for f in core.switch.flows if f.priority == PRIO_DHCP_RETURNING]
 
 
 def test_its_renewal_is_naked_and_its_discover_gets_its_old_block(tmp_path, clock):
@@ -115,3 +126,22 @@ def test_a_flood_from_a_forgotten_mac_meets_the_new_device_limits(tmp_path, cloc
     core.commands.call("forget", mac=A)
     watch = [f for f in core.switch.flows if f.priority == PRIO_DHCP_RETURNING]
     assert watch and watch[0].meter                       # metered towards the controller
+
+
+def test_a_lease_of_a_device_no_longer_permitted_is_cut_short_at_start(tmp_path, clock):
+    """A restore (or a decision while the controller was down) made a device with an hour
+    pending: it holds a pending lease, is asked to renew, and is not stranded when ours ends."""
+    from conftest import make_core
+    from homework.flows import Datapath
+    core, ip = home(tmp_path, clock)
+    core.state.set_device_state(A, "pending")          # as a restore writes it
+    core.stop()
+    core.state.close()
+    again = make_core(tmp_path, components=("dhcp", "routing"), clock=clock)
+    lease = again.ctx.leases.get(A)
+    assert lease.active and lease.expires - clock.now == 30 and lease.ip == ip
+    again.datapath_up(Datapath(dpid=1, ports={"br0": LOCAL, "d1": 1, "d2": 2}))
+    assert FORCERENEW in [k for k, _, _ in dhcp_out(again)]
+    clock.advance(31)
+    again.ctx.component("dhcp").expire_leases()
+    assert again.switch.outputs(ip_pkt(1, A, ip, WEB, dport=443)) == [CONTROLLER]      # watched

@@ -13,6 +13,7 @@ Precedence (dnsd/src/policy.rs, dns/policy.py): explicit rules first, then lists
 """
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from .store import SortedNames, Store, write_names
 
 HOUSEHOLD = "*"
 CHECK_EVERY = 60            # seconds between looks for lists due a refresh
+FETCHING = "its names are being fetched again"
 MAX_OWNER = 64
 
 
@@ -57,13 +59,18 @@ class BlocklistsComponent(Component):
         self.dns = self.ctx.component("dns")
         if self.dns is None:
             self.log.warning("the dns component is not loaded: blocklists and safe-search are stored but not enforced")
+        missing = []
         for row in self.store.all():
             try:
                 self._install(row, push=False)
             except OSError as exc:
-                # the file is gone (state dir restored without it): fetched again when due
+                # the file is gone (state dir restored without it): fetched again at once
                 self.log.warning("blocklist %s: cannot read its names (%s); fetching it again", row["id"], exc)
-                self.store.failed(row["id"], f"names file missing: {exc}", 0)
+                self.store.failed(row["id"], FETCHING, 0)
+                missing.append(row["id"])
+        if missing:
+            threading.Thread(target=self._fetch_missing, args=(missing,), daemon=True,
+                             name="blocklists-missing").start()
         if self.dns is not None:
             self.dns.snapshot_sources.append(self._dnsd_lines)
             self.dns.push_lines(self._dnsd_lines())
@@ -153,6 +160,61 @@ class BlocklistsComponent(Component):
         self.store.refreshed(row["id"], parsed, self.ctx.now())
         self._install(self.store.get(row["id"]))
         return self.view(row["id"])
+
+    def _fetch_missing(self, list_ids: list[int]) -> None:
+        for list_id in list_ids:
+            try:
+                self.refresh(list_id)
+                self.log.info("blocklist %s fetched again", list_id)
+            except (ValueError, CommandError) as exc:
+                self.log.warning("blocklist %s: %s", list_id, exc)
+
+    def pending(self) -> list[int]:
+        """Enabled lists whose names are not in force yet and are still to be fetched (not
+        those whose fetch failed: their error is shown)."""
+        with self._lock:
+            return [row["id"] for row in self.store.all() if row["enabled"] and row["id"] not in self.loaded
+                    and row["error"] in ("", FETCHING)]
+
+    # -- a restore brings its lists' names with it (components/backup) ------------------------
+    def prefetch(self, urls) -> dict:
+        """Fetch and parse these lists before a restore writes anything: url -> (a staged
+        file of its names, the parse) or the error, in the household's words."""
+        out: dict = {}
+        for url in dict.fromkeys(urls):
+            try:
+                parsed = self._download(check_url(url))
+                staged = self.store.staging_path()
+                offload(write_names, staged, parsed)
+                out[url] = (staged, parsed)
+            except (FetchError, ListError, ValueError) as exc:
+                out[url] = f"{url} could not be fetched ({exc}): it applies once it is"
+        return out
+
+    def adopt(self, prefetched: dict) -> list[str]:
+        """After the restore's transaction: each restored list gets its prefetched names
+        under its new id (a URL subscribed twice, for two owners, is written twice); the
+        problems, in words."""
+        problems, now = [], self.ctx.now()
+        for row in self.store.all():
+            got = prefetched.get(row["url"])
+            if isinstance(got, tuple):
+                staged, parsed = got
+                if staged.exists():
+                    os.replace(staged, self.store.path(row["id"]))
+                else:
+                    offload(write_names, self.store.path(row["id"]), parsed)
+                self.store.stats(row["id"], parsed, now)
+            elif isinstance(got, str):
+                problems.append(got)
+                self.store.failed(row["id"], got, 0)
+        return problems
+
+    def drop_prefetched(self, prefetched: dict) -> None:
+        """A restore that wrote nothing: its staged files go."""
+        for got in prefetched.values():
+            if isinstance(got, tuple):
+                got[0].unlink(missing_ok=True)
 
     def _refresh_due(self) -> None:
         now = self.ctx.now()

@@ -114,6 +114,11 @@ class Store:
             staged.unlink(missing_ok=True)
         return list_id
 
+    def stats(self, list_id: int, parsed: Parsed, now: float) -> None:
+        """Its names were just written: the fetch statistics follow."""
+        self.state.execute("UPDATE blocklists SET fetched=?, checked=?, rules=?, exceptions=?, skipped=?, error='' "
+                           "WHERE id=?", (now, now, parsed.rules, len(parsed.exceptions), parsed.skipped, list_id))
+
     def refreshed(self, list_id: int, parsed: Parsed, now: float) -> None:
         write_names(self.path(list_id), parsed)
         self.state.execute("UPDATE blocklists SET fetched=?, checked=?, rules=?, exceptions=?, skipped=?, error='' "

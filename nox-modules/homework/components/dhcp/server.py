@@ -60,6 +60,10 @@ class DhcpServer(Component):
         self._addressed_at = float("-inf")   # ctx.now() of the last router address a device took
         # forgotten devices that may still believe they hold their lease (returning.py)
         self.returning: dict[str, returning.Returning] = {}
+        # mac -> when the lease we last told the device ends: the device believes in it, even
+        # where our side ended it earlier (a lease cut short when it lost its permission)
+        self.believed: dict[str, float] = {}
+        self._ask_to_renew: set[str] = set()      # FORCERENEW once the switch is there
         # homework-dhcpd's offers to never-seen devices, from blocks reserved for it
         self.new_devices = NewDeviceOffers(ctx, self.alloc, self.gate, self.log,
                                            link=lambda: self.dhcpd, sync=self._dhcpd_sync)
@@ -79,8 +83,10 @@ class DhcpServer(Component):
             self.hostnames[mac] = row["hostname"]
             if row["relay"]:
                 self.relays[mac] = row["relay"]
+            self.believed[mac] = row["expires"]
             if row["expires"] > now:
                 self._install_router_address(mac)
+                self._cut_short(mac, now)
         self._restore_holds(now)
         self.ctx.bus.subscribe("device", self._on_device)
         self.ctx.bus.subscribe("ipv6_plan", self._on_ipv6_plan)
@@ -111,6 +117,8 @@ class DhcpServer(Component):
 
     def datapath_up(self, dp: Datapath) -> list:
         watches = [d for r in self.returning.values() for d in returning.watch(r)]
+        watches += [self._forcerenew(mac) for mac in sorted(self._ask_to_renew) if mac in self.live]
+        self._ask_to_renew.clear()
         if self._fast_path_ready():
             self._fast_mac = self._router_mac()
             return fastpath.flows(self._fast_mac) + watches
@@ -499,6 +507,7 @@ class DhcpServer(Component):
         lease_time = self.lease_time_for(mac)
         renewal = mac in self.live
         self.alloc.set_expiry(mac, max(now + lease_time, until))
+        self.believed[mac] = max(now + lease_time, until)
         if mac in self.returning:             # a forgotten device leased anew (homework-dhcpd's offer)
             self.ctx.send(returning.unwatch(self.returning.pop(mac)))
         if renewal and self.ports.get(mac) not in (None, in_port):
@@ -613,7 +622,8 @@ class DhcpServer(Component):
         self._dhcpd_sync(mac)
 
     def forget(self, mac: str) -> None:
-        lease_end = self.alloc.expiry(mac)      # the device may believe it holds its block till then
+        # the device may believe it holds its block till then
+        lease_end = max(self.alloc.expiry(mac), self.believed.pop(mac, 0.0))
         block, port = self.alloc.block_for(mac), self.ports.get(mac, 0)
         if block is not None and mac in self.live and mac not in self.relays and port and \
                 lease_end > self.ctx.now():
@@ -642,7 +652,9 @@ class DhcpServer(Component):
         if r is None:
             return None
         self.ctx.send(returning.unwatch(r))
-        block = self.alloc.take(mac, r.index)
+        block = self.alloc.block_for(mac)       # its lapsed lease's block, if it still holds it
+        if block is None or block.index != r.index:
+            block = None if block is not None else self.alloc.take(mac, r.index)
         if block is not None:
             self.ports[mac] = r.port
         return block
@@ -663,10 +675,30 @@ class DhcpServer(Component):
         if block is None:
             return
         self.ctx.count("dhcp.forgotten_came_back")
-        self._grant(mac, in_port, "", "", until=r.until)
-        self.log.info("forgotten device %s (%s) is back: %s again until its old lease ends", mac, block.device,
-                      self.ctx.state.device_state(mac))
+        self._grant(mac, in_port, "", "")
+        self.believed[mac] = max(self.believed[mac], r.until)     # it still believes in its old lease
+        self.log.info("device %s (%s) is back: %s again", mac, block.device, self.ctx.state.device_state(mac))
         self.ctx.send([returning.forcerenew(r, self._router_mac(), int(self.ctx.now() * 1000) & 0xFFFFFFFF)])
+
+    def _cut_short(self, mac: str, now: float) -> None:
+        """A device that is not permitted (a restore made it pending, or it was denied while
+        the controller was down) holds a pending lease, not the hour it was given: our side
+        ends it at the pending lease, it is asked to renew (FORCERENEW), and if it still
+        believes in the hour when ours ends, its next packet brings it back (_end_lease)."""
+        if self.ctx.state.device_state(mac) == "permitted" or mac in self.relays:
+            return
+        short = now + self.ctx.config.pending_lease
+        if self.alloc.expiry(mac) > short:
+            self.alloc.set_expiry(mac, short)
+            self.ctx.state.save_lease(self.get(mac))
+            self._ask_to_renew.add(mac)
+            self.ctx.count("dhcp.leases_cut_short")
+
+    def _forcerenew(self, mac: str) -> PacketOut:
+        block = self.alloc.block_for(mac)
+        r = returning.Returning(mac, block.index, self.ports.get(mac, 0), block.device, block.router,
+                                self.believed.get(mac, 0.0))
+        return returning.forcerenew(r, self._router_mac(), int(self.ctx.now() * 1000) & 0xFFFFFFFF)
 
     def _expire_watches(self, now: float) -> None:
         for r in [r for r in self.returning.values() if r.until <= now]:
@@ -798,6 +830,13 @@ class DhcpServer(Component):
             self._remove_router_addresses(block)
         self.log.info("lease of %s (%s) %s", mac, block.device, action)
         self._publish_lease(action, self.get(mac), None, 0)
+        now = self.ctx.now()
+        port = self.ports.get(mac, 0)
+        if action == "expired" and self.believed.get(mac, 0.0) > now + 1 and port and mac not in self.relays:
+            # ours ended, but it was told longer: its next packet brings it back (returning.py)
+            self.returning[mac] = returning.Returning(mac, block.index, port, block.device, block.router,
+                                                      self.believed[mac])
+            self.ctx.send(returning.watch(self.returning[mac]))
 
     def expire_leases(self) -> None:
         now = self.ctx.now()
