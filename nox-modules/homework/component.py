@@ -10,6 +10,7 @@ import logging
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from .flows import AggregateStats, Datapath, Decision, FlowRemoved, FlowStats, PacketIn
+from .callers import Callers
 from .counters import Counters
 from .cutoff import Cutoffs
 from .leases import LeaseReader, NoLeases
@@ -64,6 +65,15 @@ class Context:
         # Why a device is cut off (pending, denied, paused, bedtime, over its allowance):
         # schedules and usage add their sources, dns and the API ask (cutoff.py).
         self.cutoffs = Cutoffs(state, bus)
+        # The router's own services on the WAN: what -> (protocol, port), e.g. remote access's
+        # WireGuard port. Components add theirs in __init__; port forwards may not take them.
+        self.wan_services: dict[str, tuple[str, int]] = {}
+        # Multicast groups the router's own stack serves on the LAN (reach: SSDP for UPnP);
+        # routing sends permitted devices' packets to them to the router as well as to members.
+        self.router_groups: set[str] = set()
+        # Which device (or satellite, or the router) an address belongs to: the one answer
+        # every per-device rule uses, over IPv4 and IPv6 alike (callers.py).
+        self.callers = Callers(self)
 
     def component(self, name: str) -> "Component | None":
         return self.components.get(name)
