@@ -86,4 +86,4 @@ class Cutoffs:
         if self._told.get(mac) == told:
             return
         self._told[mac] = told
-        self.bus.publish(events.Cutoff(mac=mac, kind=told[0], until=told[1]))
+        self.bus.publish(events.CutOffChanged(mac=mac, kind=told[0], until=told[1]))

@@ -302,7 +302,7 @@ class ScheduleStrict(Event):
 
 
 @dataclass(frozen=True, eq=False)
-class Cutoff(Event):
+class CutOffChanged(Event):
     """Why a device is cut off changed (cutoff.py): kind is pending, denied, paused, bedtime or
     allowance ("" = not cut off any more), until the epoch second it ends (0 = until someone
     decides)."""
