@@ -69,7 +69,8 @@ def test_a_restore_is_in_force_when_it_says_restored(home, tmp_path):
     cli(home, "permit", kid.mac)
     kid.renew()
     kid.wait_for_lease(20, pred=lambda lease: lease.lease_time == 3600)
-    assert status(home, kid.mac)["lease"]["expires"] - time.time() > 3000
+    wait_until(lambda: status(home, kid.mac)["lease"]["expires"] - time.time() > 3000, 10,
+               "the router's side of the kid's hour")
 
     out = cli(home, "restore", str(backup), "--passphrase-file", str(secret))
     # "restored" only now, and at once: the list's names block, not "missing", not fetching
