@@ -68,8 +68,9 @@
           $.ajax({ url: "ws.v1/restore/status", dataType: "json", cache: false }).done(function (s) {
             var done = s.restore && s.restore.applied && s.restore.at === r.at;
             if (done) {
-              say($form, "status", "Restored " + what + ": every setting is in force. " +
-                  ((s.restore.problems || []).join(" ") || "") + " Log in again if the board asks.");
+              var told = (s.restore.problems || []).join(" ");
+              say($form, "status", "Restored " + what + ": every setting is in force." + (told ? " " + told : "") +
+                  " Log in again if the board asks.");
               $button.prop("disabled", false);
             } else if (Date.now() < deadline) {
               setTimeout(poll, 1000);

@@ -197,12 +197,14 @@ test("the chart draws the polled stats; the First device's download shows in its
     const highDown = Math.max(...after.sets[0].data);
     const normalDown = Math.max(...after.sets[2].data);
     assert.ok(highDown > normalDown, `First ↓ ${highDown} vs Normal ↓ ${normalDown}`);
-    // TCP's slow start overruns the class's queue (100 ms at the line's rate): the high
-    // class drops packets, and the page marks it (the stats' drop counter went up between
-    // two polls)
-    const stats = (await api('GET', 'qos/stats')).body;
-    const highDrops = stats.classes.filter((r) => r.class === 'high').reduce((n, r) => n + r.drops, 0);
-    assert.ok(highDrops > 0, 'the First class dropped packets');
+    // a burst the line cannot take (300 full-size datagrams up at once, against a queue of
+    // 100 ms at 4.3 Mbit/s): the high class drops packets, and the page marks it (the stats'
+    // drop counter went up between two polls)
+    await home.call({ op: 'udp_flood', dev: laptop.name, count: 300, size: 1200 });
+    await until(async () => {
+      const stats = (await api('GET', 'qos/stats')).body;
+      return stats.classes.filter((r) => r.class === 'high').reduce((n, r) => n + r.drops, 0) > 0 || null;
+    }, 'the First class to drop packets', 10000);
     await page.locator('#priorities .drop-marker').waitFor({ state: 'visible', timeout: 10000 });
     await page.locator(canvas).scrollIntoViewIfNeeded();
     await screenshot(page, 'priorities-04-chart');
