@@ -112,6 +112,7 @@ SIMPLE = {
     "usage-burst": (("mac", "size", "minutes"), None), "usage-burst-remove": (("mac",), None),
     "usage-bursts": ((), None),
     # satellite switches (pairing.py); satellite-pair is cli_satellites
+    "restore-status": ((), None),     # components/backup: the last restore, and whether it is in force
     "satellites": ((), None), "satellite-permit": (("dpid", "code?"), None), "satellite-deny": (("dpid",), None),
     "satellite-forget": (("dpid",), None),
 }

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from .flows import AggregateStats, Datapath, Decision, FlowRemoved, FlowStats, PacketIn
 from .callers import Callers
 from .counters import Counters
+from .cutoff import Cutoffs
 from .leases import LeaseReader, NoLeases
 from .packets import Frame
 
@@ -51,7 +52,8 @@ class Context:
     - device_facts, health, wan_services and router_groups: registries components add to
       (facts each adds to a device's view; the health of the daemons each talks to; the
       router's own services on the WAN; the multicast groups its own stack serves);
-    - callers: which device an address belongs to (callers.py).
+    - callers: which device an address belongs to (callers.py); cutoffs: why a device is
+      cut off, from the sources components add (cutoff.py).
     """
 
     def __init__(self, config: Config, state: StateStore, bus: EventBus, host: HostNet,
@@ -85,6 +87,9 @@ class Context:
         self.device_facts: list[Callable[[str], dict]] = []
         # Health of the daemons components talk to: name -> fn() -> up? (metrics shows them).
         self.health: dict[str, Callable[[], bool]] = {}
+        # Why a device is cut off (pending, denied, paused, bedtime, over its allowance):
+        # schedules and usage add their sources, dns and the API ask (cutoff.py).
+        self.cutoffs = Cutoffs(state, bus)
         # The router's own services on the WAN: what -> (protocol, port), e.g. remote access's
         # WireGuard port. Components add theirs in __init__; port forwards may not take them.
         self.wan_services: dict[str, tuple[str, int]] = {}

@@ -58,7 +58,7 @@ MANIFEST = Manifest(
     ),
     settings_keys={system.TIMEZONE_KEY: lambda key, value: system.check_zone(value)},
     routes=("satellites", "system", "update", "wifi"),
-    publishes=(events.Device, events.Alert, events.Ipv6Plan, events.Satellite, events.Wifi),
+    publishes=(events.Device, events.Alert, events.Ipv6Plan, events.Satellite, events.Wifi, events.CutOffChanged),
     hears=(events.Satellite,),
     alerts=(events.AlertKind.LAN_PORT_MISSING, events.AlertKind.SWITCH_REFUSED),
     counters={

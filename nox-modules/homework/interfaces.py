@@ -46,6 +46,30 @@ class DnsLists(Protocol):
         """homework-dnsd's counters (`list_blocked.<id>`: queries a list blocked); {} without it."""
 
 
+class DnsdReady(Protocol):
+    """What the dns component offers the backup component: is homework-dnsd in step with
+    the policy (connected and told it, or not used at all)?"""
+
+    def ready(self) -> bool: ...
+
+
+class RestoredLists(Protocol):
+    """What the blocklists component offers the backup component: a restore's lists fetched
+    before anything is written, then adopted under their new ids."""
+
+    def prefetch(self, rows: list[dict]) -> dict:
+        """url -> a staged names file and its counts, or the problem in words."""
+
+    def drop_prefetched(self, prefetched: dict) -> None:
+        """A restore that wrote nothing: its staged files go."""
+
+    def adopt(self, prefetched: dict) -> list[str]:
+        """After the restore's transaction: each list gets its names; the problems, in words."""
+
+    def pending(self) -> list[int]:
+        """Enabled lists whose names are not in force yet and are still to be fetched."""
+
+
 class BrokerStatus(Protocol):
     """What the mqtt component offers the notify component's status view."""
 

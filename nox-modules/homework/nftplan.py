@@ -35,9 +35,11 @@ and nobody else's rules (a distribution's own nftables.service) are changed.
                                                           never sees a LAN port's frames (OVS's
                                                           packet socket has its copy already)
     table inet homework_dns      components/dns/netfilter.py (the dns component)
-      captive4          set of ipv4_addr: pending and denied devices
+      captive4, captive6  sets: the cut-off devices (pending, denied, paused, bedtime, over
+                        their allowance): their IPv4 addresses, their /64s
       prerouting        nat    prerouting   dstnat (-100) port 53 from the bridge to homework-dnsd;
-                                                          port 80 of captive4 to the waiting page
+                                                          ports 80 and 443 of the cut-off devices
+                                                          to the page saying why
     table inet homework_reach    components/reach/plan.py (the reach component)
       wan4, upnp4, upnp6  sets: the router's WAN addresses; the devices that may open ports
       prerouting        nat    prerouting   dstnat (-100) from the WAN into forwards and
@@ -142,7 +144,7 @@ LAN_GUARD = Table("netdev", "homework_lan", "scripts/router-net.sh", (
 ))
 DNS = Table("inet", "homework_dns", "components/dns/netfilter.py", (
     Chain("prerouting", "nat", "prerouting", "dstnat"),
-), sets=("captive4",))
+), sets=("captive4", "captive6"))
 QOS = Table("inet", "homework_qos", "components/qos/plan.py", (
     Chain("postrouting", "filter", "postrouting", "mangle"),
     Chain("up"), Chain("down"),

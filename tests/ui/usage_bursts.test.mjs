@@ -49,7 +49,7 @@ test('a usage alert from the panel, told in the notifications, turned off', { ti
   }
   await page.locator('#panel .close').click();
   await page.locator('#notifications-button').click();
-  const item = page.locator('#notifications li.unread', { hasText: 'usage-burst' });
+  const item = page.locator('#notifications li.unread', { hasText: 'used a lot of data in a short time' });
   await item.waitFor({ timeout: 60000 });
   assert.match(await item.innerText(), /moved \d+(\.\d)? MB in the last 2 minutes/);
   await screenshot(page, 'usage-bursts-02-told');

@@ -7,7 +7,7 @@ import pytest
 
 from conftest import Clock, make_core
 from homework.components.api.auth import Auth
-from homework.components.api.oui import OuiTable, is_private
+from homework.oui import OuiTable, is_private
 from homework.components.api.ratelimit import LoginLimiter
 from homework.flows import Datapath
 from homework.passwords import hash_password, verify_password

@@ -21,7 +21,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from ... import routernames
-from .oui import default_table, is_private
+from ...oui import default_table, is_private
 
 ASKING_GRACE = 10.0       # seconds a pending device stays "asking" after its last DHCP message
 LINK_ONLY_TTL = 60.0      # a MAC heard only by the radio stays on the board this long

@@ -4,7 +4,7 @@ their fetch statistics: the names are fetched again) and the DNS options it sets
 from __future__ import annotations
 
 from ... import events, rowcheck
-from ...interfaces import DnsLists
+from ...interfaces import DnsLists, RestoredLists
 from ...manifest import Manifest, Settings
 from .fetch import FetchError, check_url
 
@@ -40,5 +40,6 @@ MANIFEST = Manifest(
     ),
     routes=("blocklists",),
     needs={"dns": DnsLists},
+    offers=(RestoredLists,),
     hears=(events.Device,),
 )
