@@ -305,6 +305,13 @@ CREATE TABLE IF NOT EXISTS remote_router (
     private_key TEXT NOT NULL           -- the router's WireGuard key (its public one is in every client's file)
 );
 """),
+    Step(18, "a pre-approval (a MAC permitted before it was ever seen) is bound to the port it is first seen "
+             "on", sql="""
+CREATE TABLE IF NOT EXISTS preapprovals (
+    mac TEXT PRIMARY KEY,
+    port TEXT NOT NULL DEFAULT ''       -- the port it was first seen on; '': not seen yet
+);
+"""),
 )
 LATEST = STEPS[-1].number
 assert [s.number for s in STEPS] == list(range(1, LATEST + 1))
