@@ -96,9 +96,12 @@ up() {
   if [ "$CONTROLLER" = none ]; then
     "${VSCTL[@]}" del-controller "$BRIDGE" -- set bridge "$BRIDGE" fail_mode=standalone
   else
-    # max_backoff 1 s: reconnect quickly after a controller (re)start.
+    # max_backoff 1 s: reconnect quickly after a controller (re)start. inactivity_probe 30 s
+    # (Open vSwitch's default is 5): the controller is on loopback, so a dead one is seen at
+    # once (its socket closes), while one busy for a few seconds (resynchronising a home of
+    # a thousand devices after a reconnect) must not be cut off and have to start again.
     "${VSCTL[@]}" set bridge "$BRIDGE" fail_mode=secure -- set-controller "$BRIDGE" "$CONTROLLER" \
-      -- set controller "$BRIDGE" max_backoff=1000
+      -- set controller "$BRIDGE" max_backoff=1000 inactivity_probe=30000
   fi
   local p
   for p in $LAN_PORTS; do

@@ -32,6 +32,10 @@ def seen_device(state, mac) -> str:
 class Commands:
     def __init__(self):
         self._table: dict[str, Callable] = {}
+        # Run after every command, before it answers: a component that applied the
+        # command's events without waiting for a daemon waits here, once per command (a
+        # group decision's hundreds of events then cost one round trip, not one each).
+        self.settlers: list[Callable[[], None]] = []
 
     def register(self, name: str, fn: Callable) -> None:
         if name in self._table:
@@ -46,7 +50,10 @@ class Commands:
         if fn is None:
             raise CommandError(f"unknown command {name!r}", 404)
         try:
-            return fn(**kwargs)
+            result = fn(**kwargs)
+            for settle in self.settlers:
+                settle()
+            return result
         except TypeError as exc:
             raise CommandError(f"{name}: {exc}") from None
         except UnknownDevice as exc:

@@ -237,7 +237,7 @@ KEYS: tuple[Key, ...] = (
         "router .1 addresses of the next free /30s put on the bridge ahead of their devices, so a burst "
         "of new devices changes no address (each change costs Open vSwitch a routing-table reload); "
         "topped up once new devices stop coming", int_range(0, 4096)),
-    Key("dhcp.daemon_new_offers", "daemon_new_offers", int, 64,
+    Key("dhcp.daemon_new_offers", "daemon_new_offers", int, 256,
         "free /30s homework-dhcpd holds to offer never-seen devices by itself (the controller claims "
         "each one it gave and tops them up; known, relayed and spoofed requests still come to the "
         "controller, and the per-port new-MAC limits apply); 0: every new device's DISCOVER goes to "
@@ -275,8 +275,11 @@ KEYS: tuple[Key, ...] = (
         "where per-flow records of NATed (internet) traffic come from: 'conntrack' (the kernel's "
         "NAT entries; the switch counts per host) or 'switch' (a learned entry per flow)",
         one_of("conntrack", "switch")),
-    Key("routing.per_host_flow_limit", "per_host_flow_limit", int, 1000,
-        "learned entries before a device is counted per host", int_range(10, 10**7)),
+    Key("routing.per_host_flow_limit", "per_host_flow_limit", int, 16000,
+        "connections a device may hold before it is counted per host (checked every flow_stats_interval): "
+        "its NATed ones in conntrack (open, or closed within the last two minutes) or its learned entries; "
+        "a browser opening 2,000 at once or a game launcher 5,000 in 10 s stays well below, a flood of "
+        "1,500 a second crosses it in about 11 s", int_range(10, 10**7)),
     Key("dns.blocked_answer", "dns_blocked_answer", str, "nxdomain", "answer to a blocked name",
         one_of("nxdomain", "drop")),
     Key("dns.upstream", "dns_upstream", str, "127.0.0.1:5353", "where homework-dnsd forwards allowed queries",

@@ -110,13 +110,16 @@ class Alert(Event):
 
 @dataclass(frozen=True, eq=False)
 class Bandwidth(Event):
-    """A permitted device's bytes since routing's previous poll (routing/accounting.py)."""
+    """A permitted device's bytes since routing's previous poll (routing/accounting.py):
+    published only for a device that moved bytes in the interval, and once with none when
+    it stops, so an idle household publishes nothing."""
     TOPIC: ClassVar[str] = "bandwidth"
     mac: str
     ip: str = ""
     bytes: int = 0
     up: int | None = None       # from the device (None: not split)
     down: int | None = None     # to the device (None: bytes - up)
+    seconds: float | None = None  # the interval the bytes were counted over (None: not said)
 
 
 @dataclass(frozen=True, eq=False)

@@ -24,15 +24,23 @@ class HostNet:
     the kernel. The ip process is let go after IDLE_SECONDS without work, so it never
     holds on to a stale interface index for long.
 
-    Changes are written at most once per COALESCE_SECONDS: the first after a quiet spell
-    goes at once, those that follow within the window wait for its end and go together.
-    Open vSwitch re-reads every interface's addresses and the routing table after each
-    address change it hears of (4-9 ms of its CPU each here, with 200 interfaces), but
-    once for a batch: a burst of 100 new devices cost it 0.9 s one by one and nothing
-    measurable at once."""
+    Changes are written at most once per window: the first after a quiet spell goes at
+    once, those that follow within the window wait for its end and go together. Open
+    vSwitch re-reads every interface's addresses and the routing table after each address
+    change it hears of (4-9 ms of its CPU each here, with 200 interfaces; more with every
+    device's address and /64 route), but once for a batch: a burst of 100 new devices cost
+    it 0.9 s one by one and nothing measurable at once. The window starts at
+    COALESCE_SECONDS and doubles while changes keep coming, up to COALESCE_MAX_SECONDS: a
+    crowd of a thousand devices arriving over ten seconds wrote fifty times a second, each
+    write a reload that grew with every address, and Open vSwitch had no time left for
+    the devices' frames. A device's address then comes at most a second after its lease
+    (its first ARP for the gateway may need its one-second retry); a quiet spell as long
+    as the window sends the next change at once and brings the window back to
+    COALESCE_SECONDS."""
 
     IDLE_SECONDS = 5.0
     COALESCE_SECONDS = 0.02
+    COALESCE_MAX_SECONDS = 1.0
     IP_BATCH = ("ip", "-force", "-batch", "-")
 
     def __init__(self, bridge: str):
@@ -45,6 +53,7 @@ class HostNet:
         self.processes_started = 0
         self._proc: subprocess.Popen | None = None    # the running `ip -batch`, if any
         self._written_at = float("-inf")                # monotonic time of the last write
+        self._window = self.COALESCE_SECONDS            # how long changes gather before a write
         self.writes = 0
         self._spares: set[str] = set()                  # on the bridge ahead of their lease
 
@@ -63,9 +72,12 @@ class HostNet:
                 _close(self._proc)
                 self._proc = None
                 continue
-            wait = self._written_at + self.COALESCE_SECONDS - time.monotonic()
-            if wait > 0:        # a write went out just now: gather this window's changes
-                time.sleep(wait)
+            since = time.monotonic() - self._written_at
+            if since < self._window:      # a write went out just now: gather this window's changes
+                time.sleep(self._window - since)
+                self._window = min(2 * self._window, self.COALESCE_MAX_SECONDS)
+            else:                         # quiet for a whole window: at once, and short windows again
+                self._window = self.COALESCE_SECONDS
             while True:
                 try:
                     lines.append(self._queue.get_nowait())

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from typing import Callable, Generic, TypeVar
 
 log = logging.getLogger(__name__)
@@ -17,9 +18,12 @@ Job = TypeVar("Job")
 
 
 class BatchWorker(Generic[Job]):
-    def __init__(self, name: str, apply: Callable[[list[Job]], None]):
+    def __init__(self, name: str, apply: Callable[[list[Job]], None], gather: float = 0.0):
+        """`gather`: seconds the first job of a batch waits for others to join it (a
+        stream of decisions, one a few milliseconds, otherwise costs a process each)."""
         self.name = name
         self._apply = apply
+        self._gather = gather
         self._queue: "queue.Queue[Job]" = queue.Queue()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
@@ -39,6 +43,8 @@ class BatchWorker(Generic[Job]):
     def _loop(self) -> None:
         while True:
             batch = [self._queue.get()]
+            if self._gather:
+                time.sleep(self._gather)
             while True:
                 try:
                     batch.append(self._queue.get_nowait())

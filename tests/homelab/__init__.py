@@ -530,7 +530,7 @@ class Home:
                  internet: bool = True, hwdb: bool | None = None, run_id: str | None = None,
                  keep: bool | None = None, log: Callable[[str], None] | None = None,
                  connect_timeout: float = 60, hwdb_memory: str | None = None, ipv6_pd: bool = False,
-                 isp_link: dict | None = None, public_wan: bool = False):
+                 isp_link: dict | None = None, public_wan: bool = False, stand_ins: bool = True):
         self.run_id = run_id or new_run_id()
         self.router_ns = f"{self.run_id}-r"
         self.internet_ns = f"{self.run_id}-i"
@@ -548,6 +548,10 @@ class Home:
         self.household = controller and "components" not in self.config_overrides.get("controller", {})
         self.web = None          # household homes: the Guest Board (homelab.web.Web)
         self.dns = None          # household homes: the DNS path (homelab.dns.DnsLab)
+        # stand_ins=False: a household home without the emulated home's stand-ins (the link
+        # simulator, which reports every device every second where a wired image reports
+        # none): the benchmarks that measure what a box without Wi-Fi runs.
+        self.stand_ins = stand_ins
         if self.household:
             from .household import household_config
             household_config(self)

@@ -22,14 +22,14 @@ class Clock:
         self.now += seconds
 
 
-def make_core(tmp_path, components=("dhcp", "routing"), clock=None, switch=None, **overrides):
+def make_core(tmp_path, components=("dhcp", "routing"), clock=None, switch=None, host=None, **overrides):
     # IPv6 is on in the shipped configuration; a unit test turns it on when it is about it
     overrides.setdefault("ipv6_enabled", False)
     config = Config(state_dir=tmp_path, components=tuple(components),
                     control_socket=tmp_path / "control.sock", **overrides)
     switch = switch or FakeSwitch(adapter=True)   # strict table, and every decision through the os-ken adapter
     timers = []
-    core = Core(config, state=StateStore(config.state_db), host=FakeHost(),
+    core = Core(config, state=StateStore(config.state_db), host=host or FakeHost(),
                 send=switch.apply, spawn_periodic=lambda s, fn: timers.append(fn), clock=clock or Clock())
     core.timers = timers
     core.switch = switch

@@ -148,3 +148,13 @@ def test_bandwidth_events_used_only_without_link_reports(core, clock):
     clock.advance(10)
     core.bus.publish("bandwidth", mac="02:00:00:00:00:09", ip="10.2.0.10", bytes=50000)
     assert board.metrics("02:00:00:00:00:09")["bps"] == pytest.approx(5000)
+
+
+def test_a_rate_after_quiet_is_over_the_interval_the_report_covers(core, clock):
+    # routing tells a device only while it moves bytes: after ten quiet minutes, 50 kB in
+    # the last 10 s is 5 kB/s, not 50 kB over ten minutes
+    board = core.ctx.component("api").board
+    core.bus.publish("bandwidth", mac="02:00:00:00:00:09", ip="10.2.0.10", bytes=0, seconds=10)
+    clock.advance(600)
+    core.bus.publish("bandwidth", mac="02:00:00:00:00:09", ip="10.2.0.10", bytes=50000, seconds=10)
+    assert board.metrics("02:00:00:00:00:09")["bps"] == pytest.approx(5000)

@@ -18,9 +18,15 @@ DP = Datapath(dpid=1, ports={"br0": LOCAL, "d1": 1, "d2": 2})
 class FakeLink:
     def __init__(self):
         self.lines = []
+        self.waits = 0            # pushes that waited for dnsd, and settles
 
     def push(self, lines, timeout=0, wait=True):
         self.lines += lines
+        self.waits += wait
+        return True
+
+    def settle(self, timeout=0):
+        self.waits += 1
         return True
 
     def take(self):
@@ -283,3 +289,56 @@ def test_with_ipv6_dnsd_also_knows_the_device_by_its_64_and_follows_a_renumberin
     new = str(core.ctx.ipv6.device_prefix(core.ctx.leases.get(A).index).network_address)
     lines = dns.link.take()
     assert f"nodevice {net}" in lines and f"device {new} {A} permitted denylist 10.2.0.1" in lines
+
+
+def test_a_group_decision_waits_for_dnsd_once_not_once_a_device(tmp_path):
+    core, dns, _ = make(tmp_path)
+    macs = [f"02:00:00:00:02:{i:02x}" for i in range(5)]
+    for i, mac in enumerate(macs):
+        join(core, mac, 1 + i % 2)
+    dns.link.take()
+    dns.link.waits = 0
+    core.commands.call("decide-group", decision="permit", macs=macs)
+    lines = dns.link.take()
+    assert sum(line.startswith("device ") and " permitted " in line for line in lines) == 5
+    assert dns.link.waits == 1                 # one settle at the end of the command
+
+
+def test_the_link_settles_every_push_with_one_confirmation():
+    import socket
+    import threading
+    from homework.components.dns.dnsd_link import DnsdLink
+    ours, theirs = socket.socketpair()
+    link = DnsdLink("", snapshot=list, on_events=lambda lines: None)
+    link._sock = ours
+    applied = []
+
+    def dnsd():          # applies lines in order and confirms each sync, as dnsd does
+        buf = b""
+        while True:
+            try:
+                data = theirs.recv(65536)
+            except OSError:           # closed at the end of the test
+                return
+            if not data:
+                return
+            buf += data
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                text = line.decode()
+                if text.startswith("sync "):
+                    theirs.sendall(f"ok {text.split()[1]} devices=0 rules=0\n".encode())
+                else:
+                    applied.append(text)
+    threading.Thread(target=dnsd, daemon=True).start()
+    reader = threading.Thread(target=link._read, args=(ours,), daemon=True)
+    reader.start()
+    for i in range(3):
+        assert link.push([f"device 10.2.0.{4 * i + 2} x pending default 10.2.0.1"], wait=False)
+    assert link.settle(timeout=5)
+    assert len(applied) == 3
+    assert link.settle(timeout=0.01)          # nothing unconfirmed: no wait
+    link._stopped = True
+    theirs.shutdown(socket.SHUT_RDWR)
+    ours.close()
+    theirs.close()

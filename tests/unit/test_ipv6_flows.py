@@ -416,3 +416,49 @@ def test_what_a_device_sends_to_the_controller_over_ipv6_passes_its_own_meter(co
     core.ctx.component("dhcp").expire_leases()             # lease over: meter and flows go
     assert L.punt_meter_id(index) not in core.switch.meters
     assert not [f for f in core.switch.flows if f.meter == L.punt_meter_id(index)]
+
+
+# -- an idle household sends no RA and no query on a timer ------------------------------------
+def _ras(core):
+    return [p for p in core.switch.take_packet_outs() if p.data[12:14] == b"\x86\xdd" and p.data[54] == 134]
+
+
+def _renew(core, mac, port):
+    from homework.components.dhcp import message as m
+    from dhcpframes import dhcp_frame
+    ip = core.ctx.leases.get(mac).ip
+    core.packet_in(PacketIn(in_port=port, data=dhcp_frame(mac, m.REQUEST, src_ip=ip, dst_ip="10.2.0.1")))
+
+
+def test_a_lease_renewal_that_outlives_the_last_advertisement_brings_a_new_one(core, clock):
+    join(core, A, 1)                          # pending: 30 s, told for 150 s (join takes that RA)
+    clock.advance(15)
+    _renew(core, A, 1)                        # still within what it was told
+    assert _ras(core) == []
+    core.commands.call("permit", mac=A)
+    _renew(core, A, 1)                        # the permitted lease (3600 s) outlives it
+    [ra] = _ras(core)
+    ip = ndp.parse_ipv6(ra.data[14:])
+    assert struct.unpack("!H", ip.payload[6:8])[0] == 3600 + 120 and ra.actions[0].port == 1
+    clock.advance(1800)                       # each half-hourly renewal of the hour's lease
+    _renew(core, A, 1)
+    assert len(_ras(core)) == 1
+    routing = core.ctx.component("routing")
+    assert not hasattr(routing, "advertise_all")
+    for _ in range(60):                       # an hour of timers: no RA to anyone
+        for timer in core.timers:
+            timer()
+    assert _ras(core) == []
+
+
+def test_general_queries_go_to_the_devices_that_joined_a_group(core):
+    join(core, A, 1)
+    join(core, B, 2)
+    for mac in (A, B):
+        core.commands.call("permit", mac=mac)
+    core.packet_in(PacketIn(in_port=2, data=_mld_report(B, ["ff02::fb"])))
+    core.switch.take_packet_outs()
+    core.ctx.component("routing").query_members()
+    queries = [p for p in core.switch.take_packet_outs() if p.data[:6] in (bytes.fromhex("333300000001"),
+                                                                          bytes.fromhex("01005e000001"))]
+    assert queries and {q.actions[0].port for q in queries} == {2}

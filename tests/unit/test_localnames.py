@@ -124,7 +124,19 @@ def test_names_are_written_again_at_start(tmp_path, clock):
     first.stop()
     (hosts_dir / FILE_NAME).unlink()
     second = make_core(tmp_path, components=("localnames", "dhcp", "routing"), clock=clock,
-                       localnames_hosts_dir=hosts_dir)     # even listed before dhcp: the periodic pass
-    assert hosts(second) == []                         # dhcp had not restored its leases yet
-    clock.advance(30)
+                       localnames_hosts_dir=hosts_dir)     # even listed before dhcp: the first pass
     assert hosts(second) == ["10.2.0.2 printer.home.arpa printer.lan printer"]
+
+
+def test_a_renewal_that_changes_nothing_named_costs_no_pass(core, clock):
+    join(core, A, 1, hostname=b"nas")
+    join(core, B, 2, hostname=b"tv")
+    core.commands.call("permit", mac=A)
+    assert hosts(core) == ["10.2.0.2 nas.home.arpa nas.lan nas"]
+    names = core.ctx.component("localnames")
+    for mac, port in ((A, 1), (B, 2)):      # a named device renews as it was; a pending one renews
+        join(core, mac, port, hostname=b"nas" if mac == A else b"tv")
+        assert names._stale is False
+    join(core, A, 1, hostname=b"fileserver")          # a new hostname is a change
+    assert names._stale is True
+    assert hosts(core) == ["10.2.0.2 fileserver.home.arpa fileserver.lan fileserver"]

@@ -104,7 +104,9 @@ class Board:
         with self._lock:
             m = self._m(ev.mac)
             if m.link_bytes is None or now - m.link_at > LINK_PREFERRED:
-                self._count(m, max(0, _int(ev.bytes) or 0), now)
+                # routing tells a device only while it moves bytes (then once with none), and
+                # says how long each report covers: the rate is over that, not since the last one
+                self._count(m, max(0, _int(ev.bytes) or 0), now, ev.seconds)
             return m
 
     def on_alert(self, ev: Alert) -> None:
@@ -112,12 +114,14 @@ class Board:
             self._m(ev.mac).alerts.appendleft({"at": self.ctx.now(), "kind": str(ev.kind),
                                                   "detail": str(ev.detail)})
 
-    def _count(self, m: Metrics, nbytes: int, now: float) -> None:
+    def _count(self, m: Metrics, nbytes: int, now: float, seconds: float | None = None) -> None:
         day = time.strftime("%Y-%m-%d", time.localtime(now))
         if day != m.day:
             m.day, m.today = day, 0
         m.today += nbytes
-        if m.traffic_at:
+        if seconds:
+            m.bps = nbytes / max(float(seconds), 0.001)
+        elif m.traffic_at:
             m.bps = nbytes / max(now - m.traffic_at, 0.001)
         m.traffic_at = now
 

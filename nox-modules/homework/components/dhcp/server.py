@@ -682,9 +682,12 @@ class DhcpServer(Component):
     def top_up_spares(self) -> None:
         """Put the next free blocks' router addresses on the bridge, once new devices have
         stopped coming: during a burst the changes would cost Open vSwitch a routing-table
-        reload each while the devices start."""
+        reload each while the devices start. A crowd that keeps coming and has taken half
+        of them gets them topped up all at once too (one reload for the lot), rather than
+        an address change for each device beyond them."""
         now = self.ctx.now()
-        if now - self._addressed_at >= SPARES_QUIET_SECONDS:
+        low = len(self.ctx.host.spare_router_addresses()) < self.ctx.config.spare_router_addresses / 2
+        if now - self._addressed_at >= SPARES_QUIET_SECONDS or low:
             self.ctx.host.reserve_router_addresses(self._upcoming_routers(now))
 
     def _add_router_addresses(self, mac: str, block) -> None:

@@ -80,6 +80,7 @@ class DnsComponent(Component):
         self.ctx.bus.subscribe("lease", self._on_lease)
         self.ctx.bus.subscribe("ipv6_plan", self._on_ipv6_plan)
         self._register_commands()
+        self.ctx.commands.settlers.append(self.settle)
         if self.net is not None:
             self.net.setup()
         for lease in self.ctx.leases.active():
@@ -164,6 +165,9 @@ class DnsComponent(Component):
             self.net.captive(ip, on)
 
     def _on_device(self, topic: str, ev) -> None:
+        """A device seen or decided on: dnsd hears of it without this handler waiting (a
+        new device's comes from DHCP's path, where a round trip each held a crowd's leases
+        back); a command waits for dnsd once, when it is done (settle)."""
         mac = ev.mac
         if self.states.get(mac) == ev.state and ev.reason != "seen":
             return
@@ -171,9 +175,14 @@ class DnsComponent(Component):
             self.states.pop(mac, None)
             return
         self.states[mac] = ev.state
-        self._sync_device(mac)
+        self._sync_device(mac, wait=False)
         with self._lock:
-            self.ctx.send(self._sync_dot())
+            self.ctx.send(self._sync_dot(only=mac))
+
+    def settle(self) -> None:
+        """After a command: every change it made applies to dnsd's next query."""
+        if self.link is not None and not self.link.settle():
+            self.log.warning("homework-dnsd did not confirm the change; it will get it on reconnect")
 
     def _on_lease(self, topic: str, ev) -> None:
         # Runs inside the DHCP packet-in: tell dnsd about the device without waiting for
@@ -267,10 +276,16 @@ class DnsComponent(Component):
         self.ctx.send(decisions)
 
     # -- flows that follow the policy -------------------------------------------------------
-    def _sync_dot(self) -> list:
-        """DNS-over-TLS/QUIC drops for every restricted device (caller holds the lock)."""
-        want = {mac for mac, state in self.states.items()
-                if state != "blacklisted" and self.policy.restricted(mac)}
+    def _sync_dot(self, only: str | None = None) -> list:
+        """DNS-over-TLS/QUIC drops for every restricted device, or for `only` this one when
+        nothing but its state changed (caller holds the lock)."""
+        def wanted(mac: str) -> bool:
+            state = self.states.get(mac)
+            return state is not None and state != "blacklisted" and self.policy.restricted(mac)
+        if only is not None:
+            want = (self.dot_blocked - {only}) | ({only} if wanted(only) else set())
+        else:
+            want = {mac for mac in self.states if wanted(mac)}
         decisions: list = []
         for mac in sorted(want - self.dot_blocked):
             decisions += [FlowMod(match=m, actions=(), priority=PRIO_INTERCEPT, cookie=COOKIE_DOT)

@@ -29,6 +29,7 @@ class DnsdLink:
         self._send_lock = threading.Lock()
         self._tokens = itertools.count(1)
         self._waiting: dict[str, list] = {}      # token -> [event, reply]
+        self._unconfirmed: list | None = None   # the waiter of the last push nobody waited for
         self._stats_waiters: list[list] = []
         self._stopped = False
         self.connected = threading.Event()
@@ -59,9 +60,22 @@ class DnsdLink:
         if waiter is None:
             return False
         if not wait:
+            self._unconfirmed = waiter
             return True
+        self._unconfirmed = None          # dnsd applies lines in order: this covers the earlier ones
+        return self._confirmed(waiter, timeout, f"{len(lines)} policy lines")
+
+    def settle(self, timeout: float = 3.0) -> bool:
+        """Wait until dnsd has applied every push so far (one confirmation: dnsd applies
+        lines in the order they come). A run of pushes that did not wait each (the events
+        of a group decision) costs one round trip here instead of one each."""
+        waiter, self._unconfirmed = self._unconfirmed, None
+        return True if waiter is None else self._confirmed(waiter, timeout, "the latest policy lines")
+
+    @staticmethod
+    def _confirmed(waiter: list, timeout: float, what: str) -> bool:
         if not waiter[0].wait(timeout):
-            log.warning("dnsd did not confirm %d policy lines within %.0fs", len(lines), timeout)
+            log.warning("dnsd did not confirm %s within %.0fs", what, timeout)
             return False
         reply = waiter[1] or ""
         if reply.startswith("error"):

@@ -44,10 +44,10 @@ def split_host_port(value: str) -> tuple[str, int]:
 
 
 class DnsNet:
-    """Keeps the nftables captive set equal to the controller's wish. Every batch writes
-    the whole set in one nft transaction (flush + add), so a failed or partial batch can
-    never leave it wrong: the next attempt rewrites it all. A failure is counted and
-    retried after RETRY_SECONDS until it succeeds (a flood once left 730 changes
+    """Keeps the nftables captive set equal to the controller's wish. Every batch is one
+    nft transaction of the addresses it changed; a failed batch is counted and retried
+    after RETRY_SECONDS, writing the whole set (flush + add) until that succeeds, so a
+    failed or partial batch can never leave it wrong (a flood once left 730 changes
     unapplied). The set holds pending devices only, which the device registry caps."""
 
     RETRY_SECONDS = 2.0
@@ -57,10 +57,13 @@ class DnsNet:
         self.addr, self.port = split_host_port(listen)
         self.listen6 = split_host_port(listen6) if listen6 else None
         self._wanted: set[str] = set()
+        self._resync = False            # the last batch failed: the next writes the whole set
         self._lock = threading.Lock()
         self.counters = None if count else Counters()     # own registry only when used alone (tests)
         self.count = count or self.counters.count
-        self._nft = BatchWorker("dns-nft", self._apply)
+        # 50 ms for a batch to gather: permitting a list of devices is then a few nft runs
+        # rather than one for each (a pending device meets the captive page that much later)
+        self._nft = BatchWorker("dns-nft", self._apply, gather=0.05)
 
     def setup(self) -> None:
         """Install the table and dnsd's address (idempotent; replaces an old table)."""
@@ -88,24 +91,38 @@ class DnsNet:
     def flush(self) -> None:
         self._nft.flush()
 
-    def script(self) -> str:
-        """The nft transaction that makes the set what we want."""
+    def script(self, changed: list[str] | None = None) -> str:
+        """The nft transaction that makes the set what we want: the whole set, or (`changed`)
+        only those addresses, each added or removed (added first, so removing one the set
+        does not hold is no error). A crowd of a thousand pending devices wrote the whole
+        set once for each of them."""
         with self._lock:
-            wanted = sorted(self._wanted)
-        lines = [f"flush set inet {TABLE} captive4"]
-        if wanted:
-            lines.append(f"add element inet {TABLE} captive4 {{ {', '.join(wanted)} }}")
+            wanted = set(self._wanted)
+        if changed is None:
+            lines = [f"flush set inet {TABLE} captive4"]
+            if wanted:
+                lines.append(f"add element inet {TABLE} captive4 {{ {', '.join(sorted(wanted))} }}")
+            return "\n".join(lines) + "\n"
+        lines = []
+        for ip in sorted(set(changed)):
+            lines.append(f"add element inet {TABLE} captive4 {{ {ip} }}")
+            if ip not in wanted:
+                lines.append(f"delete element inet {TABLE} captive4 {{ {ip} }}")
         return "\n".join(lines) + "\n"
 
-    def _apply(self, _changed: list[str]) -> None:
+    def _apply(self, changed: list[str]) -> None:
+        """One nft run for the batch: its addresses only, or the whole set after a
+        failure (a change that failed must not be lost)."""
         self.count("dns.nft_batches")
+        whole = self._resync or "retry" in changed
         try:
-            res = subprocess.run(["nft", "-f", "-"], input=self.script(), capture_output=True,
-                                 text=True, timeout=10)
+            res = subprocess.run(["nft", "-f", "-"], input=self.script(None if whole else changed),
+                                 capture_output=True, text=True, timeout=10)
             failed = res.returncode != 0
             why = res.stderr.strip()
         except (OSError, subprocess.SubprocessError) as exc:
             failed, why = True, str(exc)
+        self._resync = failed
         if failed:
             self.count("dns.nft_failures")
             log.error("captive set update failed (retrying in %.0f s): %s", self.RETRY_SECONDS, why)

@@ -80,7 +80,7 @@ class Mqtt(Component):
                 self.link.publish(topic, payload)
             self._announced[mac] = name
         lease = self.ctx.leases.get(mac)
-        present = any(active.mac == mac for active in self.ctx.leases.active())
+        present = lease is not None and lease.active     # one device's lease, not every lease
         rx, tx = self.traffic.get(mac, (0, 0))
         self.link.publish(topics.presence_topic(self.prefix, mac), "home" if present else "not_home")
         self.link.publish(topics.attributes_topic(self.prefix, mac), json.dumps({

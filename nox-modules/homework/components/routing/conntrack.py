@@ -104,6 +104,9 @@ class ConntrackFlows:
         # events go on, so it may still list an entry already reported as ended; counting
         # it again as new would count its bytes twice.
         self._gone: set[tuple] = set()
+        # Devices whose connections grew or ended since take_touched(): the switch's
+        # per-host counters of these (and only these) are worth reading.
+        self._touched: set[int] = set()
         self.priming = True
 
     def snapshot(self, entries: Iterable[CtEntry]) -> int:
@@ -138,7 +141,10 @@ class ConntrackFlows:
         if any(n < b for n, b in zip(now, before)):     # an id reused for a new connection
             before = (0, 0, 0, 0)
         index = self.index_of(e.src)
-        if index is None or self.skip(index) or self.inside(e.dst):
+        if index is None or self.inside(e.dst):
+            return
+        self._touched.add(index)
+        if self.skip(index):
             return
         dp, db = now[0] - before[0], now[1] - before[1]
         rp, rb = now[2] - before[2], now[3] - before[3]
@@ -146,6 +152,12 @@ class ConntrackFlows:
             self.record(index, e.proto, e.src, e.sport, e.dst, e.dport, dp, db)
         if rp or rb:
             self.record(index, e.proto, e.dst, e.dport, e.src, e.sport, rp, rb)
+
+
+    def take_touched(self) -> set[int]:
+        """The devices whose connections grew or ended since the last call."""
+        touched, self._touched = self._touched, set()
+        return touched
 
 
 def per_source_counts(entries: Iterable[CtEntry]) -> dict[str, int]:

@@ -125,6 +125,17 @@ def _learn(d: Lease, proto: int | None, ports: str | None, idle: int) -> Learn:
                  cookie=L.routing_cookie(L.KIND_LEARNED, d.index), send_flow_removed=True)
 
 
+def pair_learn(d: Lease, eth_type: int, idle: int) -> Learn:
+    """The learned entry of a pair within the household: protocol, source and destination
+    address, no ports (so the switch's flow cache covers every connection of the pair);
+    idle timeout and flow-removed as for a flow."""
+    src, dst = ("ipv4_src", "ipv4_dst") if eth_type == ETH_IP else ("ipv6_src", "ipv6_dst")
+    return Learn(table_id=L.TABLE_ACCOUNT, fields=(("eth_type", eth_type), ("ip_proto", None), (src, None),
+                                                   (dst, None)),
+                 priority=L.PRIO_LEARNED, idle_timeout=idle, cookie=L.routing_cookie(L.KIND_LEARNED, d.index),
+                 send_flow_removed=True)
+
+
 def account_flows(d: Lease, idle: int, lan: ipaddress.IPv4Network | None = None) -> list[FlowMod]:
     """Per-flow accounting: the first packet of each flow, either way, makes the switch
     learn an exact-match entry (idle timeout, flow-removed to us) with the device's
@@ -132,10 +143,15 @@ def account_flows(d: Lease, idle: int, lan: ipaddress.IPv4Network | None = None)
     table on every learn, which cost 40 % of the new-connection rate; the component
     polls each device's count instead.)
 
-    With `lan` (the pool), only flows whose other end is in it are learned: device to
-    device and device to the router's own addresses. The rest, NATed to the internet,
-    is counted by one per-host entry each way and recorded per flow from conntrack
-    (conntrack.py says why), so a new connection to the internet changes no table."""
+    With `lan` (the pool), the internet's flows, NATed, are counted by one per-host entry
+    each way and recorded per flow from conntrack (conntrack.py says why), so a new
+    connection to the internet changes no table. Flows whose other end is in the pool
+    (another device, the router's own addresses) are counted per pair: the switch learns
+    one entry per protocol, source and destination (pair_learn), so a new connection
+    between two devices that talked before changes no table either and costs what it
+    costs under NORMAL (a learned entry per connection held device-to-device connections
+    at a quarter of NORMAL's rate: each one changed the table, and the switch revalidated
+    its whole flow cache)."""
     c = L.routing_cookie(L.KIND_ACCOUNT, d.index)
     flows = []
     for outbound in (True, False):
@@ -143,10 +159,12 @@ def account_flows(d: Lease, idle: int, lan: ipaddress.IPv4Network | None = None)
         # stack sends with a device's source address is not counted as that device's upload).
         side = {"in_port": d.port, "ipv4_src": d.ip} if outbound else {"in_port": LOCAL, "ipv4_dst": d.ip}
         if lan is not None:
-            flows.append(FlowMod(match={"eth_type": ETH_IP, **side}, actions=(),
-                                 priority=L.PRIO_ACCOUNT_HOST, table_id=L.TABLE_ACCOUNT, cookie=c))
-            side = {**side, ("ipv4_dst" if outbound else "ipv4_src"):
-                    (str(lan.network_address), str(lan.netmask))}
+            inside = {**side, ("ipv4_dst" if outbound else "ipv4_src"): (str(lan.network_address), str(lan.netmask))}
+            flows += [FlowMod(match={"eth_type": ETH_IP, **side}, actions=(),
+                              priority=L.PRIO_ACCOUNT_HOST, table_id=L.TABLE_ACCOUNT, cookie=c),
+                      FlowMod(match={"eth_type": ETH_IP, **inside}, actions=(pair_learn(d, ETH_IP, idle),),
+                              priority=L.PRIO_ACCOUNT, table_id=L.TABLE_ACCOUNT, cookie=c)]
+            continue
         # A TCP flow is learned from its SYN (or SYN-ACK) in an entry of its own: the
         # switch caches the first translation per packet header, and packets that share
         # it keep being counted on the learning entry, not on the learned one, until the

@@ -15,7 +15,7 @@ from ...flows import (CONTROLLER, ETH_IPV6, LOCAL, PROTO_ICMPV6, PROTO_TCP, PROT
 from ...ipv6plan import ROUTER_LINK_LOCAL
 from ...leases import Lease
 from ... import pipeline as L
-from .flowsets import gateway_service_flows, gateway_table_flows
+from .flowsets import gateway_service_flows, gateway_table_flows, pair_learn
 
 ICMPV6_RS, ICMPV6_RA, ICMPV6_NS, ICMPV6_NA = 133, 134, 135, 136
 IPV6_MULTICAST_MAC = ("33:33:00:00:00:00", "ff:ff:00:00:00:00")     # 33:33:xx:xx:xx:xx
@@ -110,17 +110,20 @@ def _learn(d: Lease, proto: int | None, ports: str | None, idle: int) -> Learn:
 def account_flows(d: Lease, prefix: ipaddress.IPv6Network, idle: int,
                   site: ipaddress.IPv6Network | None = None) -> list[FlowMod]:
     """Per-flow accounting as for IPv4 (flowsets.account_flows says why TCP learns from
-    SYN, and why with `site` only flows within the household are learned: the rest is
-    counted per host and read per flow from conntrack)."""
+    SYN, and why with `site` the internet's flows are counted per host and read per flow
+    from conntrack while the household's own are learned per pair)."""
     c = L.routing_cookie(L.KIND_ACCOUNT, d.index)
     net = _net(prefix)
     flows = []
     for outbound in (True, False):
         side = {"in_port": d.port, "ipv6_src": net} if outbound else {"in_port": LOCAL, "ipv6_dst": net}
         if site is not None:
-            flows.append(FlowMod(match={"eth_type": ETH_IPV6, **side}, actions=(),
-                                 priority=L.PRIO_ACCOUNT_HOST, table_id=L.TABLE_ACCOUNT, cookie=c))
-            side = {**side, ("ipv6_dst" if outbound else "ipv6_src"): (str(site.network_address), str(site.netmask))}
+            inside = {**side, ("ipv6_dst" if outbound else "ipv6_src"): (str(site.network_address), str(site.netmask))}
+            flows += [FlowMod(match={"eth_type": ETH_IPV6, **side}, actions=(),
+                              priority=L.PRIO_ACCOUNT_HOST, table_id=L.TABLE_ACCOUNT, cookie=c),
+                      FlowMod(match={"eth_type": ETH_IPV6, **inside}, actions=(pair_learn(d, ETH_IPV6, idle),),
+                              priority=L.PRIO_ACCOUNT, table_id=L.TABLE_ACCOUNT, cookie=c)]
+            continue
         flows.append(FlowMod(match={"eth_type": ETH_IPV6, "ip_proto": PROTO_TCP, "tcp_flags_nxm": (0x002, 0x002),
                                     **side},
                              actions=(_learn(d, PROTO_TCP, "tcp", idle),),

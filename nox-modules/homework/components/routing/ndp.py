@@ -17,7 +17,7 @@ ETH_IPV6 = 0x86DD
 ICMPV6_RS = 133
 ICMPV6_RA = 134
 ALL_NODES = ipaddress.IPv6Address("ff02::1")
-ROUTER_LIFETIME = 1800          # seconds the device keeps the router as its default route
+ROUTER_LIFETIME_MAX = 9000      # RFC 4861 §6.2.1: the largest router lifetime
 OPT_SOURCE_LL, OPT_PREFIX, OPT_MTU, OPT_RDNSS, OPT_DNSSL = 1, 3, 5, 25, 31
 PREFIX_AUTONOMOUS = 0x40        # SLAAC on; the on-link flag (0x80) stays off
 
@@ -92,7 +92,10 @@ def router_advertisement(router_mac: bytes, device_mac: bytes, prefix: ipaddress
     # "Other configuration" (O flag) when there is a DNS server: DHCPv6-only clients then
     # ask for it by INFORMATION-REQUEST (dhcpv6.py).
     flags = 0x40 if dns is not None else 0
-    body = struct.pack("!BBHBBHII", ICMPV6_RA, 0, 0, 64, flags, ROUTER_LIFETIME if lifetime else 0, 0, 0) + options
+    # The router is the default route for as long as the prefix lives (RAs come when the
+    # lease is renewed, not on a timer), at most RFC 4861's 9000 s.
+    router_lifetime = min(lifetime, ROUTER_LIFETIME_MAX)
+    body = struct.pack("!BBHBBHII", ICMPV6_RA, 0, 0, 64, flags, router_lifetime, 0, 0) + options
     csum = _icmpv6_checksum(ROUTER_LINK_LOCAL, to, body)
     body = body[:2] + struct.pack("!H", csum) + body[4:]
     header = struct.pack("!IHBB16s16s", 6 << 28, len(body), PROTO_ICMPV6, 255, ROUTER_LINK_LOCAL.packed, to.packed)
