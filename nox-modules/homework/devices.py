@@ -10,7 +10,7 @@ from collections import OrderedDict
 from typing import Callable
 
 from .bus import EventBus
-from . import events, routernames
+from . import events, routernames, wording
 from .macaddr import BadMac, normalize
 from .state import Device, StateStore
 
@@ -186,10 +186,13 @@ class DeviceRegistry:
         log.warning("pre-approved device %s asks from %s, not %s where it was first seen: it waits for the "
                     "household", mac, port, bound)
         self._decide(mac, "pending")
+        who = wording.name_of(self.state, mac)
         self.bus.publish(events.Alert(mac=mac, kind=events.AlertKind.PREAPPROVAL_MOVED,
-                                      detail=f"the pre-approved device {mac} asked from {port}, not {bound} where it "
-                                             "was first seen: it waits for your decision (someone may be using "
-                                             "its address)"))
+                                      detail=wording.sentence(f"{who}, let in before it first joined, asked from "
+                                                              f"port {port}, not {bound} where it first joined: it "
+                                                              "waits for your decision (another device may be "
+                                                              "using its address)"),
+                                      data={"port": port, "first_port": bound}))
         return False
 
     def permit(self, mac: str, allow_unknown: bool = False) -> Device:
