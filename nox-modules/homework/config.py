@@ -322,6 +322,8 @@ KEYS: tuple[Key, ...] = (
         "first start: the admin password is read from here"),
     Key("api.session_lifetime", "api_session_lifetime", int, 43200, "seconds a Guest Board login lasts",
         int_range(60, 30 * 86400)),
+    Key("api.hash_off_loop", "api_hash_off_loop", bool, True,
+        "check passwords in a worker thread, never on the event loop; false only for the benchmark's peer"),
     Key("linksim.interval", "linksim_interval", int, 2, "seconds between simulated link reports",
         int_range(1, 3600)),
     Key("radio.interfaces", "radio_interfaces", list, [], "Wi-Fi interfaces whose stations are read; [] = none",

@@ -33,6 +33,11 @@ def setting_row(r: dict) -> None:
         raise ValueError(str(exc)) from None
 
 
+def preapproval_row(r: dict) -> None:
+    rowcheck.mac(r["mac"])
+    rowcheck.text(r.get("port", ""), "port")
+
+
 def wifi_row(r: dict) -> None:
     try:
         wifi.check_ssid(r["ssid"])
@@ -47,6 +52,7 @@ MANIFEST = Manifest(
         Settings("devices", (1,), ("mac", "state", "hostname", "name", "owner", "type", "first_seen", "last_seen"),
                  device_row),
         Settings("settings", (9,), ("key", "value"), setting_row),     # keys: the manifests' settings_keys
+        Settings("preapprovals", (19,), ("mac", "port"), preapproval_row),    # a pre-approval's first port
         NotBackedUp("satellites", (11, 12, 14),
                     "pairings are bound to this router's household CA (pki/), which a backup does not carry: "
                     "satellites pair again with the restored router"),
@@ -60,7 +66,7 @@ MANIFEST = Manifest(
     routes=("satellites", "system", "update", "wifi"),
     publishes=(events.Device, events.Alert, events.Ipv6Plan, events.Satellite, events.Wifi, events.CutOffChanged),
     hears=(events.Satellite,),
-    alerts=(events.AlertKind.LAN_PORT_MISSING, events.AlertKind.SWITCH_REFUSED),
+    alerts=(events.AlertKind.LAN_PORT_MISSING, events.AlertKind.SWITCH_REFUSED, events.AlertKind.PREAPPROVAL_MOVED),
     counters={
         "core.packet_in": "packet-ins from the switch",
         "core.malformed_frames": "packet-ins whose Ethernet frame could not be parsed (dropped)",

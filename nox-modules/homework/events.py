@@ -35,6 +35,7 @@ class AlertKind(StrEnum):
     WAN_UP = "wan-up"
     LAN_PORT_MISSING = "lan-port-missing"       # a configured LAN port is not on the bridge
     SWITCH_REFUSED = "switch-refused"           # a second switch connected to the controller
+    PREAPPROVAL_MOVED = "preapproval-moved"     # a pre-approved MAC asked from another port than it was first seen on
 
 
 @dataclass(frozen=True, eq=False)

@@ -313,6 +313,13 @@ CREATE TABLE IF NOT EXISTS usage_bursts (
     minutes INTEGER NOT NULL CHECK (minutes BETWEEN 1 AND 60)   -- ... within this many minutes
 );
 """),
+    Step(19, "a pre-approval (a MAC permitted before it was ever seen) is bound to the port it is first seen "
+             "on", sql="""
+CREATE TABLE IF NOT EXISTS preapprovals (
+    mac TEXT PRIMARY KEY,
+    port TEXT NOT NULL DEFAULT ''       -- the port it was first seen on; '': not seen yet
+);
+"""),
 )
 LATEST = STEPS[-1].number
 assert [s.number for s in STEPS] == list(range(1, LATEST + 1))

@@ -37,7 +37,7 @@ class ApiComponent(Component):
     def __init__(self, ctx):
         super().__init__(ctx)
         cfg = ctx.config
-        self.auth = Auth(ctx.state, ctx.now, cfg.api_session_lifetime)
+        self.auth = Auth(ctx.state, ctx.now, cfg.api_session_lifetime, hash_off_loop=cfg.api_hash_off_loop)
         self.limiter = LoginLimiter(ctx.now)
         self.board = Board(ctx)
         self.stream = EventStream()

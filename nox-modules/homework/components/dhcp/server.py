@@ -349,6 +349,8 @@ class DhcpServer(Component):
             return []
         if kind in (m.DISCOVER, m.REQUEST) and self._held_elsewhere(msg, in_port):
             return []
+        if kind in (m.DISCOVER, m.REQUEST) and state == "permitted" and msg.giaddr == "0.0.0.0":
+            self._preapproval_holds(msg.mac, in_port)
         if state is None and kind in (m.DISCOVER, m.REQUEST) \
                 and not self.gate.admit(in_port, msg.mac, self.ctx.now()):
             self.ctx.count("dhcp.new_mac_limited")
@@ -418,6 +420,17 @@ class DhcpServer(Component):
                                      f"but {who} is on port {old}: refused"),
                     data={"port": in_port, "lease_port": old, "ip": address})
         return True
+
+    def _preapproval_holds(self, mac: str, in_port: int) -> bool:
+        """A pre-approved device holds its pre-approval on the first port it is seen on
+        (devices.check_preapproval); the radios a station roams between count as one."""
+        dp = self.ctx.datapath
+        name = dp.port_name(in_port) if dp is not None else ""
+
+        def same_place(a: str, b: str) -> bool:
+            na, nb = dp.ports.get(a), dp.ports.get(b)
+            return na is not None and nb is not None and self.ctx.is_radio_port(na) and self.ctx.is_radio_port(nb)
+        return self.ctx.devices.check_preapproval(mac, name or "", same_place)
 
     def _port_up(self, port: int) -> bool:
         dp = self.ctx.datapath
