@@ -236,7 +236,7 @@ class Routing(Component):
             prefix = self._prefix6(dev)
             if prefix is not None:
                 decisions += (fs6.punt_meter(dev) if new_place else []) + fs6.nd_flows(dev, prefix)
-                decisions += fs6.forward_flows(dev, prefix, self.router_mac)
+                decisions += fs6.forward_flows(dev, prefix, self.router_mac) + fs6.mld_flows(dev)
                 decisions += (fs6.per_host_flows(dev, prefix) if dev.index in self.per_host
                               else fs6.account_flows(dev, prefix, self.ctx.config.flow_idle_timeout,
                                                      self._learned_within6()))
