@@ -122,7 +122,8 @@ def one_round(kind: str, grouped: bool, first: int, results: dict) -> None:
         say(json.dumps(row))
         results.setdefault(kind, []).append(row)
         if spy is not None:
-            spy.wait(60)
+            from bench_scale import stop_profiler
+            stop_profiler(spy, 60)
         if kind == "image":
             results["image_router"] = describe(home)
     finally:
