@@ -109,6 +109,7 @@ SIMPLE = {
     "usage-limit": (("mac", "allowance", "period?", "action?", "rate?"), None), "usage-limits": ((), None),
     "usage-limit-remove": (("mac",), None), "usage-lift": (("mac",), None),
     # satellite switches (pairing.py); satellite-pair is cli_satellites
+    "restore-status": ((), None),     # components/backup: the last restore, and whether it is in force
     "satellites": ((), None), "satellite-permit": (("dpid", "code?"), None), "satellite-deny": (("dpid",), None),
     "satellite-forget": (("dpid",), None),
 }

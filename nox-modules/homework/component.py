@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 from .flows import AggregateStats, Datapath, Decision, FlowRemoved, FlowStats, PacketIn
 from .callers import Callers
 from .counters import Counters
+from .cutoff import Cutoffs
 from .leases import LeaseReader, NoLeases
 from .packets import Frame
 
@@ -61,6 +62,9 @@ class Context:
         # a station its agent hears there has roamed there (the adapter answers).
         self.radio_port: Callable[[str], int | None] = lambda ifname: None
         self.pairing = None            # the core's SatellitePairing (core.py puts it here)
+        # Why a device is cut off (pending, denied, paused, bedtime, over its allowance):
+        # schedules and usage add their sources, dns and the API ask (cutoff.py).
+        self.cutoffs = Cutoffs(state, bus)
         # The router's own services on the WAN: what -> (protocol, port), e.g. remote access's
         # WireGuard port. Components add theirs in __init__; port forwards may not take them.
         self.wan_services: dict[str, tuple[str, int]] = {}

@@ -414,8 +414,9 @@ KEYS: tuple[Key, ...] = (
         _zero_or_rate),
     Key("qos.up_kbit", "qos_up_kbit", int, 0, "the line's upload rate in kbit/s; 0 = unset (not shaped)",
         _zero_or_rate),
-    Key("qos.high_share", "qos_high_share", int, 30, "percent of the line the high class may use at most",
-        int_range(5, 90)),
+    Key("qos.high_share", "qos_high_share", int, 30,
+        "percent of the line the high class is sure of when the line is busy (the other classes share the "
+        "rest); on an idle line every class may use all of it, and High is served first", int_range(5, 90)),
     Key("qos.shape_percent", "qos_shape_percent", int, 95,
         "shape at this percent of the line's rates, so the queue builds in the router", int_range(80, 100)),
     Key("qos.down_percent", "qos_down_percent", int, 90,
@@ -651,6 +652,8 @@ def main(argv: list[str] | None = None) -> int:
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--dnsd-args", action="store_true", help="print homework-dnsd's arguments")
     what.add_argument("--dnsd-address", action="store_true", help="print the address homework-dnsd listens on")
+    what.add_argument("--dnsd-address6", action="store_true",
+                      help="print homework-dnsd's IPv6 address (nothing with IPv6 off): the captive pages listen there")
     what.add_argument("--help-keys", action="store_true", help="print every key with its default and help")
     what.add_argument("--markdown", action="store_true", help="print docs/config.md (every key, by section)")
     args = parser.parse_args(argv)
@@ -671,6 +674,9 @@ def main(argv: list[str] | None = None) -> int:
         print(" ".join(dnsd_args(config)))
     elif args.dnsd_address:
         print(config.dns_listen.rpartition(":")[0])
+    elif args.dnsd_address6:
+        if config.ipv6_enabled:
+            print(config.dns_listen6.rpartition(":")[0].strip("[]"))
     else:
         print(f"{args.config}: ok (version {config.version})")
     return 0

@@ -148,7 +148,9 @@ class Core:
             if name not in dp.ports and name not in cables:
                 log.warning("LAN port %s ([lan] ports) is not on the bridge", name)
                 self.bus.publish(events.Alert(mac="", kind=events.AlertKind.LAN_PORT_MISSING,
-                                              detail=f"LAN port {name} is configured but not on the bridge"))
+                                              detail=f"The router's port {name} is in its settings but not on its "
+                                                     "switch: devices plugged into it cannot join.",
+                                              data={"port": name}))
         for component in self.components:
             self.send(self._safe(f"{component.name}.datapath_up", component.datapath_up, dp))
 

@@ -60,7 +60,7 @@ MANIFEST = Manifest(
         Secrets("wifi", (), ("ssid", "passphrase"), wifi_row, in_state_db=False),
     ),
     routes=("satellites", "system", "update", "wifi"),
-    publishes=(events.Device, events.Alert, events.Ipv6Plan, events.Satellite, events.Wifi),
+    publishes=(events.Device, events.Alert, events.Ipv6Plan, events.Satellite, events.Wifi, events.CutOffChanged),
     hears=(events.Satellite,),
     alerts=(events.AlertKind.LAN_PORT_MISSING, events.AlertKind.SWITCH_REFUSED),
     counters={

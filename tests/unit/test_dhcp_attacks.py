@@ -181,6 +181,7 @@ def test_forget_removes_device_lease_and_flows(core):
     assert core.ctx.component("routing").status()["devices"] == []
     assert core.state.execute("SELECT * FROM leases WHERE mac=?", (MAC,)) == []
     assert f"{'.'.join(ip.split('.')[:3])}.1/30" not in core.ctx.host.addresses
+    core.switch.take_packet_outs()          # the FORCERENEW (components/dhcp/returning.py)
     # It comes back as a new, pending device.
     join(core, MAC, port=1)
     assert core.state.get_device(MAC).state == "pending"

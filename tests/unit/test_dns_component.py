@@ -280,15 +280,18 @@ def test_with_ipv6_dnsd_also_knows_the_device_by_its_64_and_follows_a_renumberin
     ip = join(core, A, 1)[1].yiaddr
     net = str(core.ctx.ipv6.device_prefix(core.ctx.leases.get(A).index).network_address)
     lines = dns.link.take()
-    assert f"device {ip} {A} pending denylist 10.2.0.1" in lines
-    assert f"device {net} {A} pending denylist 10.2.0.1" in lines
+    # both keys carry the router's address in the /64 too (a cut-off device's AAAA answer)
+    assert f"device {ip} {A} pending denylist 10.2.0.1 2001:db8:200::1" in lines
+    assert f"device {net} {A} pending denylist 10.2.0.1 2001:db8:200::1" in lines
+    assert dns.net.captive_ips == {ip, f"{net}/64"}      # its web traffic goes to the page, both families
     call(core, "permit", mac=A)
-    assert f"device {net} {A} permitted denylist 10.2.0.1" in dns.link.take()
+    assert f"device {net} {A} permitted denylist 10.2.0.1 2001:db8:200::1" in dns.link.take()
+    assert dns.net.captive_ips == set()
     prefix_file.write_text("2001:db8:300::/48\n")
     core.check_site_prefix()
     new = str(core.ctx.ipv6.device_prefix(core.ctx.leases.get(A).index).network_address)
     lines = dns.link.take()
-    assert f"nodevice {net}" in lines and f"device {new} {A} permitted denylist 10.2.0.1" in lines
+    assert f"nodevice {net}" in lines and f"device {new} {A} permitted denylist 10.2.0.1 2001:db8:300::1" in lines
 
 
 def test_a_group_decision_waits_for_dnsd_once_not_once_a_device(tmp_path):

@@ -143,9 +143,13 @@ def test_pending_reaches_only_the_routers_services_over_v6(core):
     sw = core.switch
     assert sw.outputs(v6(1, A, me, router, 6, dport=80)) == [LOCAL]
     assert sw.outputs(v6(1, A, me, router, 58)) == [LOCAL]
-    assert sw.outputs(v6(1, A, me, router, 6, dport=443)) == []
+    assert sw.outputs(v6(1, A, me, router, 6, dport=443)) == []     # no dns component: no captive HTTPS
+    assert sw.outputs(v6(1, A, me, router, 6, dport=8080)) == []
     assert sw.outputs(v6(1, A, me, WEB6)) == []
     assert sw.outputs(v6(LOCAL, ROUTER_MAC, WEB6, me)) == []
+    assert sw.outputs(v6(LOCAL, ROUTER_MAC, WEB6, me, 6, tcp_src=443, tcp_dst=40000)) == []
+    # a DNS answer from an outside resolver's address: dnsd answered the query sent there
+    assert sw.outputs(v6(LOCAL, ROUTER_MAC, "2001:db8:cafe::53", me, 17, udp_src=53, udp_dst=40000)) == [1]
     # neighbour discovery with the router only
     assert sw.outputs(v6(1, A, "fe80::a", "ff02::1:ff00:1", 58, icmpv6_type=135, ipv6_nd_target="fe80::1")) == [LOCAL]
     assert sw.outputs(v6(1, A, "fe80::a", "ff02::1:ff00:2", 58, icmpv6_type=135, ipv6_nd_target="fe80::2")) == []

@@ -31,12 +31,19 @@ def core(tmp_path, clock):
 
 def test_events_that_become_notifications():
     seen = from_event("device", {"mac": A, "reason": "seen", "state": "pending", "device": {"hostname": "phone"}})
-    assert seen["kind"] == "device-joining" and "phone" in seen["title"]
-    black = from_event("device", {"mac": A, "reason": "decision", "state": "blacklisted", "old_state": "pending"})
-    assert black["kind"] == "device-blacklisted"
+    assert seen["kind"] == "device-joining" and seen["title"] == "Phone asks to join the home network."
+    assert seen["detail"] == "Let it in or turn it away on the Guest Board."
+    black = from_event("device", {"mac": A, "reason": "decision", "state": "blacklisted", "old_state": "pending",
+                                  "device": {"name": "Tom's laptop"}})
+    assert black["kind"] == "device-blacklisted" and black["title"] == "Tom's laptop is blacklisted."
     assert from_event("device", {"mac": A, "reason": "decision", "state": "permitted"}) is None
-    alert = from_event("alert", {"mac": "", "kind": "usage-80", "detail": "80 %"})
-    assert alert["kind"] == "alert-usage-80" and alert["detail"] == "80 %"
+    alert = from_event("alert", {"mac": "", "kind": "usage-80", "detail": "The household has used 80%.",
+                                 "data": {"percent": 80}})
+    assert alert["kind"] == "alert-usage-80" and alert["detail"] == "The household has used 80%."
+    assert alert["title"] == "The household has used 80% of its data." and alert["data"] == {"percent": 80}
+    # an alert about a device is titled with its name, never its MAC
+    limit = from_event("alert", {"mac": A, "kind": "usage-limit", "detail": "..."}, lambda mac: "Tom's laptop")
+    assert limit["title"] == "Tom's laptop has used up its allowance." and limit["mac"] == A
     assert from_event("bandwidth", {"mac": A}) is None
 
 

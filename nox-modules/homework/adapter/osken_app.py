@@ -251,8 +251,9 @@ class HomeworkApp(app_manager.OSKenApp):
         if self.gate.first_refusal(dp.id):
             log.warning("datapath %016x refused: %s", dp.id, why)
             self.core.bus.publish(events.Alert(mac="", kind=events.AlertKind.SWITCH_REFUSED,
-                                               detail=f"a switch (datapath {dp.id:016x}) connected to the "
-                                                      f"controller and was refused: {why}"))
+                                               detail=f"A switch the router does not know tried to connect to it "
+                                                      f"and was refused: {why.rstrip('.')}.",
+                                               data={"datapath": f"{dp.id:016x}", "why": why}))
 
     def _drive_satellite(self, dp, sat: satellites.Satellite, ports: dict[str, int], down: set[str]) -> None:
         """Give a satellite its whole table and its ports their patch ports on the router's

@@ -47,6 +47,7 @@ from . import satellites as satellite_routes
 from . import setup as setup_routes
 from . import reach as reach_routes
 from . import remote as remote_routes
+from . import captive as captive_routes
 from .stream import StreamLimit
 
 log = logging.getLogger("homework.api")
@@ -76,7 +77,7 @@ class Route:
     method: str
     pattern: re.Pattern
     handler: Callable
-    access: str        # public | read | admin
+    access: str        # public | read | admin | asking (pending devices too) | caller (any device, about itself)
     max_body: int = MAX_BODY
 
 
@@ -172,6 +173,7 @@ class ApiApp:
         setup_routes.add_routes(self)      # the first hour: a pending device sets the router up (setup.py)
         reach_routes.add_routes(self)      # port forwards, UPnP mappings, may open ports (reach.py)
         remote_routes.add_routes(self)     # remote access over WireGuard (remote.py)
+        captive_routes.add_routes(self)    # a cut-off device told why, RFC 8908's API (captive.py)
 
     def _add(self, method: str, path: str, handler: Callable, access: str, max_body: int = MAX_BODY) -> None:
         self.routes.append(Route(method, re.compile(f"^{re.escape(PREFIX)}{path}$"), handler, access, max_body))
@@ -201,9 +203,10 @@ class ApiApp:
     def handle(self, req: Request) -> Response:
         route, params = self._match(req)
         caller = self.ctx.callers.resolve(self.client_address(req))
-        self.device_gate(caller, asking=route.access == "asking")
+        if route.access != "caller":       # "caller": about the caller, whatever its state: no gate
+            self.device_gate(caller, asking=route.access == "asking")
         principal = self.authenticate(req)
-        if route.access not in ("public", "asking"):
+        if route.access not in ("public", "asking", "caller"):
             if principal is None:
                 raise ApiError(401, "credentials required: log in on the Guest Board or send "
                                     "'Authorization: Bearer <token>'",

@@ -17,6 +17,7 @@ Precedence (dnsd/src/policy.rs, dns/policy.py): explicit rules first, then lists
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import threading
@@ -37,6 +38,7 @@ from .store import SortedNames, Store
 HOUSEHOLD = "*"
 CHECK_EVERY = 60            # seconds between looks for lists due a refresh
 MAX_OWNER = 64
+FETCHING = "its names are being fetched again"
 COMPILE_SECONDS = 600       # a list of [blocklists] max_names names takes seconds; a stuck one is stopped
 PACKAGE_ROOT = Path(__file__).resolve().parents[3]     # the directory holding `homework`
 
@@ -70,13 +72,18 @@ class BlocklistsComponent(Component):
         self.dns = self.ctx.component("dns")
         if self.dns is None:
             self.log.warning("the dns component is not loaded: blocklists and safe-search are stored but not enforced")
+        missing = []
         for row in self.store.all():
             try:
                 self._install(row, push=False)
             except OSError as exc:
-                # the file is gone (state dir restored without it): fetched again when due
+                # the file is gone (state dir restored without it): fetched again at once
                 self.log.warning("blocklist %s: cannot read its names (%s); fetching it again", row["id"], exc)
-                self.store.failed(row["id"], f"names file missing: {exc}", 0)
+                self.store.failed(row["id"], FETCHING, 0)
+                missing.append(row["id"])
+        if missing:
+            threading.Thread(target=self._fetch_missing, args=(missing,), daemon=True,
+                             name="blocklists-missing").start()
         if self.dns is not None:
             self.dns.snapshot_sources.append(self._dnsd_lines)
             self.dns.push_lines(self._dnsd_lines())
@@ -210,6 +217,64 @@ class BlocklistsComponent(Component):
         self.store.refreshed(row["id"], compiled, self.ctx.now(), staged)
         self._install(self.store.get(row["id"]))
         return self.view(row["id"])
+
+    def _fetch_missing(self, list_ids: list[int]) -> None:
+        for list_id in list_ids:
+            try:
+                self.refresh(list_id)
+                self.log.info("blocklist %s fetched again", list_id)
+            except (ValueError, CommandError) as exc:
+                self.log.warning("blocklist %s: %s", list_id, exc)
+
+    def pending(self) -> list[int]:
+        """Enabled lists whose names are not in force yet and are still to be fetched (not
+        those whose fetch failed: their error is shown)."""
+        with self._lock:
+            return [row["id"] for row in self.store.all() if row["enabled"] and row["id"] not in self.loaded
+                    and row["error"] in ("", FETCHING)]
+
+    # -- a restore brings its lists' names with it (components/backup) ------------------------
+    def prefetch(self, rows) -> dict:
+        """Fetch and compile the lists of a backup before the restore writes anything:
+        url -> (a staged names file, its counts) or the problem, in the household's words."""
+        out: dict = {}
+        for row in rows:
+            url = row["url"]
+            if url in out:
+                continue
+            try:
+                out[url] = self._download(check_url(url), bool(row.get("allow_local", False)))
+            except (FetchError, ListError, ValueError) as exc:
+                out[url] = f"The blocklist {url} could not be fetched ({exc}): it applies once it is."
+        return out
+
+    def adopt(self, prefetched: dict) -> list[str]:
+        """After the restore's transaction: each restored list gets its prefetched names
+        under its new id (a URL subscribed twice, for two owners, gets a copy); the
+        problems, in words."""
+        problems, now = [], self.ctx.now()
+        for row in self.store.all():
+            got = prefetched.get(row["url"])
+            if isinstance(got, tuple):
+                staged, compiled = got
+                if not staged.exists():          # the same URL's second row
+                    copy = self.store.staging_path()
+                    shutil.copyfile(self.store.path(self._first_of(row["url"])), copy)
+                    staged = copy
+                self.store.refreshed(row["id"], compiled, now, staged)
+            elif isinstance(got, str):
+                problems.append(got)
+                self.store.failed(row["id"], got, 0)
+        return problems
+
+    def _first_of(self, url: str) -> int:
+        return min(r["id"] for r in self.store.all() if r["url"] == url)
+
+    def drop_prefetched(self, prefetched: dict) -> None:
+        """A restore that wrote nothing: its staged files go."""
+        for got in prefetched.values():
+            if isinstance(got, tuple):
+                got[0].unlink(missing_ok=True)
 
     def _refresh_due(self) -> None:
         now = self.ctx.now()

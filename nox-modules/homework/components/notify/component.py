@@ -8,6 +8,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from ...commands import CommandError
+from ... import wording
 from ...component import Component
 from ...netguard import Guard, LocalAddress, household_networks_of
 from ...events import Event
@@ -54,7 +55,7 @@ class Notify(Component):
         self.deliverer.stop()
 
     def _on_event(self, topic: str, ev: Event) -> None:
-        fields = from_event(topic, ev)
+        fields = from_event(topic, ev, lambda mac: wording.name_of(self.ctx.state, mac))
         if fields is None:
             return
         now = self.ctx.now()
@@ -67,9 +68,13 @@ class Notify(Component):
             self._recent = {k: t for k, t in self._recent.items() if now - t < DEDUP_SECONDS}
         self.notify(**fields)
 
-    def notify(self, kind: str, mac: str, title: str, detail: str, test: bool = False) -> dict:
+    def notify(self, kind: str, mac: str, title: str, detail: str, test: bool = False,
+               data: dict | None = None) -> dict:
+        """Kept (the board's list has the words), and passed on with its machine fields
+        (`data`: MQTT, webhooks)."""
         note = self.store.add(self.ctx.now(), kind, mac, title, detail)
         self.ctx.count("notify.notifications")
+        note = {**note, "data": data or {}}
         self.ctx.bus.publish(Notification(**note))
         targets = self.hooks.targets()
         if targets:
@@ -127,8 +132,8 @@ class Notify(Component):
         }
 
     def send_test(self) -> dict:
-        return self.notify("test", "", "Test notification from Homework",
-                           "if you can read this, notifications reach you", test=True)
+        return self.notify("test", "", "This is a test notification from Homework.",
+                           "If you can read this, notifications reach you.", test=True)
 
 
 def _limit(value) -> int:

@@ -255,8 +255,10 @@ class Qos(Component):
         self._alerted_at = now
         self.ctx.count("qos.high_drop_alerts")
         self.ctx.bus.publish(Alert(mac="", kind=AlertKind.QOS_HIGH_DROPS,
-                                   detail=f"the high-priority class dropped {drops - before} packets: "
-                                          "its share of the line is too small for what is in it"))
+                                   detail=f"High-priority traffic lost {drops - before} packets while the line was "
+                                          "busy: more is set to High than its share of the line holds. Set fewer "
+                                          "devices or applications to High, or give High a larger share.",
+                                   data={"dropped_packets": drops - before}))
 
     # -- device views ---------------------------------------------------------------------------
     def _facts(self, mac: str) -> dict:

@@ -6,9 +6,14 @@ packets from the internet leave the router's stack post-NAT) gets one HTB tree:
 
     1:    htb root, default 1:3fff
     1:1   the link: rate = ceil = shape_percent% of the line (download: down_percent%)
-    1:10  high:    rate = ceil = high_share% of the link (it cannot starve the rest), prio 0
+    1:10  high:    rate = high_share% of the link, ceil = the link, prio 0
     1:20  medium:  60% of the rest, ceil = the link, prio 1
     1:30  default: 40% of the rest, ceil = the link, prio 2
+
+Every class may use the whole link when nobody else wants it (ceil = the link): a High
+device on an idle line is never capped below a Normal one. When the line is busy, each
+class first gets its rate (so High cannot starve the rest), and what is left over goes to
+the class with the lowest prio first: High is served first.
           1:3fff   the router's own and unknown traffic (under default)
           1:XXXX   one leaf per (class, device): minor = class bits << 14 | the lease's
                    index, each with its own leaf qdisc (fq_codel, else a bfifo of
@@ -103,7 +108,7 @@ def class_rates(kbit: int, shape_percent: int, high_share: int) -> dict[str, tup
     high = max(MIN_LEAF_KBIT, link * high_share // 100)
     rest = max(2 * MIN_LEAF_KBIT, link - high)
     medium = max(MIN_LEAF_KBIT, int(rest * MEDIUM_OF_REST))
-    return {"link": (link, link), "high": (high, high), "medium": (medium, link),
+    return {"link": (link, link), "high": (high, link), "medium": (medium, link),
             "default": (max(MIN_LEAF_KBIT, rest - medium), link)}
 
 

@@ -24,6 +24,8 @@ from ...component import Component
 from ...events import Alert, AlertKind
 from ...flows import (ETH_IP, ETH_IPV6, PROTO_IGMP, Datapath,
                       FlowDelete, FlowRemoved, FlowStats, FlowStatsRequest, LOCAL, Output, PacketIn, PacketOut)
+from ... import wording
+from ...cutoff import captive_api_uri
 from ...leases import Lease
 from ...pipeline import COOKIE_MASK_OWNER
 from ...macaddr import to_bytes
@@ -95,9 +97,9 @@ class Routing(Component):
 
     def datapath_up(self, dp: Datapath) -> list:
         self.router_mac = self.ctx.host.local_mac() or self.router_mac
-        decisions = fs.base_flows(self.ctx.config.pool)
+        decisions = fs.base_flows(self.ctx.config.pool, self._captive_https())
         if self.ctx.ipv6 is not None:
-            decisions += fs6.base_flows(self.ctx.ipv6.site)
+            decisions += fs6.base_flows(self.ctx.ipv6.site, self._captive_https())
         # Memberships are rebuilt from the devices' answers to an immediate query.
         decisions.append(FlowDelete(cookie=L.routing_cookie(L.KIND_MCAST), cookie_mask=L.MASK_ONE_KIND))
         self.memberships.clear()
@@ -330,6 +332,11 @@ class Routing(Component):
     def _owns6(self, index: int, address: str) -> bool:
         return ":" in address and self.ctx.ipv6 is not None and self.ctx.ipv6.index_of(address) == index
 
+    def _captive_https(self) -> bool:
+        """Cut-off devices' port 443 is the captive pages' (the dns component's nftables
+        sends it there): open in the gateway table only then, never to the board."""
+        return "dns" in self.ctx.config.components and self.ctx.config.dns_intercept
+
     def _advertisement(self, dev: Lease, to=ndp.ALL_NODES, deprecated=()) -> list:
         """The device's RA: its /64 and the router for as long as its lease (and a little
         more). Sent when it gets a place, when it asks (RS), and when a renewal of its
@@ -344,8 +351,10 @@ class Routing(Component):
         # The router's ::1 as DNS server (RFC 8106) only when homework-dnsd answers there:
         # a device told of a resolver nobody answers waits for it on every lookup.
         dns = self._dns6(prefix)
+        # and where it learns whether it is cut off and why (RFC 8910), as DHCP tells it
         frame = ndp.router_advertisement(to_bytes(self.router_mac), to_bytes(dev.mac), prefix, lifetime, dns=dns,
-                                         to=to, deprecated=deprecated, search=self._search_domains())
+                                         to=to, deprecated=deprecated, search=self._search_domains(),
+                                         captive=captive_api_uri(str(prefix.network_address + 1)))
         self.ctx.count("routing.ra_sent")
         return [PacketOut(data=frame, actions=(Output(dev.port),))]
 
@@ -582,8 +591,12 @@ class Routing(Component):
         limit = self.ctx.config.per_host_flow_limit
         self.log.warning("device %s (%s) has %d flows (limit %d): per-flow entries replaced by a per-host entry",
                          dev.mac, dev.ip, flows, limit)
-        self.ctx.bus.publish(Alert(mac=dev.mac, kind=AlertKind.FLOW_LIMIT,
-                                   detail=f"{dev.ip} opened {flows} flows (limit {limit}); now counted per host"))
+        self.ctx.bus.publish(Alert(
+            mac=dev.mac, kind=AlertKind.FLOW_LIMIT,
+            detail=wording.sentence(f"{wording.name_of(self.ctx.state, dev.mac)} opened {flows} connections at once "
+                                    f"(more than {limit}): the router now counts its traffic per address it "
+                                    "talks to, not per connection"),
+            data={"ip": dev.ip, "flows": flows, "limit": limit}))
         return ([FlowDelete(cookie=L.routing_cookie(L.KIND_ACCOUNT, dev.index), cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE)]
                 + fs.per_host_flows(dev)
                 + (fs6.per_host_flows(dev, prefix) if (prefix := self._prefix6(dev)) is not None else [])

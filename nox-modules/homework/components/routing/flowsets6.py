@@ -72,12 +72,13 @@ def mld_flows(d: Lease) -> list[FlowMod]:
 
 
 def gateway_flows(d: Lease, prefix: ipaddress.IPv6Network) -> list[FlowMod]:
-    """Pending or denied: DNS, HTTP(80) and ICMPv6 with the router's ::1 of its own /64."""
+    """Pending or denied: DNS, the page (80, 443) and ICMPv6 with the router's ::1 of its
+    own /64."""
     router = str(prefix.network_address + 1)
     out = {"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_IPV6, "ipv6_src": _net(prefix),
            "ipv6_dst": router}
     back = {"in_port": LOCAL, "eth_type": ETH_IPV6, "ipv6_src": router, "ipv6_dst": _net(prefix)}
-    return gateway_service_flows(d, out, back)
+    return gateway_service_flows(d, out, back, ("ipv6_src",))
 
 
 def forward_flows(d: Lease, prefix: ipaddress.IPv6Network, router_mac: str) -> list[FlowMod]:
@@ -166,14 +167,14 @@ def solicitation_flow(ports: list[int]) -> FlowMod:
                    cookie=L.routing_cookie(L.KIND_SHARED))
 
 
-def base_flows(site: ipaddress.IPv6Network) -> list[FlowMod]:
+def base_flows(site: ipaddress.IPv6Network, https: bool = False) -> list[FlowMod]:
     """Shared: the gateway services of pending devices over IPv6 (table 5); the household's
     site prefix is closed except for the /64s of permitted devices (their own entries are
     above), the rest of IPv6 goes to the router's stack."""
     shared = L.routing_cookie(L.KIND_SHARED)
     site_match = (str(site.network_address), str(site.netmask))
     return [
-        *gateway_table_flows(ETH_IPV6, PROTO_ICMPV6),
+        *gateway_table_flows(ETH_IPV6, PROTO_ICMPV6, https),
         # Hop limit 1 towards a device dies here: the controller answers time exceeded
         # (the router's ::1 addresses, above, take theirs).
         FlowMod(match={"eth_type": ETH_IPV6, "nw_ttl": 1, "ipv6_dst": site_match},

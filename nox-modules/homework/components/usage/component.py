@@ -11,7 +11,10 @@ write-behind batching, the backup and the upgrade path that keeps the data parti
 from __future__ import annotations
 
 from ...commands import CommandError
+from ... import wording
 from ...component import Component
+from ...cutoff_pages import back_at
+from ...cutoff import ALLOWANCE, Cut
 from ...events import Alert, AlertKind
 from . import export, periods, report
 from .book import UsageBook
@@ -24,7 +27,6 @@ from .limits import OWNER, Limit, Limits, parse_limit, parse_target
 from .recent import RecentMinutes
 
 
-ACTION_NOTE = {"block": ": blocked until the next", "slow": ": slowed down until the next"}
 
 
 class Usage(Component):
@@ -65,6 +67,7 @@ class Usage(Component):
         self.ctx.bus.subscribe("lease", self._on_lease)
         self.ctx.bus.subscribe("ipv6_plan", self._on_ipv6_plan)
         self.ctx.device_facts.append(self._facts)
+        self.ctx.cutoffs.add_source(self._cut_off)     # the page and DNS of a blocked device
 
     def stop(self) -> None:
         self.flush()
@@ -104,9 +107,12 @@ class Usage(Component):
         self._period_used += max(up, 0) + max(down, 0)
         for level in self.cap.due_alerts(start, self._period_used):
             self.ctx.count(f"usage.alerts_{level}")
-            self.ctx.bus.publish(Alert(mac="", kind=AlertKind(f"usage-{level}"),
-                                       detail=f"the household has used {level}% of its {self.cap.cap} byte cap "
-                                              f"({self._period_used} bytes) this billing period"))
+            part = "all" if level >= 100 else f"{level}%"
+            self.ctx.bus.publish(Alert(
+                mac="", kind=AlertKind(f"usage-{level}"),
+                detail=wording.sentence(f"the household has used {part} of its data for this billing period "
+                                        f"({wording.size(self._period_used)} of {wording.size(self.cap.cap)})"),
+                data={"used_bytes": self._period_used, "cap_bytes": self.cap.cap, "percent": level}))
         return self._check_limits(ev.mac, max(up, 0) + max(down, 0), now)
 
     def _period_so_far(self, now: float) -> tuple[int, int]:
@@ -226,9 +232,26 @@ class Usage(Component):
                 decisions += self._slow(self._should_slow(now))
             for m in self._macs(limit.target):
                 self.ctx.bus.publish(Alert(mac=m, kind=AlertKind.USAGE_LIMIT,
-                                           detail=f"{limit.target} used {used} of its {limit.allowance} bytes this "
-                                                  f"{limit.period}" + ACTION_NOTE.get(limit.action, "")))
+                                           detail=self._limit_words(limit, m, used, end, now),
+                                           data={"target": limit.target, "used_bytes": used,
+                                                 "allowance_bytes": limit.allowance, "period": limit.period,
+                                                 "action": limit.action, "rate_kbit": limit.rate or None,
+                                                 "until": end}))
         return decisions
+
+    def _limit_words(self, limit: Limit, mac: str, used: int, end: float, now: float) -> str:
+        """"Tom's laptop has used up today's allowance (27.3 MB of 24.8 MB). Its internet is
+        off and comes back at midnight." """
+        owner = limit.target.startswith(OWNER)
+        who = wording.owner_devices(limit.target[len(OWNER):]) if owner else wording.name_of(self.ctx.state, mac)
+        span = "today's" if limit.period == "day" else "this month's"
+        back = back_at(end, now, self.tz)
+        its = "Their" if owner else "Its"
+        then = {"block": f"{its} internet is off and comes back {back}.",
+                "slow": f"{its} internet is slowed to {wording.rate(limit.rate)}, back to full speed {back}.",
+                "notify": "Nothing is cut: the household only wanted to know."}[limit.action]
+        return wording.sentence(f"{who} {'have' if owner else 'has'} used up {span} allowance "
+                                f"({wording.size(used)} of {wording.size(limit.allowance)})") + " " + then
 
     def _in_force(self, action: str, now: float) -> list[Limit]:
         """The limits with this action reached this period and not lifted."""
@@ -258,7 +281,18 @@ class Usage(Component):
                 continue
             self.blocked[mac] = lease.index
             decisions += block_flows(lease, self._prefix6(lease))
+            self.ctx.cutoffs.changed(mac)
         return decisions
+
+    def _cut_off(self, mac: str) -> Cut | None:
+        """A device blocked over its allowance: until its period ends."""
+        if mac not in self.blocked:
+            return None
+        now = self.ctx.now()
+        for limit in self._in_force("block", now):
+            if mac in self._macs(limit.target):
+                return Cut(ALLOWANCE, self.limit_window(limit.period, now)[1], limit.period)
+        return None
 
     def _slow(self, rates: dict[str, int]) -> list:
         decisions = []
@@ -279,6 +313,8 @@ class Usage(Component):
         gone = [mac for mac in self.blocked if mac not in keep]
         if gone:
             self.ctx.send([unblock(self.blocked.pop(mac)) for mac in gone])
+        for mac in gone:
+            self.ctx.cutoffs.changed(mac)
 
     def _unslow(self, keep: set[str]) -> None:
         gone = [mac for mac in self.slowed if mac not in keep]
@@ -299,6 +335,7 @@ class Usage(Component):
         decisions = []
         if lease.mac in self.blocked:
             decisions += [unblock(self.blocked.pop(lease.mac)), *self._block([lease.mac])]
+            self.ctx.cutoffs.changed(lease.mac)
         # the meter and flows move with the lease, go when it ends, and come when a device
         # of an owner over a slow limit gets one
         rate = self._should_slow(self.ctx.now()).get(lease.mac)
