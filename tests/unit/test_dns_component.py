@@ -321,14 +321,16 @@ def test_a_group_decision_waits_for_dnsd_once_not_once_a_device(tmp_path):
     assert dns.link.waits == 1                 # one settle at the end of the command
 
 
-def test_the_link_settles_every_push_with_one_confirmation():
+def test_the_link_settles_every_push_with_one_write_and_one_confirmation(monkeypatch):
     import socket
     import threading
+    from homework.components.dns import dnsd_link
     from homework.components.dns.dnsd_link import DnsdLink
+    monkeypatch.setattr(dnsd_link, "FLUSH_AFTER", 30.0)     # only the settle sends them
     ours, theirs = socket.socketpair()
     link = DnsdLink("", snapshot=list, on_events=lambda lines: None)
     link._sock = ours
-    applied = []
+    applied, syncs = [], []
 
     def dnsd():          # applies lines in order and confirms each sync, as dnsd does
         buf = b""
@@ -344,6 +346,7 @@ def test_the_link_settles_every_push_with_one_confirmation():
                 line, buf = buf.split(b"\n", 1)
                 text = line.decode()
                 if text.startswith("sync "):
+                    syncs.append(text)
                     theirs.sendall(f"ok {text.split()[1]} devices=0 rules=0\n".encode())
                 else:
                     applied.append(text)
@@ -352,8 +355,8 @@ def test_the_link_settles_every_push_with_one_confirmation():
     reader.start()
     for i in range(3):
         assert link.push([f"device 10.2.0.{4 * i + 2} x pending default 10.2.0.1"], wait=False)
-    assert link.settle(timeout=5)
-    assert len(applied) == 3
+    assert applied == [] and link.settle(timeout=5)
+    assert len(applied) == 3 and len(syncs) == 1
     assert link.settle(timeout=0.01)          # nothing unconfirmed: no wait
     link._stopped = True
     theirs.shutdown(socket.SHUT_RDWR)

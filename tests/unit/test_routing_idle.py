@@ -144,3 +144,23 @@ def test_connections_made_after_a_start_are_recorded_from_the_first_poll(tmp_pat
     poll(core)                                     # the first poll after the start
     flows = [p for t, p in core.events if t == "flow"]
     assert [(f["sport"], f["nbytes"]) for f in flows] == [(40001, 300), (443, 700)]
+
+
+def test_the_broadcast_fan_out_is_sent_only_when_the_ports_with_permitted_devices_change(tmp_path, clock):
+    from homework import pipeline as P
+    core = routing_core(tmp_path, clock)
+    sent = []
+    send = core.switch.apply
+
+    def counting(decisions):
+        decisions = list(decisions)
+        sent.extend(d for d in decisions if getattr(d, "priority", None) == P.PRIO_BROADCAST)
+        return send(decisions)
+    core._send = counting
+    for i, port in enumerate((1, 1, 1, 2)):          # three behind one access point, then another port
+        mac = f"02:00:00:00:03:{i:02x}"
+        join(core, mac, port)
+        core.commands.call("permit", mac=mac)
+    assert [tuple(a.port for a in f.actions) for f in sent] == [(1,), (1, 2)]
+    flow = [f for f in core.switch.flows if f.priority == P.PRIO_BROADCAST and f.table_id == P.TABLE_FORWARD]
+    assert [tuple(a.port for a in f.actions) for f in flow] == [(1, 2)]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 import ipaddress
 import logging
+from collections import Counter
 
 from ...component import Component
 from ...events import Alert, AlertKind
@@ -63,6 +64,8 @@ class Routing(Component):
         self._polled_at = float("-inf")
         self._swept = -1                     # the block index the last poll's sweep ended at
         self._advertised: dict[str, tuple[float, float]] = {}   # mac -> (when, until) of its last RA
+        self._permitted_ports_count: Counter[int] = Counter()     # port -> permitted devices on it
+        self._shared_ports: list[int] | None = None               # the ports the shared flows were sent for
         self.router_mac = "02:00:00:00:00:01"
 
     # -- life cycle ----------------------------------------------------------------------
@@ -102,6 +105,8 @@ class Routing(Component):
         self.memberships.clear()
         decisions += self._group_flows(sorted(self.ctx.router_groups))
         self.installed.clear()
+        self._permitted_ports_count.clear()
+        self._shared_ports = None          # the switch may have none of them: send them again
         self.per_host.clear()
         live = set()
         for lease in self.ctx.leases.active():
@@ -191,7 +196,7 @@ class Routing(Component):
         mode = self._mode(mac) if dev else None
         old = self.installed.get(mac)
         if old is not None and dev is not None and old[1] == mode and old[0].same_place(dev):
-            self.installed[mac] = (dev, mode)   # a renewal: the flows stay as they are
+            self._install(mac, dev, mode)   # a renewal: the flows stay as they are
             return self._readvertise(dev)
         if old is None and mode is None and dev is None:
             return []
@@ -211,7 +216,7 @@ class Routing(Component):
             self.per_host.discard(old[0].index)
             self.accounting.forget_learned(old[0].index)
         if dev is None or mode is None:
-            self.installed.pop(mac, None)
+            self._uninstall(mac)
             self._advertised.pop(mac, None)
             if dev is not None:   # blacklisted with a live lease
                 decisions.append(FlowDelete(cookie=L.routing_cookie(L.KIND_SHARED, dev.index),
@@ -229,7 +234,7 @@ class Routing(Component):
             if prefix is not None:
                 decisions += (fs6.punt_meter(dev) if new_place else []) + fs6.nd_flows(dev, prefix)
                 decisions += fs6.gateway_flows(dev, prefix)
-            self.installed[mac] = (dev, mode)
+            self._install(mac, dev, mode)
         else:
             delete(L.KIND_GATEWAY, dev.index)
             decisions += fs.arp_flows(dev) + fs.forward_flows(dev, self.router_mac)
@@ -238,11 +243,11 @@ class Routing(Component):
             prefix = self._prefix6(dev)
             if prefix is not None:
                 decisions += (fs6.punt_meter(dev) if new_place else []) + fs6.nd_flows(dev, prefix)
-                decisions += fs6.forward_flows(dev, prefix, self.router_mac)
+                decisions += fs6.forward_flows(dev, prefix, self.router_mac) + fs6.mld_flows(dev)
                 decisions += (fs6.per_host_flows(dev, prefix) if dev.index in self.per_host
                               else fs6.account_flows(dev, prefix, self.ctx.config.flow_idle_timeout,
                                                      self._learned_within6()))
-            self.installed[mac] = (dev, mode)
+            self._install(mac, dev, mode)
         if dev is not None and mode is not None and (old is None or not old[0].same_place(dev)):
             decisions += self._advertisement(dev)      # its /64 without waiting for a solicitation
         is_permitted = mode == "permitted"
@@ -258,16 +263,35 @@ class Routing(Component):
                 decisions += self._queries(max_resp_tenths=10, only=dev)
         return decisions
 
+    def _install(self, mac: str, dev: Lease, mode: str) -> None:
+        self._uninstall(mac)
+        self.installed[mac] = (dev, mode)
+        if mode == "permitted":
+            self._permitted_ports_count[dev.port] += 1
+
+    def _uninstall(self, mac: str) -> None:
+        old = self.installed.pop(mac, None)
+        if old is not None and old[1] == "permitted":
+            self._permitted_ports_count[old[0].port] -= 1
+            if not self._permitted_ports_count[old[0].port]:
+                del self._permitted_ports_count[old[0].port]
+
     def _permitted(self) -> list[Lease]:
         return [dev for dev, mode in self.installed.values() if mode == "permitted"]
 
     def _permitted_ports(self) -> list[int]:
-        return [dev.port for dev in self._permitted()]
+        """The ports with a permitted device (kept as devices come and go: a thousand
+        permits looked at every device each)."""
+        return sorted(self._permitted_ports_count)
 
     def _shared_flows(self) -> list:
         """The flows that fan out to every permitted device: broadcast, and over IPv6 the
-        router's neighbour solicitations."""
+        router's neighbour solicitations. Sent when the ports with a permitted device
+        change, not for every decision (a crowd behind one access point changes none)."""
         ports = self._permitted_ports()
+        if ports == self._shared_ports:
+            return []
+        self._shared_ports = ports
         flows = [fs.broadcast_flow(ports)]
         if self.ctx.ipv6 is not None:
             flows.append(fs6.solicitation_flow(ports))
