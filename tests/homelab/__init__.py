@@ -356,20 +356,21 @@ class Device:
                f"-x hostname:{self.name} -t 10 -T 2 -A 3 {' '.join(extra)}")
         return self._start_client("udhcpc", cmd)
 
-    def start_dhcpcd(self, extra: Sequence[str] = (), ipv6: bool = False) -> subprocess.Popen:
+    def start_dhcpcd(self, extra: Sequence[str] = (), ipv6: bool = False, conf: str = "") -> subprocess.Popen:
         """dhcpcd for IPv4; with ipv6=True for IPv6 as well (its own SLAAC from the Router
-        Advertisements, and stateless DHCPv6 for the DNS server when the RA says so)."""
+        Advertisements, and stateless DHCPv6 for the DNS server when the RA says so).
+        `conf`: more lines for its dhcpcd.conf."""
         hook = self._wrapper("dhcpcd", "/usr/lib/dhcpcd/dhcpcd-run-hooks")
-        conf = self.dir / "dhcpcd.conf"
-        conf.write_text("option domain_name_servers, domain_name, host_name\n"
-                        "option subnet_mask, routers, broadcast_address\n"
-                        "require dhcp_server_identifier\n"
-                        + ("" if ipv6 else "noipv6rs\n") + "noipv4ll\n")
+        conf_file = self.dir / "dhcpcd.conf"
+        conf_file.write_text("option domain_name_servers, domain_name, host_name\n"
+                             "option subnet_mask, routers, broadcast_address\n"
+                             "require dhcp_server_identifier\n"
+                             + ("" if ipv6 else "noipv6rs\n") + "noipv4ll\n" + conf)
         lib = self.dir / "dhcpcd-lib"
         lib.mkdir(exist_ok=True)
         cmd = ("mount -t tmpfs tmpfs /run && "
                f"mount --bind '{lib}' /var/lib/dhcpcd && "
-               f"exec dhcpcd -B {'' if ipv6 else '-4 '}-A -L -h {self.name} -f '{conf}' -c '{hook}' "
+               f"exec dhcpcd -B {'' if ipv6 else '-4 '}-A -L -h {self.name} -f '{conf_file}' -c '{hook}' "
                f"{' '.join(extra)} {self.ifname}")
         return self._start_client("dhcpcd", cmd)
 

@@ -328,6 +328,9 @@ def test_stateless_dhcpv6_answers_the_routers_dns_to_the_asking_device_only(core
     msg = ip.payload[8:]
     assert msg[0] == 7 and msg[1:4] == b"\x01\x02\x03"
     assert (prefix.network_address + 1).packed in msg
+    # RFC 8910 option 103: the captive portal API, as the RA's option 37 gives it
+    uri = f"https://[{prefix.network_address + 1}]/ws.v1/captive-portal".encode()
+    assert struct.pack("!HH", 103, len(uri)) + uri in msg
     pseudo = ip.src.packed + ip.dst.packed + struct.pack("!IxxxB", len(ip.payload), 17)
     assert checksum(pseudo + ip.payload) == 0
     # not from its port, not link-local, a SOLICIT, a malformed option: nothing

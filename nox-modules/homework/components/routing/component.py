@@ -409,7 +409,8 @@ class Routing(Component):
             return []
         self.ctx.count("routing.dhcpv6_info")
         reply = dhcpv6.reply_frame(to_bytes(self.router_mac), frame.src, ip.src, xid, client, dns,
-                                   ndp.dns_names(self._search_domains()))
+                                   ndp.dns_names(self._search_domains()),
+                                   captive_api_uri(str(prefix.network_address + 1)))
         return [PacketOut(data=reply, actions=(Output(pkt.in_port),))]
 
     def _hop_limit_exceeded(self, pkt: PacketIn, frame) -> list:
