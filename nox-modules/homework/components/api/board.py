@@ -20,7 +20,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from ... import routernames, wording
+from ... import wording
 from ...oui import default_table, is_private
 
 ASKING_GRACE = 10.0       # seconds a pending device stays "asking" after its last DHCP message
