@@ -428,6 +428,8 @@ class DhcpServer(Component):
         name = dp.port_name(in_port) if dp is not None else ""
 
         def same_place(a: str, b: str) -> bool:
+            if dp is None:
+                return False
             na, nb = dp.ports.get(a), dp.ports.get(b)
             return na is not None and nb is not None and self.ctx.is_radio_port(na) and self.ctx.is_radio_port(nb)
         return self.ctx.devices.check_preapproval(mac, name or "", same_place)
