@@ -12,7 +12,7 @@ import pytest
 
 from homework import cutoff_pages
 from homework.components.dhcp import message as m
-from homework.components.dns.netfilter import FakeDnsNet
+from test_dns_component import FakeDnsNet
 from homework.cutoff import Cut, captive_api_uri
 from homework.flows import LOCAL, PacketIn
 from routingkit import from_router, ip_pkt, join, routing_core

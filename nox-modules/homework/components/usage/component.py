@@ -207,12 +207,13 @@ class Usage(Component):
         if over is None:
             return
         burst, total = over
-        device = self.ctx.state.get_device(mac)
-        name = (device.name or device.hostname) if device else ""
         self.ctx.count("usage.burst_alerts")
         self.ctx.bus.publish(Alert(mac=mac, kind=AlertKind.USAGE_BURST,
-                                   detail=f"{name or mac} moved {size_text(total)} in the last "
-                                          f"{minutes_text(burst.minutes)}: its alert is for {burst.text()}."))
+                                   detail=wording.sentence(f"{wording.name_of(self.ctx.state, mac)} moved "
+                                                           f"{size_text(total)} in the last "
+                                                           f"{minutes_text(burst.minutes)}: its alert is for "
+                                                           f"{burst.text()}"),
+                                   data={"bytes": total, "limit_bytes": burst.bytes, "minutes": burst.minutes}))
 
     def _on_device(self, topic: str, ev) -> None:
         if ev.reason == "forgotten":         # forgetting a device forgets its alert too
