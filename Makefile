@@ -49,13 +49,15 @@ image: deps
 image-test: deps
 	bash image/boot-test.sh
 
-# Static checks: ruff (pyflakes rules, ruff.toml) on the Python, clippy with warnings as
-# errors on both Rust crates, shellcheck on the shell scripts, eslint (eslint.config.mjs) on
-# the Guest Board's scripts. The first step of `make test`.
+# Static checks: ruff (pyflakes, pycodestyle errors, bugbear, pyupgrade: ruff.toml) on the
+# Python and mypy over the controller (mypy.ini), clippy with warnings as errors on the Rust
+# crates, shellcheck on the shell scripts, eslint (eslint.config.mjs) on the Guest Board's
+# scripts. The first step of `make test`.
 lint: lint-python lint-rust lint-shell lint-js
 
 lint-python:
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 lint-js:
 	tests/node_modules/.bin/eslint guestboard-ui

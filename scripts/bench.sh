@@ -81,6 +81,11 @@ if want update; then
   "$PY" scripts/bench_update.py
 fi
 
+if want security; then
+  section "Security: twelve devices guessing the admin password, checks off the event loop vs on it (scripts/bench_security.py)"
+  "$PY" scripts/bench_security.py
+fi
+
 if want reach; then
   section "Reaching in: a port forward vs plain Linux DNAT, WireGuard vs plain wireguard-go (scripts/bench_reach.py)"
   "$PY" scripts/bench_reach.py

@@ -147,7 +147,9 @@ up() {
     fi
   fi
 
-  # 4. NAT in our own nftables table: never touches anyone else's rules.
+  # 4. NAT in our own nftables table: never touches anyone else's rules. Its chains, hooks
+  # and priorities are in the nftables plan (nox-modules/homework/nftplan.py), with every
+  # other table's; tests/unit/test_nftplan.py checks this script against it.
   if [ -n "$WAN_IF" ]; then
     nft -f - <<EOF
 table inet $NFT_TABLE

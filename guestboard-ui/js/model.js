@@ -22,6 +22,7 @@ HW.model = (function () {
     Metrics: { rssi: true, retrans: true, bps: true, today_bytes: true, seen_at: true, leave_after: true },
     DeviceFacts: {
       flow_limited: true, attached: "Attached", ipv6_prefix: true, usage_blocked: true, usage_slowed: true,
+      usage_burst: "UsageBurst",
       dns_name: true, paused: true, paused_by: true, paused_until: true, in_schedule: true, priority: true,
       wired: true, radio: true, band: true, leave_after: true, may_open_ports: true, open_ports: "OpenPorts",
       away: "Away"
@@ -38,6 +39,7 @@ HW.model = (function () {
     DnsRules: { rules: ["DnsRule"], mode: true },
     DevicePanel: { _extends: "BoardDevice", alerts: ["Alert"], dns_rules: "DnsRules" },
 
+    UsageBurst: { mac: true, bytes: true, minutes: true, text: true },
     PauseFacts: { mac: true, paused: true, paused_by: true, paused_until: true, in_schedule: true },
     Schedule: { id: true, mac: true, owner: true, action: true, window: true },
 
@@ -84,7 +86,9 @@ HW.model = (function () {
     LastApply: { at: true, ok: true, error: true },
     WifiInfo: { ssid: true, interfaces: true, passphrase_set: true, last_apply: "LastApply", applying: true,
                 note: true },
-    Restored: { restored: true, created: true, restarting: true, note: true },
+    Restored: { restored: true, created: true, restarting: true, note: true, problems: true, at: true },
+    LastRestore: { applied: true, at: true, problems: true },
+    RestoreStatus: { restore: "LastRestore" },
     Running: { version: true, sequence: true, slot: true },
     OtherSlot: { slot: true, state: true, version: true },
     UpdateStatus: { state: true, percent: true, phase: true, version: true, error: true, enabled: true,

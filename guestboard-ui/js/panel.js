@@ -65,6 +65,7 @@ HW.panel = (function ($) {
     if (!(d.alerts || []).length) $alerts.append($("<li>").text("none"));
     fillPause(d);
     fillPriority(d);
+    fillBurst(d);
     if (HW.reach) HW.reach.fill(d);      // open from the internet (reach.js)
     if (HW.remote) HW.remote.fill(d);    // away from home: where it connects from (remote.js)
   }
@@ -115,6 +116,30 @@ HW.panel = (function ($) {
     $box.prop("hidden", d.priority === undefined || d.state !== "permitted");
     $box.find("select").val(d.priority || "default");
     if (d.mac !== $box.attr("data-mac")) $box.attr("data-mac", d.mac).find(".priority-error").text("");
+  }
+
+  /* Usage alert: "tell me when it uses more than X in Y minutes" (POST usage/bursts, turned
+     off with POST usage/bursts/remove); hidden without the usage component (no `usage_burst`
+     in the view) and for devices not let in. The form shows the device's own setting. */
+  function fillBurst(d) {
+    var $box = $("#panel .burst");
+    $box.prop("hidden", d.usage_burst === undefined || d.state !== "permitted");
+    $box.find(".burst-note").text(d.usage_burst ? "You are told when it uses " + d.usage_burst.text + "."
+                                                : "No usage alert: you are not told how fast it uses data.");
+    $box.find(".burst-off").prop("hidden", !d.usage_burst);
+    if (d.mac !== $box.attr("data-mac")) {       // another device: its own setting in the form
+      $box.attr("data-mac", d.mac).find(".burst-error").text("");
+      var f = $box.find(".burst-form")[0];
+      f.elements.size.value = d.usage_burst ? Math.round(d.usage_burst.bytes / 1e6) + "M" : "";
+      f.elements.minutes.value = d.usage_burst ? d.usage_burst.minutes : 10;
+    }
+  }
+
+  function burstChanged(mac) {
+    $("#panel .burst-error").text("");
+    HW.api.request("device", { mac: mac }).done(function (d) {
+      if (current === mac) { $("#panel .burst").removeAttr("data-mac"); fill(d); }
+    });
   }
 
   /* Pause and bedtime: hidden without the schedules component (no `paused` in the view). A
@@ -327,6 +352,18 @@ HW.panel = (function ($) {
     $p.find(".usage-chart").on("click", "button[data-range]", function () {
       chartRange = this.dataset.range;
       loadChart();
+    });
+    $p.find(".burst-form").on("submit", function (e) {
+      e.preventDefault();
+      var f = this, mac = current;
+      HW.api.request("setUsageBurst", null, { mac: mac, size: f.elements.size.value.trim(),
+                                             minutes: Number(f.elements.minutes.value) })
+        .done(function () { burstChanged(mac); }).fail(fail($p.find(".burst-error")));
+    });
+    $p.find(".burst-off").on("click", function () {
+      var mac = current;
+      HW.api.request("removeUsageBurst", null, { mac: mac })
+        .done(function () { burstChanged(mac); }).fail(fail($p.find(".burst-error")));
     });
     $p.find(".rule-form").on("submit", function (e) {
       e.preventDefault();

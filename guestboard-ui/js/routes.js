@@ -38,6 +38,8 @@ HW.routes = (function () {
     setUsageCap: { method: "POST", path: "usage/cap", answer: "CapStatus" },
     usageDevice: { method: "GET", path: "usage/devices/{mac}", query: ["range"], answer: "DeviceSeries" },
     usageCsv: { method: "GET", path: "usage.csv", query: ["month"], answer: null },
+    setUsageBurst: { method: "POST", path: "usage/bursts", answer: "UsageBurst" },
+    removeUsageBurst: { method: "POST", path: "usage/bursts/remove", answer: null },
 
     qos: { method: "GET", path: "qos", answer: "QosView" },
     qosStats: { method: "GET", path: "qos/stats", answer: "QosStats" },
@@ -71,6 +73,7 @@ HW.routes = (function () {
     setWifi: { method: "POST", path: "wifi", answer: "WifiInfo" },
     backup: { method: "POST", path: "backup", answer: "raw" },
     restore: { method: "POST", path: "restore", answer: "Restored" },
+    restoreStatus: { method: "GET", path: "restore/status", answer: "RestoreStatus" },
     update: { method: "GET", path: "system/update", answer: "UpdateStatus" },
     upload: { method: "POST", path: "system/update", answer: "UpdateStarted" },
     reboot: { method: "POST", path: "system/reboot", answer: null },

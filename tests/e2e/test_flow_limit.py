@@ -70,7 +70,7 @@ def home():
     # routing and its flow limit exactly as shipped; hwdb for the connections' records
     for h in emulated_home({"controller": {"components": ["dhcp", "routing", "hwdb_sync"]}}, hwdb=True):
         h.internet_popen([PY, "-c", SERVER, WEB_ADDR, str(SERVER_PORT), str(ANSWER)])
-        wait_until(lambda: h.internet(["ss", "-Hltn", f"sport = :{SERVER_PORT}"]).stdout.strip(), 10,
+        wait_until(lambda h=h: h.internet(["ss", "-Hltn", f"sport = :{SERVER_PORT}"]).stdout.strip(), 10,
                    "the internet's server listening")
         yield h
 

@@ -80,7 +80,7 @@ def start_services(home) -> None:
         home.web = Web(home).start()
     home.admin_password_file.unlink(missing_ok=True)     # hashed by the controller by now
     if "dns" in components:
-        home.dns = DnsLab(home).start()
+        home.dns = DnsLab(home, log_queries=True).start()
     if "mqtt" in components:
         start_mosquitto(home)
 

@@ -291,7 +291,8 @@ def test_openapi_is_public_and_matches_the_route_table_both_ways(api):
                   for path, ops in r.json["paths"].items() for method in ops if method != "parameters"}
     routes = api.app.routes
     for method, url in documented:
-        assert any(rt.method == method and rt.pattern.match(url) for rt in routes), f"documented, not served: {method} {url}"
+        assert any(rt.method == method and rt.pattern.match(url) for rt in routes), \
+            f"documented, not served: {method} {url}"
     for rt in routes:
         assert any(rt.method == method and rt.pattern.match(url) for method, url in documented), \
             f"served, not documented: {rt.method} {rt.pattern.pattern}"

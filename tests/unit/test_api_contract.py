@@ -160,7 +160,8 @@ def test_a_body_is_parsed_with_defaults_and_json_names():
 @pytest.mark.parametrize("data,words", [
     ({"n": "5"}, "n must be a whole number, not '5'"), ({"n": True}, "n must be a whole number"),
     ({"n": 11}, "n must be from 1 to 10, not 11"), ({"name": "abcd"}, "name must be at most 3 characters"),
-    ({"colour": 1}, "unknown field(s) colour"), ({"window": {"days": "mon", "from": "x"}}, "window.days must be a list"),
+    ({"colour": 1}, "unknown field(s) colour"),
+    ({"window": {"days": "mon", "from": "x"}}, "window.days must be a list"),
     ({"window": {"days": []}}, "window.from is required"), ({"secret": 12345678}, "secret must be a string"),
 ])
 def test_what_does_not_fit_is_named(data, words):

@@ -47,7 +47,8 @@ def test_failed_batches_are_retried_until_the_set_is_right(monkeypatch):
     for i in range(730):
         net.captive(f"10.2.{i // 64}.{(i % 64) * 4 + 2}", True)
     net.captive("10.2.0.2", False)
-    assert wait_for(lambda: nft.applied and "10.2.0.6," in nft.applied[-1] and net.counters.get("dns.nft_failures") >= 3)
+    assert wait_for(lambda: nft.applied and "10.2.0.6," in nft.applied[-1]
+                    and net.counters.get("dns.nft_failures") >= 3)
     last = nft.applied[-1]
     assert last.count(",") + 1 == 729 and " 10.2.0.2," not in last and "{ 10.2.0.2," not in last
     assert net.counters.get("dns.nft_failures") == 3

@@ -110,7 +110,8 @@ def test_link_events_follow_the_dumps_across_vanishing_new_and_reset_stations(tm
 
     ev = poll("poll1.txt")
     assert set(ev) == {one, two}
-    assert (ev[one]["rssi"], ev[one]["packets"], ev[one]["retries"], ev[one]["bytes"]) == (-48.0, 300, 12, 52341 + 88213)
+    assert (ev[one]["rssi"], ev[one]["packets"], ev[one]["retries"], ev[one]["bytes"]) == \
+        (-48.0, 300, 12, 52341 + 88213)
     assert ev[one]["ifname"] == "wlan0" and ev[one]["tx_bitrate"] == 144.4
 
     clock.advance(1)

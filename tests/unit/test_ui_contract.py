@@ -83,7 +83,8 @@ def test_every_answer_the_board_reads_is_the_one_the_document_gives(board):
         op = operation(route)
         ok = [r for code, r in op["responses"].items() if code.startswith("2")]
         schema = ok[0]["content"]["application/json"]["schema"]
-        assert matches(route["answer"], schema), f"{name}: the board reads {route['answer']}, the document says {schema}"
+        assert matches(route["answer"], schema), \
+            f"{name}: the board reads {route['answer']}, the document says {schema}"
 
 
 def test_every_field_the_board_reads_is_in_its_schema(board):

@@ -2,6 +2,8 @@
 
     POST /ws.v1/backup    {"passphrase"}            -> the .hwbak file, as a download
     POST /ws.v1/restore   {"passphrase", "backup"}  -> what was restored; the controller restarts in place
+    GET  /ws.v1/restore/status                      -> {"restore": {..., "applied"}} once the restarted
+                                                       controller has everything in force (public)
 
 Admin only: a backup holds every device decision and, encrypted, the password and token
 hashes. A wrong passphrase, a changed or damaged file, a backup of a newer release or
@@ -15,7 +17,7 @@ from typing import Any
 from webob import Response
 
 from .model import Model, field
-from .routes import Access, RouteGroup, needs, post
+from .routes import Access, RouteGroup, get, needs, post
 
 RESTORE_MAX_BODY = 4 * 1024 * 1024    # a backup of a few thousand devices; lighttpd allows 4 MiB
 BACKUP = needs("backup", "backup is", "backup")
@@ -47,13 +49,35 @@ class RestoreBody(Model):
 
 
 class Restored(Model):
-    """What was restored (rows per table); the controller then restarts in place."""
+    """What was restored (rows per table); the controller then restarts in place, and says
+    `applied` in GET /restore/status once every setting is in force."""
     restored: dict[str, int]
     created: str | None
     schema: int | None
     software: str | None
     restarting: bool
+    applied: bool = field(doc="false here: the restarted controller says when (GET /restore/status)")
+    problems: list[str] = field(doc="what did not come back, in words (a blocklist that could not be fetched)")
+    at: float = field(doc="the restore's id in GET /restore/status, epoch seconds")
     note: str
+
+
+class LastRestore(Model):
+    """The last restore, as the restarted controller sees it."""
+    extra = "allow"
+    created: str | None
+    restored: dict[str, int]
+    problems: list[str]
+    applied: bool = field(doc="every restored setting in force: the switch driven, homework-dnsd told, every "
+                              "blocklist's names loaded")
+    at: float = field(doc="epoch seconds: the restore's answer's `at`")
+    applied_at: float | None = field(optional=True, doc="when it was all in force")
+    waiting: list[str] | None = field(optional=True, doc="what it still waits for, in words")
+
+
+class RestoreStatus(Model):
+    """The last restore since the router was set up (null: none)."""
+    restore: LastRestore | None
 
 
 class BackupRoutes(RouteGroup):
@@ -72,9 +96,18 @@ class BackupRoutes(RouteGroup):
         return resp
 
     @post("/restore", Access.ADMIN, "Replace the settings with a backup's (admin); everything is checked first, a "
-          "bad file changes nothing; the controller then restarts in place", name="restoreSettings",
+          "bad file changes nothing; the controller then restarts in place and says when the settings are in "
+          "force (GET /restore/status)", name="restoreSettings",
           body=RestoreBody, body_required=True, answer=Restored, needs=BACKUP, max_body=RESTORE_MAX_BODY,
           errors={400: "a wrong passphrase, a changed or damaged file, a newer release's backup or a bad row: "
                        "nothing changed"})
     def restore(self, call, body):
         return self.api.command("restore", passphrase=body.passphrase, backup=body.backup)
+
+    # public: after a restore the board's session is gone (the controller restarted), and
+    # the answer says only whether the restored settings are in force yet
+    @get("/restore/status", Access.PUBLIC, "The last restore and whether the restarted controller has every "
+         "restored setting in force yet (`applied`); public, as the restore ended every session",
+         name="restoreStatus", answer=RestoreStatus, needs=BACKUP)
+    def restore_status(self, call):
+        return self.api.command("restore-status")

@@ -115,7 +115,8 @@ class Forgotten(Model):
 class GroupMacs(Model):
     """MACs to decide on together."""
     usage = 'the MACs as JSON: {"macs": ["aa:bb:cc:dd:ee:ff", ...]} or a bare list'
-    macs: list[str] = field(min_items=1, enforce=False, doc="up to 256 MACs", example=["02:68:77:01:00:01", "02:68:77:01:00:02"])
+    macs: list[str] = field(min_items=1, enforce=False, doc="up to 256 MACs",
+                            example=["02:68:77:01:00:01", "02:68:77:01:00:02"])
 
 
 class GroupAnswer(Model):

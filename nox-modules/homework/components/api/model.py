@@ -28,7 +28,8 @@ import re
 import types
 import typing
 from dataclasses import dataclass, replace
-from typing import Any, Callable, ClassVar, Literal, Union
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal, Union
 
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING", "__bool__": lambda self: False})()
 
@@ -48,7 +49,8 @@ class Field:
     max_length: int | None = None
     pattern: str | None = None
     min_items: int | None = None
-    check: Callable[[Any], Any] | None = None   # the value's one validator: returns it (normalised) or raises ValueError
+    check: Callable[[Any], Any] | None = None   # the value's one validator: returns it (normalised) or raises
+    #                                             ValueError
     example: Any = MISSING
     words: str = ""                 # how the value is described in an error ("a MAC address")
     secret: bool = False            # never shown back in an error; writeOnly in the document
@@ -104,7 +106,8 @@ class Model:
                     spec = spec if isinstance(spec, Field) else Field(spec)
                     out[name] = (hints[name], spec if spec.key else replace(spec, key=name))
             cls._declared = out
-        return cls._declared
+            return out
+        return cls.__dict__["_declared"]
 
     @classmethod
     def parse(cls, data, where: str = ""):
@@ -337,7 +340,7 @@ def _parse_model(cls: type[Model], value, where: str, answer: bool):
     obj = cls.__new__(cls)
     for name in declared:
         setattr(obj, name, values.get(name))
-    obj._given = given
+    obj._given = given        # type: ignore[attr-defined]  # what given() reads
     return obj
 
 
@@ -503,8 +506,9 @@ def _fast_model(cls: type[Model], answer: bool):
     def fields():
         # built on first use: a model may hold itself
         if not built:
+            pairs = zip(plan, declared.values(), strict=True)
             built.extend((name, key, required, default, _fast(ftp, spec, answer))
-                         for (name, key, required, default, _), (ftp, spec) in zip(plan, declared.values()))
+                         for (name, key, required, default, _), (ftp, spec) in pairs)
         return built
 
     def model(value):
@@ -614,7 +618,8 @@ class Schemas:
         if origin is Literal:
             values = list(typing.get_args(tp))
             kinds = {type(v) for v in values}
-            kind = {str: "string", int: "integer", bool: "boolean", float: "number"}[kinds.pop()] if len(kinds) == 1 else None
+            names = {str: "string", int: "integer", bool: "boolean", float: "number"}
+            kind = names[kinds.pop()] if len(kinds) == 1 else None
             return {"type": kind, "enum": values} if kind else {"enum": values}
         if origin is list:
             (item,) = typing.get_args(tp) or (Any,)

@@ -8,7 +8,7 @@
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from .model import Model, field
 from .routes import Access, Param, RouteGroup, get, needs, post
@@ -25,6 +25,8 @@ class Notification(Model):
     title: str
     detail: str
     read: bool
+    data: dict[str, Any] = field(optional=True, doc="the machine fields (as webhooks and MQTT get them): only in "
+                                                    "the answer that made it")
 
 
 class NotificationList(Model):

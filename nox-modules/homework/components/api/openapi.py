@@ -16,6 +16,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 from .catalog import GROUPS
 from .model import Schemas, _doc, is_model
@@ -63,13 +64,15 @@ def document(groups=GROUPS) -> dict:
 
 
 def operation(op: Operation, schemas: Schemas) -> dict:
+    assert op.group is not None             # set when its group's operations are listed
     out: dict = {"summary": op.summary, "operationId": op.name, "tags": [op.group.tag]}
     if op.description:
         out["description"] = op.description
     parameters = []
     for name in op.path_names():
         p = param(name, op)
-        item = {"name": name, "in": "path", "required": True, "description": p.doc, "schema": schemas.of(p.schema)}
+        item: dict[str, Any] = {"name": name, "in": "path", "required": True, "description": p.doc,
+                                "schema": schemas.of(p.schema)}
         if p.example is not None:
             item["example"] = p.example
         parameters.append(item)
@@ -85,7 +88,7 @@ def operation(op: Operation, schemas: Schemas) -> dict:
         schema = {"type": "string", "format": "binary"} if op.body is None else schemas.of(op.body)
         out["requestBody"] = {"required": op.body_required or op.body is None,
                               "content": {op.request_type: {"schema": schema}}}
-    answer = {"description": _answer_text(op)}
+    answer: dict[str, Any] = {"description": _answer_text(op)}
     if op.answer is not None:
         answer["content"] = {op.content_type: {"schema": schemas.of(op.answer)}}
     responses = {str(op.status): answer}
@@ -93,7 +96,7 @@ def operation(op: Operation, schemas: Schemas) -> dict:
         responses[str(status)] = {"description": text,
                                   "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
     out["responses"] = responses
-    if op.access in (Access.PUBLIC, Access.ASKING):
+    if op.access in (Access.PUBLIC, Access.ASKING, Access.CALLER):
         out["security"] = []
     out["x-access"] = op.access.value
     if op.access in (Access.READ, Access.ADMIN) and op.method not in ("GET", "HEAD"):
@@ -123,7 +126,7 @@ def errors(op: Operation) -> dict[int, str]:
         out[401] = "no credentials, or an invalid or revoked token"
         out[403] = ("not allowed: a LAN device that is not permitted, a read-only token on a change, a wrong "
                     "CSRF token" + (", or a device changing its own access" if op.own_access else ""))
-    else:
+    elif op.access is not Access.CALLER:       # the caller's own answer, in any state
         out[403] = "a LAN device that is not permitted" + (" (a pending one may ask)" if op.access is Access.ASKING
                                                              else "")
     if op.body is not None or op.request_type != "application/json":

@@ -28,19 +28,21 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import Annotated, Any, Callable, ClassVar
+from enum import StrEnum
+from collections.abc import Callable
+from typing import Annotated, Any, ClassVar
 
 from .model import Field
 
 MAX_BODY = 16 * 1024
 
 
-class Access(str, Enum):
+class Access(StrEnum):
     PUBLIC = "public"
     ASKING = "asking"
     READ = "read"
     ADMIN = "admin"
+    CALLER = "caller"       # any device of the home, in any state, without credentials: about itself
 
 
 @dataclass(frozen=True)
@@ -89,9 +91,9 @@ class Operation:
     description: str = ""              # longer text for the document (default: the handler's docstring)
     example: Any = None
     events: dict | None = None         # a stream's events: name -> the model of its data (x-events)
-    usage: str = ""                    # the request's right form, shown when it does not fit (default: the body model's)
+    usage: str = ""                    # the request's right form when it does not fit (default: the body model's)
     before: str = ""                   # a group method run before the body is read (a rate limit: call -> None)
-    group: type | None = None
+    group: type[RouteGroup] | None = None
     handler_name: str = ""
 
     def pattern(self, prefix: str) -> re.Pattern:

@@ -99,8 +99,9 @@ class SessionRoutes(RouteGroup):
     @post("/login", Access.PUBLIC, "Log in to the Guest Board with the admin password: sets an HttpOnly, "
           "SameSite=Strict session cookie; send the returned csrf in X-CSRF-Token with every change",
           body=LoginBody, body_required=True, answer=LoginAnswer, slash=False,
-          errors={401: "wrong password", 429: "too many wrong passwords from this device (or address); see "
-                                                 "Retry-After", 503: "too many password checks under way; see Retry-After"})
+          errors={401: "wrong password",
+                  429: "too many wrong passwords from this device (or address); see Retry-After",
+                  503: "too many password checks under way; see Retry-After"})
     def login(self, call, body):
         api = self.api
         if not api.password_ok(call, body.password):

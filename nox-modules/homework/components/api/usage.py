@@ -17,7 +17,7 @@ from .http import ApiError
 from .model import Model, field
 from .routes import Access, RouteGroup, get, needs, post
 from .devices import KNOWN_MAC, NOT_SEEN
-from .views import UsageLimit
+from .views import UsageBurst, UsageLimit
 
 USAGE = needs("usage", "usage is", "usage")
 
@@ -117,6 +117,23 @@ class Lifted(Model):
     lifted: list[str] = field(doc="the targets whose limit was lifted until the next period")
 
 
+class BurstBody(Model):
+    usage = '{"mac": "...", "size": "500M", "minutes": 10}'
+    mac: str = field(doc="the device")
+    size: int | str = field(doc='bytes, or with a decimal unit: "500M", "2G"; at least 1 MB', example="500M")
+    minutes: int = field(doc="the window, 1-60 minutes", minimum=1, maximum=60, enforce=False, example=10)
+
+
+class BurstTarget(Model):
+    usage = '{"mac": "..."}'
+    mac: str = field(doc="the device")
+
+
+class BurstRemoved(Model):
+    mac: str
+    removed: bool = field(doc="false: it had no usage alert")
+
+
 class UsageRoutes(RouteGroup):
     tag = "usage"
 
@@ -179,3 +196,20 @@ class UsageRoutes(RouteGroup):
     def lift(self, call, body):
         return self.api.command("usage-lift", **{k: getattr(body, k) for k in body.given()})
 
+    @get("/usage/bursts", Access.READ, "Every device's usage alert ('more than X in Y minutes'; the same as "
+         "`homework usage-bursts`)", name="usageBursts", answer=list[UsageBurst], needs=USAGE)
+    def bursts(self, call):
+        return self.api.command("usage-bursts")
+
+    @post("/usage/bursts", Access.ADMIN, "Tell the household when a device moves more than `size` within "
+          "`minutes` (an alert of kind usage-burst, once per burst)", name="setUsageBurst", body=BurstBody,
+          body_required=True, answer=UsageBurst, needs=USAGE, own_access="body.mac",
+          errors={400: "a bad MAC, an amount under 1 MB or not a size, minutes not 1-60", 404: NOT_SEEN})
+    def set_burst(self, call, body):
+        return self.api.command("usage-burst", mac=body.mac, size=body.size, minutes=body.minutes)
+
+    @post("/usage/bursts/remove", Access.ADMIN, "Turn a device's usage alert off", name="removeUsageBurst",
+          body=BurstTarget, body_required=True, answer=BurstRemoved, needs=USAGE, own_access="body.mac",
+          errors={404: NOT_SEEN})
+    def remove_burst(self, call, body):
+        return self.api.command("usage-burst-remove", mac=body.mac)

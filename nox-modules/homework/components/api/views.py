@@ -40,6 +40,15 @@ class UsageLimit(Model):
     rate: int = field(optional=True, doc="slow: kbit/s the device keeps once the allowance is used")
 
 
+class UsageBurst(Model):
+    """A device's usage alert: the household is told when it moves more than `bytes` within
+    `minutes` (usage component)."""
+    mac: str
+    bytes: int = field(doc="the amount, in bytes")
+    minutes: int = field(doc="the window, 1-60 minutes")
+    text: str = field(doc="the same in words: 'more than 500 MB in 10 minutes'")
+
+
 class Forward(Model):
     """A port of the router's internet address forwarded to a device."""
     id: int
@@ -101,6 +110,7 @@ class DeviceFacts(Model):
     usage_slowed: bool = field(optional=True, doc="slowed down: its usage limit is used up")
     usage_slow_kbps: int = field(optional=True, doc="the rate it is slowed to (0: not slowed)")
     usage_limit: UsageLimit | None = field(optional=True)
+    usage_burst: UsageBurst | None = field(optional=True, doc="its usage alert; null: none")
     # localnames
     dns_name: str | None = field(optional=True, doc="the name other devices reach it by inside the home")
     # schedules

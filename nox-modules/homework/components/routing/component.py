@@ -18,11 +18,14 @@ from __future__ import annotations
 import bisect
 import ipaddress
 import logging
+from collections import Counter
 
 from ...component import Component
 from ...events import Alert, AlertKind
 from ...flows import (ETH_IP, ETH_IPV6, PROTO_IGMP, Datapath,
                       FlowDelete, FlowRemoved, FlowStats, FlowStatsRequest, LOCAL, Output, PacketIn, PacketOut)
+from ... import wording
+from ...cutoff import captive_api_uri
 from ...leases import Lease
 from ...pipeline import COOKIE_MASK_OWNER
 from ...macaddr import to_bytes
@@ -61,6 +64,8 @@ class Routing(Component):
         self._polled_at = float("-inf")
         self._swept = -1                     # the block index the last poll's sweep ended at
         self._advertised: dict[str, tuple[float, float]] = {}   # mac -> (when, until) of its last RA
+        self._permitted_ports_count: Counter[int] = Counter()     # port -> permitted devices on it
+        self._shared_ports: list[int] | None = None               # the ports the shared flows were sent for
         self.router_mac = "02:00:00:00:00:01"
 
     # -- life cycle ----------------------------------------------------------------------
@@ -92,14 +97,16 @@ class Routing(Component):
 
     def datapath_up(self, dp: Datapath) -> list:
         self.router_mac = self.ctx.host.local_mac() or self.router_mac
-        decisions = fs.base_flows(self.ctx.config.pool)
+        decisions: list = list(fs.base_flows(self.ctx.config.pool, self._captive_https()))
         if self.ctx.ipv6 is not None:
-            decisions += fs6.base_flows(self.ctx.ipv6.site)
+            decisions += fs6.base_flows(self.ctx.ipv6.site, self._captive_https())
         # Memberships are rebuilt from the devices' answers to an immediate query.
         decisions.append(FlowDelete(cookie=L.routing_cookie(L.KIND_MCAST), cookie_mask=L.MASK_ONE_KIND))
         self.memberships.clear()
         decisions += self._group_flows(sorted(self.ctx.router_groups))
         self.installed.clear()
+        self._permitted_ports_count.clear()
+        self._shared_ports = None          # the switch may have none of them: send them again
         self.per_host.clear()
         live = set()
         for lease in self.ctx.leases.active():
@@ -189,7 +196,7 @@ class Routing(Component):
         mode = self._mode(mac) if dev else None
         old = self.installed.get(mac)
         if old is not None and dev is not None and old[1] == mode and old[0].same_place(dev):
-            self.installed[mac] = (dev, mode)   # a renewal: the flows stay as they are
+            self._install(mac, dev, mode)   # a renewal: the flows stay as they are
             return self._readvertise(dev)
         if old is None and mode is None and dev is None:
             return []
@@ -209,7 +216,7 @@ class Routing(Component):
             self.per_host.discard(old[0].index)
             self.accounting.forget_learned(old[0].index)
         if dev is None or mode is None:
-            self.installed.pop(mac, None)
+            self._uninstall(mac)
             self._advertised.pop(mac, None)
             if dev is not None:   # blacklisted with a live lease
                 decisions.append(FlowDelete(cookie=L.routing_cookie(L.KIND_SHARED, dev.index),
@@ -227,7 +234,7 @@ class Routing(Component):
             if prefix is not None:
                 decisions += (fs6.punt_meter(dev) if new_place else []) + fs6.nd_flows(dev, prefix)
                 decisions += fs6.gateway_flows(dev, prefix)
-            self.installed[mac] = (dev, mode)
+            self._install(mac, dev, mode)
         else:
             delete(L.KIND_GATEWAY, dev.index)
             decisions += fs.arp_flows(dev) + fs.forward_flows(dev, self.router_mac)
@@ -236,11 +243,11 @@ class Routing(Component):
             prefix = self._prefix6(dev)
             if prefix is not None:
                 decisions += (fs6.punt_meter(dev) if new_place else []) + fs6.nd_flows(dev, prefix)
-                decisions += fs6.forward_flows(dev, prefix, self.router_mac)
+                decisions += fs6.forward_flows(dev, prefix, self.router_mac) + fs6.mld_flows(dev)
                 decisions += (fs6.per_host_flows(dev, prefix) if dev.index in self.per_host
                               else fs6.account_flows(dev, prefix, self.ctx.config.flow_idle_timeout,
                                                      self._learned_within6()))
-            self.installed[mac] = (dev, mode)
+            self._install(mac, dev, mode)
         if dev is not None and mode is not None and (old is None or not old[0].same_place(dev)):
             decisions += self._advertisement(dev)      # its /64 without waiting for a solicitation
         is_permitted = mode == "permitted"
@@ -256,16 +263,35 @@ class Routing(Component):
                 decisions += self._queries(max_resp_tenths=10, only=dev)
         return decisions
 
+    def _install(self, mac: str, dev: Lease, mode: str) -> None:
+        self._uninstall(mac)
+        self.installed[mac] = (dev, mode)
+        if mode == "permitted":
+            self._permitted_ports_count[dev.port] += 1
+
+    def _uninstall(self, mac: str) -> None:
+        old = self.installed.pop(mac, None)
+        if old is not None and old[1] == "permitted":
+            self._permitted_ports_count[old[0].port] -= 1
+            if not self._permitted_ports_count[old[0].port]:
+                del self._permitted_ports_count[old[0].port]
+
     def _permitted(self) -> list[Lease]:
         return [dev for dev, mode in self.installed.values() if mode == "permitted"]
 
     def _permitted_ports(self) -> list[int]:
-        return [dev.port for dev in self._permitted()]
+        """The ports with a permitted device (kept as devices come and go: a thousand
+        permits looked at every device each)."""
+        return sorted(self._permitted_ports_count)
 
     def _shared_flows(self) -> list:
         """The flows that fan out to every permitted device: broadcast, and over IPv6 the
-        router's neighbour solicitations."""
+        router's neighbour solicitations. Sent when the ports with a permitted device
+        change, not for every decision (a crowd behind one access point changes none)."""
         ports = self._permitted_ports()
+        if ports == self._shared_ports:
+            return []
+        self._shared_ports = ports
         flows = [fs.broadcast_flow(ports)]
         if self.ctx.ipv6 is not None:
             flows.append(fs6.solicitation_flow(ports))
@@ -306,6 +332,11 @@ class Routing(Component):
     def _owns6(self, index: int, address: str) -> bool:
         return ":" in address and self.ctx.ipv6 is not None and self.ctx.ipv6.index_of(address) == index
 
+    def _captive_https(self) -> bool:
+        """Cut-off devices' port 443 is the captive pages' (the dns component's nftables
+        sends it there): open in the gateway table only then, never to the board."""
+        return "dns" in self.ctx.config.components and self.ctx.config.dns_intercept
+
     def _advertisement(self, dev: Lease, to=ndp.ALL_NODES, deprecated=()) -> list:
         """The device's RA: its /64 and the router for as long as its lease (and a little
         more). Sent when it gets a place, when it asks (RS), and when a renewal of its
@@ -320,8 +351,10 @@ class Routing(Component):
         # The router's ::1 as DNS server (RFC 8106) only when homework-dnsd answers there:
         # a device told of a resolver nobody answers waits for it on every lookup.
         dns = self._dns6(prefix)
+        # and where it learns whether it is cut off and why (RFC 8910), as DHCP tells it
         frame = ndp.router_advertisement(to_bytes(self.router_mac), to_bytes(dev.mac), prefix, lifetime, dns=dns,
-                                         to=to, deprecated=deprecated, search=self._search_domains())
+                                         to=to, deprecated=deprecated, search=self._search_domains(),
+                                         captive=captive_api_uri(str(prefix.network_address + 1)))
         self.ctx.count("routing.ra_sent")
         return [PacketOut(data=frame, actions=(Output(dev.port),))]
 
@@ -376,7 +409,8 @@ class Routing(Component):
             return []
         self.ctx.count("routing.dhcpv6_info")
         reply = dhcpv6.reply_frame(to_bytes(self.router_mac), frame.src, ip.src, xid, client, dns,
-                                   ndp.dns_names(self._search_domains()))
+                                   ndp.dns_names(self._search_domains()),
+                                   captive_api_uri(str(prefix.network_address + 1)))
         return [PacketOut(data=reply, actions=(Output(pkt.in_port),))]
 
     def _hop_limit_exceeded(self, pkt: PacketIn, frame) -> list:
@@ -444,7 +478,7 @@ class Routing(Component):
         return self._group_flows(changed)
 
     def _group_flows(self, groups: list[str]) -> list:
-        decisions = []
+        decisions: list = []
         for group in groups:
             ports = [self.installed[m][0].port for m in self.memberships.members(group)
                      if m in self.installed and self.installed[m][1] == "permitted"]
@@ -530,7 +564,7 @@ class Routing(Component):
     def _facts(self, mac: str) -> dict:
         """What routing adds to a device's view: per-host counting, its IPv6 /64, and where
         it is plugged in (a router port or a satellite's port)."""
-        facts = {"flow_limited": self.flow_limited(mac), "attached": self._attached(mac)}
+        facts: dict[str, object] = {"flow_limited": self.flow_limited(mac), "attached": self._attached(mac)}
         if self.ctx.ipv6 is not None:
             lease = self.ctx.leases.get(mac)
             prefix = self._prefix6(lease) if lease is not None and lease.active and lease.local else None
@@ -558,12 +592,17 @@ class Routing(Component):
         limit = self.ctx.config.per_host_flow_limit
         self.log.warning("device %s (%s) has %d flows (limit %d): per-flow entries replaced by a per-host entry",
                          dev.mac, dev.ip, flows, limit)
-        self.ctx.bus.publish(Alert(mac=dev.mac, kind=AlertKind.FLOW_LIMIT,
-                                   detail=f"{dev.ip} opened {flows} flows (limit {limit}); now counted per host"))
+        self.ctx.bus.publish(Alert(
+            mac=dev.mac, kind=AlertKind.FLOW_LIMIT,
+            detail=wording.sentence(f"{wording.name_of(self.ctx.state, dev.mac)} opened {flows} connections at once "
+                                    f"(more than {limit}): the router now counts its traffic per address it "
+                                    "talks to, not per connection"),
+            data={"ip": dev.ip, "flows": flows, "limit": limit}))
         return ([FlowDelete(cookie=L.routing_cookie(L.KIND_ACCOUNT, dev.index), cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE)]
                 + fs.per_host_flows(dev)
                 + (fs6.per_host_flows(dev, prefix) if (prefix := self._prefix6(dev)) is not None else [])
-                + [FlowDelete(cookie=L.routing_cookie(L.KIND_LEARNED, dev.index), cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE)])
+                + [FlowDelete(cookie=L.routing_cookie(L.KIND_LEARNED, dev.index),
+                              cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE)])
 
     # -- accounting ---------------------------------------------------------------------------------
     def _stats_request(self) -> FlowStatsRequest:

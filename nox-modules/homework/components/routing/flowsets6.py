@@ -47,9 +47,6 @@ def nd_flows(d: Lease, prefix: ipaddress.IPv6Network) -> list[FlowMod]:
              FlowMod(match={"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_IPV6, "ip_proto": PROTO_UDP,
                             "udp_dst": 547}, actions=(Output(CONTROLLER, 512),), priority=L.PRIO_ND, cookie=c,
                      meter=punt)]
-    # MLD reports (multicast.py keeps the memberships of permitted devices), above ND
-    flows += [FlowMod(match={**me, "icmpv6_type": t}, actions=(Output(CONTROLLER),), priority=L.PRIO_IGMP,
-                      cookie=c, meter=punt) for t in MLD_REPORTS]
     for target in (ROUTER_LL, router):
         flows.append(FlowMod(match={**me, "icmpv6_type": ICMPV6_NS, "ipv6_nd_target": target},
                              actions=(Output(LOCAL),), priority=L.PRIO_ND, cookie=c))
@@ -62,13 +59,26 @@ def nd_flows(d: Lease, prefix: ipaddress.IPv6Network) -> list[FlowMod]:
     return flows
 
 
+def mld_flows(d: Lease) -> list[FlowMod]:
+    """A permitted device's MLD reports to the controller (multicast.py keeps the
+    memberships of permitted devices only), above ND, through its punt meter. With the
+    forward flows' cookie kind, so a deny takes them with those: a pending device's
+    reports are no one's business, and a crowd of pending devices costs three flows less
+    each."""
+    me = {"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_IPV6, "ip_proto": PROTO_ICMPV6}
+    return [FlowMod(match={**me, "icmpv6_type": t}, actions=(Output(CONTROLLER),), priority=L.PRIO_IGMP,
+                    cookie=L.routing_cookie(L.KIND_FORWARD, d.index), meter=L.punt_meter_id(d.index))
+            for t in MLD_REPORTS]
+
+
 def gateway_flows(d: Lease, prefix: ipaddress.IPv6Network) -> list[FlowMod]:
-    """Pending or denied: DNS, HTTP(80) and ICMPv6 with the router's ::1 of its own /64."""
+    """Pending or denied: DNS, the page (80, 443) and ICMPv6 with the router's ::1 of its
+    own /64."""
     router = str(prefix.network_address + 1)
     out = {"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_IPV6, "ipv6_src": _net(prefix),
            "ipv6_dst": router}
     back = {"in_port": LOCAL, "eth_type": ETH_IPV6, "ipv6_src": router, "ipv6_dst": _net(prefix)}
-    return gateway_service_flows(d, out, back)
+    return gateway_service_flows(d, out, back, ("ipv6_src",))
 
 
 def forward_flows(d: Lease, prefix: ipaddress.IPv6Network, router_mac: str) -> list[FlowMod]:
@@ -157,14 +167,14 @@ def solicitation_flow(ports: list[int]) -> FlowMod:
                    cookie=L.routing_cookie(L.KIND_SHARED))
 
 
-def base_flows(site: ipaddress.IPv6Network) -> list[FlowMod]:
+def base_flows(site: ipaddress.IPv6Network, https: bool = False) -> list[FlowMod]:
     """Shared: the gateway services of pending devices over IPv6 (table 5); the household's
     site prefix is closed except for the /64s of permitted devices (their own entries are
     above), the rest of IPv6 goes to the router's stack."""
     shared = L.routing_cookie(L.KIND_SHARED)
     site_match = (str(site.network_address), str(site.netmask))
     return [
-        *gateway_table_flows(ETH_IPV6, PROTO_ICMPV6),
+        *gateway_table_flows(ETH_IPV6, PROTO_ICMPV6, https),
         # Hop limit 1 towards a device dies here: the controller answers time exceeded
         # (the router's ::1 addresses, above, take theirs).
         FlowMod(match={"eth_type": ETH_IPV6, "nw_ttl": 1, "ipv6_dst": site_match},
