@@ -35,6 +35,7 @@ class Blocklist(Model):
     error: str = field(doc="why the last attempt failed; '' = it worked")
     blocked_queries: int = field(doc="queries it blocked since the resolver started")
     devices: list[str] | None = field(doc="an owner's list: the MACs it applies to; null for the household")
+    allow_local: bool = field(doc="the household allowed a list served on its own network or by the router")
 
 
 class Blocklists(Model):
