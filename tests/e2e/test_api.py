@@ -308,7 +308,7 @@ def test_openapi_conformance_with_schemathesis(home, web, tmp_path):
          # tests/unit/test_update_api.py covers it
          "--exclude-name", "POST /ws.v1/system/reboot",
          "--no-color"],
-        capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
+        capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-8000:] + proc.stderr[-2000:]
 
 

@@ -131,6 +131,8 @@ class DeviceFacts(Model):
     open_ports: OpenPorts = field(optional=True, doc="its forwards and the ports it opened itself")
     # remote
     away: Away = field(optional=True, doc="a device away from home: where it connects from")
+    private: bool = field(optional=True, doc="false for a device away from home: its MAC is the router's making, "
+                                             "not a randomised one")
 
 
 class Lease(Model):
