@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Callable, Iterable
 
-from . import factory_reset, system
+from . import bootalerts, factory_reset, system
 from . import events
 from .update import service as update_service
 from .bus import EventBus
@@ -86,6 +86,7 @@ class Core:
         factory_reset.register(self)
         system.register(self)               # system-info, set-timezone
         update_service.register(self)       # update-start, update-status, reboot
+        bootalerts.register(self)           # alerts the image's boot scripts leave
         self.components: list[Component] = []
         self._dispatch: list[Component] = []
 

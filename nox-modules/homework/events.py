@@ -35,6 +35,8 @@ class AlertKind(StrEnum):
     WAN_UP = "wan-up"
     LAN_PORT_MISSING = "lan-port-missing"       # a configured LAN port is not on the bridge
     SWITCH_REFUSED = "switch-refused"           # a second switch connected to the controller
+    ROUTER_BOOT = "router-boot"                 # the router's start-up: its boot partition repaired or
+                                                # unusable, its system not marked good (bootalerts.py)
 
 
 class Event:

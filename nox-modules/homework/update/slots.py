@@ -7,8 +7,19 @@
 - Legacy BIOS (GRUB) reads /grub/grubenv on the ESP: try_slot (one-shot, GRUB clears
   it when it boots it) else good_slot.
 
-Every file on the ESP is replaced by write-to-temporary + fsync + rename, so a power cut
-leaves either the old or the new file, never half of one.
+Every change to the ESP is its smallest atomic step, and none is made when nothing changes
+(a power cut at boot must never be able to hurt an ESP that was already right):
+- GRUB's environment block is a file of exactly 1024 bytes that GRUB itself rewrites in
+  place (save_env writes its sectors; it cannot make files). We do the same: the 512-byte
+  sectors that differ are written where they are and synced; every key we keep fits the
+  first sector, so a change is one sector write, which a disk does whole or not at all.
+  Only a missing or malformed block is made anew (write-to-temporary + fsync + rename).
+- A loader entry is blessed or spent by a rename (what systemd-boot does itself).
+- A new file (a slot's kernel, a try-once entry) is written to a temporary name, synced,
+  then renamed, so a power cut leaves the old file or the new one, never half of one.
+The image checks and repairs the FAT (fsck.fat -a) at every boot before anything reads or
+writes it (image/guest/homework-esp-check), since a cut in a rename can still leave a
+directory half updated.
 """
 from __future__ import annotations
 
@@ -114,10 +125,33 @@ def grubenv_block(env: dict[str, str]) -> bytes:
     return body + b"#" * (GRUBENV_SIZE - len(body))
 
 
-def update_grubenv(esp: Path, **changes: str) -> None:
+SECTOR = 512
+
+
+def update_grubenv(esp: Path, **changes: str) -> bool:
+    """Apply `changes` to the block; False (nothing written) when it already says that."""
     env = read_grubenv(esp)
-    env.update(changes)
-    write_atomic(Path(esp) / GRUBENV, grubenv_block(env))
+    wanted = {**env, **changes}
+    block = grubenv_block(wanted)
+    path = Path(esp) / GRUBENV
+    try:
+        old = path.read_bytes()
+    except FileNotFoundError:
+        old = b""
+    if old == block:
+        return False
+    if len(old) != GRUBENV_SIZE or not old.startswith(GRUBENV_HEADER):
+        write_atomic(path, block)        # missing or malformed: a whole new block
+        return True
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        for at in range(0, GRUBENV_SIZE, SECTOR):
+            if old[at:at + SECTOR] != block[at:at + SECTOR]:
+                os.pwrite(fd, block[at:at + SECTOR], at)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return True
 
 
 # -- systemd-boot loader entries ---------------------------------------------------------------
@@ -207,16 +241,36 @@ def mark_good(esp: Path, slot: str, booted_at: float | None = None) -> dict:
             spent = esp / ENTRIES / f"homework-{entry.slot}+0-{entry.tries_done + entry.tries_left}.conf"
             os.replace(entry.path, spent)
             withdrawn.append(f"{entry.path.name} -> {spent.name}")
-    _fsync_dir(esp / ENTRIES)
+    if renamed or any("->" in w for w in withdrawn):
+        _fsync_dir(esp / ENTRIES)
     changes = {"good_slot": slot}
     try_slot = read_grubenv(esp).get("try_slot", "")
     if try_slot == slot or (try_slot and _older_than(esp / GRUBENV, booted_at)):
         changes["try_slot"] = ""
         if try_slot != slot:
             withdrawn.append(f"grubenv try_slot={try_slot}")
-    update_grubenv(esp, **changes)
+    env_written = update_grubenv(esp, **changes)
     return {"slot": slot, "entry": target.name if target.exists() else None, "renamed_from": renamed,
-            "withdrawn": withdrawn}
+            "withdrawn": withdrawn, "written": bool(renamed or withdrawn or env_written)}
+
+
+def boot_status(esp: Path, slot: str, uefi: bool) -> dict:
+    """How this boot of `slot` came about, as the boot loader that ran it keeps it:
+    trial (a freshly written slot booted once, not yet marked good) and fallback (the other
+    slot is one the loader would boot instead). Reading the ESP may raise OSError: the
+    caller then knows neither, and must not reboot on a guess."""
+    esp = Path(esp)
+    env = read_grubenv(esp)
+    if uefi:
+        mine = entries(esp, slot)
+        trial = bool(mine) and all(e.tries_left is not None for e in mine)
+        fallback = any(e.tries_left is None for e in entries(esp, other(slot)))
+    else:
+        trial = env.get("good_slot", "") != slot
+        fallback = env.get("good_slot", "") == other(slot)
+    if fallback:      # and it has a kernel to boot
+        fallback = (esp / "homework" / other(slot) / "vmlinuz").is_file()
+    return {"trial": trial, "fallback": fallback}
 
 
 def _older_than(path: Path, when: float | None) -> bool:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from ...events import Event, of
 
 # wanwatch's alerts; its hysteresis already makes one per change, so they are not deduplicated.
-WAN_TITLES = {"wan-down": "Internet connection down", "wan-up": "Internet connection back"}
+WAN_TITLES = {"wan-down": "Internet connection down", "wan-up": "Internet connection back",
+              # the router's own start-up (bootalerts.py): the detail says what and what to do
+              "router-boot": "The router's start-up needs your attention"}
 
 
 def from_event(topic: str, ev: Event | dict) -> dict | None:
@@ -25,7 +27,7 @@ def from_event(topic: str, ev: Event | dict) -> dict | None:
         return None
     if topic == "alert":
         kind = str(ev.kind or "alert")
-        if kind in WAN_TITLES:       # about the router's uplink: its own kinds, plain words
+        if kind in WAN_TITLES:       # about the router itself: its own kinds, plain words
             return {"kind": kind, "mac": "", "title": WAN_TITLES[kind], "detail": str(ev.detail or "")[:500]}
         return {"kind": f"alert-{kind}", "mac": mac, "title": f"Alert: {kind}" + (f" ({mac})" if mac else ""),
                 "detail": str(ev.detail or "")[:500]}
