@@ -18,6 +18,9 @@ APT_PACKAGES=(
   # integrations: Prometheus exposition format, and Prometheus itself for its test
   python3-prometheus-client prometheus python3-paho-mqtt mosquitto mosquitto-clients
   python3-cryptography    # settings backup: scrypt + AES-GCM
+  # reaching in: miniupnpd (the router's), its clients for the tests (upnpc, natpmpc), nmap for what the
+  # internet sees; remote access: WireGuard's tools, wireguard-go (no kernel module here), qrencode
+  miniupnpd-nftables miniupnpc natpmpc nmap wireguard-tools wireguard-go qrencode
   # static checks (make lint)
   shellcheck
   # image build and boot test

@@ -152,8 +152,17 @@ table inet $NFT_TABLE {
     # IPv4 only: every device has a routed IPv6 /64 of its own (no NAT66).
     oifname "$WAN_IF" meta nfproto ipv4 masquerade
   }
+  # What the household opened, filled by the controller (its reach and remote components;
+  # docs/reaching-in.md): the forwards' IPv6 pinholes, miniupnpd's mappings (its
+  # upnp_forward_chain), and the router's own WAN services (remote access's WireGuard port).
+  chain reach_forward {
+  }
+  chain upnp_forward {
+  }
+  chain remote_input {
+  }
   # Nothing from the WAN reaches the router's services (Guest Board, API, DNS) or the
-  # home unless it answers a connection made from inside.
+  # home unless it answers a connection made from inside, or the household opened it.
   chain wan_input {
     type filter hook input priority filter; policy accept;
     iifname "$WAN_IF" ct state established,related accept
@@ -161,7 +170,12 @@ table inet $NFT_TABLE {
     iifname "$WAN_IF" meta l4proto ipv6-icmp accept
     iifname "$WAN_IF" meta nfproto ipv6 udp dport 546 accept
     iifname "$WAN_IF" meta nfproto ipv4 udp dport 68 accept
-    iifname "$WAN_IF" drop
+    iifname "$WAN_IF" jump remote_input
+    # Refused, not dropped: a scan from the internet then tells closed from open (what is
+    # open is exactly what the household opened, docs/reaching-in.md); the kernel rate-limits
+    # the ICMP errors.
+    iifname "$WAN_IF" meta l4proto tcp reject with tcp reset
+    iifname "$WAN_IF" reject
   }
   # A satellite's management link (the router's port hwsat<i>m, fe80::1) is for
   # pairing (443), OpenFlow over TLS and its agent (the defaults of [satellites] tls_port
@@ -182,6 +196,11 @@ table inet $NFT_TABLE {
     # ICMPv6 that RFC 4890 (4.3.1) says must not be dropped on its way to a host (IPv6
     # devices have no NAT in front of them: path MTU discovery needs packet-too-big).
     iifname "$WAN_IF" icmpv6 type { destination-unreachable, packet-too-big, time-exceeded, parameter-problem, echo-request, echo-reply } accept
+    # A port forward or a UPnP/NAT-PMP/PCP mapping (IPv4): only the controller's tables DNAT
+    # what comes in from the WAN.
+    iifname "$WAN_IF" ct status dnat accept
+    iifname "$WAN_IF" jump reach_forward
+    iifname "$WAN_IF" jump upnp_forward
     iifname "$WAN_IF" drop
     # A device's DNS goes to the router (the switch steers port 53 there); over IPv4 it is
     # answered by homework-dnsd, and IPv6 DNS must not slip past the rules by being

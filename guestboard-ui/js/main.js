@@ -21,6 +21,7 @@ jQuery(function ($) {
 
   function start() {
     if (HW.usageBanner) HW.usageBanner.refresh();
+    if (HW.remote) HW.remote.init();       // the "Away from home" button (remote.js)
     $("#login").prop("hidden", true);
     $("#board, #logout").prop("hidden", false);
     if (es) es.close();
@@ -67,7 +68,8 @@ jQuery(function ($) {
   HW.board.on("drop", function (mac, zone, d) {
     if (d && d.kind === "access-point") {      // a satellite switch asking to pair
       var what = zone === "permitted" ? "permit" : zone === "outside" ? "deny" : null;
-      if (what) HW.api.call("POST", "satellites/" + d.dpid + "/" + what)
+      // A permit names the code the board showed: if the request changed since, nothing is signed.
+      if (what) HW.api.call("POST", "satellites/" + d.dpid + "/" + what, what === "permit" ? { code: d.code } : undefined)
         .fail(function (xhr) { window.alert(HW.api.errorText(xhr)); });
       return;
     }

@@ -72,6 +72,8 @@ HW.panel = (function ($) {
     if (!(d.alerts || []).length) $alerts.append($("<li>").text("none"));
     fillPause(d);
     fillPriority(d);
+    if (HW.reach) HW.reach.fill(d);      // open from the internet (reach.js)
+    if (HW.remote) HW.remote.fill(d);    // away from home: where it connects from (remote.js)
   }
 
   /* Priority: the device's class, in household words, set with
@@ -306,6 +308,7 @@ HW.panel = (function ($) {
     $("#panel .error").text("");
     addSchedules();
     addPriority();
+    if (HW.reach) HW.reach.add();
     var d = HW.board.get(mac);
     if (d) fill($.extend({ dns_rules: undefined }, d));
     var dlg = $("#panel")[0];

@@ -15,6 +15,8 @@ from . import cli_wifi
 from . import cli_update
 from . import cli_qos
 from . import cli_satellites
+from . import cli_reach
+from . import cli_remote
 
 DEFAULT_SOCKET = os.environ.get("HOMEWORK_SOCKET", "/run/homework/control.sock")
 
@@ -93,7 +95,7 @@ SIMPLE = {
     "metrics": ((), lambda text: print(text, end="")),   # Prometheus text format (components/metrics)
     # notifications and webhooks (components/notify); notifications-read marks all read
     "notifications": ((), None), "notifications-read": ((), None), "notify-test": ((), None),
-    "webhooks": ((), None), "webhook-add": (("url",), None), "webhook-remove": (("id",), None),
+    "webhooks": ((), None), "webhook-remove": (("id",), None),
     "webhook-deliveries": ((), None),
     # DNS policy (components/dns); MAC "household" means the household-wide list
     "permit-dns": (("mac", "domain"), None), "deny-dns": (("mac", "domain"), None),
@@ -107,7 +109,7 @@ SIMPLE = {
     "usage-limit": (("mac", "allowance", "period?", "action?", "rate?"), None), "usage-limits": ((), None),
     "usage-limit-remove": (("mac",), None), "usage-lift": (("mac",), None),
     # satellite switches (pairing.py); satellite-pair is cli_satellites
-    "satellites": ((), None), "satellite-permit": (("dpid",), None), "satellite-deny": (("dpid",), None),
+    "satellites": ((), None), "satellite-permit": (("dpid", "code?"), None), "satellite-deny": (("dpid",), None),
     "satellite-forget": (("dpid",), None),
 }
 
@@ -139,6 +141,10 @@ def main(argv: list[str] | None = None) -> int:
     meta.add_argument("--name")
     meta.add_argument("--owner")
     meta.add_argument("--type")
+    hook = sub.add_parser("webhook-add", help="POST every notification to this URL (signed; the secret is shown once)")
+    hook.add_argument("url")
+    hook.add_argument("--allow-local", action="store_true",
+                      help="the URL is on your own network or the router (refused otherwise)")
     # API tokens and the Guest Board password (api component)
     tok = sub.add_parser("token", help="API tokens for scripts: create, list, revoke")
     toksub = tok.add_subparsers(dest="token_cmd", required=True)
@@ -165,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     cli_qos.add_parsers(sub)             # qos (priorities and shaping)
     cli_update.add_parsers(sub)          # update, update-status, reboot
     cli_satellites.add_parsers(sub)      # satellite-pair
+    cli_reach.add_parsers(sub)           # forward, open-ports, may-open-ports, upnp
+    cli_remote.add_parsers(sub)          # remote add/list/config (WireGuard)
     raw = sub.add_parser("call", help="call any controller command with key=value arguments")
     raw.add_argument("command")
     raw.add_argument("args", nargs="*")
@@ -179,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         backed = cli_qos.run(args, call, args.socket) if args.cmd == "qos" else backed
         backed = cli_update.run(args, call, args.socket) if args.cmd in cli_update.COMMANDS else backed
         backed = cli_satellites.run(args, call, args.socket) if args.cmd == "satellite-pair" else backed
+        backed = cli_reach.run(args, call, args.socket) if args.cmd in cli_reach.COMMANDS else backed
+        backed = cli_remote.run(args, call, args.socket) if args.cmd in cli_remote.COMMANDS else backed
         if backed is not None:
             scheduled = backed
         if scheduled is not None:
@@ -190,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "name":
             result = call(args.socket, "set-meta", mac=args.mac, name=args.name, owner=args.owner, type=args.type)
             printer = None
+        elif args.cmd == "webhook-add":
+            result, printer = call(args.socket, "webhook-add", url=args.url, allow_local=args.allow_local), None
         elif args.cmd == "token":
             printer = None
             if args.token_cmd == "create":

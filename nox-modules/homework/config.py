@@ -33,6 +33,8 @@ KNOWN_COMPONENTS += ("backup",)        # settings backup and restore
 KNOWN_COMPONENTS += ("radio",)         # the real radio's link monitor
 KNOWN_COMPONENTS += ("qos",)           # priorities and shaping
 KNOWN_COMPONENTS += ("satlink",)       # the satellite agents' channel
+KNOWN_COMPONENTS += ("reach",)         # port forwards, UPnP/NAT-PMP/PCP per device
+KNOWN_COMPONENTS += ("remote",)        # remote access over WireGuard
 IFNAME = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
 CURRENT_VERSION = 2
 
@@ -387,6 +389,9 @@ KEYS: tuple[Key, ...] = (
         "tries per webhook delivery before giving up", int_range(1, 20)),
     Key("notify.webhook_backoff", "notify_webhook_backoff", int, 2,
         "seconds before the first retry; doubled for each further one", int_range(1, 600)),
+    Key("notify.webhook_deadline", "notify_webhook_deadline", int, 10,
+        "seconds one delivery attempt may take in all (connect, TLS, request, the answer's status)",
+        int_range(1, 120)),
     Key("wanwatch.interface", "wanwatch_interface", str, "wan0",
         "the WAN interface whose loss makes a wan-down notification (the image's WAN)", ifname),
     Key("wanwatch.interval", "wanwatch_interval", int, 5, "seconds between looks at the WAN",
@@ -420,6 +425,34 @@ KEYS: tuple[Key, ...] = (
     Key("mqtt.discovery_prefix", "mqtt_discovery_prefix", str, "homeassistant", "Home Assistant's discovery prefix"),
     Key("mqtt.accept_commands", "mqtt_accept_commands", bool, False,
         "apply permit/deny from PREFIX/device/ID/set (the broker's ACL must allow only the admin user there)"),
+    Key("reach.wan_interface", "reach_wan_interface", str, "",
+        "where port forwards, UPnP mappings and pinholes come in; '' = wanwatch.interface", ifname_or_empty),
+    Key("reach.check_interval", "reach_check_interval", int, 5,
+        "seconds between looks at who may be reached (a pause, a usage block or a lease ending closes "
+        "ports within this; decisions close them at once)", int_range(1, 300)),
+    Key("reach.upnp", "reach_upnp", bool, True,
+        "run miniupnpd (UPnP IGD, NAT-PMP, PCP) for the devices the household lets open ports; false: none may"),
+    Key("reach.upnp_http_port", "reach_upnp_http_port", int, 5000, "miniupnpd's HTTP port on the LAN",
+        int_range(1024, 65535)),
+    Key("reach.upnp_run_dir", "reach_upnp_run_dir", str, "/run/homework/upnp",
+        "miniupnpd's configuration and lease files (written by the controller)", path),
+    Key("reach.pcp_min_lifetime", "reach_pcp_min_lifetime", int, 120,
+        "shortest PCP mapping in seconds (RFC 6887 suggests 120)", int_range(60, 3600)),
+    Key("reach.pcp_max_lifetime", "reach_pcp_max_lifetime", int, 86400,
+        "longest PCP mapping in seconds (RFC 6887 suggests 86400)", int_range(600, 604800)),
+    Key("remote.listen_port", "remote_listen_port", int, 51820,
+        "the router's WireGuard port on the WAN (UDP): the only opening remote access adds", int_range(1, 65535)),
+    Key("remote.endpoint", "remote_endpoint", str, "",
+        "the host name (or address) clients reach the router at, e.g. a dynamic DNS name; '' = the "
+        "router's WAN address when the configuration is made"),
+    Key("remote.backend", "remote_backend", str, "auto",
+        "'kernel' (the image's WireGuard), 'wireguard-go' (userspace, over TUN) or 'auto': the kernel's "
+        "when it has the module", one_of("auto", "kernel", "wireguard-go")),
+    Key("remote.interface", "remote_interface", str, "wg0", "the WireGuard interface's name", ifname),
+    Key("remote.run_dir", "remote_run_dir", str, "/run/homework/remote",
+        "where the away namespace's holder and DHCP clients keep their pid files", path),
+    Key("remote.check_interval", "remote_check_interval", int, 5,
+        "seconds between looks at where each remote device connects from", int_range(1, 300)),
     Key("ipv6.enabled", "ipv6_enabled", bool, True,
         "give every device its own /64 (Router Advertisements, routed like IPv4); off: IPv4 only"),
     Key("ipv6.prefix", "ipv6_prefix", str, "",

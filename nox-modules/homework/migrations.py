@@ -6,7 +6,9 @@ one. `PRAGMA user_version` says which of STEPS a database has had; `migrate` app
 the missing ones in order, each in its own transaction with the version bump, and
 refuses a database from a newer release with a clear message.
 
-Every table of every component is created here, so the schema has one history.
+Every table of every component is created here, so the schema has one history; the
+component that owns a table says so in its manifest (manifest.py), with the steps that
+make or change it and what a backup does with it.
 """
 from __future__ import annotations
 
@@ -252,6 +254,56 @@ ALTER TABLE satellites ADD COLUMN cable INTEGER NOT NULL DEFAULT 0;      -- its 
     Step(13, "the first hour: whether the household chose the admin password (the router's own first one "
              "keeps the set-up offer open)", sql="""
 ALTER TABLE api_admin ADD COLUMN chosen INTEGER NOT NULL DEFAULT 1;  -- 0: the router's initial password
+"""),
+    Step(14, "who asked to pair a satellite (homework/callers.py's key: its device, its own cable, an "
+             "address), so nobody else can replace a waiting request", sql="""
+ALTER TABLE satellites ADD COLUMN requester TEXT NOT NULL DEFAULT '';   -- '': root on the router, or before step 14
+"""),
+    Step(15, "webhook deliveries waiting for their next attempt survive a restart; webhooks and blocklist "
+             "subscriptions may be allowed local addresses (netguard.py)", sql="""
+CREATE TABLE IF NOT EXISTS webhook_queue (
+    id INTEGER PRIMARY KEY,
+    webhook TEXT NOT NULL,
+    notification INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    body BLOB NOT NULL,                 -- the signed JSON, exactly as first sent
+    attempt INTEGER NOT NULL,           -- the next attempt's number (1: not tried yet)
+    due REAL NOT NULL                   -- epoch seconds
+);
+ALTER TABLE webhooks ADD COLUMN allow_local INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE blocklists ADD COLUMN allow_local INTEGER NOT NULL DEFAULT 0;
+"""),
+    Step(16, "reaching in: port forwards of a device, and the devices that may open ports themselves "
+             "(UPnP IGD, NAT-PMP, PCP)", sql="""
+CREATE TABLE IF NOT EXISTS port_forwards (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,   -- never reused: a stale id removes nothing
+    mac TEXT NOT NULL,                  -- the device it belongs to (by identity, not address)
+    protocol TEXT NOT NULL CHECK (protocol IN ('tcp', 'udp', 'both')),
+    first INTEGER NOT NULL CHECK (first BETWEEN 1 AND 65535),   -- external ports first..last
+    last INTEGER NOT NULL CHECK (last BETWEEN first AND 65535),
+    to_port INTEGER NOT NULL CHECK (to_port BETWEEN 1 AND 65535),  -- the device's port for `first`
+    description TEXT NOT NULL DEFAULT '',
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS open_ports_allowed (
+    mac TEXT PRIMARY KEY,               -- the household ticked "may open ports" on its panel
+    since REAL NOT NULL
+);
+"""),
+    Step(17, "remote access over WireGuard: the devices away from home and the router's own key", sql="""
+CREATE TABLE IF NOT EXISTS remote_peers (
+    mac TEXT PRIMARY KEY,               -- the device it is (a locally administered MAC the router made)
+    idx INTEGER NOT NULL UNIQUE,        -- its place in the away namespace (interface rmt<idx>)
+    name TEXT NOT NULL,
+    private_key TEXT NOT NULL,          -- the client's, so its configuration can be shown again
+    public_key TEXT NOT NULL,
+    preshared_key TEXT NOT NULL,
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS remote_router (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    private_key TEXT NOT NULL           -- the router's WireGuard key (its public one is in every client's file)
+);
 """),
 )
 LATEST = STEPS[-1].number

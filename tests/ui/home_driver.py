@@ -22,6 +22,10 @@ sends one JSON request per line on stdin and reads one JSON answer per line on s
     {"op": "start_receiver", "port": 8097}  -> {"ok": true, "url": webhook URL in the emulated internet}
     {"op": "receiver_secret", "secret": ..}   (the receiver checks signatures with it)
     {"op": "received"}                        -> {"ok": true, "requests": [{status, signature_ok, body}]}
+    {"op": "serve", "dev": "dev1", "port": 8080}         (a server in the device that answers its name)
+    {"op": "internet_hello", "port": 9000, "address"?: ..}  -> {"answer": the name of who answered, or ""}
+    {"op": "natpmp", "dev": "dev1", "public": 9300, "private": 8080}  -> {"output": natpmpc's}
+    {"op": "remote_connect", "mac": ..}   (a WireGuard client in the emulated internet, from its file)
     {"op": "quit"}
 
 Config overrides for the home (TOML sections as JSON) may come in $HOMEWORK_UI_CONFIG.
@@ -57,7 +61,7 @@ class Driver:
         # {"laptop_set_up": false}: the laptop stays pending on a router nobody has set up
         # (the test sets it up in the browser: first_hour.test.mjs).
         self.laptop_set_up = config.pop("laptop_set_up", True)
-        kw = {}
+        kw = {"public_wan": config.pop("public_wan", False)}      # UPnP mappings (homelab.PUBLIC_WAN_ADDR)
         components = config.get("controller", {}).get("components")
         if components or self.dns_lab:
             # The browser's device gets in as a household's does: through the waiting page,
@@ -212,6 +216,34 @@ class Driver:
         body, _, code = r.stdout.rpartition("\n")
         return {"code": code, "body": body}
 
+    def op_serve(self, req):
+        from homelab.reach import serve_hello
+        dev = self.dev(req)
+        serve_hello(dev.popen, dev.name, int(req.get("port", 8080)))
+        return {}
+
+    def op_internet_hello(self, req):
+        from homelab.reach import hello
+        return {"answer": hello(self.home.internet, req.get("address") or self.home.wan_addr, int(req["port"]))}
+
+    def op_natpmp(self, req):
+        out = self.dev(req).run(["natpmpc", "-a", str(req["public"]), str(req["private"]), "tcp", "600"],
+                                check=False, timeout=30)
+        return {"output": out.stdout + out.stderr}
+
+    def op_remote_connect(self, req):
+        from homelab import LAN6_SITE
+        from homelab.wgclient import WgClient
+        view = self.home.control("remote-config", mac=req["mac"])
+        self.wg_client = WgClient(self.home.internet_ns, f"{self.home.run_id}wc", self.home.dir / "wgclient")
+        self.wg_client.up(view["config"], ["10.2.0.0/16", LAN6_SITE])
+        deadline = time.monotonic() + 20
+        while self.wg_client.handshake() == 0:
+            if time.monotonic() > deadline:
+                raise TimeoutError("no WireGuard handshake in 20 s")
+            time.sleep(0.2)
+        return {"address": self.wg_client.address4}
+
     def op_wait_fetch(self, req):
         """Poll until a fetch from the device succeeds (expect true) or fails (false)."""
         expect = req.get("expect", True)
@@ -352,6 +384,8 @@ class Driver:
         return {"log": self.home.controller_log()[-6000:]}
 
     def close(self):
+        if getattr(self, "wg_client", None) is not None:
+            self.wg_client.close()
         self.home.close()
 
 
