@@ -44,7 +44,8 @@ MANIFEST = Manifest(
     routes=("satellites", "system", "update", "wifi"),
     publishes=(events.Device, events.Alert, events.Ipv6Plan, events.Satellite, events.Wifi),
     hears=(events.Satellite,),
-    alerts=(events.AlertKind.LAN_PORT_MISSING, events.AlertKind.SWITCH_REFUSED),
+    alerts=(events.AlertKind.LAN_PORT_MISSING, events.AlertKind.SWITCH_REFUSED,
+            events.AlertKind.ROUTER_BOOT),       # bootalerts.py: the image's boot scripts' alerts
     counters={
         "core.packet_in": "packet-ins from the switch",
         "core.malformed_frames": "packet-ins whose Ethernet frame could not be parsed (dropped)",
