@@ -90,10 +90,12 @@ EOF
 # slot (root=PARTLABEL=hw-root-a|b) and mounts it rw. The ESP is mounted on first access (the
 # update code, mark-good) and unmounted when idle, so it is rarely mounted at a power cut;
 # homework-esp-check.service checks and repairs it (fsck.fat -a) before its automount exists.
+# Read-only: reading it writes nothing (a read-write FAT mount sets its dirty flag); the update
+# code remounts it read-write only for a change (homework.update.slots.writable).
 cat > "$R/etc/fstab" <<'EOF'
 # Homework router. Partitions: 1 BIOS boot, 2 ESP (HWBOOT), 3-4 system slots (hw-root-a, -b), 5 state (hw-data).
 LABEL=hw-data  /var/lib/homework  ext4  defaults,noatime,nofail,x-systemd.device-timeout=90s  0 2
-LABEL=HWBOOT   /boot/efi          vfat  nofail,x-systemd.automount,x-systemd.idle-timeout=30s,umask=0077  0 0
+LABEL=HWBOOT   /boot/efi          vfat  ro,nofail,x-systemd.automount,x-systemd.idle-timeout=30s,umask=0077  0 0
 EOF
 mkdir -p "$R/var/lib/homework" "$R/boot/efi"
 # (dnsmasq listens on 127.0.0.1:5353 only, so the router uses the ISP's resolvers directly.)

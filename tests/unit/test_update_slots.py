@@ -206,3 +206,20 @@ def test_the_image_script_reboots_on_exit_10_only():
     script = (Path(__file__).resolve().parents[2] / "image" / "guest" / "homework-mark-good").read_text()
     assert "\n  10) announce \"HOMEWORK-SLOT failed=" in script and "exit 1 ;;" in script
     assert script.rstrip().endswith("exit 0")
+
+
+def test_mark_good_says_each_write_before_it_and_nothing_when_good(lab):
+    slots.add_try_entry(lab.esp, "b", "v2", 101)
+    steps = []
+    slots.mark_good(lab.esp, "b", step=steps.append)
+    assert steps == ["bless homework-b+1.conf", "grubenv good_slot=b"]
+    steps.clear()
+    assert slots.mark_good(lab.esp, "b", step=steps.append)["written"] is False and steps == []
+
+
+def test_the_esp_mount_is_found_in_mountinfo(tmp_path):
+    info = tmp_path / "mountinfo"
+    info.write_text("22 1 0:21 / /boot/efi rw,relatime shared:7 - autofs systemd-1 rw,fd=50\n"
+                    "80 22 254:2 / /boot/efi ro,relatime shared:40 - vfat /dev/vda2 ro,fmask=0077\n")
+    assert slots._mount_options(Path("/boot/efi"), str(info)) == ["ro", "relatime"]      # the top one
+    assert slots._mount_options(Path("/elsewhere"), str(info)) is None

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,6 +58,46 @@ def other(slot: str) -> str:
 
 def slot_device(pattern: str, slot: str) -> Path:
     return Path(pattern.format(slot=slot))
+
+
+# -- the ESP is read-only until a change needs it --------------------------------------------
+def _mount_options(path: Path, mountinfo: str = "/proc/self/mountinfo") -> list[str] | None:
+    """The options of the top mount on exactly `path`, None if nothing is mounted there."""
+    found = None
+    try:
+        with open(mountinfo, encoding="utf-8") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) > 5 and fields[4] == str(path):
+                    found = fields[5].split(",")
+    except OSError:
+        return None
+    return found
+
+
+@contextmanager
+def writable(esp: Path):
+    """The image mounts the ESP read-only (fstab), so reading it, as every boot does, writes
+    nothing, not even FAT's dirty flag, which a read-write mount sets. A change remounts it
+    read-write for just that long, and read-only again after (which writes the flag back
+    clean). A plain directory (tests, a system not booted from the image) is left alone."""
+    esp = Path(esp)
+    os.listdir(esp)                        # an automount mounts on first access
+    options = _mount_options(esp)
+    was_ro = options is not None and "ro" in options
+    if was_ro:
+        _remount(esp, "rw")
+    try:
+        yield
+    finally:
+        if was_ro:
+            _remount(esp, "ro")
+
+
+def _remount(esp: Path, mode: str) -> None:
+    r = subprocess.run(["mount", "-o", f"remount,{mode}", str(esp)], capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        raise SlotError(f"cannot remount the ESP at {esp} {mode}: {r.stderr.strip()}")
 
 
 # -- atomic files on the ESP (FAT: rename replaces; fsync the directory for the rename) --------
@@ -126,6 +167,14 @@ def grubenv_block(env: dict[str, str]) -> bytes:
 
 
 SECTOR = 512
+
+
+def _grubenv_well_formed(esp: Path) -> bool:
+    try:
+        data = (Path(esp) / GRUBENV).read_bytes()
+    except FileNotFoundError:
+        return False
+    return len(data) == GRUBENV_SIZE and data.startswith(GRUBENV_HEADER)
 
 
 def update_grubenv(esp: Path, **changes: str) -> bool:
@@ -220,38 +269,47 @@ def add_try_entry(esp: Path, slot: str, version: str, sequence: int) -> Path:
     return path
 
 
-def mark_good(esp: Path, slot: str, booted_at: float | None = None) -> dict:
+def mark_good(esp: Path, slot: str, booted_at: float | None = None, step=None) -> dict:
     """The running slot works: bless its entry (drop the counter) and make it GRUB's good
     slot. An offer of the other slot made before this boot (`booted_at`, epoch seconds)
     was not taken, so the boot loader that ran spent it (systemd-boot counts the entry
     down, GRUB clears try_slot before it boots): the other loader's half of that offer is
     withdrawn too, or a box whose firmware boots the other way next time (a BIOS/UEFI
     setting changed) would try a slot that already failed. An offer made during this boot
-    (an update written before the router was ready) stays."""
+    (an update written before the router was ready) stays. Nothing is written (the ESP is
+    not even remounted read-write) when all of that holds already."""
     esp = Path(esp)
+    step = step or (lambda what: None)     # called before each write (the boot test cuts there)
     target = esp / ENTRIES / f"homework-{slot}.conf"
-    renamed = None
-    for entry in entries(esp, slot):
-        if entry.tries_left is not None:
-            os.replace(entry.path, target)
-            renamed = entry.path.name
-    withdrawn = []
-    for entry in entries(esp, other(slot)):
-        if entry.tries_left and _older_than(entry.path, booted_at):
-            spent = esp / ENTRIES / f"homework-{entry.slot}+0-{entry.tries_done + entry.tries_left}.conf"
-            os.replace(entry.path, spent)
-            withdrawn.append(f"{entry.path.name} -> {spent.name}")
-    if renamed or any("->" in w for w in withdrawn):
-        _fsync_dir(esp / ENTRIES)
+    bless = [e for e in entries(esp, slot) if e.tries_left is not None]
+    spend = [e for e in entries(esp, other(slot)) if e.tries_left and _older_than(e.path, booted_at)]
     changes = {"good_slot": slot}
     try_slot = read_grubenv(esp).get("try_slot", "")
+    withdrawn = []
     if try_slot == slot or (try_slot and _older_than(esp / GRUBENV, booted_at)):
         changes["try_slot"] = ""
-        if try_slot != slot:
-            withdrawn.append(f"grubenv try_slot={try_slot}")
-    env_written = update_grubenv(esp, **changes)
+    env_change = {**read_grubenv(esp), **changes} != read_grubenv(esp) or not _grubenv_well_formed(esp)
+    renamed = None
+    if bless or spend or env_change:
+        with writable(esp):
+            for entry in bless:
+                step(f"bless {entry.path.name}")
+                os.replace(entry.path, target)
+                renamed = entry.path.name
+            for entry in spend:
+                spent = esp / ENTRIES / f"homework-{entry.slot}+0-{entry.tries_done + entry.tries_left}.conf"
+                step(f"withdraw {entry.path.name}")
+                os.replace(entry.path, spent)
+                withdrawn.append(f"{entry.path.name} -> {spent.name}")
+            if bless or spend:
+                _fsync_dir(esp / ENTRIES)
+            if env_change:
+                step(f"grubenv {' '.join(f'{k}={v}' for k, v in changes.items())}")
+                update_grubenv(esp, **changes)
+    if try_slot and try_slot != slot and changes.get("try_slot") == "":
+        withdrawn.append(f"grubenv try_slot={try_slot}")
     return {"slot": slot, "entry": target.name if target.exists() else None, "renamed_from": renamed,
-            "withdrawn": withdrawn, "written": bool(renamed or withdrawn or env_written)}
+            "withdrawn": withdrawn, "written": bool(bless or spend or env_change)}
 
 
 def boot_status(esp: Path, slot: str, uefi: bool) -> dict:
