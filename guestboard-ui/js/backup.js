@@ -55,6 +55,7 @@
         var parts = $.map(r.restored, function (n, table) { return n ? table.replace(/_/g, " ") + ": " + n : null; });
         say($form, "status", "Restored the backup of " + r.created + " (" + (parts.join(", ") || "nothing") +
             "). " + (r.note || ""));
+        if (r.restarting) HW.restart.show("settings restored", r.back_in);
         $form[0].reset();
       }).fail(function (xhr) {
         say($form, "status", "");

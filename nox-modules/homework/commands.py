@@ -7,6 +7,7 @@ from typing import Callable
 from .devices import CannotForget, UnknownDevice
 from .state import StorageError
 from .macaddr import BadMac, normalize
+from .restart import back_in
 
 
 class CommandError(Exception):
@@ -110,7 +111,7 @@ def register_core_commands(core) -> None:
                         router_ports.give_back(sat, core.config.bridge)
                 ctx.restart(f"satellite {answer.get('dpid', '')} {answer.get('state', 'forgotten')}: its cable "
                             "changes", then=give_back if gone else None)
-                answer = {**answer, "restarting": True}
+                answer = {**answer, "restarting": True, "back_in": back_in(ctx.restart)}
             return answer
         return satellites(call)
 

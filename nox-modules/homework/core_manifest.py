@@ -42,7 +42,8 @@ MANIFEST = Manifest(
         Secrets("wifi", (), ("ssid", "passphrase"), wifi_row, in_state_db=False),
     ),
     routes=("satellites", "system", "update", "wifi"),
-    publishes=(events.Device, events.Alert, events.Ipv6Plan, events.Satellite, events.Wifi),
+    publishes=(events.Device, events.Alert, events.Ipv6Plan, events.Satellite, events.Wifi, events.Timezone,
+               events.Restart),
     hears=(events.Satellite,),
     alerts=(events.AlertKind.LAN_PORT_MISSING, events.AlertKind.SWITCH_REFUSED,
             events.AlertKind.ROUTER_BOOT),       # bootalerts.py: the image's boot scripts' alerts

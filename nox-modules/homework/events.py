@@ -281,6 +281,23 @@ class Ipv6Plan(Event):
 
 
 @dataclass(frozen=True, eq=False)
+class Restart(Event):
+    """The controller restarts in place now (restart.py: a restore, a factory reset, a
+    satellite's cable): the board tells the household, and when it expects it back."""
+    TOPIC: ClassVar[str] = "restart"
+    why: str
+    back_in: int                # seconds, an estimate (0: not known)
+
+
+@dataclass(frozen=True, eq=False)
+class Timezone(Event):
+    """The household set the router's time zone (system.py): whoever reads local time
+    (schedules, usage periods, DNS rule windows) takes it now, without a restart."""
+    TOPIC: ClassVar[str] = "timezone"
+    zone: str
+
+
+@dataclass(frozen=True, eq=False)
 class Wifi(Event):
     """The Wi-Fi network's name or passphrase was set (wifi.py)."""
     TOPIC: ClassVar[str] = "wifi"

@@ -19,6 +19,7 @@ import sqlite3
 from pathlib import Path
 
 from ... import __version__, migrations, wifi
+from ...restart import back_in
 from ...commands import CommandError
 from ...component import Component
 from .apply import apply
@@ -28,7 +29,7 @@ from .validate import validate
 
 log = logging.getLogger(__name__)
 RESTART_NOTE = "restart the controller (systemctl restart homework-controller) to use the restored settings"
-RESTARTING_NOTE = "restarting: the controller restarts now to use the restored settings (back in a few seconds)"
+RESTARTING_NOTE = "restarting: the controller restarts now to use the restored settings"
 
 
 class Backup(Component):
@@ -77,8 +78,11 @@ class Backup(Component):
         log.warning("settings restored from a backup made %s (schema %s, software %s): %s",
                     doc.get("created"), doc.get("schema"), doc.get("software"), written)
         restarting = self.ctx.restart is not None
+        seconds = back_in(self.ctx.restart) if restarting else None
         if restarting:
             self.ctx.restart("settings restored from a backup")
         return {"restored": written, "created": doc.get("created"), "schema": doc.get("schema"),
                 "software": doc.get("software"), "restarting": restarting,
-                "note": RESTARTING_NOTE if restarting else RESTART_NOTE}
+                "back_in": seconds,
+                "note": (RESTARTING_NOTE + (f" (back in about {seconds} s)" if seconds else " (back in a few seconds)"))
+                if restarting else RESTART_NOTE}

@@ -39,7 +39,7 @@ MANIFEST = Manifest(
     ),
     routes=("querylog",),
     publishes=(events.DnsQuery, events.DnsAnswer),
-    hears=(events.Device, events.Lease, events.Ipv6Plan, events.ScheduleStrict),
+    hears=(events.Device, events.Lease, events.Ipv6Plan, events.ScheduleStrict, events.Timezone),
     counters={
         "dns.queries": "queries homework-dnsd answered",
         "dns.answers": "upstream answers homework-dnsd reported (for the reverse check)",

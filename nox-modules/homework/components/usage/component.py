@@ -64,6 +64,7 @@ class Usage(Component):
         self.ctx.commands.register("usage-lift", self.lift)
         self.ctx.bus.subscribe("lease", self._on_lease)
         self.ctx.bus.subscribe("ipv6_plan", self._on_ipv6_plan)
+        self.ctx.bus.subscribe("timezone", self._on_timezone)
         self.ctx.device_facts.append(self._facts)
 
     def stop(self) -> None:
@@ -108,6 +109,14 @@ class Usage(Component):
                                        detail=f"the household has used {level}% of its {self.cap.cap} byte cap "
                                               f"({self._period_used} bytes) this billing period"))
         return self._check_limits(ev.mac, max(up, 0) + max(down, 0), now)
+
+    def _on_timezone(self, topic: str, ev) -> None:
+        """Hours, days and billing periods by the new zone from now ([usage] timezone, when
+        set, still wins)."""
+        if self.ctx.config.usage_timezone:
+            return
+        self.tz = self.book.tz = periods.zone(ev.zone)
+        self._period = (0, 0)           # the billing period is read again by the new zone
 
     def _period_so_far(self, now: float) -> tuple[int, int]:
         """The current billing period; its bytes are re-read when it changes."""

@@ -36,7 +36,7 @@ MANIFEST = Manifest(
                            "alerted": "alert state"}),
     ),
     publishes=(events.Alert,),
-    hears=(events.Bandwidth, events.Lease, events.Ipv6Plan),
+    hears=(events.Bandwidth, events.Lease, events.Ipv6Plan, events.Timezone),
     alerts=(K.USAGE_80, K.USAGE_100, K.USAGE_LIMIT),
     counters={
         "usage.rows_written": "hourly usage rows written to state.db",
