@@ -23,6 +23,8 @@
 #   --hwaddr MAC           [HWADDR]          pinned MAC of the LOCAL interface, default 02:68:77:00:00:01
 #   --state-dir DIR        [ROUTER_NET_STATE] where `up` remembers sysctl values for `down`,
 #                                            default /run/homework
+#   (environment only)     [WEB_CONNS]       connections one LAN device may hold open to the
+#                                            router's web servers at a time, default 64
 set -euo pipefail
 
 BRIDGE=${BRIDGE:-br0}
@@ -32,9 +34,10 @@ LAN_PORTS=${LAN_PORTS:-}
 CONTROLLER=${CONTROLLER:-tcp:127.0.0.1:6653}
 HWADDR=${HWADDR:-02:68:77:00:00:01}
 ROUTER_NET_STATE=${ROUTER_NET_STATE:-/run/homework}
+WEB_CONNS=${WEB_CONNS:-64}
 NFT_TABLE=homework
 
-usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 
 action=${1:-}
 [ -n "$action" ] || usage 2
@@ -188,6 +191,19 @@ table inet $NFT_TABLE {
     iifname "hwsat*" drop
     # and those two are for satellites only: no device reaches them from the LAN
     iifname "$BRIDGE" tcp dport { 6654, 6655 } drop
+  }
+  # The Guest Board, the API and the captive page (lighttpd on 80 and 443, the captive
+  # server on 8088) from the LAN: at most $WEB_CONNS connections at a time per device,
+  # counted per IPv4 address and per IPv6 /64 (a device has all of its /64). So one
+  # guest's thousands of idle connections cannot take the slots the household's board
+  # needs; lighttpd also ends idle ones (conf/lighttpd.conf). The management links and
+  # the router's own screen are not limited.
+  set web_clients4 { type ipv4_addr; flags dynamic; }
+  set web_clients6 { type ipv6_addr; flags dynamic; }
+  chain web_input {
+    type filter hook input priority filter; policy accept;
+    iifname "$BRIDGE" tcp dport { 80, 443, 8088 } ct state new add @web_clients4 { ip saddr ct count over $WEB_CONNS } reject with tcp reset
+    iifname "$BRIDGE" tcp dport { 80, 443, 8088 } ct state new add @web_clients6 { ip6 saddr & ffff:ffff:ffff:ffff:: ct count over $WEB_CONNS } reject with tcp reset
   }
   chain wan_forward {
     type filter hook forward priority filter; policy accept;

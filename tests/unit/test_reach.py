@@ -384,3 +384,34 @@ def test_a_backup_carries_the_forwards_and_the_tick_and_refuses_bad_ones():
         row = {**good["port_forwards"][0], **bad}
         with pytest.raises(BackupError, match=says):
             validate({"port_forwards": [row]}, {})
+
+
+def test_a_blocking_usage_limit_closes_the_forward(tmp_path, clock, tools):
+    core = new_home(tmp_path, clock, components=("dhcp", "routing", "usage", "reach"))
+    join(core, A, 1)
+    core.commands.call("permit", mac=A)
+    core.commands.call("forward-add", mac=A, ports="9000")
+    reach(core)
+    assert "tcp dport 9000" in tools.last_fill()
+    core.commands.call("usage-limit", mac=A, allowance="1M", period="day", action="block")
+    core.bus.publish("bandwidth", mac=A, ip="", bytes=2_000_000, up=0, down=2_000_000)
+    reach(core)
+    assert "9000" not in tools.last_fill()
+    assert core.commands.call("forwards")[0]["why_closed"] == "it is over its usage limit"
+    core.commands.call("usage-lift", mac=A)
+    reach(core)
+    assert "tcp dport 9000 dnat ip to 10.2.0.2:9000" in tools.last_fill()
+
+
+def test_ssdp_reaches_the_routers_stack_and_its_solicitations_reach_permitted_devices(tmp_path, clock, tools):
+    from homework.flows import LOCAL
+    from routingkit import ip_pkt
+    core = new_home(tmp_path, clock, upnp_on=True)
+    for mac, port in ((A, 1), (B, 2)):
+        join(core, mac, port)
+    core.commands.call("permit", mac=A)
+    ssdp = ip_pkt(1, A, "10.2.0.2", "239.255.255.250", proto=17, dport=1900, eth_dst="01:00:5e:7f:ff:fa")
+    assert LOCAL in core.switch.outputs(ssdp)                  # M-SEARCH to miniupnpd (the gate decides)
+    ns = {"in_port": LOCAL, "eth_src": "02:00:00:00:00:01", "eth_dst": "33:33:ff:01:00:0a", "eth_type": 0x86DD,
+          "ipv6_src": "fe80::1", "ipv6_dst": "ff02::1:ff01:a", "ip_proto": 58, "icmpv6_type": 135, "nw_ttl": 255}
+    assert core.switch.outputs(ns) == [1]                     # the permitted device only, not the pending one

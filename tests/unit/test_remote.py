@@ -155,8 +155,9 @@ def test_a_device_away_from_home_is_pending_with_its_own_addresses(home):
     assert comp.tunnel.peers_set[view["public_key"]] == [f"{lease.ip}/32", prefix]
     assert home.ctx.wan_services == {"remote access (WireGuard)": ("udp", 51820)}
     # shown with where it connects from (nothing yet)
-    assert home.commands.call("status", mac=mac)["away"] == {"connected": False, "endpoint": "", "last_handshake": 0.0,
-                                                            "received": 0, "sent": 0}
+    view = home.commands.call("status", mac=mac)
+    assert view["away"] == {"connected": False, "endpoint": "", "last_handshake": 0.0, "received": 0, "sent": 0}
+    assert view["private"] is False and view["attached"] is None     # its MAC and port are the router's making
 
 
 @pytest.mark.parametrize("name", [None, "", "   ", "x" * 65, "bad\nname", 7])

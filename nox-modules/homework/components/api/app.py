@@ -31,6 +31,7 @@ from ...callers import DEVICE, STRANGER, Caller
 from ...commands import CommandError
 from ...macaddr import BadMac, normalize
 from ...state import StorageError
+from ...values import BadValue, parse_json
 from .auth import Busy, Principal
 from . import querylog
 from . import blocklists as blocklist_routes
@@ -329,9 +330,9 @@ class ApiApp:
         if not raw:
             return {}
         try:
-            data = json.loads(raw)
-        except ValueError as exc:
-            raise ApiError(400, f"request body is not valid JSON: {exc}") from None
+            data = parse_json(raw)
+        except BadValue as exc:
+            raise ApiError(400, str(exc)) from None
         if not isinstance(data, dict):
             raise ApiError(400, "request body must be a JSON object")
         return data

@@ -5,16 +5,27 @@ from __future__ import annotations
 
 from ... import events, rowcheck
 from ...manifest import Manifest, Settings
+from .fetch import FetchError, check_url
 
 FETCH_STATISTICS = "fetch statistics: the list is fetched again"
 
 
 def blocklist_row(r: dict) -> None:
-    rowcheck.url(r["url"], "url")
+    try:
+        check_url(r["url"])          # the check a blocklist add makes
+    except FetchError as exc:
+        raise ValueError(str(exc)) from None
     rowcheck.text(r.get("owner", "*"), "owner", empty=False)
     rowcheck.number(r.get("enabled", 1), "enabled", 0, 1, whole=True)
     rowcheck.number(r.get("added", 0), "added")
     rowcheck.number(r.get("allow_local", 0), "allow_local", 0, 1, whole=True)
+
+
+def dns_option_row(r: dict) -> None:
+    rowcheck.option(r)
+    if r["key"] != "safe_search":
+        raise ValueError(f"unknown DNS option {r['key']!r}")
+    rowcheck.choice(r["value"], "safe_search", ("on", "off"))
 
 
 MANIFEST = Manifest(
@@ -24,7 +35,7 @@ MANIFEST = Manifest(
                  left_out={"id": "row ids are given anew; the names are fetched again",
                            **{c: FETCH_STATISTICS for c in ("fetched", "checked", "rules", "exceptions",
                                                             "skipped", "error")}}),
-        Settings("dns_options", (7,), ("key", "value"), rowcheck.option),     # safe_search
+        Settings("dns_options", (7,), ("key", "value"), dns_option_row),
     ),
     routes=("blocklists",),
     hears=(events.Device,),

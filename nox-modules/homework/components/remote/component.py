@@ -192,8 +192,13 @@ class Remote(Component):
                 "received": st.rx if st else 0, "sent": st.tx if st else 0}
 
     def _facts(self, mac: str) -> dict:
+        """`away`: where a device away from home connects from. Its MAC is the router's
+        making, not a randomised one, and its switch port is a veth, not a socket in the
+        wall: the board says neither."""
         peer = self.store.peers.get(mac)
-        return {"away": self._connection(peer)} if peer is not None else {}
+        if peer is None:
+            return {}
+        return {"away": self._connection(peer), "private": False, "attached": None}
 
     def _view(self, peer) -> dict:
         lease = self._lease_of(peer.mac)
