@@ -231,7 +231,7 @@ else
   # TCG: every feature QEMU emulates, except AVX/AVX2. Given those, glibc, OpenSSL and zstd
   # take their AVX2 code, which TCG runs through slow helpers: sha256 (an update's checks and
   # read-back hash over a gigabyte) ran 2.2-2.9x slower in the guest than without them.
-  ACCEL_ARGS=(-accel "tcg,thread=multi" -cpu "max,avx=off,avx2=off"); BOOT_TIMEOUT=420
+  ACCEL_ARGS=(-accel "tcg,thread=multi" -cpu "max,avx=off,avx2=off"); BOOT_TIMEOUT=900   # a busy machine (load 12 here) took over 420 s for a first boot
 fi
 log "accelerator: $ACCEL$( [ "$ACCEL" = tcg ] && echo ' (KVM probe failed or disabled: a kernel did not boot under KVM)')"
 
