@@ -32,11 +32,16 @@ HW.restart = (function ($) {
 
   /* Back when the API answers anything but "not reachable" (lighttpd's 502/503 while the
      controller is away): 200 or 401 (a restore ends the sessions). */
-  function poll(startedAt) {
+  function poll(startedAt, stay) {
     function back() {
       clearInterval(timer);
       say("The router is back.");
-      setTimeout(function () { window.location.reload(); }, 1000);
+      setTimeout(function () {
+        if (!stay) { window.location.reload(); return; }
+        banner().remove();
+        $banner = null;
+        active = false;
+      }, 1000);
     }
     $.ajax({ url: "/ws.v1/session", dataType: "json", timeout: 5000 }).done(back).fail(function (xhr) {
       if (xhr.status === 401) { back(); return; }
@@ -45,11 +50,13 @@ HW.restart = (function ($) {
         say("The router has not come back yet. Wait a little longer, then reload this page.");
         return;
       }
-      setTimeout(function () { poll(startedAt); }, POLL_MS);
+      setTimeout(function () { poll(startedAt, stay); }, POLL_MS);
     });
   }
 
-  /* show(why, backIn seconds, {reset: true} after a factory reset) */
+  /* show(why, backIn seconds, {reset: true} after a factory reset; {stay: true}: the page
+     that asked tells the outcome itself, so the banner goes once the router is back instead
+     of reloading the page) */
   function show(why, backIn, options) {
     if (active) return;
     active = true;
@@ -72,7 +79,7 @@ HW.restart = (function ($) {
     tick();
     timer = setInterval(tick, 1000);
     // it stops answering a second after it said so: ask from a few seconds on
-    if (!reset) setTimeout(function () { poll(Date.now()); }, 3000);
+    if (!reset) setTimeout(function () { poll(Date.now(), options && options.stay); }, 3000);
   }
 
   return { show: show, active: function () { return active; } };

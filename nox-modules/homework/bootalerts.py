@@ -44,7 +44,7 @@ def publish_new(directory: Path, bus) -> int:
             log.error("boot alert %s cannot be marked told (%s): not published, or it would repeat", path, exc)
             continue
         log.warning("the router's start-up: %s", detail)
-        bus.publish(Alert(mac="", kind=kind, detail=detail))
+        bus.publish(Alert(mac="", kind=kind, detail=detail, data={"file": path.name}))
         told += 1
     return told
 

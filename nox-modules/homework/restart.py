@@ -13,8 +13,8 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 log = logging.getLogger(__name__)
 DELAY_SECONDS = 1.0      # lets the API/CLI answer reach the caller before the sockets close

@@ -24,4 +24,4 @@ def test_each_boot_alert_is_published_once(tmp_path):
     assert bootalerts.publish_new(d, bus) == 0 and len(got) == 2            # told once
     assert bootalerts.publish_new(tmp_path / "none", bus) == 0               # no directory: nothing
     note = from_event("alert", got[1])
-    assert note["title"] == "The router's start-up needs your attention" and note["mac"] == ""
+    assert note["title"] == "The router's start-up needs your attention." and note["mac"] == ""

@@ -90,7 +90,8 @@ def test_grubs_half_of_a_spent_offer_is_cleared_but_a_fresh_offer_stays(lab):
     assert result["withdrawn"] == [] and entry.exists()
     assert slots.read_grubenv(lab.esp) == {"good_slot": "a", "try_slot": "b"}
     # made before this boot, which is on A: systemd-boot spent it (UEFI); GRUB's half goes too
-    (lab.esp / "loader" / "entries" / "homework-b+1.conf").rename(lab.esp / "loader" / "entries" / "homework-b+0-1.conf")
+    entries = lab.esp / "loader" / "entries"
+    (entries / "homework-b+1.conf").rename(entries / "homework-b+0-1.conf")
     past = time.time() - 600
     os.utime(env, (past, past))
     result = slots.mark_good(lab.esp, "a", booted_at=time.time() - 60)
@@ -101,7 +102,8 @@ def test_grubs_half_of_a_spent_offer_is_cleared_but_a_fresh_offer_stays(lab):
 
 def lab_config(lab):
     # the alert files go beside the control socket: the lab's, never this machine's /run/homework
-    return configuration.parse({"update": lab.config(), "controller": {"control_socket": str(lab.dir / "control.sock")}})
+    return configuration.parse({"update": lab.config(),
+                                "controller": {"control_socket": str(lab.dir / "control.sock")}})
 
 
 def test_mark_good_command_waits_for_ready_and_refuses_when_never_ready(lab, capsys):
@@ -196,10 +198,11 @@ def test_an_unreadable_esp_never_reboots_and_tells_the_household(lab, monkeypatc
         raise OSError(5, "Input/output error")
     monkeypatch.setattr(slots, "read_grubenv", eio)
     assert update_main.mark_good(cfg, ready=lambda: False, wait=0.1, uefi=False) == update_main.PROBLEM
-    assert "could not be read" in json.loads((update_main.alert_dir(cfg) / update_main.ALERT_FILE).read_text())["detail"]
+    alert = update_main.alert_dir(cfg) / update_main.ALERT_FILE
+    assert "could not be read" in json.loads(alert.read_text())["detail"]
     # ready, and the ESP fails while marking: the router works, no reboot, an alert
     assert update_main.mark_good(cfg, ready=lambda: True, wait=1, uefi=False) == update_main.PROBLEM
-    assert "could not be updated" in json.loads((update_main.alert_dir(cfg) / update_main.ALERT_FILE).read_text())["detail"]
+    assert "could not be updated" in json.loads(alert.read_text())["detail"]
 
 
 def test_the_image_script_reboots_on_exit_10_only():

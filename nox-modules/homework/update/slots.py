@@ -218,7 +218,7 @@ class Entry:
         return "trying" if self.tries_left > 0 else "failed"
 
     def fields(self) -> dict[str, str]:
-        out = {}
+        out: dict[str, str] = {}
         try:
             text = self.path.read_text(encoding="utf-8", errors="replace")
         except OSError:
@@ -297,7 +297,7 @@ def mark_good(esp: Path, slot: str, booted_at: float | None = None, step=None) -
                 os.replace(entry.path, target)
                 renamed = entry.path.name
             for entry in spend:
-                spent = esp / ENTRIES / f"homework-{entry.slot}+0-{entry.tries_done + entry.tries_left}.conf"
+                spent = esp / ENTRIES / f"homework-{entry.slot}+0-{entry.tries_done + (entry.tries_left or 0)}.conf"
                 step(f"withdraw {entry.path.name}")
                 os.replace(entry.path, spent)
                 withdrawn.append(f"{entry.path.name} -> {spent.name}")

@@ -4,6 +4,7 @@ their fetch statistics: the names are fetched again) and the DNS options it sets
 from __future__ import annotations
 
 from ... import events, rowcheck
+from ...interfaces import DnsLists, RestoredLists
 from ...manifest import Manifest, Settings
 from .fetch import FetchError, check_url
 
@@ -38,5 +39,7 @@ MANIFEST = Manifest(
         Settings("dns_options", (7,), ("key", "value"), dns_option_row),
     ),
     routes=("blocklists",),
+    needs={"dns": DnsLists},
+    offers=(RestoredLists,),
     hears=(events.Device,),
 )

@@ -3,6 +3,7 @@ up), the addresses it learns for the reverse check (not), its query events and c
 from __future__ import annotations
 
 from ... import events, rowcheck
+from ...interfaces import DnsdReady, DnsLists
 from ...manifest import Manifest, NotBackedUp, Settings
 from ..schedules.windows import WindowError, parse_spec
 from .names import normalize_domain
@@ -38,8 +39,10 @@ MANIFEST = Manifest(
         NotBackedUp("dns_learned", (1,), "the reverse check learns addresses again from answers"),
     ),
     routes=("querylog",),
+    offers=(DnsLists, DnsdReady),
     publishes=(events.DnsQuery, events.DnsAnswer),
-    hears=(events.Device, events.Lease, events.Ipv6Plan, events.ScheduleStrict, events.Timezone),
+    hears=(events.Device, events.Lease, events.Ipv6Plan, events.ScheduleStrict, events.CutOffChanged,
+           events.Timezone),
     counters={
         "dns.queries": "queries homework-dnsd answered",
         "dns.answers": "upstream answers homework-dnsd reported (for the reverse check)",

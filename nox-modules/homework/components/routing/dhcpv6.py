@@ -13,6 +13,7 @@ from ...ipv6plan import ROUTER_LINK_LOCAL
 PORT_CLIENT, PORT_SERVER = 546, 547
 INFORMATION_REQUEST, REPLY = 11, 7
 OPT_CLIENTID, OPT_SERVERID, OPT_DNS_SERVERS, OPT_DOMAIN_LIST = 1, 2, 23, 24
+OPT_CAPTIVE_PORTAL = 103        # RFC 8910: the captive portal API's URL
 DUID_LL, HW_ETHERNET = 3, 1
 
 
@@ -39,9 +40,10 @@ def _option(code: int, body: bytes) -> bytes:
 
 
 def reply_frame(router_mac: bytes, device_mac: bytes, device_ll: ipaddress.IPv6Address, xid: bytes,
-                client_id: bytes, dns: ipaddress.IPv6Address, search: bytes = b"") -> bytes:
-    """`search`: the domain search list in DNS wire format (ndp.dns_names)."""
-    """The Ethernet frame of the REPLY, from fe80::1:547 to the asking address :546."""
+                client_id: bytes, dns: ipaddress.IPv6Address, search: bytes = b"", captive: str = "") -> bytes:
+    """The Ethernet frame of the REPLY, from fe80::1:547 to the asking address :546.
+    `search`: the domain search list in DNS wire format (ndp.dns_names); `captive`: the
+    captive portal API's URL (RFC 8910, option 103), as the RA and DHCPv4 give it."""
     body = bytes([REPLY]) + xid
     if client_id:
         body += _option(OPT_CLIENTID, client_id)
@@ -49,6 +51,8 @@ def reply_frame(router_mac: bytes, device_mac: bytes, device_ll: ipaddress.IPv6A
     body += _option(OPT_DNS_SERVERS, dns.packed)
     if search:
         body += _option(OPT_DOMAIN_LIST, search)
+    if captive:
+        body += _option(OPT_CAPTIVE_PORTAL, captive.encode())
     length = 8 + len(body)
     pseudo = ROUTER_LINK_LOCAL.packed + device_ll.packed + struct.pack("!IxxxB", length, 17)
     udp = struct.pack("!HHHH", PORT_SERVER, PORT_CLIENT, length, 0) + body
