@@ -1069,7 +1069,7 @@ else fail "GET /ws.v1/system shows the WAN lease" "see $ART/checks.log"; fi
 rm -f "$ART/recovery.hold"
 
 # Diagnostics for the record (boot time per unit, the controller's log)
-g "systemd-analyze; systemd-analyze critical-chain homework-ready.service; systemd-analyze blame | head -25; journalctl -b -o short-monotonic -u homework-firstboot -u homework-net --no-pager | tail -30; journalctl -u homework-controller --no-pager | tail -40" \
+g "systemd-analyze; systemd-analyze critical-chain homework-ready.service; systemd-analyze blame | head -25; journalctl -b -o short-monotonic -u homework-firstboot -u homework-net --no-pager | tail -30; journalctl -u homework-controller --no-pager | tail -40; echo '== memory and restarts'; free -m; dmesg | grep -iE 'out of memory|killed process|oom' | tail; systemctl show homework-controller -p NRestarts -p ActiveEnterTimestampMonotonic -p MainPID; journalctl -b -u homework-controller --no-pager | grep -iE 'starting|stopped|traceback|error|restart' | tail -30" \
   >"$ART/guest-diagnostics.log" 2>&1
 
 # ================================================================== A/B updates
