@@ -8,7 +8,7 @@ HW.api = (function ($) {
   var csrf = null;
   var onUnauthorized = function () {};
   var EVENTS = { snapshot: "SnapshotEvent", device: "DeviceEvent", lease: "LeaseEvent", link: "LinkEvent",
-                 bandwidth: "BandwidthEvent", alert: "AlertEvent" };
+                 bandwidth: "BandwidthEvent", alert: "AlertEvent", restart: "RestartEvent" };
 
   /* Route `name` with `params` (its {path} parameters and query parameters) and a JSON
      `body`: a promise of (the answer as HW.model reads it, the jqXHR); a failure gets the

@@ -82,11 +82,11 @@ HW.model = (function () {
     SystemInfo: { version: true, uptime: true, timezone: true, timezone_source: true, schema: true, update_slot: true,
                   wan: "WanLease" },
     Restarting: { timezone: true, restarting: true, note: true },
-    ResetDone: { restarting: true, note: true, setup_code: true },
+    ResetDone: { restarting: true, note: true, setup_code: true, back_in: true },
     LastApply: { at: true, ok: true, error: true },
     WifiInfo: { ssid: true, interfaces: true, passphrase_set: true, last_apply: "LastApply", applying: true,
                 note: true },
-    Restored: { restored: true, created: true, restarting: true, note: true, problems: true, at: true },
+    Restored: { restored: true, created: true, restarting: true, note: true, problems: true, at: true, back_in: true },
     LastRestore: { applied: true, at: true, problems: true },
     RestoreStatus: { restore: "LastRestore" },
     Running: { version: true, sequence: true, slot: true },
@@ -114,7 +114,8 @@ HW.model = (function () {
     LeaseEvent: { mac: true, view: "BoardDevice" },
     LinkEvent: { mac: true, metrics: "Metrics", label: "LabelFacts" },
     BandwidthEvent: { mac: true, metrics: "Metrics" },
-    AlertEvent: { mac: true, kind: true, detail: true, at: true }
+    AlertEvent: { mac: true, kind: true, detail: true, at: true },
+    RestartEvent: { why: true, back_in: true, at: true }
   };
 
   function fields(name) {

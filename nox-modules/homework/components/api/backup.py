@@ -59,6 +59,8 @@ class Restored(Model):
     applied: bool = field(doc="false here: the restarted controller says when (GET /restore/status)")
     problems: list[str] = field(doc="what did not come back, in words (a blocklist that could not be fetched)")
     at: float = field(doc="the restore's id in GET /restore/status, epoch seconds")
+    back_in: int | None = field(doc="seconds until the restarted router answers, its estimate; null: not known "
+                                    "or not restarting")
     note: str
 
 

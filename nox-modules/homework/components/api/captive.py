@@ -41,10 +41,6 @@ class CaptiveRoutes(RouteGroup):
     tag = "captive"
     description = "What a cut-off device is told: RFC 8908's API and the page saying why"
 
-    def __init__(self, api):
-        super().__init__(api)
-        self.tz = zone(api.ctx.config.timezone)
-
     def who(self, call) -> tuple[str | None, str]:
         mac = call.client_mac
         device = self.api.ctx.state.get_device(mac) if mac else None
@@ -74,7 +70,7 @@ class CaptiveRoutes(RouteGroup):
         ctx = self.api.ctx
         mac, name = self.who(call)
         cut = ctx.cutoffs.of(mac) if mac else None
-        text = cutoff_pages.render(cut, mac, name, ctx.now(), self.tz) if cut is not None else \
+        text = cutoff_pages.render(cut, mac, name, ctx.now(), zone(ctx.config.timezone)) if cut is not None else \
             cutoff_pages.render_not_cut(name)
         resp = Response(body=text.encode(), content_type="text/html", charset="utf-8")
         resp.headers["Cache-Control"] = "no-store"

@@ -91,8 +91,15 @@ class AlertEvent(Model):
     at: float
 
 
+class RestartEvent(Model):
+    """The controller restarts in place now: every open board says so, and when it is back."""
+    why: str = field(doc="in words: 'factory reset', 'settings restored from a backup', ...")
+    back_in: int | None = field(doc="seconds, the router's estimate from its last restart; null: not known")
+    at: float
+
+
 STREAM_EVENTS = {"snapshot": SnapshotEvent, "device": DeviceEvent, "lease": LeaseEvent, "link": LinkEvent,
-                 "bandwidth": BandwidthEvent, "alert": AlertEvent}
+                 "bandwidth": BandwidthEvent, "alert": AlertEvent, "restart": RestartEvent}
 
 
 class HwdbQuery(Model):

@@ -104,12 +104,14 @@ class Satellite(Model):
     cabled: bool = field(doc="the controller drives its cable now")
     device_mac: str | None = field(doc="the MAC its own stack asked from")
     restarting: bool = field(optional=True, doc="the decision changes the cables: the controller restarts in place")
+    back_in: int | None = field(optional=True, doc="with restarting: seconds until it answers again (its estimate)")
 
 
 class SatelliteForgotten(Model):
     dpid: str
     forgotten: bool
     restarting: bool = field(optional=True)
+    back_in: int | None = field(optional=True)
 
 
 class SatelliteRoutes(RouteGroup):

@@ -59,6 +59,8 @@ class ResetDone(Model):
     restarting: bool
     note: str
     setup_code: str | None = field(doc="with it a device on the Wi-Fi sets the reset router up again")
+    back_in: int | None = field(doc="seconds until the router answers again, its estimate from its last restart; "
+                                    "null: not known")
 
 
 class PasswordBody(Model):
