@@ -63,10 +63,15 @@ HW.api = (function ($) {
 
   /* The session, if this browser has one: keeps its CSRF token for the changes. */
   function session() {
-    var ticket = setupTicket();
+    var ticket = setupTicket(), panelCode = fromAddress("panel-code");
     var check = function () {
       return request("session").done(function (s) { csrf = s.csrf || null; });
     };
+    if (panelCode) {
+      // A panel's pairing code (a wall tablet's QR code, the router's screen's kiosk): a panel session.
+      return request("panelSession", null, { code: panelCode })
+        .then(function (s) { csrf = s.csrf; return s; }, check);
+    }
     if (!ticket) return check();
     // Just set up from the waiting page: its one-time ticket opens the household's session.
     return request("setupSession", null, { ticket: ticket })
@@ -75,8 +80,10 @@ HW.api = (function ($) {
 
   /* The ticket the waiting page's set-up passes in the address (#setup-ticket=...), taken
      out of it at once so it is never bookmarked or shared. */
-  function setupTicket() {
-    var m = /(?:^#|&)setup-ticket=([^&]+)/.exec(window.location.hash);
+  function setupTicket() { return fromAddress("setup-ticket"); }
+
+  function fromAddress(name) {
+    var m = new RegExp("(?:^#|&)" + name + "=([^&]+)").exec(window.location.hash);
     if (!m) return null;
     window.history.replaceState(null, "", window.location.pathname + window.location.search);
     return decodeURIComponent(m[1]);

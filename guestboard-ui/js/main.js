@@ -18,7 +18,8 @@ jQuery(function ($) {
     setLive(false);
   }
 
-  function start() {
+  function start(session) {
+    if (HW.panelMode) HW.panelMode.start(session);           // the router's screen, a wall tablet
     if (HW.usageBanner) HW.usageBanner.refresh();
     if (HW.remote) HW.remote.init();       // the "Away from home" button (remote.js)
     if (es) es.close();
@@ -86,6 +87,7 @@ jQuery(function ($) {
 
   HW.board.on("drop", decide);
   HW.board.on("open", function (mac) {
+    if (HW.panelMode && HW.panelMode.active()) { HW.panelMode.open(mac); return; }   // Let in / Keep out
     if (mac.indexOf("ap-") !== 0) HW.panel.open(mac);     // an access point has no device panel
   });
   HW.panel.init();

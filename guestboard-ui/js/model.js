@@ -11,9 +11,12 @@ HW.model = (function () {
   /* shape -> {field: true | "Shape" | ["Shape"] | {"*": "Shape"}}; "_extends": a shape whose
      fields come too. "raw": an answer passed on as it is (a backup file, saved unread). */
   var SHAPES = {
-    SessionAnswer: { kind: true, role: true, csrf: true, storage: "Storage" },
+    SessionAnswer: { kind: true, role: true, csrf: true, panel: true, set_up: true, storage: "Storage" },
     Storage: { full: true, writable: true, error: true, queued_writes: true },
-    LoginAnswer: { csrf: true },
+    LoginAnswer: { csrf: true, role: true, panel: true },
+    PanelCode: { code: true, url: true, qr_svg: true, expires_in: true, name: true },
+    Panel: { id: true, kind: true, name: true, device: true, last_used: true },
+    PanelDisplay: { dim: true, brightness: true, enabled: true, from: true, to: true, night_brightness: true },
     LoggedOut: { logged_out: true },
 
     Lease: { ip: true, active: true },
@@ -80,7 +83,7 @@ HW.model = (function () {
 
     WanLease: { up: true, "interface": true, address: true, gateway: true, dns: true, up_for: true },
     SystemInfo: { version: true, uptime: true, timezone: true, timezone_source: true, schema: true, update_slot: true,
-                  wan: "WanLease" },
+                  wan: "WanLease", hardware: true },
     Restarting: { timezone: true, restarting: true, note: true },
     ResetDone: { restarting: true, note: true, setup_code: true, back_in: true },
     LastApply: { at: true, ok: true, error: true },

@@ -12,6 +12,12 @@ HW.routes = (function () {
     login: { method: "POST", path: "login", answer: "LoginAnswer" },
     logout: { method: "POST", path: "logout", answer: "LoggedOut" },
     setupSession: { method: "POST", path: "setup/session", answer: "LoginAnswer" },
+    panelSession: { method: "POST", path: "panels/session", answer: "LoginAnswer" },
+    pairPanel: { method: "POST", path: "panels/pair", answer: "PanelCode" },
+    panels: { method: "GET", path: "panels", answer: ["Panel"] },
+    revokePanel: { method: "POST", path: "panels/{panel_id}/revoke", answer: null },
+    panelDisplay: { method: "GET", path: "panels/display", answer: "PanelDisplay" },
+    setPanelNight: { method: "POST", path: "panels/night", answer: "PanelDisplay" },
 
     devices: { method: "GET", path: "devices", answer: ["BoardDevice"] },
     device: { method: "GET", path: "devices/{mac}", answer: "DevicePanel" },

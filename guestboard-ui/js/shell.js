@@ -63,17 +63,18 @@ HW.shell = (function ($) {
 
     function showLogin(message) {
       if (opts.stop) opts.stop();
+      if (HW.panelMode && HW.panelMode.unpaired()) return;      // a panel's session ended (panelmode.js)
       $main.prop("hidden", true);
       $("#logout, [data-logged-in]").prop("hidden", true);
       $("#login").prop("hidden", false).find(".error").text(message || "");
       $("#login input[name=password]").val("").trigger("focus");
     }
 
-    function start() {
+    function start(session) {
       $("#login").prop("hidden", true);
       $main.prop("hidden", false);
       $("#logout, [data-logged-in]").prop("hidden", false);
-      opts.start();
+      opts.start(session);
     }
 
     HW.api.bindLogin(start, showLogin);

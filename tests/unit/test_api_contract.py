@@ -94,14 +94,16 @@ def test_every_route_declares_its_access_answer_and_summary():
             assert isinstance(op.access, Access) and op.summary and op.name, (op.method, op.path)
             assert op.answer is not None, f"{op.method} {op.path} declares no answer"
             if op.method != "GET" and op.access is not Access.PUBLIC:
-                assert op.access in (Access.ADMIN, Access.ASKING, Access.READ), (op.method, op.path)
+                assert op.access in (Access.ADMIN, Access.PANEL, Access.ASKING, Access.READ), (op.method, op.path)
 
 
 def test_changes_are_admin_only_except_the_few_that_say_why():
     open_changes = {(op.method, op.path) for g in catalog.GROUPS for op in g.operations()
                     if op.method != "GET" and op.access is not Access.ADMIN}
     assert open_changes == {("POST", "/login"), ("POST", "/logout"), ("POST", "/satellites/pair"),
-                            ("POST", "/setup"), ("POST", "/setup/session")}
+                            ("POST", "/setup"), ("POST", "/setup/session"), ("POST", "/panels/session"),
+                            # a panel (the router's screen, a wall tablet) lets devices in or out and names them
+                            ("POST", "/permit/{mac}"), ("POST", "/deny/{mac}"), ("POST", "/meta/{mac}")}
 
 
 def test_every_route_that_changes_a_device_declares_the_own_access_rule():

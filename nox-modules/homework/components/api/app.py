@@ -12,7 +12,9 @@ Access, checked in this order for every request:
    already keep it away from the router's HTTPS port), whichever family it uses;
 2. credentials: `Authorization: Bearer <token>` or the Guest Board's session cookie;
    none -> 401;
-3. role: `read-only` may only use GET methods; everything else needs `admin` -> 403;
+3. role: `read-only` may only use GET methods; a panel (the router's screen, a wall
+   tablet: panels.py) may also let devices in or out (`panel` routes); everything else
+   needs `admin` -> 403;
 4. a session-authenticated request other than GET carries the session's CSRF token in
    X-CSRF-Token -> 403;
 5. a device may not change anything about itself (its access, DNS rules, pauses,
@@ -37,7 +39,7 @@ from ...commands import CommandError
 from ...macaddr import BadMac, normalize
 from ...state import StorageError
 from ...values import BadValue, parse_json
-from .auth import Busy, Principal
+from .auth import PANEL, Busy, Principal
 from .http import ApiError, Call, error, json_response
 from .model import Invalid, check_answer, is_model, parse
 from .routes import Access, Operation, param
@@ -141,6 +143,8 @@ class ApiApp:
                                {"WWW-Authenticate": 'Bearer realm="homework"'})
             if op.access is Access.ADMIN and not principal.is_admin:
                 raise ApiError(403, f"this needs the admin role; these credentials are {principal.role}")
+            if op.access is Access.PANEL and not principal.may_decide:
+                raise ApiError(403, f"this needs the admin role (or a panel's); these credentials are {principal.role}")
             if req.method not in SAFE_METHODS and principal.kind == "session":
                 sent = req.headers.get("X-CSRF-Token", "")
                 if not hmac.compare_digest(sent.encode(), principal.csrf.encode()):
@@ -310,11 +314,16 @@ class ApiApp:
             self.limiter.succeeded(key)
         return ok
 
-    def new_session(self, call: Call):
-        """An admin session for the caller: the cookie and the answer with its CSRF token."""
-        sid, csrf = self.auth.create_session(call.client)
-        resp = json_response({"role": "admin", "csrf": csrf, "expires_in": self.auth.session_lifetime})
-        resp.set_cookie(COOKIE, sid, max_age=self.auth.session_lifetime, path=f"{PREFIX}/", httponly=True,
+    def new_session(self, call: Call, role: str = "admin", **panel):
+        """A session for the caller (admin, or a panel's: panels.py): the cookie and the
+        answer with its CSRF token."""
+        sid, csrf = self.auth.create_session(call.client, role=role, **panel)
+        lifetime = self.auth.session_lifetime if role != PANEL else int(self.auth.panel_lifetime)
+        out = {"role": role, "csrf": csrf, "expires_in": lifetime}
+        if role == PANEL:
+            out["panel"] = panel.get("kind", "")
+        resp = json_response(out)
+        resp.set_cookie(COOKIE, sid, max_age=lifetime, path=f"{PREFIX}/", httponly=True,
                         samesite="strict", secure=self.is_https(call.req))
         return resp
 

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 from webob import Response
 
+from .auth import PANEL
 from .http import ApiError
 from .model import Field, Model, field
 from .routes import MAC_PATTERN, Access, Param, RouteGroup, get, needs, post
@@ -143,15 +144,22 @@ class DecisionRoutes(RouteGroup):
     tag = "devices"
 
     def decide(self, call, decision: str, mac: str):
+        if call.principal is not None and call.principal.role == PANEL and not self.api.auth.password_chosen():
+            # The first hour belongs to the household's own password (setup.py): a panel's
+            # decision would close the set-up offer for it.
+            raise ApiError(409, "set this router up first: plug a computer into one of its ports and open "
+                                "any web page on it; the panel lets devices in after that")
         return self.api.command(decision, mac=mac)
 
-    @post("/permit/{mac}", Access.ADMIN, DECISIONS["permit"], answer=Device, own_access="mac",
-          params={"mac": ANY_MAC}, description="A MAC never seen is pre-approved.")
+    @post("/permit/{mac}", Access.PANEL, DECISIONS["permit"], answer=Device, own_access="mac",
+          params={"mac": ANY_MAC}, description="A MAC never seen is pre-approved. A panel may call it too.",
+          errors={409: "a panel's decision before the household has set the router up"})
     def permit(self, call, mac):
         return self.decide(call, "permit", mac)
 
-    @post("/deny/{mac}", Access.ADMIN, DECISIONS["deny"], answer=Device, own_access="mac",
-          params={"mac": ANY_MAC}, description="A MAC never seen is pre-approved.")
+    @post("/deny/{mac}", Access.PANEL, DECISIONS["deny"], answer=Device, own_access="mac",
+          params={"mac": ANY_MAC}, description="A MAC never seen is pre-approved. A panel may call it too.",
+          errors={409: "a panel's decision before the household has set the router up"})
     def deny(self, call, mac):
         return self.decide(call, "deny", mac)
 
@@ -203,7 +211,8 @@ class DecisionRoutes(RouteGroup):
     def group_forget(self, call, body):
         return self.group(call, "forget", body)
 
-    @post("/meta/{mac}", Access.ADMIN, "Set a device's name, owner and type", body=Meta, answer=Device,
+    @post("/meta/{mac}", Access.PANEL, "Set a device's name, owner and type (a panel too: the name a device "
+          "is let in with)", body=Meta, answer=Device,
           params={"mac": ANY_MAC}, errors={404: NOT_SEEN})
     def meta(self, call, mac, body):
         return self.api.command("set-meta", mac=mac, **{k: getattr(body, k) for k in body.given()})

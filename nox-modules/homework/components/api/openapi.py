@@ -99,7 +99,7 @@ def operation(op: Operation, schemas: Schemas) -> dict:
     if op.access in (Access.PUBLIC, Access.ASKING, Access.CALLER):
         out["security"] = []
     out["x-access"] = op.access.value
-    if op.access in (Access.READ, Access.ADMIN) and op.method not in ("GET", "HEAD"):
+    if op.access in (Access.READ, Access.PANEL, Access.ADMIN) and op.method not in ("GET", "HEAD"):
         out["x-csrf"] = True
     if op.own_access:
         out["x-own-access"] = op.own_access
@@ -122,7 +122,7 @@ def errors(op: Operation) -> dict[int, str]:
     out: dict[int, str] = {}
     if op.body is not None or op.query is not None or op.path_names():
         out[400] = "the request does not fit: the message says what and how"
-    if op.access in (Access.READ, Access.ADMIN):
+    if op.access in (Access.READ, Access.PANEL, Access.ADMIN):
         out[401] = "no credentials, or an invalid or revoked token"
         out[403] = ("not allowed: a LAN device that is not permitted, a read-only token on a change, a wrong "
                     "CSRF token" + (", or a device changing its own access" if op.own_access else ""))
@@ -238,8 +238,24 @@ def breaking(released: list[str], current: list[str]) -> list[str]:
             continue      # a request field that may now be left out
         if _widened(tail, new):
             continue      # more values than it had (named in the changelog: unnamed_additions)
+        if line.startswith("op ") and _access_looser(tail, new):
+            continue      # more callers than it had (a panel's session besides the admin's)
         out.append(f"changed: {line} -> {new}")
     return out
+
+
+# how much an operation's access asks of its caller: a change to a smaller rank lets
+# everyone in who was let in before (and more)
+ACCESS_RANK = {"public": 0, "asking": 0, "caller": 0, "read": 1, "panel": 2, "admin": 3}
+
+
+def _access_looser(old: str, new: str) -> bool:
+    """`op METHOD /path [access]` lines whose access asks less than it did."""
+    pick = re.compile(r"\[([a-z-]+)\]$")
+    a, b = pick.search(old), pick.search(new)
+    return bool(a and b and a.group(1) in ACCESS_RANK and b.group(1) in ACCESS_RANK
+                and old.rsplit(" [", 1)[0] == new.rsplit(" [", 1)[0]
+                and ACCESS_RANK[b.group(1)] < ACCESS_RANK[a.group(1)])
 
 
 def _widened(old: str, new: str) -> bool:

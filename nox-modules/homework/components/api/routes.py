@@ -41,6 +41,7 @@ class Access(StrEnum):
     PUBLIC = "public"
     ASKING = "asking"
     READ = "read"
+    PANEL = "panel"         # an admin, or a panel's session (the router's screen, a wall tablet)
     ADMIN = "admin"
     CALLER = "caller"       # any device of the home, in any state, without credentials: about itself
 

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from webob import Response
 
 from ...state import StorageError
+from .auth import PANEL
 from .http import ApiError, json_response
 from .model import Model, field
 from .routes import Access, Param, RouteGroup, get, post
@@ -33,9 +34,10 @@ class LoginBody(Model):
 
 
 class LoginAnswer(Model):
-    role: Literal["admin"]
+    role: Literal["admin", "panel"] = field(doc="panel: a panel's session (POST /panels/session)")
     csrf: str = field(doc="send it in X-CSRF-Token with every change made in this session")
     expires_in: int = field(doc="seconds the session lasts")
+    panel: Literal["screen", "tablet"] = field(optional=True, doc="a panel's session: which kind")
 
 
 class Storage(Model):
@@ -51,8 +53,12 @@ class Storage(Model):
 class SessionAnswer(Model):
     """Who is calling, and the state of the router's storage."""
     kind: Literal["session", "token"]
-    role: Role
+    role: Literal["admin", "read-only", "panel"] = field(doc="panel: the router's screen or a wall tablet, "
+                                                              "which may let devices in or out and read")
     csrf: str = field(optional=True, doc="sessions only")
+    panel: Literal["screen", "tablet"] = field(optional=True, doc="a panel's session: which kind")
+    set_up: bool = field(optional=True, doc="a panel's session: the household has set the router up (a panel "
+                                            "decides only then)")
     storage: Storage
 
 
@@ -129,6 +135,9 @@ class SessionRoutes(RouteGroup):
         out = {"kind": p.kind, "role": p.role}
         if p.kind == "session":
             out["csrf"] = p.csrf
+        if p.role == PANEL:
+            out["panel"] = p.panel
+            out["set_up"] = self.api.auth.password_chosen()   # a panel decides once the household has its password
         out["storage"] = self.api.ctx.state.storage()
         return out
 

@@ -10,7 +10,7 @@ a password is never echoed. Any other factory-reset body: 400 naming the phrase.
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from ...factory_reset import CONFIRM
 from .auth import check_new_password
@@ -41,6 +41,8 @@ class SystemInfo(Model):
     schema: int = field(doc="the state database's schema version")
     update_slot: str = field(doc="the slot the router runs from; '' off the image")
     wan: WanLease | None = field(doc="the internet link; null off the image (no lease file)")
+    hardware: dict[str, Any] | None = field(doc="ports, radios, unusable, problems (each {severity, subject, "
+                                                "message}), kernel, regdomain, gathered_at: docs/hardware.md")
 
 
 class TimezoneBody(Model):
