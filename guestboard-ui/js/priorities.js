@@ -237,6 +237,36 @@ jQuery(function ($) {
     HW.api.call("GET", "qos/stats").done(addSample).fail(function (xhr) {
       if (xhr.status !== 401) $("#priorities .chart-note").text(HW.api.errorText(xhr));
     });
+    HW.api.call("GET", "qos/edge").done(showEdge);
+  }
+
+  /* GET qos/edge: whether the provider's edge honours the household's priorities ([isp] edge). */
+  function connections(n) { return n === 1 ? "1 connection" : n + " connections"; }
+
+  function showEdge(e) {
+    var $card = $("#priorities .card.edge");
+    $card.prop("hidden", !e.configured);
+    if (!e.configured) return;
+    var state, drops = "";
+    if (e.reachable === null || e.reachable === undefined) {
+      state = "Asking your provider's equipment...";
+    } else if (!e.reachable || e.error) {
+      state = "Your provider's equipment does not answer: " + e.error +
+        " Your priorities still hold on this router.";
+    } else {
+      state = "Your provider honours your priorities: " + connections(e.placed) + " of " + e.wanted +
+        " placed in its queues for this home, " + e.honoured + " carrying traffic now.";
+      if (e.refused && e.refused.length) state += " It refused some: " + e.refused[0];
+    }
+    var high = (e.queues || {}).high;
+    if (high) {
+      drops = high.drops
+        ? "Its fast lane for this home has lost " + high.drops + " packets: more is set to First than the " +
+          rate(high.ceil_kbit * 1000) + " your provider guarantees carries."
+        : "Its fast lane for this home (" + rate(high.ceil_kbit * 1000) + " guaranteed) has lost no packets.";
+    }
+    $card.find(".edge-state").text(state);
+    $card.find(".edge-drops").text(drops).toggleClass("error", !!(high && high.drops));
   }
 
   /* -- changes ------------------------------------------------------------------------------ */

@@ -6,6 +6,7 @@
     homework qos app NAME CLASS --ports udp/3478-3481,tcp/443 --domains zoom.us [--days ... --from ... --to ...]
     homework qos app-delete NAME
     homework qos stats
+    homework qos edge                                        the priorities at the ISP's edge ([isp] edge)
 """
 from __future__ import annotations
 
@@ -40,6 +41,23 @@ def print_stats(result: dict) -> None:
               f"{row['bytes']:>12} bytes  {row['drops']:>6} drops")
 
 
+def print_edge(result: dict) -> None:
+    if not result.get("configured"):
+        print("no ISP edge configured ([isp] edge)")
+        return
+    if result.get("error") or not result.get("reachable"):
+        print(f"ISP edge {result.get('edge')}: {result.get('error') or 'not asked yet'}")
+    else:
+        print(f"ISP edge {result.get('edge')}: {result.get('placed')} of {result.get('wanted')} connections placed, "
+              f"{result.get('honoured')} carrying traffic (budget {result.get('budget')})")
+    for flow, queue in sorted((result.get("placed_at") or {}).items()):
+        print(f"  {queue:7}  {flow}")
+    for queue, q in (result.get("queues") or {}).items():
+        print(f"  queue {queue:7}  {q['packets']:>10} packets  {q['drops']:>6} drops  ceil {q['ceil_kbit']} kbit/s")
+    for why in result.get("refused") or []:
+        print(f"  refused: {why}")
+
+
 def _add_window(p) -> None:
     p.add_argument("--days", help="only on these days: mon-fri, sat,sun, daily, ...")
     p.add_argument("--from", dest="start", help="HH:MM local time")
@@ -47,7 +65,7 @@ def _add_window(p) -> None:
 
 
 def add_parsers(sub) -> None:
-    qos = sub.add_parser("qos", help="priorities and shaping: show, link, device, app, app-delete, stats")
+    qos = sub.add_parser("qos", help="priorities and shaping: show, link, device, app, app-delete, stats, edge")
     qsub = qos.add_subparsers(dest="qos_cmd")
     link = qsub.add_parser("link", help="the line's rates (kbit/s) and shaping on or off")
     link.add_argument("--down", type=int, help="download kbit/s")
@@ -68,6 +86,7 @@ def add_parsers(sub) -> None:
     _add_window(app)
     qsub.add_parser("app-delete", help="remove an application").add_argument("name")
     qsub.add_parser("stats", help="the last second's rates and drops per class")
+    qsub.add_parser("edge", help="the priorities placed at the ISP's edge: placed, honoured, drops")
 
 
 def run(args, call, sock: str):
@@ -86,4 +105,6 @@ def run(args, call, sock: str):
         return call(sock, "qos-app-delete", name=args.name), print_qos
     if sub == "stats":
         return call(sock, "qos-stats"), print_stats
+    if sub == "edge":
+        return call(sock, "qos-edge"), print_edge
     return call(sock, "qos"), print_qos

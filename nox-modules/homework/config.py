@@ -174,6 +174,16 @@ def domain_list(key: str, value: str) -> str:
     return value
 
 
+def edge_url(key: str, value: str) -> str:
+    """'' or https://ADDRESS:PORT: an ISP edge's control interface."""
+    if value and not re.fullmatch(r"https://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}/?", value):
+        raise ConfigError(key, f"{value!r} is not https://HOST:PORT (e.g. https://100.64.0.254:6700)")
+    return value
+
+
+ALLOWED[edge_url] = "'' (none) or https://HOST:PORT"
+
+
 def _zero_or_rate(key: str, value: int) -> int:
     return value if value == 0 else int_range(64, 10_000_000)(key, value)
 
@@ -433,6 +443,13 @@ KEYS: tuple[Key, ...] = (
         ifname_or_empty),
     Key("qos.wan_interface", "qos_wan_interface", str, "", "where upload is shaped; '' = wanwatch.interface",
         ifname_or_empty),
+    Key("isp.edge", "isp_edge", str, "",
+        "the ISP edge's control interface (ispedge/), where the household's priorities are placed too; "
+        "'' = none", edge_url),
+    Key("isp.ca", "isp_ca", str, "/var/lib/homework/isp/isp-ca.crt", "the ISP's CA certificate (PEM)"),
+    Key("isp.cert", "isp_cert", str, "/var/lib/homework/isp/edge.crt",
+        "the household's certificate the ISP issued for the edge (PEM)"),
+    Key("isp.key", "isp_key", str, "/var/lib/homework/isp/edge.key", "its key (PEM; made on the router)"),
     Key("mqtt.host", "mqtt_host", str, "", "the MQTT broker's host name or address; '' = no MQTT"),
     Key("mqtt.port", "mqtt_port", int, 1883, "the broker's port", int_range(1, 65535)),
     Key("mqtt.username", "mqtt_username", str, "", "the controller's MQTT user; '' = anonymous"),

@@ -31,6 +31,7 @@ class AlertKind(StrEnum):
     STORAGE_FULL = "storage-full"               # the state disk is full: changes are refused
     STORAGE_ERROR = "storage-error"             # the state disk cannot be written for another reason
     QOS_HIGH_DROPS = "qos-high-drops"           # the high-priority class dropped packets
+    ISP_HIGH_DROPS = "isp-high-drops"           # the ISP edge's high queue for this home dropped packets
     WAN_DOWN = "wan-down"
     WAN_UP = "wan-up"
     LAN_PORT_MISSING = "lan-port-missing"       # a configured LAN port is not on the bridge

@@ -62,6 +62,11 @@ class Driver:
         # (the test sets it up in the browser: first_hour.test.mjs).
         self.laptop_set_up = config.pop("laptop_set_up", True)
         kw = {"public_wan": config.pop("public_wan", False)}      # UPnP mappings (homelab.PUBLIC_WAN_ADDR)
+        # {"isp_edge": true}: the WAN line runs through an ISP edge (homelab/isp_edge.py)
+        self.edge = None
+        if config.pop("isp_edge", False):
+            from homelab.isp_edge import home_edge
+            self.edge, config["isp"] = home_edge()
         components = config.get("controller", {}).get("components")
         if components or self.dns_lab:
             # The browser's device gets in as a household's does: through the waiting page,
@@ -84,6 +89,8 @@ class Driver:
 
     def start(self) -> dict:
         self.home.start()
+        if self.edge is not None:
+            self.edge.splice(self.home)
         # a home that names no components runs the image's, the board and DNS included
         self.web = self.home.web or Web(self.home).start()
         if self.home.dns is not None:
@@ -389,6 +396,8 @@ class Driver:
     def close(self):
         if getattr(self, "wg_client", None) is not None:
             self.wg_client.close()
+        if self.edge is not None:
+            self.edge.close()
         self.home.close()
 
 

@@ -6,6 +6,7 @@
     POST   /ws.v1/qos/apps            {"name", "class", "ports", "domains", "window"?}: create or replace by name
     DELETE /ws.v1/qos/apps/{name}
     GET    /ws.v1/qos/stats           the last second's per class and per device counters
+    GET    /ws.v1/qos/edge            the priorities at the ISP's edge ([isp] edge): placed, honoured, drops
 
 Every POST answers with the GET body. Bad input (an unknown class, a rate of 0 or over
 10,000,000 kbit/s, a malformed port) is a 400 naming the problem; nothing is stored.
@@ -35,6 +36,10 @@ def add_routes(app) -> None:
     def stats(call):
         need()
         return json_response(app.command("qos-stats"))
+
+    def edge(call):
+        need()
+        return json_response(app.command("qos-edge"))
 
     def link(call):
         need()
@@ -73,6 +78,7 @@ def add_routes(app) -> None:
 
     app._add("GET", "/qos/?", show, "read")
     app._add("GET", "/qos/stats/?", stats, "read")
+    app._add("GET", "/qos/edge/?", edge, "read")
     app._add("POST", "/qos/link/?", link, "admin")
     app._add("POST", r"/qos/devices/(?P<mac>[^/]+)/?", device, "admin")
     app._add("POST", "/qos/apps/?", app_set, "admin")

@@ -19,11 +19,14 @@ import threading
 
 from ...commands import CommandError, seen_device
 from ...component import Component
+from ...conntrack import ConntrackReader
+from ...ispedge_client import EdgeClient, EdgeEndpoint
 from ...events import Alert, AlertKind, QosApp, QosAppRate, QosDevice, QosRate
 from ...worker import BatchWorker
 from ..usage.periods import zone
 from . import apply as applying
 from . import stats as counters
+from .edge import EdgePlacer, device_lookup, wanted_placements
 from .plan import CLASSES, AppRule, Member, Side, build, nft_learned
 from .rules import (MAX_APPS, matches, parse_bool, parse_class, parse_domains, parse_kbit, parse_name,
                     parse_ports, parse_share, parse_window, window_view)
@@ -60,6 +63,21 @@ class Qos(Component):
         self._started_clean = False
         self._attempted_at = 0.0
         self._applied_members: tuple = ()
+        # The ISP's edge ([isp] edge): the same priorities placed past the router (edge.py)
+        self.edge: EdgePlacer | None = None
+        self._edge_error = ""
+        self._edge_drops: int | None = None
+        self._edge_alert: int = 0           # packets the edge's high queue dropped, to tell
+        self._edge_alerted_at = -ALERT_EVERY
+        self._edge_worker = BatchWorker("qos-edge", self._edge_round)
+        self._conntrack = ConntrackReader()
+        if cfg.isp_edge:
+            try:
+                self.edge = EdgePlacer(EdgeClient(EdgeEndpoint(cfg.isp_edge, cfg.isp_ca, cfg.isp_cert, cfg.isp_key)),
+                                       cfg.isp_edge)
+            except (OSError, ValueError) as exc:      # a missing or unreadable certificate or key
+                self._edge_error = f"the ISP edge is configured but its certificate cannot be used: {exc}"
+                self.log.warning("%s", self._edge_error)
 
     # -- life cycle -----------------------------------------------------------------------------
     def start(self) -> None:
@@ -70,6 +88,7 @@ class Qos(Component):
         cmd("qos-app", self.set_app)
         cmd("qos-app-delete", self.delete_app)
         cmd("qos-stats", self.stats)
+        cmd("qos-edge", self.edge_status)
         for topic in ("lease", "ipv6_plan"):
             self.ctx.bus.subscribe(topic, self._on_change)
         self.ctx.bus.subscribe("dns_answer", self._on_dns_answer)
@@ -209,6 +228,9 @@ class Qos(Component):
 
     # -- every second: windows and counters -------------------------------------------------------
     def tick(self) -> None:
+        if self.edge is not None:
+            self._edge_worker.put(True)
+            self._tell_edge_drops()
         if not self.link()["enabled"]:
             return
         now = self.ctx.now()
@@ -257,6 +279,44 @@ class Qos(Component):
                                           "busy: more is set to High than its share of the line holds. Set fewer "
                                           "devices or applications to High, or give High a larger share.",
                                    data={"dropped_packets": drops - before}))
+
+    # -- the ISP's edge ----------------------------------------------------------------------------
+    def _edge_round(self, jobs: list) -> None:
+        """In the worker: the prioritised connections now (conntrack), placed at the edge."""
+        assert self.edge is not None
+        entries = self._conntrack.dump_translated() if self._conntrack.available else []
+        with self._lock:
+            wanted = wanted_placements(entries, device_lookup(self.members()), self.device_classes(),
+                                       {a.id: a.cls for a in self.open_apps()})
+        self.edge.sync(wanted)
+        drops = self.edge.high_drops()
+        if drops is not None:
+            if self._edge_drops is not None and drops > self._edge_drops:
+                self._edge_alert += drops - self._edge_drops
+            self._edge_drops = drops
+
+    def _tell_edge_drops(self) -> None:
+        """On the event loop: the edge's high queue dropped packets since the last alert."""
+        now = self.ctx.now()
+        if not self._edge_alert or now - self._edge_alerted_at < ALERT_EVERY:
+            return
+        lost, self._edge_alert, self._edge_alerted_at = self._edge_alert, 0, now
+        self.ctx.count("qos.edge_drop_alerts")
+        self.ctx.bus.publish(Alert(mac="", kind=AlertKind.ISP_HIGH_DROPS,
+                                   detail=f"Your internet provider's fast lane for this home lost {lost} packets: "
+                                          "more is set to High than the line's guaranteed rate carries. Set fewer "
+                                          "devices or applications to High, or ask your provider for a larger "
+                                          "guaranteed rate.",
+                                   data={"dropped_packets": lost}))
+
+    def edge_status(self) -> dict:
+        if self.edge is None:
+            return {"configured": bool(self._edge_error), "error": self._edge_error, "edge": self.ctx.config.isp_edge}
+        return dict(self.edge.status)
+
+    def flush_edge(self) -> None:
+        """Wait for the edge round in progress (tests)."""
+        self._edge_worker.flush()
 
     # -- device views ---------------------------------------------------------------------------
     def _facts(self, mac: str) -> dict:

@@ -47,10 +47,11 @@ MANIFEST = Manifest(
     settings_keys={"qos.": lambda key, value: link_value(key[len("qos."):], value)},   # the link's rates
     publishes=(events.QosRate, events.QosAppRate, events.QosDevice, events.QosApp, events.Alert),
     hears=(events.Lease, events.Ipv6Plan, events.DnsAnswer),
-    alerts=(events.AlertKind.QOS_HIGH_DROPS,),
+    alerts=(events.AlertKind.QOS_HIGH_DROPS, events.AlertKind.ISP_HIGH_DROPS),
     counters={
         "qos.applied": "shaping plans applied (tc and nftables)",
         "qos.apply_failed": "shaping plans that failed to apply (retried)",
         "qos.high_drop_alerts": "alerts that the high-priority class dropped packets",
+        "qos.edge_drop_alerts": "alerts that the ISP edge's high queue for this home dropped packets",
     },
 )
