@@ -91,6 +91,11 @@ if want reach; then
   "$PY" scripts/bench_reach.py
 fi
 
+if want isp; then
+  section "ISP edge: three households on a backhaul below their lines; A's call with and without placement at the edge (scripts/bench_isp.py)"
+  "$PY" scripts/bench_isp.py
+fi
+
 if want qos; then
   section "QoS: latency under load behind a slow link with a deep modem buffer, Homework's shaping vs none vs HTB by hand (scripts/bench_qos.py)"
   "$PY" scripts/bench_qos.py

@@ -74,13 +74,17 @@ def household_prefix(n: int) -> str:
 
 class EdgeLab:
     def __init__(self, households: dict[str, dict], backhaul_kbit: int = 20000, edge: dict | None = None,
-                 namespaces: bool = True, internet: dict | None = None, edge_addr: str = EDGE_ADDR):
+                 namespaces: bool = True, internet: dict | None = None, edge_addr: str = EDGE_ADDR,
+                 tap_ports: bool = False):
         """households: name -> {line_kbit, guaranteed_kbit, budget?, addresses?}, in order
         (a=1, b=2...). namespaces=False: no household namespaces (a test attaches its own
         routers: splice_home). internet: an existing namespace to put behind the edge
         instead of making one: {"ns", "ifname", "addrs": [...], "routes6": [(prefix, via)]}."""
         self.run_id = "ie" + new_run_id()[2:]
         self.internet_spec = internet
+        # tap_ports: the edge's ports are taps (t-up0, t-bh0), each joined to its veth by a
+        # kernel bridge; the queues are on the veths (ispedge's [[port]] tap, queue_device)
+        self.tap_ports = tap_ports
         self.edge_addr = edge_addr
         self.dir = RUN_ROOT / f"homework-{self.run_id}"
         self.edge_ns, self.dslam_ns = f"{self.run_id}-e", f"{self.run_id}-d"
@@ -90,6 +94,7 @@ class EdgeLab:
         self.backhaul_kbit = backhaul_kbit
         self.edge_overrides = edge or {}
         self.with_namespaces = namespaces
+        self.serving = True             # False: the edge serves no household (one queue: today's ISP)
         self.ovs_dir = self.dir / "ovs"
         self.pki = self.dir / "pki"
         self.config_path = self.dir / "ispedge.toml"
@@ -202,6 +207,15 @@ class EdgeLab:
         self.pki.mkdir(exist_ok=True)
         self.config_path.write_text(self.config_text())
         self.start_edge()
+        if self.tap_ports:           # the taps exist once the edge added them to its bridge
+            for port in ("up0", "bh0"):
+                self.edge(["ip", "link", "add", "name", f"k-{port}", "type", "bridge"])
+                for dev in (f"t-{port}", port):
+                    self.edge(["ip", "link", "set", dev, "master", f"k-{port}"])
+                    self.edge(["ethtool", "-K", dev, "tx", "off", "gso", "off", "tso", "off", "gro", "off"],
+                              check=False)
+                self.edge(["ip", "link", "set", f"t-{port}", "up"])
+                self.edge(["ip", "link", "set", f"k-{port}", "up"])
         return self
 
     def add_household_ns(self, name: str) -> None:
@@ -225,8 +239,11 @@ class EdgeLab:
         edge.update(self.edge_overrides)
         text = to_toml({"edge": edge})
         for port in ("up0", "bh0"):
-            text += to_toml({"[port]": {"name": port, "rate_kbit": self.backhaul_kbit}})
-        for name, n in self.index.items():
+            spec = {"name": port, "rate_kbit": self.backhaul_kbit}
+            if self.tap_ports:
+                spec.update(name=f"t-{port}", tap=True, queue_device=port)
+            text += to_toml({"[port]": spec})
+        for name, n in (self.index.items() if self.serving else ()):
             h = {"name": name, "addresses": [f"{household_public(n)}/32", household_prefix(n)],
                  "line_kbit": 20000, "guaranteed_kbit": 2000}
             h.update(self.households[name])
@@ -254,6 +271,13 @@ class EdgeLab:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"ispedge did not come up in 60 s: {self.edge_log()[-2000:]}")
             time.sleep(0.05)
+
+    def reconfigure(self, serving: bool) -> None:
+        """Restart the edge serving the households (three queues each) or none (every
+        packet in one queue at the backhaul's rate: a plain ISP's shared buffer)."""
+        self.serving = serving
+        self.config_path.write_text(self.config_text())
+        self.restart_edge()
 
     def stop_edge(self) -> None:
         if self._edge is not None:
