@@ -85,10 +85,35 @@ jQuery(function ($) {
       $body.append($("<tr>").attr("data-mac", v.mac).append(
         $('<td class="name">').text(v.label || v.mac).attr("title", v.mac),
         $("<td>").append(classSelect(rule["class"] || v.priority),
-                         rule.window ? $('<small class="when">').text(" " + windowText(rule.window)) : null),
+                         rule.window ? $('<small class="when">').text(" " + windowText(rule.window)) : null,
+                         (q.agents || []).indexOf(v.mac) < 0 && v.state === "permitted"
+                           ? $('<button type="button" class="secondary add-agent">').text("Add its agent") : null),
         $('<td class="error" role="alert">')));
+      if ((q.agents || []).indexOf(v.mac) >= 0) showHostApps(v.mac);
     });
     if (!rows.length) $body.append($('<tr class="none">').append($('<td colspan="3">').text("No devices on the network.")));
+  }
+
+  /* A computer with the Homework agent: its applications by name, each with a priority
+     that follows the application's connections (GET/POST qos/devices/{mac}/apps). */
+  function showHostApps(mac) {
+    HW.api.call("GET", "qos/devices/" + encodeURIComponent(mac) + "/apps").done(function (h) {
+      var $row = $("#device-classes tbody tr[data-mac='" + mac + "']");
+      $row.nextAll("tr.host-apps[data-mac='" + mac + "']").remove();
+      var $list = $('<ul class="host-app-list">');
+      (h.apps || []).forEach(function (a) {
+        $list.append($("<li>").attr("data-app", a.name).append(
+          $('<span class="app-name">').text(a.name),
+          a.connections ? $("<small>").text(" " + a.connections + (a.connections === 1 ? " connection " : " connections "))
+                        : " ",
+          classSelect(a["class"]).removeClass("class").addClass("host-app")));
+      });
+      var said = h.reporting ? "Applications on this computer (its agent reports them):"
+        : "Applications on this computer (its agent has not reported for a while):";
+      $row.after($('<tr class="host-apps">').attr("data-mac", mac).append($('<td colspan="3">').append(
+        $('<span class="hint">').text(h.apps && h.apps.length ? said : "The agent on this computer has reported no "
+          + "applications yet."), $list, $('<p class="error" role="alert">'))));
+    });
   }
 
   function showApps(q) {
@@ -303,6 +328,25 @@ jQuery(function ($) {
     var $row = $(this).closest("tr"), $error = $row.find(".error");
     HW.api.call("POST", "qos/devices/" + encodeURIComponent($row.attr("data-mac")), { "class": this.value })
       .done(function () { $(document.activeElement).trigger("blur"); changed($error)(); }).fail(failed($error));
+  });
+
+  /* The agent of a computer: its secret is shown once, to put in /etc/homework-agent.conf there. */
+  $("#device-classes").on("click", "button.add-agent", function () {
+    var $tr = $(this).closest("tr"), mac = $tr.attr("data-mac"), $error = $tr.find(".error");
+    HW.api.call("POST", "qos/agents/" + encodeURIComponent(mac)).done(function (r) {
+      $tr.after($('<tr class="agent-secret">').attr("data-mac", mac).append($('<td colspan="3">').append(
+        $("<p>").text("Install homework-agent on this computer and put this in its /etc/homework-agent.conf " +
+                      "(shown only now):"),
+        $("<code>").text("secret = " + r.token))));
+      $tr.find("button.add-agent").remove();
+    }).fail(failed($error));
+  });
+
+  $("#device-classes").on("change", "select.host-app", function () {
+    var $tr = $(this).closest("tr"), mac = $tr.attr("data-mac"), name = $(this).closest("li").attr("data-app");
+    var $error = $tr.find(".error");
+    HW.api.call("POST", "qos/devices/" + encodeURIComponent(mac) + "/apps", { name: name, "class": this.value })
+      .done(function () { $error.text(""); showHostApps(mac); }).fail(failed($error));
   });
 
   $("#app-classes").on("click", "button.delete", function () {

@@ -209,6 +209,20 @@ class QosRate(Event):
 
 
 @dataclass(frozen=True, eq=False)
+class AppTuple(Event):
+    """A computer's agent says an application owns one of its connections (the seed's
+    Application tuple: the 5-tuple as that computer sees it)."""
+    TOPIC: ClassVar[str] = "app_tuple"
+    mac: str
+    app: str
+    proto: str
+    src: str
+    sport: int
+    dst: str
+    dport: int
+
+
+@dataclass(frozen=True, eq=False)
 class QosAppRate(Event):
     """An application's rate in one direction, every second."""
     TOPIC: ClassVar[str] = "qos_app_rate"

@@ -320,6 +320,20 @@ CREATE TABLE IF NOT EXISTS preapprovals (
     port TEXT NOT NULL DEFAULT ''       -- the port it was first seen on; '': not seen yet
 );
 """),
+    Step(20, "the end-host agent: a computer that says which application owns each of its connections, and "
+             "priorities per application on that computer", sql="""
+CREATE TABLE IF NOT EXISTS qos_agents (
+    mac TEXT PRIMARY KEY,               -- the computer the agent speaks for (and only it)
+    token_hash TEXT NOT NULL,           -- SHA-256 of its secret, shown once when made
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS qos_host_apps (
+    mac TEXT NOT NULL,                  -- the computer
+    name TEXT NOT NULL,                 -- the application as its agent names it ("zoom")
+    class TEXT NOT NULL,                -- high | medium
+    PRIMARY KEY (mac, name)
+);
+"""),
 )
 LATEST = STEPS[-1].number
 assert [s.number for s in STEPS] == list(range(1, LATEST + 1))

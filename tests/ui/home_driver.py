@@ -45,7 +45,7 @@ import sys
 import time
 import traceback
 
-from homelab import WEB_ADDR
+from homelab import REPO, WEB_ADDR
 from homelab.web import Web, web_home
 from homework.state import StateStore
 
@@ -273,6 +273,27 @@ class Driver:
                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.traffic.append(p)
         return {"gateway": gw}
+
+    def op_agent(self, req):
+        """{"op": "agent", "dev": "dev1", "secret": .., "app": "zoom", "sport": 40300}: the
+        computer runs homework-agent (hostagent/) with that secret, and a program called
+        `app` sending a call's media from `sport` to the internet's web address."""
+        import hashlib
+        import ssl
+        dev = self.dev(req)
+        gw = dev.default_gateway()
+        fp = hashlib.sha256(ssl.PEM_cert_to_DER_cert(open(self.web.ca).read())).hexdigest()
+        conf = self.home.dir / f"agent-{dev.name}.conf"
+        conf.write_text(f"router = https://{gw}/\nsecret = {req['secret']}\nfingerprint = {fp}\ninterval = 0.5\n")
+        exe = self.home.dir / req["app"]
+        if not exe.exists():
+            os.symlink("/usr/bin/python3", exe)
+        code = (f"import socket,time;s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM);"
+                f"s.bind(('0.0.0.0',{int(req['sport'])}))\n"
+                f"while True:\n s.sendto(b'x'*160,({WEB_ADDR!r},5004));time.sleep(0.02)")
+        self.traffic.append(dev.popen([str(exe), "-c", code]))
+        self.traffic.append(dev.popen(["python3", str(REPO / "hostagent" / "homework-agent"), "--config", str(conf)]))
+        return {}
 
     def op_download(self, req):
         """The device fetches a file of `bytes` random bytes from the internet namespace's web server."""

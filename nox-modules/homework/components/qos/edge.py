@@ -23,16 +23,20 @@ QUEUE_EVERY = 5.0                          # seconds between reads of the edge's
 
 
 def wanted_placements(entries: Iterable[Translated], device_of: Callable[[str], str | None],
-                      device_classes: dict[str, str], app_classes: dict[int, str]) -> dict[Flow, str]:
-    """The edge queue each prioritised connection belongs in: the better of its device's
-    class and its application's (by ct mark), as the router's own shaping decides it.
-    Only connections a device opened; "default" ones need no placement."""
+                      device_classes: dict[str, str], app_classes: dict[int, str],
+                      host_class: Callable[[str, Flow], str] = lambda mac, flow: "default") -> dict[Flow, str]:
+    """The edge queue each prioritised connection belongs in: the best of its device's
+    class, its application's (by ct mark) as the router's own shaping decides it, and the
+    class set for the application the computer's agent says owns it (`host_class(mac, the
+    connection as the computer sees it)`). Only connections a device opened; "default"
+    ones need no placement."""
     out: dict[Flow, str] = {}
     for e in entries:
         mac = device_of(e.src)
         if mac is None:
             continue
-        cls = max((device_classes.get(mac, "default"), app_classes.get(e.mark, "default")), key=RANK.__getitem__)
+        cls = max((device_classes.get(mac, "default"), app_classes.get(e.mark, "default"),
+                   host_class(mac, (e.proto, e.src, e.sport, e.dst, e.dport))), key=RANK.__getitem__)
         if cls != "default":
             out[e.outside()] = cls
     return out
