@@ -320,7 +320,13 @@ CREATE TABLE IF NOT EXISTS preapprovals (
     port TEXT NOT NULL DEFAULT ''       -- the port it was first seen on; '': not seen yet
 );
 """),
-    Step(20, "the end-host agent: a computer that says which application owns each of its connections, and "
+    Step(20, "panels: a session of the panel role (the router's own screen, a wall tablet) says which "
+             "it is, its name and the device it was paired from", sql="""
+ALTER TABLE api_sessions ADD COLUMN kind TEXT NOT NULL DEFAULT '';    -- '' (a login), 'screen' or 'tablet'
+ALTER TABLE api_sessions ADD COLUMN label TEXT NOT NULL DEFAULT '';   -- the panel's name on the settings page
+ALTER TABLE api_sessions ADD COLUMN mac TEXT NOT NULL DEFAULT '';     -- the tablet's device ('' for the screen)
+"""),
+    Step(21, "the end-host agent: a computer that says which application owns each of its connections, and "
              "priorities per application on that computer", sql="""
 CREATE TABLE IF NOT EXISTS qos_agents (
     mac TEXT PRIMARY KEY,               -- the computer the agent speaks for (and only it)
