@@ -320,6 +320,21 @@ CREATE TABLE IF NOT EXISTS preapprovals (
     port TEXT NOT NULL DEFAULT ''       -- the port it was first seen on; '': not seen yet
 );
 """),
+    Step(20, "what each device says about itself (its DHCP fingerprint, announcements) and the household's "
+             "corrections of what the router made of it", sql="""
+CREATE TABLE IF NOT EXISTS device_evidence (
+    mac TEXT PRIMARY KEY,
+    evidence TEXT NOT NULL,             -- JSON: evidence field -> text (components/identify)
+    updated REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS device_identity (
+    mac TEXT PRIMARY KEY,
+    type TEXT NOT NULL DEFAULT '',      -- phone, laptop, ... ('' : keep the guess's)
+    os TEXT NOT NULL DEFAULT '',
+    label TEXT NOT NULL DEFAULT '',     -- what it is, in the household's words
+    corrected REAL NOT NULL             -- when the household said so
+);
+"""),
 )
 LATEST = STEPS[-1].number
 assert [s.number for s in STEPS] == list(range(1, LATEST + 1))
