@@ -116,8 +116,10 @@ def test_a_real_linux_client_is_recognised_by_what_it_sends(home: Home, client, 
 
 
 def test_dhcpv6_says_windows_and_the_router_hears_it(home: Home):
-    dev = home.add_device(mac="00:15:5d:0a:0b:0c")
-    dev.start_dhcp("udhcpc")                 # a lease first: DHCPv6 is heard from leased devices
+    dev = home.add_device(name="win6", mac="02:15:5d:0a:0b:0c")
+    # A lease first (DHCPv6 is heard from leased devices), from a udhcpc that says nothing of
+    # itself over DHCPv4 (no request list, no vendor class): what it is comes over DHCPv6.
+    dev.start_udhcpc(extra=["-o", "-V", "''"])
     dev.wait_for_ipv4(30)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not dev.ipv6_link_local():
@@ -132,7 +134,7 @@ def test_dhcpv6_says_windows_and_the_router_hears_it(home: Home):
     assert evidence.get("v6_vendor") == "311:MSFT 5.0" and evidence.get("v6_duid") == "1", evidence
     assert evidence.get("v6_oro") == "23,24,17"
     seen = identity(home, dev.mac)
-    assert seen["os"] == "Windows" and "says it is Windows over DHCPv6" in seen["why"], seen
+    assert seen["label"] == "Windows device" and seen["why"] == ["says it is Windows over DHCPv6"], seen
 
 
 def test_the_households_correction_survives_a_restart(home: Home):
