@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV  := .venv
 PY    := $(VENV)/bin/python
 PYTEST := $(VENV)/bin/pytest
-export PYTHONPATH := $(CURDIR)/nox-modules:$(CURDIR)/hwdb/python:$(CURDIR)/tests
+export PYTHONPATH := $(CURDIR)/nox-modules:$(CURDIR)/hwdb/python:$(CURDIR)/tests:$(CURDIR)/ispedge
 
 .PHONY: all deps build run test test-hwdb test-dnsd test-dhcpd test-unit test-e2e test-ui image image-test bench clean \
         lint lint-python lint-rust lint-shell
