@@ -339,6 +339,7 @@ CREATE TABLE IF NOT EXISTS device_identity (
     os TEXT NOT NULL DEFAULT '',
     label TEXT NOT NULL DEFAULT '',     -- what it is, in the household's words
     corrected REAL NOT NULL             -- when the household said so
+);
 """),
     Step(22, "the end-host agent: a computer that says which application owns each of its connections, and "
              "priorities per application on that computer", sql="""
