@@ -96,6 +96,9 @@ class Context:
         # Multicast groups the router's own stack serves on the LAN (reach: SSDP for UPnP);
         # routing sends permitted devices' packets to them to the router as well as to members.
         self.router_groups: set[str] = set()
+        # Groups whose packets the router's stack hears from every device, pending ones too
+        # (identify: mDNS and SSDP announcements say what a device asking to join is).
+        self.announcement_groups: set[str] = set()
         # Which device (or satellite, or the router) an address belongs to: the one answer
         # every per-device rule uses, over IPv4 and IPv6 alike (callers.py).
         self.callers = Callers(self)

@@ -148,3 +148,45 @@ def test_the_households_correction_survives_a_restart(home: Home):
     home.restart_controller()
     seen = identity(home, mac)
     assert (seen["label"], seen["corrected"], seen["guess"]["label"]) == ("Sam's PlayStation", True, "PlayStation 5")
+
+
+ANNOUNCE = str(REPO / "tests" / "homelab" / "announce_tool.py")
+
+
+def quiet_device(home: Home, name: str):
+    """A device that holds a (pending) lease but says nothing of itself over DHCP (udhcpc
+    with no request list and no vendor class): what it is comes from what it announces."""
+    dev = home.add_device(name=name)
+    dev.start_udhcpc(extra=["-o", "-V", "''"])
+    dev.wait_for_ipv4(30)
+    return dev
+
+
+ANNOUNCED = [
+    ("printer", ["mdns", "_ipp._tcp", "Brother HL-L2350DW", "ty=Brother HL-L2350DW series", "usb_MFG=Brother"],
+     "printer", "Brother printer", "offers printing over mDNS"),
+    ("speaker", ["mdns", "_googlecast._tcp", "Google-Home-Mini-4a3f", "md=Google Home Mini", "fn=Kitchen speaker"],
+     "speaker", "Google Home Mini speaker", "announces a Google Cast speaker, Google Home Mini, over mDNS"),
+    ("sonos", ["ssdp", "Linux UPnP/1.0 Sonos/70.3-88200 (ZPS27)"],
+     "speaker", "Sonos speaker", "announces a Sonos speaker over SSDP"),
+]
+
+
+@pytest.mark.parametrize("name, how, type_, label, why", ANNOUNCED, ids=[a[0] for a in ANNOUNCED])
+def test_a_pending_device_is_recognised_by_what_it_announces(home: Home, name, how, type_, label, why):
+    from homelab import _python
+    dev = quiet_device(home, f"ann-{name}")
+    assert identity(home, dev.mac)["label"] == ""           # DHCP said nothing of it
+    if how[0] == "mdns":
+        address = dev.ipv4()[0]
+        proc = dev.popen([_python(), ANNOUNCE, "mdns", how[1], how[2], address, "20", *how[3:]])
+    else:
+        proc = dev.popen([_python(), ANNOUNCE, "ssdp", how[1], "6"])
+    try:
+        seen = wait_for_label(home, dev.mac, label, timeout=30)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert seen["type"] == type_ and why in seen["why"], seen
+    [view] = [d for d in json.loads(home.homework("--json", "devices").stdout) if d["mac"] == dev.mac]
+    assert view["state"] == "pending"

@@ -11,6 +11,7 @@ expressions, microseconds) and queued for the state db (`defer`, written behind)
 """
 from __future__ import annotations
 
+import collections
 import json
 
 from ...commands import CommandError
@@ -18,9 +19,11 @@ from ...component import Component
 from ...events import Identity
 from ...macaddr import BadMac, normalize
 from ...oui import default_table, is_private
-from . import catalog, correction
+from . import announce, catalog, correction
 from .classify import Guess, classify
 
+DRAIN_SECONDS = 0.25         # what devices said is taken and classified this often
+HEARD_MAX = 1024             # ... at most this many waiting (the listener drops the rest)
 FIRST_MINUTE = 60.0          # the names a device looks up this long after it is first seen
 NAMES_MAX = 24               # ... at most this many
 TEXT_MAX = 64
@@ -37,6 +40,10 @@ class IdentifyComponent(Component):
         self.guesses: dict[str, Guess] = {}
         self.fixes: dict[str, dict] = {}
         self._first_seen: dict[str, float] = {}      # devices still in their first minute
+        # (address, source, evidence) the announcement listener heard, for the hub to take
+        self._heard: collections.deque = collections.deque(maxlen=HEARD_MAX)
+        self.listener: announce.Listener | None = None
+        self._dirty: set[str] = set()                # said something new, not classified yet
 
     # -- start and stop --------------------------------------------------------------------
     def start(self) -> None:
@@ -60,6 +67,41 @@ class IdentifyComponent(Component):
         cmd.register("identify-correct", self.correct)
         cmd.register("identify-clear", self.clear)
         cmd.register("identify-catalog", self.catalog)
+        # mDNS and SSDP announcements, pending devices' too, reach the router's stack
+        # (routing's announcement flows); a real switch's bridge only (not the unit tests')
+        groups = {announce.MDNS[0], announce.SSDP[0]}
+        self.ctx.announcement_groups.update(groups)
+        self.ctx.router_groups.update(groups)
+        if self.ctx.switch_is_real:
+            self.listener = announce.Listener(self.ctx.config.bridge, self._heard_one)
+            try:
+                self.listener.start()
+            except OSError as exc:
+                self.log.error("cannot hear mDNS/SSDP announcements on %s (%s): devices are identified "
+                               "by their DHCP only", self.ctx.config.bridge, exc)
+                self.listener = None
+        self.ctx.every(DRAIN_SECONDS, self.drain)
+
+    def stop(self) -> None:
+        if self.listener is not None:
+            self.listener.stop()
+
+    # -- announcements (the listener's thread queues, the hub takes) ------------------------
+    def _heard_one(self, address: str, source: str, evidence: dict) -> None:
+        self._heard.append((address, source, evidence))
+
+    def drain(self) -> None:
+        """The announcements heard since the last time, each to the device holding its address;
+        then every device that said something new is classified (settle)."""
+        while self._heard:
+            address, source, evidence = self._heard.popleft()
+            lease = self.ctx.leases.by_address(address)
+            if lease is None:
+                self.ctx.count("identify.unknown_announcer")
+                continue
+            self.ctx.count(f"identify.{source}")
+            self.add(lease.mac, evidence)
+        self.settle()
 
     # -- evidence in -----------------------------------------------------------------------
     def _on_fingerprint(self, topic: str, ev) -> None:
@@ -79,9 +121,20 @@ class IdentifyComponent(Component):
             return
         self.evidence[mac] = merged
         self.ctx.count("identify.evidence")
-        self.ctx.state.defer("INSERT OR REPLACE INTO device_evidence (mac, evidence, updated) VALUES (?, ?, ?)",
-                             (mac, json.dumps(merged, sort_keys=True), self.ctx.now()))
-        self._classify(mac)
+        self._dirty.add(mac)
+
+    def settle(self) -> None:
+        """Classify the devices that said something new since the last pass, and keep what
+        they said: on a timer, not in the handler of the packet that said it (a DHCP
+        request's handler only merges a dict)."""
+        dirty, self._dirty = self._dirty, set()
+        for mac in dirty:
+            evidence = self.evidence.get(mac)
+            if evidence is None:            # forgotten meanwhile
+                continue
+            self.ctx.state.defer("INSERT OR REPLACE INTO device_evidence (mac, evidence, updated) VALUES (?, ?, ?)",
+                                 (mac, json.dumps(evidence, sort_keys=True), self.ctx.now()))
+            self._classify(mac)
 
     def _classify(self, mac: str) -> None:
         before = self.guesses.get(mac)
@@ -116,6 +169,7 @@ class IdentifyComponent(Component):
             self.guesses.pop(ev.mac, None)
             self.fixes.pop(ev.mac, None)
             self._first_seen.pop(ev.mac, None)
+            self._dirty.discard(ev.mac)
             self.ctx.state.defer("DELETE FROM device_evidence WHERE mac=?", (ev.mac,))
             self.ctx.state.defer("DELETE FROM device_identity WHERE mac=?", (ev.mac,))
         elif ev.reason == "seen" and ev.mac not in self._first_seen and ev.mac not in self.evidence:
@@ -139,6 +193,8 @@ class IdentifyComponent(Component):
         return out
 
     def _facts(self, mac: str) -> dict:
+        if mac in self._dirty:          # a view is never behind what the device said
+            self.settle()
         if mac not in self.guesses and mac not in self.fixes:
             return {"identity": None}
         return {"identity": self.view(mac)}
@@ -147,6 +203,8 @@ class IdentifyComponent(Component):
     def identity(self, mac: str) -> dict:
         """`identity`: what the device is, why, and everything it said about itself."""
         mac = self._known(mac)
+        if mac in self._dirty:
+            self.settle()
         return {"mac": mac, **self.view(mac), "evidence": dict(self.evidence.get(mac, {}))}
 
     def correct(self, mac: str, type: str = "", os: str = "", label: str = "") -> dict:

@@ -31,5 +31,8 @@ MANIFEST = Manifest(
         "identify.evidence": "times a device said something new about itself (a DHCP fingerprint, an announcement)",
         "identify.classified": "classifications made (each new piece of evidence)",
         "identify.corrections": "corrections the household made",
+        "identify.mdns": "mDNS announcements heard from a device holding a lease",
+        "identify.ssdp": "SSDP announcements heard from a device holding a lease",
+        "identify.unknown_announcer": "announcements from an address no lease holds (left unread)",
     },
 )
