@@ -39,7 +39,7 @@ MANIFEST = Manifest(
     routes=("app", "parity", "setup", "captive"),
     publishes=(events.Alert,),
     hears=(events.Device, events.Identity, events.Lease, events.Link, events.Bandwidth, events.Alert,
-           events.Schedule,
+           events.Schedule, events.Restart,
            events.QosDevice, events.Nearby, events.Satellite),
     alerts=(events.AlertKind.STORAGE_FULL, events.AlertKind.STORAGE_ERROR),
 )
