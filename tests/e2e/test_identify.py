@@ -190,3 +190,35 @@ def test_a_pending_device_is_recognised_by_what_it_announces(home: Home, name, h
     assert seen["type"] == type_ and why in seen["why"], seen
     [view] = [d for d in json.loads(home.homework("--json", "devices").stdout) if d["mac"] == dev.mac]
     assert view["state"] == "pending"
+
+
+IPHONE = IMITATED[2][2]
+
+
+def test_a_phone_back_with_a_new_private_address_is_recognised_and_joined_only_by_a_tap(home: Home):
+    first = home.add_device(name="toms-phone", mac="5a:2b:3c:4d:5e:01")
+    imitate(first, "dhcp4", IPHONE)
+    wait_for_label(home, first.mac, "iPhone (iOS 15 or later)")
+    for args in (("name", first.mac, "--name", "Tom's iPhone", "--owner", "Tom", "--type", "phone"),
+                 ("permit", first.mac)):
+        out = home.homework(*args)
+        assert out.returncode == 0, out.stderr + out.stdout
+    # the same phone on another day: a new private address, the same options and host name
+    back = home.add_device(name="toms-phone-2", mac="6e:11:22:33:44:02")
+    imitate(back, "dhcp4", IPHONE)
+    deadline = time.monotonic() + 30
+    seen: dict = {}
+    while time.monotonic() < deadline and not seen.get("looks_like"):
+        try:
+            seen = identity(home, back.mac)
+        except RuntimeError:
+            pass
+        time.sleep(0.2)
+    assert seen.get("looks_like", {}).get("text") == "looks like Tom's iPhone with a new private address", seen
+    status = json.loads(home.homework("--json", "status", back.mac).stdout)
+    assert status["state"] == "pending"                       # nothing by itself
+    out = home.homework("--json", "identify-join", back.mac, first.mac)
+    assert out.returncode == 0, out.stderr + out.stdout
+    devices = {d["mac"]: d for d in json.loads(home.homework("--json", "devices").stdout)}
+    assert devices[back.mac]["state"] == "permitted" and devices[back.mac]["name"] == "Tom's iPhone"
+    assert first.mac not in devices
