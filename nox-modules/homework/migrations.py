@@ -320,7 +320,13 @@ CREATE TABLE IF NOT EXISTS preapprovals (
     port TEXT NOT NULL DEFAULT ''       -- the port it was first seen on; '': not seen yet
 );
 """),
-    Step(20, "what each device says about itself (its DHCP fingerprint, announcements) and the household's "
+    Step(20, "panels: a session of the panel role (the router's own screen, a wall tablet) says which "
+             "it is, its name and the device it was paired from", sql="""
+ALTER TABLE api_sessions ADD COLUMN kind TEXT NOT NULL DEFAULT '';    -- '' (a login), 'screen' or 'tablet'
+ALTER TABLE api_sessions ADD COLUMN label TEXT NOT NULL DEFAULT '';   -- the panel's name on the settings page
+ALTER TABLE api_sessions ADD COLUMN mac TEXT NOT NULL DEFAULT '';     -- the tablet's device ('' for the screen)
+"""),
+    Step(21, "what each device says about itself (its DHCP fingerprint, announcements) and the household's "
              "corrections of what the router made of it", sql="""
 CREATE TABLE IF NOT EXISTS device_evidence (
     mac TEXT PRIMARY KEY,
@@ -335,7 +341,7 @@ CREATE TABLE IF NOT EXISTS device_identity (
     corrected REAL NOT NULL             -- when the household said so
 );
 """),
-    Step(21, "a device that came back with a new private address, let in as the device it was: one device, "
+    Step(22, "a device that came back with a new private address, let in as the device it was: one device, "
              "both addresses' history", sql="""
 CREATE TABLE IF NOT EXISTS device_joins (
     mac TEXT NOT NULL,                  -- the device's address now

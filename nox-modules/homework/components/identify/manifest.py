@@ -26,10 +26,10 @@ def identity_row(r: dict) -> None:
 MANIFEST = Manifest(
     component="identify",
     tables=(
-        NotBackedUp("device_evidence", (20,), "devices say it again the next time they ask for an address "
+        NotBackedUp("device_evidence", (21,), "devices say it again the next time they ask for an address "
                                               "or announce themselves"),
-        Settings("device_identity", (20,), ("mac", "type", "os", "label", "corrected"), identity_row),
-        Settings("device_joins", (21,), ("mac", "was", "joined"), join_row),
+        Settings("device_identity", (21,), ("mac", "type", "os", "label", "corrected"), identity_row),
+        Settings("device_joins", (22,), ("mac", "was", "joined"), join_row),
     ),
     routes=("identify",),
     publishes=(events.Identity,),
