@@ -217,7 +217,7 @@ class IdentifyComponent(Component):
     def _marks(evidence: dict[str, str]) -> set[tuple[str, ...]]:
         """What makes two devices one: the same DHCP fingerprint and host name, or the same
         mDNS name."""
-        marks = set()
+        marks: set[tuple[str, ...]] = set()
         if evidence.get("prl") and evidence.get("hostname"):
             marks.add(("dhcp", evidence["prl"], evidence.get("vendor", ""), evidence["hostname"]))
         if evidence.get("mdns_name"):
