@@ -222,3 +222,31 @@ def test_a_phone_back_with_a_new_private_address_is_recognised_and_joined_only_b
     devices = {d["mac"]: d for d in json.loads(home.homework("--json", "devices").stdout)}
     assert devices[back.mac]["state"] == "permitted" and devices[back.mac]["name"] == "Tom's iPhone"
     assert first.mac not in devices
+
+
+def test_with_the_router_listening_mdns_still_reaches_permitted_devices_and_not_a_pending_one(home: Home):
+    """The router hears every device's mDNS (announcement flows, router groups): that must
+    not change who else hears it."""
+    import subprocess
+    from homelab import _python
+    tool = str(REPO / "tests" / "homelab" / "mdns_tool.py")
+    a, b = quiet_device(home, "mdns-a"), quiet_device(home, "mdns-b")
+    pending = quiet_device(home, "mdns-p")
+    for dev in (a, b):
+        assert home.homework("permit", dev.mac).returncode == 0
+    deadline = time.monotonic() + 60          # the permitted lease (their next renewal, 15 s at most)
+    while time.monotonic() < deadline and not all(dev.lease() and dev.lease().lease_time > 30 for dev in (a, b)):
+        time.sleep(0.5)
+    publisher = b.popen([_python(), tool, "publish", "printer-id", b.ipv4()[0], "40"], stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT, text=True)
+    outsider = pending.popen([_python(), tool, "browse", "15"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)
+    try:
+        found = a.run([_python(), tool, "browse", "12"], timeout=60).stdout
+        assert "found printer-id._homework._tcp.local." in found, found
+        out, _ = outsider.communicate(timeout=30)
+        assert "found" not in out, out
+    finally:
+        publisher.kill()
+    # and the router heard b's announcement, as evidence about b
+    assert "_homework._tcp" in identity(home, b.mac)["evidence"].get("mdns_services", "")
