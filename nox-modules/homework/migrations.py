@@ -341,7 +341,16 @@ CREATE TABLE IF NOT EXISTS device_identity (
     corrected REAL NOT NULL             -- when the household said so
 );
 """),
-    Step(22, "the end-host agent: a computer that says which application owns each of its connections, and "
+    Step(22, "a device that came back with a new private address, let in as the device it was: one device, "
+             "both addresses' history", sql="""
+CREATE TABLE IF NOT EXISTS device_joins (
+    mac TEXT NOT NULL,                  -- the device's address now
+    was TEXT NOT NULL,                  -- an address it had before
+    joined REAL NOT NULL,
+    PRIMARY KEY (mac, was)
+);
+"""),
+    Step(23, "the end-host agent: a computer that says which application owns each of its connections, and "
              "priorities per application on that computer", sql="""
 CREATE TABLE IF NOT EXISTS qos_agents (
     mac TEXT PRIMARY KEY,               -- the computer the agent speaks for (and only it)

@@ -48,8 +48,8 @@ MANIFEST = Manifest(
     tables=(
         Settings("qos_devices", (10,), ("mac", "class", "window"), device_row),
         Settings("qos_apps", (10,), ("id", "name", "class", "ports", "domains", "window"), app_row),  # id: the ct mark
-        Settings("qos_host_apps", (22,), ("mac", "name", "class"), host_app_row),
-        NotBackedUp("qos_agents", (22,), "an installed agent's secret: a restored router gets its agents added "
+        Settings("qos_host_apps", (23,), ("mac", "name", "class"), host_app_row),
+        NotBackedUp("qos_agents", (23,), "an installed agent's secret: a restored router gets its agents added "
                                          "again (each shows its new secret once)"),
     ),
     routes=("qos",),
