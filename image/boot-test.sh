@@ -357,9 +357,16 @@ wait_ready() {  # wait_ready N: seconds from QEMU's start to HOMEWORK-READY + ag
       echo $(( $(date +%s) - t0 )); return 0
     fi
     kill -0 "$QEMU_PID" 2>/dev/null || { echo "qemu exited"; return 1; }
-    [ $(( $(date +%s) - t0 )) -lt "$BOOT_TIMEOUT" ] || { echo "timeout ${BOOT_TIMEOUT}s"; return 1; }
+    [ $(( $(date +%s) - t0 )) -lt "$BOOT_TIMEOUT" ] || { boot_diag "$n"; echo "timeout ${BOOT_TIMEOUT}s; see $ART/boot$n-diag.log"; return 1; }
     sleep 1
   done
+}
+boot_diag() {  # boot_diag N: why boot N is not ready, from the guest's agent when it runs (-> bootN-diag.log)
+  grep -q '^HOMEWORK-AGENT ready' "$ART/ttyS1-boot$1.log" 2>/dev/null || { echo "no agent in boot $1" >"$ART/boot$1-diag.log"; return; }
+  GT=90 g "cat /proc/uptime /proc/loadavg; systemctl --failed --no-pager; systemctl list-jobs --no-pager | head -20
+    for u in \$(systemctl --failed --plain --no-legend | awk '{print \$1}') homework-dnsd.service homework-controller.service; do
+      echo \"== \$u\"; systemctl status --no-pager -n 0 \$u | head -12; journalctl -b -u \$u --no-pager | tail -25; done
+    systemd-analyze blame --no-pager | head -20" >"$ART/boot$1-diag.log" 2>&1
 }
 wait_line() {  # wait_line PATTERN FILE [INTERVAL]: 0 once PATTERN is in FILE; 1 if QEMU exits or BOOT_TIMEOUT passes
   local t0; t0=$(date +%s)
