@@ -3,16 +3,19 @@
 //!   homework-dnsd --listen 169.254.53.53:5300 --upstream 127.0.0.1:5353 \
 //!                 --control /run/homework/dnsd.sock \
 //!                 [--resolv-file /run/homework/resolv.upstream] [--local-domains lan,home.arpa]
-//!                 [--listen6 [fd00:53::53]:5300]
+//!                 [--listen6 [fd00:53::53]:5300] [--resolver 127.0.0.1:5335]
 //!
 //! nftables sends every device's port-53 traffic here (see the dns component); each query
 //! is checked against the asking device's policy (pushed by the controller over the control
 //! socket); allowed ones are answered from a short-lived cache (cache.rs) or forwarded
 //! (forward.rs) straight to the upstream resolvers named in the resolv file, or to dnsmasq
-//! (`--upstream`) for the household's own names and as the fallback. It runs apart from the Python controller so name lookups never wait for it
+//! (`--upstream`) for the household's own names and as the fallback. With `--resolver`
+//! every other name goes to that validating resolver (unbound: DNSSEC, encrypted upstreams)
+//! instead of the resolv file's servers. It runs apart from the Python controller so name lookups never wait for it
 //! (see the README's DNS section).
 
 mod blocklist;
+mod bogus;
 mod cache;
 mod control;
 mod forward;
@@ -30,7 +33,7 @@ const EVENT_QUEUE: usize = 200_000;
 
 fn usage() -> ! {
     eprintln!("usage: homework-dnsd --listen ADDR:PORT --upstream ADDR:PORT --control SOCKET \
-               [--resolv-file PATH] [--local-domains NAME,...] [--listen6 [ADDR]:PORT]");
+               [--resolv-file PATH] [--local-domains NAME,...] [--listen6 [ADDR]:PORT] [--resolver ADDR:PORT]");
     std::process::exit(2)
 }
 
@@ -38,6 +41,7 @@ fn main() {
     let mut listen: Option<SocketAddr> = None;
     let mut listen6: Option<SocketAddr> = None;
     let mut upstream: Option<SocketAddr> = None;
+    let mut resolver: Option<SocketAddr> = None;
     let mut control_path: Option<String> = None;
     let mut resolv_file: Option<std::path::PathBuf> = None;
     let mut local_domains: Vec<String> = Vec::new();
@@ -48,6 +52,7 @@ fn main() {
             "--listen" => listen = Some(value.parse().unwrap_or_else(|_| usage())),
             "--listen6" => listen6 = Some(value.parse().unwrap_or_else(|_| usage())),
             "--upstream" => upstream = Some(value.parse().unwrap_or_else(|_| usage())),
+            "--resolver" => resolver = Some(value.parse().unwrap_or_else(|_| usage())),
             "--control" => control_path = Some(value),
             "--resolv-file" => resolv_file = Some(value.into()).filter(|p: &std::path::PathBuf| !p.as_os_str().is_empty()),
             "--local-domains" => {
@@ -63,18 +68,30 @@ fn main() {
     let shared = server::Shared::new(tx);
     let run = || -> std::io::Result<Vec<std::thread::JoinHandle<()>>> {
         control::serve(shared.clone(), &control_path, rx)?;
-        let upstreams = forward::Upstreams::new(upstream, resolv_file.clone(), local_domains.clone());
-        let resolvers: Vec<String> = upstreams.resolvers.iter().map(|r| r.addr.to_string()).collect();
-        eprintln!("homework-dnsd: upstream resolvers: {}",
-                  if resolvers.is_empty() { "none (all via dnsmasq)".to_string() } else { resolvers.join(" ") });
-        let mut threads = server::serve_udp(shared.clone(), listen, upstreams)?;
-        threads.push(server::serve_tcp(shared.clone(), listen, upstream)?);
+        let upstreams = || match resolver {
+            Some(r) => forward::Upstreams::validating(upstream, r, local_domains.clone()),
+            None => forward::Upstreams::new(upstream, resolv_file.clone(), local_domains.clone()),
+        };
+        let first = upstreams();
+        let route = first.route();
+        match resolver {
+            Some(r) => {
+                eprintln!("homework-dnsd: validating resolver {r}: every name but the household's own goes there");
+                let _ = shared.bogus.set(bogus::Prober::start(shared.clone(), r)?);
+            }
+            None => {
+                let resolvers: Vec<String> = first.resolvers.iter().map(|r| r.addr.to_string()).collect();
+                eprintln!("homework-dnsd: upstream resolvers: {}",
+                          if resolvers.is_empty() { "none (all via dnsmasq)".to_string() } else { resolvers.join(" ") });
+            }
+        }
+        let mut threads = server::serve_udp(shared.clone(), listen, first)?;
+        threads.push(server::serve_tcp(shared.clone(), listen, route.clone())?);
         // Devices' DNS over IPv6 (nftables sends it here): the same policy, the device
         // found by its /64; its own upstream socket and queries in flight.
         if let Some(listen6) = listen6 {
-            let upstreams6 = forward::Upstreams::new(upstream, resolv_file.clone(), local_domains.clone());
-            threads.extend(server::serve_udp(shared.clone(), listen6, upstreams6)?);
-            threads.push(server::serve_tcp(shared.clone(), listen6, upstream)?);
+            threads.extend(server::serve_udp(shared.clone(), listen6, upstreams())?);
+            threads.push(server::serve_tcp(shared.clone(), listen6, route)?);
         }
         Ok(threads)
     };

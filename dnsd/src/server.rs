@@ -17,12 +17,12 @@ use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::cache::{Cache, Key};
-use crate::forward::{InFlight, Reject, Table, Upstreams};
+use crate::forward::{InFlight, Reject, Route, Table, Upstreams};
 use crate::policy::{Device, Policy, Verdict};
 use crate::wire;
 
@@ -55,17 +55,18 @@ pub struct Stats {
     pub events_dropped: AtomicU64,
     pub panics: AtomicU64,
     pub safe_search: AtomicU64,
+    pub bogus: AtomicU64,
 }
 
 impl Stats {
     pub fn line(&self) -> String {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         format!(
-            "queries={} forwarded={} direct={} via_dnsmasq={} retries={} servfail={} mismatched={} late={} cache_hits={} answered={} blocked={} pending={} refused={} malformed={} timeouts={} tcp_queries={} events_dropped={} panics={} safe_search={}",
+            "queries={} forwarded={} direct={} via_dnsmasq={} retries={} servfail={} mismatched={} late={} cache_hits={} answered={} blocked={} pending={} refused={} malformed={} timeouts={} tcp_queries={} events_dropped={} panics={} safe_search={} bogus={}",
             g(&self.queries), g(&self.forwarded), g(&self.direct), g(&self.via_dnsmasq), g(&self.retries),
             g(&self.servfail), g(&self.mismatched), g(&self.late), g(&self.cache_hits), g(&self.answered), g(&self.blocked), g(&self.pending),
             g(&self.refused), g(&self.malformed), g(&self.timeouts), g(&self.tcp_queries),
-            g(&self.events_dropped), g(&self.panics), g(&self.safe_search)
+            g(&self.events_dropped), g(&self.panics), g(&self.safe_search), g(&self.bogus)
         )
     }
 }
@@ -76,12 +77,14 @@ pub struct Shared {
     pub stats: Stats,
     learned: Mutex<HashMap<String, (Instant, u64)>>,
     cache: Mutex<Cache>,
+    /// With a validating resolver: where its SERVFAILs go to be told apart (bogus.rs).
+    pub bogus: OnceLock<crate::bogus::Prober>,
 }
 
 impl Shared {
     pub fn new(events: SyncSender<String>) -> Arc<Shared> {
         Arc::new(Shared { policy: RwLock::new(Policy::default()), events, stats: Stats::default(), learned: Mutex::new(HashMap::new()),
-                    cache: Mutex::new(Cache::new(crate::cache::CAPACITY)) })
+                    cache: Mutex::new(Cache::new(crate::cache::CAPACITY)), bogus: OnceLock::new() })
     }
 
     /// Events are best effort: if the controller falls behind, drop and count.
@@ -91,16 +94,16 @@ impl Shared {
         }
     }
 
-    fn query_event(&self, mac: &str, qtype: u16, verdict: &str, latency_us: u64, name: &str) {
+    pub fn query_event(&self, mac: &str, qtype: u16, verdict: &str, latency_us: u64, name: &str) {
         self.emit(format!("q {} {} {} {} {}\n", mac, qtype, verdict, latency_us, if name.is_empty() { "." } else { name }));
     }
 }
 
 /// An allowed query on its way upstream.
 pub struct Forward {
-    mac: Arc<str>,
-    name: String,
-    qtype: u16,
+    pub mac: Arc<str>,
+    pub name: String,
+    pub qtype: u16,
     /// Set for restricted devices: their answers' CNAME targets are checked too.
     check: Option<Device>,
     /// None for queries the cache does not handle.
@@ -108,6 +111,9 @@ pub struct Forward {
     question_end: usize,
     /// Safe-search: the query goes upstream for the engine's safe host instead.
     pub safe: Option<Box<SafeSearch>>,
+    /// The client set "checking disabled": cleared on the way to a validating resolver
+    /// (every answer a device gets is validated), set again in the answer it gets.
+    pub cd: bool,
 }
 
 /// A query answered with a CNAME to a search engine's safe host (safesearch.rs).
@@ -172,11 +178,11 @@ pub fn handle(shared: &Shared, src: IpAddr, buf: &[u8], tcp: bool) -> Outcome {
                 let safe = SafeSearch { original: buf[..q.end].to_vec(), question: q.clone(), target, upstream_query };
                 let question_end = safe.upstream_query.len();
                 return Outcome::Forward(Forward { mac: dev.mac.clone(), name: q.name, qtype: q.qtype, check, key: None,
-                                                  question_end, safe: Some(Box::new(safe)) });
+                                                  question_end, safe: Some(Box::new(safe)), cd: false });
             }
             let key = Key::of(buf, &q, tcp);
             return Outcome::Forward(Forward { mac: dev.mac.clone(), name: q.name, qtype: q.qtype, check, key, question_end: q.end,
-                                              safe: None });
+                                              safe: None, cd: false });
         }
         Verdict::Blocked if policy.drop_blocked => Outcome::Drop,
         Verdict::Blocked | Verdict::Bypass => Outcome::Reply(wire::reply(buf, &q, wire::RCODE_NXDOMAIN)),
@@ -194,7 +200,7 @@ pub fn handle(shared: &Shared, src: IpAddr, buf: &[u8], tcp: bool) -> Outcome {
 
 /// Post-process an upstream's answer: CNAME check for restricted devices, learning, logging.
 /// Returns a replacement answer when the original must not reach the device.
-fn finish(shared: &Shared, fwd: &Forward, answer_buf: &[u8], latency_us: u64) -> Option<Vec<u8>> {
+pub fn finish(shared: &Shared, fwd: &Forward, answer_buf: &[u8], latency_us: u64) -> Option<Vec<u8>> {
     let answer = wire::parse_answer(answer_buf);
     let mut verdict = "allowed";
     let mut replacement = None;
@@ -213,7 +219,11 @@ fn finish(shared: &Shared, fwd: &Forward, answer_buf: &[u8], latency_us: u64) ->
         }
     }
     shared.stats.answered.fetch_add(1, Ordering::Relaxed);
-    shared.query_event(&fwd.mac, fwd.qtype, verdict, latency_us, &fwd.name);
+    match (answer.as_ref().map(|a| a.rcode), shared.bogus.get()) {
+        // Was it DNSSEC? The prober asks again with checking disabled, then logs the query.
+        (Some(wire::RCODE_SERVFAIL), Some(prober)) => prober.check(shared, fwd, latency_us),
+        _ => shared.query_event(&fwd.mac, fwd.qtype, verdict, latency_us, &fwd.name),
+    }
     if let (None, Some(safe), Some(ans)) = (&replacement, &fwd.safe, &answer) {
         shared.stats.safe_search.fetch_add(1, Ordering::Relaxed);
         return Some(wire::alias_answer(&safe.original, &safe.question, safe.target, ans));
@@ -272,6 +282,24 @@ fn learn(shared: &Shared, fwd: &Forward, ans: &wire::Answer) {
                         addrs.join(","), chain));
 }
 
+/// Before a query goes to a validating resolver: clear its CD bit (every answer a device
+/// gets is validated; the cache then holds validated answers only) and say whether it was
+/// set. `query` is the client's message.
+pub fn take_cd(query: &mut [u8], validating: bool) -> bool {
+    let cd = validating && query.len() > 3 && query[3] & wire::FLAG_CD as u8 != 0;
+    if cd {
+        query[3] &= !(wire::FLAG_CD as u8);
+    }
+    cd
+}
+
+/// The answer to a client that set CD says so again (RFC 4035 3.2.2 copies the bit).
+pub fn give_cd(answer: &mut [u8], cd: bool) {
+    if cd && answer.len() > 3 {
+        answer[3] |= wire::FLAG_CD as u8;
+    }
+}
+
 fn guard<F: FnOnce()>(shared: &Shared, f: F) {
     if catch_unwind(AssertUnwindSafe(f)).is_err() {
         shared.stats.panics.fetch_add(1, Ordering::Relaxed);
@@ -315,6 +343,7 @@ pub fn serve_udp(shared: Arc<Shared>, listen: SocketAddr, upstreams: Upstreams) 
     let sock = UdpSocket::bind(listen)?;
     // One socket for every upstream, unconnected: answers are matched by sender, id and question.
     let up = UdpSocket::bind(if upstreams.fallback.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" })?;
+    let validating = upstreams.validator().is_some();
     let flight = Arc::new(Mutex::new(Flight { upstreams, table: Table::new() }));
     let mut threads = Vec::new();
 
@@ -328,14 +357,17 @@ pub fn serve_udp(shared: Arc<Shared>, listen: SocketAddr, upstreams: Upstreams) 
                     Err(_) => continue,
                 };
                 let t0 = Instant::now();
+                let cd = take_cd(&mut buf[..n], validating);
                 guard(&shared, || match handle(&shared, client.ip(), &buf[..n], false) {
                     Outcome::Reply(r) => {
                         let _ = sock.send_to(&r, client);
                     }
                     Outcome::Drop => {}
-                    Outcome::Forward(fwd) => {
-                        if let Some(reply) = from_cache(&shared, &fwd, &buf[..n], t0) {
+                    Outcome::Forward(mut fwd) => {
+                        fwd.cd = cd;
+                        if let Some(mut reply) = from_cache(&shared, &fwd, &buf[..n], t0) {
                             if !reply.is_empty() {
+                                give_cd(&mut reply, cd);
                                 let _ = sock.send_to(&reply, client);
                             }
                             return;
@@ -399,9 +431,11 @@ pub fn serve_udp(shared: Arc<Shared>, listen: SocketAddr, upstreams: Upstreams) 
                     let latency = q.t0.elapsed().as_micros() as u64;
                     match finish(&shared, &q.data, &buf[..n], latency) {
                         None => {
+                            give_cd(&mut buf[..n], q.data.cd);
                             let _ = sock.send_to(&buf[..n], q.client);
                         }
-                        Some(r) if !r.is_empty() => {
+                        Some(mut r) if !r.is_empty() => {
+                            give_cd(&mut r, q.data.cd);
                             let _ = sock.send_to(&r, q.client);
                         }
                         Some(_) => {}
@@ -465,7 +499,7 @@ pub fn sweep(shared: &Shared, flight: &Mutex<Flight>, sock: &UdpSocket, up: &Udp
 
 // ---------------------------------------------------------------------------- TCP
 
-pub fn serve_tcp(shared: Arc<Shared>, listen: SocketAddr, upstream: SocketAddr) -> std::io::Result<thread::JoinHandle<()>> {
+pub fn serve_tcp(shared: Arc<Shared>, listen: SocketAddr, route: Route) -> std::io::Result<thread::JoinHandle<()>> {
     let listener = TcpListener::bind(listen)?;
     let active = Arc::new(AtomicUsize::new(0));
     thread::Builder::new().name("tcp-accept".into()).spawn(move || {
@@ -475,9 +509,9 @@ pub fn serve_tcp(shared: Arc<Shared>, listen: SocketAddr, upstream: SocketAddr) 
                 active.fetch_sub(1, Ordering::SeqCst);
                 continue; // dropping `conn` closes it
             }
-            let (shared, active) = (shared.clone(), active.clone());
+            let (shared, active, route) = (shared.clone(), active.clone(), route.clone());
             let spawned = thread::Builder::new().name("tcp-client".into()).spawn(move || {
-                guard(&shared, || tcp_client(&shared, conn, upstream));
+                guard(&shared, || tcp_client(&shared, conn, &route));
                 active.fetch_sub(1, Ordering::SeqCst);
             });
             if spawned.is_err() {
@@ -506,14 +540,19 @@ fn write_frame(stream: &mut TcpStream, msg: &[u8]) -> bool {
     stream.write_all(&out).is_ok()
 }
 
-fn tcp_client(shared: &Shared, mut conn: TcpStream, upstream: SocketAddr) {
+/// Upstream TCP connections of one client connection, one per upstream it has used.
+#[derive(Default)]
+struct TcpUpstreams(Vec<(SocketAddr, TcpStream)>);
+
+fn tcp_client(shared: &Shared, mut conn: TcpStream, route: &Route) {
     let Ok(peer) = conn.peer_addr() else { return };
     let _ = conn.set_read_timeout(Some(TCP_IDLE));
     let _ = conn.set_write_timeout(Some(TCP_IDLE));
-    let mut up: Option<TcpStream> = None;
-    while let Some(msg) = read_frame(&mut conn) {
+    let mut ups = TcpUpstreams::default();
+    while let Some(mut msg) = read_frame(&mut conn) {
         shared.stats.tcp_queries.fetch_add(1, Ordering::Relaxed);
         let t0 = Instant::now();
+        let cd = take_cd(&mut msg, route.validator.is_some());
         match handle(shared, peer.ip(), &msg, true) {
             Outcome::Reply(r) => {
                 if !write_frame(&mut conn, &r) {
@@ -521,23 +560,25 @@ fn tcp_client(shared: &Shared, mut conn: TcpStream, upstream: SocketAddr) {
                 }
             }
             Outcome::Drop => {}
-            Outcome::Forward(fwd) => {
-                if let Some(reply) = from_cache(shared, &fwd, &msg, t0) {
+            Outcome::Forward(mut fwd) => {
+                fwd.cd = cd;
+                if let Some(mut reply) = from_cache(shared, &fwd, &msg, t0) {
+                    give_cd(&mut reply, cd);
                     if !reply.is_empty() && !write_frame(&mut conn, &reply) {
                         return;
                     }
                     continue;
                 }
                 shared.stats.forwarded.fetch_add(1, Ordering::Relaxed);
-                count_step(shared, true);
-                let answer = tcp_upstream(&mut up, upstream, fwd.upstream_query(&msg));
-                let reply = match answer {
+                let target = route.tcp_target(&fwd.name);
+                count_step(shared, target == route.fallback);
+                let answer = tcp_upstream(&mut ups, target, fwd.upstream_query(&msg));
+                let mut reply = match answer {
                     Some(ans) => match finish(shared, &fwd, &ans, t0.elapsed().as_micros() as u64) {
                         None => ans,
                         Some(r) => r,
                     },
                     None => {
-                        up = None;
                         shared.stats.timeouts.fetch_add(1, Ordering::Relaxed);
                         shared.query_event(&fwd.mac, fwd.qtype, "timeout", t0.elapsed().as_micros() as u64, &fwd.name);
                         match wire::parse_query(&msg) {
@@ -546,6 +587,7 @@ fn tcp_client(shared: &Shared, mut conn: TcpStream, upstream: SocketAddr) {
                         }
                     }
                 };
+                give_cd(&mut reply, cd);
                 if !reply.is_empty() && !write_frame(&mut conn, &reply) {
                     return;
                 }
@@ -554,21 +596,25 @@ fn tcp_client(shared: &Shared, mut conn: TcpStream, upstream: SocketAddr) {
     }
 }
 
-fn tcp_upstream(up: &mut Option<TcpStream>, upstream: SocketAddr, msg: &[u8]) -> Option<Vec<u8>> {
+fn tcp_upstream(ups: &mut TcpUpstreams, upstream: SocketAddr, msg: &[u8]) -> Option<Vec<u8>> {
     for _attempt in 0..2 {
-        if up.is_none() {
-            let s = TcpStream::connect_timeout(&upstream, Duration::from_secs(2)).ok()?;
-            let _ = s.set_read_timeout(Some(UPSTREAM_TIMEOUT));
-            let _ = s.set_nodelay(true);
-            *up = Some(s);
-        }
-        let s = up.as_mut().unwrap();
+        let i = match ups.0.iter().position(|(a, _)| *a == upstream) {
+            Some(i) => i,
+            None => {
+                let s = TcpStream::connect_timeout(&upstream, Duration::from_secs(2)).ok()?;
+                let _ = s.set_read_timeout(Some(UPSTREAM_TIMEOUT));
+                let _ = s.set_nodelay(true);
+                ups.0.push((upstream, s));
+                ups.0.len() - 1
+            }
+        };
+        let s = &mut ups.0[i].1;
         if write_frame(s, msg) {
             if let Some(ans) = read_frame(s) {
                 return Some(ans);
             }
         }
-        *up = None; // dnsmasq closed an idle connection: reconnect once
+        ups.0.swap_remove(i); // the upstream closed an idle connection: reconnect once
     }
     None
 }
