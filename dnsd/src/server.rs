@@ -87,6 +87,10 @@ impl Shared {
                     cache: Mutex::new(Cache::new(crate::cache::CAPACITY)), bogus: OnceLock::new() })
     }
 
+    pub fn flush_cache(&self) {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
     /// Events are best effort: if the controller falls behind, drop and count.
     fn emit(&self, line: String) {
         if let Err(TrySendError::Full(_)) = self.events.try_send(line) {

@@ -15,6 +15,7 @@ from . import cli_wifi
 from . import cli_update
 from . import cli_qos
 from . import cli_satellites
+from . import cli_dns
 
 DEFAULT_SOCKET = os.environ.get("HOMEWORK_SOCKET", "/run/homework/control.sock")
 
@@ -165,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     cli_qos.add_parsers(sub)             # issue 13: qos (priorities and shaping)
     cli_update.add_parsers(sub)          # issue 18: update, update-status, reboot
     cli_satellites.add_parsers(sub)      # issue 15: satellite-pair
+    cli_dns.add_parsers(sub)             # the resolver: dnssec, dnssec insecure
     raw = sub.add_parser("call", help="call any controller command with key=value arguments")
     raw.add_argument("command")
     raw.add_argument("args", nargs="*")
@@ -179,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         backed = cli_qos.run(args, call, args.socket) if args.cmd == "qos" else backed
         backed = cli_update.run(args, call, args.socket) if args.cmd in cli_update.COMMANDS else backed
         backed = cli_satellites.run(args, call, args.socket) if args.cmd == "satellite-pair" else backed
+        backed = cli_dns.run(args, call, args.socket) or backed
         if backed is not None:
             scheduled = backed
         if scheduled is not None:

@@ -1,5 +1,7 @@
-"""DNS in the emulated home: the internet's resolver, the router's dnsmasq, homework-dnsd
-and the captive-portal lighttpd, all real daemons started like the image starts them.
+"""DNS in the emulated home: the internet's resolver and an authoritative server with
+signed zones (dnssec.py), the router's dnsmasq, its validating resolver (unbound),
+homework-dnsd and the captive-portal lighttpd, all real daemons started like the image
+starts them.
 
     with dns_home() as home:
         lab = DnsLab(home).start()
@@ -19,6 +21,7 @@ import time
 from pathlib import Path
 
 from . import REPO, RUN_DIR_PREFIX, RUN_ROOT, Device, Home, new_run_id
+from . import dnssec
 from .web import API_PORT
 
 DNSD_ADDR = "169.254.53.53"
@@ -59,9 +62,13 @@ def dns_config(run_id: str, components=("dhcp", "routing", "dns"), **dns) -> dic
     resolv = RUN_ROOT / f"{RUN_DIR_PREFIX}{run_id}" / "resolv.upstream"
     # The directory the localnames component writes and the router's dnsmasq reads (hostsdir).
     hosts_dir = RUN_ROOT / f"{RUN_DIR_PREFIX}{run_id}" / "hosts.d"
+    # The validating resolver: this home's own control socket; it trusts the emulated
+    # internet's signed zones (their key, made when the lab starts) as the router trusts the root's.
+    resolver = {"resolver_control": str(RUN_ROOT / f"{RUN_DIR_PREFIX}{run_id}" / "unbound.ctl"),
+                "resolver_user": "", "resolver_special_zones": ["test"], "trust_anchor": str(dnssec.anchor_path(RUN_ROOT / f"{RUN_DIR_PREFIX}{run_id}" / "dns"))}
     return {"controller": {"components": list(components)},
             "dns": {"listen": f"{DNSD_ADDR}:{DNSD_PORT}", "upstream": ROUTER_DNSMASQ,
-                    "control": str(control), "resolv_file": str(resolv), **dns},
+                    "control": str(control), "resolv_file": str(resolv), **resolver, **dns},
             "localnames": {"hosts_dir": str(hosts_dir)}}
 
 
@@ -89,6 +96,7 @@ class DnsLab:
         self.home = home
         self.dir = home.dir / "dns"
         self.dnsd: subprocess.Popen | None = None
+        self.resolver: subprocess.Popen | None = None
 
     def start(self, captive: bool = True, dnsmasq_args: tuple = ()) -> "DnsLab":
         if not DNSD_BINARY.exists():
@@ -103,6 +111,8 @@ class DnsLab:
             dns = self.home.config_overrides["dns"]
             dns["local_domains"] = ",".join(filter(None, [dns.get("local_domains", "lan,home.arpa"), *own]))
         self._start_router_dnsmasq(dnsmasq_args)
+        if self.home.config_overrides["dns"].get("resolver", "127.0.0.1:5335"):
+            self.start_resolver()
         self.start_dnsd()
         if captive:
             self._start_captive()
@@ -119,12 +129,13 @@ class DnsLab:
         for addr in (PUBLIC, BLOCKED_WEB, GAMES_WEB):
             h.internet(["ip", "addr", "replace", f"{addr}/32", "dev", "lo"])
         h.internet(["ip", "addr", "replace", f"{UPSTREAM6}/128", "dev", "lo", "nodad"])
+        self._start_signed_zones()
         args = ["dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--bind-interfaces",
                 f"--listen-address={UPSTREAM},{PUBLIC},{UPSTREAM6}", f"--pid-file={self.dir / 'internet-dnsmasq.pid'}",
                 "--local=/#/", "--local-ttl=300", "--user=root", "--log-facility=-"]
         args += [f"--host-record={name},{addr}" for name, addr in RECORDS.items()]
         args += [f"--cname={alias},{target}" for alias, target in CNAMES.items()]
-        args += [f"--address=/{NEW_DOMAIN}/{NEW_ADDR}"]
+        args += [f"--address=/{NEW_DOMAIN}/{NEW_ADDR}", f"--server=/{dnssec.ANCHOR_ZONE}/{dnssec.AUTH_ADDR}"]
         p = h.internet_popen(args, stdout=self._log("internet-dnsmasq"), stderr=subprocess.STDOUT,
                              stdin=subprocess.DEVNULL)
         _wait("internet dnsmasq", lambda: h.internet(["ss", "-Hlun", f"src {UPSTREAM}:53"]).stdout.strip(), proc=p)
@@ -138,6 +149,16 @@ class DnsLab:
         h.internet_popen(["/usr/bin/python3", "-m", "http.server", "853", "--bind", PUBLIC, "--directory", str(www)],
                          stdout=self._log("dot"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         _wait("internet web servers", lambda: len(h.internet(["ss", "-Hltn"]).stdout.splitlines()) >= 4)
+
+    def _start_signed_zones(self) -> None:
+        """nsd with the signed (and forged) zones of dnssec.py on AUTH_ADDR."""
+        h = self.home
+        h.internet(["ip", "addr", "replace", f"{dnssec.AUTH_ADDR}/32", "dev", "lo"])
+        conf = dnssec.build(self.dir, WEB, NEW_ADDR)
+        p = h.internet_popen(["nsd", "-d", "-c", str(conf)], stdout=self._log("nsd"), stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL)
+        _wait("nsd", lambda: h.internet(["ss", "-Hlun", f"src {dnssec.AUTH_ADDR}:53"]).stdout.strip(), proc=p,
+              log=self.dir / "nsd.log")
 
     # -- the router ----------------------------------------------------------------------
     def _start_router_dnsmasq(self, extra: tuple = ()) -> None:
@@ -180,6 +201,26 @@ class DnsLab:
                 return int(m[-1][0]) + int(m[-1][1])
             time.sleep(0.05)
         raise TimeoutError("dnsmasq wrote no statistics after SIGUSR1")
+
+    def start_resolver(self) -> subprocess.Popen:
+        """unbound, configured as the image's unit does it (homework.components.dns.unbound)."""
+        h = self.home
+        from homework.components.dns.unbound import prepare
+        from homework.config import load
+        config = load(h.config_path)
+        path = prepare(config)
+        host, _, port = config.dns_resolver.rpartition(":")
+        self.resolver = h.router_popen(["unbound", "-d", "-c", str(path)], stdout=self._log("unbound"),
+                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        _wait("unbound", lambda: Path(config.dns_resolver_control).exists() and
+              h.router(["ss", "-Hlun", f"src {host}:{port}"]).stdout.strip(), proc=self.resolver,
+              log=self.dir / "unbound.log")
+        return self.resolver
+
+    def resolver_control(self, command: str) -> str:
+        from homework.components.dns.unbound import control
+        from homework.config import load
+        return control(load(self.home.config_path).dns_resolver_control, command)
 
     def start_dnsd(self) -> subprocess.Popen:
         h = self.home

@@ -114,7 +114,8 @@ def test_dnsd_arguments_come_from_the_dns_table(tmp_path):
     out = subprocess.run([sys.executable, "-m", "homework.config", "--dnsd-args", str(conf)],
                          capture_output=True, text=True, check=True).stdout.split()
     assert out == ["--listen", "127.0.0.9:5399", "--upstream", "127.0.0.1:53", "--control", "/x.sock",
-                   "--resolv-file", "/run/homework/resolv.upstream", "--local-domains", "lan,home.arpa"]
+                   "--resolv-file", "/run/homework/resolv.upstream", "--local-domains", "lan,home.arpa",
+                   "--resolver", "127.0.0.1:5335"]
     addr = subprocess.run([sys.executable, "-m", "homework.config", "--dnsd-address", str(conf)],
                           capture_output=True, text=True, check=True).stdout.strip()
     assert addr == "127.0.0.9"

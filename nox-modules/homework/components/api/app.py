@@ -39,6 +39,7 @@ from . import nearby as nearby_routes
 from . import wifi as wifi_routes
 from . import update as update_routes
 from . import satellites as satellite_routes
+from . import resolver as resolver_routes
 from .stream import StreamLimit
 
 log = logging.getLogger("homework.api")
@@ -148,6 +149,7 @@ class ApiApp:
         wifi_routes.add_routes(self)       # issue 18: Wi-Fi SSID and passphrase (wifi.py)
         update_routes.add_routes(self)     # issue 18: .hwup upload, update status, reboot (update.py)
         satellite_routes.add_routes(self)  # issue 15: satellites asking to pair, decisions (satellites.py)
+        resolver_routes.add_routes(self)   # DNSSEC and the resolver's upstreams (resolver.py)
 
     def _add(self, method: str, path: str, handler: Callable, access: str, max_body: int = MAX_BODY) -> None:
         self.routes.append(Route(method, re.compile(f"^{re.escape(PREFIX)}{path}$"), handler, access, max_body))

@@ -10,7 +10,9 @@ the upstream resolvers (dnsmasq for the household's own names and as the fallbac
   - turns dnsd's events into `dns_query` / `dns_answer` bus events;
   - runs the reverse check (drop flows at priority 40000 to addresses of blocked names);
   - blocks DNS-over-TLS/QUIC (853) for restricted devices;
-  - keeps pending devices' port 80 on the captive "waiting for approval" page.
+  - keeps pending devices' port 80 on the captive "waiting for approval" page;
+  - keeps the validating resolver (unbound, resolver.py) in line with the household's
+    settings: DNSSEC on or off, the domains whose validation is off.
 """
 from __future__ import annotations
 
@@ -21,17 +23,22 @@ from ...component import Component
 from ...flows import ETH_IP, ETH_IPV6, LOCAL, PROTO_TCP, PROTO_UDP, Datapath, FlowDelete, FlowMod, Output
 from ...leases import Lease
 from ...macaddr import normalize
+from ...worker import offload
 from ...pipeline import (COOKIE_DNS, COOKIE_DNS_DOT as COOKIE_DOT, COOKIE_DNS_INTERCEPT as COOKIE_INTERCEPT,
                          COOKIE_MASK_OWNER, PRIO_DNS_INTERCEPT as PRIO_INTERCEPT)
 from .dnsd_link import DnsdLink
 from .names import normalize_domain
 from .netfilter import DnsNet
 from .policy import HOUSEHOLD, MODES, Policy, owner_of
+from . import probe, unbound
+from .resolver import Resolver
 from .reverse import ReverseCheck
 from ..schedules.component import STRICT_TOPIC
 from ..usage.periods import zone
 
 EXPIRE_SECONDS = 60
+RESOLV_CHECK_SECONDS = 2     # how soon the resolver follows a WAN lease's new resolvers
+PROBE_SECONDS = 30           # how often the upstreams are looked at (reachable over TLS? signatures?)
 # dnsd's events come in reads of up to 64 KiB (~1,000 lines); under eventlet a read that
 # finds data never yields, so the handler yields itself every EVENT_SLICE lines or a burst
 # of new names would hold DHCP, the control socket and the API until it ends.
@@ -67,6 +74,7 @@ class DnsComponent(Component):
                            listen6=config.dns_listen6 if config.ipv6_enabled else "")
                     if config.dns_intercept else None)
         self.link = DnsdLink(config.dns_control, self._snapshot, self._on_events) if config.dns_control else None
+        self.resolver = Resolver(config, ctx.state) if config.dns_resolver else None
         # issue 17: other components' dnsd lines (blocklists, safe-search), resent on reconnect
         self.snapshot_sources: list = []
 
@@ -88,6 +96,12 @@ class DnsComponent(Component):
         for mac in list(self.states):
             self.reverse.sync(mac, self.policy)
         self.ctx.every(EXPIRE_SECONDS, self._expire)
+        if self.resolver is not None:
+            self._resolver_apply(self.resolver.load())
+            self.ctx.health["resolver"] = lambda: self.resolver is not None and self.resolver.running
+            self.ctx.every(RESOLV_CHECK_SECONDS, self._check_upstreams)
+            self.ctx.every(PROBE_SECONDS, self._probe)
+            self._probe_soon()
         # issue 17: scheduled rules come and go with their windows; dns-strict windows
         self.ctx.every(self.ctx.config.schedules_check_interval, self._refresh_schedules)
         self.ctx.bus.subscribe(STRICT_TOPIC, self._on_strict)
@@ -382,11 +396,59 @@ class DnsComponent(Component):
         cmd("dns-rules", lambda mac=None: self.rules_view(mac))
         cmd("dns-mode", lambda mac, mode=None: self.set_mode(mac, mode))
         cmd("dns-learned", lambda name=None: self.learned_view(name))
+        cmd("dnssec", lambda enabled=None: self._resolver_call("set_dnssec", enabled))   # None: just the view
+        cmd("dnssec-insecure-add", lambda domain: self._resolver_call("add_insecure", domain))
+        cmd("dnssec-insecure-remove", lambda domain: self._resolver_call("remove_insecure", domain))
+        # provider isp|cloudflare|quad9|google|custom, servers (custom: ADDRESS#NAME, ...), fallback plain|none
+        cmd("dns-upstream", self.set_upstream)
         cmd("dns-stats", lambda: {"controller": {**dict.fromkeys(DNS_COUNTERS, 0),
                                                  **self.ctx.counters.snapshot().get("dns", {})},
                                   "dnsd": self.link.stats() if self.link else {"connected": False},
                                   "drop_flows": {m: len(a) for m, a in self.reverse.installed.items()},
                                   "dot_blocked": sorted(self.dot_blocked)})
+
+    def _resolver_call(self, method: str, *args) -> dict:
+        """A resolver setting: decided and stored here, applied to unbound off the event
+        loop (its control socket); then dnsd drops the cached answers the old one made."""
+        if self.resolver is None:
+            raise ValueError("there is no validating resolver ([dns] resolver is empty)")
+        if args and args[0] is not None:
+            self._resolver_apply(getattr(self.resolver, method)(*args))   # SettingError: a ValueError, a 400
+        return self.resolver.view()
+
+    def _resolver_apply(self, change) -> None:
+        if change is not None and offload(self.resolver.apply, change):
+            self._push(["flushcache"])
+
+    def _check_upstreams(self) -> None:
+        if self.resolver is not None:
+            self._resolver_apply(self.resolver.wan_resolvers(unbound.resolv_servers(self.ctx.config.dns_resolv_file)))
+
+    def _probe(self) -> None:
+        """Look at the upstreams off the loop (probe.py), then let the resolver follow."""
+        r = self.resolver
+        if r is None:
+            return
+        config = self.ctx.config
+        servers = r.upstream.tls_servers() if r.upstream.encrypted else None
+
+        def look():
+            reach = None if servers is None else tuple(probe.tls_reach(s, config.dns_tls_ca_file) for s in servers)
+            return reach, probe.signatures_pass(config.dns_resolver, probe.anchor_zone(config.dns_trust_anchor))
+        reach, signed = offload(look)
+        self._resolver_apply(r.observe(reach, signed, self.ctx.now()))
+
+    def set_upstream(self, **value) -> dict:
+        if self.resolver is None:
+            raise ValueError("there is no resolver to choose upstreams for ([dns] resolver is empty)")
+        if value:
+            self._resolver_apply(self.resolver.set_upstream(value))
+            self._probe_soon()       # the status says within seconds whether the new choice works
+        return self.resolver.upstream_view()
+
+    def _probe_soon(self) -> None:
+        # a thread of its own (a green one in the controller): the caller does not wait
+        threading.Thread(target=self._probe, daemon=True, name="dns-probe").start()
 
     def learned_view(self, name=None) -> dict:
         with self._lock:

@@ -1,0 +1,109 @@
+"""Looks the controller takes at the resolver's upstreams (blocking network calls: the dns
+component runs them off the event loop), with dnspython (Debian's python3-dnspython):
+
+  - can each encrypted upstream be reached over TLS, its certificate valid for the name
+    the household gave, and does it answer DNS? (the settings page's status, and when the
+    household's fallback applies);
+  - do the upstreams pass DNSSEC signatures on? Asked through our own resolver with
+    "checking disabled", for the trust anchor's keys: an upstream that strips signatures
+    would make every answer fail validation.
+"""
+from __future__ import annotations
+
+import errno
+import socket
+import ssl
+import time
+from dataclasses import dataclass
+
+import dns.exception
+import dns.flags
+import dns.message
+import dns.query
+import dns.rdatatype
+
+from .upstreams import TlsServer
+
+TIMEOUT = 3.0
+
+
+@dataclass(frozen=True)
+class Reach:
+    server: str              # as the household wrote it: ADDRESS#NAME
+    ok: bool
+    rtt_ms: float = 0.0
+    why: str = ""            # a sentence's end: "9.9.9.9 ..." + why
+
+    def as_dict(self) -> dict:
+        return {"server": self.server, "reachable": self.ok,
+                **({"rtt_ms": round(self.rtt_ms, 1)} if self.ok else {"why": self.why})}
+
+
+def tls_context(ca_file: str) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=ca_file or None)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    return ctx
+
+
+def tls_reach(server: TlsServer, ca_file: str, timeout: float = TIMEOUT) -> Reach:
+    """One DNS question to `server` over TLS, its certificate checked for server.name."""
+    query = dns.message.make_query(".", dns.rdatatype.NS)
+    t0 = time.monotonic()
+    try:
+        dns.query.tls(query, server.address, timeout=timeout, port=server.port,
+                      ssl_context=tls_context(ca_file), server_hostname=server.name)
+    except ssl.SSLCertVerificationError as exc:
+        if exc.verify_code == 62:       # X509_V_ERR_HOSTNAME_MISMATCH
+            why = f"presents a certificate that is not for {server.name}"
+        else:
+            why = f"presents a certificate this router does not trust ({exc.verify_message})"
+        return Reach(server.text(), False, why=why)
+    except (dns.exception.Timeout, socket.timeout, TimeoutError):
+        return Reach(server.text(), False, why=f"does not answer on port {server.port} within {timeout:.0f} s")
+    except ConnectionRefusedError:
+        return Reach(server.text(), False, why=f"refuses connections on port {server.port}")
+    except ssl.SSLError as exc:
+        return Reach(server.text(), False, why=f"failed the TLS handshake ({exc.reason or exc})")
+    except OSError as exc:
+        if exc.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH, errno.EADDRNOTAVAIL):
+            return Reach(server.text(), False, why="cannot be reached from here (no route: is the internet "
+                                                   "connection up, and does it have IPv6 for an IPv6 address?)")
+        return Reach(server.text(), False, why=f"cannot be reached ({exc.strerror or exc})")
+    except dns.exception.DNSException as exc:
+        return Reach(server.text(), False, why=f"answered with something that is not DNS ({exc})")
+    return Reach(server.text(), True, rtt_ms=(time.monotonic() - t0) * 1000)
+
+
+def signatures_pass(resolver: str, zone: str, timeout: float = TIMEOUT) -> bool | None:
+    """Do the upstreams give `zone`'s DNSKEY records with their signatures? Asked through
+    the resolver at `resolver` (HOST:PORT) with checking disabled, so it hands on what the
+    upstream said. None: no answer at all (the upstream or the resolver is down)."""
+    host, _, port = resolver.rpartition(":")
+    query = dns.message.make_query(zone, dns.rdatatype.DNSKEY, want_dnssec=True)
+    query.flags |= dns.flags.CD
+    try:
+        answer = dns.query.udp(query, host.strip("[]"), timeout=timeout, port=int(port))
+        if answer.flags & dns.flags.TC:
+            answer = dns.query.tcp(query, host.strip("[]"), timeout=timeout, port=int(port))
+    except (dns.exception.DNSException, OSError):
+        return None
+    if answer.rcode() != 0 or not answer.answer:
+        return None if answer.rcode() == 2 else False
+    types = {rrset.rdtype for rrset in answer.answer}
+    return dns.rdatatype.RRSIG in types and dns.rdatatype.DNSKEY in types
+
+
+def anchor_zone(trust_anchor_file: str) -> str:
+    """The zone whose keys the trust anchor holds: the root's, or the owner of the first
+    record in the file ([dns] trust_anchor)."""
+    if not trust_anchor_file:
+        return "."
+    try:
+        with open(trust_anchor_file) as fh:
+            for line in fh:
+                words = line.split()
+                if words and not words[0].startswith((";", "$")):
+                    return words[0]
+    except OSError:
+        pass
+    return "."
