@@ -19,6 +19,7 @@ APT_PACKAGES=(
   # integrations (issue 19): Prometheus exposition format, and Prometheus itself for its test
   python3-prometheus-client prometheus python3-paho-mqtt mosquitto mosquitto-clients
   python3-cryptography    # settings backup (issue 18): scrypt + AES-GCM
+  python3-dnspython       # the resolver's looks at its upstreams (components/dns/probe.py)
   # static checks (make lint)
   shellcheck
   # image build and boot test

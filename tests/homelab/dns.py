@@ -22,6 +22,7 @@ from pathlib import Path
 
 from . import REPO, RUN_DIR_PREFIX, RUN_ROOT, Device, Home, new_run_id
 from . import dnssec
+from .tlsca import TestCA
 from .web import API_PORT
 
 DNSD_ADDR = "169.254.53.53"
@@ -29,6 +30,11 @@ DNSD_PORT = 5300
 ROUTER_DNSMASQ = "127.0.0.1:5353"
 UPSTREAM = "203.0.113.53"
 UPSTREAM6 = "2001:db8:cafe::53"     # the same resolver over IPv6 (issue 12)
+# An internet provider's resolver that also speaks DNS over TLS (853) and HTTPS (443), with a
+# certificate for DOT_NAME from the lab's test CA (unbound, started on demand: start_dot_upstream)
+DOT_UPSTREAM = "203.0.113.54"
+DOT_UPSTREAM6 = "2001:db8:cafe::54"
+DOT_NAME = "dns.isp.test"
 PUBLIC = "203.0.113.99"
 WEB = "203.0.113.10"
 BLOCKED_WEB = "203.0.113.66"
@@ -64,8 +70,12 @@ def dns_config(run_id: str, components=("dhcp", "routing", "dns"), **dns) -> dic
     hosts_dir = RUN_ROOT / f"{RUN_DIR_PREFIX}{run_id}" / "hosts.d"
     # The validating resolver: this home's own control socket; it trusts the emulated
     # internet's signed zones (their key, made when the lab starts) as the router trusts the root's.
+    # The test CA (tlsca.py) stands in for the public CAs an encrypted upstream's certificate
+    # chains to. Both files are made when the lab starts.
+    lab_dir = RUN_ROOT / f"{RUN_DIR_PREFIX}{run_id}" / "dns"
     resolver = {"resolver_control": str(RUN_ROOT / f"{RUN_DIR_PREFIX}{run_id}" / "unbound.ctl"),
-                "resolver_user": "", "resolver_special_zones": ["test"], "trust_anchor": str(dnssec.anchor_path(RUN_ROOT / f"{RUN_DIR_PREFIX}{run_id}" / "dns"))}
+                "resolver_user": "", "resolver_special_zones": ["test"],
+                "trust_anchor": str(dnssec.anchor_path(lab_dir)), "tls_ca_file": str(lab_dir / "test-ca.pem")}
     return {"controller": {"components": list(components)},
             "dns": {"listen": f"{DNSD_ADDR}:{DNSD_PORT}", "upstream": ROUTER_DNSMASQ,
                     "control": str(control), "resolv_file": str(resolv), **resolver, **dns},
@@ -102,6 +112,7 @@ class DnsLab:
         if not DNSD_BINARY.exists():
             raise RuntimeError(f"{DNSD_BINARY} is not built (make deps, or: cd dnsd && cargo build --release)")
         self.dir.mkdir(exist_ok=True)
+        self.ca = TestCA(self.dir)
         self._start_internet()
         self.set_upstreams(UPSTREAM)
         # Domains a test has the router's dnsmasq answer itself (--address=/d/...) are the
@@ -159,6 +170,57 @@ class DnsLab:
                              stdin=subprocess.DEVNULL)
         _wait("nsd", lambda: h.internet(["ss", "-Hlun", f"src {dnssec.AUTH_ADDR}:53"]).stdout.strip(), proc=p,
               log=self.dir / "nsd.log")
+
+    def start_dot_upstream(self) -> subprocess.Popen:
+        """The internet provider's resolver over TLS and HTTPS too: unbound on DOT_UPSTREAM
+        (and DOT_UPSTREAM6), plain 53, TLS 853, HTTPS 443 (/dns-query), certificate for
+        DOT_NAME from the test CA; it asks the internet's resolver (dnsmasq) for everything
+        and validates nothing itself (the router does)."""
+        h = self.home
+        for addr, plen in ((DOT_UPSTREAM, 32), (DOT_UPSTREAM6, 128)):
+            h.internet(["ip", "addr", "replace", f"{addr}/{plen}", "dev", "lo"] + (["nodad"] if plen == 128 else []))
+        cert, key = self.ca.issue("isp-resolver", [DOT_NAME, DOT_UPSTREAM, DOT_UPSTREAM6])
+        conf = self.dir / "isp-unbound.conf"
+        interfaces = "".join(f"  interface: {a}@{p}\n" for a in (DOT_UPSTREAM, DOT_UPSTREAM6) for p in (53, 853, 443))
+        conf.write_text(f"""server:
+{interfaces}  tls-port: 853
+  https-port: 443
+  tls-service-key: "{key}"
+  tls-service-pem: "{cert}"
+  do-daemonize: no
+  username: ""
+  chroot: ""
+  directory: "{self.dir}"
+  pidfile: ""
+  use-syslog: no
+  logfile: ""
+  verbosity: 1
+  access-control: 0.0.0.0/0 allow
+  access-control: ::/0 allow
+  do-not-query-localhost: no
+  module-config: "iterator"
+  local-zone: "test." nodefault
+forward-zone:
+  name: "."
+  forward-addr: {UPSTREAM}
+""")
+        p = h.internet_popen(["unbound", "-d", "-c", str(conf)], stdout=self._log("isp-unbound"),
+                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        _wait("the internet's DNS-over-TLS resolver",
+              lambda: h.internet(["ss", "-Hltn", f"src {DOT_UPSTREAM}:853"]).stdout.strip(), proc=p,
+              log=self.dir / "isp-unbound.log")
+        return p
+
+    def upstream_status(self, state: str, timeout: float = 20) -> dict:
+        """The resolver's upstream status once it is `state` (the controller looks every
+        30 s and at once after a change)."""
+        import json
+        deadline = time.monotonic() + timeout
+        while True:
+            view = json.loads(self.homework("--json", "dns-upstream"))
+            if view["state"] == state or time.monotonic() > deadline:
+                return view
+            time.sleep(0.2)
 
     # -- the router ----------------------------------------------------------------------
     def _start_router_dnsmasq(self, extra: tuple = ()) -> None:

@@ -201,3 +201,48 @@ def test_the_anchor_zone_comes_from_the_trust_anchor_file(tmp_path):
     f = tmp_path / "anchor.key"
     f.write_text("; a key\ndnssec.test. IN DNSKEY 257 3 13 abc\n")
     assert probe.anchor_zone(str(f)) == "dnssec.test."
+
+
+def _udp_resolver(answer):
+    """A resolver on loopback answering every query with answer(query) (None: silence)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+
+    def serve():
+        while True:
+            data, peer = sock.recvfrom(4096)
+            reply = answer(dns.message.from_wire(data))
+            if reply is not None:
+                sock.sendto(reply.to_wire(), peer)
+    threading.Thread(target=serve, daemon=True).start()
+    return sock.getsockname()
+
+
+def test_signatures_pass_says_whether_the_wan_resolvers_hand_on_dnssec(monkeypatch):
+    import dns.rrset
+
+    def keys(signed):
+        def answer(q):
+            r = dns.message.make_response(q)
+            r.answer.append(dns.rrset.from_text(q.question[0].name, 300, "IN", "DNSKEY", "257 3 13 AAAA"))
+            if signed:
+                r.answer.append(dns.rrset.from_text(q.question[0].name, 300, "IN", "RRSIG",
+                                                    "DNSKEY 13 0 300 20300101000000 20200101000000 1 . AAAA"))
+            return r
+        return answer
+
+    def refused(q):
+        r = dns.message.make_response(q)
+        r.set_rcode(5)
+        return r
+
+    ports = {}
+    for name, fn in (("signed", keys(True)), ("stripped", keys(False)), ("refused", refused), ("silent", lambda q: None)):
+        ports[name] = _udp_resolver(fn)[1]
+    real_udp = dns.query.udp
+    monkeypatch.setattr(dns.query, "udp", lambda q, where, timeout=None, port=53, **kw:
+                        real_udp(q, "127.0.0.1", timeout=timeout, port=ports[where]))
+    assert probe.signatures_pass(("stripped", "signed"), ".") is True
+    assert probe.signatures_pass(("stripped",), ".") is False
+    assert probe.signatures_pass(("refused",), ".") is False, "refusing DNSSEC questions is as good as stripping"
+    assert probe.signatures_pass(("silent",), ".", timeout=0.3) is None, "a line that is down proves nothing"

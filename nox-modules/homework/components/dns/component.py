@@ -422,7 +422,10 @@ class DnsComponent(Component):
 
     def _check_upstreams(self) -> None:
         if self.resolver is not None:
+            before = self.resolver.isp
             self._resolver_apply(self.resolver.wan_resolvers(unbound.resolv_servers(self.ctx.config.dns_resolv_file)))
+            if self.resolver.isp != before:
+                self._probe_soon()    # do the new ones pass signatures on?
 
     def _probe(self) -> None:
         """Look at the upstreams off the loop (probe.py), then let the resolver follow."""
@@ -431,10 +434,12 @@ class DnsComponent(Component):
             return
         config = self.ctx.config
         servers = r.upstream.tls_servers() if r.upstream.encrypted else None
+        plain = r.isp if r.plain else ()      # an encrypted upstream the household chose is not second-guessed
 
         def look():
             reach = None if servers is None else tuple(probe.tls_reach(s, config.dns_tls_ca_file) for s in servers)
-            return reach, probe.signatures_pass(config.dns_resolver, probe.anchor_zone(config.dns_trust_anchor))
+            signed = probe.signatures_pass(plain, probe.anchor_zone(config.dns_trust_anchor)) if plain else None
+            return reach, signed
         reach, signed = offload(look)
         self._resolver_apply(r.observe(reach, signed, self.ctx.now()))
 

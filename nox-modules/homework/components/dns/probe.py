@@ -4,9 +4,9 @@ component runs them off the event loop), with dnspython (Debian's python3-dnspyt
   - can each encrypted upstream be reached over TLS, its certificate valid for the name
     the household gave, and does it answer DNS? (the settings page's status, and when the
     household's fallback applies);
-  - do the upstreams pass DNSSEC signatures on? Asked through our own resolver with
-    "checking disabled", for the trust anchor's keys: an upstream that strips signatures
-    would make every answer fail validation.
+  - do the WAN lease's resolvers pass DNSSEC signatures on? Asked directly, for the
+    trust anchor's keys: a resolver that strips them (or refuses DNSSEC questions) would
+    make every answer fail validation.
 """
 from __future__ import annotations
 
@@ -74,23 +74,26 @@ def tls_reach(server: TlsServer, ca_file: str, timeout: float = TIMEOUT) -> Reac
     return Reach(server.text(), True, rtt_ms=(time.monotonic() - t0) * 1000)
 
 
-def signatures_pass(resolver: str, zone: str, timeout: float = TIMEOUT) -> bool | None:
-    """Do the upstreams give `zone`'s DNSKEY records with their signatures? Asked through
-    the resolver at `resolver` (HOST:PORT) with checking disabled, so it hands on what the
-    upstream said. None: no answer at all (the upstream or the resolver is down)."""
-    host, _, port = resolver.rpartition(":")
+def signatures_pass(servers: tuple[str, ...], zone: str, timeout: float = TIMEOUT) -> bool | None:
+    """Do these plain DNS resolvers (the WAN lease's) give `zone`'s DNSKEY records with
+    their signatures? True if one does; False if they answer without them, or refuse (such
+    a resolver cannot support validation); None if none answers at all (the line is down:
+    nothing to conclude)."""
     query = dns.message.make_query(zone, dns.rdatatype.DNSKEY, want_dnssec=True)
     query.flags |= dns.flags.CD
-    try:
-        answer = dns.query.udp(query, host.strip("[]"), timeout=timeout, port=int(port))
-        if answer.flags & dns.flags.TC:
-            answer = dns.query.tcp(query, host.strip("[]"), timeout=timeout, port=int(port))
-    except (dns.exception.DNSException, OSError):
-        return None
-    if answer.rcode() != 0 or not answer.answer:
-        return None if answer.rcode() == 2 else False
-    types = {rrset.rdtype for rrset in answer.answer}
-    return dns.rdatatype.RRSIG in types and dns.rdatatype.DNSKEY in types
+    answered = False
+    for server in servers:
+        try:
+            answer = dns.query.udp(query, server, timeout=timeout)
+            if answer.flags & dns.flags.TC:
+                answer = dns.query.tcp(query, server, timeout=timeout)
+        except (dns.exception.DNSException, OSError):
+            continue
+        answered = True
+        types = {rrset.rdtype for rrset in answer.answer}
+        if answer.rcode() == 0 and dns.rdatatype.RRSIG in types and dns.rdatatype.DNSKEY in types:
+            return True
+    return False if answered else None
 
 
 def anchor_zone(trust_anchor_file: str) -> str:

@@ -257,10 +257,12 @@ class Resolver:
             self.fallen_back = down
         elif not self.upstream.encrypted:
             self.reach, self.checked, self.fallen_back = (), now, False
-        if signed is not None and signed == self.stripped:
+        if not self.plain:
             # an encrypted upstream the household chose is trusted to pass signatures on:
             # only the plain path can have them stripped on the way
-            self.stripped = not signed and self.plain
+            signed = True
+        if signed is not None and signed == self.stripped:
+            self.stripped = not signed
             log.warning("DNSSEC: the upstreams %s", "strip signatures: validation paused" if self.stripped
                         else "pass signatures on: validating")
         after = self._household()
