@@ -73,7 +73,7 @@ class Upstream:
             return "your internet provider's resolvers (plain DNS)"
         if self.provider in PRESETS:
             return PRESETS[self.provider][0] + " over TLS"
-        return ", ".join(s.text() for s in self.servers) + " over TLS"
+        return "the resolvers you gave, over TLS"
 
     def as_dict(self) -> dict:
         return {"provider": self.provider, "servers": [s.text() for s in self.tls_servers()],
