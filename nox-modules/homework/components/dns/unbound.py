@@ -103,6 +103,9 @@ server:
   hide-identity: yes
   hide-version: yes
   edns-buffer-size: 1232
+  # TLS (and TCP) connections to an upstream stay open for more queries
+  tcp-reuse-timeout: 60000
+  max-reuse-tcp-queries: 200
   # the forwarders may be on this router (dnsmasq, tests)
   do-not-query-localhost: no
   module-config: "validator iterator"
