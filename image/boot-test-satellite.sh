@@ -1,5 +1,5 @@
 # shellcheck shell=bash disable=SC2154  # sourced by image/boot-test.sh, whose variables and helpers it uses
-# The image as a satellite (issue 15), sourced by image/boot-test.sh. A second VM boots the
+# The image as a satellite, sourced by image/boot-test.sh. A second VM boots the
 # same image with the role file on its ESP, as a household would write it after flashing. Its
 # uplink NIC is cabled (a host bridge) to the router VM's third NIC, and its second NIC to a
 # device namespace:

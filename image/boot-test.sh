@@ -464,7 +464,7 @@ units_check() {  # units_check BOOT
 if units_check 1 >>"$ART/checks.log" 2>&1; then
   pass "units active: homework-firstboot, -net, -wan, -wan6, -dns, -web, openvswitch, -controller, -hwdbd, -dnsd, -captive"
 else fail "all Homework units active" "$(grep 'not active' "$ART/checks.log" | tail -1)"; fi
-# issue 18: the fresh image runs slot A, blessed, with its build sequence and the update key
+# the fresh image runs slot A, blessed, with its build sequence and the update key
 if [ -n "$V1" ]; then
   GT=120 g "for i in \$(seq 1 110); do systemctl is-active -q homework-mark-good && break; sleep 1; done" >/dev/null 2>&1
   check "fresh image: slot A (root=PARTLABEL=hw-root-a), sequence $S1 in /etc/homework/version, update key baked in, ESP (automounted) has homework-a.conf and grubenv good_slot=a, homework-mark-good done" \
@@ -571,7 +571,7 @@ if [ "$DEV_OK" = yes ]; then
         sh -c "ip netns exec $NS_DEV curl -s -m 5 -o /dev/null http://[$DEV6]:8081/ && ip netns exec $NS_ISP ping -6 -c1 -W5 $DEV6 && ! ip netns exec $NS_ISP curl -s -m 5 -o /dev/null http://[$DEV6]:8081/"
       kill "$LISTENER" 2>/dev/null
     fi
-    # issue 13: on the image's Debian kernel the shaper's leaves are fq_codel (the dev/CI
+    # on the image's Debian kernel the shaper's leaves are fq_codel (the dev/CI
     # kernel has only pfifo); turned on here, checked on both trees, turned off again
     check "priorities on: HTB with fq_codel leaves on the WAN and on br0, and the nftables classifier" \
       g ". /run/homework/interfaces.env; homework qos link --down 100000 --up 20000 --on >/dev/null \
@@ -596,7 +596,7 @@ if [ -n "${HOMEWORK_BOOTTEST_HOLD:-}" ]; then   # debugging: keep boot 1 running
 fi
 
 # ================================================================== reboot -> boot 2: legacy BIOS
-# The satellite (issue 15) boots later, plugged into the router's third NIC, a LAN port that
+# The satellite boots later, plugged into the router's third NIC, a LAN port that
 # nothing lists (image/boot-test-satellite.sh).
 . "$TOP/image/boot-test-satellite.sh"
 
@@ -685,7 +685,7 @@ if [ "$WIFI_OK" = yes ]; then
      && grep -q 'lease of 10\.2\.' "$ART/wifi-dhcp.log" && [ "$(device_state "$STA_MAC")" = permitted ]; then
     pass "Wi-Fi station gets a /30 after approval ($(grep -o '10\.2\.[0-9.]*' "$ART/wifi-dhcp.log" | head -1), state permitted)"
   else fail "Wi-Fi station gets a /30 after approval" "see $ART/wifi-dhcp.log"; fi
-  # issue 16: the radio component reads the kernel's station dump into hwdb's Links
+  # the radio component reads the kernel's station dump into hwdb's Links
   sta_view() {  # sta_view MAC FIELD: one field of the device view (homework --json status)
     g "homework --json status $1" 2>/dev/null | python3 -c 'import json,sys
 try:
@@ -703,7 +703,7 @@ except Exception: print("")' 2>/dev/null)
   if [ "$STA_RADIO" = wlan0 ] && [ -n "$STA_BAND" ]; then
     pass "the station's device view says radio $STA_RADIO${STA_BAND:+, band $STA_BAND}"
   else fail "the station's device view names its radio (wlan0) and band" "radio '$STA_RADIO' band '$STA_BAND'"; fi
-  # issue 16: a radio that only probes (wlan2, its own guest namespace) is heard, not associated
+  # a radio that only probes (wlan2, its own guest namespace) is heard, not associated
   PROBE_MAC=00:16:3e:16:00:02   # wlan2 gets it: a vendor's MAC (hwsim's own 02:... are randomised ones, grouped)
   GT=30 g "$(cat <<EOF
 set -e
@@ -733,7 +733,7 @@ journalctl -u homework-controller --no-pager | grep -i 'radio\|nearby\|hostapd' 
 EOF
 )" >>"$ART/wifi-probe.log" 2>&1
   fi
-  # issue 16: the station leaves: its station-dump entry goes and radio_seen_at stops advancing
+  # the station leaves: its station-dump entry goes and radio_seen_at stops advancing
   SEEN0=$(sta_view "$STA_MAC" radio_seen_at)
   GT=60 g "$sta_dhcp; sleep 2" >>"$ART/wifi-leave.log" 2>&1   # frames from the station: it is heard again
   SEEN1=$(sta_view "$STA_MAC" radio_seen_at)
@@ -752,7 +752,7 @@ EOF
   else fail "blacklist the station" "the API refused"; fi
 fi
 
-# issue 18: the settings page's Wi-Fi passphrase change (POST /ws.v1/wifi) restarts the AP
+# the settings page's Wi-Fi passphrase change (POST /ws.v1/wifi) restarts the AP
 NEW_PSK="boot-test new passphrase 18"
 api_json() {  # api_json METHOD PATH JSON (no single quotes in it): like api, with a body
   g "curl -sk -m 30 -b /run/boottest-cookies -H 'X-CSRF-Token: $API_CSRF' -H 'Content-Type: application/json' -X $1 -d '$3' -w '\nHTTP %{http_code}\n' https://127.0.0.1/ws.v1$2"
@@ -797,7 +797,7 @@ if [ -n "$PROBE_MAC" ] && { [ -n "$API_CSRF" ] || api_login; }; then
   else fail "POST /ws.v1/wifi changes the passphrase (200, passphrase not echoed)" "see $ART/wifi-passphrase.log"; fi
 else fail "change the Wi-Fi passphrase through the API" "no prober radio or no API login; see $ART/wifi-probe.log"; fi
 
-# issue 18: the settings page's WAN status (GET /ws.v1/system "wan", from udhcpc-wan's lease file)
+# the settings page's WAN status (GET /ws.v1/system "wan", from udhcpc-wan's lease file)
 [ -n "$API_CSRF" ] || api_login
 out=$(api GET /system); echo "system: $out" >>"$ART/checks.log"
 if echo "$out" | head -1 | python3 -c 'import json, sys
@@ -810,7 +810,7 @@ else fail "GET /ws.v1/system shows the WAN lease" "see $ART/checks.log"; fi
 g "systemd-analyze; systemd-analyze critical-chain homework-ready.service; systemd-analyze blame | head -25; journalctl -b -o short-monotonic -u homework-firstboot -u homework-net --no-pager | tail -30; journalctl -u homework-controller --no-pager | tail -40" \
   >"$ART/guest-diagnostics.log" 2>&1
 
-# ================================================================== issue 18: A/B updates
+# ================================================================== A/B updates
 # Boot 2 (BIOS, slot A): the update to completion -> boot 3 (BIOS: GRUB's one-shot try_slot):
 # slot B with the new version, marked good once ready -> slot A made into a build that never
 # becomes ready and offered once -> boot 4 (UEFI, systemd-boot boot counting): tried once,

@@ -56,6 +56,8 @@ fi
 mkdir -p "$R/usr/share/homework/conf" "$R/etc/homework"
 find conf -maxdepth 1 -type f -exec install -m 644 {} "$R/usr/share/homework/conf/" \;
 install -m 644 conf/image/homework.toml.in "$R/etc/homework/"
+# The router's component list (homework-net keeps those whose needs the box meets).
+PYTHONPATH=nox-modules python3 -m homework.lineup --needs > "$R/usr/share/homework/lineup"
 inst 755 scripts/router-net.sh /usr/lib/homework/scripts/router-net.sh   # homework-net brings the network up with it
 inst 755 scripts/wan-pd-hook.sh /usr/lib/homework/scripts/wan-pd-hook.sh   # homework-wan6's dhcpcd hook
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Blocklist benchmark (issue 17): dnsperf from a device namespace through the interception
+"""Blocklist benchmark: dnsperf from a device namespace through the interception
 path (OVS -> nftables -> homework-dnsd -> the upstream resolver) with a 1,000,000-name
 household blocklist in force against the same with no list, in the same run, rounds
 alternating which goes first. The queried names are not on the list, so every query pays

@@ -4,7 +4,7 @@
 Both servers sit behind an identical emulated home (router namespace, private OVS
 with the netdev datapath, one veth per device): Homework's bridge is driven by the
 controller (DHCP through its fast path: a raw socket on the bridge's LOCAL
-interface, issue 11), dnsmasq's is an OVS NORMAL bridge with
+interface), dnsmasq's is an OVS NORMAL bridge with
 dnsmasq (--no-ping, lease file on tmpfs) on the bridge's LOCAL interface.
 
   1. perfdhcp -4 -r RATE -R N -p SECONDS -l eth0 -x t from a device namespace, for
@@ -30,7 +30,7 @@ out/bench-dhcp.json.
 
 Homework runs twice: with the controller answering every request (`homework`), and with
 homework-dhcpd answering the leases the controller has decided and offering never-seen
-devices the blocks it reserved for them (`homework-dhcpd`, issue 11).
+devices the blocks it reserved for them (`homework-dhcpd`).
 
 Environment: BENCH_DHCP_RUNS (3), BENCH_DHCP_BURST_ROUNDS (6: a burst's median moves by
 10-20 % from round to round, more than the servers differ), BENCH_DHCP_PERIOD (3 s), BENCH_DHCP_RAMP
@@ -61,7 +61,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from homelab import HOOK, Device, Home, _read_pid, cpu_seconds  # noqa: E402
+from homelab import BARE, HOOK, Device, Home, _read_pid, cpu_seconds  # noqa: E402
 
 RUNS = int(os.environ.get("BENCH_DHCP_RUNS", "3"))
 BURST_ROUNDS = int(os.environ.get("BENCH_DHCP_BURST_ROUNDS", "6"))
@@ -94,12 +94,13 @@ def pct(values: list[float], p: float) -> float | None:
 SO_TIMESTAMPNS, SO_RCVBUFFORCE, CLONE_NEWNET = 35, 33, 0x40000000
 PERF_AGENT = "10.2.0.2"     # the perf device is the home's first device: block 0's .2
 # perfdhcp is a relay agent bringing a thousand new MACs through one port: the controller
-# must trust it as a relay (issue 20) and not rate-limit or forget its clients.
-HOMEWORK_CONFIG = {"dhcp": {"relays": [PERF_AGENT], "new_macs_burst": 100000, "new_macs_per_minute": 10**6,
+# must trust it as a relay and not rate-limit or forget its clients.
+HOMEWORK_CONFIG = {"controller": {"components": list(BARE)},
+                   "dhcp": {"relays": [PERF_AGENT], "new_macs_burst": 100000, "new_macs_per_minute": 10**6,
                             "fast_path": os.environ.get("BENCH_DHCP_FAST_PATH", "1") != "0",
                             "answerer": "controller"},
                    "devices": {"max_pending": 10**6}}
-# homework-dhcpd (issue 11): the daemon answers decided leases and offers never-seen devices
+# homework-dhcpd: the daemon answers decided leases and offers never-seen devices
 # reserved blocks; the controller decides the rest (the perf relay's clients among them)
 HOMEWORK_DHCPD_CONFIG = {**HOMEWORK_CONFIG, "dhcp": {**HOMEWORK_CONFIG["dhcp"], "answerer": "dhcpd",
                                                         "dhcpd_binary": str(DHCPD)}}
@@ -319,7 +320,7 @@ class Server:
             res = self.home.homework("--json", "stats")
             try:
                 counters = json.loads(res.stdout)
-                # requests come as packet-ins or, on the fast path (issue 11), from its socket
+                # requests come as packet-ins or, on the fast path, from its socket
                 count = (counters.get("core", {}).get("packet_in", 0)
                          + counters.get("dhcp", {}).get("fast_path_in", 0))
             except (ValueError, KeyError, TypeError, AttributeError):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""DNS benchmark (issues 5 and 11): dnsperf from a device namespace through the interception
+"""DNS benchmark: dnsperf from a device namespace through the interception
 path (OVS -> nftables -> homework-dnsd -> the upstream resolver) against dnsperf from the
 same namespace straight at the router's dnsmasq (OVS -> dnsmasq on the gateway address,
 port 5353, which forwards to the same upstream), in the same run, rounds alternating which

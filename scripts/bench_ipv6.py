@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""IPv6 against IPv4 through the same router (issue 12): one home with [ipv6] on and DNS
+"""IPv6 against IPv4 through the same router: one home with [ipv6] on and DNS
 interception, one permitted device with a SLAAC address in its own /64, and the same
 measurements over each family, in alternating rounds (v4 first, then v6 first):
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""OpenFlow encoding: the controller's lean encoder against os-ken's message classes (issue 11).
+"""OpenFlow encoding: the controller's lean encoder against os-ken's message classes.
 
 The flows a device costs (its ARP, gateway and forwarding flows, accounting, IPv6) are
 built by the real flowsets for N devices, pending and permitted, and packed to OpenFlow

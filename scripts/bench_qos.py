@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Latency under load (issue 13): a home behind a slow ISP link with a cable modem's deep
+"""Latency under load: a home behind a slow ISP link with a cable modem's deep
 buffer (homelab isp_link: 20/5 Mbit/s, 500 ms of queue each way). A "bulk" device saturates
 the link down and up with iperf3 (8 streams each way) while a "prio" device pings the
 internet's web address every 50 ms. Variants, alternating within each round:
@@ -210,7 +210,7 @@ def print_table(results: dict) -> None:
             continue
         print(f"| {names[v]} | {fmt(r['p50_increase_ms'], '.1f', ' ms')} | {fmt(r['p99_increase_ms'], '.1f', ' ms')} "
               f"| {fmt(r['down_pct'], '.0f', ' %')} | {fmt(r['up_pct'], '.0f', ' %')} | {r['lost']} |")
-    print(f"| aim (issue 13) | | <= {AIM_P99_MS} ms with shaping on | >= {AIM_BULK_PCT} % | >= {AIM_BULK_PCT} % | |")
+    print(f"| aim | | <= {AIM_P99_MS} ms with shaping on | >= {AIM_BULK_PCT} % | >= {AIM_BULK_PCT} % | |")
     cost = results.get("cost")
     if cost:
         on, off = cost["on"], cost["off"]

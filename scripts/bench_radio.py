@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`make bench` section for the radio monitor (issue 16, "Measured"):
+"""`make bench` section for the radio monitor ("Measured"):
 
   (a) CPU cost of monitoring 50 stations: a synthetic 50-station `iw station dump` read by the
       real monitor component through its configurable command (`cat FILE`), per poll:

@@ -38,7 +38,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from homelab import WEB_ADDR, Home, sh  # noqa: E402
+from homelab import BARE, WEB_ADDR, Home, sh  # noqa: E402
 from homelab.routing import permitted_device, wait_until  # noqa: E402
 
 RUNS = int(os.environ.get("BENCH_ROUTING_RUNS", "3"))
@@ -310,7 +310,8 @@ def paired_with_normal(home: Home, a, results: dict) -> None:
 def run_homework(results: dict) -> None:
     if "homework" not in SETUPS:
         return
-    config = {"routing": {"flow_stats_interval": 3600, "per_host_flow_limit": 200000}}
+    config = {"controller": {"components": list(BARE)},
+              "routing": {"flow_stats_interval": 3600, "per_host_flow_limit": 200000}}
     with Home(config=config, hwdb=False) as home:
         start_servers(home)
         a, b = permitted_device(home), permitted_device(home)

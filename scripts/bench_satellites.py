@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Satellite benchmark (issue 15): the controller with 1, 4 and 8 datapaths' worth of devices.
+"""Satellite benchmark: the controller with 1, 4 and 8 datapaths' worth of devices.
 
 Setups, each a fresh emulated home (controller with dhcp + routing, userspace OVS, the
 "internet" namespace behind NAT), run one after the other in this order:

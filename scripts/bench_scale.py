@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Scale benchmark: what an idle household costs as it grows (issue 21).
+"""Scale benchmark: what an idle household costs as it grows.
 
 One emulated home (controller with dhcp + routing, userspace OVS). Three real devices
 (udhcpc) are permitted; then more permitted devices come from one extra namespace that
@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from homelab import Home, _read_pid, cpu_seconds  # noqa: E402
+from homelab import BARE, Home, _read_pid, cpu_seconds  # noqa: E402
 from homelab.routing import permitted_device  # noqa: E402
 
 COUNTS = [int(x) for x in os.environ.get("BENCH_SCALE_COUNTS", "3,100,1000").split(",") if x]
@@ -71,7 +71,8 @@ def measure(pids: dict, settle: float = SETTLE, window: float = WINDOW) -> dict:
 
 
 def main() -> int:
-    config = {"dhcp": {"pending_lease": 86400, "new_macs_burst": 100000, "new_macs_per_minute": 1000000},
+    config = {"controller": {"components": list(BARE)},
+              "dhcp": {"pending_lease": 86400, "new_macs_burst": 100000, "new_macs_per_minute": 1000000},
               "devices": {"max_pending": 100000}}
     results = []
     with Home(config=config, internet=False, hwdb=False, log=say) as home:

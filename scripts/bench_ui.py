@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`make bench` section for the Guest Board (issue 6): p50/p99 over 20 devices of
+"""`make bench` section for the Guest Board: p50/p99 over 20 devices of
   - first DHCPDISCOVER -> the device's label in the page: live board (Server-Sent Events)
     vs the same board polling every 3 s, as the research board did (peer);
   - drop on "On the network" -> the device's first successful HTTP fetch to the internet

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Update benchmark (issue 18): how big an update is and how long installing it takes,
+"""Update benchmark: how big an update is and how long installing it takes,
 against the floor of doing the same by hand, same machine, same run.
 
 Uses the last `make image` (built first if out/ has none): the raw disk image, its .zst

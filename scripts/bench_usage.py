@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Cost of usage accounting (issue 14): the same home, the same device, alternating rounds
+"""Cost of usage accounting: the same home, the same device, alternating rounds
 with the usage component loaded ("on") and not loaded ("off"; there is no config key that
 turns its accounting off, so "off" is the controller without it). Routing's per-flow
 counters and polling run in both: they exist without usage (flow limits, metrics), and

@@ -100,7 +100,7 @@ up() {
   local p
   for p in $LAN_PORTS; do
     ip link show dev "$p" >/dev/null 2>&1 || die "LAN port $p does not exist"
-    # A LAN port the household let a found satellite take as its cable (issue 15) stays on
+    # A LAN port the household let a found satellite take as its cable stays on
     # its demux bridge across a reboot: the controller gives it back if the satellite goes.
     case $("${VSCTL[@]}" port-to-br "$p" 2>/dev/null) in hwsat*) continue ;; esac
     "${VSCTL[@]}" --may-exist add-port "$BRIDGE" "$p"
@@ -163,7 +163,7 @@ table inet $NFT_TABLE {
     iifname "$WAN_IF" meta nfproto ipv4 udp dport 68 accept
     iifname "$WAN_IF" drop
   }
-  # A satellite's management link (issue 15: the router's port hwsat<i>m, fe80::1) is for
+  # A satellite's management link (the router's port hwsat<i>m, fe80::1) is for
   # pairing (443), OpenFlow over TLS and its agent (the defaults of [satellites] tls_port
   # and agent_port): nothing else of the router, and nothing routed.
   chain satellite_input {

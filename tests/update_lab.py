@@ -1,4 +1,4 @@
-"""A fake A/B router disk in a directory, for the update tests (issue 18): file-backed slot
+"""A fake A/B router disk in a directory, for the update tests: file-backed slot
 "devices", an ESP directory with slot A's blessed entry, a kernel command line naming slot
 A, a version stamp, and .hwup files made by the real scripts/make-hwup.py with a signing
 key generated here (never committed)."""

@@ -1,4 +1,4 @@
-//! Offers to devices the controller has never seen, made here (issue 11): a new device's
+//! Offers to devices the controller has never seen, made here: a new device's
 //! DISCOVER then waits for no controller, which is what 100 devices starting at once feel.
 //!
 //! The controller keeps every decision. It hands over free /30 blocks it has set aside

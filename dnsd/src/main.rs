@@ -11,8 +11,8 @@
 //! (forward.rs) straight to the upstream resolvers named in the resolv file, or to dnsmasq
 //! (`--upstream`) for the household's own names and as the fallback. With `--resolver`
 //! every other name goes to that validating resolver (unbound: DNSSEC, encrypted upstreams)
-//! instead of the resolv file's servers. It runs apart from the Python controller so name lookups never wait for it
-//! (see the README's DNS section).
+//! instead of the resolv file's servers. It runs apart from the Python controller so name
+//! lookups never wait for it (see docs/dns.md and docs/dns-resolver.md).
 
 mod blocklist;
 mod bogus;

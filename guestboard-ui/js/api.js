@@ -22,7 +22,24 @@ HW.api = (function ($) {
   }
 
   function session() {
-    return $.ajax({ url: BASE + "session", dataType: "json" }).done(function (s) { csrf = s.csrf || null; });
+    var ticket = setupTicket();
+    var check = function () {
+      return $.ajax({ url: BASE + "session", dataType: "json" }).done(function (s) { csrf = s.csrf || null; });
+    };
+    if (!ticket) return check();
+    // Just set up from the waiting page: its one-time ticket opens the household's session.
+    return $.ajax({ url: BASE + "setup/session", method: "POST", dataType: "json", contentType: "application/json",
+                    data: JSON.stringify({ ticket: ticket }) })
+      .then(function (s) { csrf = s.csrf; return s; }, check);
+  }
+
+  /* The ticket the waiting page's set-up passes in the address (#setup-ticket=...), taken
+     out of it at once so it is never bookmarked or shared. */
+  function setupTicket() {
+    var m = /(?:^#|&)setup-ticket=([^&]+)/.exec(window.location.hash);
+    if (!m) return null;
+    window.history.replaceState(null, "", window.location.pathname + window.location.search);
+    return decodeURIComponent(m[1]);
   }
 
   function login(password) {

@@ -1,4 +1,4 @@
-/* The settings page's "Backup" section (issue 18): download a backup of the settings
+/* The settings page's "Backup" section: download a backup of the settings
    (POST /ws.v1/backup, secrets encrypted with the passphrase typed here) and restore one
    (POST /ws.v1/restore with the chosen file's JSON). The passphrase is only sent, never
    kept. Runs on its own: the section is inside #settings, shown after login (js/settings.js). */

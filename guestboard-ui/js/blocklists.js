@@ -1,4 +1,4 @@
-/* The settings page's "Filters" section (issue 17): blocklist subscriptions (names, blocked
+/* The settings page's "Filters" section: blocklist subscriptions (names, blocked
    queries, last fetch and error; add by URL, refresh, remove) and the safe-search switch.
    GET/POST /ws.v1/blocklists..., /ws.v1/dns/safe-search. Runs whenever the settings become
    visible (after login, js/settings.js), so it needs nothing from that file. Text only. */

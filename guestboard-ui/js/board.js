@@ -2,7 +2,7 @@
    (pointer events, so mouse, pen and touch all work). Dropping on "On the network"
    permits, on "In range" denies; both take effect at once, the dialog comes after.
 
-   Built to stay usable with thousands of devices (issue 20: a DHCP flood):
+   Built to stay usable with thousands of devices (a DHCP flood):
    - every lookup is by MAC in a Map, never a scan of all labels;
    - events only mark a MAC dirty; one flush per animation frame draws all of them;
    - drag and tap are delegated from the document, so a label costs no listeners;
@@ -152,7 +152,7 @@ HW.board = (function ($) {
     el.classList.toggle("private", !!d.private);
     el.title = d.private ? "This device uses a private (randomised) address, so it may look new on each network."
                          : (d.vendor || d.mac);
-    el.classList.toggle("wired", !!d.wired);     // issue 16: a lease on a wired port
+    el.classList.toggle("wired", !!d.wired);     // a lease on a wired port
     applyMetrics(el, d.metrics || {}, d.leave_after);
   }
 
@@ -244,7 +244,7 @@ HW.board = (function ($) {
 
   function labelFrom(target) {
     var el = target && target.closest ? target.closest(".label") : null;
-    // A radio's group of randomised MACs (issue 16) stands for many devices: no drag, no panel.
+    // A radio's group of randomised MACs stands for many devices: no drag, no panel.
     if (el && el.dataset.state === "group") return null;
     return el && !el.classList.contains("ghost") && labels.get(el.dataset.mac) === el ? el : null;
   }

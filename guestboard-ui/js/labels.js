@@ -18,7 +18,7 @@ HW.labels = (function () {
     return 1 + clamp(Math.log10(1 + bps / 1000) / 3, 0, 1);
   }
 
-  /* Leaving (issue 16): a device unseen (no traffic, not associated) since `seenAt` fades
+  /* Leaving: a device unseen (no traffic, not associated) since `seenAt` fades
      from full to 0.3x over `leaveAfter` seconds, then counts as departed (it leaves the
      board's middle) until it is seen again. No seen time (no radio, no traffic yet): no fade. */
   var FADE_FLOOR = 0.3, UNSEEN_GRACE = 5;
@@ -49,22 +49,22 @@ HW.labels = (function () {
     if (d.label_source === "mac" && !d.private) parts.push("unknown maker");
     if (d.owner) parts.push(d.owner);
     if (d.type) parts.push(d.type);
-    var link = connection(d);                /* issue 16: "wired" or "Wi-Fi 2.4 GHz (wlan0)" */
+    var link = connection(d);                /* "wired" or "Wi-Fi 2.4 GHz (wlan0)" */
     if (link) parts.push(link);
-    /* over a usage limit (issue 14): a block wins over a slow-down, as in the switch */
+    /* over a usage limit: a block wins over a slow-down, as in the switch */
     if (d.usage_blocked) parts.push("blocked: usage limit");
     else if (d.usage_slowed) parts.push("slowed: usage limit");
     var pause = paused(d);
     if (pause) parts.push(pause);
-    if (d.priority === "high") parts.push("★ first");     /* issue 13: a high-priority device */
+    if (d.priority === "high") parts.push("★ first");     /* a high-priority device */
     return parts.join(" · ") || d.mac;
   }
 
-  /* Priorities (issue 13): household words for the API's classes high, medium, default. */
+  /* Priorities: household words for the API's classes high, medium, default. */
   var PRIORITY_WORDS = { high: "First", medium: "Preferred", "default": "Normal" };
   function priority(cls) { return PRIORITY_WORDS[cls] || cls; }
 
-  /* How the device is connected (issue 16): "wired", "Wi-Fi 5 GHz (wlan1)", "Wi-Fi (wlan0)" when
+  /* How the device is connected: "wired", "Wi-Fi 5 GHz (wlan1)", "Wi-Fi (wlan0)" when
      the band is unknown; a radio's group of randomised MACs is "not connected"; "" otherwise. */
   function connection(d) {
     if (d.wired) return "wired";
@@ -74,7 +74,7 @@ HW.labels = (function () {
   function wifi(d) { return "Wi-Fi " + (d.band ? d.band + " " : "") + "(" + radioName(d.radio) + ")"; }
 
   /* A radio's name: the router's own ("wlan0") or a satellite's, which the router calls
-     "wlan0@sat2" (issue 15): "wlan0 on satellite 2". */
+     "wlan0@sat2": "wlan0 on satellite 2". */
   var SATELLITE_RADIO = /^(.+)@sat(\d+)$/;
   function radioName(radio) {
     var m = SATELLITE_RADIO.exec(radio || "");
@@ -86,7 +86,7 @@ HW.labels = (function () {
     return m ? { satellite: +m[2], radio: m[1] } : null;
   }
 
-  /* Schedules (issue 17): "paused until 22:15" for a one-tap pause, "bedtime" while a pause
+  /* Schedules: "paused until 22:15" for a one-tap pause, "bedtime" while a pause
      window holds, "strict DNS" in a dns-strict window; "" otherwise. */
   function paused(d) {
     if (d.paused && d.paused_by === "schedule") return "bedtime";

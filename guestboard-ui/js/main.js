@@ -65,7 +65,7 @@ jQuery(function ($) {
   }
 
   HW.board.on("drop", function (mac, zone, d) {
-    if (d && d.kind === "access-point") {      // a satellite switch asking to pair (issue 15)
+    if (d && d.kind === "access-point") {      // a satellite switch asking to pair
       var what = zone === "permitted" ? "permit" : zone === "outside" ? "deny" : null;
       if (what) HW.api.call("POST", "satellites/" + d.dpid + "/" + what)
         .fail(function (xhr) { window.alert(HW.api.errorText(xhr)); });

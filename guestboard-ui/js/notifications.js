@@ -1,4 +1,4 @@
-/* The notification list (issue 19): a header button with the unread count opens a list of
+/* The notification list: a header button with the unread count opens a list of
    what the router wanted the household to know (new devices asking to join, blacklists,
    alerts), newest first, unread in bold. "Mark all read" and "Send a test notification"
    call the API. Polls GET /ws.v1/notifications while logged in (and when opened);

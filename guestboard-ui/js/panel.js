@@ -29,9 +29,9 @@ HW.panel = (function ($) {
     $p.find(".traffic-today").text(HW.labels.bytes(m.today_bytes));
     $p.find(".signal").text((m.rssi === null || m.rssi === undefined ? "–" : m.rssi + " dBm" +
                             (HW.labels.retransmitting(m.retrans) ? " (many retries)" : "")) +
-                            (HW.labels.connection(d) ? " · " + HW.labels.connection(d) : ""));  // issue 16
+                            (HW.labels.connection(d) ? " · " + HW.labels.connection(d) : ""));
     $p.find(".address").text(d.lease && d.lease.active ? d.lease.ip : "none");
-    // Which switch it is on: the router itself or one of the satellites (issue 15).
+    // Which switch it is on: the router itself or one of the satellites.
     var at = d.attached;
     $p.find(".attached-row").prop("hidden", !at);
     var air = HW.labels.satelliteRadio(d.radio);     // a station its satellite's agent reports
@@ -72,7 +72,7 @@ HW.panel = (function ($) {
     fillPriority(d);
   }
 
-  /* Priority (issue 13): the device's class, in household words, set with
+  /* Priority: the device's class, in household words, set with
      POST qos/devices/<mac>. Markup added once; hidden without the qos component (no
      `priority` in the view) and for devices not on the network. */
   function addPriority() {
@@ -104,7 +104,7 @@ HW.panel = (function ($) {
     if (d.mac !== $box.attr("data-mac")) $box.attr("data-mac", d.mac).find(".priority-error").text("");
   }
 
-  /* Pause and bedtime (issue 17): a one-tap pause for an hour, resume, and the device's
+  /* Pause and bedtime: a one-tap pause for an hour, resume, and the device's
      schedules (its own and its owner's) with add and remove. Markup added once, as the
      chart's; hidden when the router has no schedules component (no `paused` in the view). */
   function addSchedules() {

@@ -1,4 +1,4 @@
-/* "Add a device by MAC" (issue 17): permit or blacklist a MAC before it is first seen (a new
+/* "Add a device by MAC": permit or blacklist a MAC before it is first seen (a new
    console the family knows is coming). The API pre-approves it (POST /ws.v1/permit/{mac} on
    a MAC never seen); its first DHCP request then meets the decision at once. Below the form:
    the devices decided on but not seen yet (last_seen 0 in /ws.v1/devices). */

@@ -1,4 +1,4 @@
-/* The Priorities page (issue 13): the line's rates and shaping on/off, the three classes in
+/* The Priorities page: the line's rates and shaping on/off, the three classes in
    household words, each device's class, application rules (with one-click presets and an
    optional time window), and the rate per class over the last minutes from GET qos/stats,
    with a marker when the "first" (high) class dropped packets. Every change is one ws.v1

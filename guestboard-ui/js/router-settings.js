@@ -1,4 +1,4 @@
-/* The settings page's "Router" section (issue 18): the software version, uptime, time
+/* The settings page's "Router" section: the software version, uptime, time
    zone, state schema and update slot (GET /ws.v1/system); set the time zone (the
    controller restarts in place to use it), change the admin password (every session
    ends: log in again), and a factory reset behind a typed confirmation. Runs on its own:
@@ -87,7 +87,9 @@
     }
     return HW.api.call("POST", "factory-reset", { confirm: CONFIRM }).done(function (r) {
       $form[0].reset();
-      say($form, "status", "Factory reset: " + r.note + ". Log in again with the password on the router's label.");
+      say($form, "status", "Factory reset: " + r.note + ". Every device is a stranger now, this one too: open " +
+          "any web page on it and choose \u201cThis is my router: set it up\u201d. On the Wi-Fi, give this set-up code " +
+          "there (write it down): " + r.setup_code + ". A computer plugged into the router needs no code.");
     });
   });
 

@@ -1,4 +1,4 @@
-/* The notification settings page (issue 19): webhooks (list, add, remove; a new webhook's
+/* The notification settings page: webhooks (list, add, remove; a new webhook's
    secret is shown once, as the API answers it, and never fetched again), "Send a test
    notification", the delivery log, and the MQTT and WAN status the API exposes (both polled)
    (GET /ws.v1/notify/status; MQTT is set in the config file, so it is read-only here).

@@ -1,4 +1,4 @@
-/* The settings page's "Software" section (issue 18): the running version and slot, the other
+/* The settings page's "Software" section: the running version and slot, the other
    slot's version (GET /ws.v1/system/update); upload a .hwup (POST /ws.v1/system/update, the
    file itself as the body), follow the writing with a progress bar, show why a file was
    refused, and a Reboot button once the update is ready. Runs on its own: the section is

@@ -1,5 +1,5 @@
 /* The household cap banner: from 80 % of this billing period's allowance (the alerts
-   usage-80 and usage-100 of issue 14) the board says so under its header, with a link to
+   usage-80 and usage-100) the board says so under its header, with a link to
    the usage page. Asks GET /ws.v1/usage/cap when the page opens, after a login, every
    minute, and at once when the event stream brings a usage alert. Standalone, like banner.js; styles
    from script (CSSOM), which the page's CSP allows. */

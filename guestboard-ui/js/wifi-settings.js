@@ -1,4 +1,4 @@
-/* The settings page's "Wi-Fi" section (issue 18): the network name and a new passphrase
+/* The settings page's "Wi-Fi" section: the network name and a new passphrase
    (GET/POST /ws.v1/wifi). The passphrase is never shown, only replaced; the controller
    checks it (8-63 printable ASCII or 64 hex digits) and its message is shown as it is. */
 (function ($) {

@@ -1,4 +1,4 @@
-"""The satellite agent's channel (issue 15): what a satellite's agent and the router's
+"""The satellite agent's channel: what a satellite's agent and the router's
 controller say to each other, one JSON object per line, over TLS with certificates from
 the household CA on both ends (pki.server_context / pki.client_context).
 

@@ -74,7 +74,7 @@ def print_queries(result: dict) -> None:
 
 
 def print_nearby(result: dict) -> None:
-    """issue 16: devices the radio hears probing that are not connected (--json: GET /ws.v1/nearby's body)."""
+    """devices the radio hears probing that are not connected (--json: GET /ws.v1/nearby's body)."""
     rows = result["nearby"]
     if not rows:
         print("no nearby devices heard")
@@ -87,7 +87,7 @@ def print_nearby(result: dict) -> None:
 # name -> (positional argument names, how to print the result)
 SIMPLE = {
     "devices": ((), print_devices),
-    "nearby": ((), print_nearby),     # issue 16: components/radio/nearby.py
+    "nearby": ((), print_nearby),     # components/radio/nearby.py
     "whitelist": (("mac",), None),    # permit, deny, blacklist, forget: cli_parity (one or more MACs)
     "status": (("mac?",), None), "dhcp-status": ((), None), "leases": ((), None),
     "blacklist-status": ((), None), "stats": ((), None),
@@ -107,7 +107,7 @@ SIMPLE = {
     # rate (slow only) e.g. 1mbit
     "usage-limit": (("mac", "allowance", "period?", "action?", "rate?"), None), "usage-limits": ((), None),
     "usage-limit-remove": (("mac",), None), "usage-lift": (("mac",), None),
-    # satellite switches (issue 15: pairing.py); satellite-pair is cli_satellites
+    # satellite switches (pairing.py); satellite-pair is cli_satellites
     "satellites": ((), None), "satellite-permit": (("dpid",), None), "satellite-deny": (("dpid",), None),
     "satellite-forget": (("dpid",), None),
 }
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     toksub.add_parser("revoke").add_argument("id")
     passwd = sub.add_parser("passwd", help="set the Guest Board admin password (ends every session)")
     passwd.add_argument("--generate", action="store_true", help="make up a password and print it")
-    # issue 17: local names (components/localnames) and the DNS query log (hwdb's DnsQueries)
+    # local names (components/localnames) and the DNS query log (hwdb's DnsQueries)
     sub.add_parser("names", help="the names devices answer to in the home (<label>.home.arpa)")
     queries = sub.add_parser("queries", help="recent DNS queries, newest first")
     queries.add_argument("--mac")
@@ -158,15 +158,15 @@ def main(argv: list[str] | None = None) -> int:
     queries.add_argument("--verdict", help="allowed, blocked, pending, ...")
     queries.add_argument("--limit", help="at most this many rows (default 100, at most 1000)")
     queries.add_argument("--summary", action="store_true", help="per device: total and blocked; top blocked names")
-    cli_schedules.add_parsers(sub)       # issue 17: schedule, pause, resume, rules' --schedule
-    cli_parity.add_parsers(sub)          # issue 17: group decisions, pre-approval, household-rule
-    cli_blocklists.add_parsers(sub)      # issue 17: blocklist add/list/refresh/remove, safe-search
-    cli_backup.add_parsers(sub)          # issue 18: backup, restore, factory-reset
-    cli_wifi.add_parsers(sub)            # issue 18: wifi (SSID, passphrase)
-    cli_qos.add_parsers(sub)             # issue 13: qos (priorities and shaping)
-    cli_update.add_parsers(sub)          # issue 18: update, update-status, reboot
-    cli_satellites.add_parsers(sub)      # issue 15: satellite-pair
-    cli_dns.add_parsers(sub)             # the resolver: dnssec, dnssec insecure
+    cli_schedules.add_parsers(sub)       # schedule, pause, resume, rules' --schedule
+    cli_parity.add_parsers(sub)          # group decisions, pre-approval, household-rule
+    cli_blocklists.add_parsers(sub)      # blocklist add/list/refresh/remove, safe-search
+    cli_backup.add_parsers(sub)          # backup, restore, factory-reset
+    cli_wifi.add_parsers(sub)            # wifi (SSID, passphrase)
+    cli_qos.add_parsers(sub)             # qos (priorities and shaping)
+    cli_update.add_parsers(sub)          # update, update-status, reboot
+    cli_satellites.add_parsers(sub)      # satellite-pair
+    cli_dns.add_parsers(sub)             # the resolver: dnssec, dnssec insecure, dns-upstream
     raw = sub.add_parser("call", help="call any controller command with key=value arguments")
     raw.add_argument("command")
     raw.add_argument("args", nargs="*")

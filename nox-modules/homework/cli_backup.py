@@ -1,4 +1,4 @@
-"""The CLI's backup and restore (issue 18; components/backup):
+"""The CLI's backup and restore (components/backup):
 
     homework backup --out FILE [--passphrase-file F]     (asks for the passphrase twice if no file)
     homework restore FILE [--passphrase-file F]          (the controller then restarts by itself)
@@ -60,5 +60,6 @@ def run(args, call, sock: str):
     if args.cmd == "factory-reset":
         if not args.yes:
             raise RuntimeError("factory-reset erases every device, rule and token: add --yes to do it")
-        return call(sock, "factory-reset", confirm="erase everything"), lambda r: print(r["note"])
+        return call(sock, "factory-reset", confirm="erase everything"), lambda r: print(
+            f"{r['note']}\nSet-up code for a device on the Wi-Fi (a wired one needs none): {r['setup_code']}")
     return None

@@ -1,4 +1,4 @@
-"""CLI for issue 17 part 2 (blocklists and safe-search):
+"""CLI for blocklists and safe-search:
 
     homework blocklist add URL [--owner NAME]     subscribe (fetched now; errors say why)
     homework blocklist list

@@ -1,4 +1,4 @@
-"""CLI for issue 17 part 5: decisions on one or several MACs (`homework permit MAC [MAC ...]`,
+"""CLI for decisions on one or several MACs (`homework permit MAC [MAC ...]`,
 all or nothing, a MAC not seen yet is pre-approved) and `homework household-rule`."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The CLI's priority commands (issue 13; components/qos):
+"""The CLI's priority commands (components/qos):
 
     homework qos                                             the link, the classes, every rule
     homework qos link --down KBIT --up KBIT [--on|--off] [--high-share PCT]

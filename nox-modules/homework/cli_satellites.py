@@ -1,4 +1,4 @@
-"""`homework satellite-pair`: sign a satellite switch's certificate (issue 15; pki.py).
+"""`homework satellite-pair`: sign a satellite switch's certificate (pki.py).
 
     homework satellite-pair DPID --csr REQ.pem [--cert-out CERT.pem] [--ca-out CA.pem]
 

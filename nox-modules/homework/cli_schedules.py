@@ -1,4 +1,4 @@
-"""The CLI's schedule and pause commands (issue 17; components/schedules):
+"""The CLI's schedule and pause commands (components/schedules):
 
     homework schedule add --mac M|--owner O --days mon-fri --from 21:30 --to 07:00 [--action pause|dns-strict]
     homework schedule list [--mac M]

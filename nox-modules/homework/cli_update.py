@@ -1,4 +1,4 @@
-"""The CLI's system updates (issue 18; homework/update/):
+"""The CLI's system updates (homework/update/):
 
     homework update FILE      verify FILE (a .hwup on this router), write it to the other slot,
                               show progress until it is ready to reboot (exit 1 if refused or failed)

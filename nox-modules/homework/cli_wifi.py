@@ -1,4 +1,4 @@
-"""`homework wifi`: the Wi-Fi network name and passphrase (issue 18; homework/wifi.py).
+"""`homework wifi`: the Wi-Fi network name and passphrase (homework/wifi.py).
 
     homework wifi                                   the SSID, interfaces, whether a passphrase is set
     homework wifi --ssid NAME                       rename (the passphrase stays)

@@ -81,7 +81,7 @@ def register_core_commands(core) -> None:
         return view
 
     def satellites(fn):
-        """A pairing call (issue 15, pairing.py) with its own status codes kept."""
+        """A pairing call (pairing.py) with its own status codes kept."""
         from .pairing import PairingError
 
         def call(**kwargs):
@@ -125,13 +125,13 @@ def register_core_commands(core) -> None:
     cmd.register("devices", lambda: [device_view(d) for d in devices.all()])
     cmd.register("status", lambda mac=None: device_view(devices.get(mac)) if mac
                  else [device_view(d) for d in devices.all() if d.state == "permitted"])
-    # allow_unknown: a MAC not seen yet is pre-approved (issue 17), as blacklist always did.
+    # allow_unknown: a MAC not seen yet is pre-approved, as blacklist always did.
     cmd.register("permit", lambda mac: device_view(devices.permit(mac, allow_unknown=True)))
     cmd.register("deny", lambda mac: device_view(devices.deny(mac, allow_unknown=True)))
     cmd.register("blacklist", lambda mac: device_view(devices.blacklist(mac)))
     cmd.register("whitelist", lambda mac: device_view(devices.whitelist(mac)))
     cmd.register("forget", lambda mac: devices.forget(mac))
-    # issue 17: one decision for a list of MACs, all or nothing (devices.decide_group)
+    # one decision for a list of MACs, all or nothing (devices.decide_group)
     cmd.register("decide-group", lambda decision, macs: [r if isinstance(r, dict) else device_view(r)
                                                          for r in devices.decide_group(decision, macs)])
     cmd.register("blacklist-status", lambda: [device_view(d) for d in devices.all() if d.state == "blacklisted"])

@@ -53,11 +53,11 @@ class Context:
         # True when a real OpenFlow switch is behind the adapter (osken_app.py); the fake
         # switch of the unit tests leaves it False, so nothing opens raw sockets there.
         self.switch_is_real = False
-        # Is this router port a radio of a satellite (issue 15)? Stations roam between
+        # Is this router port a radio of a satellite? Stations roam between
         # radios, whose ports never lose link; the adapter answers from PatchLinks.
         self.is_radio_port: Callable[[int], bool] = lambda port: False
         # The router port of a satellite radio named "wlan0@sat1" (None: not one, or down);
-        # a station its agent hears there has roamed there (issue 15; the adapter answers).
+        # a station its agent hears there has roamed there (the adapter answers).
         self.radio_port: Callable[[str], int | None] = lambda ifname: None
         self.pairing = None            # the core's SatellitePairing (core.py puts it here)
 

@@ -27,12 +27,12 @@ log = logging.getLogger("homework.config")
 
 KNOWN_COMPONENTS = ("dhcp", "routing", "dns", "eapol", "hwdb_sync", "api", "linksim", "usage", "metrics", "notify", "mqtt",
                     "wanwatch", "localnames")
-KNOWN_COMPONENTS += ("schedules",)     # issue 17: bedtime windows and pauses
-KNOWN_COMPONENTS += ("blocklists",)    # issue 17: blocklist subscriptions and safe-search
-KNOWN_COMPONENTS += ("backup",)        # issue 18: settings backup and restore
-KNOWN_COMPONENTS += ("radio",)         # issue 16: the real radio's link monitor
-KNOWN_COMPONENTS += ("qos",)           # issue 13: priorities and shaping
-KNOWN_COMPONENTS += ("satlink",)       # issue 15: the satellite agents' channel
+KNOWN_COMPONENTS += ("schedules",)     # bedtime windows and pauses
+KNOWN_COMPONENTS += ("blocklists",)    # blocklist subscriptions and safe-search
+KNOWN_COMPONENTS += ("backup",)        # settings backup and restore
+KNOWN_COMPONENTS += ("radio",)         # the real radio's link monitor
+KNOWN_COMPONENTS += ("qos",)           # priorities and shaping
+KNOWN_COMPONENTS += ("satlink",)       # the satellite agents' channel
 IFNAME = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
 CURRENT_VERSION = 2
 
@@ -60,6 +60,7 @@ def one_of(*choices: str) -> Callable[[str, str], str]:
         if value not in choices:
             raise ConfigError(key, f"must be {' or '.join(repr(c) for c in choices)}, got {value!r}")
         return value
+    check.choices = choices
     return check
 
 
@@ -172,6 +173,13 @@ def domain_list(key: str, value: str) -> str:
 
 def domain_names(key: str, value: list) -> tuple[str, ...]:
     return tuple(domain_list(key, name) for name in value)
+
+
+def _zero_or_rate(key: str, value: int) -> int:
+    return value if value == 0 else int_range(64, 10_000_000)(key, value)
+
+
+_zero_or_rate.range_words = "0 (unset) or 64 to 10000000"
 
 
 def path(key: str, value: str) -> Path:
@@ -348,7 +356,7 @@ KEYS: tuple[Key, ...] = (
     Key("wifi.apply_command", "wifi_apply_command", str, "",
         "run after the Wi-Fi SSID/passphrase change (in <state.dir>/wifi.env) to restart the access point; "
         "'' = just store"),
-    # issue 18: signed .hwup updates into the inactive A/B slot (homework/update/)
+    # signed .hwup updates into the inactive A/B slot (homework/update/)
     Key("update.enabled", "update_enabled", bool, False,
         "accept .hwup updates (the router image turns it on; a dev machine has no A/B slots)"),
     Key("update.esp_dir", "update_esp_dir", str, "/boot/efi",
@@ -416,9 +424,9 @@ KEYS: tuple[Key, ...] = (
     Key("qos.enabled", "qos_enabled", bool, False,
         "shape the line and apply priorities (loads the qos component); the board's setting wins once set"),
     Key("qos.down_kbit", "qos_down_kbit", int, 0, "the line's download rate in kbit/s; 0 = unset (not shaped)",
-        lambda k, v: v if v == 0 else int_range(64, 10_000_000)(k, v)),
+        _zero_or_rate),
     Key("qos.up_kbit", "qos_up_kbit", int, 0, "the line's upload rate in kbit/s; 0 = unset (not shaped)",
-        lambda k, v: v if v == 0 else int_range(64, 10_000_000)(k, v)),
+        _zero_or_rate),
     Key("qos.high_share", "qos_high_share", int, 30, "percent of the line the high class may use at most",
         int_range(5, 90)),
     Key("qos.shape_percent", "qos_shape_percent", int, 95,
@@ -438,7 +446,7 @@ KEYS: tuple[Key, ...] = (
     Key("mqtt.discovery_prefix", "mqtt_discovery_prefix", str, "homeassistant", "Home Assistant's discovery prefix"),
     Key("mqtt.accept_commands", "mqtt_accept_commands", bool, False,
         "apply permit/deny from PREFIX/device/ID/set (the broker's ACL must allow only the admin user there)"),
-    Key("ipv6.enabled", "ipv6_enabled", bool, False,
+    Key("ipv6.enabled", "ipv6_enabled", bool, True,
         "give every device its own /64 (Router Advertisements, routed like IPv4); off: IPv4 only"),
     Key("ipv6.prefix", "ipv6_prefix", str, "",
         "the site prefix the /64s come from (the ISP's delegated /48-/60); '' = a unique local /48 made once",
@@ -575,6 +583,54 @@ def help_text() -> str:
     return "\n".join(lines)
 
 
+def _toml(value: Any) -> str:
+    return repr(value).replace("'", '"').replace("True", "true").replace("False", "false")
+
+
+def _allowed(key: Key) -> str:
+    """What a key accepts, in words, from its check (the docs' "allowed" column)."""
+    if key.check is None:
+        return {bool: "true or false", int: "a whole number", str: "text", list: "a list"}[key.kind]
+    if hasattr(key.check, "range_words"):
+        return key.check.range_words
+    if hasattr(key.check, "range"):
+        low, high = key.check.range
+        return f"{low} to {high}"
+    if hasattr(key.check, "choices"):
+        return " or ".join(f"`{c}`" for c in key.check.choices)
+    return _CHECK_WORDS.get(key.check.__name__, "see what")
+
+
+_CHECK_WORDS = {
+    "ifname": "an interface name", "ifname_or_empty": "an interface name, or empty",
+    "ip_address": "an IP address", "ip_address_or_empty": "an IP address, or empty",
+    "host_port": "ADDRESS:PORT ([v6]:port for IPv6)", "pool": "an IPv4 network",
+    "components": "component names", "lan_ports": "interface names",
+    "satellite_list": "DPID:UPLINK:ROUTER_PORT lines", "timezone_name": "an IANA time zone, or empty",
+    "ipv6_site_prefix": "an IPv6 prefix, or empty", "domain_list": "domain names, comma-separated",
+    "path": "a path", "ipv4_list": "IPv4 addresses",
+}
+
+
+def markdown() -> str:
+    """docs/config.md: every key of KEYS, by section (tests/unit/test_docs.py keeps it current)."""
+    out = ["# Configuration keys", "",
+           "Generated from `KEYS` in `nox-modules/homework/config.py` by",
+           "`python3 -m homework.config --markdown > docs/config.md`; a unit test fails when it is",
+           "not current. The file is TOML (`conf/homework.toml` is the reference); a bad value stops",
+           "the controller with a message naming the key. The file's `version` is now "
+           f"{CURRENT_VERSION}.", ""]
+    for section in SECTIONS:
+        out += [f"## [{section}]", "", "| key | type | default | allowed | what |", "|---|---|---|---|---|"]
+        for k in KEYS:
+            if k.name.startswith(section + "."):
+                help_text = k.help.replace("|", "\\|")
+                out.append(f"| `{k.name.partition('.')[2]}` | {k.kind.__name__} | `{_toml(k.default)}` | "
+                           f"{_allowed(k)} | {help_text} |")
+        out.append("")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m homework.config",
                                      description="Check a Homework config file or print what others need from it")
@@ -583,9 +639,13 @@ def main(argv: list[str] | None = None) -> int:
     what.add_argument("--dnsd-args", action="store_true", help="print homework-dnsd's arguments")
     what.add_argument("--dnsd-address", action="store_true", help="print the address homework-dnsd listens on")
     what.add_argument("--help-keys", action="store_true", help="print every key with its default and help")
+    what.add_argument("--markdown", action="store_true", help="print docs/config.md (every key, by section)")
     args = parser.parse_args(argv)
     if args.help_keys:
         print(help_text())
+        return 0
+    if args.markdown:
+        print(markdown())
         return 0
     if not args.config:
         parser.error("a config file is needed")

@@ -14,6 +14,7 @@ import time
 from typing import Callable, Iterable
 
 from . import factory_reset, system
+from . import events
 from .update import service as update_service
 from .bus import EventBus
 from .commands import Commands, register_core_commands
@@ -59,7 +60,7 @@ class Core:
         self._send = send or (lambda decisions: None)
         self._spawn_periodic = spawn_periodic or _thread_periodic
         self.state = state or StateStore(config.state_db)
-        # issue 15: the satellites whose cable was found (permitted on the board) join the
+        # the satellites whose cable was found (permitted on the board) join the
         # listed ones for the whole life of this process; a change restarts it (commands.py)
         config = with_found_satellites(config, self.state)
         self.config = config
@@ -77,14 +78,14 @@ class Core:
             log.info("IPv6: a /64 per device from %s", self.ctx.ipv6.site)
         self.ctx.counters = self.counters
         self.ctx.count = self.counters.count
-        self.pairing = SatellitePairing(self.state, config, self.bus, clock)   # issue 15
+        self.pairing = SatellitePairing(self.state, config, self.bus, clock)
         self.ctx.pairing = self.pairing
         self.commands = Commands()
         self.ctx.commands = self.commands
         register_core_commands(self)
-        factory_reset.register(self)        # issue 18
-        system.register(self)               # issue 18: system-info, set-timezone
-        update_service.register(self)       # issue 18: update-start, update-status, reboot
+        factory_reset.register(self)
+        system.register(self)               # system-info, set-timezone
+        update_service.register(self)       # update-start, update-status, reboot
         self.components: list[Component] = []
         self._dispatch: list[Component] = []
 
@@ -92,7 +93,7 @@ class Core:
     def load_components(self) -> None:
         names = tuple(self.config.components)
         if self.config.qos_enabled and "qos" not in names:
-            names += ("qos",)       # issue 13: [qos] enabled = true loads it
+            names += ("qos",)       # [qos] enabled = true loads it
         for name in names:
             module = importlib.import_module(f"homework.components.{name}")
             component = module.COMPONENT(self.ctx)
@@ -118,7 +119,7 @@ class Core:
         self.ctx.ipv6 = AddressPlan(site)
         log.warning("IPv6 site prefix %s -> %s: renumbering every device", old.site if old else None, site)
         self.counters.count("core.ipv6_renumbered")
-        self.bus.publish("ipv6_plan", old=old, new=self.ctx.ipv6)
+        self.bus.publish(events.Ipv6Plan(old=old, new=self.ctx.ipv6))
 
     def stop(self) -> None:
         for component in reversed(self.components):
@@ -146,8 +147,8 @@ class Core:
         for name in self.config.lan_ports:
             if name not in dp.ports and name not in cables:
                 log.warning("LAN port %s ([lan] ports) is not on the bridge", name)
-                self.bus.publish("alert", mac="", kind="lan-port-missing",
-                                 detail=f"LAN port {name} is configured but not on the bridge")
+                self.bus.publish(events.Alert(mac="", kind=events.AlertKind.LAN_PORT_MISSING,
+                                              detail=f"LAN port {name} is configured but not on the bridge"))
         for component in self.components:
             self.send(self._safe(f"{component.name}.datapath_up", component.datapath_up, dp))
 

@@ -15,7 +15,7 @@ class Counters:
     def count(self, name: str, n: int = 1) -> None:
         # No lock: counting is on every packet's path, the controller's green threads
         # switch only at I/O, and under eventlet threading.Lock is a green semaphore that
-        # cost more than the count (issue 11's profile).
+        # cost more than the count (the profile of a burst).
         self._counts[name] += n
 
     def get(self, name: str) -> int:

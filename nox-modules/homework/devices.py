@@ -10,13 +10,14 @@ from collections import OrderedDict
 from typing import Callable
 
 from .bus import EventBus
+from . import events
 from .macaddr import BadMac, normalize
 from .state import Device, StateStore
 
 log = logging.getLogger("homework.devices")
 
 META_LIMIT = 64
-# Group decisions (issue 17): decision -> the state it sets (forget: none); MACs per call.
+# Group decisions: decision -> the state it sets (forget: none); MACs per call.
 GROUP_DECISIONS = {"permit": "permitted", "deny": "denied", "blacklist": "blacklisted", "forget": None}
 GROUP_LIMIT = 256
 
@@ -47,7 +48,7 @@ def never_seen(device: Device) -> bool:
 
 
 class DeviceRegistry:
-    """Besides decisions, bounds what unapproved devices can cost (issue 20): at most
+    """Besides decisions, bounds what unapproved devices can cost: at most
     `max_pending` pending devices are kept, the oldest first seen going first when a new
     one arrives, and a pending device unseen for `forget_after` seconds is forgotten.
     Forgetting removes the device row and its lease; a 'device' event with
@@ -86,8 +87,8 @@ class DeviceRegistry:
         if created:
             log.info("new device %s (%s) asks to join", device.mac, hostname or "no hostname")
             self._pending[device.mac] = None
-            self.bus.publish("device", mac=device.mac, state=device.state, old_state=None,
-                             device=device.as_dict(), reason="seen")
+            self.bus.publish(events.Device(mac=device.mac, state=device.state, old_state=None,
+                                           device=device.as_dict(), reason="seen"))
             while len(self._pending) > self.max_pending:
                 victim = self._cap_victim()
                 log.warning("more than %d pending devices: forgetting %s", self.max_pending, victim)
@@ -132,8 +133,8 @@ class DeviceRegistry:
         self.state.forget_device(mac)
         self.forgotten += 1
         log.info("device %s forgotten (%s)", mac, why)
-        self.bus.publish("device", mac=mac, state=None, old_state=old.state if old else None,
-                         device={"mac": mac}, reason="forgotten")
+        self.bus.publish(events.Device(mac=mac, state=None, old_state=old.state if old else None,
+                                       device={"mac": mac}, reason="forgotten"))
 
     def _decide(self, mac: str, state: str, allow_unknown: bool = False) -> Device:
         mac = normalize(mac)
@@ -150,8 +151,8 @@ class DeviceRegistry:
             self._pending.pop(mac, None)
         old_state = old.state if old else None
         log.info("device %s: %s -> %s", mac, old_state, state)
-        self.bus.publish("device", mac=mac, state=state, old_state=old_state,
-                         device=device.as_dict(), reason="decision")
+        self.bus.publish(events.Device(mac=mac, state=state, old_state=old_state,
+                                       device=device.as_dict(), reason="decision"))
         return device
 
     def permit(self, mac: str, allow_unknown: bool = False) -> Device:
@@ -181,12 +182,12 @@ class DeviceRegistry:
                 raise ValueError(f"{key} must be text of at most {META_LIMIT} printable characters")
             clean[key] = value.strip()
         device = self.state.set_device_meta(device.mac, **clean)
-        self.bus.publish("device", mac=device.mac, state=device.state, old_state=device.state,
-                         device=device.as_dict(), reason="meta")
+        self.bus.publish(events.Device(mac=device.mac, state=device.state, old_state=device.state,
+                                       device=device.as_dict(), reason="meta"))
         return device
 
     def decide_group(self, decision: str, macs) -> list[Device | dict]:
-        """One decision for several MACs (issue 17), all or nothing: every MAC is checked
+        """One decision for several MACs, all or nothing: every MAC is checked
         first (syntax; for forget, known and not blacklisted), then all are applied. A MAC
         not seen yet is pre-approved, as for one MAC."""
         if decision not in GROUP_DECISIONS:

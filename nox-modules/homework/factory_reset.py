@@ -1,4 +1,4 @@
-"""Factory reset (issue 18): forget everything the household set up and start over.
+"""Factory reset: forget everything the household set up and start over.
 
     factory-reset {confirm: "erase everything"} -> {"restarting": true, "note"}
 
@@ -11,6 +11,10 @@ Wi-Fi settings, TLS certificate, the ULA prefix, hwdb's log) and the initial adm
 password file: a reset router is logged into with the password on its label / from first
 boot, as a new one is. The image moves that file aside once the password was changed
 (homework-firstboot), so the reset puts it back.
+
+A reset router is not set up (firsthour.py): the answer carries a set-up code, shown to
+whoever reset it, with which a device on the Wi-Fi sets it up again (a wired one needs
+nothing). The code is kept beside state.db, which the reset deletes.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ import shutil
 import time
 from pathlib import Path
 
+from . import firsthour
 from .commands import CommandError
 from .flows import FlowDelete
 
@@ -79,7 +84,8 @@ def register(core) -> None:
             core.state.close()
             gone = wipe(Path(config.state_dir), config.api_admin_password_file)
             log.warning("factory reset: deleted %s", ", ".join(gone) or "nothing")
+        code = firsthour.new_setup_code(config.state_dir)
         ctx.restart("factory reset", then=erase)
-        return {"restarting": True, "note": NOTE}
+        return {"restarting": True, "note": NOTE, "setup_code": code}
 
     core.commands.register("factory-reset", factory_reset)

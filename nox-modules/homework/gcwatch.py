@@ -3,7 +3,7 @@
 A full collection walks every object the interpreter tracks. Started, the controller
 holds about 140,000 (os-ken's OpenFlow classes, eventlet, the config), and a full
 collection took 105-125 ms on the router's 2 cores: the one hub thread stops for that
-long, so DHCP answers, flows and API calls wait behind it (issue 11 saw one in every few
+long, so DHCP answers, flows and API calls wait behind it (one came in every few
 bursts of a hundred new devices). Those objects live as long as the process, so after
 start-up they are frozen (`gc.freeze`): later collections skip them and cost what the
 state made since then costs. `homework stats` shows the frozen count and every full

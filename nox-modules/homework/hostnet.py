@@ -26,7 +26,7 @@ class HostNet:
     Open vSwitch re-reads every interface's addresses and the routing table after each
     address change it hears of (4-9 ms of its CPU each here, with 200 interfaces), but
     once for a batch: a burst of 100 new devices cost it 0.9 s one by one and nothing
-    measurable at once (issue 11)."""
+    measurable at once."""
 
     IDLE_SECONDS = 5.0
     COALESCE_SECONDS = 0.02

@@ -101,8 +101,3 @@ class PrefixSource:
             return self.static
         delegated = read_prefix_file(self.prefix_file) if self.prefix_file else None
         return delegated or ula_prefix(self.state_dir)
-
-
-def plan_for(prefix: str, state_dir: Path, prefix_file: str = "") -> AddressPlan:
-    """The plan from the first source that has a prefix (see PrefixSource)."""
-    return AddressPlan(PrefixSource(prefix, prefix_file, state_dir).site())

@@ -1,4 +1,4 @@
-"""The controller's log lines, cheaply (issue 11).
+"""The controller's log lines, cheaply.
 
 A new device costs two INFO lines ("new device ... asks to join", "lease ... for 30s"), and
 in a burst of a hundred devices the logging module was a third of the controller's CPU:

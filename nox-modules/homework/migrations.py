@@ -35,7 +35,7 @@ def _lease_relay_column(db: sqlite3.Connection) -> None:
 
 
 STEPS: tuple[Step, ...] = (
-    Step(1, "the tables of the first releases (issues 2-6)", sql="""
+    Step(1, "the tables of the first releases (before numbered steps)", sql="""
 CREATE TABLE IF NOT EXISTS devices (
     mac TEXT PRIMARY KEY,
     state TEXT NOT NULL CHECK (state IN ('pending','permitted','denied','blacklisted')),
@@ -98,14 +98,14 @@ CREATE TABLE IF NOT EXISTS dns_learned (
 """),
     Step(2, "leases behind a DHCP relay: leases.relay (giaddr; '' = on our own port)",
          run=_lease_relay_column),
-    Step(3, "issue 20: the DECLINE quarantine survives restarts; a probe row for write health", sql="""
+    Step(3, "the DECLINE quarantine survives restarts; a probe row for write health", sql="""
 CREATE TABLE IF NOT EXISTS quarantine (
     block INTEGER PRIMARY KEY,          -- a /30 a client DECLINEd (address in use on the LAN)
     until REAL NOT NULL                 -- epoch seconds; not handed out before then
 );
 CREATE TABLE IF NOT EXISTS storage_probe (id INTEGER PRIMARY KEY CHECK (id = 1), at REAL NOT NULL);
 """),
-    Step(4, "issue 14: durable usage (bytes per device per local hour), the household cap, usage limits", sql="""
+    Step(4, "durable usage (bytes per device per local hour), the household cap, usage limits", sql="""
 CREATE TABLE IF NOT EXISTS usage_hours (
     mac TEXT NOT NULL,
     hour INTEGER NOT NULL,              -- epoch seconds at which the local hour began
@@ -130,7 +130,7 @@ CREATE TABLE IF NOT EXISTS usage_limits (
     lifted INTEGER NOT NULL DEFAULT 0   -- start of the period in which a household member lifted it
 );
 """),
-    Step(5, "issue 19: notifications (read/unread), webhooks and their delivery log", sql="""
+    Step(5, "notifications (read/unread), webhooks and their delivery log", sql="""
 CREATE TABLE IF NOT EXISTS notifications (
     id INTEGER PRIMARY KEY,             -- assigned by the notify component, increasing
     at REAL NOT NULL,
@@ -156,7 +156,7 @@ CREATE TABLE IF NOT EXISTS webhook_deliveries (
     ok INTEGER NOT NULL
 );
 """),
-    Step(6, "issue 14: usage limits may slow a device down (action slow, usage_limits.rate in kbit/s)", sql="""
+    Step(6, "usage limits may slow a device down (action slow, usage_limits.rate in kbit/s)", sql="""
 CREATE TABLE usage_limits_6 (
     target TEXT PRIMARY KEY,            -- a device's MAC, or "owner:NAME"
     period TEXT NOT NULL CHECK (period IN ('day', 'month')),
@@ -171,7 +171,7 @@ INSERT INTO usage_limits_6 (target, period, allowance, action, reached, lifted)
 DROP TABLE usage_limits;
 ALTER TABLE usage_limits_6 RENAME TO usage_limits;
 """),
-    Step(7, "issue 17: blocklist subscriptions (names in files under the state dir) and DNS options", sql="""
+    Step(7, "blocklist subscriptions (names in files under the state dir) and DNS options", sql="""
 CREATE TABLE blocklists (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     url TEXT NOT NULL,
@@ -191,7 +191,7 @@ CREATE TABLE dns_options (
     value TEXT NOT NULL
 );
 """),
-    Step(8, "issue 17: schedules (bedtime windows per device or owner) and one-shot pauses", sql="""
+    Step(8, "schedules (bedtime windows per device or owner) and one-shot pauses", sql="""
 CREATE TABLE IF NOT EXISTS schedules (
     id INTEGER PRIMARY KEY AUTOINCREMENT,   -- never reused: a stale id removes nothing
     target TEXT NOT NULL,               -- a device's MAC, or "owner:NAME"
@@ -208,13 +208,13 @@ CREATE TABLE IF NOT EXISTS pauses (
     until REAL NOT NULL
 );
 """),
-    Step(9, "issue 18: router settings changed from the Guest Board (e.g. the time zone)", sql="""
+    Step(9, "router settings changed from the Guest Board (e.g. the time zone)", sql="""
 CREATE TABLE IF NOT EXISTS settings (
     key TEXT PRIMARY KEY,               -- e.g. timezone; overrides the config file's value
     value TEXT NOT NULL
 );
 """),
-    Step(10, "issue 13: priorities per device and per application (the link rates are in settings)", sql="""
+    Step(10, "priorities per device and per application (the link rates are in settings)", sql="""
 CREATE TABLE IF NOT EXISTS qos_devices (
     mac TEXT PRIMARY KEY,
     class TEXT NOT NULL CHECK (class IN ('high', 'medium')),   -- default: no row
@@ -229,7 +229,7 @@ CREATE TABLE IF NOT EXISTS qos_apps (
     window TEXT NOT NULL DEFAULT ''
 );
 """),
-    Step(11, "issue 15: satellite switches asking to pair, and the household's decisions", sql="""
+    Step(11, "satellite switches asking to pair, and the household's decisions", sql="""
 CREATE TABLE IF NOT EXISTS satellites (
     dpid TEXT PRIMARY KEY,              -- 16 hex digits
     state TEXT NOT NULL CHECK (state IN ('pending', 'permitted', 'denied')),
@@ -242,12 +242,16 @@ CREATE TABLE IF NOT EXISTS satellites (
     decided REAL NOT NULL DEFAULT 0
 );
 """),
-    Step(12, "issue 15: satellites found on a LAN port (no [satellites] switches line): where each asked "
+    Step(12, "satellites found on a LAN port (no [satellites] switches line): where each asked "
              "from, and the cable it has once permitted", sql="""
 ALTER TABLE satellites ADD COLUMN router_port TEXT NOT NULL DEFAULT '';  -- '': a listed satellite
 ALTER TABLE satellites ADD COLUMN uplink TEXT NOT NULL DEFAULT '';       -- the port it names as its uplink
 ALTER TABLE satellites ADD COLUMN origin_mac TEXT NOT NULL DEFAULT '';   -- its own stack's MAC, as a device
 ALTER TABLE satellites ADD COLUMN cable INTEGER NOT NULL DEFAULT 0;      -- its index while the port is its cable
+"""),
+    Step(13, "the first hour: whether the household chose the admin password (the router's own first one "
+             "keeps the set-up offer open)", sql="""
+ALTER TABLE api_admin ADD COLUMN chosen INTEGER NOT NULL DEFAULT 1;  -- 0: the router's initial password
 """),
 )
 LATEST = STEPS[-1].number

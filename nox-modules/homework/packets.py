@@ -13,7 +13,6 @@ from .macaddr import from_bytes
 ETH_HDR = struct.Struct("!6s6sH")
 IP_HDR = struct.Struct("!BBHHHBBH4s4s")
 UDP_HDR = struct.Struct("!HHHH")
-ARP_PKT = struct.Struct("!HHBBH6s4s6s4s")
 BROADCAST_MAC = b"\xff" * 6
 
 
@@ -65,15 +64,6 @@ class UDP:
     payload: bytes
 
 
-@dataclass
-class ARP:
-    op: int
-    sha: bytes
-    spa: bytes
-    tha: bytes
-    tpa: bytes
-
-
 def parse_ethernet(data: bytes) -> Frame:
     if len(data) < 14:
         raise PacketError(f"ethernet frame too short ({len(data)} bytes)")
@@ -112,15 +102,6 @@ def parse_udp(data: bytes) -> UDP:
     return UDP(sport, dport, data[8:length] if length <= len(data) else data[8:])
 
 
-def parse_arp(data: bytes) -> ARP:
-    if len(data) < ARP_PKT.size:
-        raise PacketError("ARP packet truncated")
-    htype, ptype, hlen, plen, op, sha, spa, tha, tpa = ARP_PKT.unpack_from(data)
-    if htype != 1 or ptype != 0x0800 or hlen != 6 or plen != 4:
-        raise PacketError("ARP is not Ethernet/IPv4")
-    return ARP(op, sha, spa, tha, tpa)
-
-
 def checksum(data: bytes) -> int:
     if len(data) % 2:
         data += b"\0"
@@ -147,10 +128,6 @@ def build_udp(src_ip: bytes, dst_ip: bytes, sport: int, dport: int, payload: byt
     header = UDP_HDR.pack(sport, dport, length, 0)
     csum = checksum(pseudo + header + payload) or 0xFFFF
     return UDP_HDR.pack(sport, dport, length, csum) + payload
-
-
-def build_arp(op: int, sha: bytes, spa: bytes, tha: bytes, tpa: bytes) -> bytes:
-    return ARP_PKT.pack(1, 0x0800, 6, 4, op, sha, spa, tha, tpa)
 
 
 def ip_bytes(text: str) -> bytes:

@@ -1,4 +1,4 @@
-"""Pairing satellite switches (issue 15): asked for by the satellite, decided by the household.
+"""Pairing satellite switches: asked for by the satellite, decided by the household.
 
 1. A new satellite makes its key and a certificate request and sends the request with its
    datapath id (`request`: the API's public POST /ws.v1/satellites/pair). It gets a ticket
@@ -35,6 +35,7 @@ import time
 from typing import Callable
 
 from .pki import HouseholdCA, PkiError, certificate_serial, request_fingerprint
+from . import events
 from .satellites import IFNAME, MAX_SATELLITES, free_index, with_found
 
 STATES = ("pending", "permitted", "denied")
@@ -254,7 +255,7 @@ class SatellitePairing:
         return {"dpid": f"{dpid:016x}", "forgotten": True}
 
     def _publish(self, dpid: int, what: str) -> None:
-        self.bus.publish("satellite", dpid=dpid, what=what)
+        self.bus.publish(events.Satellite(dpid=dpid, what=what))
 
 
 def _code(csr: str) -> str:

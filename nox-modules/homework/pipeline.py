@@ -151,6 +151,12 @@ PRIO_ACCOUNT_HOST = 8      # per device: NATed traffic counted per host (flows f
 # routing, table 20
 PRIO_MCAST_GROUP = 300
 PRIO_BROADCAST = 300
+
+# A satellite switch's one table (satellites.py; it has no other flows): a port's frames
+# to the uplink tagged, the uplink's tagged frames to their port; the management link's
+# VLAN above a port's untagged frames.
+PRIO_SATELLITE_PORT = 100
+PRIO_SATELLITE_MANAGEMENT = 110
 PRIO_MCAST_OTHER = 250     # multicast group nobody joined: dropped
 PRIO_TO_ROUTER6 = 220      # the router's ::1 inside a permitted device's /64 (above the /64)
 PRIO_TTL_EXPIRED = 210     # routed to another device with TTL 1: ICMP time exceeded from us

@@ -1,4 +1,4 @@
-"""The household's certificate authority for satellite switches (issue 15).
+"""The household's certificate authority for satellite switches.
 
 The controller makes it on first start, in the state directory: an EC P-256 key and a
 self-signed CA certificate, and from it the controller's own TLS certificate. A satellite

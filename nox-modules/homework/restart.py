@@ -1,4 +1,4 @@
-"""Restart the controller in place (issue 18): after a restore or a factory reset the
+"""Restart the controller in place: after a restore or a factory reset the
 components must read state.db again, and teaching each of them to reload is more code
 than starting over. main.py wires `ctx.restart`; a command calls it, answers, and a
 moment later the controller stops like on SIGTERM (state flushed, control socket

@@ -1,4 +1,4 @@
-"""Satellite switches (issue 15): the plan for carrying a satellite's ports to the router.
+"""Satellite switches: the plan for carrying a satellite's ports to the router.
 
 A satellite is an Open vSwitch bridge elsewhere in the home (an access point, a switch in
 another room) whose uplink is cabled to a port of the router. It makes no decision of its
@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass
 
 from . import flows as F
-from .pipeline import COOKIE_MASK_OWNER, COOKIE_SATELLITE
+from .pipeline import COOKIE_SATELLITE, PRIO_SATELLITE_MANAGEMENT, PRIO_SATELLITE_PORT
 
 MAX_SATELLITES = 15          # VLAN ids 256..4094: index (1..15) x 256 + port (1..254)
 MAX_PORT = 254
@@ -219,9 +219,9 @@ def flows(sat: Satellite, ports: dict[str, int],
             continue
         vid = VLAN_PRESENT | sat.vlan(port_no)
         cookie = COOKIE_SATELLITE | port_no
-        out.append(F.FlowMod(match={"in_port": port_no}, priority=100, cookie=cookie,
+        out.append(F.FlowMod(match={"in_port": port_no}, priority=PRIO_SATELLITE_PORT, cookie=cookie,
                              actions=(F.PushVlan(ETH_VLAN), F.SetField("vlan_vid", vid), F.Output(uplink))))
-        out.append(F.FlowMod(match={"in_port": uplink, "vlan_vid": vid}, priority=100, cookie=cookie,
+        out.append(F.FlowMod(match={"in_port": uplink, "vlan_vid": vid}, priority=PRIO_SATELLITE_PORT, cookie=cookie,
                              actions=(F.PopVlan(), F.Output(port_no))))
     out.append(F.FlowMod(match={}, priority=0, cookie=COOKIE_SATELLITE, actions=()))
     return out
@@ -234,25 +234,25 @@ def _tree_flows(port_no: int, uplink: int, child: int, satellites: tuple[int, ..
     management VLAN."""
     cookie = COOKIE_SATELLITE | port_no
     mgmt = VLAN_PRESENT | child * 256
-    out = [F.FlowMod(match={"in_port": port_no, "vlan_vid": VLAN_NONE}, priority=100, cookie=cookie,
+    out = [F.FlowMod(match={"in_port": port_no, "vlan_vid": VLAN_NONE}, priority=PRIO_SATELLITE_PORT, cookie=cookie,
                      actions=(F.PushVlan(ETH_VLAN), F.SetField("vlan_vid", mgmt), F.Output(uplink))),
-           F.FlowMod(match={"in_port": uplink, "vlan_vid": mgmt}, priority=110, cookie=cookie,
+           F.FlowMod(match={"in_port": uplink, "vlan_vid": mgmt}, priority=PRIO_SATELLITE_MANAGEMENT, cookie=cookie,
                      actions=(F.PopVlan(), F.Output(port_no)))]
     for index in satellites:
         vids = (VLAN_PRESENT | index * 256, VLAN_RANGE_MASK)
-        out.append(F.FlowMod(match={"in_port": port_no, "vlan_vid": vids}, priority=100, cookie=cookie,
+        out.append(F.FlowMod(match={"in_port": port_no, "vlan_vid": vids}, priority=PRIO_SATELLITE_PORT, cookie=cookie,
                              actions=(F.Output(uplink),)))
-        out.append(F.FlowMod(match={"in_port": uplink, "vlan_vid": vids}, priority=100, cookie=cookie,
+        out.append(F.FlowMod(match={"in_port": uplink, "vlan_vid": vids}, priority=PRIO_SATELLITE_PORT, cookie=cookie,
                              actions=(F.Output(port_no),)))
     return out
 
 
 def management_flows(uplink: int) -> list:
     """The satellite's own stack (LOCAL) to the router over its uplink and back, untagged."""
-    return [F.FlowMod(match={"in_port": F.LOCAL}, priority=100, cookie=COOKIE_MANAGEMENT,
+    return [F.FlowMod(match={"in_port": F.LOCAL}, priority=PRIO_SATELLITE_PORT, cookie=COOKIE_MANAGEMENT,
                       actions=(F.Output(uplink),)),
-            F.FlowMod(match={"in_port": uplink, "vlan_vid": VLAN_NONE}, priority=100, cookie=COOKIE_MANAGEMENT,
-                      actions=(F.Output(F.LOCAL),))]
+            F.FlowMod(match={"in_port": uplink, "vlan_vid": VLAN_NONE}, priority=PRIO_SATELLITE_PORT,
+                      cookie=COOKIE_MANAGEMENT, actions=(F.Output(F.LOCAL),))]
 
 
 def management_commands(sat: Satellite, datapath_type: str) -> list[str]:
@@ -381,10 +381,6 @@ def attachment(port_name: str) -> dict:
     if m:
         return {"switch": f"satellite {m.group(1)}", "satellite": int(m.group(1)), "port": m.group(2)}
     return {"switch": "router", "satellite": None, "port": port_name}
-
-
-def owns_cookie(cookie: int) -> bool:
-    return cookie & COOKIE_MASK_OWNER == COOKIE_SATELLITE
 
 
 def radio_label(index: int, radio: str) -> str:

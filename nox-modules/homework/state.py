@@ -142,7 +142,7 @@ class StateStore:
             migrations.migrate(self.db, str(path))
         except migrations.StateVersionError:
             # A rollback to this release after an update migrated state.db: go back to the
-            # copy the update made before it (issue 18), or refuse as before.
+            # copy the update made before it, or refuse as before.
             self.db.close()
             if not restore_pre_update_copy(path):
                 raise
@@ -172,11 +172,6 @@ class StateStore:
         return db
 
     # -- generic -------------------------------------------------------------------
-    def ensure_schema(self, sql: str) -> None:
-        """(Going: dns/reverse.py still calls it; its table is already made by migrations.)"""
-        with self._lock:
-            self.db.executescript(sql)
-
     def execute(self, sql: str, args=()) -> list[sqlite3.Row]:
         """Run one statement after the queued writes. While writes fail, a read sees what
         is on disk (queued writes not yet), and a write raises StorageError rather than
@@ -345,7 +340,7 @@ class StateStore:
                 self._seen_written[mac] = now
                 return dataclasses.replace(device), True
             existing.last_seen = now
-            if not existing.first_seen:      # pre-approved (issue 17): this is its first visit
+            if not existing.first_seen:      # pre-approved: this is its first visit
                 existing.first_seen = now
                 self.defer("UPDATE devices SET first_seen=? WHERE mac=?", (now, mac))
             if hostname and hostname != existing.hostname:

@@ -1,4 +1,4 @@
-"""The router's own facts and settings (issue 18): what the Guest Board's "Router" section shows.
+"""The router's own facts and settings: what the Guest Board's "Router" section shows.
 
     system-info                      -> {version, uptime, timezone, timezone_source, schema, update_slot, wan}
     set-timezone {timezone}          -> {timezone, restarting}

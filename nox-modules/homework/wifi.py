@@ -1,4 +1,4 @@
-"""The Wi-Fi network name and passphrase (issue 18): what the settings page's "Wi-Fi" section sets.
+"""The Wi-Fi network name and passphrase: what the settings page's "Wi-Fi" section sets.
 
     wifi-info                        -> {ssid, interfaces, passphrase_set, apply_command, last_apply}
     set-wifi {ssid, passphrase?}     -> {ssid, interfaces, passphrase_set, applying, note}
@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from .commands import CommandError
+from . import events
 
 log = logging.getLogger("homework.wifi")
 
@@ -144,7 +145,7 @@ class WifiSettings:
 def register(core) -> WifiSettings:
     cfg = core.config
     wifi = WifiSettings(Path(cfg.state_dir) / ENV_NAME, cfg.wifi_apply_command, cfg.radio_interfaces,
-                        changed=lambda ssid: core.bus.publish("wifi", ssid=ssid))
+                        changed=lambda ssid: core.bus.publish(events.Wifi(ssid=ssid)))
     core.commands.register("wifi-info", wifi.info)
     core.commands.register("set-wifi", wifi.set)
     return wifi

@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from homelab import REPO, Home
+from homelab import BARE, REPO, Home
 
 os.environ.setdefault("HOMELAB_ARTIFACTS", str(REPO / "test-artifacts"))
 
@@ -58,7 +58,7 @@ def dns_web_lab(components: tuple[str, ...], extra: dict | None = None, **kw):
 
 @pytest.fixture(scope="module")
 def home():
-    yield from emulated_home()
+    yield from emulated_home({"controller": {"components": list(BARE)}})
 
 
 @pytest.fixture(autouse=True)

@@ -1,5 +1,5 @@
 """End to end: the ws.v1 API over HTTPS through lighttpd, against the real controller, OVS
-and real DHCP clients (issue 6). Requests come from the host over the management link
+and real DHCP clients. Requests come from the host over the management link
 (an admin console), and with curl from device namespaces (LAN devices)."""
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def test_every_table_4_1_method_with_an_admin_token(home, web):
 
 
 def test_errors_name_the_problem(home, web):
-    r = api(web, "POST", "whitelist/02:68:77:ff:ff:ff")     # permit would pre-approve it (issue 17)
+    r = api(web, "POST", "whitelist/02:68:77:ff:ff:ff")     # permit would pre-approve it
     assert r.status_code == 404 and "02:68:77:ff:ff:ff" in r.json()["error"]
     r = api(web, "POST", "permit/not-a-mac")
     assert r.status_code == 400 and "not a MAC address" in r.json()["error"]

@@ -1,4 +1,4 @@
-"""End to end, issue 20's "smaller" API holes, against the real controller behind lighttpd:
+"""End to end, the API's "smaller" holes, against the real controller behind lighttpd:
 
 - 300 Server-Sent Events streams opened with one read-only token used to take every green
   thread of the API server (pool of 256), locking out the whole API until they closed;
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from homelab import REPO, _kill_pid, sh
+from homelab import BARE, REPO, _kill_pid, sh
 from homelab.web import Web, api, have_web, sse_events, web_home
 
 STREAMS = 300
@@ -36,7 +36,7 @@ def home():
     why = _skip_reason()
     if why:
         pytest.skip(why)
-    with web_home() as h:
+    with web_home({"controller": {"components": list(BARE)}}) as h:
         h.web = Web(h).start()
         yield h
 
@@ -93,7 +93,7 @@ def full_disk_home():
     why = _skip_reason()
     if why:
         pytest.skip(why)
-    h = web_home()
+    h = web_home({"controller": {"components": list(BARE)}})
     mounted: list[Path] = []
     write_config = h._write_config
 

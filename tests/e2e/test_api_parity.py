@@ -1,4 +1,4 @@
-"""API parity and pre-approval end to end (issue 17, part 5): real OVS, the real controller
+"""API parity and pre-approval end to end: real OVS, the real controller
 with the dns component, homework-dnsd, the router's dnsmasq, lighttpd with the ws.v1 API
 over HTTPS; udhcpc, TCP connects and dig in device namespaces.
 

@@ -1,4 +1,4 @@
-"""End to end (issue 20): a hostile device on the LAN forges DHCP from its own port (scapy)
+"""End to end: a hostile device on the LAN forges DHCP from its own port (scapy)
 against the real stack, and the approved devices stay connected.
 
 Each attack here succeeded before the fix: a forged RENEW moved a permitted device's

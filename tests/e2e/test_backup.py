@@ -1,4 +1,4 @@
-"""Settings backup and restore end to end (issue 18): real OVS, the real controller with
+"""Settings backup and restore end to end: real OVS, the real controller with
 the dns, schedules and backup components, homework-dnsd and the router's dnsmasq; the
 admin CLI; udhcpc, TCP connects and dig in device namespaces.
 

@@ -1,4 +1,4 @@
-"""Blocklist subscriptions and safe-search end to end (issue 17): real OVS, the real
+"""Blocklist subscriptions and safe-search end to end: real OVS, the real
 controller with the dns, blocklists and api components, homework-dnsd, the internet's
 resolver and web server (the lists are served from there), lighttpd for the ws.v1 API;
 dig in device namespaces."""

@@ -1,4 +1,4 @@
-"""The controller must never stall (issue 21): a burst of distinct DNS names, learned by
+"""The controller must never stall: a burst of distinct DNS names, learned by
 the reverse check, must not hold up DHCP or the control socket.
 
 Real OVS, the real controller with dhcp + routing + dns, homework-dnsd and the router's

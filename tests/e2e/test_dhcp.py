@@ -1,5 +1,5 @@
 """End to end: real DHCP clients in device namespaces get their own /30 from the
-controller through a real Open vSwitch (issue 2)."""
+controller through a real Open vSwitch."""
 from __future__ import annotations
 
 import ipaddress
@@ -123,7 +123,7 @@ def test_twenty_devices_at_once_get_distinct_blocks(home: Home):
 
 
 def test_new_devices_take_router_addresses_already_on_the_bridge(home: Home):
-    """Issue 11: the .1 of the next free blocks sit on br0 before any device asks, so new
+    """the .1 of the next free blocks sit on br0 before any device asks, so new
     devices at once change no address (each change costs Open vSwitch a routing-table
     reload), and once they stop coming the next blocks' addresses go on."""
     from homework.components.dhcp.server import EXPIRY_CHECK_SECONDS, SPARES_QUIET_SECONDS
@@ -155,7 +155,7 @@ def test_garbage_does_not_disturb_a_good_client(home: Home):
     out = bad.run(["/usr/bin/python3", str(GARBAGE), bad.ifname, "25", "7"], timeout=60)
     assert "sent" in out.stdout
     assert home.controller_running(), home.controller_log()[-3000:]
-    # Dropped and counted (issue 2): the counter moves.
+    # Dropped and counted: the counter moves.
     deadline = time.monotonic() + 5
     while dhcp_stats(home).get("malformed", 0) == malformed_before and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -198,7 +198,7 @@ def test_make_run_smoke_mode():
     for client in CLIENTS:
         assert f"({client})" in out, out[-4000:]
     assert out.count("/30") >= 3, out[-4000:]
-    assert "IPv6 (SLAAC in its own /64): 2001:db8:100:" in out, out[-4000:]     # issue 12
+    assert "IPv6 (SLAAC in its own /64): 2001:db8:100:" in out, out[-4000:]
     assert "scripts/homework --socket" in out and "permit" in out
     assert "DNS interception on" in out or not (REPO / "dnsd" / "target" / "release" / "homework-dnsd").exists()
     assert "torn down" in out

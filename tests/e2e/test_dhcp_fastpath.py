@@ -1,4 +1,4 @@
-"""End to end (issue 11): DHCP off the OpenFlow packet-in path, on a real Open vSwitch.
+"""End to end: DHCP off the OpenFlow packet-in path, on a real Open vSwitch.
 
 The switch hands DHCP requests to the router's LOCAL interface with their port in the
 destination MAC; the controller reads them from a raw socket and answers on it. So an
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import emulated_home
-from homelab import Home
+from homelab import BARE, Home
 
 LOAD = Path(__file__).with_name("dhcp_relay_load.py")
 CLIENTS = 1000
@@ -50,7 +50,8 @@ def join_one(home: Home, name: str):
 def relay_home():
     # The relay agent is a configured one, and a thousand new MACs from its port are
     # neither rate-limited nor forgotten as too many pending devices.
-    yield from emulated_home({"dhcp": {"relays": RELAYS, "new_macs_burst": 5000},
+    yield from emulated_home({"controller": {"components": list(BARE)},
+                              "dhcp": {"relays": RELAYS, "new_macs_burst": 5000},
                               "devices": {"max_pending": 5000}}, internet=False, hwdb=False)
 
 
@@ -114,7 +115,8 @@ def test_a_thousand_relayed_leases_survive_a_controller_restart(relay_home: Home
 
 
 def test_fast_path_off_falls_back_to_packet_in():
-    home_gen = emulated_home({"dhcp": {"fast_path": False}}, internet=False, hwdb=False)
+    home_gen = emulated_home({"controller": {"components": list(BARE)}, "dhcp": {"fast_path": False}},
+                             internet=False, hwdb=False)
     home = next(home_gen)
     try:
         dev, addr = join_one(home, "slow1")

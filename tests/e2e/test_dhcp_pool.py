@@ -11,7 +11,7 @@ import time
 import pytest
 
 from conftest import emulated_home
-from homelab import Home
+from homelab import BARE, Home
 
 POOL = "10.2.0.0/28"      # four /30 blocks
 PENDING_LEASE = 45        # room for a controller restart inside the half a lease that is left
@@ -19,7 +19,8 @@ PENDING_LEASE = 45        # room for a controller restart inside the half a leas
 
 @pytest.fixture(scope="module")
 def home():
-    yield from emulated_home({"lan": {"pool": POOL}, "dhcp": {"pending_lease": PENDING_LEASE}},
+    yield from emulated_home({"controller": {"components": list(BARE)},
+                              "lan": {"pool": POOL}, "dhcp": {"pending_lease": PENDING_LEASE}},
                              internet=False, hwdb=False)
 
 

@@ -1,4 +1,4 @@
-"""End to end (issue 11): homework-dhcpd answers the devices whose lease is already decided,
+"""End to end: homework-dhcpd answers the devices whose lease is already decided,
 on a real Open vSwitch, `[dhcp] answerer = "dhcpd"`.
 
 A never-seen device is offered a block the controller reserved for the daemon, by the
@@ -22,7 +22,7 @@ import time
 import pytest
 
 from conftest import emulated_home
-from homelab import REPO, Home
+from homelab import BARE, REPO, Home
 from homelab.routing import wait_until
 
 BINARY = REPO / "dhcpd" / "target" / "release" / "homework-dhcpd"
@@ -32,7 +32,8 @@ BINARY = REPO / "dhcpd" / "target" / "release" / "homework-dhcpd"
 def home():
     if not BINARY.exists():
         pytest.fail(f"{BINARY} is not built (make deps builds it)")
-    yield from emulated_home({"dhcp": {"answerer": "dhcpd", "dhcpd_binary": str(BINARY)}},
+    yield from emulated_home({"controller": {"components": list(BARE)},
+                              "dhcp": {"answerer": "dhcpd", "dhcpd_binary": str(BINARY)}},
                              internet=False, hwdb=False)
 
 

@@ -1,6 +1,6 @@
 """DNS interception end to end: real OVS, the real controller, homework-dnsd, dnsmasq on the
 router and in the internet, lighttpd for the captive page; dig and curl in device
-namespaces (issue 5)."""
+namespaces."""
 from __future__ import annotations
 
 import json
@@ -217,7 +217,7 @@ def test_cli_rejects_a_malformed_domain_clearly(lab):
     assert res.returncode != 0 and "no device" in res.stderr
 
 
-# -- uncached names in one hop (issue 11): dnsd asks the upstream itself --------------------
+# -- uncached names in one hop: dnsd asks the upstream itself --------------------
 
 def new_name(label: str) -> str:
     """A name nobody asked before (every name under NEW_DOMAIN exists upstream)."""

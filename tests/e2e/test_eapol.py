@@ -1,4 +1,4 @@
-"""802.1X end to end (issue 5): hostapd (wired driver) on a bridge port, wpa_supplicant in
+"""802.1X end to end: hostapd (wired driver) on a bridge port, wpa_supplicant in
 device namespaces, the real controller's EAPOL flows and blacklist."""
 from __future__ import annotations
 

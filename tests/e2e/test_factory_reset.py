@@ -1,4 +1,4 @@
-"""Factory reset end to end (issue 18): real OVS, the real controller with the api
+"""Factory reset end to end: real OVS, the real controller with the api
 component, udhcpc and TCP connects in a device namespace, curl to the ws.v1 API inside
 the router namespace.
 

@@ -1,4 +1,4 @@
-"""Issue 20: a pending device flooding DNS must not erase the household's history in hwdb.
+"""a pending device flooding DNS must not erase the household's history in hwdb.
 
 Real stack: OVS, the controller with dns + routing + hwdb_sync, homework-dnsd, hwdbd with
 the router schema and a small ring (128 KiB, which the flood would fill several times over),

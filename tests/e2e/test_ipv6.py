@@ -1,4 +1,4 @@
-"""IPv6 end to end (issue 12, first part): the Linux kernel's SLAAC in a device namespace
+"""IPv6 end to end (first part): the Linux kernel's SLAAC in a device namespace
 takes an address from the device's own /64 (Router Advertisements from the controller),
 pending devices reach only the router over v6, permitted ones reach the v6 internet
 routed (no NAT66) and each other through the router, denied ones lose v6 at once,

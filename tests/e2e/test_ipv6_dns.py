@@ -1,4 +1,4 @@
-"""DNS over IPv6 (issue 12): a device's queries over IPv6, to the router's ::1 that its
+"""DNS over IPv6: a device's queries over IPv6, to the router's ::1 that its
 Router Advertisements name, or to any outside resolver, are answered by homework-dnsd
 under the same per-device rules as over IPv4, the device found by its /64."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""IPv6 prefix delegation end to end (issue 12): the ISP (kea-dhcp6) delegates a /48 to the
+"""IPv6 prefix delegation end to end: the ISP (kea-dhcp6) delegates a /48 to the
 router's WAN client (dhcpcd with scripts/wan-pd-hook.sh), the controller takes its
 devices' /64s from it, and a device reaches the v6 internet from its own address."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""End to end (issue 19): Debian's Prometheus, running in the router namespace, scrapes
+"""End to end: Debian's Prometheus, running in the router namespace, scrapes
 `/ws.v1/metrics` over HTTPS through lighttpd with a read-only bearer token; its query API
 returns a device's received-bytes counter matching a known download from the emulated
 internet; the page passes `promtool check metrics`."""

@@ -1,4 +1,4 @@
-"""End to end (issue 19): Debian's mosquitto in the router namespace with a password file
+"""End to end: Debian's mosquitto in the router namespace with a password file
 and an ACL; the real controller publishes Home Assistant discovery and each device's
 presence and state (checked with mosquitto_sub); a permit sent over MQTT works only with
 the admin role's credentials."""

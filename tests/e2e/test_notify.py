@@ -1,4 +1,4 @@
-"""End to end (issue 19): a device asking to join becomes a notification that the real
+"""End to end: a device asking to join becomes a notification that the real
 controller POSTs to a webhook receiver in the emulated internet; the receiver checks the
 HMAC signature, answers 500 first and 200 next; the retry and the delivery log show it."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Priorities and shaping end to end (issue 13): real OVS, the real controller with [qos]
+"""Priorities and shaping end to end: real OVS, the real controller with [qos]
 enabled (19000 down / 4750 up kbit/s), real tc and nft in the router namespace, lighttpd
 with the ws.v1 API; iperf3 between a device and a server in the internet namespace.
 
@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from homelab import WEB_ADDR
+from homelab import BARE, WEB_ADDR
 from homelab.iperf import transfer as iperf_transfer
 from homelab.routing import permitted_device, wait_until
 from homelab.web import api
@@ -29,7 +29,8 @@ def home():
     why = _can_run_home() or have_web()
     if why:
         pytest.skip(why)
-    with web_home(config={"qos": {"enabled": True, "down_kbit": 19000, "up_kbit": 4750}}) as h:
+    with web_home(config={"controller": {"components": list(BARE)},
+                         "qos": {"enabled": True, "down_kbit": 19000, "up_kbit": 4750}}) as h:
         h.web = Web(h).start()
         h.internet_popen(["iperf3", "-s", "-B", WEB_ADDR, "-p", str(IPERF_PORT)],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -1,4 +1,4 @@
-"""An application named by its domains gets its class end to end (issue 13): the device
+"""An application named by its domains gets its class end to end: the device
 asks the router's DNS (homework-dnsd) for a name under the app's domain, the dns
 component's answer event puts the address in the app's nftables set, and from then on
 the device's connections to it are counted in the app's class and in its own byte

@@ -1,4 +1,4 @@
-"""End to end (issue 13): latency under load behind a slow ISP link with a cable modem's
+"""End to end: latency under load behind a slow ISP link with a cable modem's
 deep buffer (homelab isp_link: 20/5 Mbit/s, 500 ms of queue each way), on real Open vSwitch
 with the real controller, the ws.v1 API through lighttpd, iperf3 and ping.
 

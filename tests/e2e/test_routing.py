@@ -1,4 +1,4 @@
-"""End to end on real Open vSwitch (issue 4): routing, access control, multicast, flow
+"""End to end on real Open vSwitch: routing, access control, multicast, flow
 protection and accounting to hwdb, with real DHCP clients, curl, ping and mDNS."""
 from __future__ import annotations
 
@@ -263,7 +263,7 @@ def test_controller_killed_and_restarted_during_traffic(home: Home):
     assert modes[a.mac] == modes[b.mac] == "permitted" and modes[d.mac] == "gateway"
 
 
-# -- issue 11: new connections without a switch entry per connection -------------------------
+# -- new connections without a switch entry per connection -------------------------
 def test_internet_flows_are_recorded_from_conntrack_and_device_to_device_flows_by_the_switch(home: Home):
     if not home.hwdb_enabled:
         pytest.skip("hwdbd not built")

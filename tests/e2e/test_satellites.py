@@ -1,4 +1,4 @@
-"""End to end (issue 15): satellite switches under the router's controller.
+"""End to end: satellite switches under the router's controller.
 
 Two satellite boxes (each its own namespace with its own Open vSwitch, fail_mode=secure,
 cabled to a router port by a veth, paired with a certificate and connected over TLS) are

@@ -1,4 +1,4 @@
-"""End to end (issue 15): a satellite plugged into any LAN port, listed nowhere.
+"""End to end: a satellite plugged into any LAN port, listed nowhere.
 
 The box is a namespace with its own ovsdb-server and ovs-vswitchd, cabled to an ordinary
 port of the router's bridge. Its own stack takes a lease there like a device (pending),

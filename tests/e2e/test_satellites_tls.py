@@ -1,4 +1,4 @@
-"""End to end (issue 15): satellites paired with certificates, over OpenFlow with TLS.
+"""End to end: satellites paired with certificates, over OpenFlow with TLS.
 
 Each satellite here is a box of its own: its own namespace with its own ovsdb-server and
 ovs-vswitchd, cabled to the router, and reaching the router in band over its cable: its own stack,

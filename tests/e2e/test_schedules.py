@@ -1,4 +1,4 @@
-"""Schedules and pauses end to end (issue 17): real OVS, the real controller with the
+"""Schedules and pauses end to end: real OVS, the real controller with the
 dns and schedules components, homework-dnsd, the router's dnsmasq, lighttpd with the
 ws.v1 API over HTTPS; curl, TCP connects and dig in device namespaces. A paused device
 loses the emulated internet within about 2 s while DNS with its router still answers;

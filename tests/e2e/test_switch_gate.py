@@ -6,7 +6,7 @@ the bridge. Here a second bridge on the router's Open vSwitch (fail_mode=secure,
 datapath id) connects to the controller with a device on it: the device gets nothing
 (no DHCP answer, no flow on its switch), the controller says so once (counter, log,
 alert), and a device on the bridge goes on renewing its lease. A first step towards
-satellite switches (issue 15), which must be admitted, never taken on trust. Real OVS,
+satellite switches, which must be admitted, never taken on trust. Real OVS,
 real udhcpc."""
 from __future__ import annotations
 
@@ -17,14 +17,14 @@ import time
 import pytest
 
 from conftest import emulated_home
-from homelab import Home, ns_cmd, sh
+from homelab import BARE, Home, ns_cmd, sh
 
 ROGUE = "rogue0"
 
 
 @pytest.fixture(scope="module")
 def home():
-    yield from emulated_home(internet=False, hwdb=False)
+    yield from emulated_home({"controller": {"components": list(BARE)}}, internet=False, hwdb=False)
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""System updates end to end (issue 18): the real controller (api component) in the emulated
+"""System updates end to end: the real controller (api component) in the emulated
 home, lighttpd with the Guest Board in front of it, the real scripts/make-hwup.py with a key
 made for this run; the A/B "disk" is files in a directory (slot devices, an ESP, a kernel
 command line naming slot A: tests/update_lab.py).

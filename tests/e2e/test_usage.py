@@ -1,4 +1,4 @@
-"""End to end on real Open vSwitch (issue 14): two permitted devices download known
+"""End to end on real Open vSwitch: two permitted devices download known
 amounts from the emulated internet; the durable usage per device and per owner matches
 the bytes on their wire within 2 %, and is read back from state.db after a restart. A
 daily limit blocks a device (its gateway's services stay), a household member lifts it,

@@ -41,6 +41,7 @@ REPO = Path(__file__).resolve().parents[2]
 HOOK = Path(__file__).resolve().parent / "dhcp-hook.sh"
 GARBAGE = Path(__file__).resolve().parent / "dhcp_garbage.py"
 PYPING = Path(__file__).resolve().parent / "pyping.py"
+INTERNET_WEB = Path(__file__).resolve().parent / "internet_web.py"
 ROUTER_NET = REPO / "scripts" / "router-net.sh"
 RUN_ROOT = Path(os.environ.get("HOMELAB_RUN_ROOT", "/tmp"))
 RUN_DIR_PREFIX = "homework-"
@@ -62,6 +63,9 @@ LAN6_SITE = "2001:db8:100::/48"
 # With Home(ipv6_pd=True) the ISP delegates /48s out of this range by DHCPv6-PD (kea).
 PD_POOL = "2001:db8:200::/44"
 WAN_PD_HOOK = REPO / "scripts" / "wan-pd-hook.sh"
+# A home that names no components runs the router image's (household.py); these tests name
+# the two every home needs when that is all they are about (DHCP, routing, the switch).
+BARE = ("dhcp", "routing")
 DNS_ADDR = "203.0.113.53"  # reserved for the internet's DNS resolver (not started yet)
 HWDB_PORT = 987
 
@@ -266,7 +270,7 @@ class Device:
         sh(ns_cmd(port_ns, ["ethtool", "-K", self.port_name, "tx", "off"]))
         self.vsctl("--may-exist", "add-port", self.bridge, self.port_name, "--", "set", "interface",
                    self.port_name, f"ofport_request={self.ofport}")
-        # Only OVS may see the port's frames, not the router's own stack (routing, issue 4).
+        # Only OVS may see the port's frames, not the router's own stack (routing).
         if self.guarded:
             sh(ns_cmd(port_ns, ["bash", str(ROUTER_NET), "guard", self.port_name]))
         sh(["ip", "-n", port_ns, "link", "set", self.port_name, "up"])
@@ -521,8 +525,19 @@ class Home:
         self.with_internet = internet
         self.want_hwdb = hwdb
         self.hwdb_memory = hwdb_memory          # hwdbd --memory (default: hwdbd's own)
-        self.config_overrides = config or {}
+        self.config_overrides = config if config is not None else {}
         self.ipv6_pd = ipv6_pd                  # the ISP delegates a prefix (kea), the router asks (dhcpcd)
+        # A home whose config names no components runs what the router image runs
+        # (homework.lineup), with every daemon those need (household.py); a test that
+        # needs less names its components, and then has IPv6 only if it asks.
+        self.household = controller and "components" not in self.config_overrides.get("controller", {})
+        self.web = None          # household homes: the Guest Board (homelab.web.Web)
+        self.dns = None          # household homes: the DNS path (homelab.dns.DnsLab)
+        if self.household:
+            from .household import household_config
+            household_config(self)
+        elif not ipv6_pd:
+            self.config_overrides.setdefault("ipv6", {}).setdefault("enabled", False)
         self.pd_prefix_file = self.dir / "ipv6-delegated-prefix"
         # A slow WAN with a modem's deep buffer (isp_link.py: down_kbit, up_kbit, buffer_ms).
         self.isp_link = isp_link
@@ -634,6 +649,9 @@ class Home:
                 self._start_hwdb()
                 self._write_config()
                 self.start_controller()
+                if self.household:
+                    from .household import start_services
+                    start_services(self)
         except BaseException:
             self.close()
             raise
@@ -694,11 +712,13 @@ class Home:
         # sees the router's WAN address, so reaching a server proves the NAT works.
         www = self.dir / "www"
         www.mkdir()
-        (www / "index.html").write_text("<html><body><h1>Hello from the homelab internet</h1>"
-                                        "</body></html>\n")
+        (www / "index.html").write_text(
+            "<html><body><h1>Hello from the homelab internet</h1>\n"
+            "<p><a href=\"/download/100M\">a 100 MB download</a>, "
+            "<a href=\"/stream/3000\">a 3 Mbit/s video stream</a></p></body></html>\n")
         self._web_log = open(self.dir / "web.log", "ab")
-        for bind in (WEB_ADDR, WEB6_ADDR):
-            self.internet_popen([sys.executable, "-m", "http.server", "80", "--bind", bind,
+        for bind in (WEB_ADDR, WEB6_ADDR):       # www/ plus downloads and streams (internet_web.py)
+            self.internet_popen([sys.executable, str(INTERNET_WEB), "--bind", bind, "--port", "80",
                                  "--directory", str(www)], stdout=self._web_log,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 10

@@ -1,4 +1,4 @@
-"""Forged DHCP from a hostile device (scapy), for the attack tests of issue 20.
+"""Forged DHCP from a hostile device (scapy), for the attack tests.
 
     python3 dhcp_forge.py IFACE renew|rebind|init-reboot|discover|release|decline MAC IP SERVER [COUNT]
     python3 dhcp_forge.py IFACE flood N RATE

@@ -29,7 +29,7 @@ DNSD_ADDR = "169.254.53.53"
 DNSD_PORT = 5300
 ROUTER_DNSMASQ = "127.0.0.1:5353"
 UPSTREAM = "203.0.113.53"
-UPSTREAM6 = "2001:db8:cafe::53"     # the same resolver over IPv6 (issue 12)
+UPSTREAM6 = "2001:db8:cafe::53"     # the same resolver over IPv6
 # An internet provider's resolver that also speaks DNS over TLS (853) and HTTPS (443), with a
 # certificate for DOT_NAME from the lab's test CA (unbound, started on demand: start_dot_upstream)
 DOT_UPSTREAM = "203.0.113.54"
@@ -47,7 +47,7 @@ RECORDS = {
     "games.test": GAMES_WEB, "www.games.test": GAMES_WEB,
     "use-application-dns.net": "203.0.113.80", "mask.icloud.com": "203.0.113.81",
     "connectivitycheck.gstatic.com": WEB, "captive.apple.com": WEB, "www.msftconnecttest.com": WEB,
-    # issue 17 safe-search: a search engine and its safe host (dnsd answers one with the other)
+    # safe-search: a search engine and its safe host (dnsd answers one with the other)
     "www.google.com": "203.0.113.91", "forcesafesearch.google.com": "203.0.113.92",
 }
 CNAMES = {"alias.test": "blocked.test"}
@@ -306,7 +306,7 @@ forward-zone:
         conf = self.dir / "lighttpd-captive.conf"
         conf.write_text(f'var.captive_root = "{CAPTIVE_ROOT}"\nvar.captive_bind = "{DNSD_ADDR}"\n'
                         f'var.captive_state = "{self.dir}"\ninclude "{CAPTIVE_CONF}"\n')
-        # HOMEWORK_API_PORT: the satellite pairing paths it proxies to the API (issue 15)
+        # HOMEWORK_API_PORT: the satellite pairing paths it proxies to the API
         p = h.router_popen(["env", f"HOMEWORK_API_PORT={API_PORT}", "lighttpd", "-D", "-f", str(conf)],
                            stdout=self._log("lighttpd-captive"),
                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)

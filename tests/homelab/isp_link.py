@@ -1,5 +1,5 @@
 """A slow ISP link with a deep buffer, as a cable modem has: the bottleneck of the emulated
-home's WAN, where a queue builds up unless the router shapes below it (issue 13).
+home's WAN, where a queue builds up unless the router shapes below it.
 
     Home(isp_link={"down_kbit": 20000, "up_kbit": 5000, "buffer_ms": 500})
 

@@ -1,4 +1,4 @@
-"""Latency under load (issue 13), shared by tests/e2e/test_qos_latency.py and
+"""Latency under load, shared by tests/e2e/test_qos_latency.py and
 scripts/bench_qos.py: a bulk device saturating the WAN both ways with iperf3, RTTs of
 another device by ping, the time of a small HTTP transfer. Everything runs in the
 homelab's namespaces; servers in the internet namespace are stopped by PID."""

@@ -5,7 +5,7 @@
 Starts OVS, the controller and three devices running dhclient, udhcpc and dhcpcd;
 HOMEWORK_SATELLITES=N (or --satellites) adds N satellite switches, each a namespace with
 its own Open vSwitch cabled to the router, paired and connected over TLS, with one more
-device on each (issue 15);
+device on each;
 prints what happens (the controller's log lines, each client's leases, each
 device's state) and how to permit a device; tears everything down on Ctrl-C.
 HOMEWORK_RUN_SECONDS=S (or --seconds) exits by itself after S seconds (smoke mode);
@@ -20,11 +20,11 @@ import sys
 import time
 
 from . import LAN6_SITE, WEB6_ADDR, WEB_ADDR, Home, new_run_id
-from .dns import DNSD_BINARY, DnsLab, dns_config
 from .satellite import Satellite
-from .web import Web, have_web, web_home
 
 CLIENTS = ("dhclient", "udhcpc", "dhcpcd")
+# A cable line: 20 Mbit/s down, 5 up, half a second of buffer in the modem.
+ISP_LINK = {"down_kbit": 20000, "up_kbit": 5000, "buffer_ms": 500}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,29 +44,29 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{time.monotonic() - t0:6.1f}s] {msg}", flush=True)
 
     ok = False
-    # The whole router: DNS interception (homework-dnsd + dnsmasq + the captive page) when
-    # dnsd is built, hwdb logging, and the Guest Board (lighttpd + the API) when this
-    # machine can serve it.
+    # What the router image runs (homework.lineup): a home that names no components gets
+    # every one this machine can have, with homework-dnsd, dnsmasq, the captive pages,
+    # hwdb, mosquitto and the Guest Board (household.py); IPv6 on, each device's /64 from
+    # LAN6_SITE. The ISP link is slow with a modem's deep buffer, so priorities, caps and
+    # charts meet a real bottleneck.
     run_id = new_run_id()
-    with_dns = DNSD_BINARY.exists()
-    config = dns_config(run_id, ("dhcp", "routing", "dns", "localnames", "hwdb_sync")) if with_dns else \
-        {"controller": {"components": ["dhcp", "routing", "hwdb_sync"]}}
-    config["ipv6"] = {"enabled": True, "prefix": LAN6_SITE}     # each device's /64 (issue 12)
+    config: dict = {}
     sat_ids = [(i, 0xA0 + i) for i in range(1, args.satellites + 1)]
     if sat_ids:
         # satellite boxes reach the TLS listener over their management links
         config["satellites"] = {"switches": [Satellite.spec_for(i, dpid) for i, dpid in sat_ids],
                                 "tls_listen": "::"}
-        # their agents: the household's Wi-Fi and deny list out, station dumps in
-        components = config.setdefault("controller", {}).setdefault("components", ["dhcp", "routing"])
+    home = Home(config=config, run_id=run_id, log=say, isp_link=ISP_LINK)
+    if sat_ids:      # their agents: the household's Wi-Fi and deny list out, station dumps in
+        components = home.config_overrides["controller"]["components"]
         components += [c for c in ("radio", "satlink") if c not in components]
-    home = (web_home(config=config, run_id=run_id, log=say) if have_web() is None
-            else Home(config=config, run_id=run_id, log=say))
     with home:
         say(f"run {home.run_id}: router namespace {home.router_ns}, state and logs in {home.dir}")
-        web = Web(home).start() if hasattr(home, "admin_password") else None
-        if with_dns:
-            DnsLab(home).start()
+        say(f"components: {', '.join(home.config_overrides['controller']['components'])}")
+        say(f"ISP link: {ISP_LINK['down_kbit'] // 1000} Mbit/s down, {ISP_LINK['up_kbit'] // 1000} Mbit/s up, "
+            f"{ISP_LINK['buffer_ms']} ms of buffer in the modem")
+        web = home.web
+        if home.dns is not None:
             say("DNS interception on: homework-dnsd -> dnsmasq -> the emulated internet's resolver")
         sats = [Satellite(home, i, dpid, own_ovs=True).start(controller=None) for i, dpid in sat_ids]
         for sat in sats:
@@ -96,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         if devs:
             print(f"  Over IPv6:        ip netns exec {devs[0].ns} curl -6 'http://[{WEB6_ADDR}]/'"
                   f"   (its own /64 from {LAN6_SITE}; `ip -6 addr` in the namespace shows it)")
+            print(f"  A big download:   ip netns exec {devs[0].ns} curl -o /dev/null http://{WEB_ADDR}/download/200M")
+            print(f"  A video stream:   ip netns exec {devs[0].ns} curl -o /dev/null http://{WEB_ADDR}/stream/3000"
+                  "   (3 Mbit/s until Ctrl-C)")
         if web:
             print(f"  Guest Board:      {web.url}  (admin password: {home.admin_password};"
                   " self-signed certificate, so accept it once)")

@@ -1,4 +1,4 @@
-"""A satellite switch in the emulated home (issue 15): an Open vSwitch bridge (userspace
+"""A satellite switch in the emulated home: an Open vSwitch bridge (userspace
 datapath, fail_mode=secure, its own datapath id) cabled to a router port by a veth pair
 and driven by the router's controller. Devices plug into it with
 home.add_device(switch=sat).

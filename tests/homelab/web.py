@@ -42,10 +42,12 @@ def web_home(config: dict | None = None, password: str | None = None, **kw) -> H
     """A Home configured for the Guest Board: the api and linksim components added to
     whatever components the home runs, and a known admin password (read from a file on
     the controller's first start)."""
-    password = password or secrets.token_urlsafe(12)
     cfg = {k: dict(v) for k, v in (config or {}).items()}
-    cfg.setdefault("linksim", {}).setdefault("interval", 1)
     home = Home(config=cfg, **kw)
+    if home.household:          # runs everything the image runs, the board included (household.py)
+        return home
+    password = password or secrets.token_urlsafe(12)
+    cfg.setdefault("linksim", {}).setdefault("interval", 1)
     pwfile = home.dir.parent / f".{home.dir.name}-admin-password"
     # Written before the home exists (its directory is made by start()); removed by Web.
     pwfile.write_text(password + "\n")

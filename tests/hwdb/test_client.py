@@ -123,11 +123,17 @@ def test_dead_subscriber_does_not_block_inserts(start_daemon):
     t = time.monotonic()
     for i in range(50):
         c.insert("Links", (f"m{i}", -1.0, 0, 0, 0))
-    assert time.monotonic() - t < 2, "inserts must not wait for the dead subscriber"
-    deadline = time.monotonic() + 10
+    # Waiting for the dead subscriber would cost the callback timeout (1 s) per insert,
+    # 50 s for these 50; half of that is a bound only a blocked daemon misses, however
+    # loaded the machine.
+    assert time.monotonic() - t < 25, "inserts must not wait for the dead subscriber"
+    deadline = time.monotonic() + 30
     while c.query("show subscriptions").rows and time.monotonic() < deadline:
         time.sleep(0.2)
     assert c.query("show subscriptions").rows == []
+    # The daemon drops the subscription before its log line reaches our pipe reader.
+    while not any("dropping it" in line for line in d.log) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert any("dropping it" in line for line in d.log)
     c.close()
 
@@ -197,7 +203,7 @@ def test_timeouts_raise_instead_of_hanging(start_daemon):
     t = time.monotonic()
     with pytest.raises(HwdbTimeout):
         c.query("show tables")
-    assert time.monotonic() - t < 3
+    assert time.monotonic() - t < 10          # the 1 s timeout and its retries, not forever
     with pytest.raises(HwdbTimeout):
         hwdb_client.Client(port=d.port, timeout=0.5)
 

@@ -1,4 +1,4 @@
-// The settings page's Backup section (issue 18) in Debian's Chromium against a real
+// The settings page's Backup section in Debian's Chromium against a real
 // emulated home: "Download backup" saves a homework-backup-DATE.hwbak holding the
 // settings (a pre-approved, named device) with the secrets encrypted; restoring it with a
 // wrong passphrase shows the API's reason; with the right one the page says what was

@@ -1,4 +1,4 @@
-// The settings page's Filters section (issue 17) in Debian's Chromium against a real emulated
+// The settings page's Filters section in Debian's Chromium against a real emulated
 // home with the whole DNS path (homework-dnsd, dnsmasq, the dns and blocklists components): a
 // list served by the emulated internet is added by URL and shows its names; a device's lookup
 // of a listed name is then blocked and the blocked count on the page rises; a URL that 404s

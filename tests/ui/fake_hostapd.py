@@ -1,4 +1,4 @@
-"""A stand-in for hostapd's control socket in the UI tests (issue 16, nearby devices):
+"""A stand-in for hostapd's control socket in the UI tests (nearby devices):
 binds a unix datagram socket at argv[1], answers ATTACH/DETACH with OK like hostapd and
 sends every line read from stdin to the attached monitors as an event. Prints
 "attached" when a monitor attaches. Run in the controller's network namespace: the

@@ -66,16 +66,19 @@ class Driver:
 
     def start(self) -> dict:
         self.home.start()
-        self.web = Web(self.home).start()
+        # a home that names no components runs the image's, the board and DNS included
+        self.web = self.home.web or Web(self.home).start()
         view_ns, view_url = self.web.add_viewer()
-        if self.dns_lab:
+        if self.home.dns is not None:
+            self.dns_lab = self.home.dns
+        elif self.dns_lab:
             from homelab.dns import DnsLab
             self.dns_lab = DnsLab(self.home).start()
         return {"ready": True, "url": view_url, "view_ns": view_ns, "mgmt_url": self.web.url,
                 "password": self.home.admin_password,
                 "run_id": self.home.run_id, "web": f"http://{WEB_ADDR}/",
-                "password_file": str(getattr(self.home, "admin_password_file", "")),   # issue 18: factory reset
-                "state_dir": str(self.home.state_dir)}   # issue 18: the Wi-Fi settings' wifi.env
+                "password_file": str(getattr(self.home, "admin_password_file", "")),   # factory reset
+                "state_dir": str(self.home.state_dir)}   # the Wi-Fi settings' wifi.env
 
     def dev(self, req):
         return self.devices[req["dev"]]
@@ -215,7 +218,7 @@ class Driver:
 
     def op_serve_file(self, req):
         """{"op": "serve_file", "name": "hosts.txt", "text": ..} -> {"url": ..}: a file on the
-        emulated internet's web server (dns_lab homes; issue 17 blocklists)."""
+        emulated internet's web server (dns_lab homes; blocklists)."""
         from homelab.dns import BLOCKED_WEB
         (self.dns_lab.dir / "blocked-www" / req["name"]).write_text(req["text"])
         return {"url": f"http://{BLOCKED_WEB}/{req['name']}"}

@@ -1,4 +1,4 @@
-// The Guest Board's notification list (issue 19) in Debian's Chromium against a real
+// The Guest Board's notification list in Debian's Chromium against a real
 // emulated home: a device asking to join shows up unread, "Mark all read" and "Send a test
 // notification" work through the API with the board's session.
 import { test } from 'node:test';

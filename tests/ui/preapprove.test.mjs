@@ -1,4 +1,4 @@
-// "Add a device by MAC" (issue 17) on the Guest Board in Debian's Chromium against a real
+// "Add a device by MAC" on the Guest Board in Debian's Chromium against a real
 // emulated home: a MAC let in from the form before it exists is listed as "known, not yet
 // seen"; when a device with that MAC then joins it reaches the emulated internet with no
 // approval step and leaves the list. A bad or multicast MAC gets the API's reason.

@@ -1,4 +1,4 @@
-// Priorities (issue 13) on the Guest Board in Debian's Chromium against a real emulated home
+// Priorities on the Guest Board in Debian's Chromium against a real emulated home
 // with the qos component shaping the router's WAN (HTB in the router namespace): the
 // Priorities page sets the line's rates, a 0 rate shows the API's own error and changes
 // nothing; a device set to "First" from its panel is high in GET /ws.v1/qos and its label

@@ -1,4 +1,4 @@
-// The DNS query log page (issue 17) in Debian's Chromium against a real emulated home with the
+// The DNS query log page in Debian's Chromium against a real emulated home with the
 // whole DNS path (homework-dnsd, dnsmasq, the dns component) and hwdb: a device's digs show up
 // with their verdicts, the search box and the device filter narrow the table, counts per device
 // and the most blocked names are drawn, and one click blocks or allows a name for the device,

@@ -1,4 +1,4 @@
-// The real radio's link monitor (issue 16) in Debian's Chromium against an emulated home:
+// The real radio's link monitor in Debian's Chromium against an emulated home:
 // the `radio` component reads a recorded `iw station dump` through its configurable command
 // (`cat FILE`; the test rewrites FILE), and the label of the station it hears follows the data:
 // opacity from the signal, the red `retrans` mark from the tx retries' share, fading and

@@ -1,4 +1,4 @@
-// The settings page's Router section (issue 18) in Debian's Chromium against a real
+// The settings page's Router section in Debian's Chromium against a real
 // emulated home: the software version, state schema and update slot are shown; a time
 // zone is set (the controller restarts in place and the page then shows it as set here),
 // an unknown one shows the API's error; a wrong current password is refused and the right

@@ -1,4 +1,4 @@
-// Satellite switches (issue 15) on the Guest Board, in Debian's Chromium against a real
+// Satellite switches on the Guest Board, in Debian's Chromium against a real
 // emulated home: a satellite (its own OVS bridge and datapath, cabled to the router, driven
 // by the controller) with a device on it, and a device on the router itself. Each device's
 // panel says where it is plugged in.

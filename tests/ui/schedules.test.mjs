@@ -1,4 +1,4 @@
-// Pause and bedtime (issue 17) on the Guest Board in Debian's Chromium against a real
+// Pause and bedtime on the Guest Board in Debian's Chromium against a real
 // emulated home: the panel's "Pause 1 h" cuts the device off the emulated internet and its
 // label says "paused until HH:MM"; Resume gives it back; a schedule added in the panel whose
 // window holds now makes the label say "bedtime" and cuts it; removing it ends both.

@@ -1,4 +1,4 @@
-// The notification settings page (issue 19) in Debian's Chromium against a real emulated
+// The notification settings page in Debian's Chromium against a real emulated
 // home: add a webhook pointing at a receiver in the emulated internet, its secret shown
 // once; "Send a test notification" reaches the receiver, signed with that secret, and the
 // delivery log on the page shows it; an invalid URL shows the API's error and adds nothing;

@@ -1,4 +1,4 @@
-// The settings page's Software section (issue 18) in Debian's Chromium against a real
+// The settings page's Software section in Debian's Chromium against a real
 // emulated home whose [update] section points at a fake A/B disk in a directory
 // (tests/update_lab.py, with a signing key made for this run): a file signed with another
 // key shows the refusal reason and changes nothing; a good one shows progress up to

@@ -1,4 +1,4 @@
-// Usage charts (issue 14) in Debian's Chromium against a real emulated home: two permitted
+// Usage charts in Debian's Chromium against a real emulated home: two permitted
 // devices download known amounts through the emulated internet (real OVS, the controller's
 // usage accounting); the device panel's chart and the household usage page draw exactly the
 // API's numbers (read back from the Chart.js instances), and the page shows the cap and its

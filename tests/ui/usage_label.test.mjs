@@ -1,4 +1,4 @@
-// A device over a `slow` usage limit (issue 14) in Debian's Chromium against a real emulated
+// A device over a `slow` usage limit in Debian's Chromium against a real emulated
 // home: once it has downloaded its allowance through the emulated internet, its label on the
 // Guest Board says so (a `device` event with the alert, no reload), and the API view agrees.
 import { test } from 'node:test';

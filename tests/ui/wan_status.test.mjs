@@ -1,4 +1,4 @@
-// The settings page's Router section shows the WAN's lease (issue 18, optional part): the
+// The settings page's Router section shows the WAN's lease (optional part): the
 // file the image's udhcpc hook writes ([router] wan_lease_file) is shown as address, gateway,
 // DNS servers and how long the WAN has been up; without a lease it says so.
 import { test, after } from 'node:test';

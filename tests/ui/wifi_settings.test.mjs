@@ -1,4 +1,4 @@
-// The settings page's Wi-Fi section (issue 18) in Debian's Chromium against a real emulated
+// The settings page's Wi-Fi section in Debian's Chromium against a real emulated
 // home: it shows the current network name (the first boot's wifi.env, written here as the
 // image does), a 7-character passphrase gets the API's 400 message and changes nothing,
 // different passphrases in the two fields are caught on the page, and a good SSID and

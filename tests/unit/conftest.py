@@ -23,6 +23,8 @@ class Clock:
 
 
 def make_core(tmp_path, components=("dhcp", "routing"), clock=None, switch=None, **overrides):
+    # IPv6 is on in the shipped configuration; a unit test turns it on when it is about it
+    overrides.setdefault("ipv6_enabled", False)
     config = Config(state_dir=tmp_path, components=tuple(components),
                     control_socket=tmp_path / "control.sock", **overrides)
     switch = switch or FakeSwitch(adapter=True)   # strict table, and every decision through the os-ken adapter

@@ -117,7 +117,7 @@ def test_meta_names_a_device(api, core):
 
 
 @pytest.mark.parametrize("path,status,words", [
-    ("permit/01:00:00:00:00:99", 400, "multicast"),    # an unseen unicast MAC is pre-approved (issue 17)
+    ("permit/01:00:00:00:00:99", 400, "multicast"),    # an unseen unicast MAC is pre-approved
     ("permit/not-a-mac", 400, "not a MAC address"),
     ("deny/02:00:00:00:00", 400, "not a MAC address"),
     ("blacklist/zz:00:00:00:00:01", 400, "not a MAC address"),
@@ -350,7 +350,7 @@ def test_event_stream_sends_snapshot_then_live_device_events(api, core):
 
 
 def test_pairing_requests_are_limited_per_address_apart_from_logins(api):
-    """Issue 15: the public pairing call has a limiter of its own (10 per address in 10
+    """the public pairing call has a limiter of its own (10 per address in 10
     minutes): a box asking again and again is held back, and that address may still log in."""
     body = {"dpid": "00000000000000a1", "csr": "not a request"}
     codes = [api.call("POST", "satellites/pair", body, client="192.0.2.77").status_int for _ in range(11)]

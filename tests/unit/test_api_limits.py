@@ -1,4 +1,4 @@
-"""Issue 20, the API's "smaller" holes: event streams are capped (per credentials and in
+"""The API's "smaller" holes: event streams are capped (per credentials and in
 all, with a reserve for admins), and a full state disk keeps login and reading working."""
 import secrets
 import sqlite3

@@ -1,4 +1,4 @@
-"""Issue 17 part 5 in the ws.v1 WSGI app over a real core: pre-approval of MACs never seen,
+"""API parity in the ws.v1 WSGI app over a real core: pre-approval of MACs never seen,
 group decisions (all or nothing), household DNS rules and allow-list mode through the API,
 and POSTs without a body."""
 import json

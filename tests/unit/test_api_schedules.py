@@ -1,4 +1,4 @@
-"""Schedules and pauses in the ws.v1 API (issue 17): the routes, their errors (400 with a
+"""Schedules and pauses in the ws.v1 API: the routes, their errors (400 with a
 reason, nothing stored), roles, a device not pausing itself, the device view's facts,
 and a DNS rule with a schedule."""
 import json

@@ -1,4 +1,4 @@
-"""Settings backup and restore (issue 18; components/backup): a round trip onto a fresh
+"""Settings backup and restore (components/backup): a round trip onto a fresh
 router, and every way a file is refused (wrong passphrase, tampered settings or secrets,
 truncated, not JSON, unknown format version, newer schema, a bad row) with nothing changed."""
 import base64
@@ -215,7 +215,7 @@ def test_only_the_restore_route_takes_a_large_body(configured):
 
 
 def test_priorities_go_into_the_backup_and_come_back(configured, tmp_path, clock):
-    """issue 13's rules (qos_devices, qos_apps, migration 10) are settings too; the app's id
+    """The priorities' rules (qos_devices, qos_apps, migration 10) are settings too; the app's id
     (its connections' ct mark) is kept."""
     old, _ = configured
     old.state.execute("INSERT INTO qos_devices (mac, class, window) VALUES (?, 'high', 'mon-fri 09:00-17:00')", (MAC,))
@@ -233,7 +233,7 @@ def test_priorities_go_into_the_backup_and_come_back(configured, tmp_path, clock
 
 
 def test_the_wifi_network_travels_encrypted_and_comes_back(configured, tmp_path, clock):
-    """issue 18: the Wi-Fi name and passphrase (wifi.env, not state.db) are in the backup's
+    """the Wi-Fi name and passphrase (wifi.env, not state.db) are in the backup's
     encrypted part and a restore writes them back through set-wifi; a bad one refuses the file."""
     old, _ = configured
     old.commands.call("set-wifi", ssid="Casa Ana", passphrase="correct horse battery")

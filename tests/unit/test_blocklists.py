@@ -1,4 +1,4 @@
-"""Blocklist subscriptions (issue 17): parsing the formats people use, fetching with its
+"""Blocklist subscriptions: parsing the formats people use, fetching with its
 errors, the names file and its lookups, and the component on a fake dnsd link: what it
 tells dnsd, the policy twin's verdicts, failures that change nothing, restarts."""
 import random

@@ -77,7 +77,7 @@ def test_bad_api_values_name_the_key(data, key):
     assert exc.value.key == key
 
 
-# -- one key table, versions and migrations (issue 10, part 3) ------------------------------
+# -- one key table, versions and migrations ------------------------------
 def test_every_config_field_comes_from_the_key_table():
     import dataclasses
     from homework.config import KEYS, Config
@@ -115,6 +115,7 @@ def test_dnsd_arguments_come_from_the_dns_table(tmp_path):
                          capture_output=True, text=True, check=True).stdout.split()
     assert out == ["--listen", "127.0.0.9:5399", "--upstream", "127.0.0.1:53", "--control", "/x.sock",
                    "--resolv-file", "/run/homework/resolv.upstream", "--local-domains", "lan,home.arpa",
+                   "--listen6", "[fd00:53::53]:5300",      # IPv6 is on by default
                    "--resolver", "127.0.0.1:5335"]
     addr = subprocess.run([sys.executable, "-m", "homework.config", "--dnsd-address", str(conf)],
                           capture_output=True, text=True, check=True).stdout.strip()

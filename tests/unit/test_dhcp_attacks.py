@@ -1,4 +1,4 @@
-"""Issue 20: what a hostile device on another port can no longer do with forged DHCP, and
+"""what a hostile device on another port can no longer do with forged DHCP, and
 what unapproved devices may cost (new-MAC rate limit, pending cap, forgetting)."""
 import pytest
 
@@ -224,7 +224,7 @@ def test_the_pending_cap_spares_a_guest_that_finished_dhcp(tmp_path, clock):
 
 
 def test_a_station_may_roam_between_two_radios_but_not_from_a_wired_port(core):
-    """Issue 15: ports 1 and 3 are satellites' radios (their link stays up for their other
+    """ports 1 and 3 are satellites' radios (their link stays up for their other
     stations); port 2 is wired."""
     core.datapath_up(Datapath(dpid=1, ports=PORTS))                 # all three ports up
     core.ctx.is_radio_port = lambda port: port in (1, 3)
@@ -237,7 +237,7 @@ def test_a_station_may_roam_between_two_radios_but_not_from_a_wired_port(core):
 
 
 def test_a_station_a_satellite_hears_on_another_radio_takes_its_lease_along_without_asking(core):
-    """Issue 15: the satellite agent's station dump says where a station is (radio
+    """the satellite agent's station dump says where a station is (radio
     monitor -> `station_at`); radio to radio the lease follows at once, and the routing
     flows with it. A wired port, a radio that is down or a relayed lease are never taken."""
     core.datapath_up(Datapath(dpid=1, ports=PORTS))

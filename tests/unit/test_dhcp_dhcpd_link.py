@@ -1,4 +1,4 @@
-"""The controller's side of homework-dhcpd (issue 11, [dhcp] answerer = "dhcpd"): the table
+"""The controller's side of homework-dhcpd ([dhcp] answerer = "dhcpd"): the table
 it keeps in the daemon (live leases on our ports, not blacklisted; the lease time of the
 device's state), the bookkeeping of an answer the daemon gave (as if the controller had
 given it), and punted requests handled as before. The daemon itself is faked here; it

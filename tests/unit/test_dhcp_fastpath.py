@@ -1,4 +1,4 @@
-"""The DHCP fast path (issue 11): the port marker, the socket's BPF filter (run by the
+"""The DHCP fast path: the port marker, the socket's BPF filter (run by the
 kernel on a socketpair), the two table-0 flows in the strict fake switch (through the
 os-ken adapter's bytes), and the order of what goes out: the reply on the socket first,
 then the new device's flows."""

@@ -85,7 +85,7 @@ def test_client_moving_from_relay_to_our_port_gets_address_and_flows(core, clock
     assert dhcp.get(mac).relay == ""
     assert core.ctx.host.addresses == {f"{dhcp.get(mac).router}/30"}
     assert [d["port"] for d in core.ctx.component("routing").status()["devices"]] == [2]
-    # A relayed message never touches a lease that lives on a local port (issue 20) ...
+    # A relayed message never touches a lease that lives on a local port ...
     send(core, relayed(mac, m.REQUEST, options=[opt_ip(50, ack.yiaddr)]))
     assert [d["port"] for d in core.ctx.component("routing").status()["devices"]] == [2]
     # ... so it goes back behind the relay once that local lease has ended: address and flows go.

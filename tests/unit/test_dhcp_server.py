@@ -219,7 +219,7 @@ def test_leased_device_may_reach_only_its_gateway(core):
     assert sw.outputs(ping) == [LOCAL]
     assert sw.outputs(dict(ping, ipv4_dst="203.0.113.10")) == []
     assert sw.outputs(dict(ping, eth_src=MAC2)) == []
-    # Back from the router: only its gateway's answers (routing tightened this in issue 4).
+    # Back from the router: only its gateway's answers (routing tightened this).
     assert sw.outputs({"in_port": LOCAL, "eth_type": 0x0800, "ipv4_src": "10.2.0.1", "ipv4_dst": "10.2.0.2",
                        "ip_proto": 1}) == [1]
     assert sw.outputs({"in_port": LOCAL, "eth_type": 0x0800, "ipv4_src": "10.2.0.5", "ipv4_dst": "10.2.0.2",
@@ -240,7 +240,7 @@ def test_devices_command_shows_state_and_lease(core):
     assert core.commands.call("permit", mac="02-00-00-00-00-01")["state"] == "permitted"
     import pytest
     from homework.commands import CommandError
-    # issue 17: a MAC never seen is pre-approved (no lease, last_seen 0); a multicast one is refused
+    # a MAC never seen is pre-approved (no lease, last_seen 0); a multicast one is refused
     assert core.commands.call("permit", mac="02:00:00:00:00:99")["last_seen"] == 0
     with pytest.raises(CommandError) as exc:
         core.commands.call("permit", mac="03:00:00:00:00:99")

@@ -1,4 +1,4 @@
-"""Spare router addresses (issue 11): the .1 of the next free /30s sit on the bridge ahead
+"""Spare router addresses: the .1 of the next free /30s sit on the bridge ahead
 of their devices, so new devices take them without an address change, and they are topped
 up only once new devices stop coming."""
 from homework.components.dhcp import message as m

@@ -248,7 +248,7 @@ def test_eviction_drops_the_oldest_names_and_forgets_exactly_their_drops(tmp_pat
 
 
 def test_one_new_name_costs_the_same_whatever_was_learned_before(tmp_path):
-    """The stall of issue 21: every new name re-checked everything learned, for every
+    """The stall of every new name re-checked everything learned, for every
     restricted device. Count policy look-ups instead of timing them."""
     core, dns, _ = make(tmp_path)
     join(core, A, port=1)

@@ -1,4 +1,4 @@
-"""dnsd's forwarding settings (issue 11) come from the controller's [dns] table, like the
+"""dnsd's forwarding settings come from the controller's [dns] table, like the
 rest of its command line, so dnsd and dnsmasq read the same resolv file."""
 from __future__ import annotations
 

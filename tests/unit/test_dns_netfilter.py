@@ -1,4 +1,4 @@
-"""The captive set writer never loses a change (issue 20): every batch rewrites the whole
+"""The captive set writer never loses a change: every batch rewrites the whole
 set, and a failed batch is counted and retried."""
 import subprocess
 import time

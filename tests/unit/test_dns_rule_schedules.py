@@ -1,4 +1,4 @@
-"""DNS rules with a schedule, and dns-strict windows (issue 17): a rule only counts while
+"""DNS rules with a schedule, and dns-strict windows: a rule only counts while
 its window is open, dnsd is told (rule/unrule) when a window opens or closes, and a
 device in a dns-strict window is in allow-list mode meanwhile."""
 from datetime import datetime

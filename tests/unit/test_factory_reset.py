@@ -1,4 +1,4 @@
-"""Factory reset (issue 18, factory_reset.py and the API route): a wrong confirmation
+"""Factory reset (factory_reset.py and the API route): a wrong confirmation
 erases nothing; the right one erases the controller's state once it has stopped and
 restarts it, keeping the admin password file so the label's password logs in again."""
 from __future__ import annotations

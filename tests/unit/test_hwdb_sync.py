@@ -73,7 +73,7 @@ def test_every_topic_becomes_a_row_in_schema_order(clock):
     ]
 
 
-# -- DnsQueries: honest counts, and a flood aggregated per device (issue 20) --------------
+# -- DnsQueries: honest counts, and a flood aggregated per device --------------
 def dns_sink(clock, **limits):
     """A sink whose 'statements' are (table, values) tuples, so tests read the values."""
     log = []
@@ -190,7 +190,7 @@ def test_timeout_mid_batch_keeps_rows_for_the_retry(clock):
             raise hwdb_client.HwdbTimeout("lost")
     sink = sink_with(log, clock, fail=fail)
     for i in range(3):
-        sink.on_event("alert", dict(mac="m", kind="k", detail=str(i)))
+        sink.on_event("alert", dict(mac="m", kind="flow-limit", detail=str(i)))
     assert sink.flush() == 0 and len(sink.queue) == 3 and sink.client is None
     clock.advance(1)
     assert sink.flush() == 3 and len(log) == 3
@@ -204,7 +204,7 @@ def test_a_refused_row_does_not_take_the_batch_with_it(clock):
             raise hwdb_client.HwdbError("syntax error at 12")
     sink = sink_with(log, clock, fail=fail)
     for detail in ("a", "bad", "c"):
-        sink.on_event("alert", dict(mac="m", kind="k", detail=detail))
+        sink.on_event("alert", dict(mac="m", kind="flow-limit", detail=detail))
     assert sink.flush() == 2
     assert sink.stats["rejected"] == 1 and len(log) == 2
 

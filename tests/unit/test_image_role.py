@@ -1,4 +1,4 @@
-"""The image's role choice and the router's satellite cables (issue 15; image/guest/lib.sh):
+"""The image's role choice and the router's satellite cables (image/guest/lib.sh):
 the shell functions homework-firstboot and homework-net use, run by sh with the image's
 paths moved into tmp_path."""
 from __future__ import annotations

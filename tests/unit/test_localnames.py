@@ -1,4 +1,4 @@
-"""Local names (issue 17): DNS labels from free-text names, conflicts settled in one fixed
+"""Local names: DNS labels from free-text names, conflicts settled in one fixed
 order, the hosts file dnsmasq reads, and the component keeping it in step with devices."""
 import pytest
 

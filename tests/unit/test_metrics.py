@@ -1,4 +1,4 @@
-"""Prometheus metrics (issue 19): the collector's families and names, per-device totals from
+"""Prometheus metrics: the collector's families and names, per-device totals from
 routing's bus events, the bound on per-device series, promtool's check, and the API route."""
 import subprocess
 

@@ -1,4 +1,4 @@
-"""Numbered state migrations (issue 10, part 4): a state.db written by the previous
+"""Numbered state migrations: a state.db written by the previous
 release (tests/fixtures/state-release-1.sql is its dump, made by that release's own
 code) is migrated and keeps every device, lease, rule and token; a newer one is refused."""
 import sqlite3
@@ -79,7 +79,7 @@ def test_a_newer_database_is_refused_clearly(tmp_path):
 
 
 def test_after_a_rollback_the_copy_from_before_the_update_is_used_and_the_newer_one_kept(tmp_path):
-    """Issue 18: an update copied state.db (state.db.pre-<version>) before it ran; the new
+    """an update copied state.db (state.db.pre-<version>) before it ran; the new
     release migrated it past this one's schema; the router fell back to this release."""
     path = previous_release_db(tmp_path)
     StateStore(path).close()

@@ -1,4 +1,4 @@
-"""MQTT and Home Assistant discovery (issue 19) with a fake broker link: discovery and
+"""MQTT and Home Assistant discovery with a fake broker link: discovery and
 state per device, presence from the lease, traffic, forgetting, and commands only when
 enabled and well-formed."""
 import json

@@ -1,4 +1,4 @@
-"""Notifications (issue 19): which events become notifications, the bounded read/unread list
+"""Notifications: which events become notifications, the bounded read/unread list
 across a restart, webhooks (signed, secret shown once, retried with backoff off the event
 loop, delivery log), and the API routes and their errors."""
 import hashlib

@@ -1,4 +1,4 @@
-"""The lean OpenFlow encoder (adapter/ofencode.py, issue 11) gives os-ken's bytes for every
+"""The lean OpenFlow encoder (adapter/ofencode.py) gives os-ken's bytes for every
 decision it takes, and takes the per-device flows a new device costs; what it cannot pack
 goes to os-ken. (Every unit test's fake switch also compares the two paths, in ofwire.py.)"""
 import ipaddress

@@ -1,4 +1,4 @@
-"""Pairing satellites (issue 15): a listed satellite asks, the household decides, and only
+"""Pairing satellites: a listed satellite asks, the household decides, and only
 the certificate issued last, while permitted, admits it; decisions survive a restart."""
 import pytest
 from cryptography import x509

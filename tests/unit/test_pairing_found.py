@@ -1,4 +1,4 @@
-"""Satellites found on a LAN port (issue 15): not listed anywhere, a box asks as a pending
+"""Satellites found on a LAN port: not listed anywhere, a box asks as a pending
 device; the router records the port of the caller's lease, never one the request names;
 one pending request per port; the household's permit gives it a cable index and restarts
 the controller, which then drives it like a listed one; deny or forget gives the port back.

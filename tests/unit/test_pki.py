@@ -1,4 +1,4 @@
-"""The household CA (issue 15): made once, signs a satellite's request for its datapath id
+"""The household CA: made once, signs a satellite's request for its datapath id
 only, and the dpid is read back from a peer certificate."""
 import stat
 

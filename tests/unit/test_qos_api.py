@@ -1,4 +1,4 @@
-"""The qos component behind the ws.v1 API and the command table (issue 13): what is
+"""The qos component behind the ws.v1 API and the command table: what is
 applied on a change, bad input (400, nothing stored nor applied), windows, the device
 view's priority, the high-drops alert, and state across a restart. tc and nft are
 replaced by a recorder (the real ones run in tests/e2e/test_qos.py)."""

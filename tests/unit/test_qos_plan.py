@@ -1,4 +1,4 @@
-"""The qos plan (issue 13) as text: the HTB tree per interface, the nftables table that
+"""The qos plan as text: the HTB tree per interface, the nftables table that
 classifies by device and by application, the leaf choice, and the counters parser."""
 import json
 import re

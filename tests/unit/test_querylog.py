@@ -1,4 +1,4 @@
-"""The query log and local-names routes of the ws.v1 API (issue 17) over a real core, with
+"""The query log and local-names routes of the ws.v1 API over a real core, with
 hwdb replaced by a client that records the queries it is sent (the e2e test uses hwdbd)."""
 import pytest
 

@@ -1,4 +1,4 @@
-"""The real radio's link monitor (issue 16): the `iw station dump` parser on recorded dumps
+"""The real radio's link monitor: the `iw station dump` parser on recorded dumps
 (tests/unit/data/iw), counters across polls (stations vanishing and appearing, counter
 resets, garbage lines) and the whole component in a core, reading its dump through
 `[radio] station_dump_command` (`cat FILE`), with the board's metrics and device facts."""
@@ -186,7 +186,7 @@ def station_dump(radio, inactive_ms):
 
 
 def test_a_station_is_placed_on_the_radio_that_heard_it_last(tmp_path, clock):
-    """Satellites' radios (issue 15): `station_at` says where a station is, once when it
+    """Satellites' radios: `station_at` says where a station is, once when it
     first shows and again only when another radio heard it clearly later (a station sends
     to its own access point only); a stale report never moves it."""
     core = make_core(tmp_path, components=("dhcp", "routing", "radio"), clock=clock)

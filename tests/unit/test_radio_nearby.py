@@ -1,4 +1,4 @@
-"""Nearby devices from probe requests and the band on the label (issue 16): hostapd's
+"""Nearby devices from probe requests and the band on the label: hostapd's
 RX-PROBE-REQUEST events parsed (good, malformed, other events), the tracker's rate limit,
 ageing, randomised grouping and cap, a real unix datagram socket standing in for hostapd's
 control socket (ATTACH handshake, events, the socket vanishing and coming back), and the
@@ -90,8 +90,8 @@ class Recorder:
     def __init__(self):
         self.events = []
 
-    def __call__(self, topic, **payload):
-        self.events.append((topic, payload))
+    def __call__(self, event):
+        self.events.append((event.TOPIC, event))
 
     def take(self, topic=None):
         out = [(t, p) for t, p in self.events if topic is None or t == topic]

@@ -1,4 +1,4 @@
-"""The in-place controller restart (issue 18, restart.py): stop first, then exec the same
+"""The in-place controller restart (restart.py): stop first, then exec the same
 command line, once, a moment after the request (so the answer gets out)."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The satellite plan (issue 15): config lines, the satellite's flow table, the router's
+"""The satellite plan: config lines, the satellite's flow table, the router's
 patch ports, and the gate that admits listed satellites."""
 import pytest
 

@@ -1,4 +1,4 @@
-"""Schedule windows (issue 17): days and times, windows crossing midnight, DST days,
+"""Schedule windows: days and times, windows crossing midnight, DST days,
 the minutes of the week they cover and overlap."""
 from datetime import datetime
 from zoneinfo import ZoneInfo

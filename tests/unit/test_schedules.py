@@ -1,4 +1,4 @@
-"""Schedules and pauses (issue 17) on the strict fake switch: a pause cuts a permitted
+"""Schedules and pauses on the strict fake switch: a pause cuts a permitted
 device to its gateway services, resume opens it, a window open "now" cuts it, a clock
 that jumps either way is corrected at the next look, a usage block and a pause do not
 undo each other, pending/denied devices are untouched, state survives restarts."""

@@ -1,4 +1,4 @@
-"""The router's own facts and settings (issue 18, homework/system.py and api/system.py):
+"""The router's own facts and settings (homework/system.py and api/system.py):
 version, uptime, schema and update slot; a time zone stored in state.db that overrides
 the config file at the next start; the admin password change."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The update routes of the ws.v1 API (issue 18) called as lighttpd would: a good upload is
+"""The update routes of the ws.v1 API called as lighttpd would: a good upload is
 202 and written, a refused one 400 with the reason, read-only and CSRF-less sessions are
 refused, a body over [update] max_upload_mb is 413, updates off is 409, one at a time."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Installing an update into the inactive slot (issue 18), on a file-backed "disk": the slot
+"""Installing an update into the inactive slot, on a file-backed "disk": the slot
 gets the image, the ESP the kernel and a try-once entry, only after the data is verified;
 a refused or interrupted update leaves the slot's old bytes (refused) and the ESP as they were."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Reading and verifying .hwup files (issue 18): files made by the real scripts/make-hwup.py
+"""Reading and verifying .hwup files: files made by the real scripts/make-hwup.py
 with a key generated here; each bad file is refused with its reason."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The A/B slots as the boot loaders see them (issue 18): the running slot from the kernel
+"""The A/B slots as the boot loaders see them: the running slot from the kernel
 command line, loader entries with boot counting, the GRUB environment block, mark-good."""
 from __future__ import annotations
 

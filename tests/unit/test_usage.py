@@ -1,4 +1,4 @@
-"""Durable usage (issue 14): local-hour rollups, periods, owners, batching, restarts."""
+"""Durable usage: local-hour rollups, periods, owners, batching, restarts."""
 from datetime import datetime
 from zoneinfo import ZoneInfo
 

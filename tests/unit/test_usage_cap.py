@@ -1,4 +1,4 @@
-"""The household cap (issue 14): settings that survive restarts, projection, alerts once
+"""The household cap: settings that survive restarts, projection, alerts once
 per period, and the usage API (JSON, cap, CSV) with its errors."""
 import csv
 import io

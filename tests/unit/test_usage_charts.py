@@ -1,4 +1,4 @@
-"""The device panel's chart data (issue 14): one device's bytes over the last hour per
+"""The device panel's chart data: one device's bytes over the last hour per
 minute, the last day per local hour and the last 30 days per local day, and its API."""
 from datetime import datetime
 from zoneinfo import ZoneInfo

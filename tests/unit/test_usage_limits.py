@@ -1,4 +1,4 @@
-"""Per-device and per-owner usage limits (issue 14): notify, block to gateway services
+"""Per-device and per-owner usage limits: notify, block to gateway services
 until the next period, lift, restart, on the strict fake switch."""
 from datetime import datetime
 from zoneinfo import ZoneInfo

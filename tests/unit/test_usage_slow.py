@@ -1,4 +1,4 @@
-"""Usage limits with action slow (issue 14): once the allowance is used up, the device's
+"""Usage limits with action slow: once the allowance is used up, the device's
 traffic both ways goes through an OpenFlow meter and on through the normal pipeline, on
 the strict fake switch (every decision also round-trips through the os-ken adapter)."""
 from datetime import datetime

@@ -1,4 +1,4 @@
-"""The settings page's WAN status (issue 18; homework/system.py wan_status): the lease the
+"""The settings page's WAN status (homework/system.py wan_status): the lease the
 image's udhcpc hook (image/guest/udhcpc-wan) writes, read for GET /ws.v1/system."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""WAN watch (issue 19): what counts as down (probe.py, against a fake sysfs/procfs), the
+"""WAN watch: what counts as down (probe.py, against a fake sysfs/procfs), the
 hysteresis (down after N failed looks, one report per change, no flapping), and the whole
 path in the controller: alert -> notification (not deduplicated), webhooks, homework_wan_up,
 `wan-status` and GET /ws.v1/notify/status."""

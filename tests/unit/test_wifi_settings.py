@@ -1,4 +1,4 @@
-"""The Wi-Fi SSID and passphrase (issue 18; homework/wifi.py, api/wifi.py, cli_wifi.py): the
+"""The Wi-Fi SSID and passphrase (homework/wifi.py, api/wifi.py, cli_wifi.py): the
 802.11/WPA2 limits, wifi.env written atomically in a form sh reads back exactly, the apply
 hook run after a change, nothing changed on a bad value, and the passphrase never returned."""
 from __future__ import annotations

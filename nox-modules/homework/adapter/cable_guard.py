@@ -1,5 +1,5 @@
 """A satellite's cable that loses its carrier carries only its management VLAN until the
-paired satellite connects again with its certificate (issue 15).
+paired satellite connects again with its certificate.
 
 Why: the router's end of a satellite's cable takes every VLAN of that satellite, each one
 of its device ports. Unplug the satellite, plug a laptop in, and the laptop could send

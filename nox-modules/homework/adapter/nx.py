@@ -82,7 +82,7 @@ def _learn2_class(parser, ofp):
 
 
 def move_action(parser, move: F.Move):
-    """NXAST_REG_MOVE for F.Move (issue 11: the DHCP fast path carries ports in MACs)."""
+    """NXAST_REG_MOVE for F.Move (the DHCP fast path carries ports in MACs)."""
     return parser.NXActionRegMove(src_field=move.src, dst_field=move.dst, n_bits=move.n_bits,
                                   src_ofs=move.src_ofs, dst_ofs=move.dst_ofs)
 

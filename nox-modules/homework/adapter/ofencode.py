@@ -1,4 +1,4 @@
-"""A lean OpenFlow 1.3 encoder for the messages the controller sends most (issue 11).
+"""A lean OpenFlow 1.3 encoder for the messages the controller sends most.
 
 Every new device costs about ten flow-mods, and a switch that (re)connects gets ten per
 device at once. os-ken builds each as a tree of parser objects and serialises it through

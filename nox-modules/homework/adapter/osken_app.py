@@ -18,6 +18,7 @@ from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_3
 
 from .. import flows as F
+from .. import events
 from .. import pki, satellites
 from ..core import Core
 from . import nx, ofencode
@@ -75,7 +76,7 @@ class HomeworkApp(app_manager.OSKenApp):
         self.lean_encoder = self.core.config.openflow_lean_encoder
         self.core._send = self.send_decisions
         # A real switch and bridge: the DHCP fast path may read the bridge's LOCAL
-        # interface (a unit test's fake switch has none; issue 11).
+        # interface (a unit test's fake switch has none).
         self.core.ctx.switch_is_real = True
         self.core.bus.subscribe("satellite", self._on_pairing)
         self.cable_guard = CableGuard(self.core.config.satellites)
@@ -92,7 +93,7 @@ class HomeworkApp(app_manager.OSKenApp):
             except (OSError, ValueError) as exc:     # no CA (read-only state), port taken: no satellites
                 log.error("satellites: no TLS listener: %s", exc)
 
-    # -- satellites over TLS (issue 15) --------------------------------------------------
+    # -- satellites over TLS --------------------------------------------------
     def _prepare_management_links(self) -> None:
         for sat in self.core.config.satellites:
             router_ports.prepare(sat, self.core.config.datapath_type, self.core.config.bridge)
@@ -188,18 +189,18 @@ class HomeworkApp(app_manager.OSKenApp):
                     "(denied, forgotten or paired again)")
         return ""
 
-    def _on_pairing(self, topic: str, ev: dict) -> None:
+    def _on_pairing(self, topic: str, ev) -> None:
         """A satellite was denied, forgotten or asked to pair again: if it is connected, its
         table is emptied but for its management link (fail_mode=secure would otherwise
         keep its devices' paths), the
         router's ports for it are removed and the session is closed; when it reconnects
         with its old certificate it is refused."""
-        dpid = ev.get("dpid")
-        if ev.get("what") == "permitted" or dpid not in self.satellite_dps:
+        dpid = ev.dpid
+        if ev.what == "permitted" or dpid not in self.satellite_dps:
             return
         dp = self.satellite_dps.pop(dpid)
         sat = self.gate.satellites.get(dpid)
-        log.warning("satellite datapath %016x is no longer paired (%s): emptied and disconnected", dpid, ev.get("what"))
+        log.warning("satellite datapath %016x is no longer paired (%s): emptied and disconnected", dpid, ev.what)
         # all but its management link: it may still reach us, to be refused or to ask again
         uplink = self._satellite_uplinks.get(dpid)
         self._send_to(dp, [F.FlowDelete(cookie=0, cookie_mask=0)] +
@@ -249,9 +250,9 @@ class HomeworkApp(app_manager.OSKenApp):
         self.core.counters.count("core.switch_refused")
         if self.gate.first_refusal(dp.id):
             log.warning("datapath %016x refused: %s", dp.id, why)
-            self.core.bus.publish("alert", mac="", kind="switch-refused",
-                                  detail=f"a switch (datapath {dp.id:016x}) connected to the controller "
-                                         f"and was refused: {why}")
+            self.core.bus.publish(events.Alert(mac="", kind=events.AlertKind.SWITCH_REFUSED,
+                                               detail=f"a switch (datapath {dp.id:016x}) connected to the "
+                                                      f"controller and was refused: {why}"))
 
     def _drive_satellite(self, dp, sat: satellites.Satellite, ports: dict[str, int], down: set[str]) -> None:
         """Give a satellite its whole table and its ports their patch ports on the router's
@@ -416,7 +417,7 @@ class SendBatcher:
     Open vSwitch revalidates its datapath's flows once for each write that changes its
     tables, and a burst of new devices wrote one a device (each as its lease was booked),
     which cost it as much CPU as the flows themselves, on the cores the devices share
-    with it (issue 11). Additions that come within `hold` of the last write of flow
+    with it. Additions that come within `hold` of the last write of flow
     changes wait until that much has passed, with the additions that come meanwhile; a
     quiet switch's first change goes at once. Only a send of nothing but additions is
     held (one with a packet-out that depends on its flows goes whole, at once). A send of

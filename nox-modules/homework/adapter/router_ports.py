@@ -1,4 +1,4 @@
-"""The router's side of its satellites in Open vSwitch (issue 15): each satellite's demux
+"""The router's side of its satellites in Open vSwitch: each satellite's demux
 bridge, management link and patch ports, made and removed with ovs-vsctl and ip
 (satellites.py plans the arguments). Run in threads, off the hub: ovs-vsctl waits for the switch. One change at a
 time, as each reads the demux bridge's ports before it writes."""

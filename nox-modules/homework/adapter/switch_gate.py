@@ -6,7 +6,7 @@ take the router's place or feed it frames. A reconnection of the same datapath r
 the session; once ours has gone, the bridge may come back with another dpid (re-created
 with another MAC).
 
-Satellite switches (issue 15) are the exception: a datapath listed in [satellites] is
+Satellite switches are the exception: a datapath listed in [satellites] is
 driven as that satellite (satellites.py), one session per dpid, provided it has its
 uplink port and is not the bridge. Until pairing gives each satellite a certificate, the
 dpid a switch announces is taken at its word, so the controller should listen only where

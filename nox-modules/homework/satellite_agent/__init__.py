@@ -1,1 +1,1 @@
-"""The agent a satellite runs beside its Open vSwitch (issue 15): agent.py."""
+"""The agent a satellite runs beside its Open vSwitch: agent.py."""

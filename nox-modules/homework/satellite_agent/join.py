@@ -1,4 +1,4 @@
-"""A satellite joins the household (issue 15): what the satellite box runs, in the image
+"""A satellite joins the household: what the satellite box runs, in the image
 and in the emulated home alike.
 
     python3 -m homework.satellite_agent.join up   --bridge BR --state-dir DIR

@@ -1,4 +1,4 @@
-"""System updates (issue 18): signed .hwup files written to the inactive A/B slot.
+"""System updates: signed .hwup files written to the inactive A/B slot.
 
     hwup.py     read and verify a .hwup (nothing written)
     slots.py    which slot runs, the other slot's device, ESP loader entries, GRUB env, mark-good

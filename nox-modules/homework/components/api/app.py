@@ -40,6 +40,7 @@ from . import wifi as wifi_routes
 from . import update as update_routes
 from . import satellites as satellite_routes
 from . import resolver as resolver_routes
+from . import setup as setup_routes
 from .stream import StreamLimit
 
 log = logging.getLogger("homework.api")
@@ -138,17 +139,18 @@ class ApiApp:
         add("POST", r"/webhooks/(?P<hook_id>[^/]+)/remove/?", self.webhook_remove, "admin")
         add("GET", "/webhooks/deliveries/?", self.webhook_deliveries, "admin")
         add("GET", "/notify/status/?", self._notify("notify-status"), "admin")
-        querylog.add_routes(self)      # issue 17: query log and local names (querylog.py)
-        schedule_routes.add_routes(self)   # issue 17: schedules and pauses (schedules.py)
-        parity.add_routes(self)            # issue 17: group decisions, dns-mode (parity.py)
-        blocklist_routes.add_routes(self)  # issue 17: blocklists and safe-search (blocklists.py)
-        backup_routes.add_routes(self)     # issue 18: backup and restore (backup.py)
-        system_routes.add_routes(self)     # issue 18: factory reset, system, time zone (system.py)
-        qos_routes.add_routes(self)        # issue 13: priorities and shaping (qos.py)
-        nearby_routes.add_routes(self)     # issue 16: nearby devices heard probing (nearby.py)
-        wifi_routes.add_routes(self)       # issue 18: Wi-Fi SSID and passphrase (wifi.py)
-        update_routes.add_routes(self)     # issue 18: .hwup upload, update status, reboot (update.py)
-        satellite_routes.add_routes(self)  # issue 15: satellites asking to pair, decisions (satellites.py)
+        querylog.add_routes(self)      # query log and local names (querylog.py)
+        schedule_routes.add_routes(self)   # schedules and pauses (schedules.py)
+        parity.add_routes(self)            # group decisions, dns-mode (parity.py)
+        blocklist_routes.add_routes(self)  # blocklists and safe-search (blocklists.py)
+        backup_routes.add_routes(self)     # backup and restore (backup.py)
+        system_routes.add_routes(self)     # factory reset, system, time zone (system.py)
+        qos_routes.add_routes(self)        # priorities and shaping (qos.py)
+        nearby_routes.add_routes(self)     # nearby devices heard probing (nearby.py)
+        wifi_routes.add_routes(self)       # Wi-Fi SSID and passphrase (wifi.py)
+        update_routes.add_routes(self)     # .hwup upload, update status, reboot (update.py)
+        satellite_routes.add_routes(self)  # satellites asking to pair, decisions (satellites.py)
+        setup_routes.add_routes(self)      # the first hour: a pending device sets the router up (setup.py)
         resolver_routes.add_routes(self)   # DNSSEC and the resolver's upstreams (resolver.py)
 
     def _add(self, method: str, path: str, handler: Callable, access: str, max_body: int = MAX_BODY) -> None:
@@ -323,11 +325,20 @@ class ApiApp:
             log.warning("failed Guest Board login from %s", call.client)
             raise ApiError(401, "wrong password")
         self.limiter.succeeded(call.client)
+        if not self.auth.password_chosen():
+            try:
+                self.auth.adopt_password()      # the household has it: no set-up offer (setup.py)
+            except StorageError:
+                log.warning("could not record that the first password was taken over (storage)")
+        log.info("Guest Board login from %s", call.client)
+        return self.new_session(call)
+
+    def new_session(self, call: Call) -> Response:
+        """An admin session for the caller: the cookie and the answer with its CSRF token."""
         sid, csrf = self.auth.create_session(call.client)
         resp = json_response({"role": "admin", "csrf": csrf, "expires_in": self.auth.session_lifetime})
         resp.set_cookie(COOKIE, sid, max_age=self.auth.session_lifetime, path=f"{PREFIX}/", httponly=True,
                         samesite="strict", secure=self._is_https(call.req))
-        log.info("Guest Board login from %s", call.client)
         return resp
 
     def logout(self, call: Call) -> Response:
@@ -378,7 +389,7 @@ class ApiApp:
                 raise ApiError(400, f"not a domain name: {domain!r}")
             self.not_self(call, mac)
             extra = {}
-            if name != "remove-dns-rule" and self.body(call).get("schedule"):    # issue 17: when it counts
+            if name != "remove-dns-rule" and self.body(call).get("schedule"):    # when it counts
                 extra["schedule"] = self.body(call)["schedule"]
             return json_response(self.command(name, mac=mac, domain=domain.lower().rstrip("."), **extra))
         handler.__name__ = name

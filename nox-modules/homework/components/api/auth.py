@@ -71,14 +71,27 @@ class Auth:
     def has_password(self) -> bool:
         return bool(self.state.execute("SELECT 1 FROM api_admin WHERE id=1"))
 
-    def set_password(self, password: str) -> None:
-        """Replace the admin password; every session ends (tokens stay)."""
+    def set_password(self, password: str, chosen: bool = True) -> None:
+        """Replace the admin password; every session ends (tokens stay). `chosen`: the
+        household chose it (False only for the router's own first password, which keeps
+        the first-hour set-up offer open: setup.py)."""
         hashed = hash_password(check_new_password(password))
         with self.state.transaction() as st:
-            st.db.execute("INSERT INTO api_admin (id, password_hash, changed) VALUES (1, ?, ?) "
+            st.db.execute("INSERT INTO api_admin (id, password_hash, changed, chosen) VALUES (1, ?, ?, ?) "
                           "ON CONFLICT(id) DO UPDATE SET password_hash=excluded.password_hash, "
-                          "changed=excluded.changed", (hashed, self.now()))
+                          "changed=excluded.changed, chosen=excluded.chosen", (hashed, self.now(), int(chosen)))
             st.db.execute("DELETE FROM api_sessions")
+
+    def password_chosen(self) -> bool:
+        """Has the household chosen (or taken over) the admin password? A router without one
+        counts as not set up."""
+        rows = self.state.execute("SELECT chosen FROM api_admin WHERE id=1")
+        return bool(rows) and bool(rows[0]["chosen"])
+
+    def adopt_password(self) -> None:
+        """The household took the router's first password as its own (it logged in with it,
+        or decided something by another door): the set-up offer closes."""
+        self.state.execute("UPDATE api_admin SET chosen=1 WHERE id=1 AND chosen=0")
 
     def ensure_password(self, password_file: str = "") -> str | None:
         """First start: take the password from `password_file`, or generate one. Returns
@@ -91,10 +104,10 @@ class Auth:
                     password = fh.read().strip()
             except OSError as exc:
                 raise ValueError(f"api.admin_password_file: cannot read {password_file}: {exc}") from None
-            self.set_password(password)
+            self.set_password(password, chosen=False)
             return None
         password = secrets.token_urlsafe(12)
-        self.set_password(password)
+        self.set_password(password, chosen=False)
         return password
 
     def check_password(self, password) -> bool:

@@ -1,4 +1,4 @@
-"""Backup and restore of the settings in the ws.v1 API (issue 18; components/backup):
+"""Backup and restore of the settings in the ws.v1 API (components/backup):
 
     POST /ws.v1/backup    {"passphrase"}            -> the .hwbak file, as a download
     POST /ws.v1/restore   {"passphrase", "backup"}  -> what was restored; the controller restarts in place

@@ -1,4 +1,4 @@
-"""Blocklist subscriptions and safe-search in the ws.v1 API (issue 17):
+"""Blocklist subscriptions and safe-search in the ws.v1 API:
 
     GET  /ws.v1/blocklists                      subscriptions: rules, blocked queries, last fetch, error
     POST /ws.v1/blocklists {url, owner?}        subscribe (admin): fetched first; a bad URL, a 404 or

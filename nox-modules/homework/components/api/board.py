@@ -13,6 +13,7 @@ second or two and count everything on the device's link, so they set the label s
 for devices with no link reports (a wired port without a station dump).
 """
 from __future__ import annotations
+from ...events import Alert, Bandwidth, Link
 
 import threading
 import time
@@ -40,8 +41,8 @@ class Metrics:
     today: int = 0                # bytes since local midnight
     day: str = ""
     traffic_at: float = 0.0
-    seen_at: float = 0.0          # issue 16: last time the radio heard it; 0 = never (wired: no fading)
-    leave_after: int = 600        # issue 16: [radio] leave_after, so labels heard only by the radio fade too
+    seen_at: float = 0.0          # last time the radio heard it; 0 = never (wired: no fading)
+    leave_after: int = 600        # [radio] leave_after, so labels heard only by the radio fade too
     alerts: deque = field(default_factory=lambda: deque(maxlen=MAX_ALERTS))
 
     def as_dict(self) -> dict:
@@ -56,7 +57,7 @@ class Board:
         self.oui = oui or default_table()
         self._metrics: dict[str, Metrics] = {}
         self._lock = threading.Lock()
-        # fn(views so far) -> more views for the snapshot (issue 16: api/nearby.py's nearby devices)
+        # fn(views so far) -> more views for the snapshot (api/nearby.py's nearby devices)
         self.extra_views: list = []
 
     def _m(self, mac: str) -> Metrics:
@@ -74,11 +75,11 @@ class Board:
             del self._metrics[mac]
 
     # -- bus events in ------------------------------------------------------------------
-    def on_link(self, ev: dict) -> Metrics:
+    def on_link(self, ev: Link) -> Metrics:
         now = self.ctx.now()
         with self._lock:
-            m = self._m(ev["mac"])
-            packets, retries, nbytes = (_int(ev.get(k)) for k in ("packets", "retries", "bytes"))
+            m = self._m(ev.mac)
+            packets, retries, nbytes = (_int(getattr(ev, k)) for k in ("packets", "retries", "bytes"))
             if m.packets is not None and packets is not None and retries is not None and m.retries is not None:
                 dp, dr = packets - m.packets, retries - m.retries
                 # No frames since the last report (a real station idling between two polls): no
@@ -90,25 +91,25 @@ class Board:
             elif nbytes is not None:
                 m.traffic_at = now      # first report: the baseline for the next rate
             m.packets, m.retries, m.link_bytes = packets, retries, nbytes
-            if ev.get("rssi") is not None:
-                m.rssi = float(ev["rssi"])
+            if ev.rssi is not None:
+                m.rssi = float(ev.rssi)
             m.link_at = now
             # The radio says when the station was last active (inactive time); the simulator does not.
-            m.seen_at = max(m.seen_at, float(ev.get("seen_at") or now))
+            m.seen_at = max(m.seen_at, float(ev.seen_at or now))
             return m
 
-    def on_bandwidth(self, ev: dict) -> Metrics:
+    def on_bandwidth(self, ev: Bandwidth) -> Metrics:
         now = self.ctx.now()
         with self._lock:
-            m = self._m(ev["mac"])
+            m = self._m(ev.mac)
             if m.link_bytes is None or now - m.link_at > LINK_PREFERRED:
-                self._count(m, max(0, _int(ev.get("bytes")) or 0), now)
+                self._count(m, max(0, _int(ev.bytes) or 0), now)
             return m
 
-    def on_alert(self, ev: dict) -> None:
+    def on_alert(self, ev: Alert) -> None:
         with self._lock:
-            self._m(ev["mac"]).alerts.appendleft({"at": self.ctx.now(), "kind": str(ev.get("kind", "")),
-                                                  "detail": str(ev.get("detail", ""))})
+            self._m(ev.mac).alerts.appendleft({"at": self.ctx.now(), "kind": str(ev.kind),
+                                                  "detail": str(ev.detail)})
 
     def _count(self, m: Metrics, nbytes: int, now: float) -> None:
         day = time.strftime("%Y-%m-%d", time.localtime(now))
@@ -120,7 +121,7 @@ class Board:
         m.traffic_at = now
 
     def forget_heard(self, mac: str) -> None:
-        """issue 16: a nearby MAC the radio stopped hearing leaves the snapshot too."""
+        """a nearby MAC the radio stopped hearing leaves the snapshot too."""
         with self._lock:
             self._metrics.pop(mac, None)
 

@@ -18,6 +18,7 @@ import socket
 
 from ...commands import CommandError
 from ...component import Component
+from ...events import Alert, AlertKind
 from .app import ApiApp
 from .auth import Auth
 from .board import Board
@@ -43,6 +44,7 @@ class ApiComponent(Component):
         self.app = ApiApp(ctx, self.auth, self.limiter, self.board, self.stream,
                           hwdb_client_factory=self._hwdb_client if cfg.hwdb_enabled else None)
         self._sock = None
+        self._server = None
         self._hwdb = None
 
     # -- life cycle ----------------------------------------------------------------------
@@ -56,8 +58,8 @@ class ApiComponent(Component):
         bus = self.ctx.bus
         for topic in ("device", "lease", "link", "bandwidth", "alert"):
             bus.subscribe(topic, self._on_event)
-        bus.subscribe("schedule", self._on_schedule)     # issue 17: a pause began or ended
-        bus.subscribe("qos_device", self._on_schedule)   # issue 13: a device's priority changed
+        bus.subscribe("schedule", self._on_schedule)     # a pause began or ended
+        bus.subscribe("qos_device", self._on_schedule)   # a device's priority changed
         self.ctx.state.watch_storage(self._on_storage)
         if _under_eventlet():
             self._listen()
@@ -125,17 +127,18 @@ class ApiComponent(Component):
             self.log.warning("state storage writable again: queued writes saved")
             return
         what = "storage full" if status["full"] else "storage cannot be written"
-        self.ctx.bus.publish("alert", mac="", kind="storage-full" if status["full"] else "storage-error",
-                             detail=f"{what}: changes are refused and {status['queued_writes']} writes are "
-                                    f"kept in memory until space is freed ({status['error']})")
+        kind = AlertKind.STORAGE_FULL if status["full"] else AlertKind.STORAGE_ERROR
+        self.ctx.bus.publish(Alert(mac="", kind=kind,
+                                   detail=f"{what}: changes are refused and {status['queued_writes']} writes are "
+                                          f"kept in memory until space is freed ({status['error']})"))
 
     # -- bus -> Guest Board ------------------------------------------------------------------
-    def _on_event(self, topic: str, payload: dict) -> None:
-        mac = payload.get("mac")
+    def _on_event(self, topic: str, payload) -> None:
+        mac = payload.mac
         if not isinstance(mac, str):
             return
         if topic == "alert" and not mac:     # about the router itself, not a device
-            self.stream.publish("alert", {**payload, "at": self.ctx.now()})
+            self.stream.publish("alert", {**payload.as_dict(), "at": self.ctx.now()})
             return
         if topic == "link":
             metrics = self.board.on_link(payload)
@@ -150,20 +153,20 @@ class ApiComponent(Component):
             return
         if topic == "alert":
             self.board.on_alert(payload)
-            self.stream.publish("alert", {**payload, "at": self.ctx.now()})
-            device = self.ctx.state.get_device(mac) if payload.get("kind") in ("flow-limit", "usage-limit") else None
+            self.stream.publish("alert", {**payload.as_dict(), "at": self.ctx.now()})
+            device = self.ctx.state.get_device(mac) if payload.kind in ("flow-limit", "usage-limit") else None
             if device:   # the label gets its flow-limit or usage mark (view["flow_limited"], ["usage_slowed"])
-                self.stream.publish("device", {"mac": mac, "state": device.state, "reason": payload["kind"],
+                self.stream.publish("device", {"mac": mac, "state": device.state, "reason": payload.kind,
                                                "view": self.board.view(device)})
             return
         device = self.ctx.state.get_device(mac)
-        data = {k: v for k, v in payload.items() if k not in ("device", "lease")}
+        data = {k: v for k, v in payload.as_dict().items() if k not in ("device", "lease")}
         data["view"] = self.board.view(device) if device else None
         self.stream.publish(topic, data)
 
-    def _on_schedule(self, topic: str, payload: dict) -> None:
+    def _on_schedule(self, topic: str, payload) -> None:
         """The label shows "paused until ..." / "bedtime": the board gets the device's view."""
-        device = self.ctx.state.get_device(payload.get("mac") or "")
+        device = self.ctx.state.get_device(payload.mac or "")
         if device is not None:
             self.stream.publish("device", {"mac": device.mac, "state": device.state, "reason": "schedule",
                                            "view": self.board.view(device)})

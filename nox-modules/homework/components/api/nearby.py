@@ -1,4 +1,4 @@
-"""Nearby devices in the ws.v1 API and on the Guest Board (issue 16; components/radio/nearby.py):
+"""Nearby devices in the ws.v1 API and on the Guest Board (components/radio/nearby.py):
 
     GET /ws.v1/nearby  -> {"nearby": [{"mac", "rssi", "radio", "band", "last_heard",
                                        "randomised", "count", ("macs" for a group)}]}
@@ -41,13 +41,13 @@ def add_routes(app) -> None:
                 "metrics": {"rssi": entry["rssi"], "retrans": 0.0, "link_at": at, "bps": 0.0, "today_bytes": 0,
                             "seen_at": at, "leave_after": ctx.config.radio_nearby_forget}}
 
-    def on_nearby(topic: str, ev: dict) -> None:
-        mac = ev.get("mac") or ""
-        if ev.get("gone"):
+    def on_nearby(topic: str, ev) -> None:
+        mac = ev.mac or ""
+        if ev.gone:
             if ctx.state.get_device(mac) is None:    # a device that registered since keeps its label
                 app.board.forget_heard(mac)
                 app.stream.publish("device", {"mac": mac, "state": None, "reason": "out-of-range", "view": None})
-        elif ev.get("randomised"):
+        elif ev.randomised:
             app.stream.publish("device", {"mac": mac, "state": GROUP_STATE, "reason": "nearby",
                                           "view": group_view(ev)})
 

@@ -1,4 +1,4 @@
-"""API parity with the CLI and group decisions in the ws.v1 API (issue 17, part 5):
+"""API parity with the CLI and group decisions in the ws.v1 API:
 
     POST /ws.v1/permit | /deny | /blacklist | /forget   {"macs": [...]} or a bare JSON list
          -> {"decision", "results": [one device view per MAC]}; all or nothing: one bad,

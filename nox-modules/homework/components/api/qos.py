@@ -1,4 +1,4 @@
-"""Priorities and shaping in the ws.v1 API (issue 13; components/qos):
+"""Priorities and shaping in the ws.v1 API (components/qos):
 
     GET    /ws.v1/qos                 the link, the classes, every device's and app's priority
     POST   /ws.v1/qos/link            {"enabled", "down_kbit", "up_kbit", "high_share"} (any subset)

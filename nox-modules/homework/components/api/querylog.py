@@ -1,4 +1,4 @@
-"""The query log and local names in the ws.v1 API (issue 17):
+"""The query log and local names in the ws.v1 API:
 
     GET /ws.v1/dns/queries?mac=&search=&verdict=&limit=   recent DNS queries, newest first
     GET /ws.v1/dns/queries/summary?top=                   per device: total, blocked; top blocked names

@@ -1,4 +1,4 @@
-"""Satellite switches in the ws.v1 API (issue 15; homework/pairing.py):
+"""Satellite switches in the ws.v1 API (homework/pairing.py):
 
     POST /ws.v1/satellites/pair          {"dpid", "csr"[, "uplink"]}  (public: the satellite asks)
                                          -> {dpid, code, ticket}
@@ -104,12 +104,12 @@ def add_routes(app) -> None:
     def extra_views(views: list[dict]) -> list[dict]:
         return [board_view(s, sharing(s)) for s in app.ctx.pairing.all()]
 
-    def on_satellite(topic: str, ev: dict) -> None:
-        dpid = f"{ev['dpid']:016x}"
-        sat = app.ctx.pairing.get(ev["dpid"])
+    def on_satellite(topic: str, ev) -> None:
+        dpid = f"{ev.dpid:016x}"
+        sat = app.ctx.pairing.get(ev.dpid)
         view = board_view(sat, sharing(sat)) if sat else None
         app.stream.publish("device", {"mac": AP_PREFIX + dpid, "state": sat["state"] if sat else None,
-                                      "reason": "satellite-" + ev.get("what", ""), "view": view})
+                                      "reason": "satellite-" + ev.what, "view": view})
 
     app.board.extra_views.append(extra_views)
     app.ctx.bus.subscribe("satellite", on_satellite)

@@ -1,4 +1,4 @@
-"""Schedules ("bedtime") and pauses in the ws.v1 API (issue 17; components/schedules):
+"""Schedules ("bedtime") and pauses in the ws.v1 API (components/schedules):
 
     GET  /ws.v1/schedules?mac=               every schedule, or those of one device (its own and its owner's)
     POST /ws.v1/schedules                    {"mac"|"owner", "days", "from", "to", "action"} -> the schedule

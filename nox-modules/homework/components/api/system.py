@@ -1,4 +1,4 @@
-"""The router's own settings in the ws.v1 API (issue 18; homework/system.py, factory_reset.py):
+"""The router's own settings in the ws.v1 API (homework/system.py, factory_reset.py):
 
     GET  /ws.v1/system           -> {version, uptime, timezone, timezone_source, schema, update_slot}
     POST /ws.v1/system/timezone  {"timezone": "Europe/London"}  -> {timezone, restarting, note}

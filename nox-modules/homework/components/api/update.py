@@ -1,4 +1,4 @@
-"""System updates in the ws.v1 API (issue 18; homework/update/):
+"""System updates in the ws.v1 API (homework/update/):
 
     POST /ws.v1/system/update   body: the .hwup file (application/octet-stream)
                                 -> 202 {state: "writing", version, slot}; a refused file: 400

@@ -1,4 +1,4 @@
-"""The Wi-Fi network in the ws.v1 API (issue 18; homework/wifi.py):
+"""The Wi-Fi network in the ws.v1 API (homework/wifi.py):
 
     GET  /ws.v1/wifi   -> {ssid, interfaces, passphrase_set, apply_command, last_apply}
     POST /ws.v1/wifi   {"ssid": "...", "passphrase": "..."}  (admin) -> the same + {applying, note}

@@ -1,4 +1,4 @@
-"""Backup and restore of the settings (issue 18).
+"""Backup and restore of the settings.
 
     backup  {passphrase}            -> {"filename", "document"}: the .hwbak file's JSON
     restore {passphrase, backup | path} -> {"restored": {table: rows}, "restarting": true, "note"}

@@ -34,6 +34,37 @@ SECRETS: dict[str, tuple[str, ...]] = {
 # Emptied with a restore though not restored: sessions were signed in under the old password.
 CLEARED = ("api_sessions",)
 
+# What of state.db a backup leaves out on purpose, and why: a whole table, or "table.column"
+# for the columns of a backed-up table that are not settings. Every table and column of
+# migrations.py is in SETTINGS, SECRETS or here (tests/unit/test_backup_coverage.py).
+NOT_BACKED_UP: dict[str, str] = {
+    "leases": "a restored router hands out addresses afresh; devices ask again",
+    "quarantine": "holds on address blocks end with the leases they guard",
+    "storage_probe": "the write-health probe's own row",
+    "dns_learned": "the reverse check learns addresses again from answers",
+    "usage_hours": "usage history is measurement, not a setting (and large)",
+    "notifications": "a log of what happened on this router",
+    "webhook_deliveries": "a log of deliveries",
+    "api_sessions": "sessions end with a restore (CLEARED)",
+    "satellites": "pairings are bound to this router's household CA (pki/), which a backup does not "
+                  "carry: satellites pair again with the restored router",
+    "sqlite_sequence": "SQLite's own AUTOINCREMENT bookkeeping",
+    "dns_rules.id": "row ids are given anew; rules are keyed by owner and domain",
+    "schedules.id": "row ids are given anew",
+    "blocklists.id": "row ids are given anew; the names are fetched again",
+    "blocklists.fetched": "fetch statistics: the list is fetched again",
+    "blocklists.checked": "fetch statistics",
+    "blocklists.rules": "fetch statistics",
+    "blocklists.exceptions": "fetch statistics",
+    "blocklists.skipped": "fetch statistics",
+    "blocklists.error": "fetch statistics",
+    "usage_cap.alerted_period": "alert state: the restored router alerts afresh",
+    "usage_cap.alerted": "alert state",
+    "usage_limits.reached": "this period's state, not a setting",
+    "usage_limits.lifted": "this period's state, not a setting",
+    "api_admin.chosen": "a restored password hash counts as the household's own (the column's default)",
+}
+
 
 def existing_columns(execute, table: str) -> set[str]:
     return {row[1] for row in execute(f"PRAGMA table_info({table})")}

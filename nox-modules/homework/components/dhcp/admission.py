@@ -1,4 +1,4 @@
-"""How many never-seen MACs a port may bring (issue 20: a DHCP flood of random MACs from
+"""How many never-seen MACs a port may bring (a DHCP flood of random MACs from
 one port must not bury the Guest Board and the state database).
 
 Each port has a token bucket: `burst` new MACs at once, then `per_second`. Known devices

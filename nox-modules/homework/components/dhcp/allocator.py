@@ -7,7 +7,7 @@ else the block whose lease ended longest ago. Everything is in memory; the DHCP
 component persists assignments through the state store.
 
 Some fresh blocks may be reserved: set aside for homework-dhcpd to offer never-seen
-devices by itself (issue 11). Nobody else is given a reserved block; the device the
+devices by itself. Nobody else is given a reserved block; the device the
 daemon offered one to claims it.
 
 Holds and reservations are told to `on_hold` for the DHCP component to persist: a block

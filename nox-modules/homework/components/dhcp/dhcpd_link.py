@@ -1,4 +1,4 @@
-"""The controller's side of homework-dhcpd (issue 11, `[dhcp] answerer = "dhcpd"`).
+"""The controller's side of homework-dhcpd (`[dhcp] answerer = "dhcpd"`).
 
 homework-dhcpd (Rust, `dhcpd/`) reads the switch's marked DHCP requests from the bridge's
 LOCAL interface (the scheme of fastpath.py) and answers by itself only what is already

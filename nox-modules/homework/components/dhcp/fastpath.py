@@ -1,4 +1,4 @@
-"""DHCP off the OpenFlow packet-in path (issue 11).
+"""DHCP off the OpenFlow packet-in path.
 
 A packet-in costs the controller os-ken's parsing, two eventlet queues and the OpenFlow
 round trip: about 40 times the DHCP logic itself. So the switch hands DHCP requests to the

@@ -1,6 +1,6 @@
 """homework-dhcpd's own offers to never-seen devices (dhcpd/src/newdev.rs), the controller's
 side: the blocks kept in reserve for the daemon, what a (re)started daemon is told, and the
-claims its offers make (issue 11).
+claims its offers make.
 
 The controller still owns every lease. It tells the daemon every MAC it decides itself (the
 registry's devices, whatever their state, and every MAC holding a block), so the daemon

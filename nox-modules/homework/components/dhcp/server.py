@@ -1,5 +1,5 @@
 """DHCP component (seed §4.4.1): a DHCPv4 server. Requests come from a raw socket on the
-bridge's LOCAL interface (fastpath.py, issue 11), or as OpenFlow packet-ins when that
+bridge's LOCAL interface (fastpath.py), or as OpenFlow packet-ins when that
 socket cannot be had or `[dhcp] fast_path = false`; both go through `handle`.
 
 Each MAC gets its own /30; leases are short (30 s) while a device is pending or denied
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 
 from ...component import Component
+from ...events import Alert, Lease as LeaseEvent
 from ...flows import CONTROLLER, ETH_IP, PROTO_UDP, Datapath, FlowMod, Output, PacketIn, PacketOut
 from ...packets import (BROADCAST_MAC, PacketError, build_ethernet, build_ipv4, build_udp,
                         parse_ethernet, parse_ipv4, parse_udp)
@@ -111,7 +112,7 @@ class DhcpServer(Component):
         return [FlowMod(match={"eth_type": ETH_IP, "ip_proto": PROTO_UDP, "udp_dst": SERVER_PORT},
                         actions=(Output(CONTROLLER),), priority=PRIO_DHCP, cookie=COOKIE_DHCP)]
 
-    # -- the fast path (issue 11) -----------------------------------------------------------
+    # -- the fast path -----------------------------------------------------------
     def _fast_path_ready(self) -> bool:
         """Is the raw socket open (opening it now if it may be)? Only with a real switch
         (the os-ken adapter says so): a unit test's fake switch has no bridge to read."""
@@ -340,7 +341,7 @@ class DhcpServer(Component):
         self.ctx.count("dhcp.ignored")
         return []
 
-    # -- who may speak for a lease (issue 20) -------------------------------------------------
+    # -- who may speak for a lease -------------------------------------------------
     def _trusted_sender(self, msg: m.DhcpMessage, in_port: int, src_mac: bytes | None) -> bool:
         """A client speaks for itself (frame source = chaddr); a relay agent only if it is
         configured, and never for a lease that lives on one of our own ports."""
@@ -372,7 +373,7 @@ class DhcpServer(Component):
         if mac not in self.live or mac in self.relays or not old or old == in_port or not self._port_up(old):
             return False
         if self.ctx.is_radio_port(old) and self.ctx.is_radio_port(in_port):
-            # Roamed from one satellite's radio to another's (issue 15): a radio keeps its
+            # Roamed from one satellite's radio to another's: a radio keeps its
             # link for its other stations, and a MAC is no stronger an identity on one
             # access point than across several, so the lease follows the station.
             self.ctx.count("dhcp.roamed")
@@ -395,7 +396,7 @@ class DhcpServer(Component):
             self._alerted.clear()
         self._alerted[(key, kind)] = now
         self.log.warning("%s: %s", kind, detail)
-        self.ctx.bus.publish("alert", mac=key if mac is None else mac, kind=kind, detail=detail)
+        self.ctx.bus.publish(Alert(mac=key if mac is None else mac, kind=kind, detail=detail))
 
     def _discover(self, msg: m.DhcpMessage, in_port: int) -> list:
         now = self.ctx.now()
@@ -501,7 +502,7 @@ class DhcpServer(Component):
 
     def _publish_lease(self, action: str, lease: Lease, state: str | None, lease_time: int) -> None:
         # `mac` too: the API and hwdb sink route every event by it.
-        self.ctx.bus.publish("lease", action=action, lease=lease, state=state, mac=lease.mac, lease_time=lease_time)
+        self.ctx.bus.publish(LeaseEvent(action=action, lease=lease, state=state, mac=lease.mac, lease_time=lease_time))
 
     def _from_lease_port(self, msg: m.DhcpMessage, in_port: int, what: str) -> bool:
         """RELEASE and DECLINE end a lease at once: only from the port that holds it."""
@@ -550,28 +551,28 @@ class DhcpServer(Component):
                 self.ctx.state.drop_quarantine(index)
 
     # -- forgetting (devices.DeviceRegistry.forget) --------------------------------------------
-    def _on_device(self, topic: str, ev: dict) -> None:
-        if ev.get("reason") == "forgotten":
-            self.forget(ev["mac"])
+    def _on_device(self, topic: str, ev) -> None:
+        if ev.reason == "forgotten":
+            self.forget(ev.mac)
             return
-        self.new_devices.know(ev["mac"])       # seen, or decided on (pre-approval too): ours to answer
-        if ev.get("reason") == "decision":      # the lease time, or blacklisted: no answers
-            self._dhcpd_sync(ev["mac"])
+        self.new_devices.know(ev.mac)       # seen, or decided on (pre-approval too): ours to answer
+        if ev.reason == "decision":      # the lease time, or blacklisted: no answers
+            self._dhcpd_sync(ev.mac)
 
-    def _on_station_at(self, topic: str, ev: dict) -> None:
-        """A satellite's agent hears a station on another radio than its lease's (issue 15):
+    def _on_station_at(self, topic: str, ev) -> None:
+        """A satellite's agent hears a station on another radio than its lease's:
         it roamed there. Its lease follows it at once, without waiting for the station to
         ask for its address again (many clients only check their gateway after roaming, and
         that check cannot pass until the lease has moved): same rule as a roaming request,
         radio to radio only, so a wired device's lease is never taken this way."""
-        mac, port = ev["mac"], self.ctx.radio_port(ev["ifname"])
+        mac, port = ev.mac, self.ctx.radio_port(ev.ifname)
         old = self.ports.get(mac)
         if port is None or mac not in self.live or mac in self.relays or old in (None, port):
             return
         if not self.ctx.is_radio_port(old) or not self.ctx.is_radio_port(port):
             return
         self.ctx.count("dhcp.roamed_by_radio")
-        self.log.info("%s roamed to %s (router port %d, was %d)", mac, ev["ifname"], port, old)
+        self.log.info("%s roamed to %s (router port %d, was %d)", mac, ev.ifname, port, old)
         self.ports[mac] = port
         lease = self.get(mac)
         self.ctx.state.save_lease(lease)
@@ -668,7 +669,7 @@ class DhcpServer(Component):
     def top_up_spares(self) -> None:
         """Put the next free blocks' router addresses on the bridge, once new devices have
         stopped coming: during a burst the changes would cost Open vSwitch a routing-table
-        reload each while the devices start (issue 11)."""
+        reload each while the devices start."""
         now = self.ctx.now()
         if now - self._addressed_at >= SPARES_QUIET_SECONDS:
             self.ctx.host.reserve_router_addresses(self._upcoming_routers(now))
@@ -694,13 +695,13 @@ class DhcpServer(Component):
         if prefix is not None:
             self.ctx.host.remove_device_prefix6(block.index, str(prefix), str(prefix.network_address + 1))
 
-    def _on_ipv6_plan(self, topic: str, ev: dict) -> None:
+    def _on_ipv6_plan(self, topic: str, ev) -> None:
         """The site prefix changed: every addressed device's /64 moves on the router too."""
         for mac in sorted(self.addressed):
             block = self.alloc.block_for(mac)
             if block is not None:
-                self._remove_prefix6(ev["old"], block)
-                self._add_prefix6(ev["new"], mac, block)
+                self._remove_prefix6(ev.old, block)
+                self._add_prefix6(ev.new, mac, block)
 
     def _end_lease(self, mac: str, action: str) -> None:
         block = self.alloc.block_for(mac)

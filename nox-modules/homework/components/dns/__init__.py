@@ -1,4 +1,4 @@
-"""DNS interception with per-device domain rules (seed §4.4.2, issue 5)."""
+"""DNS interception with per-device domain rules (seed §4.4.2)."""
 from .component import DnsComponent
 
 COMPONENT = DnsComponent

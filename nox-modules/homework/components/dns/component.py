@@ -20,6 +20,7 @@ import threading
 import time
 
 from ...component import Component
+from ...events import DnsAnswer, DnsQuery
 from ...flows import ETH_IP, ETH_IPV6, LOCAL, PROTO_TCP, PROTO_UDP, Datapath, FlowDelete, FlowMod, Output
 from ...leases import Lease
 from ...macaddr import normalize
@@ -75,7 +76,7 @@ class DnsComponent(Component):
                     if config.dns_intercept else None)
         self.link = DnsdLink(config.dns_control, self._snapshot, self._on_events) if config.dns_control else None
         self.resolver = Resolver(config, ctx.state) if config.dns_resolver else None
-        # issue 17: other components' dnsd lines (blocklists, safe-search), resent on reconnect
+        # other components' dnsd lines (blocklists, safe-search), resent on reconnect
         self.snapshot_sources: list = []
 
     # -- life cycle ------------------------------------------------------------------------
@@ -102,7 +103,7 @@ class DnsComponent(Component):
             self.ctx.every(RESOLV_CHECK_SECONDS, self._check_upstreams)
             self.ctx.every(PROBE_SECONDS, self._probe)
             self._probe_soon()
-        # issue 17: scheduled rules come and go with their windows; dns-strict windows
+        # scheduled rules come and go with their windows; dns-strict windows
         self.ctx.every(self.ctx.config.schedules_check_interval, self._refresh_schedules)
         self.ctx.bus.subscribe(STRICT_TOPIC, self._on_strict)
 
@@ -159,7 +160,7 @@ class DnsComponent(Component):
         if push:
             self._push(lines, wait)
 
-    def _on_ipv6_plan(self, topic: str, ev: dict) -> None:
+    def _on_ipv6_plan(self, topic: str, ev) -> None:
         """Renumbered: dnsd forgets the old /64s and learns the new ones."""
         old_keys = [k for k in self.device_lines if ":" in k]
         with self._lock:
@@ -176,23 +177,23 @@ class DnsComponent(Component):
         if self.net is not None:
             self.net.captive(ip, on)
 
-    def _on_device(self, topic: str, ev: dict) -> None:
-        mac = ev["mac"]
-        if self.states.get(mac) == ev["state"] and ev.get("reason") != "seen":
+    def _on_device(self, topic: str, ev) -> None:
+        mac = ev.mac
+        if self.states.get(mac) == ev.state and ev.reason != "seen":
             return
-        if ev["state"] is None:          # forgotten: DHCP has already ended its lease
+        if ev.state is None:          # forgotten: DHCP has already ended its lease
             self.states.pop(mac, None)
             return
-        self.states[mac] = ev["state"]
+        self.states[mac] = ev.state
         self._sync_device(mac)
         with self._lock:
             self.ctx.send(self._sync_dot())
 
-    def _on_lease(self, topic: str, ev: dict) -> None:
+    def _on_lease(self, topic: str, ev) -> None:
         # Runs inside the DHCP packet-in: tell dnsd about the device without waiting for
         # its confirmation (the device's first query comes after its ACK anyway).
-        self.states.setdefault(ev["mac"], ev.get("state") or "pending")
-        self._sync_device(ev["mac"], wait=False)
+        self.states.setdefault(ev.mac, ev.state or "pending")
+        self._sync_device(ev.mac, wait=False)
 
     def _snapshot(self) -> list[str]:
         """Everything dnsd needs, for a fresh connection (after `reset`)."""
@@ -206,7 +207,7 @@ class DnsComponent(Component):
         return lines
 
     def push_lines(self, lines: list[str], timeout: float = 30.0) -> bool:
-        """issue 17 (blocklists): send lines whose policy twin the caller has already set,
+        """For blocklists: send lines whose policy twin the caller has already set,
         then bring every device's flows in line. A list can take dnsd a second to read."""
         ok = self.link.push(lines, timeout=timeout) if self.link is not None else True
         with self._lock:
@@ -240,9 +241,9 @@ class DnsComponent(Component):
                 _, mac, qtype, verdict, latency, name = parts[:6]
                 count = int(parts[6]) if len(parts) == 7 and parts[6].isdigit() else 1
                 self.ctx.count("dns.queries", count)
-                publish("dns_query", mac=None if mac == "-" else mac, name=name,
-                        qtype=int(qtype) if qtype.isdigit() else 0, verdict=verdict,
-                        latency_us=int(latency) if latency.isdigit() else 0, count=count)
+                publish(DnsQuery(mac=None if mac == "-" else mac, name=name,
+                                 qtype=int(qtype) if qtype.isdigit() else 0, verdict=verdict,
+                                 latency_us=int(latency) if latency.isdigit() else 0, count=count))
             elif parts[0] == "a" and len(parts) in (5, 6):
                 self.ctx.count("dns.answers")
                 _, mac, ttl, name, addrs = parts[:5]
@@ -250,7 +251,7 @@ class DnsComponent(Component):
                 addresses = [a for a in addrs.split(",") if a]
                 cnames = tuple(c for c in chain.split(",") if c and c != "-")
                 learned.append((name, addresses, int(ttl) if ttl.isdigit() else 0, cnames))
-                publish("dns_answer", mac=mac, name=name, addresses=addresses)
+                publish(DnsAnswer(mac=mac, name=name, addresses=addresses))
         if learned:
             self._learn(learned)
 
@@ -312,9 +313,9 @@ class DnsComponent(Component):
             self._policy_changed(owner, [f"rule {o} {n} {a}" if a else f"unrule {o} {n}"
                                          for o, n, a in changed if o == owner])
 
-    def _on_strict(self, topic: str, ev: dict) -> None:
+    def _on_strict(self, topic: str, ev) -> None:
         """A dns-strict window opened or closed: those devices' mode (dnsd's device line)."""
-        for mac in sorted(self.policy.set_strict(ev.get("macs", ()))):
+        for mac in sorted(self.policy.set_strict(ev.macs)):
             self._sync_device(mac, wait=False)
             self._policy_changed(mac, [])
 
@@ -384,7 +385,7 @@ class DnsComponent(Component):
 
     def _register_commands(self) -> None:
         cmd = self.ctx.commands.register
-        # schedule (issue 17): when the rule counts, e.g. "sun-thu 21:30-07:00"; none = always
+        # schedule: when the rule counts, e.g. "sun-thu 21:30-07:00"; none = always
         cmd("permit-dns", lambda mac, domain, schedule=None: self.set_rules(mac, [domain], "allow", schedule))
         cmd("deny-dns", lambda mac, domain, schedule=None: self.set_rules(mac, [domain], "deny", schedule))
         cmd("household-permit-dns",

@@ -47,7 +47,7 @@ class DnsNet:
     """Keeps the nftables captive set equal to the controller's wish. Every batch writes
     the whole set in one nft transaction (flush + add), so a failed or partial batch can
     never leave it wrong: the next attempt rewrites it all. A failure is counted and
-    retried after RETRY_SECONDS until it succeeds (issue 20: a flood once left 730 changes
+    retried after RETRY_SECONDS until it succeeds (a flood once left 730 changes
     unapplied). The set holds pending devices only, which the device registry caps."""
 
     RETRY_SECONDS = 2.0

@@ -10,7 +10,7 @@ Decision (identical to dnsd/src/policy.rs, which applies it on the query path):
      so an `allow` rule un-blocks a listed name (components/blocklists);
   4. otherwise allowed, unless the device is in allow-list mode.
 
-Schedules (issue 17): a rule may carry a `schedule` (components/schedules/windows.py
+Schedules: a rule may carry a `schedule` (components/schedules/windows.py
 text, e.g. "sun-thu 21:30-07:00"; '' = always). It only counts while a window of its
 schedule is open: `rules` holds the rules in force now, `scheduled` every rule with a
 schedule, and `refresh` moves them in and out as windows open and close. A device in a

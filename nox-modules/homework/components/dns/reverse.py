@@ -33,16 +33,6 @@ MAX_DROPS_PER_DEVICE = 2000
 REWRITE_AFTER = 60.0      # a re-learned pair is written again only if its expiry moved this much
 EXPIRE_BATCH = 5000       # pairs dropped per expire() call, so one call stays short
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS dns_learned (
-    name TEXT NOT NULL,
-    addr TEXT NOT NULL,
-    expires REAL NOT NULL,
-    PRIMARY KEY (name, addr)
-);
-"""
-
-
 def drop_match(mac: str, addr: str) -> dict:
     if ":" in addr:
         return {"eth_src": mac, "eth_type": ETH_IPV6, "ipv6_dst": addr}
@@ -140,7 +130,6 @@ class ReverseCheck:
     def __init__(self, state, clock):
         self.state = state
         self.clock = clock
-        state.ensure_schema(SCHEMA)
         self.pairs = LearnedPairs()
         self.installed: dict[str, set[str]] = {}            # mac -> addrs with a drop flow
         self.capped: set[str] = set()

@@ -136,8 +136,8 @@ class Eapol(Component):
         return [PacketOut(data=pkt.data, actions=(Output(port),), in_port=CONTROLLER)]
 
     # -- decisions -------------------------------------------------------------------------
-    def _on_device(self, topic: str, ev: dict) -> list:
-        mac, state = ev["mac"], ev["state"]
+    def _on_device(self, topic: str, ev) -> list:
+        mac, state = ev.mac, ev.state
         with self._lock:
             if state == "blacklisted" and mac not in self.blacklisted:
                 self.blacklisted.add(mac)

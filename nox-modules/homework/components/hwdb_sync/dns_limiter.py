@@ -1,4 +1,4 @@
-"""Per-device rate limit for DnsQueries rows (issue 20: 603k queries in 40 s from one
+"""Per-device rate limit for DnsQueries rows (603k queries in 40 s from one
 pending device flooded hwdb).
 
 Each device gets `rows_per_device` rows per interval, one per query (or per dnsd-merged

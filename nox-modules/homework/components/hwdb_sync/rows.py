@@ -4,6 +4,8 @@ Each builder returns [(table, values, upsert)]; a malformed payload (missing key
 type) raises and the sink counts it instead of writing half a row."""
 from __future__ import annotations
 
+from ... import events as E
+
 
 def _text(value, limit: int) -> str:
     return ("" if value is None else str(value))[:limit]
@@ -13,16 +15,16 @@ def _int(value) -> int:
     return int(value or 0)
 
 
-def lease_rows(ev: dict) -> list:
-    lease = ev["lease"]
-    action = "add" if ev["action"] in ("granted", "renewed") else "del"
+def lease_rows(ev: E.Lease) -> list:
+    lease = ev.lease
+    action = "add" if ev.action in ("granted", "renewed") else "del"
     return [("Leases", (_text(lease.mac, 17), _text(lease.ip, 16), _text(lease.hostname, 64), action), True)]
 
 
-def device_rows(ev: dict) -> list:
-    device = ev.get("device") or {}
-    mac = _text(ev["mac"], 17)
-    rows = [("Devices", (mac, _text(ev["state"], 16), _text(ev.get("reason"), 32),
+def device_rows(ev: E.Device) -> list:
+    device = ev.device or {}
+    mac = _text(ev.mac, 17)
+    rows = [("Devices", (mac, _text(ev.state, 16), _text(ev.reason, 32),
                          _text(device.get("hostname"), 64)), True)]
     for table, key, limit in (("DeviceNames", "name", 64), ("DeviceTypes", "type", 32), ("Users", "owner", 64)):
         if device.get(key):
@@ -30,54 +32,54 @@ def device_rows(ev: dict) -> list:
     return rows
 
 
-def flow_rows(ev: dict) -> list:
-    return [("Flows", (_int(ev["proto"]), _text(ev["saddr"], 45), _int(ev["sport"]), _text(ev["daddr"], 45),
-                       _int(ev["dport"]), _int(ev["npkts"]), _int(ev["nbytes"])), False)]
+def flow_rows(ev: E.Flow) -> list:
+    return [("Flows", (_int(ev.proto), _text(ev.saddr, 45), _int(ev.sport), _text(ev.daddr, 45),
+                       _int(ev.dport), _int(ev.npkts), _int(ev.nbytes)), False)]
 
 
-def bandwidth_rows(ev: dict) -> list:
-    return [("BWStats", (_text(ev["mac"], 17), _text(ev.get("ip"), 16), _int(ev["bytes"])), False)]
+def bandwidth_rows(ev: E.Bandwidth) -> list:
+    return [("BWStats", (_text(ev.mac, 17), _text(ev.ip, 16), _int(ev.bytes)), False)]
 
 
-def alert_rows(ev: dict) -> list:
-    return [("Alerts", (_text(ev.get("mac"), 17), _text(ev["kind"], 32), _text(ev.get("detail"), 255)), False)]
+def alert_rows(ev: E.Alert) -> list:
+    return [("Alerts", (_text(ev.mac, 17), _text(ev.kind, 32), _text(ev.detail, 255)), False)]
 
 
-def dns_rows(ev: dict) -> list:
+def dns_rows(ev: E.DnsQuery) -> list:
     # `count`: dnsd merges identical queries within 20 ms into one event with a count.
-    count = _int(ev.get("count", 1))
+    count = _int(ev.count)
     if count < 1:
         raise ValueError(f"dns_query count must be >= 1, not {count}")
-    return [("DnsQueries", (_text(ev.get("mac"), 17), _text(ev["name"], 255), _text(ev.get("qtype"), 8),
-                            _text(ev.get("verdict"), 16), _int(ev.get("latency_us")), count), False)]
+    return [("DnsQueries", (_text(ev.mac, 17), _text(ev.name, 255), _text(ev.qtype, 8),
+                            _text(ev.verdict, 16), _int(ev.latency_us), count), False)]
 
 
-def link_rows(ev: dict) -> list:
-    return [("Links", (_text(ev["mac"], 17), float(ev.get("rssi") or 0.0), _int(ev.get("retries")),
-                       _int(ev.get("packets")), _int(ev.get("bytes"))), False)]
+def link_rows(ev: E.Link) -> list:
+    return [("Links", (_text(ev.mac, 17), float(ev.rssi or 0.0), _int(ev.retries),
+                       _int(ev.packets), _int(ev.bytes)), False)]
 
 
-def qos_rows(ev: dict) -> list:
-    # issue 13: the shaper's per class (mac "") and per device counters, every second
-    return [("QosRates", (_text(ev.get("mac"), 17), _text(ev["direction"], 4), _text(ev["class"], 8),
-                          _int(ev["rate_bps"]), _int(ev["bytes"]), _int(ev["drops"])), False)]
+def qos_rows(ev: E.QosRate) -> list:
+    # the shaper's per class (mac "") and per device counters, every second
+    return [("QosRates", (_text(ev.mac, 17), _text(ev.direction, 4), _text(ev.class_, 8),
+                          _int(ev.rate_bps), _int(ev.bytes), _int(ev.drops)), False)]
 
 
-def qos_app_rate_rows(ev: dict) -> list:
-    # issue 13 (seed 4.5's application time series): an application's rate every second
-    return [("AppRates", (_text(ev["name"], 40), _text(ev["direction"], 4), _text(ev.get("class"), 8),
-                          _int(ev["rate_bps"]), _int(ev["bytes"])), False)]
+def qos_app_rate_rows(ev: E.QosAppRate) -> list:
+    # seed 4.5's application time series: an application's rate every second
+    return [("AppRates", (_text(ev.name, 40), _text(ev.direction, 4), _text(ev.class_, 8),
+                          _int(ev.rate_bps), _int(ev.bytes)), False)]
 
 
-def qos_app_rows(ev: dict) -> list:
-    # issue 13: an application's priority as set now (class "" = removed)
-    return [("AppPriorities", (_text(ev["name"], 40), _text(ev.get("class"), 8), _text(",".join(ev.get("ports") or []), 255),
-                               _text(",".join(ev.get("domains") or []), 255)), True)]
+def qos_app_rows(ev: E.QosApp) -> list:
+    # an application's priority as set now (class "" = removed)
+    return [("AppPriorities", (_text(ev.name, 40), _text(ev.class_, 8), _text(",".join(ev.ports or []), 255),
+                               _text(",".join(ev.domains or []), 255)), True)]
 
 
-def qos_device_rows(ev: dict) -> list:
-    # issue 13: a device's priority as set now ("default" = no rule)
-    return [("DevicePriorities", (_text(ev["mac"], 17), _text(ev.get("class"), 8)), True)]
+def qos_device_rows(ev: E.QosDevice) -> list:
+    # a device's priority as set now ("default" = no rule)
+    return [("DevicePriorities", (_text(ev.mac, 17), _text(ev.class_, 8)), True)]
 
 
 ROW_BUILDERS = {

@@ -13,6 +13,7 @@ import logging
 from collections import deque
 from typing import Callable
 
+from ... import events
 from ...counters import Counters
 from .dns_limiter import DnsLimiter
 from .rows import ROW_BUILDERS, TOPICS
@@ -55,7 +56,7 @@ class Sink:
         builder = ROW_BUILDERS.get(topic)
         if builder is None:
             return
-        for table, values, upsert in builder(payload):
+        for table, values, upsert in builder(events.of(topic, payload)):
             if table == "DnsQueries":
                 for row in self.dns.admit(values):
                     self._enqueue(self._statement(table, row, upsert))

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...component import Component
+from ...events import Link
 from ...macaddr import normalize
 
 SYS_NET = Path("/sys/class/net")
@@ -108,7 +109,7 @@ class LinkSimulator(Component):
         for lease in self.ctx.leases.active():
             mac = lease.mac
             if radio_monitor is not None and radio_monitor.associated(mac):
-                continue        # a real radio reports this one (a satellite's agent, issue 15)
+                continue        # a real radio reports this one (a satellite's agent)
             radio = self._radio(mac)
             counters = self._port_counters(lease.port)
             if counters is None:
@@ -124,5 +125,5 @@ class LinkSimulator(Component):
             radio.retries += round(frames * rate)
             radio.packets += max(new_packets, frames)
             radio.bytes = nbytes
-            self.ctx.bus.publish("link", mac=mac, rssi=round(radio.rssi, 1), retries=radio.retries,
-                                 packets=radio.packets, bytes=radio.bytes)
+            self.ctx.bus.publish(Link(mac=mac, rssi=round(radio.rssi, 1), retries=radio.retries,
+                                      packets=radio.packets, bytes=radio.bytes))

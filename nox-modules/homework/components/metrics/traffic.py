@@ -8,6 +8,7 @@ lease and has not been seen for `keep_seconds`: that bounds the series to the de
 with a lease or seen in the last day.
 """
 from __future__ import annotations
+from ...events import Bandwidth, Flow, of
 
 import threading
 from dataclasses import dataclass
@@ -27,20 +28,22 @@ class TrafficTotals:
         self._devices: dict[str, DeviceTraffic] = {}
         self._lock = threading.Lock()   # bus events and API reads come from different threads
 
-    def on_bandwidth(self, ev: dict, now: float) -> None:
-        total = max(int(ev.get("bytes", 0) or 0), 0)
-        up = max(int(ev.get("up", 0) or 0), 0)
-        down = max(int(ev.get("down", total - up) or 0), 0)
+    def on_bandwidth(self, ev: Bandwidth | dict, now: float) -> None:
+        ev = of("bandwidth", ev)
+        total = max(int(ev.bytes or 0), 0)
+        up = max(int(ev.up or 0), 0)
+        down = max(int(ev.down if ev.down is not None else total - up), 0)
         with self._lock:
-            d = self._devices.setdefault(ev["mac"], DeviceTraffic())
+            d = self._devices.setdefault(ev.mac, DeviceTraffic())
             d.up_bytes += up
             d.down_bytes += down
             d.last_seen = now
 
-    def on_flow(self, ev: dict, now: float) -> None:
+    def on_flow(self, ev: Flow | dict, now: float) -> None:
+        ev = of("flow", ev)
         with self._lock:
-            d = self._devices.setdefault(ev["mac"], DeviceTraffic())
-            d.flow_packets += max(int(ev.get("npkts", 0) or 0), 0)
+            d = self._devices.setdefault(ev.mac, DeviceTraffic())
+            d.flow_packets += max(int(ev.npkts or 0), 0)
             d.last_seen = now
 
     def prune(self, leased: set[str], now: float) -> int:

@@ -56,15 +56,15 @@ class Mqtt(Component):
         if self.accept_commands:
             self.link.subscribe(topics.command_filter(self.prefix))
 
-    def _on_event(self, topic: str, ev: dict) -> None:
-        mac = ev.get("mac")
+    def _on_event(self, topic: str, ev) -> None:
+        mac = ev.mac
         if not mac:
             return
         if topic == "bandwidth":
             t = self.traffic.setdefault(mac, [0, 0])
-            t[0] += max(int(ev.get("down", 0) or 0), 0)
-            t[1] += max(int(ev.get("up", 0) or 0), 0)
-        if topic == "device" and ev.get("state") is None:
+            t[0] += max(int(ev.down or 0), 0)
+            t[1] += max(int(ev.up or 0), 0)
+        if topic == "device" and ev.state is None:
             self.forget_device(mac)
             return
         self.publish_device(mac)
@@ -89,9 +89,9 @@ class Mqtt(Component):
             "rx_bytes": rx, "tx_bytes": tx}))
         self.ctx.count("mqtt.published")
 
-    def _on_notification(self, topic: str, note: dict) -> None:
+    def _on_notification(self, topic: str, note) -> None:
         """The notify component's notifications, as JSON on `{prefix}/notification` (not retained)."""
-        self.link.publish(f"{self.prefix}/notification", json.dumps(note, default=str), retain=False)
+        self.link.publish(f"{self.prefix}/notification", json.dumps(note.as_dict(), default=str), retain=False)
 
     def forget_device(self, mac: str) -> None:
         """A forgotten device: empty retained payloads remove it from Home Assistant."""

@@ -4,7 +4,7 @@
 - `{prefix}/device/ID/attributes`: JSON {mac, state, name, owner, type, ip, rx_bytes, tx_bytes}
   (retained; bytes since the controller started);
 - `{prefix}/device/ID/set`: commands "permit" or "deny" (only the admin role may publish
-  here: the broker's ACL decides, see README);
+  here: the broker's ACL decides, see docs/mqtt.md);
 - `{discovery}/device_tracker/homework_ID/config` and `{discovery}/sensor/homework_ID_rx|tx/config`:
   Home Assistant MQTT discovery (retained).
 """

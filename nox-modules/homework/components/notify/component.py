@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from ...commands import CommandError
 from ...component import Component
+from ...events import Event
+from ...events import Notification
 from .deliver import Deliverer
 from .events import WAN_TITLES, from_event
 from .store import NotificationStore
@@ -44,7 +46,7 @@ class Notify(Component):
     def stop(self) -> None:
         self.deliverer.stop()
 
-    def _on_event(self, topic: str, ev: dict) -> None:
+    def _on_event(self, topic: str, ev: Event) -> None:
         fields = from_event(topic, ev)
         if fields is None:
             return
@@ -61,7 +63,7 @@ class Notify(Component):
     def notify(self, kind: str, mac: str, title: str, detail: str, test: bool = False) -> dict:
         note = self.store.add(self.ctx.now(), kind, mac, title, detail)
         self.ctx.count("notify.notifications")
-        self.ctx.bus.publish("notification", **note)
+        self.ctx.bus.publish(Notification(**note))
         targets = self.hooks.targets()
         if targets:
             self.deliverer.submit(targets, {**note, "test": test})

@@ -1,4 +1,4 @@
-"""Priorities and shaping (issue 13): three classes per direction, fair among devices
+"""Priorities and shaping: three classes per direction, fair among devices
 inside each, set per device and per application, optionally only in a weekly window.
 
 The router shapes just below the line's rates, so the queue builds here and not in the
@@ -19,6 +19,7 @@ import threading
 
 from ...commands import CommandError, seen_device
 from ...component import Component
+from ...events import Alert, AlertKind, QosApp, QosAppRate, QosDevice, QosRate
 from ...worker import BatchWorker
 from ..usage.periods import zone
 from . import apply as applying
@@ -182,14 +183,14 @@ class Qos(Component):
         """Wait until every change so far is applied (tests)."""
         self._worker.flush()
 
-    def _on_change(self, topic: str, ev: dict) -> list:
+    def _on_change(self, topic: str, ev) -> list:
         # a renewal changes no member: rebuilding would only reset the app counters
         if self.link()["enabled"] and tuple(self.members()) != self._applied_members:
             self.reapply()
         return []
 
-    def _on_dns_answer(self, topic: str, ev: dict) -> list:
-        name, addrs = ev.get("name") or "", ev.get("addresses") or []
+    def _on_dns_answer(self, topic: str, ev) -> list:
+        name, addrs = ev.name or "", ev.addresses or []
         if not addrs or not self.store.apps:
             return []
         now = self.ctx.now()
@@ -233,14 +234,16 @@ class Qos(Component):
         summary = counters.summarize(sample, self._sample, leaves, names)
         self._sample, self._summary = sample, summary
         for row in summary["classes"]:
-            self.ctx.bus.publish("qos", mac=None, **{k: row[k] for k in ("direction", "class", "bytes", "packets",
-                                                                         "drops", "rate_bps")})
+            self.ctx.bus.publish(QosRate(mac=None, direction=row["direction"], class_=row["class"], bytes=row["bytes"],
+                                         packets=row["packets"], drops=row["drops"], rate_bps=row["rate_bps"]))
         for row in summary["devices"]:
             if row["rate_bps"]:
-                self.ctx.bus.publish("qos", **{k: row[k] for k in ("mac", "direction", "class", "bytes", "packets",
-                                                                   "drops", "rate_bps")})
+                self.ctx.bus.publish(QosRate(mac=row["mac"], direction=row["direction"], class_=row["class"],
+                                             bytes=row["bytes"], packets=row["packets"], drops=row["drops"],
+                                             rate_bps=row["rate_bps"]))
         for row in summary["apps"]:
-            self.ctx.bus.publish("qos_app_rate", **row)
+            self.ctx.bus.publish(QosAppRate(name=row["name"], direction=row["direction"], class_=row["class"],
+                                            rate_bps=row["rate_bps"], bytes=row["bytes"], packets=row["packets"]))
         self._check_drops(summary)
 
     def _check_drops(self, summary: dict) -> None:
@@ -251,9 +254,9 @@ class Qos(Component):
             return
         self._alerted_at = now
         self.ctx.count("qos.high_drop_alerts")
-        self.ctx.bus.publish("alert", mac="", kind="qos-high-drops",
-                             detail=f"the high-priority class dropped {drops - before} packets: "
-                                    "its share of the line is too small for what is in it")
+        self.ctx.bus.publish(Alert(mac="", kind=AlertKind.QOS_HIGH_DROPS,
+                                   detail=f"the high-priority class dropped {drops - before} packets: "
+                                          "its share of the line is too small for what is in it"))
 
     # -- device views ---------------------------------------------------------------------------
     def _facts(self, mac: str) -> dict:
@@ -309,7 +312,7 @@ class Qos(Component):
             else:
                 self.store.set_device(DeviceRule(mac, cls, window))
         self.reapply()
-        self.ctx.bus.publish(DEVICE_TOPIC, mac=mac, **{"class": cls})
+        self.ctx.bus.publish(QosDevice(mac=mac, class_=cls))
         return self.show()
 
     def set_app(self, name=None, cls=None, ports=None, domains=None, window=None, **kw) -> dict:
@@ -328,7 +331,9 @@ class Qos(Component):
             app = self.store.set_app(name, cls, ports, domains, window)
             self.learned.pop(app.id, None)      # its domains may have changed: learn afresh
         self.reapply()
-        self.ctx.bus.publish(APP_TOPIC, **self._app_view(app))
+        view = self._app_view(app)
+        self.ctx.bus.publish(QosApp(name=view["name"], class_=view["class"], ports=view["ports"],
+                                    domains=view["domains"], window=view["window"]))
         return self.show()
 
     def delete_app(self, name=None) -> dict:
@@ -340,7 +345,7 @@ class Qos(Component):
                 raise CommandError(f"qos-app-delete: no application named {name!r}", 404)
             self.learned.pop(app.id, None)
         self.reapply()
-        self.ctx.bus.publish(APP_TOPIC, name=app.name, ports=[], domains=[], window=None, **{"class": ""})
+        self.ctx.bus.publish(QosApp(name=app.name, class_="", ports=[], domains=[], window=None))
         return self.show()
 
     def stats(self) -> dict:

@@ -33,6 +33,7 @@ import threading
 from dataclasses import dataclass
 
 from ...component import Component
+from ...events import Link, StationAt
 from .ifinfo import parse_band
 from .nearby import NearbyListener, NearbyTracker
 from .stationdump import Station, parse
@@ -160,13 +161,13 @@ class RadioMonitor(Component):
             if text is not None:
                 self.apply(ifname, text)
 
-    def _on_report(self, topic: str, ev: dict) -> None:
+    def _on_report(self, topic: str, ev) -> None:
         """A satellite's radio, as its agent read it (components/satlink): the same
         parsing and counting as the router's own radios."""
-        ifname = ev["ifname"]
-        if ev.get("info"):
-            self.bands[ifname] = parse_band(ev["info"])
-        self.apply(ifname, ev.get("dump") or "")
+        ifname = ev.ifname
+        if ev.info:
+            self.bands[ifname] = parse_band(ev.info)
+        self.apply(ifname, ev.dump or "")
 
     # -- counting ----------------------------------------------------------------------------
     def apply(self, ifname: str, text: str) -> list[dict]:
@@ -205,7 +206,7 @@ class RadioMonitor(Component):
                      "tx_failed": totals.tx_failed, "tx_bitrate": station.tx_bitrate,
                      "rx_bitrate": station.rx_bitrate, "inactive_ms": station.inactive_ms,
                      "ifname": ifname, "seen_at": totals.seen_at, "associated": True}
-            self.ctx.bus.publish("link", **event)
+            self.ctx.bus.publish(Link(**event))
             events.append(event)
         self.ctx.count("radio.stations_seen", len(dump.stations))
         return events
@@ -233,7 +234,7 @@ class RadioMonitor(Component):
         self.where[mac] = ifname = best
         if where is not None:
             self.ctx.count("radio.roams")
-        self.ctx.bus.publish("station_at", mac=mac, ifname=ifname, previous=where)
+        self.ctx.bus.publish(StationAt(mac=mac, ifname=ifname, previous=where))
 
     def _totals(self, mac: str) -> Totals:
         totals = self.totals.get(mac)

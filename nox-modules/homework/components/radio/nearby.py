@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .ctrlsocket import MonitorSocket
+from ...events import Link, Nearby
 from .probes import BadEvent, ProbeRequest, parse_event
 from .stationevents import station_event
 
@@ -102,9 +103,9 @@ class NearbyTracker:
         entry.rssi, entry.ifname, entry.last_heard = float(probe.signal), ifname, now
         if now - entry.published_at >= self.interval or not entry.published_at:
             entry.published_at = now
-            self.publish("link", mac=mac, rssi=entry.rssi, retries=0, packets=0, bytes=0, ifname=ifname,
-                         seen_at=now, associated=False)
-            self.publish("nearby", **self.as_entry(entry), gone=False)
+            self.publish(Link(mac=mac, rssi=entry.rssi, retries=0, packets=0, bytes=0, ifname=ifname,
+                              seen_at=now, associated=False))
+            self.publish(Nearby(**self.as_entry(entry), gone=False))
 
     def tick(self) -> None:
         """Age out, drop what associated or registered since, send held-back group counts."""
@@ -128,17 +129,17 @@ class NearbyTracker:
         if not group.members:
             del self.groups[group.ifname]
             if group.published_count:
-                self.publish("nearby", **self.group_entry(group, now), gone=True)
+                self.publish(Nearby(**self.group_entry(group, now), gone=True))
             return
         if group.published_at and now - group.published_at < self.interval:
             return                      # held back: tick() sends it when the interval has passed
         group.dirty, group.published_at = False, now
         group.published_count = len(group.members)
-        self.publish("nearby", **self.group_entry(group, now), gone=False)
+        self.publish(Nearby(**self.group_entry(group, now), gone=False))
 
     def _gone(self, entry: Heard) -> None:
         del self.entries[entry.mac]
-        self.publish("nearby", **self.as_entry(entry), gone=True)
+        self.publish(Nearby(**self.as_entry(entry), gone=True))
 
     def _drop_silently(self, mac: str) -> None:
         self.entries.pop(mac, None)

@@ -16,6 +16,7 @@ from collections import defaultdict
 from typing import Callable
 
 from ...flows import FlowRemoved, FlowStats
+from ...events import Bandwidth, Flow
 from ... import pipeline as L
 
 PORT_FIELDS = {6: ("tcp_src", "tcp_dst"), 17: ("udp_src", "udp_dst")}
@@ -118,7 +119,7 @@ class Accounting:
             # of its /64: the per-host entries match the whole /64 and carry no source).
             sources = self._by_src.get(index, {})
             up = min(total, sum(n for src, n in sources.items() if src == str(ip) or self.owns(index, src)))
-            self.publish("bandwidth", mac=mac, ip=ip, bytes=total, up=up, down=total - up)
+            self.publish(Bandwidth(mac=mac, ip=ip, bytes=total, up=up, down=total - up))
         self._bytes.clear()
         self._by_src.clear()
 
@@ -153,5 +154,5 @@ class Accounting:
         if device is None:
             return
         self.count("routing.flows_reported")
-        self.publish("flow", mac=device[0], proto=proto, saddr=saddr, sport=sport, daddr=daddr,
-                     dport=dport, npkts=packets, nbytes=nbytes)
+        self.publish(Flow(mac=device[0], proto=proto, saddr=saddr, sport=sport, daddr=daddr,
+                          dport=dport, npkts=packets, nbytes=nbytes))

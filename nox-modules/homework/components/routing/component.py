@@ -19,6 +19,7 @@ import ipaddress
 import logging
 
 from ...component import Component
+from ...events import Alert, AlertKind
 from ...flows import (ETH_IP, ETH_IPV6, PROTO_IGMP, AggregateStats, AggregateStatsRequest, Datapath,
                       FlowDelete, FlowRemoved, FlowStats, FlowStatsRequest, Output, PacketIn, PacketOut)
 from ...leases import Lease
@@ -116,17 +117,17 @@ class Routing(Component):
         return decisions
 
     # -- events ---------------------------------------------------------------------------
-    def _on_lease(self, topic: str, ev: dict) -> list:
-        return self._sync(ev["lease"].mac)
+    def _on_lease(self, topic: str, ev) -> list:
+        return self._sync(ev.lease.mac)
 
-    def _on_ipv6_plan(self, topic: str, ev: dict) -> list:
+    def _on_ipv6_plan(self, topic: str, ev) -> list:
         """Renumbering (the ISP delegated another prefix): each device hears its old /64
         is no longer preferred (RFC 4862 keeps the address up to two hours, but new
         connections take the new one), then every routing flow is rebuilt as when the
         switch connects. IPv4 traffic pauses for as long as that takes (milliseconds)."""
         if self.ctx.datapath is None:
             return []
-        old_plan = ev.get("old")
+        old_plan = ev.old
         decisions: list = []
         for dev, _ in list(self.installed.values()):
             old = old_plan.device_prefix(dev.index) if old_plan is not None else None
@@ -134,10 +135,10 @@ class Routing(Component):
         decisions.append(FlowDelete(cookie=L.COOKIE_ROUTING, cookie_mask=COOKIE_MASK_OWNER))
         return decisions + self.datapath_up(self.ctx.datapath)
 
-    def _on_device(self, topic: str, ev: dict) -> list:
-        if ev.get("reason") == "meta":
+    def _on_device(self, topic: str, ev) -> list:
+        if ev.reason == "meta":
             return []
-        return self._sync(ev["mac"])
+        return self._sync(ev.mac)
 
     def packet_in(self, pkt: PacketIn, frame) -> list | None:
         if frame.ethertype == ETH_IPV6:
@@ -528,7 +529,7 @@ class Routing(Component):
 
     def _facts(self, mac: str) -> dict:
         """What routing adds to a device's view: per-host counting, its IPv6 /64, and where
-        it is plugged in (a router port or a satellite's port, issue 15)."""
+        it is plugged in (a router port or a satellite's port)."""
         facts = {"flow_limited": self.flow_limited(mac), "attached": self._attached(mac)}
         if self.ctx.ipv6 is not None:
             lease = self.ctx.leases.get(mac)
@@ -557,8 +558,8 @@ class Routing(Component):
         limit = self.ctx.config.per_host_flow_limit
         self.log.warning("device %s (%s) has %d flows (limit %d): per-flow entries replaced by a per-host entry",
                          dev.mac, dev.ip, flows, limit)
-        self.ctx.bus.publish("alert", mac=dev.mac, kind="flow-limit",
-                             detail=f"{dev.ip} opened {flows} flows (limit {limit}); now counted per host")
+        self.ctx.bus.publish(Alert(mac=dev.mac, kind=AlertKind.FLOW_LIMIT,
+                                   detail=f"{dev.ip} opened {flows} flows (limit {limit}); now counted per host"))
         return ([FlowDelete(cookie=L.routing_cookie(L.KIND_ACCOUNT, dev.index), cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE)]
                 + fs.per_host_flows(dev)
                 + (fs6.per_host_flows(dev, prefix) if (prefix := self._prefix6(dev)) is not None else [])

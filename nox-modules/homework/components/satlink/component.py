@@ -1,4 +1,4 @@
-"""The router's end of the satellite agent channel (issue 15; the protocol is agentwire.py).
+"""The router's end of the satellite agent channel (the protocol is agentwire.py).
 
 A satellite's agent connects with the certificate pairing gave it. It is admitted by the
 same rule as its switch's OpenFlow session: a certificate the household CA signed for a
@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ... import agentwire, pki
 from ...component import Component
+from ...events import RadioReport
 from ...satellites import radio_label
 from ...wifi import ENV_NAME, read_env
 from .server import LINGER, Session, TlsLineServer
@@ -81,8 +82,8 @@ class SatelliteAgents(Component):
         for session in list(self.sessions.values()):
             session.send(message)
 
-    def _on_device(self, topic: str, ev: dict) -> None:
-        mac, state = ev.get("mac"), ev.get("state")
+    def _on_device(self, topic: str, ev) -> None:
+        mac, state = ev.mac, ev.state
         if not mac or state is None:
             return
         with self._lock:
@@ -95,20 +96,20 @@ class SatelliteAgents(Component):
         if changed:
             self._broadcast(self.deny_message())
 
-    def _on_wifi(self, topic: str, ev: dict) -> None:
+    def _on_wifi(self, topic: str, ev) -> None:
         message = self.wifi_message()
         if message is not None:
             self._broadcast(message)
 
-    def _on_pairing(self, topic: str, ev: dict) -> None:
-        what = ev.get("what")
+    def _on_pairing(self, topic: str, ev) -> None:
+        what = ev.what
         if what == "permitted":
             return
         with self._lock:
-            session = self.sessions.pop(ev.get("dpid"), None)
+            session = self.sessions.pop(ev.dpid, None)
         if session is not None:
             self.log.warning("satellite %016x is no longer paired (%s): its agent is told and disconnected",
-                             ev["dpid"], what)
+                             ev.dpid, what)
             # Told why, the agent closes its end, which ends the session's reader (closing
             # here, with its reports unread, could reset the connection before it read this).
             # Its own request again ("requested") makes the certificate it holds an old one.
@@ -186,7 +187,7 @@ class SatelliteAgents(Component):
             self.radios[sat.dpid] = agentwire.hello(message)
         elif kind == "radio":
             radio, dump, info = agentwire.radio_report(message)
-            self.ctx.bus.publish("radio_report", ifname=radio_label(sat.index, radio), dump=dump, info=info)
+            self.ctx.bus.publish(RadioReport(ifname=radio_label(sat.index, radio), dump=dump, info=info))
         elif kind != "ping":
             raise agentwire.WireError("unknown message type")
 

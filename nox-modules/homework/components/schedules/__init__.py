@@ -1,2 +1,2 @@
-"""Schedules ("bedtime" windows) and one-shot pauses per device or owner (issue 17); see component.py."""
+"""Schedules ("bedtime" windows) and one-shot pauses per device or owner; see component.py."""
 from .component import Schedules as COMPONENT  # noqa: F401

@@ -1,4 +1,4 @@
-"""Schedules ("bedtime") and one-shot pauses (issue 17).
+"""Schedules ("bedtime") and one-shot pauses.
 
 A schedule is a weekly window (windows.py) for a device or for every device of an owner,
 with an action: `pause` cuts the device off the internet (the flows of a usage block,
@@ -18,6 +18,7 @@ import threading
 
 from ...commands import CommandError, seen_device
 from ...component import Component
+from ...events import Schedule as ScheduleEvent, ScheduleStrict
 from ...leases import Lease
 from ...macaddr import BadMac, normalize
 from ..usage.blockflows import SCHEDULE, block_flows, forget_all, unblock
@@ -86,13 +87,13 @@ class Schedules(Component):
             self.paused.clear()
             return [forget_all(SCHEDULE), *self._reconcile(self.ctx.now())]
 
-    def _on_ipv6_plan(self, topic: str, ev: dict) -> list:
+    def _on_ipv6_plan(self, topic: str, ev) -> list:
         return self.datapath_up(self.ctx.datapath) if self.ctx.datapath is not None else []
 
-    def _on_change(self, topic: str, ev: dict) -> list:
+    def _on_change(self, topic: str, ev) -> list:
         """A lease moved or ended, a device was permitted or denied, an owner renamed."""
-        mac = ev.get("mac")
-        if mac not in self.paused and (ev.get("reason") == "seen" or topic == "lease"):
+        mac = ev.mac
+        if mac not in self.paused and (getattr(ev, "reason", None) == "seen" or topic == "lease"):
             device = self.ctx.state.get_device(mac) if mac else None
             if device is None or device.state != "permitted":
                 return []        # a new or pending device (a DHCP flood brings thousands): never ours to cut
@@ -152,12 +153,12 @@ class Schedules(Component):
         if self.strict != strict:
             changed = strict ^ (self.strict or frozenset())
             self.strict = frozenset(strict)
-            self.ctx.bus.publish(STRICT_TOPIC, macs=sorted(strict))
+            self.ctx.bus.publish(ScheduleStrict(macs=sorted(strict)))
         else:
             changed = set()
         # the board's labels ("paused until ...", "bedtime") follow
         for mac in sorted((paused ^ before) | changed):
-            self.ctx.bus.publish(CHANGE_TOPIC, mac=mac)
+            self.ctx.bus.publish(ScheduleEvent(mac=mac))
         return decisions
 
     def _apply(self) -> None:

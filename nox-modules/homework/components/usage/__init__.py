@@ -1,2 +1,2 @@
-"""Durable usage per device, owner and device type (issue 14); see component.py."""
+"""Durable usage per device, owner and device type; see component.py."""
 from .component import Usage as COMPONENT  # noqa: F401

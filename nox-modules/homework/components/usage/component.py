@@ -1,5 +1,5 @@
 """Durable usage: bytes per device per local hour in state.db, read per hour/day/month and
-per device, owner or device type (issue 14).
+per device, owner or device type.
 
 Fed by routing's `bandwidth` events: one per permitted device per flow-stats poll,
 carrying the bytes counted since the previous poll (flow-removed remainders included),
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ...commands import CommandError
 from ...component import Component
+from ...events import Alert, AlertKind
 from . import export, periods, report
 from .book import UsageBook
 from .blockflows import block_flows, unblock
@@ -81,32 +82,32 @@ class Usage(Component):
         return [forget_blocks(), forget_all(), *self._block(self._should_block(now)),
                 *self._slow(self._should_slow(now))]
 
-    def _on_ipv6_plan(self, topic: str, ev: dict) -> list:
+    def _on_ipv6_plan(self, topic: str, ev) -> list:
         """Renumbered: blocks and slow-downs cover the devices' new /64s."""
         return self.datapath_up(self.ctx.datapath) if self.ctx.datapath is not None else []
 
     def _prefix6(self, lease):
         return self.ctx.ipv6.device_prefix(lease.index) if self.ctx.ipv6 is not None else None
 
-    def _on_bandwidth(self, topic: str, ev: dict) -> list:
-        total = int(ev.get("bytes", 0) or 0)
-        up = int(ev.get("up", 0) or 0)
-        down = int(ev.get("down", total - up) or 0)
+    def _on_bandwidth(self, topic: str, ev) -> list:
+        total = int(ev.bytes or 0)
+        up = int(ev.up or 0)
+        down = int(ev.down if ev.down is not None else total - up)
         now = self.ctx.now()
         start, _end = self._period_so_far(now)     # before adding: a re-read must not count it twice
-        self.book.add(ev["mac"], up, down, now)
-        self.recent.add(ev["mac"], up, down, now)
+        self.book.add(ev.mac, up, down, now)
+        self.recent.add(ev.mac, up, down, now)
         if self.ctx.config.usage_test_period_seconds:
-            key = (ev["mac"], self.limit_window("day", now)[0])
+            key = (ev.mac, self.limit_window("day", now)[0])
             self._short = {k: v for k, v in self._short.items() if k[1] == key[1]}
             self._short[key] = self._short.get(key, 0) + max(up, 0) + max(down, 0)
         self._period_used += max(up, 0) + max(down, 0)
         for level in self.cap.due_alerts(start, self._period_used):
             self.ctx.count(f"usage.alerts_{level}")
-            self.ctx.bus.publish("alert", mac="", kind=f"usage-{level}",
-                                 detail=f"the household has used {level}% of its {self.cap.cap} byte cap "
-                                        f"({self._period_used} bytes) this billing period")
-        return self._check_limits(ev["mac"], max(up, 0) + max(down, 0), now)
+            self.ctx.bus.publish(Alert(mac="", kind=AlertKind(f"usage-{level}"),
+                                       detail=f"the household has used {level}% of its {self.cap.cap} byte cap "
+                                              f"({self._period_used} bytes) this billing period"))
+        return self._check_limits(ev.mac, max(up, 0) + max(down, 0), now)
 
     def _period_so_far(self, now: float) -> tuple[int, int]:
         """The current billing period; its bytes are re-read when it changes."""
@@ -224,9 +225,9 @@ class Usage(Component):
             elif limit.action == "slow":
                 decisions += self._slow(self._should_slow(now))
             for m in self._macs(limit.target):
-                self.ctx.bus.publish("alert", mac=m, kind="usage-limit",
-                                     detail=f"{limit.target} used {used} of its {limit.allowance} bytes this "
-                                            f"{limit.period}" + ACTION_NOTE.get(limit.action, ""))
+                self.ctx.bus.publish(Alert(mac=m, kind=AlertKind.USAGE_LIMIT,
+                                           detail=f"{limit.target} used {used} of its {limit.allowance} bytes this "
+                                                  f"{limit.period}" + ACTION_NOTE.get(limit.action, "")))
         return decisions
 
     def _in_force(self, action: str, now: float) -> list[Limit]:
@@ -291,8 +292,8 @@ class Usage(Component):
         if self.slowed:
             self._unslow(set(self._should_slow(self.ctx.now())))
 
-    def _on_lease(self, topic: str, ev: dict) -> list:
-        lease = ev.get("lease")
+    def _on_lease(self, topic: str, ev) -> list:
+        lease = ev.lease
         if lease is None:
             return []
         decisions = []

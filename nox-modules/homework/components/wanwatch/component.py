@@ -5,6 +5,7 @@ command."""
 from __future__ import annotations
 
 from ...component import Component
+from ...events import Alert, AlertKind
 from .hysteresis import Hysteresis
 from .probe import Look, look
 
@@ -41,7 +42,7 @@ class WanWatch(Component):
             # A webhook in the internet may have missed wan-down: say how long it lasted.
             detail += f"; it was down for {_duration(now - down_since)}"
         self.log.warning("WAN %s: %s", change, detail)
-        self.ctx.bus.publish("alert", mac="", kind=f"wan-{change}", detail=detail)
+        self.ctx.bus.publish(Alert(mac="", kind=AlertKind(f"wan-{change}"), detail=detail))
 
     def status(self) -> dict:
         state = {True: "up", False: "down", None: "unknown"}[self.state.up]
