@@ -418,7 +418,16 @@ class DnsComponent(Component):
         return self.resolver.view()
 
     def _resolver_apply(self, change) -> None:
-        if change is not None and offload(self.resolver.apply, change):
+        if change is None:
+            return
+        before = (self.resolver.running, self.resolver.last_error)
+        changed = offload(self.resolver.apply, change)
+        if (self.resolver.running, self.resolver.last_error) != before:
+            if self.resolver.running:
+                self.log.info("the resolver (unbound) answers on %s", self.ctx.config.dns_resolver_control)
+            else:
+                self.log.warning("%s; the settings are saved and used when it starts", self.resolver.last_error)
+        if changed:
             self._push(["flushcache"])
 
     def _check_upstreams(self) -> None:

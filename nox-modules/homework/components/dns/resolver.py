@@ -280,7 +280,9 @@ class Resolver:
     def apply(self, change: Change) -> bool:
         """Write household.conf and run the commands; "reload-if-changed" reloads unbound
         only when the file changed (else just checks it is there). True when unbound's
-        answers may have changed."""
+        answers may have changed. Runs in an OS thread (offload): it logs nothing and takes
+        only a real lock, since the loop's logging and locks are green ones; the caller
+        says what happened (`running`, `last_error`)."""
         with self._apply_lock:
             changed = unbound.write_main(self.config)        # gone with a wiped state dir? written again
             changed = self._write(change.household) or changed
@@ -291,7 +293,6 @@ class Resolver:
                     self._control(self.config.dns_resolver_control, command)
             except unbound.ControlError as exc:
                 self.running, self.last_error = False, str(exc)
-                log.warning("%s; the setting is saved and used when it starts", exc)
                 return changed
             self.running, self.last_error = True, ""
             return changed or any(c != "status" for c in commands)
