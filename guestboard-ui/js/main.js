@@ -67,7 +67,8 @@ jQuery(function ($) {
   HW.board.on("drop", function (mac, zone, d) {
     if (d && d.kind === "access-point") {      // a satellite switch asking to pair
       var what = zone === "permitted" ? "permit" : zone === "outside" ? "deny" : null;
-      if (what) HW.api.call("POST", "satellites/" + d.dpid + "/" + what)
+      // A permit names the code the board showed: if the request changed since, nothing is signed.
+      if (what) HW.api.call("POST", "satellites/" + d.dpid + "/" + what, what === "permit" ? { code: d.code } : undefined)
         .fail(function (xhr) { window.alert(HW.api.errorText(xhr)); });
       return;
     }

@@ -49,7 +49,8 @@ HW.settings = {
     hooks.forEach(function (h) {
       var $remove = $("<button>", { type: "button", "class": "remove secondary" }).text("Remove")
         .on("click", function () { removeWebhook(h); });
-      $("<tr>", { "data-id": h.id }).append(cell(h.url, "url"), cell(when(h.created)), $("<td>").append($remove))
+      $("<tr>", { "data-id": h.id }).append(cell(h.url + (h.allow_local ? " (local addresses allowed)" : ""), "url"),
+                                            cell(when(h.created)), $("<td>").append($remove))
         .appendTo($tbody);
     });
   }
@@ -114,7 +115,9 @@ HW.settings = {
     var url = $.trim(this.elements.url.value);
     say($err, "");
     $("#webhook-secret").prop("hidden", true);
-    HW.api.call("POST", "webhooks", { url: url }).done(function (hook) {
+    var body = { url: url };
+    if (this.elements.allow_local.checked) body.allow_local = true;
+    HW.api.call("POST", "webhooks", body).done(function (hook) {
       $("#webhook-add")[0].reset();
       var $s = $("#webhook-secret");
       $s.find(".url").text(hook.url);

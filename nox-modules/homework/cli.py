@@ -94,7 +94,7 @@ SIMPLE = {
     "metrics": ((), lambda text: print(text, end="")),   # Prometheus text format (components/metrics)
     # notifications and webhooks (components/notify); notifications-read marks all read
     "notifications": ((), None), "notifications-read": ((), None), "notify-test": ((), None),
-    "webhooks": ((), None), "webhook-add": (("url",), None), "webhook-remove": (("id",), None),
+    "webhooks": ((), None), "webhook-remove": (("id",), None),
     "webhook-deliveries": ((), None),
     # DNS policy (components/dns); MAC "household" means the household-wide list
     "permit-dns": (("mac", "domain"), None), "deny-dns": (("mac", "domain"), None),
@@ -108,7 +108,7 @@ SIMPLE = {
     "usage-limit": (("mac", "allowance", "period?", "action?", "rate?"), None), "usage-limits": ((), None),
     "usage-limit-remove": (("mac",), None), "usage-lift": (("mac",), None),
     # satellite switches (pairing.py); satellite-pair is cli_satellites
-    "satellites": ((), None), "satellite-permit": (("dpid",), None), "satellite-deny": (("dpid",), None),
+    "satellites": ((), None), "satellite-permit": (("dpid", "code?"), None), "satellite-deny": (("dpid",), None),
     "satellite-forget": (("dpid",), None),
 }
 
@@ -140,6 +140,10 @@ def main(argv: list[str] | None = None) -> int:
     meta.add_argument("--name")
     meta.add_argument("--owner")
     meta.add_argument("--type")
+    hook = sub.add_parser("webhook-add", help="POST every notification to this URL (signed; the secret is shown once)")
+    hook.add_argument("url")
+    hook.add_argument("--allow-local", action="store_true",
+                      help="the URL is on your own network or the router (refused otherwise)")
     # API tokens and the Guest Board password (api component)
     tok = sub.add_parser("token", help="API tokens for scripts: create, list, revoke")
     toksub = tok.add_subparsers(dest="token_cmd", required=True)
@@ -193,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "name":
             result = call(args.socket, "set-meta", mac=args.mac, name=args.name, owner=args.owner, type=args.type)
             printer = None
+        elif args.cmd == "webhook-add":
+            result, printer = call(args.socket, "webhook-add", url=args.url, allow_local=args.allow_local), None
         elif args.cmd == "token":
             printer = None
             if args.token_cmd == "create":

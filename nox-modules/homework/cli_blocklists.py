@@ -1,6 +1,6 @@
 """CLI for blocklists and safe-search:
 
-    homework blocklist add URL [--owner NAME]     subscribe (fetched now; errors say why)
+    homework blocklist add URL [--owner NAME] [--allow-local]   subscribe (fetched now; errors say why)
     homework blocklist list
     homework blocklist refresh ID
     homework blocklist remove ID
@@ -19,6 +19,8 @@ def add_parsers(sub) -> None:
     add = blsub.add_parser("add", help="subscribe to a hosts-file or ||domain^ list by URL")
     add.add_argument("url")
     add.add_argument("--owner", help="only for the devices of this owner (default: every device)")
+    add.add_argument("--allow-local", action="store_true",
+                     help="the URL is on your own network or the router (refused otherwise)")
     blsub.add_parser("list")
     blsub.add_parser("refresh").add_argument("id")
     blsub.add_parser("remove").add_argument("id")
@@ -43,7 +45,8 @@ def run(args, call, sock: str):
     if args.cmd != "blocklist":
         return None
     if args.blocklist_cmd == "add":
-        return call(sock, "blocklist-add", timeout=FETCH_TIMEOUT, url=args.url, owner=args.owner), None
+        return call(sock, "blocklist-add", timeout=FETCH_TIMEOUT, url=args.url, owner=args.owner,
+                    allow_local=args.allow_local), None
     if args.blocklist_cmd == "refresh":
         return call(sock, "blocklist-refresh", timeout=FETCH_TIMEOUT, id=args.id), None
     if args.blocklist_cmd == "remove":

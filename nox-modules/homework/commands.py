@@ -98,8 +98,8 @@ def register_core_commands(core) -> None:
         (pairing.py), the controller restarts to take or give back their ports. A port
         given back leaves its demux bridge for the router's bridge once this process has
         stopped, before the next one starts."""
-        def call(dpid):
-            answer = fn(dpid)
+        def call(dpid, **kw):
+            answer = fn(dpid, **kw)
             if pairing.cables_changed() and ctx.restart is not None:
                 wanted = {c[1] for c in pairing.found_cables()}
                 gone = [s for s in core.config.satellites if s.found and s.dpid not in wanted]
@@ -116,10 +116,11 @@ def register_core_commands(core) -> None:
 
     cmd.register("satellite-pair", satellites(lambda dpid, csr: pairing.pair_directly(dpid, csr)))
     cmd.register("satellite-request", satellites(
-        lambda dpid, csr, origin=None, uplink="": pairing.request(dpid, csr, origin, uplink)))
+        lambda dpid, csr, origin=None, uplink="", requester="": pairing.request(dpid, csr, origin, uplink,
+                                                                               requester)))
     cmd.register("satellite-ticket", satellites(lambda dpid, ticket: pairing.status(dpid, ticket)))
     cmd.register("satellites", lambda: pairing.all())
-    cmd.register("satellite-permit", decided(pairing.permit))
+    cmd.register("satellite-permit", decided(pairing.permit))     # (dpid, code=None)
     cmd.register("satellite-deny", decided(pairing.deny))
     cmd.register("satellite-forget", decided(pairing.forget))
     cmd.register("devices", lambda: [device_view(d) for d in devices.all()])

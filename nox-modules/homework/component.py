@@ -10,6 +10,7 @@ import logging
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from .flows import AggregateStats, Datapath, Decision, FlowRemoved, FlowStats, PacketIn
+from .callers import Callers
 from .counters import Counters
 from .leases import LeaseReader, NoLeases
 from .packets import Frame
@@ -60,6 +61,9 @@ class Context:
         # a station its agent hears there has roamed there (the adapter answers).
         self.radio_port: Callable[[str], int | None] = lambda ifname: None
         self.pairing = None            # the core's SatellitePairing (core.py puts it here)
+        # Which device (or satellite, or the router) an address belongs to: the one answer
+        # every per-device rule uses, over IPv4 and IPv6 alike (callers.py).
+        self.callers = Callers(self)
 
     def component(self, name: str) -> "Component | None":
         return self.components.get(name)

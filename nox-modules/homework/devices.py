@@ -10,7 +10,7 @@ from collections import OrderedDict
 from typing import Callable
 
 from .bus import EventBus
-from . import events
+from . import events, routernames
 from .macaddr import BadMac, normalize
 from .state import Device, StateStore
 
@@ -180,6 +180,8 @@ class DeviceRegistry:
                 continue
             if not isinstance(value, str) or len(value) > META_LIMIT or any(ord(c) < 0x20 for c in value):
                 raise ValueError(f"{key} must be text of at most {META_LIMIT} printable characters")
+            if key == "name":
+                routernames.check_device_name(value)
             clean[key] = value.strip()
         device = self.state.set_device_meta(device.mac, **clean)
         self.bus.publish(events.Device(mac=device.mac, state=device.state, old_state=device.state,

@@ -2,11 +2,14 @@
 address of every live /30. Kept behind a small class so unit tests can use a fake."""
 from __future__ import annotations
 
+import ipaddress
 import logging
 import queue
 import subprocess
 import threading
 import time
+
+from .netguard import router_interfaces
 
 log = logging.getLogger(__name__)
 
@@ -167,6 +170,10 @@ class HostNet:
                 found.add(parts[parts.index("inet") + 1])
         return found
 
+    def interfaces(self):
+        """The router's own addresses and the networks they are on (netguard.py)."""
+        return router_interfaces()
+
     def local_mac(self) -> str | None:
         # Asked for every DHCP reply: read sysfs at most once a second (a bridge that is
         # re-created with another address is noticed that quickly).
@@ -245,6 +252,12 @@ class FakeHost(HostNet):
 
     def router_addresses(self) -> set[str]:
         return set(self.addresses)
+
+    def interfaces(self):
+        """A router of the unit tests: loopback, its LAN addresses, a WAN of its own."""
+        own = {ipaddress.ip_address(a.split("/")[0]) for a in self.addresses}
+        own |= {ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("198.51.100.2")}
+        return own, {ipaddress.ip_network("198.51.100.0/24")}
 
     def local_mac(self) -> str | None:
         return self.mac

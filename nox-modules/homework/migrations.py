@@ -6,7 +6,9 @@ one. `PRAGMA user_version` says which of STEPS a database has had; `migrate` app
 the missing ones in order, each in its own transaction with the version bump, and
 refuses a database from a newer release with a clear message.
 
-Every table of every component is created here, so the schema has one history.
+Every table of every component is created here, so the schema has one history; the
+component that owns a table says so in its manifest (manifest.py), with the steps that
+make or change it and what a backup does with it.
 """
 from __future__ import annotations
 
@@ -252,6 +254,24 @@ ALTER TABLE satellites ADD COLUMN cable INTEGER NOT NULL DEFAULT 0;      -- its 
     Step(13, "the first hour: whether the household chose the admin password (the router's own first one "
              "keeps the set-up offer open)", sql="""
 ALTER TABLE api_admin ADD COLUMN chosen INTEGER NOT NULL DEFAULT 1;  -- 0: the router's initial password
+"""),
+    Step(14, "who asked to pair a satellite (homework/callers.py's key: its device, its own cable, an "
+             "address), so nobody else can replace a waiting request", sql="""
+ALTER TABLE satellites ADD COLUMN requester TEXT NOT NULL DEFAULT '';   -- '': root on the router, or before step 14
+"""),
+    Step(15, "webhook deliveries waiting for their next attempt survive a restart; webhooks and blocklist "
+             "subscriptions may be allowed local addresses (netguard.py)", sql="""
+CREATE TABLE IF NOT EXISTS webhook_queue (
+    id INTEGER PRIMARY KEY,
+    webhook TEXT NOT NULL,
+    notification INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    body BLOB NOT NULL,                 -- the signed JSON, exactly as first sent
+    attempt INTEGER NOT NULL,           -- the next attempt's number (1: not tried yet)
+    due REAL NOT NULL                   -- epoch seconds
+);
+ALTER TABLE webhooks ADD COLUMN allow_local INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE blocklists ADD COLUMN allow_local INTEGER NOT NULL DEFAULT 0;
 """),
 )
 LATEST = STEPS[-1].number

@@ -24,6 +24,15 @@ for a listed one); denying or forgetting it gives the port back (`found_cables`,
 core.py at start). One pending request per port: a new one from the same port replaces
 it, so no device can fill the board with access points.
 
+A request is the requester's (`requester`: homework/callers.py's key of whoever asked:
+the device it asked as, the satellite cable it came over, or its address). While it
+waits, a request under the same datapath id from anyone else is refused (409), whether
+the id is listed or found: nobody can swap the key, and the code the household compares,
+for their own. The one exception is a listed satellite's own cable, which speaks for that
+datapath id more than any LAN device does. The household's permit may name the code it
+saw (the Guest Board sends it); if the request's code is another by then, nothing is
+signed (409). So a certificate is only ever issued for the key whose code was shown.
+
 Rows live in state.db (migrations 11 and 12), so a decision survives restarts.
 Framework-free: unit tested without os-ken."""
 from __future__ import annotations
@@ -126,11 +135,13 @@ class SatellitePairing:
         return "permitted" if self.admits(dpid, serial) else "replaced"
 
     # -- the satellite's side ---------------------------------------------------------------------
-    def request(self, dpid_text: str, csr: str, origin: dict | None = None, uplink: str = "") -> dict:
+    def request(self, dpid_text: str, csr: str, origin: dict | None = None, uplink: str = "",
+                requester: str = "") -> dict:
         """A satellite asks to pair. Returns {dpid, code, ticket}; the ticket is shown once.
         `origin`: {port, mac} of the LAN device the request came from, as the router knows
         it (its lease), or None (over a management link, or not from a device at all);
-        `uplink`: the name the satellite gives its uplink port (found satellites)."""
+        `uplink`: the name the satellite gives its uplink port (found satellites);
+        `requester`: who asked (Caller.key; a device's is "device:<its MAC>")."""
         dpid = parse_dpid(dpid_text)
         listed = self._listed(dpid)
         if listed is None and origin is None:
@@ -148,11 +159,10 @@ class SatellitePairing:
         if port in self.config.radio_interfaces:
             raise PairingError(f"{port} is a Wi-Fi port: a satellite's uplink is a cable, so plug it into a "
                                "wired LAN port", 409)
-        if port and row is not None and row["state"] == "pending" and row["origin_mac"] not in ("", mac):
-            # Someone else's request under this datapath id stays: a device cannot swap a
-            # waiting satellite's request (and the code the household compares) for its own.
-            raise PairingError(f"satellite {dpid:016x} is already asking from another device (on "
-                               f"{row['router_port']}): forget that request on the Guest Board first", 409)
+        if not requester and origin is not None:
+            requester = f"device:{origin['mac']}"
+        if row is not None and row["state"] == "pending":
+            self._same_requester(dpid, row, requester, listed)
         if port:
             # One pending request per port: a device asking again and again under new
             # datapath ids replaces its own request instead of adding access points.
@@ -163,14 +173,28 @@ class SatellitePairing:
         ticket = secrets.token_urlsafe(24)
         self.state.execute(
             "INSERT INTO satellites (dpid, state, code, csr, ticket_hash, serial, certificate, requested, decided, "
-            "router_port, uplink, origin_mac, cable) "
-            "VALUES (?, 'pending', ?, ?, ?, '', '', ?, 0, ?, ?, ?, 0) ON CONFLICT(dpid) DO UPDATE SET "
+            "router_port, uplink, origin_mac, cable, requester) "
+            "VALUES (?, 'pending', ?, ?, ?, '', '', ?, 0, ?, ?, ?, 0, ?) ON CONFLICT(dpid) DO UPDATE SET "
             "state = 'pending', code = excluded.code, csr = excluded.csr, ticket_hash = excluded.ticket_hash, "
             "serial = '', certificate = '', requested = excluded.requested, decided = 0, "
-            "router_port = excluded.router_port, uplink = excluded.uplink, origin_mac = excluded.origin_mac, cable = 0",
-            (f"{dpid:016x}", code, csr, _hash(ticket), self.now(), port, uplink if port else "", mac))
+            "router_port = excluded.router_port, uplink = excluded.uplink, origin_mac = excluded.origin_mac, "
+            "cable = 0, requester = excluded.requester",
+            (f"{dpid:016x}", code, csr, _hash(ticket), self.now(), port, uplink if port else "", mac, requester))
         self._publish(dpid, "requested")
         return {"dpid": f"{dpid:016x}", "code": code, "ticket": ticket}
+
+    def _same_requester(self, dpid: int, row, requester: str, listed) -> None:
+        """A waiting request stays its requester's: PairingError (409) for anyone else."""
+        first = row["requester"] or (f"device:{row['origin_mac']}" if row["origin_mac"] else "")
+        if not first or first == requester:
+            return
+        if listed is not None and requester == f"satellite:{listed.index}":
+            return      # the listed satellite's own cable outranks whoever asked before it
+        where = f" (on {row['router_port']})" if row["router_port"] else ""
+        who = "another device" if first.startswith("device:") else "another box"
+        raise PairingError(f"satellite {dpid:016x} is already asking from {who}{where}: its code "
+                           f"{row['code']} is the one to compare; forget that request on the Guest Board "
+                           "first if it is not yours", 409)
 
     def status(self, dpid_text: str, ticket: str) -> dict:
         """What the satellite polls: pending, or its certificate and the CA once permitted."""
@@ -184,13 +208,18 @@ class SatellitePairing:
         return out
 
     # -- the household's side ---------------------------------------------------------------------
-    def permit(self, dpid_text: str) -> dict:
+    def permit(self, dpid_text: str, code: str | None = None) -> dict:
         """A listed satellite is driven once it connects with its certificate; a found one
-        also gets a cable index here, and its port once the controller restarts."""
+        also gets a cable index here, and its port once the controller restarts. `code`:
+        the code the household compared; if the request now shows another, nothing is
+        signed (409)."""
         dpid = parse_dpid(dpid_text)
         row = self._row(dpid)
         if row is None:
             raise PairingError(f"satellite {dpid:016x} has not asked to pair", 404)
+        if code is not None and not hmac.compare_digest(str(code).encode(), row["code"].encode()):
+            raise PairingError(f"satellite {dpid:016x}'s request shows code {row['code']}, not {code}: compare "
+                               "the code on the satellite's console again before permitting it", 409)
         if row["state"] == "permitted":
             return self.view(row)
         if self._listed(dpid) is not None:

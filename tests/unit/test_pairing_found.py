@@ -187,3 +187,44 @@ def test_giving_a_port_back_removes_its_demux_bridge_and_makes_it_a_lan_port_aga
     child = Satellite(3, 0xC2, "uplink", "hws2p4", root=2, found=True)
     assert give_back_commands(child, "br0", {"hws3p1d"}) == [
         "--if-exists", "del-port", "br0", "hws3p1", "--", "--if-exists", "del-port", "hwsat2", "hws3p1d"]
+
+
+def test_a_pending_device_cannot_take_over_a_listed_satellites_request(core):
+    """The listed satellite asks over its cable; a pending device asks under its datapath id
+    through the captive page: 409, over IPv4 or from the management console alike, and the
+    household's permit signs the key whose code it saw."""
+    api = Api(core)
+    real_csr = request()
+    real = api.call("POST", "satellites/pair", {"dpid": LISTED, "csr": real_csr}, client="fe80::a1:1")
+    assert real.status_int == 200, real.json
+    for client in ("10.2.0.2", "10.2.0.6", "192.0.2.10"):
+        r = api.call("POST", "satellites/pair", {"dpid": LISTED, "csr": request()}, client=client)
+        assert r.status_int == 409 and real.json["code"] in r.json["error"], (client, r.json)
+    assert rows(core)[LISTED]["code"] == real.json["code"]
+    poll = api.call("GET", f"satellites/pair/{LISTED}", client="fe80::a1:1",
+                    headers={"X-Pairing-Ticket": real.json["ticket"]})
+    assert poll.status_int == 200 and poll.json["state"] == "pending"
+    # a permit naming another code signs nothing; the code the household saw signs its key
+    tok = api.token("admin")
+    r = api.call("POST", f"satellites/{LISTED}/permit", {"code": "000000"}, token=tok)
+    assert r.status_int == 409 and rows(core)[LISTED]["state"] == "pending"
+    r = api.call("POST", f"satellites/{LISTED}/permit", {"code": real.json["code"]}, token=tok)
+    assert r.status_int == 200 and r.json["state"] == "permitted"
+    poll = api.call("GET", f"satellites/pair/{LISTED}", client="fe80::a1:1",
+                    headers={"X-Pairing-Ticket": real.json["ticket"]})
+    from cryptography import x509
+    cert = x509.load_pem_x509_certificate(poll.json["certificate"].encode())
+    csr = x509.load_pem_x509_csr(real_csr.encode())
+    assert cert.public_key().public_numbers() == csr.public_key().public_numbers()
+
+
+def test_a_listed_satellites_own_cable_outranks_a_device_that_asked_first(core, monkeypatch):
+    """Resolved through the kernel's neighbour table: the link-local caller is on hwsat1m."""
+    api = Api(core)
+    monkeypatch.setattr(core.ctx.callers, "link_interface", {"fe80::a1:1": "hwsat1m"}.get)
+    squatter = api.call("POST", "satellites/pair", {"dpid": LISTED, "csr": request()}, client="10.2.0.2")
+    assert squatter.status_int == 200
+    real = api.call("POST", "satellites/pair", {"dpid": LISTED, "csr": request()}, client="fe80::a1:1")
+    assert real.status_int == 200 and rows(core)[LISTED]["code"] == real.json["code"]
+    again = api.call("POST", "satellites/pair", {"dpid": LISTED, "csr": request()}, client="10.2.0.2")
+    assert again.status_int == 409

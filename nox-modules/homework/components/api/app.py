@@ -3,18 +3,21 @@ responses). Every method calls the controller's command table, the same calls th
 makes over the control socket; responses are what `homework --json ...` prints.
 
 Access, checked in this order for every request:
-1. the caller's address: a LAN device that is not permitted gets 403 for everything
-   (the routing layer should already keep it away from the router's HTTPS port);
+1. the caller: its address (behind lighttpd, X-Forwarded-For) is resolved to a device
+   once (homework/callers.py: the .2 of its /30 or any address of its /64), and a LAN
+   device that is not permitted gets 403 for everything (the routing layer should
+   already keep it away from the router's HTTPS port), whichever family it uses;
 2. credentials: `Authorization: Bearer <token>` or the Guest Board's session cookie;
    none -> 401;
 3. role: `read-only` may only use GET methods; everything else needs `admin` -> 403;
 4. a session-authenticated POST must carry the session's CSRF token in X-CSRF-Token -> 403;
-5. a device may not change its own access (permit/deny/blacklist/whitelist/DNS rules) -> 403.
+5. a device may not change anything about itself (its access, DNS rules, pauses,
+   schedules, limits, priority): any change whose path names the caller's own MAC is a
+   403 here, and routes that take MACs in the body check them with `not_self`.
 """
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import json
 import logging
 import re
@@ -24,10 +27,11 @@ from typing import Callable
 
 from webob import Request, Response
 
+from ...callers import DEVICE, STRANGER, Caller
 from ...commands import CommandError
 from ...macaddr import BadMac, normalize
 from ...state import StorageError
-from .auth import Principal
+from .auth import Busy, Principal
 from . import querylog
 from . import blocklists as blocklist_routes
 from . import schedules as schedule_routes
@@ -74,13 +78,26 @@ class Route:
     max_body: int = MAX_BODY
 
 
+# Changes about a device that the device itself may make (naming is not access).
+SELF_ALLOWED = frozenset({"meta"})
+
+
 @dataclass
 class Call:
     """One request, after the access checks."""
     req: Request
     principal: Principal | None
-    client: str                 # the caller's address (behind lighttpd: X-Forwarded-For)
-    client_mac: str | None      # the LAN device making the call, if it is one
+    caller: Caller              # who is calling (homework/callers.py)
+
+    @property
+    def client(self) -> str:
+        """The caller's address (behind lighttpd: X-Forwarded-For)."""
+        return self.caller.address
+
+    @property
+    def client_mac(self) -> str | None:
+        """The LAN device making the call, if it is one (any of its addresses)."""
+        return self.caller.mac
 
 
 class ApiApp:
@@ -168,6 +185,9 @@ class ApiApp:
             # A change on a full disk: refused, nothing half-done; reads keep working.
             resp = error(503, str(exc))
             resp.headers["Retry-After"] = "30"
+        except Busy as exc:       # too many password checks queued (auth.HashGate)
+            resp = error(503, str(exc))
+            resp.headers["Retry-After"] = "5"
         except Exception:
             log.exception("API %s %s failed", req.method, req.path_info)
             resp = error(500, "internal error (see the controller log)")
@@ -177,8 +197,8 @@ class ApiApp:
 
     def handle(self, req: Request) -> Response:
         route, params = self._match(req)
-        client = self.client_address(req)
-        client_mac = self.device_gate(client, asking=route.access == "asking")
+        caller = self.ctx.callers.resolve(self.client_address(req))
+        self.device_gate(caller, asking=route.access == "asking")
         principal = self.authenticate(req)
         if route.access not in ("public", "asking"):
             if principal is None:
@@ -193,7 +213,10 @@ class ApiApp:
                     raise ApiError(403, "missing or wrong X-CSRF-Token for this session")
         if req.content_length and req.content_length > route.max_body:
             raise ApiError(413, f"request body larger than {route.max_body} bytes")
-        return route.handler(Call(req, principal, client, client_mac), **params)
+        call = Call(req, principal, caller)
+        if req.method not in ("GET", "HEAD") and "mac" in params and route.handler.__name__ not in SELF_ALLOWED:
+            self.not_self_text(call, params["mac"])
+        return route.handler(call, **params)
 
     def _match(self, req: Request) -> tuple[Route, dict]:
         path = req.path_info
@@ -218,26 +241,21 @@ class ApiApp:
             return forwarded.split(",")[-1].strip()
         return peer
 
-    def device_gate(self, client: str, asking: bool = False) -> str | None:
-        """If the caller is a LAN device, return its MAC; refuse devices not permitted.
-        `asking`: a route a pending device may call too (a satellite asking to pair from a
-        LAN port, through the captive page's server); a denied one still may not."""
-        try:
-            address = ipaddress.ip_address(client)
-        except ValueError:
+    def device_gate(self, caller: Caller, asking: bool = False) -> str | None:
+        """If the caller is a LAN device, return its MAC; refuse devices not permitted, and
+        addresses of the household that no device holds. `asking`: a route a pending device
+        may call too (a satellite asking to pair from a LAN port, through the captive
+        page's server); a denied one still may not."""
+        if caller.kind == STRANGER:
+            raise ApiError(403, "this address belongs to no device on the network: ask to be let in on the Guest Board")
+        if caller.kind != DEVICE:
             return None
-        if address.version != 4 or address not in self.ctx.config.pool:
-            return None
-        if self.ctx.leases.is_router_address(client):
-            return None  # the router itself
-        lease = self.ctx.leases.by_address(client)
-        mac = lease.mac if lease else None
-        device = self.ctx.state.get_device(mac) if mac else None
+        device = self.ctx.state.get_device(caller.mac)
         if asking and device is not None and device.state == "pending":
-            return mac
+            return caller.mac
         if device is None or device.state != "permitted":
             raise ApiError(403, "this device is not permitted on the network: ask to be let in on the Guest Board")
-        return mac
+        return caller.mac
 
     def authenticate(self, req: Request) -> Principal | None:
         header = req.headers.get("Authorization", "")
@@ -287,6 +305,22 @@ class ApiApp:
         if call.client_mac and call.client_mac == mac:
             raise ApiError(403, "a device cannot change its own access; ask from another device")
 
+    def not_self_text(self, call: Call, text) -> None:
+        """not_self for a MAC as the caller wrote it (a bad one is the handler's 400)."""
+        if call.client_mac and isinstance(text, str):
+            try:
+                self.not_self(call, normalize(text))
+            except BadMac:
+                pass
+
+    def not_own_owner(self, call: Call, owner) -> None:
+        """A device may not change what applies to its owner's devices (itself among them)."""
+        if call.client_mac and isinstance(owner, str) and owner:
+            device = self.ctx.state.get_device(call.client_mac)
+            if device is not None and device.owner and device.owner.casefold() == owner.casefold():
+                raise ApiError(403, f"this device belongs to {device.owner}: it cannot change what applies to "
+                                    "its owner's devices; ask from another device")
+
     @staticmethod
     def body(call: Call) -> dict:
         raw = call.req.body
@@ -313,24 +347,18 @@ class ApiApp:
         return Response(body=OPENAPI.read_bytes(), content_type="application/json", charset=None)
 
     def login(self, call: Call) -> Response:
-        wait = self.limiter.retry_after(call.client)
-        if wait:
-            raise ApiError(429, f"too many failed logins from {call.client}; try again in {int(wait) + 1} s",
-                           {"Retry-After": str(int(wait) + 1)})
         password = self.body(call).get("password")
         if not isinstance(password, str) or not password:
             raise ApiError(400, "send {\"password\": \"...\"}")
-        if not self.auth.check_password(password):
-            self.limiter.failed(call.client)
-            log.warning("failed Guest Board login from %s", call.client)
+        if not self.password_ok(call, password):
+            log.warning("failed Guest Board login from %s", call.caller.describe())
             raise ApiError(401, "wrong password")
-        self.limiter.succeeded(call.client)
         if not self.auth.password_chosen():
             try:
                 self.auth.adopt_password()      # the household has it: no set-up offer (setup.py)
             except StorageError:
                 log.warning("could not record that the first password was taken over (storage)")
-        log.info("Guest Board login from %s", call.client)
+        log.info("Guest Board login from %s", call.caller.describe())
         return self.new_session(call)
 
     def new_session(self, call: Call) -> Response:
@@ -340,6 +368,25 @@ class ApiApp:
         resp.set_cookie(COOKIE, sid, max_age=self.auth.session_lifetime, path=f"{PREFIX}/", httponly=True,
                         samesite="strict", secure=self._is_https(call.req))
         return resp
+
+    def password_ok(self, call: Call, password: str) -> bool:
+        """The admin password check behind every door that takes it (login, a password
+        change): limited per caller (a device whatever address it uses, a /64 for other
+        IPv6 sources), each attempt charged before it is hashed, the hashing off the event
+        loop. 429 when the caller is over the limit, 503 when too many checks are queued."""
+        key = call.caller.key
+        wait = self.limiter.begin(key)
+        if wait:
+            who = "this device" if call.caller.is_device else call.client
+            raise ApiError(429, f"too many wrong passwords from {who}; try again in {int(wait) + 1} s",
+                           {"Retry-After": str(int(wait) + 1)})
+        try:
+            ok = self.auth.check_password(password)
+        except Busy as exc:
+            raise ApiError(503, str(exc), {"Retry-After": "5"}) from None
+        if ok:
+            self.limiter.succeeded(key)
+        return ok
 
     def logout(self, call: Call) -> Response:
         if call.principal.kind == "session":
@@ -433,6 +480,8 @@ class ApiApp:
             for key in ("mac", "owner", "period", "action"):
                 if data.get(key) is not None and not isinstance(data[key], str):
                     raise ApiError(400, f"{key} must be a string")
+            self.not_self_text(call, data.get("mac"))          # its own allowance, its own lift
+            self.not_own_owner(call, data.get("owner"))
             return json_response(self.command(name, **data))
         handler.__name__ = name
         return handler
@@ -484,9 +533,12 @@ class ApiApp:
     def webhook_add(self, call: Call) -> Response:
         self._need_notify()
         data = self.body(call)
-        if set(data) != {"url"}:
-            raise ApiError(400, "send {\"url\": \"https://...\"} and nothing else")
-        return json_response(self.command("webhook-add", url=data["url"]))
+        if "url" not in data or not set(data) <= {"url", "allow_local"}:
+            raise ApiError(400, "send {\"url\": \"https://...\"} and, to allow an address on your own network, "
+                                "\"allow_local\": true")
+        if not isinstance(data.get("allow_local", False), bool):
+            raise ApiError(400, "allow_local must be true or false")
+        return json_response(self.command("webhook-add", url=data["url"], allow_local=data.get("allow_local", False)))
 
     def webhook_remove(self, call: Call, hook_id: str) -> Response:
         self._need_notify()

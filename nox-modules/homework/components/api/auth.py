@@ -7,6 +7,11 @@ with scrypt (slow on purpose, it is guessable), session ids and tokens with SHA-
 Roles: `admin` may do everything; `read-only` may only read (GET). A Guest Board login
 is an admin session.
 
+Checking a password (scrypt: tens of milliseconds and 16 MiB) never runs on the
+controller's event loop: `check_password` hands it to a real thread (worker.offload), at
+most HASH_PARALLEL at once, so guessers hammering the login cannot stall DHCP, GET
+/status or the CLI; past HASH_WAITING queued checks a login is told to come back (Busy).
+
 A full disk must not lock the household out of its own router: a login whose session row
 cannot be written keeps the session in memory and queues the row (saved when space
 returns); logout works the same way.
@@ -17,10 +22,12 @@ import hashlib
 import hmac
 import logging
 import secrets
+import threading
 from dataclasses import dataclass
 
 from ...passwords import hash_password, verify_password
 from ...state import StorageError
+from ...worker import offload
 
 log = logging.getLogger("homework.api.auth")
 
@@ -30,9 +37,38 @@ MIN_PASSWORD = 8
 MAX_PASSWORD = 256
 LAST_USED_EVERY = 60.0   # seconds: refresh a session's last use at most this often (one write)
 MAX_UNSAVED_SESSIONS = 64   # sessions kept in memory while the disk is full (oldest go first)
+HASH_PARALLEL = 2           # password checks hashing at once (2 cores; 16 MiB each)
+HASH_WAITING = 16           # more checks than this queued: Busy (a login answers 503)
 _INSERT_SESSION = ("INSERT INTO api_sessions (id_hash, csrf, role, created, expires, last_used, client) "
                    "VALUES (?,?,?,?,?,?,?) ON CONFLICT(id_hash) DO NOTHING")
 
+
+
+class Busy(Exception):
+    """Too many password checks are queued; try again in a moment."""
+
+
+class HashGate:
+    """Runs password hashing in real threads, at most `parallel` at once, with at most
+    `waiting` callers queued (green threads under the controller: waiting costs nothing)."""
+
+    def __init__(self, parallel: int = HASH_PARALLEL, waiting: int = HASH_WAITING):
+        self._slots = threading.BoundedSemaphore(parallel)
+        self._lock = threading.Lock()
+        self._queued = 0
+        self.waiting = waiting
+
+    def run(self, fn, *args):
+        with self._lock:
+            if self._queued >= self.waiting:
+                raise Busy("the router is checking many passwords right now; try again in a few seconds")
+            self._queued += 1
+        try:
+            with self._slots:
+                return offload(fn, *args)
+        finally:
+            with self._lock:
+                self._queued -= 1
 
 
 @dataclass(frozen=True)
@@ -66,6 +102,7 @@ class Auth:
         # Sessions made or ended while the state could not be written (see the docstring).
         self._unsaved: dict[str, dict] = {}
         self._ended: set[str] = set()
+        self.hashing = HashGate()
 
     # -- the admin password ----------------------------------------------------------
     def has_password(self) -> bool:
@@ -75,7 +112,7 @@ class Auth:
         """Replace the admin password; every session ends (tokens stay). `chosen`: the
         household chose it (False only for the router's own first password, which keeps
         the first-hour set-up offer open: setup.py)."""
-        hashed = hash_password(check_new_password(password))
+        hashed = self.hashing.run(hash_password, check_new_password(password))
         with self.state.transaction() as st:
             st.db.execute("INSERT INTO api_admin (id, password_hash, changed, chosen) VALUES (1, ?, ?, ?) "
                           "ON CONFLICT(id) DO UPDATE SET password_hash=excluded.password_hash, "
@@ -111,10 +148,11 @@ class Auth:
         return password
 
     def check_password(self, password) -> bool:
+        """Off the event loop (HashGate); Busy when too many checks are queued."""
         rows = self.state.execute("SELECT password_hash FROM api_admin WHERE id=1")
         if not rows or not isinstance(password, str) or len(password) > MAX_PASSWORD:
             return False
-        return verify_password(password, rows[0]["password_hash"])
+        return self.hashing.run(verify_password, password, rows[0]["password_hash"])
 
     # -- sessions (the Guest Board) ----------------------------------------------------
     def create_session(self, client: str = "") -> tuple[str, str]:

@@ -20,6 +20,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from ... import routernames
 from .oui import default_table, is_private
 
 ASKING_GRACE = 10.0       # seconds a pending device stays "asking" after its last DHCP message
@@ -140,6 +141,10 @@ class Board:
         vendor = self.oui.vendor(mac)
         if name:
             text, source = name, "name"
+        elif hostname and routernames.reserved(routernames.label_of(hostname)):
+            # never shown as the router (or a satellite): it only calls itself so
+            text, source = f"{vendor + ' device' if vendor else 'A device'} calling itself “{hostname[:40]}”", \
+                "hostname-reserved"
         elif hostname:
             text, source = hostname, "hostname"
         elif vendor:

@@ -5,11 +5,12 @@
     GET  /ws.v1/satellites/pair/{dpid}   X-Pairing-Ticket: <ticket>  (public: the satellite polls)
                                          -> {dpid, state, code} (+ certificate, ca once permitted)
     GET  /ws.v1/satellites               (read)  -> [{dpid, state, code, index, uplink, router_port, ...}]
-    POST /ws.v1/satellites/{dpid}/permit|deny|forget   (admin)
+    POST /ws.v1/satellites/{dpid}/permit|deny|forget   (admin); permit takes {"code"}: the one the
+                                         household compared (409 if the request shows another)
 
 Asking is public, as a new satellite has no credentials; it decides nothing (the household
 permits it on the Guest Board) and it is rate-limited per address (10 requests in 10
-minutes, a limiter apart from the logins'), so no one floods the board with access points. The ticket travels in a header, not in the
+minutes, a limiter apart from the logins', counted per device or cable: homework/callers.py), so no one floods the board with access points. The ticket travels in a header, not in the
 URL, so no access log keeps it.
 
 The two pairing paths are the only ones a *pending* device may call (access "asking"):
@@ -21,6 +22,9 @@ per port (pairing.py). On the board a satellite is a label of its own kind
 """
 from __future__ import annotations
 
+import logging
+
+log = logging.getLogger("homework.api.satellites")
 AP_PREFIX = "ap-"
 ZONES = {"pending": "asking", "permitted": "permitted", "denied": "outside"}
 
@@ -54,18 +58,19 @@ def add_routes(app) -> None:
     limiter = LoginLimiter(app.ctx.now, limit=PAIR_REQUESTS, window=PAIR_WINDOW)
 
     def ask(call):
-        wait = limiter.retry_after(call.client)
+        wait = limiter.begin(call.caller.key)      # every request counts, per device or cable
         if wait:
             raise ApiError(429, f"too many pairing requests from {call.client}; try again in {int(wait) + 1} s",
                            {"Retry-After": str(int(wait) + 1)})
-        limiter.failed(call.client)      # every request counts towards the limit
         data = app.body(call)
         if (not {"dpid", "csr"} <= set(data) <= {"dpid", "csr", "uplink"}
                 or not all(isinstance(v, str) for v in data.values())):
             raise ApiError(400, 'send {"dpid": "<16 hex digits>", "csr": "<PEM certificate request>"'
                                 '[, "uplink": "<its uplink port\'s name>"]}')
+        log.info("pairing request for datapath %s from %s", str(data["dpid"])[:16], call.caller.describe())
         return json_response(app.command("satellite-request", dpid=data["dpid"], csr=data["csr"],
-                                         origin=origin(call), uplink=data.get("uplink", "")))
+                                         origin=origin(call), uplink=data.get("uplink", ""),
+                                         requester=call.caller.key))
 
     def origin(call) -> dict | None:
         """The LAN port and MAC of the device calling, from its lease and the switch's port
@@ -88,7 +93,13 @@ def add_routes(app) -> None:
 
     def decide(what):
         def handler(call, dpid):
-            return json_response(app.command(f"satellite-{what}", dpid=dpid))
+            if what != "permit":
+                return json_response(app.command(f"satellite-{what}", dpid=dpid))
+            # the code the household compared (the board sends the one it showed)
+            data = app.fields(call, {"code"})
+            if "code" in data and not isinstance(data["code"], str):
+                raise ApiError(400, "code must be the 6 characters shown with the request")
+            return json_response(app.command("satellite-permit", dpid=dpid, **data))
         return handler
 
     def sharing(sat: dict) -> int:

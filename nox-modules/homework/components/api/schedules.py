@@ -38,6 +38,7 @@ def add_routes(app) -> None:
         if data.get("mac"):
             data["mac"] = app.known_mac(data["mac"])
             app.not_self(call, data["mac"])
+        app.not_own_owner(call, data.get("owner"))
         return json_response(app.command("schedule-add", mac=data.get("mac"), owner=data.get("owner"),
                                          days=data.get("days"), start=data.get("from"), end=data.get("to"),
                                          action=data.get("action") or "pause"))

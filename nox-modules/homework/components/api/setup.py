@@ -71,7 +71,7 @@ def add_routes(app) -> None:
         return json_response(out)
 
     def refuse_locked_out(call) -> None:
-        wait = app.limiter.retry_after(call.client)
+        wait = app.limiter.retry_after(call.caller.key)
         if wait:
             raise ApiError(429, f"too many wrong passwords or codes from this device; try again in "
                                 f"{int(wait) + 1} seconds", {"Retry-After": str(int(wait) + 1)})
@@ -101,7 +101,7 @@ def add_routes(app) -> None:
             proof = data.get("proof")
             if not (isinstance(proof, str) and (firsthour.setup_code_matches(state_dir, proof)
                                                 or app.auth.check_password(proof))):
-                app.limiter.failed(call.client)
+                app.limiter.failed(call.caller.key)
                 log.warning("set-up from %s (%s, not on a wired port) refused: wrong console password "
                             "or set-up code", mac, call.client)
                 raise ApiError(401, "that is neither the password on the router's screen nor the set-up code "
@@ -117,7 +117,7 @@ def add_routes(app) -> None:
         finally:
             in_setup.discard(mac)
         firsthour.drop_setup_code(state_dir)
-        app.limiter.succeeded(call.client)
+        app.limiter.succeeded(call.caller.key)
         ticket = secrets.token_urlsafe(32)
         with lock:
             now = app.ctx.now()
@@ -145,9 +145,9 @@ def add_routes(app) -> None:
             if valid:
                 del tickets[key]
         if not valid:
-            app.limiter.failed(call.client)
+            app.limiter.failed(call.caller.key)
             raise ApiError(401, "this set-up link has been used or has expired: log in with the new password")
-        app.limiter.succeeded(call.client)
+        app.limiter.succeeded(call.caller.key)
         return app.new_session(call)
 
     app.ctx.bus.subscribe("device", close_on_decision)

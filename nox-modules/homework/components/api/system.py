@@ -31,12 +31,7 @@ def add_routes(app) -> None:
 
     def password(call):
         data = exactly(call, {"old", "new"}, '{"old": "current password", "new": "new password"}')
-        wait = app.limiter.retry_after(call.client)
-        if wait:
-            raise ApiError(429, f"too many wrong passwords from {call.client}; try again in {int(wait) + 1} s",
-                           {"Retry-After": str(int(wait) + 1)})
-        if not isinstance(data["old"], str) or not app.auth.check_password(data["old"]):
-            app.limiter.failed(call.client)
+        if not isinstance(data["old"], str) or not app.password_ok(call, data["old"]):
             raise ApiError(400, "the current password is wrong: nothing changed")
         try:
             new = check_new_password(data["new"])
@@ -44,7 +39,6 @@ def add_routes(app) -> None:
             raise ApiError(400, f"new {exc}") from None
         if new == data["old"]:
             raise ApiError(400, "the new password is the current one")
-        app.limiter.succeeded(call.client)
         return json_response(app.command("set-password", password=new))
 
     def factory_reset(call):

@@ -7,7 +7,8 @@ defaults, which is what lets an older backup restore onto a newer schema.
 """
 from __future__ import annotations
 
-from .contents import CLEARED, SECRETS, SETTINGS, existing_columns
+from . import contents
+from .contents import existing_columns
 
 
 def apply(state, settings: dict, secrets: dict) -> dict:
@@ -15,7 +16,7 @@ def apply(state, settings: dict, secrets: dict) -> dict:
     written: dict[str, int] = {}
     with state.transaction() as store:
         execute = store.db.execute
-        for tables, spec in ((settings, SETTINGS), (secrets, SECRETS)):
+        for tables, spec in ((settings, contents.SETTINGS), (secrets, contents.SECRETS)):
             for table in spec:
                 present = existing_columns(execute, table)
                 if not present:
@@ -27,7 +28,7 @@ def apply(state, settings: dict, secrets: dict) -> dict:
                     execute(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})",
                             tuple(row[c] for c in columns))
                 written[table] = len(tables.get(table, []))
-        for table in CLEARED:
+        for table in contents.CLEARED:
             if existing_columns(execute, table):
                 execute(f"DELETE FROM {table}")
     return written

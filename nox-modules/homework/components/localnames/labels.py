@@ -12,28 +12,20 @@ in that order, never taking a label that is some other device's own.
 """
 from __future__ import annotations
 
-import re
-import unicodedata
 from dataclasses import dataclass
 
-MAX_LABEL = 63
-# A device must not become the household's proxy auto-configuration (WPAD) or tunnel
-# (ISATAP) server, or "localhost", just by picking that host name.
-RESERVED = frozenset({"localhost", "wpad", "isatap"})
-_NOT_LABEL = re.compile(r"[^a-z0-9]+")
-_DROPPED = re.compile(r"['’`]")     # "Tom's" -> "toms", not "tom-s"
+from ...routernames import MAX_LABEL, label_of, reserved
 
 GIVEN, HOSTNAME = 0, 1    # where a device's label comes from; the lower wins a conflict
 
 
 def dns_label(text: str) -> str | None:
-    """The DNS label a free-text name gives, or None if it has no usable characters."""
-    if not isinstance(text, str):
-        return None
-    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
-    label = _NOT_LABEL.sub("-", _DROPPED.sub("", ascii_text.lower())).strip("-")
-    label = label[:MAX_LABEL].rstrip("-")
-    if not label or label in RESERVED:
+    """The DNS label a free-text name gives, or None if it has no usable characters or is
+    a name of the router's own (routernames.py: a device must not become the router, the
+    household's proxy auto-configuration (WPAD) or tunnel (ISATAP) server, localhost or a
+    satellite just by picking that host name)."""
+    label = label_of(text)
+    if not label or reserved(label):
         return None
     return label
 

@@ -4,6 +4,7 @@ the text exposition format 0.0.4: escaping, HELP/TYPE lines, `_total` suffixes).
 Families:
 - homework_<part>_<what>_total: every counter of the controller's registry (counters.py),
   e.g. homework_dhcp_offers_total; so DHCP and DNS totals are the dhcp_* and dns_* ones;
+  the help text is what the component's manifest says the counter counts;
 - homework_device_receive_bytes_total / homework_device_transmit_bytes_total /
   homework_device_flow_packets_total {mac, name}: per device, since the controller started;
 - homework_devices {state}: devices known per state; homework_dhcp_active_leases;
@@ -22,6 +23,7 @@ from typing import Callable, Iterable
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from ... import manifest
 from .traffic import DeviceTraffic
 
 NAME_BAD = re.compile(r"[^a-zA-Z0-9_]")
@@ -57,7 +59,8 @@ class HomeworkCollector(Collector):
                 if name in seen:     # two registry names that sanitize alike: keep the first
                     continue
                 seen.add(name)
-                yield CounterMetricFamily(name, f"controller counter {part}.{what}", value=value)
+                help_text = manifest.counter_help(f"{part}.{what}") or "a controller counter"
+                yield CounterMetricFamily(name, f"{help_text} ({part}.{what})", value=value)
 
         labels = ["mac", "name"]
         rx = CounterMetricFamily("homework_device_receive_bytes",

@@ -5,14 +5,17 @@ webhook-deliveries, notify-test, notify-status. A burst of the same alert for th
 device within `DEDUP_SECONDS` makes one notification (a flood must not flood the household's phones)."""
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from ...commands import CommandError
 from ...component import Component
+from ...netguard import Guard, LocalAddress, household_networks_of
 from ...events import Event
 from ...events import Notification
 from .deliver import Deliverer
 from .events import WAN_TITLES, from_event
 from .store import NotificationStore
-from .webhooks import BadWebhook, WebhookStore
+from .webhooks import BadWebhook, WebhookStore, check_allow_local, check_url
 
 DEDUP_SECONDS = 60.0
 MAX_LIST = 500
@@ -26,8 +29,10 @@ class Notify(Component):
         cfg = ctx.config
         self.store = NotificationStore(ctx.state, cfg.notify_keep)
         self.hooks = WebhookStore(ctx.state, cfg.notify_delivery_log_keep)
-        self.deliverer = Deliverer(self.hooks.log, ctx.count, ctx.now, cfg.notify_webhook_attempts,
-                                   cfg.notify_webhook_backoff)
+        self.guard = Guard(household_networks_of(ctx), ctx.host.interfaces)
+        self.deliverer = Deliverer(self.hooks, self.hooks.log, ctx.count, ctx.now, cfg.notify_webhook_attempts,
+                                   cfg.notify_webhook_backoff, cfg.notify_webhook_deadline, self.guard,
+                                   self.hooks.target)
         self._recent: dict[tuple[str, str], float] = {}
 
     def start(self) -> None:
@@ -42,6 +47,7 @@ class Notify(Component):
         cmd("webhook-deliveries", lambda limit=100: self.hooks.deliveries(_limit(limit)))
         cmd("notify-test", self.send_test)
         cmd("notify-status", self.status)
+        self.deliverer.resume()
 
     def stop(self) -> None:
         self.deliverer.stop()
@@ -83,16 +89,24 @@ class Notify(Component):
                 raise CommandError(f"at most {MAX_LIST} ids at once")
         return {"marked": self.store.mark_read(ids), "unread": self.store.unread()}
 
-    def webhook_add(self, url) -> dict:
+    def webhook_add(self, url, allow_local=False) -> dict:
+        """`allow_local`: the household allows this webhook local addresses (its own
+        network, the router's services); otherwise a URL that points there is refused."""
+        if isinstance(allow_local, str):       # the CLI's word
+            allow_local = allow_local.lower() in ("1", "true", "yes", "on")
         try:
-            hook = self.hooks.create(url, self.ctx.now())
-        except BadWebhook as exc:
+            parts = urlsplit(check_url(url))
+            self.guard.check_url_host(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80),
+                                      check_allow_local(allow_local))
+            hook = self.hooks.create(url, self.ctx.now(), allow_local)
+        except (BadWebhook, LocalAddress) as exc:
             raise CommandError(str(exc)) from None
         return {**hook, "note": "keep the secret now: it is not shown again"}
 
     def webhook_remove(self, id) -> dict:  # noqa: A002 - the API's field name
         if not self.hooks.remove(str(id)):
             raise CommandError(f"no webhook {id!r}", status=404)
+        self.deliverer.forget_hook(str(id))
         return {"removed": str(id)}
 
     def status(self) -> dict:

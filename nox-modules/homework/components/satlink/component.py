@@ -133,7 +133,15 @@ class SatelliteAgents(Component):
         return sat, "", None
 
     def serve(self, session: Session) -> None:
-        sat, why, standing = self.admit(session.peer_certificate())
+        # Admitted and registered under the lock that a pairing decision takes to find the
+        # session it ends (_on_pairing): a decision made while this agent was being admitted
+        # either finds its session or is seen by admit(). Before, a satellite denied between
+        # the two kept a session nobody ended, and went on being sent the Wi-Fi settings.
+        with self._lock:
+            sat, why, standing = self.admit(session.peer_certificate())
+            old = self.sessions.get(sat.dpid) if sat is not None else None
+            if sat is not None:
+                self.sessions[sat.dpid] = session
         if sat is None:
             # Counted and logged before the box is told: whoever watches the box (a test,
             # the household) then finds the router's record of it as soon as the box knows.
@@ -143,9 +151,6 @@ class SatelliteAgents(Component):
                 # told, so that it can ask to pair again instead of knocking for ever.
                 session.last_word(unpaired_message(standing))
             return
-        with self._lock:
-            old = self.sessions.get(sat.dpid)
-            self.sessions[sat.dpid] = session
         if old is not None:
             old.close()         # the agent restarted: its new session wins
         self.ctx.count("satlink.sessions")

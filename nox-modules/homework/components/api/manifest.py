@@ -1,0 +1,40 @@
+"""The API's manifest (homework/manifest.py): the admin password, sessions and tokens,
+the route modules of its own (sessions, decisions, devices, usage and notifications
+until they move to their components' route groups), what it streams to the board."""
+from __future__ import annotations
+
+from ... import events, rowcheck
+from ...manifest import Manifest, NotBackedUp, Secrets
+
+
+def admin_row(r: dict) -> None:
+    rowcheck.number(r.get("id", 1), "id", 1, 1, whole=True)
+    rowcheck.text(r["password_hash"], "password_hash", empty=False)
+    rowcheck.number(r.get("changed", 0), "changed")
+
+
+def token_row(r: dict) -> None:
+    rowcheck.text(r["id"], "id", empty=False)
+    rowcheck.text(r["name"], "name")
+    rowcheck.choice(r["role"], "role", ("admin", "read-only"))
+    rowcheck.text(r["token_hash"], "token_hash", empty=False)
+    for key in ("created", "last_used", "revoked"):
+        rowcheck.number(r.get(key, 0), key)
+
+
+MANIFEST = Manifest(
+    component="api",
+    tables=(
+        Secrets("api_admin", (1, 13), ("id", "password_hash", "changed"), admin_row,
+                left_out={"chosen": "a restored password hash counts as the household's own (the column's default)"}),
+        Secrets("api_tokens", (1,), ("id", "name", "role", "token_hash", "created", "last_used", "revoked"),
+                token_row),
+        NotBackedUp("api_sessions", (1,), "sessions were signed in under the old password: a restore ends them",
+                    cleared_by_restore=True),
+    ),
+    routes=("app", "parity", "setup"),
+    publishes=(events.Alert,),
+    hears=(events.Device, events.Lease, events.Link, events.Bandwidth, events.Alert, events.Schedule,
+           events.QosDevice, events.Nearby, events.Satellite),
+    alerts=(events.AlertKind.STORAGE_FULL, events.AlertKind.STORAGE_ERROR),
+)

@@ -1,0 +1,7 @@
+"""The backup component's manifest (homework/manifest.py): no table of its own; it reads
+every other manifest's tables (contents.py)."""
+from __future__ import annotations
+
+from ...manifest import Manifest
+
+MANIFEST = Manifest(component="backup", routes=("backup",))

@@ -1,0 +1,50 @@
+"""DNS's manifest (homework/manifest.py): the rules and modes the household sets (backed
+up), the addresses it learns for the reverse check (not), its query events and counters."""
+from __future__ import annotations
+
+from ... import events, rowcheck
+from ...manifest import Manifest, NotBackedUp, Settings
+from ..schedules.windows import WindowError, parse_spec
+from .names import normalize_domain
+
+
+def rule_row(r: dict) -> None:
+    if r["owner"] != "*":
+        rowcheck.mac(r["owner"])
+    if normalize_domain(r["domain"]) != r["domain"]:
+        raise ValueError(f"domain {r['domain']!r} is not in normal form")
+    rowcheck.choice(r["action"], "action", ("allow", "deny"))
+    schedule = r.get("schedule", "")
+    rowcheck.text(schedule, "schedule")
+    if schedule:
+        try:
+            parse_spec(schedule)
+        except WindowError as exc:
+            raise ValueError(f"schedule: {exc}") from None
+    rowcheck.number(r.get("created", 0), "created")
+
+
+def mode_row(r: dict) -> None:
+    rowcheck.mac(r["mac"])
+    rowcheck.choice(r["mode"], "mode", ("denylist", "allowlist"))
+
+
+MANIFEST = Manifest(
+    component="dns",
+    tables=(
+        Settings("dns_rules", (1,), ("owner", "domain", "action", "schedule", "created"), rule_row,
+                 left_out={"id": "row ids are given anew; rules are keyed by owner and domain"}),
+        Settings("dns_modes", (1,), ("mac", "mode"), mode_row),
+        NotBackedUp("dns_learned", (1,), "the reverse check learns addresses again from answers"),
+    ),
+    routes=("querylog",),
+    publishes=(events.DnsQuery, events.DnsAnswer),
+    hears=(events.Device, events.Lease, events.Ipv6Plan, events.ScheduleStrict),
+    counters={
+        "dns.queries": "queries homework-dnsd answered",
+        "dns.answers": "upstream answers homework-dnsd reported (for the reverse check)",
+        "dns.learned": "addresses learned for names a device may not use (reverse check)",
+        "dns.nft_batches": "updates of the captive set in nftables",
+        "dns.nft_failures": "captive set updates that failed (retried)",
+    },
+)

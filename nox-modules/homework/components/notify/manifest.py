@@ -1,0 +1,37 @@
+"""Notify's manifest (homework/manifest.py): the notifications and delivery logs (not
+backed up), the webhooks with their signing secrets (backed up, encrypted), what it
+hears and publishes, its counters."""
+from __future__ import annotations
+
+from ... import events, rowcheck
+from ...manifest import Manifest, NotBackedUp, Secrets
+
+
+def webhook_row(r: dict) -> None:
+    rowcheck.text(r["id"], "id", empty=False)
+    rowcheck.url(r["url"], "url")
+    rowcheck.text(r["secret"], "secret")
+    rowcheck.number(r.get("created", 0), "created")
+    rowcheck.number(r.get("allow_local", 0), "allow_local", 0, 1, whole=True)
+
+
+MANIFEST = Manifest(
+    component="notify",
+    tables=(
+        NotBackedUp("notifications", (5,), "a log of what happened on this router"),
+        Secrets("webhooks", (5, 15), ("id", "url", "secret", "created", "allow_local"), webhook_row),
+        NotBackedUp("webhook_deliveries", (5,), "a log of deliveries"),
+        NotBackedUp("webhook_queue", (15,),
+                    "deliveries waiting for a retry: a restore replaces the webhooks they were for"),
+    ),
+    publishes=(events.Notification,),
+    hears=(events.Device, events.Alert),
+    counters={
+        "notify.notifications": "notifications kept",
+        "notify.deduplicated": "notifications left out as a repeat of a recent one",
+        "notify.webhook_ok": "webhook deliveries answered with success",
+        "notify.webhook_failed": "webhook delivery attempts that failed",
+        "notify.webhook_given_up": "webhook deliveries given up after their last attempt",
+        "notify.webhook_dropped": "webhook deliveries dropped because the queue was full",
+    },
+)

@@ -1,0 +1,54 @@
+"""QoS's manifest (homework/manifest.py): priorities per device and per application
+(backed up; the link rates are in the core's settings table under "qos." keys), the
+rate events it publishes every second, its alert and counters."""
+from __future__ import annotations
+
+from ... import events, rowcheck
+from ...manifest import Manifest, Settings
+from ..schedules.windows import WindowError
+from . import rules
+
+
+def _rule(r: dict, classes: tuple[str, ...]) -> None:
+    """A priority row, checked by the qos component's own parsers."""
+    try:
+        rowcheck.choice(r["class"], "class", classes)
+        window = r.get("window", "")
+        rowcheck.text(window, "window")
+        rules.window_from_text(window)
+        if "ports" in r:
+            rowcheck.text(r["ports"], "ports")
+            rules.parse_ports(r["ports"])
+            rowcheck.text(r.get("domains", ""), "domains")
+            rules.parse_domains(r.get("domains", ""))
+            rules.parse_name(r["name"])
+    except (rules.CommandError, WindowError) as exc:
+        raise ValueError(str(exc)) from None
+
+
+def device_row(r: dict) -> None:
+    rowcheck.mac(r["mac"])
+    _rule(r, ("high", "medium"))
+
+
+def app_row(r: dict) -> None:
+    rowcheck.number(r["id"], "id", 1, whole=True)
+    _rule(r, ("high", "medium", "default"))
+
+
+MANIFEST = Manifest(
+    component="qos",
+    tables=(
+        Settings("qos_devices", (10,), ("mac", "class", "window"), device_row),
+        Settings("qos_apps", (10,), ("id", "name", "class", "ports", "domains", "window"), app_row),  # id: the ct mark
+    ),
+    routes=("qos",),
+    publishes=(events.QosRate, events.QosAppRate, events.QosDevice, events.QosApp, events.Alert),
+    hears=(events.Lease, events.Ipv6Plan, events.DnsAnswer),
+    alerts=(events.AlertKind.QOS_HIGH_DROPS,),
+    counters={
+        "qos.applied": "shaping plans applied (tc and nftables)",
+        "qos.apply_failed": "shaping plans that failed to apply (retried)",
+        "qos.high_drop_alerts": "alerts that the high-priority class dropped packets",
+    },
+)
