@@ -6,6 +6,7 @@ declaration cannot outlive the code it describes."""
 from __future__ import annotations
 
 import ast
+import re
 import sqlite3
 from pathlib import Path
 
@@ -118,7 +119,7 @@ def route_modules() -> set[str]:
     """The modules of components/api that register routes."""
     found = set()
     for path in (COMPONENTS / "api").glob("*.py"):
-        if "_add(" in path.read_text():
+        if re.search(r'add\("(GET|POST|PUT|DELETE|PATCH)"', path.read_text()):
             found.add(path.stem)
     return found
 
