@@ -246,3 +246,15 @@ def test_signatures_pass_says_whether_the_wan_resolvers_hand_on_dnssec(monkeypat
     assert probe.signatures_pass(("stripped",), ".") is False
     assert probe.signatures_pass(("refused",), ".") is False, "refusing DNSSEC questions is as good as stripping"
     assert probe.signatures_pass(("silent",), ".", timeout=0.3) is None, "a line that is down proves nothing"
+
+
+def test_a_restored_backup_row_goes_through_the_same_validators():
+    from homework.components.backup import contents
+    check = contents.CHECKS["dns_options"]
+    check({"key": "upstream", "value": '{"provider": "quad9", "servers": [], "fallback": "none"}'})
+    check({"key": "some_future_option", "value": "x"})
+    for key, value, why in (("upstream", '{"provider": "opendns"}', "provider must be"),
+                            ("dnssec", "maybe", "on or off"), ("dnssec_insecure", '["not a name"]', "not a domain"),
+                            ("safe_search", "yes", "on or off")):
+        with pytest.raises(ValueError, match=why):
+            check({"key": key, "value": value})

@@ -1,6 +1,6 @@
 """Blocklists' manifest (homework/manifest.py): the subscriptions (backed up without
-their fetch statistics: the names are fetched again) and the DNS options it sets
-(safe-search)."""
+their fetch statistics: the names are fetched again). The safe-search switch it sets is
+one of the DNS options (the dns manifest's dns_options)."""
 from __future__ import annotations
 
 from ... import events, rowcheck
@@ -24,7 +24,6 @@ MANIFEST = Manifest(
                  left_out={"id": "row ids are given anew; the names are fetched again",
                            **{c: FETCH_STATISTICS for c in ("fetched", "checked", "rules", "exceptions",
                                                             "skipped", "error")}}),
-        Settings("dns_options", (7,), ("key", "value"), rowcheck.option),     # safe_search
     ),
     routes=("blocklists",),
     hears=(events.Device,),

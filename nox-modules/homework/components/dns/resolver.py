@@ -35,6 +35,7 @@ import logging
 from dataclasses import dataclass
 from typing import Callable
 
+from ... import rowcheck
 from ...worker import os_lock
 from . import unbound
 from .names import normalize_domain
@@ -87,8 +88,22 @@ def _check_upstream(text):
         raise SettingError(str(exc)) from None
 
 
+def _on_off(value) -> None:
+    if value not in ("on", "off"):
+        raise SettingError(f"expected on or off, not {value!r}")
+
+
+# dns_options' keys and their validators (safe_search: the blocklists component's switch)
 OPTION_CHECKS: dict[str, Callable] = {KEY_DNSSEC: parse_dnssec, KEY_INSECURE: parse_insecure,
-                                      KEY_UPSTREAM: _check_upstream}
+                                      KEY_UPSTREAM: _check_upstream, "safe_search": _on_off}
+
+
+def option_row(r: dict) -> None:
+    """A dns_options row of a backup being restored: the same validator as the API's."""
+    rowcheck.option(r)
+    check = OPTION_CHECKS.get(r["key"])
+    if check is not None:
+        check(r["value"])
 
 
 @dataclass(frozen=True)
