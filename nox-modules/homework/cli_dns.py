@@ -26,6 +26,8 @@ def add_parsers(sub) -> None:
 def print_dnssec(view: dict) -> None:
     print(f"DNSSEC validation: {'on' if view['enabled'] else 'off'}"
           + ("" if view.get("running") else " (the resolver is not running: settings apply when it starts)"))
+    if view.get("message"):
+        print(view["message"])
     if view["insecure"]:
         print("not validated (negative trust anchors): " + ", ".join(view["insecure"]))
     if view.get("error"):
