@@ -4,8 +4,9 @@
 //!
 //!   reset                                       forget every device and rule
 //!   blocked nxdomain|drop                       how blocked names are answered
-//!   device IP MAC STATE denylist|allowlist ROUTER   IP: an IPv4 address, or any address of
-//!                                               the device's IPv6 /64 (ROUTER: its IPv4 .1)
+//!   device IP MAC STATE denylist|allowlist ROUTER [ROUTER6]   IP: an IPv4 address, or any
+//!                                               address of the device's IPv6 /64 (ROUTER: its
+//!                                               IPv4 .1; ROUTER6: the ::1 of its /64)
 //!   nodevice IP
 //!   rule OWNER DOMAIN allow|deny                OWNER is a MAC or * (household)
 //!   unrule OWNER DOMAIN
@@ -127,7 +128,7 @@ fn parse_line(line: &str, loaded: &Mutex<Loaded>) -> Result<Change, String> {
         ["reset"] => Ok(Change::Reset),
         ["blocked", "nxdomain"] => Ok(Change::Blocked(false)),
         ["blocked", "drop"] => Ok(Change::Blocked(true)),
-        ["device", ip, mac, state, mode, router] => {
+        ["device", ip, mac, state, mode, router, router6 @ ..] if router6.len() <= 1 => {
             let ip: IpAddr = ip.parse().map_err(|_| bad())?;
             let state = match *state {
                 "pending" => State::Pending,
@@ -142,7 +143,11 @@ fn parse_line(line: &str, loaded: &Mutex<Loaded>) -> Result<Change, String> {
                 _ => return Err(bad()),
             };
             let router = router.parse().map_err(|_| bad())?;
-            Ok(Change::Device(ip, Device { mac: Arc::from(*mac), state, allowlist, router }))
+            let router6 = match router6.first() {
+                Some(r) => Some(r.parse().map_err(|_| bad())?),
+                None => None,
+            };
+            Ok(Change::Device(ip, Device { mac: Arc::from(*mac), state, allowlist, router, router6 }))
         }
         ["nodevice", ip] => Ok(Change::NoDevice(ip.parse().map_err(|_| bad())?)),
         ["rule", owner, domain, action] => {

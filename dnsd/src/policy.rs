@@ -43,6 +43,9 @@ pub struct Device {
     pub allowlist: bool,
     /// The device's gateway (.1 of its /30): where pending devices' names point.
     pub router: Ipv4Addr,
+    /// Its IPv6 gateway (the ::1 of its /64), when it has one: the router's name and
+    /// encrypted DNS over IPv6 (ddr.rs).
+    pub router6: Option<Ipv6Addr>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -205,7 +208,7 @@ mod tests {
     use super::*;
 
     fn dev(mac: &str, allowlist: bool) -> Device {
-        Device { mac: Arc::from(mac), state: State::Permitted, allowlist, router: Ipv4Addr::new(10, 2, 0, 1) }
+        Device { mac: Arc::from(mac), state: State::Permitted, allowlist, router: Ipv4Addr::new(10, 2, 0, 1), router6: None }
     }
 
     #[test]

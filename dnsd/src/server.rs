@@ -2,8 +2,8 @@
 //! itself, answers from the cache, and sends the rest upstream (forward.rs: the upstream
 //! resolvers directly, dnsmasq for the household's own names) under a random id; a second
 //! thread relays the answers back (so the two halves run on both cores); a timer thread
-//! moves silent queries on to the next upstream, then dnsmasq, then SERVFAIL. TCP: a thread
-//! per client connection (bounded), forwarding to dnsmasq over its own connection.
+//! moves silent queries on to the next upstream, then dnsmasq, then SERVFAIL. TCP, DNS over
+//! TLS and DNS over HTTPS: stream.rs and doh.rs, through the same `handle` and `finish`.
 //!
 //! Allowed queries answered a moment ago are answered from a small cache (cache.rs) after
 //! the policy check, without any upstream round trip.
@@ -12,25 +12,21 @@
 //! yield `a` lines (deduplicated) so the controller can learn name -> address mappings.
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::cache::{Cache, Key};
-use crate::forward::{InFlight, Reject, Route, Table, Upstreams};
+use crate::forward::{InFlight, Reject, Table, Upstreams};
 use crate::policy::{Device, Policy, Verdict};
 use crate::wire;
 
-const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(5);
 const TIMER_TICK: Duration = Duration::from_millis(10);
 const RELOAD_EVERY: Duration = Duration::from_secs(1);
-const TCP_IDLE: Duration = Duration::from_secs(10);
-const MAX_TCP_CLIENTS: usize = 128;
 const RELEARN_AFTER: Duration = Duration::from_secs(60);
 const LEARNED_CAP: usize = 100_000;
 
@@ -56,17 +52,20 @@ pub struct Stats {
     pub panics: AtomicU64,
     pub safe_search: AtomicU64,
     pub bogus: AtomicU64,
+    pub dot_queries: AtomicU64,
+    pub doh_queries: AtomicU64,
 }
 
 impl Stats {
     pub fn line(&self) -> String {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         format!(
-            "queries={} forwarded={} direct={} via_dnsmasq={} retries={} servfail={} mismatched={} late={} cache_hits={} answered={} blocked={} pending={} refused={} malformed={} timeouts={} tcp_queries={} events_dropped={} panics={} safe_search={} bogus={}",
+            "queries={} forwarded={} direct={} via_dnsmasq={} retries={} servfail={} mismatched={} late={} cache_hits={} answered={} blocked={} pending={} refused={} malformed={} timeouts={} tcp_queries={} events_dropped={} panics={} safe_search={} bogus={} dot_queries={} doh_queries={}",
             g(&self.queries), g(&self.forwarded), g(&self.direct), g(&self.via_dnsmasq), g(&self.retries),
             g(&self.servfail), g(&self.mismatched), g(&self.late), g(&self.cache_hits), g(&self.answered), g(&self.blocked), g(&self.pending),
             g(&self.refused), g(&self.malformed), g(&self.timeouts), g(&self.tcp_queries),
-            g(&self.events_dropped), g(&self.panics), g(&self.safe_search), g(&self.bogus)
+            g(&self.events_dropped), g(&self.panics), g(&self.safe_search), g(&self.bogus), g(&self.dot_queries),
+            g(&self.doh_queries)
         )
     }
 }
@@ -79,12 +78,14 @@ pub struct Shared {
     cache: Mutex<Cache>,
     /// With a validating resolver: where its SERVFAILs go to be told apart (bogus.rs).
     pub bogus: OnceLock<crate::bogus::Prober>,
+    /// The router's encrypted DNS, announced to devices that ask (ddr.rs).
+    pub endpoints: OnceLock<crate::ddr::Endpoints>,
 }
 
 impl Shared {
     pub fn new(events: SyncSender<String>) -> Arc<Shared> {
         Arc::new(Shared { policy: RwLock::new(Policy::default()), events, stats: Stats::default(), learned: Mutex::new(HashMap::new()),
-                    cache: Mutex::new(Cache::new(crate::cache::CAPACITY)), bogus: OnceLock::new() })
+                    cache: Mutex::new(Cache::new(crate::cache::CAPACITY)), bogus: OnceLock::new(), endpoints: OnceLock::new() })
     }
 
     pub fn flush_cache(&self) {
@@ -171,6 +172,16 @@ pub fn handle(shared: &Shared, src: IpAddr, buf: &[u8], tcp: bool) -> Outcome {
             return Outcome::Reply(wire::reply(buf, &q, wire::RCODE_REFUSED));
         }
     };
+    if let (Some(endpoints), false) = (shared.endpoints.get(), dev.state == crate::policy::State::Blacklisted) {
+        // Discovery of the router's encrypted DNS, and the router's own name: every device
+        // may know them (a pending one then gets its waiting-page answers over TLS too).
+        let gateways = crate::ddr::Gateways { v4: dev.router, v6: dev.router6 };
+        if let Some(answer) = endpoints.answer(buf, &q, &gateways) {
+            shared.stats.answered.fetch_add(1, Ordering::Relaxed);
+            shared.query_event(&dev.mac, q.qtype, "allowed", 0, &q.name);
+            return Outcome::Reply(answer);
+        }
+    }
     let verdict = policy.decide(dev, &q.name);
     let outcome = match verdict {
         Verdict::Allowed => {
@@ -251,7 +262,7 @@ fn cname_check(shared: &Shared, fwd: &Forward, cnames: &[String], answer_buf: &[
 
 /// The answer to an allowed query from the cache, if it has a fresh one; an empty
 /// reply means "send nothing". `t0`: when the query arrived (for the latency logged).
-fn from_cache(shared: &Shared, fwd: &Forward, query: &[u8], t0: Instant) -> Option<Vec<u8>> {
+pub fn from_cache(shared: &Shared, fwd: &Forward, query: &[u8], t0: Instant) -> Option<Vec<u8>> {
     let key = fwd.key.as_ref()?;
     let hit = shared.cache.lock().unwrap_or_else(|e| e.into_inner()).get(key, query, fwd.question_end, Instant::now())?;
     shared.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
@@ -304,7 +315,7 @@ pub fn give_cd(answer: &mut [u8], cd: bool) {
     }
 }
 
-fn guard<F: FnOnce()>(shared: &Shared, f: F) {
+pub fn guard<F: FnOnce()>(shared: &Shared, f: F) {
     if catch_unwind(AssertUnwindSafe(f)).is_err() {
         shared.stats.panics.fetch_add(1, Ordering::Relaxed);
     }
@@ -338,7 +349,7 @@ fn give_up(shared: &Shared, sock: &UdpSocket, mut q: InFlight<Forward>, timed_ou
 }
 
 /// Sends upstream, by destination (a query that is retried counts once per try).
-fn count_step(shared: &Shared, fallback: bool) {
+pub fn count_step(shared: &Shared, fallback: bool) {
     let counter = if fallback { &shared.stats.via_dnsmasq } else { &shared.stats.direct };
     counter.fetch_add(1, Ordering::Relaxed);
 }
@@ -499,128 +510,6 @@ pub fn sweep(shared: &Shared, flight: &Mutex<Flight>, sock: &UdpSocket, up: &Udp
     for q in failed {
         give_up(shared, sock, q, true);
     }
-}
-
-// ---------------------------------------------------------------------------- TCP
-
-pub fn serve_tcp(shared: Arc<Shared>, listen: SocketAddr, route: Route) -> std::io::Result<thread::JoinHandle<()>> {
-    let listener = TcpListener::bind(listen)?;
-    let active = Arc::new(AtomicUsize::new(0));
-    thread::Builder::new().name("tcp-accept".into()).spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(conn) = conn else { continue };
-            if active.fetch_add(1, Ordering::SeqCst) >= MAX_TCP_CLIENTS {
-                active.fetch_sub(1, Ordering::SeqCst);
-                continue; // dropping `conn` closes it
-            }
-            let (shared, active, route) = (shared.clone(), active.clone(), route.clone());
-            let spawned = thread::Builder::new().name("tcp-client".into()).spawn(move || {
-                guard(&shared, || tcp_client(&shared, conn, &route));
-                active.fetch_sub(1, Ordering::SeqCst);
-            });
-            if spawned.is_err() {
-                // could not start a thread: the closure (and the connection) is gone
-            }
-        }
-    })
-}
-
-fn read_frame(stream: &mut TcpStream) -> Option<Vec<u8>> {
-    let mut len = [0u8; 2];
-    stream.read_exact(&mut len).ok()?;
-    let len = u16::from_be_bytes(len) as usize;
-    if len == 0 {
-        return None;
-    }
-    let mut msg = vec![0u8; len];
-    stream.read_exact(&mut msg).ok()?;
-    Some(msg)
-}
-
-fn write_frame(stream: &mut TcpStream, msg: &[u8]) -> bool {
-    let mut out = Vec::with_capacity(msg.len() + 2);
-    out.extend_from_slice(&(msg.len() as u16).to_be_bytes());
-    out.extend_from_slice(msg);
-    stream.write_all(&out).is_ok()
-}
-
-/// Upstream TCP connections of one client connection, one per upstream it has used.
-#[derive(Default)]
-struct TcpUpstreams(Vec<(SocketAddr, TcpStream)>);
-
-fn tcp_client(shared: &Shared, mut conn: TcpStream, route: &Route) {
-    let Ok(peer) = conn.peer_addr() else { return };
-    let _ = conn.set_read_timeout(Some(TCP_IDLE));
-    let _ = conn.set_write_timeout(Some(TCP_IDLE));
-    let mut ups = TcpUpstreams::default();
-    while let Some(mut msg) = read_frame(&mut conn) {
-        shared.stats.tcp_queries.fetch_add(1, Ordering::Relaxed);
-        let t0 = Instant::now();
-        let cd = take_cd(&mut msg, route.validator.is_some());
-        match handle(shared, peer.ip(), &msg, true) {
-            Outcome::Reply(r) => {
-                if !write_frame(&mut conn, &r) {
-                    return;
-                }
-            }
-            Outcome::Drop => {}
-            Outcome::Forward(mut fwd) => {
-                fwd.cd = cd;
-                if let Some(mut reply) = from_cache(shared, &fwd, &msg, t0) {
-                    give_cd(&mut reply, cd);
-                    if !reply.is_empty() && !write_frame(&mut conn, &reply) {
-                        return;
-                    }
-                    continue;
-                }
-                shared.stats.forwarded.fetch_add(1, Ordering::Relaxed);
-                let target = route.tcp_target(&fwd.name);
-                count_step(shared, target == route.fallback);
-                let answer = tcp_upstream(&mut ups, target, fwd.upstream_query(&msg));
-                let mut reply = match answer {
-                    Some(ans) => match finish(shared, &fwd, &ans, t0.elapsed().as_micros() as u64) {
-                        None => ans,
-                        Some(r) => r,
-                    },
-                    None => {
-                        shared.stats.timeouts.fetch_add(1, Ordering::Relaxed);
-                        shared.query_event(&fwd.mac, fwd.qtype, "timeout", t0.elapsed().as_micros() as u64, &fwd.name);
-                        match wire::parse_query(&msg) {
-                            Ok(q) => wire::reply(&msg, &q, wire::RCODE_SERVFAIL),
-                            Err(_) => Vec::new(),
-                        }
-                    }
-                };
-                give_cd(&mut reply, cd);
-                if !reply.is_empty() && !write_frame(&mut conn, &reply) {
-                    return;
-                }
-            }
-        }
-    }
-}
-
-fn tcp_upstream(ups: &mut TcpUpstreams, upstream: SocketAddr, msg: &[u8]) -> Option<Vec<u8>> {
-    for _attempt in 0..2 {
-        let i = match ups.0.iter().position(|(a, _)| *a == upstream) {
-            Some(i) => i,
-            None => {
-                let s = TcpStream::connect_timeout(&upstream, Duration::from_secs(2)).ok()?;
-                let _ = s.set_read_timeout(Some(UPSTREAM_TIMEOUT));
-                let _ = s.set_nodelay(true);
-                ups.0.push((upstream, s));
-                ups.0.len() - 1
-            }
-        };
-        let s = &mut ups.0[i].1;
-        if write_frame(s, msg) {
-            if let Some(ans) = read_frame(s) {
-                return Some(ans);
-            }
-        }
-        ups.0.swap_remove(i); // the upstream closed an idle connection: reconnect once
-    }
-    None
 }
 
 #[cfg(test)]

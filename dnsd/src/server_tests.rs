@@ -18,7 +18,7 @@ fn shared() -> (Arc<Shared>, Receiver<String>) {
 }
 
 fn add_device(shared: &Shared, ip: IpAddr, mac: &str, state: State, allowlist: bool) {
-    let dev = Device { mac: Arc::from(mac), state, allowlist, router: ROUTER };
+    let dev = Device { mac: Arc::from(mac), state, allowlist, router: ROUTER, router6: None };
     shared.policy.write().unwrap().devices.insert(ip, dev);
 }
 
@@ -157,7 +157,7 @@ fn a_device_asks_as_itself_from_any_address_of_its_ipv6_64() {
     let (s, rx) = home();
     // the controller files the device under its /64 (any address of it in the line)
     let prefix: std::net::Ipv6Addr = "2001:db8:100:5::1".parse().unwrap();
-    let dev = Device { mac: Arc::from("02:00:00:00:00:05"), state: State::Permitted, allowlist: false, router: ROUTER };
+    let dev = Device { mac: Arc::from("02:00:00:00:00:05"), state: State::Permitted, allowlist: false, router: ROUTER, router6: None };
     s.policy.write().unwrap().devices.insert(crate::policy::device_key(IpAddr::V6(prefix)), dev);
     s.policy.write().unwrap().set_rule("02:00:00:00:00:05", "blocked.test", Some(Action::Deny));
     let q = wire::build_query(12, "x.blocked.test", wire::TYPE_AAAA);

@@ -317,7 +317,7 @@ pub fn nxdomain_from_answer(answer_buf: &[u8], question_end: usize) -> Option<Ve
     Some(out)
 }
 
-fn push_name(out: &mut Vec<u8>, name: &str) {
+pub fn push_name(out: &mut Vec<u8>, name: &str) {
     for label in name.split('.').filter(|l| !l.is_empty()) {
         out.push(label.len() as u8);
         out.extend_from_slice(label.as_bytes());

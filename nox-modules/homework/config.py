@@ -314,6 +314,20 @@ KEYS: tuple[Key, ...] = (
     Key("dns.resolver_special_zones", "dns_resolver_special_zones", list, [],
         "special-use zones (RFC 6761) the resolver normally answers NXDOMAIN itself, sent upstream like any "
         "other name instead (the emulated internet's 'test')", domain_names),
+    Key("dns.dot_listen", "dns_dot_listen", str, "169.254.53.53:853",
+        "homework-dnsd's DNS over TLS for devices; nftables steers TCP 853 to the router's own addresses "
+        "here; '' = no DNS over TLS", host_port_or_empty),
+    Key("dns.dot_listen6", "dns_dot_listen6", str, "[fd00:53::53]:853",
+        "the same over IPv6 ([ipv6] enabled)", host_port_or_empty),
+    Key("dns.tls_cert", "dns_tls_cert", str, "/var/lib/homework/tls/server.crt",
+        "the certificate (PEM) dnsd presents to devices over TLS: the Guest Board's own"),
+    Key("dns.tls_key", "dns_tls_key", str, "/var/lib/homework/tls/server.key", "its private key (PEM)"),
+    Key("dns.doh_socket", "dns_doh_socket", str, "/run/homework/dnsd-doh.sock",
+        "where homework-dnsd takes DNS over HTTPS from the web server (SCGI: lighttpd's /dns-query); "
+        "'' = no DNS over HTTPS"),
+    Key("dns.resolver_name", "dns_resolver_name", str, "homework.home.arpa",
+        "the router's name in the announcements of its encrypted DNS (DDR, DHCP/RA); dnsd answers it with "
+        "the asking device's own gateway", domain_list),
     Key("dns.tls_ca_file", "dns_tls_ca_file", str, "/etc/ssl/certs/ca-certificates.crt",
         "the certificate authorities an encrypted upstream's certificate must chain to"),
     Key("dns.safe_search", "dns_safe_search", bool, False,
@@ -572,6 +586,15 @@ def dnsd_args(config: Config) -> list[str]:
         args += ["--listen6", config.dns_listen6]
     if config.dns_resolver:
         args += ["--resolver", config.dns_resolver]
+    if config.dns_dot_listen and config.dns_tls_cert and config.dns_tls_key:
+        args += ["--dot-listen", config.dns_dot_listen]
+        if config.ipv6_enabled and config.dns_dot_listen6:
+            args += ["--dot-listen6", config.dns_dot_listen6]
+        args += ["--tls-cert", config.dns_tls_cert, "--tls-key", config.dns_tls_key]
+    if config.dns_doh_socket:
+        args += ["--doh-socket", config.dns_doh_socket]
+    if config.dns_dot_listen or config.dns_doh_socket:
+        args += ["--resolver-name", config.dns_resolver_name.strip(".")]
     return args
 
 

@@ -10,6 +10,8 @@ Table 0 (CLASSIFY): first match wins, from the top
                           its out port in eth_src: to that port, eth_src = the router's MAC
     60000        dhcp     every DHCP request (udp/67) to the controller: with the fast path
                           to LOCAL, its in_port in eth_dst (components/dhcp/fastpath.py)
+    50001        dns      DNS over TLS (tcp 853) to any of the router's gateway addresses:
+                          to its stack (dnsd), above the drops below
     50000        dns      port 53 of every device to the router (dnsd); DoT/DoQ dropped
     40000        dns      reverse check: a device to an address of a name it may not use
     36999-36000  schedules a paused device (one-shot or a bedtime window): only its
@@ -87,7 +89,7 @@ class Band:
 BANDS = (
     Band("eapol", TABLE_CLASSIFY, 63000, 65000),
     Band("dhcp", TABLE_CLASSIFY, 60000, 60001),
-    Band("dns-intercept", TABLE_CLASSIFY, 50000, 50000),
+    Band("dns-intercept", TABLE_CLASSIFY, 50000, 50001),
     Band("dns-reverse", TABLE_CLASSIFY, 40000, 40000),
     Band("schedules", TABLE_CLASSIFY, 36000, 36999),
     Band("usage", TABLE_CLASSIFY, 35000, 35999),
@@ -111,10 +113,12 @@ PRIO_DHCP_REPLY = 60001    # above PRIO_DHCP: a relayed reply (udp 67 -> 67) mat
 
 # dns (table 0)
 PRIO_DNS_INTERCEPT = 50000
+PRIO_DNS_ENCRYPTED = 50001   # the router's own DNS over TLS, above a restricted device's DoT drop
 PRIO_DNS_REVERSE = 40000
 COOKIE_DNS_INTERCEPT = COOKIE_DNS | 0x10_0000
 COOKIE_DNS_DOT = COOKIE_DNS | 0x20_0000
 COOKIE_DNS_REVERSE = COOKIE_DNS | 0x40_0000
+COOKIE_DNS_ENCRYPTED = COOKIE_DNS | 0x80_0000
 
 # usage (table 0): a device over its limit keeps DNS/HTTP/ICMP to its gateway, loses the rest
 PRIO_USAGE_GATEWAY = 35500
@@ -168,7 +172,7 @@ PRIO_UPSTREAM = 100        # everything else: the router's stack (NAT to the WAN
 PRIORITIES = {
     "eapol": (PRIO_EAPOL_BLACKLIST, PRIO_EAPOL_TO_DEVICE, PRIO_EAPOL_FROM_HOSTAPD, PRIO_EAPOL_TO_HOSTAPD),
     "dhcp": (PRIO_DHCP, PRIO_DHCP_REPLY),
-    "dns-intercept": (PRIO_DNS_INTERCEPT,),
+    "dns-intercept": (PRIO_DNS_INTERCEPT, PRIO_DNS_ENCRYPTED),
     "dns-reverse": (PRIO_DNS_REVERSE,),
     "schedules": (PRIO_SCHEDULE_GATEWAY, PRIO_SCHEDULE_BLOCK),
     "usage": (PRIO_USAGE_SLOW_FROM, PRIO_USAGE_SLOW_TO, PRIO_USAGE_GATEWAY, PRIO_USAGE_BLOCK),

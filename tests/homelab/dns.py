@@ -35,6 +35,7 @@ UPSTREAM6 = "2001:db8:cafe::53"     # the same resolver over IPv6
 DOT_UPSTREAM = "203.0.113.54"
 DOT_UPSTREAM6 = "2001:db8:cafe::54"
 DOT_NAME = "dns.isp.test"
+ROUTER_NAME = "homework.home.arpa"  # [dns] resolver_name: the name of the router's encrypted DNS
 PUBLIC = "203.0.113.99"
 WEB = "203.0.113.10"
 BLOCKED_WEB = "203.0.113.66"
@@ -71,11 +72,14 @@ def dns_config(run_id: str, components=("dhcp", "routing", "dns"), **dns) -> dic
     # The validating resolver: this home's own control socket; it trusts the emulated
     # internet's signed zones (their key, made when the lab starts) as the router trusts the root's.
     # The test CA (tlsca.py) stands in for the public CAs an encrypted upstream's certificate
-    # chains to. Both files are made when the lab starts.
+    # chains to, and signs the router's own certificate for its DNS over TLS (the image
+    # uses the Guest Board's). The files are made when the lab starts.
     lab_dir = RUN_ROOT / f"{RUN_DIR_PREFIX}{run_id}" / "dns"
     resolver = {"resolver_control": str(RUN_ROOT / f"{RUN_DIR_PREFIX}{run_id}" / "unbound.ctl"),
                 "resolver_user": "", "resolver_special_zones": ["test"],
-                "trust_anchor": str(dnssec.anchor_path(lab_dir)), "tls_ca_file": str(lab_dir / "test-ca.pem")}
+                "trust_anchor": str(dnssec.anchor_path(lab_dir)), "tls_ca_file": str(lab_dir / "test-ca.pem"),
+                "tls_cert": str(lab_dir / "router.crt"), "tls_key": str(lab_dir / "router.key"),
+                "doh_socket": str(RUN_ROOT / f"{RUN_DIR_PREFIX}{run_id}" / "dnsd-doh.sock")}
     return {"controller": {"components": list(components)},
             "dns": {"listen": f"{DNSD_ADDR}:{DNSD_PORT}", "upstream": ROUTER_DNSMASQ,
                     "control": str(control), "resolv_file": str(resolv), **resolver, **dns},
@@ -113,6 +117,8 @@ class DnsLab:
             raise RuntimeError(f"{DNSD_BINARY} is not built (make deps, or: cd dnsd && cargo build --release)")
         self.dir.mkdir(exist_ok=True)
         self.ca = TestCA(self.dir)
+        # the router's certificate for DNS over TLS, from the test CA (the image uses the Guest Board's)
+        self.ca.issue("router", [ROUTER_NAME, "homework.home"])
         self._start_internet()
         self.set_upstreams(UPSTREAM)
         # Domains a test has the router's dnsmasq answer itself (--address=/d/...) are the

@@ -48,11 +48,13 @@ def test_pending_devices_share_the_service_table_and_each_gets_only_its_own_answ
     sw = core.switch
     # the services are one shared set of flows in table 5, not a set per device
     shared = [f for f in sw.flows if f.table_id == L.TABLE_GATEWAY and f.priority == L.PRIO_GATEWAY_SERVICE]
-    assert len(shared) == 4
+    assert len(shared) == 5     # ICMP, DNS over UDP, TCP and TLS, HTTP
     # each answer from a gateway goes to that device's port (its own reg7), never the other's
     assert sw.outputs(from_router(gw_a, a, proto=17, sport=53)) == [1]
     assert sw.outputs(from_router(gw_b, b, proto=17, sport=53)) == [2]
     assert sw.outputs(from_router(gw_a, b, proto=17, sport=53)) == []   # b's address from a's gateway
+    assert sw.outputs(ip_pkt(1, A, a, gw_a, proto=6, dport=853)) == [LOCAL]   # the router's DNS over TLS
+    assert sw.outputs(from_router(gw_a, a, proto=6, sport=853)) == [1]
     # another device's gateway address is not its own: nothing
     assert sw.outputs(ip_pkt(1, A, a, gw_b, proto=17, dport=53)) == []
     # a service port as the destination of the router's packet does not let it through

@@ -25,8 +25,9 @@ from ...flows import ETH_IP, ETH_IPV6, LOCAL, PROTO_TCP, PROTO_UDP, Datapath, Fl
 from ...leases import Lease
 from ...macaddr import normalize
 from ...worker import offload
-from ...pipeline import (COOKIE_DNS, COOKIE_DNS_DOT as COOKIE_DOT, COOKIE_DNS_INTERCEPT as COOKIE_INTERCEPT,
-                         COOKIE_MASK_OWNER, PRIO_DNS_INTERCEPT as PRIO_INTERCEPT)
+from ...pipeline import (COOKIE_DNS, COOKIE_DNS_DOT as COOKIE_DOT, COOKIE_DNS_ENCRYPTED, COOKIE_DNS_INTERCEPT as
+                         COOKIE_INTERCEPT, COOKIE_MASK_ALL, COOKIE_MASK_OWNER, PRIO_DNS_ENCRYPTED,
+                         PRIO_DNS_INTERCEPT as PRIO_INTERCEPT)
 from .dnsd_link import DnsdLink
 from .names import normalize_domain
 from .netfilter import DnsNet
@@ -54,6 +55,20 @@ def dot_matches(mac: str) -> list[dict]:
             for proto, port in ((PROTO_TCP, "tcp_dst"), (PROTO_UDP, "udp_dst"))]
 
 
+def router_dot_matches(pool, site=None) -> list[dict]:
+    """DNS over TLS to any of the router's gateway addresses: the .1 of every /30 of the
+    pool (one masked match: the pool's bits and the last two), and the ::1 of every /64
+    of the IPv6 site prefix (its bits and the whole interface identifier)."""
+    import ipaddress
+    matches = [{"eth_type": ETH_IP, "ip_proto": PROTO_TCP, "tcp_dst": 853,
+                "ipv4_dst": (str(pool.network_address + 1), str(ipaddress.IPv4Address(int(pool.netmask) | 3)))}]
+    if site is not None:
+        mask = int(site.netmask) | ((1 << 64) - 1)
+        matches.append({"eth_type": ETH_IPV6, "ip_proto": PROTO_TCP, "tcp_dst": 853,
+                        "ipv6_dst": (str(site.network_address + 1), str(ipaddress.IPv6Address(mask)))})
+    return matches
+
+
 # Always shown by dns-stats, also while still 0.
 DNS_COUNTERS = ("queries", "answers", "learned", "nft_batches", "nft_failures")
 
@@ -71,8 +86,10 @@ class DnsComponent(Component):
         self.captive_ips: set[str] = set()
         self.dot_blocked: set[str] = set()
         config = ctx.config
+        dot = config.dns_dot_listen if config.dns_tls_cert else ""
         self.net = (DnsNet(config.bridge, config.dns_listen, ctx.count,
-                           listen6=config.dns_listen6 if config.ipv6_enabled else "")
+                           listen6=config.dns_listen6 if config.ipv6_enabled else "", dot=dot,
+                           dot6=config.dns_dot_listen6 if dot and config.ipv6_enabled else "")
                     if config.dns_intercept else None)
         self.link = DnsdLink(config.dns_control, self._snapshot, self._on_events) if config.dns_control else None
         self.resolver = Resolver(config, ctx.state) if config.dns_resolver else None
@@ -120,25 +137,42 @@ class DnsComponent(Component):
                 FlowMod(match={"eth_type": eth, "ip_proto": PROTO_TCP, "tcp_dst": 53}, actions=(Output(LOCAL),),
                         priority=PRIO_INTERCEPT, cookie=COOKIE_INTERCEPT),
             ]
+        decisions += self._router_dot_flows()
         with self._lock:
             self.dot_blocked = set()
             decisions += self._sync_dot()
             decisions += self.reverse.all_flows()
         return decisions
 
+    def _router_dot_flows(self) -> list:
+        """The router's own DNS over TLS, for every device: above the drops of a restricted
+        device's DNS over TLS to elsewhere (nftables hands it to dnsd). Redone when the
+        IPv6 site prefix changes."""
+        config = self.ctx.config
+        if not (config.dns_dot_listen and config.dns_tls_cert):
+            return []
+        site = self.ctx.ipv6.site if self.ctx.ipv6 is not None else None
+        return [FlowDelete(cookie=COOKIE_DNS_ENCRYPTED, cookie_mask=COOKIE_MASK_ALL)] + [
+            FlowMod(match=m, actions=(Output(LOCAL),), priority=PRIO_DNS_ENCRYPTED, cookie=COOKIE_DNS_ENCRYPTED)
+            for m in router_dot_matches(config.pool, site)]
+
     # -- devices and leases ----------------------------------------------------------------
+    def _prefix(self, lease: Lease):
+        return self.ctx.ipv6.device_prefix(lease.index) if self.ctx.ipv6 is not None and lease.local else None
+
     def _device_keys(self, lease: Lease) -> list[str]:
         """Where dnsd files the device: its IPv4 address, and its IPv6 /64 (IPv6 on)."""
-        keys = [lease.ip]
-        prefix = self.ctx.ipv6.device_prefix(lease.index) if self.ctx.ipv6 is not None and lease.local else None
-        if prefix is not None:
-            keys.append(str(prefix.network_address))
-        return keys
+        prefix = self._prefix(lease)
+        return [lease.ip] + ([str(prefix.network_address)] if prefix is not None else [])
 
     def _device_line(self, lease: Lease, key: str) -> str:
+        """dnsd's line for the device: its gateways are where its names for the router (its
+        encrypted DNS, the router's own name) point: the /30's .1, the /64's ::1."""
         mac = lease.mac
         state = self.states.get(mac, "pending")
-        return f"device {key} {mac} {state} {self.policy.mode(mac)} {lease.router}"
+        prefix = self._prefix(lease)
+        router6 = f" {prefix.network_address + 1}" if prefix is not None else ""
+        return f"device {key} {mac} {state} {self.policy.mode(mac)} {lease.router}{router6}"
 
     def _sync_device(self, mac: str, push: bool = True, wait: bool = True) -> None:
         """Bring dnsd's device table and the captive set in line for one device."""
@@ -169,6 +203,7 @@ class DnsComponent(Component):
         self._push([f"nodevice {key}" for key in old_keys], wait=False)
         for lease in self.ctx.leases.active():
             self._sync_device(lease.mac, wait=False)
+        self.ctx.send(self._router_dot_flows())
 
     def _set_captive(self, ip: str, on: bool) -> None:
         if on == (ip in self.captive_ips):

@@ -18,12 +18,23 @@ TABLE = "homework_dns"
 CAPTIVE_PORT = 8088   # not 80: the Guest Board's lighttpd holds *:80 (redirect to HTTPS)
 
 
-def ruleset(bridge: str, listen_addr: str, listen_port: int, listen6: tuple[str, int] | None = None) -> str:
+def ruleset(bridge: str, listen_addr: str, listen_port: int, listen6: tuple[str, int] | None = None,
+            dot: tuple[str, int] | None = None, dot6: tuple[str, int] | None = None) -> str:
     """`listen6`: dnsd's IPv6 address and port, when devices have IPv6 (their port 53
-    over IPv6 goes there; without it the router drops it, scripts/router-net.sh)."""
+    over IPv6 goes there; without it the router drops it, scripts/router-net.sh).
+    `dot`, `dot6`: dnsd's DNS over TLS; a device's TCP 853 to any of the router's own
+    addresses (its gateway, whatever address it was told) goes there, keeping its source
+    address, which names the device. 853 to anywhere else is the switch's business (a
+    restricted device's is dropped: component.py)."""
     v6 = (f"""
     iifname "{bridge}" meta nfproto ipv6 meta l4proto {{ udp, tcp }} th dport 53 dnat ip6 to [{listen6[0]}]:{listen6[1]}"""
           if listen6 else "")
+    if dot:
+        v6 += f"""
+    iifname "{bridge}" meta nfproto ipv4 tcp dport 853 fib daddr type local dnat ip to {dot[0]}:{dot[1]}"""
+    if dot6:
+        v6 += f"""
+    iifname "{bridge}" meta nfproto ipv6 tcp dport 853 fib daddr type local dnat ip6 to [{dot6[0]}]:{dot6[1]}"""
     return f"""table inet {TABLE}
 delete table inet {TABLE}
 table inet {TABLE} {{
@@ -52,10 +63,12 @@ class DnsNet:
 
     RETRY_SECONDS = 2.0
 
-    def __init__(self, bridge: str, listen: str, count=None, listen6: str = ""):
+    def __init__(self, bridge: str, listen: str, count=None, listen6: str = "", dot: str = "", dot6: str = ""):
         self.bridge = bridge
         self.addr, self.port = split_host_port(listen)
         self.listen6 = split_host_port(listen6) if listen6 else None
+        self.dot = split_host_port(dot) if dot else None
+        self.dot6 = split_host_port(dot6) if dot6 else None
         self._wanted: set[str] = set()
         self._lock = threading.Lock()
         self.counters = None if count else Counters()     # own registry only when used alone (tests)
@@ -68,12 +81,13 @@ class DnsNet:
                              capture_output=True, text=True, timeout=10)
         if res.returncode != 0:
             log.error("cannot add %s to lo: %s", self.addr, res.stderr.strip())
-        if self.listen6:
-            res = subprocess.run(["ip", "addr", "replace", f"{self.listen6[0]}/128", "dev", "lo", "nodad"],
+        for addr in {a for a, _ in filter(None, (self.listen6, self.dot6))}:
+            res = subprocess.run(["ip", "addr", "replace", f"{addr}/128", "dev", "lo", "nodad"],
                                  capture_output=True, text=True, timeout=10)
             if res.returncode != 0:
-                log.error("cannot add %s to lo: %s", self.listen6[0], res.stderr.strip())
-        res = subprocess.run(["nft", "-f", "-"], input=ruleset(self.bridge, self.addr, self.port, self.listen6),
+                log.error("cannot add %s to lo: %s", addr, res.stderr.strip())
+        res = subprocess.run(["nft", "-f", "-"], input=ruleset(self.bridge, self.addr, self.port, self.listen6,
+                                                                self.dot, self.dot6),
                              capture_output=True, text=True, timeout=10)
         if res.returncode != 0:
             log.error("nftables interception rules failed: %s", res.stderr.strip())

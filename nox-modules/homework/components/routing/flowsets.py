@@ -16,8 +16,9 @@ BROADCAST_MAC = "ff:ff:ff:ff:ff:ff"
 ALL_ONES = "255.255.255.255"
 MULTICAST = ("224.0.0.0", "240.0.0.0")
 # What a pending or denied device may still send to its own gateway: DNS (the DNS
-# component steers it), the captive "waiting for approval" page on port 80, and ping.
-GATEWAY_SERVICES = ((PROTO_UDP, "udp", 53), (PROTO_TCP, "tcp", 53), (PROTO_TCP, "tcp", 80))
+# component steers it; over TLS too, port 853), the captive "waiting for approval" page on
+# port 80, and ping.
+GATEWAY_SERVICES = ((PROTO_UDP, "udp", 53), (PROTO_TCP, "tcp", 53), (PROTO_TCP, "tcp", 853), (PROTO_TCP, "tcp", 80))
 
 
 # -- table 0: ARP and gateway access --------------------------------------------------------
