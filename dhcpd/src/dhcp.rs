@@ -22,6 +22,8 @@ const OPT_HOSTNAME: u8 = 12;
 const OPT_REQUESTED_IP: u8 = 50;
 const OPT_MESSAGE_TYPE: u8 = 53;
 const OPT_SERVER_ID: u8 = 54;
+const OPT_PARAM_LIST: u8 = 55;
+const OPT_V4_DNR: u8 = 162;
 const HOSTNAME_MAX: usize = 63;
 
 pub type Mac = [u8; 6];
@@ -146,7 +148,17 @@ pub struct Request {
     requested: Opt,
     server_id: Opt,
     hostname: Opt,
+    /// Option 162 is in its parameter request list (55): it wants the router's encrypted DNS.
+    wants_dnr: bool,
 }
+
+/// The router's encrypted DNS endpoints for option 162 (RFC 9463), from the controller
+/// (homework/dnr.py; `--dnr PRIORITY:ADN:PARAMS`, hex): each instance gets the device's
+/// gateway as its address. Empty: none announced.
+pub static DNR: std::sync::OnceLock<Vec<DnrInstance>> = std::sync::OnceLock::new();
+
+/// (service priority, the name in wire format, SvcParams) of one endpoint.
+pub type DnrInstance = (u16, Vec<u8>, Vec<u8>);
 
 impl Request {
     /// A new device asking for any address, for itself: a DISCOVER, not relayed, from its
@@ -237,6 +249,7 @@ pub fn parse(frame: &[u8]) -> Result<Request, Why> {
         requested: Opt::NONE,
         server_id: Opt::NONE,
         hostname: Opt::NONE,
+        wants_dnr: false,
     };
     let end = p.len();
     let mut at = FIXED + 4;
@@ -262,6 +275,7 @@ pub fn parse(frame: &[u8]) -> Result<Request, Why> {
             OPT_REQUESTED_IP => req.requested.push(value),
             OPT_SERVER_ID => req.server_id.push(value),
             OPT_HOSTNAME => req.hostname.push(value),
+            OPT_PARAM_LIST => req.wants_dnr |= value.contains(&OPT_V4_DNR),
             _ => {}
         }
         at += 2 + len;
@@ -382,10 +396,35 @@ fn build_payload(req: &Request, entry: &Entry, kind: Kind, hostname: &str, out: 
         out.push(chunk.len() as u8);
         out.extend_from_slice(chunk);
     }
+    if req.wants_dnr {
+        let dnr = dnr_value(entry.router);
+        for chunk in dnr.chunks(255) {
+            out.push(OPT_V4_DNR);
+            out.push(chunk.len() as u8);
+            out.extend_from_slice(chunk);
+        }
+    }
     out.push(OPT_END);
     if out.len() - start < 300 {
         out.resize(start + 300, 0);
     }
+}
+
+/// Option 162's value (RFC 9463 5.1): an instance per endpoint, each with `router` as its
+/// address (`dnr.Endpoints.v4_option`, byte for byte).
+fn dnr_value(router: [u8; 4]) -> Vec<u8> {
+    let mut value = Vec::new();
+    for (priority, adn, params) in DNR.get().map(|v| v.as_slice()).unwrap_or(&[]) {
+        let length = 2 + 1 + adn.len() + 1 + 4 + params.len();
+        value.extend_from_slice(&(length as u16).to_be_bytes());
+        value.extend_from_slice(&priority.to_be_bytes());
+        value.push(adn.len() as u8);
+        value.extend_from_slice(adn);
+        value.push(4);
+        value.extend_from_slice(&router);
+        value.extend_from_slice(params);
+    }
+    value
 }
 
 fn sum16(data: &[u8], mut total: u32) -> u32 {

@@ -108,3 +108,70 @@ def test_a_restricted_device_reaches_the_routers_dot_but_not_the_internets(lab):
     wait_until(lambda: not tcp_open(dev, PUBLIC, 853, timeout=1), 5, "its DoT to the internet is dropped")
     assert kdig(dev, dev.default_gateway(), "school.test", "tls")[0] == "NOERROR"
     assert kdig(dev, dev.default_gateway(), "games.test", "tls")[0] == "NXDOMAIN"
+
+
+DNR_LISTEN = r"""
+import sys, time
+from scapy.all import AsyncSniffer, Ether, IPv6, ICMPv6ND_RS, ICMPv6ND_RA, UDP, get_if_hwaddr, raw, sendp
+from scapy.layers.dhcp6 import DHCP6_InfoRequest, DHCP6OptClientId, DHCP6OptOptReq, DUID_LL
+ll, mac = sys.argv[1], get_if_hwaddr("eth0")
+sniffer = AsyncSniffer(iface="eth0", filter="icmp6 and ip6[40] == 134", count=1, timeout=8)
+sniffer.start()
+time.sleep(0.3)
+sendp(Ether(src=mac, dst="33:33:00:00:00:02") / IPv6(src=ll, dst="ff02::2", hlim=255) / ICMPv6ND_RS(),
+      iface="eth0", verbose=False)
+sniffer.join()
+for p in sniffer.results or []:
+    print("RA", raw(p[ICMPv6ND_RA].payload).hex())
+sniffer = AsyncSniffer(iface="eth0", filter="udp and dst port 546", count=1, timeout=8)
+sniffer.start()
+time.sleep(0.3)
+sendp(Ether(src=mac, dst="33:33:00:01:00:02") / IPv6(src=ll, dst="ff02::1:2") / UDP(sport=546, dport=547)
+      / DHCP6_InfoRequest(trid=0x4242) / DHCP6OptClientId(duid=DUID_LL(lladdr=mac))
+      / DHCP6OptOptReq(reqopts=[23, 144]), iface="eth0", verbose=False)
+sniffer.join()
+replies = sniffer.results or []
+print("DHCP6", raw(replies[0][UDP].payload).hex() if replies else "none")
+"""
+
+
+def ra_options(hexdata: str) -> dict[int, list[bytes]]:
+    data, out, i = bytes.fromhex(hexdata), {}, 0
+    while i + 2 <= len(data) and data[i + 1]:
+        out.setdefault(data[i], []).append(data[i:i + 8 * data[i + 1]])
+        i += 8 * data[i + 1]
+    return out
+
+
+def dhcp6_options(hexdata: str) -> dict[int, list[bytes]]:
+    data, out, i = bytes.fromhex(hexdata)[4:], {}, 0      # after msg-type and transaction id
+    while i + 4 <= len(data):
+        code, length = int.from_bytes(data[i:i + 2], "big"), int.from_bytes(data[i + 2:i + 4], "big")
+        out.setdefault(code, []).append(data[i + 4:i + 4 + length])
+        i += 4 + length
+    return out
+
+
+def test_dhcp_and_router_advertisements_announce_the_routers_encrypted_dns(lab):
+    from homework import dnr
+    from homework.config import load
+    endpoints = dnr.Endpoints.of(load(lab.home.config_path))
+    # DHCPv4: udhcpc asks for option 162 (-O 162) and its hook sees it (opt162)
+    dev = lab.home.add_device("dnr4")
+    dev.start_udhcpc(extra=["-O", "162"])
+    dev.wait_for_ipv4(20)
+    lab.homework("permit", dev.mac)
+    got = wait_until(lambda: next((e.env.get("opt162") for e in dev.leases() if e.env.get("opt162")), None), 15,
+                     "a lease event with option 162")
+    assert got == endpoints.v4_option(dev.default_gateway())[0][1].hex()
+    # IPv6: the Router Advertisement carries option 144, and stateless DHCPv6 when asked for it
+    gw6 = ipaddress.IPv6Address(router6(lab, dev))
+    ll = dev.run(["ip", "-6", "-o", "addr", "show", "dev", "eth0", "scope", "link"]).stdout.split()[3].split("/")[0]
+    out = dev.run(["/usr/bin/python3", "-c", DNR_LISTEN, ll], timeout=60).stdout
+    ra = next(line.split()[1] for line in out.splitlines() if line.startswith("RA "))
+    assert b"".join(ra_options(ra)[144]) == endpoints.ra_options(gw6, int.from_bytes(ra_options(ra)[144][0][4:8], "big"))
+    dhcp6 = next(line.split()[1] for line in out.splitlines() if line.startswith("DHCP6 "))
+    assert dhcp6 != "none", out
+    v6 = dhcp6_options(dhcp6)[144]
+    assert b"".join(len(o).to_bytes(2, "big") for o in v6) and \
+        endpoints.v6_options(gw6) == b"".join(b"\x00\x90" + len(o).to_bytes(2, "big") + o for o in v6)

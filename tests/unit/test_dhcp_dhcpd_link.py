@@ -23,8 +23,9 @@ class FakeLink:
     to decide, and the blocks it reserves for the daemon's offers to never-seen devices."""
     instances: list["FakeLink"] = []
 
-    def __init__(self, binary, interface, on_punt, on_note, table, count, setup=list):
+    def __init__(self, binary, interface, on_punt, on_note, table, count, setup=list, extra_args=()):
         self.on_punt, self.on_note, self.table_fn, self.setup_fn = on_punt, on_note, table, setup
+        self.extra_args = extra_args
         self.table: dict[str, dict] = {}
         self.setup: list[dict] = []
         self.known: set[str] = set()
@@ -484,3 +485,9 @@ def test_a_reserved_block_stays_named_when_answers_are_merged():
     link._dispatch(json.dumps({**note, "op": "acked"}).encode())
     link.book()
     assert [(b["op"], b.get("reserved")) for b in booked] == [("acked", "10.2.0.6")]
+
+
+def test_the_daemon_is_told_the_routers_encrypted_dns_for_option_162(core):
+    from homework import dnr
+    args = link(core).extra_args
+    assert list(args) == dnr.Endpoints.of(core.ctx.config).dhcpd_args() and args[0] == "--dnr"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 
+from ... import dnr
 from ...component import Component
 from ...events import Alert, AlertKind
 from ...flows import (ETH_IP, ETH_IPV6, PROTO_IGMP, AggregateStats, AggregateStatsRequest, Datapath,
@@ -300,8 +301,10 @@ class Routing(Component):
         # The router's ::1 as DNS server (RFC 8106) only when homework-dnsd answers there:
         # a device told of a resolver nobody answers waits for it on every lookup.
         dns = self._dns6(prefix)
+        endpoints = dnr.Endpoints.of(self.ctx.config) if dns is not None else None
         frame = ndp.router_advertisement(to_bytes(self.router_mac), to_bytes(dev.mac), prefix, lifetime, dns=dns,
-                                         to=to, deprecated=deprecated, search=self._search_domains())
+                                         to=to, deprecated=deprecated, search=self._search_domains(),
+                                         extra=endpoints.ra_options(dns, lifetime) if endpoints else b"")
         self.ctx.count("routing.ra_sent")
         return [PacketOut(data=frame, actions=(Output(dev.port),))]
 
@@ -348,15 +351,17 @@ class Routing(Component):
             ip = ndp.parse_ipv6(frame.payload)
             if not ip.src.is_link_local or len(ip.payload) < 8:
                 raise PacketError("not from a link-local address")
-            xid, client = dhcpv6.parse_information_request(ip.payload[8:])
+            xid, client, asked = dhcpv6.parse_information_request(ip.payload[8:])
         except ValueError:
             self.ctx.count("routing.ignored")
             return []
         if dns is None:
             return []
         self.ctx.count("routing.dhcpv6_info")
+        endpoints = dnr.Endpoints.of(self.ctx.config) if dnr.OPT_V6_DNR in asked else None
         reply = dhcpv6.reply_frame(to_bytes(self.router_mac), frame.src, ip.src, xid, client, dns,
-                                   ndp.dns_names(self._search_domains()))
+                                   ndp.dns_names(self._search_domains()),
+                                   extra=endpoints.v6_options(dns) if endpoints else b"")
         return [PacketOut(data=reply, actions=(Output(pkt.in_port),))]
 
     def _hop_limit_exceeded(self, pkt: PacketIn, frame) -> list:
