@@ -57,9 +57,11 @@ class QueryFiles:
         return path
 
 
-def dnsperf(run, server: str, port: int, qfile: Path, seconds: int, qps: int | None = None) -> dict:
-    cmd = ["dnsperf", "-s", server, "-p", str(port), "-d", str(qfile), "-n", "1", "-c", "10",
-           "-l", str(seconds), "-t", "2"]
+def dnsperf(run, server: str, port: int, qfile: Path, seconds: int, qps: int | None = None,
+            mode: str = "udp", extra: tuple = ()) -> dict:
+    """mode: udp, tcp, dot or doh (dnsperf's -m); extra: more arguments (-O doh-uri=...)."""
+    cmd = ["dnsperf", "-m", mode, "-s", server, "-p", str(port), "-d", str(qfile), "-n", "1", "-c", "10",
+           "-l", str(seconds), "-t", "2", *extra]
     if qps:
         cmd += ["-Q", str(qps), "-v"]
     out = run(cmd).stdout

@@ -10,19 +10,20 @@
 //!      400 no or bad query, 415 another content type, 405 another method,
 //!      403 no answer for this device (a blacklisted one, or blocked with "drop")
 //!
-//! One thread per request (a bounded number); each keeps a TCP connection per upstream.
+//! One thread per request (a bounded number; lighttpd opens an SCGI connection for each),
+//! asking upstream over the TCP connections the stream clients share (stream.rs).
 
 use std::io::{Read, Write};
 use std::net::IpAddr;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
 use crate::forward::Route;
 use crate::server::{guard, Shared};
-use crate::stream::{answer, Upstreams};
+use crate::stream::{answer, Pool};
 use crate::wire;
 
 const MAX_HEADERS: usize = 16 * 1024;
@@ -151,7 +152,7 @@ pub fn response(code: u16, body: &[u8]) -> Vec<u8> {
     out
 }
 
-fn serve_request(shared: &Shared, mut conn: UnixStream, route: &Route, ups: &Mutex<Vec<Upstreams>>) {
+fn serve_request(shared: &Shared, mut conn: UnixStream, route: &Route, pool: &Pool) {
     let _ = conn.set_read_timeout(Some(IO_TIMEOUT));
     let _ = conn.set_write_timeout(Some(IO_TIMEOUT));
     let out = match read_request(&mut conn) {
@@ -161,10 +162,7 @@ fn serve_request(shared: &Shared, mut conn: UnixStream, route: &Route, ups: &Mut
             (None, _) => response(403, b""), // lighttpd always says who asks: refuse otherwise
             (Some(peer), Ok(msg)) => {
                 shared.stats.doh_queries.fetch_add(1, Ordering::Relaxed);
-                let mut mine = ups.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_default();
-                let reply = answer(shared, peer, msg, route, &mut mine);
-                ups.lock().unwrap_or_else(|e| e.into_inner()).push(mine);
-                match reply {
+                match answer(shared, peer, msg, route, pool) {
                     Some(r) => response(200, &r),
                     None => response(403, b""),
                 }
@@ -174,7 +172,7 @@ fn serve_request(shared: &Shared, mut conn: UnixStream, route: &Route, ups: &Mut
     let _ = conn.write_all(&out);
 }
 
-pub fn serve(shared: Arc<Shared>, path: &str, route: Route) -> std::io::Result<thread::JoinHandle<()>> {
+pub fn serve(shared: Arc<Shared>, path: &str, route: Route, pool: Arc<Pool>) -> std::io::Result<thread::JoinHandle<()>> {
     let _ = std::fs::remove_file(path);
     let listener = UnixListener::bind(path)?;
     {
@@ -183,8 +181,6 @@ pub fn serve(shared: Arc<Shared>, path: &str, route: Route) -> std::io::Result<t
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
     }
     let active = Arc::new(AtomicUsize::new(0));
-    // upstream connections kept between requests (lighttpd opens one SCGI connection each)
-    let pool: Arc<Mutex<Vec<Upstreams>>> = Arc::new(Mutex::new(Vec::new()));
     thread::Builder::new().name("doh-accept".into()).spawn(move || {
         for conn in listener.incoming() {
             let Ok(conn) = conn else { continue };

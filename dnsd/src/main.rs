@@ -107,12 +107,13 @@ fn main() {
             }
         }
         let mut threads = server::serve_udp(shared.clone(), listen, first)?;
-        threads.push(stream::serve(shared.clone(), listen, route.clone(), stream::Kind::Tcp)?);
+        let pool = std::sync::Arc::new(stream::Pool::default());
+        threads.push(stream::serve(shared.clone(), listen, route.clone(), pool.clone(), stream::Kind::Tcp)?);
         // Devices' DNS over IPv6 (nftables sends it here): the same policy, the device
         // found by its /64; its own upstream socket and queries in flight.
         if let Some(listen6) = listen6 {
             threads.extend(server::serve_udp(shared.clone(), listen6, upstreams())?);
-            threads.push(stream::serve(shared.clone(), listen6, route.clone(), stream::Kind::Tcp)?);
+            threads.push(stream::serve(shared.clone(), listen6, route.clone(), pool.clone(), stream::Kind::Tcp)?);
         }
         // Encrypted DNS for the devices: TLS on 853 (nftables sends the router's addresses'
         // 853 here), HTTPS through the web server's SCGI; the same handle() as port 53.
@@ -121,7 +122,8 @@ fn main() {
                 Ok(tls) => {
                     let tls = std::sync::Arc::new(tls);
                     for addr in &dot_listen {
-                        threads.push(stream::serve(shared.clone(), *addr, route.clone(), stream::Kind::Tls(tls.clone()))?);
+                        threads.push(stream::serve(shared.clone(), *addr, route.clone(), pool.clone(),
+                                                   stream::Kind::Tls(tls.clone()))?);
                     }
                     true
                 }
@@ -135,7 +137,7 @@ fn main() {
             _ => usage(),
         };
         if let Some(path) = &doh_socket {
-            threads.push(doh::serve(shared.clone(), path, route)?);
+            threads.push(doh::serve(shared.clone(), path, route, pool)?);
         }
         if dot || doh_socket.is_some() {
             let _ = shared.endpoints.set(ddr::Endpoints { name: resolver_name.clone(), dot, doh: doh_socket.is_some() });

@@ -180,8 +180,8 @@ class DnsLab:
     def start_dot_upstream(self) -> subprocess.Popen:
         """The internet provider's resolver over TLS and HTTPS too: unbound on DOT_UPSTREAM
         (and DOT_UPSTREAM6), plain 53, TLS 853, HTTPS 443 (/dns-query), certificate for
-        DOT_NAME from the test CA; it asks the internet's resolver (dnsmasq) for everything
-        and validates nothing itself (the router does)."""
+        DOT_NAME from the test CA; it asks nsd for the signed zones and the internet's
+        resolver (dnsmasq) for everything else, and validates nothing itself (the router does)."""
         h = self.home
         for addr, plen in ((DOT_UPSTREAM, 32), (DOT_UPSTREAM6, 128)):
             h.internet(["ip", "addr", "replace", f"{addr}/{plen}", "dev", "lo"] + (["nodad"] if plen == 128 else []))
@@ -206,6 +206,9 @@ class DnsLab:
   do-not-query-localhost: no
   module-config: "iterator"
   local-zone: "test." nodefault
+stub-zone:
+  name: "{dnssec.ANCHOR_ZONE}"
+  stub-addr: {dnssec.AUTH_ADDR}
 forward-zone:
   name: "."
   forward-addr: {UPSTREAM}
