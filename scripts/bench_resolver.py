@@ -19,8 +19,8 @@ per query, p50/p99. Ratio = side / reference qps.
 """
 from __future__ import annotations
 
+import os
 import random
-import statistics
 import subprocess
 import sys
 import time
@@ -35,8 +35,6 @@ from homelab import new_run_id  # noqa: E402
 from homelab import dnssec  # noqa: E402
 from homelab.dns import DOT_NAME, DOT_UPSTREAM, NEW_ADDR, DnsLab, dns_config  # noqa: E402
 from homelab.web import Web, web_home  # noqa: E402
-
-import os  # noqa: E402
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", 3))
 NEW = int(os.environ.get("BENCH_NAMES", 20_000))      # never-seen names per throughput run
@@ -137,7 +135,7 @@ def main() -> None:
 
         sides = {  # name -> (port, dnsperf mode, extra args)
             "ours": (53, "udp", ()), "unbound": (UNBOUND_PORT, "udp", ()), "dnsmasq": (DNSMASQ_PORT, "udp", ()),
-            "dot": (853, "dot", ()), "doh": (443, "doh", (f"-O", f"doh-uri=https://{gw}/dns-query")),
+            "dot": (853, "dot", ()), "doh": (443, "doh", ("-O", f"doh-uri=https://{gw}/dns-query")),
         }
         thr: dict[tuple, list[dict]] = {}
         lat: dict[tuple, list[dict]] = {}

@@ -293,19 +293,31 @@ forward-zone:
         from homework.config import load
         return control(load(self.home.config_path).dns_resolver_control, command)
 
-    def start_dnsd(self) -> subprocess.Popen:
+    def start_dnsd(self, **dns) -> subprocess.Popen:
+        """`dns`: [dns] keys for this dnsd only (the benchmark's dnsd without the resolver)."""
         h = self.home
         control = Path(h.config_overrides["dns"]["control"])
         h.router(["ip", "addr", "replace", f"{DNSD_ADDR}/32", "dev", "lo"])
         # dnsd's arguments come from the same [dns] table the controller reads, as on the router.
         from homework.config import dnsd_args, parse
-        args = dnsd_args(parse({"dns": h.config_overrides["dns"], "ipv6": h.config_overrides.get("ipv6", {})}))
+        args = dnsd_args(parse({"dns": {**h.config_overrides["dns"], **dns}, "ipv6": h.config_overrides.get("ipv6", {})}))
         self.dnsd = h.router_popen([str(DNSD_BINARY), *args],
                                    stdout=self._log("dnsd"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         _wait("homework-dnsd", lambda: control.exists() and
               h.router(["ss", "-Hlun", f"sport = :{DNSD_PORT}"]).stdout.strip(), proc=self.dnsd,
               log=self.dir / "dnsd.log")
         return self.dnsd
+
+    def restart_dnsd(self, **dns) -> None:
+        """A new dnsd (with these [dns] keys of its own), once the controller has given it
+        its policy again."""
+        sent = self.home.controller_log().count("policy snapshot sent")
+        if self.dnsd is not None and self.dnsd.poll() is None:
+            self.dnsd.terminate()
+            self.dnsd.wait(timeout=10)
+        self.start_dnsd(**dns)
+        _wait("the controller's policy in the new dnsd",
+              lambda: self.home.controller_log().count("policy snapshot sent") > sent, 20)
 
     def dnsd_alive(self) -> bool:
         return self.dnsd is not None and self.dnsd.poll() is None
