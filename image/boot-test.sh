@@ -61,7 +61,7 @@ summary() {
 if [ "$(id -u)" != 0 ]; then
   skip_all "image boot test" "needs root (network namespaces, taps)"
 fi
-for t in qemu-system-x86_64 qemu-img ip dnsmasq udhcpc curl python3 mcopy radvd kea-dhcp6; do
+for t in qemu-system-x86_64 qemu-img ip dnsmasq udhcpc curl python3 mcopy radvd kea-dhcp6 kdig; do
   command -v "$t" >/dev/null || { fail "preflight" "$t not installed (make deps)"; summary; exit 1; }
 done
 [ -c /dev/net/tun ] || skip_all "image boot test" "no /dev/net/tun on this machine"
@@ -557,6 +557,8 @@ if [ "$DEV_OK" = yes ]; then
     # validating resolver says so and pauses validation rather than fail every answer.
     check "the router's resolver (unbound) asks the ISP in plain DNS and says validation is paused there" \
       g "homework dns-upstream | grep -q 'plain DNS' && homework dnssec | grep -q 'paused'"
+    check "approved device resolves names over TLS (853, homework-dnsd) and HTTPS (/dns-query, lighttpd -> dnsd)" \
+      sh -c "ip netns exec $NS_DEV kdig @$ROUTER +tls +time=5 +retry=1 +short isp.example | grep -q $ISP_IP && ip netns exec $NS_DEV kdig @$ROUTER +https +time=5 +retry=1 +short isp.example | grep -q $ISP_IP"
     if [ -n "$DEV6" ]; then
       ok=no
       for _ in 1 2 3; do
