@@ -57,6 +57,8 @@ def test_names_go_over_tls_and_no_plain_dns_leaves_the_wan(lab):
         assert lab.dig(dev, FORGED)[0] == "SERVFAIL", "validated as before, over TLS"
     assert cap.port(853), f"the lookups went to the upstream's port 853: {cap.lines[:5]}"
     assert not cap.port(53), f"plain DNS left the WAN: {cap.port(53)[:5]}"
+    opened = [line for line in cap.port(853) if "Flags [S]," in line]
+    assert len(opened) <= 2, f"7 lookups, {len(opened)} new TLS connections: they are reused"
     # the CLI shows the same status
     assert "nobody on the way can read" in lab.homework("dns-upstream")
 
