@@ -475,6 +475,8 @@ else
   fail "the build made an update file next to the image" "no $HWUP (scripts/make-hwup.py missing?)"
 fi
 check "hwdbd answers on udp/987" g "ss -Hluln | grep -q '127.0.0.1:987 '"
+check "remote access runs on the kernel's WireGuard, its UDP port the WAN's only opening; miniupnpd runs for the devices allowed to open ports" \
+  g "for i in \$(seq 1 30); do s=\$(homework call remote-status); echo \"\$s\" | grep -q '\"backend\": \"kernel\"' && echo \"\$s\" | grep -q '\"running\": true' && nft list chain inet homework remote_input | grep -q 'udp dport 51820 accept' && pgrep -x miniupnpd && exit 0; sleep 1; done; echo \"\$s\"; exit 1"
 check "homework-dnsd listens on IPv6 too ([fd00:53::53]:5300, [ipv6] enabled)" g "ss -Hluln | grep -qF '[fd00:53::53]:5300 '"
 
 # Data plane
@@ -575,6 +577,19 @@ if [ "$DEV_OK" = yes ]; then
       # 4890), so the refused connection is the router's doing, not a missing route
       check "nothing from the ISP opens a TCP connection to the device ([$DEV6]:8081 listens; the ISP's ping reaches it)" \
         sh -c "ip netns exec $NS_DEV curl -s -m 5 -o /dev/null http://[$DEV6]:8081/ && ip netns exec $NS_ISP ping -6 -c1 -W5 $DEV6 && ! ip netns exec $NS_ISP curl -s -m 5 -o /dev/null http://[$DEV6]:8081/"
+      # reaching in: a forward opens exactly this device, over IPv4 (DNAT on the WAN address)
+      # and IPv6 (a pinhole on its own address); removed, both close again
+      gq "homework forward add $DEV_MAC 9000 --to 8081 --description boot-test"
+      reach_isp() {  # reach_isp URL: the ISP gets an answer within 10 s
+        for _ in $(seq 1 10); do ip netns exec "$NS_ISP" curl -s -m 3 -o /dev/null "$1" && return 0; sleep 1; done
+        return 1
+      }
+      check "a port forward opens the device to the ISP: $WAN_IP:9000 (DNAT to its port 8081) and [$DEV6]:8081 (pinhole)" \
+        sh -c "$(declare -f reach_isp); NS_ISP=$NS_ISP; reach_isp http://$WAN_IP:9000/ && reach_isp 'http://[$DEV6]:8081/'"
+      FWD_ID=$(g "homework --json forward list" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])' 2>/dev/null)
+      gq "homework forward remove ${FWD_ID:-0}"
+      check "the forward removed: the ISP is refused again" \
+        sh -c "sleep 2; ! ip netns exec $NS_ISP curl -s -m 5 -o /dev/null http://$WAN_IP:9000/ && ! ip netns exec $NS_ISP curl -s -m 5 -o /dev/null 'http://[$DEV6]:8081/'"
       kill "$LISTENER" 2>/dev/null
     fi
     # on the image's Debian kernel the shaper's leaves are fq_codel (the dev/CI

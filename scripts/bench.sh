@@ -76,6 +76,11 @@ if want update; then
   "$PY" scripts/bench_update.py
 fi
 
+if want reach; then
+  section "Reaching in: a port forward vs plain Linux DNAT, WireGuard vs plain wireguard-go (scripts/bench_reach.py)"
+  "$PY" scripts/bench_reach.py
+fi
+
 if want qos; then
   section "QoS: latency under load behind a slow link with a deep modem buffer, Homework's shaping vs none vs HTB by hand (scripts/bench_qos.py)"
   "$PY" scripts/bench_qos.py

@@ -20,6 +20,9 @@ APT_PACKAGES=(
   python3-prometheus-client prometheus python3-paho-mqtt mosquitto mosquitto-clients
   python3-cryptography    # settings backup: scrypt + AES-GCM
   python3-dnspython       # the resolver's looks at its upstreams (components/dns/probe.py)
+  # reaching in: miniupnpd (the router's), its clients for the tests (upnpc, natpmpc), nmap for what the
+  # internet sees; remote access: WireGuard's tools, wireguard-go (no kernel module here), qrencode
+  miniupnpd-nftables miniupnpc natpmpc nmap wireguard-tools wireguard-go qrencode
   # static checks (make lint)
   shellcheck
   # image build and boot test

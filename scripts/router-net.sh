@@ -23,6 +23,8 @@
 #   --hwaddr MAC           [HWADDR]          pinned MAC of the LOCAL interface, default 02:68:77:00:00:01
 #   --state-dir DIR        [ROUTER_NET_STATE] where `up` remembers sysctl values for `down`,
 #                                            default /run/homework
+#   (environment only)     [WEB_CONNS]       connections one LAN device may hold open to the
+#                                            router's web servers at a time, default 64
 set -euo pipefail
 
 BRIDGE=${BRIDGE:-br0}
@@ -32,9 +34,10 @@ LAN_PORTS=${LAN_PORTS:-}
 CONTROLLER=${CONTROLLER:-tcp:127.0.0.1:6653}
 HWADDR=${HWADDR:-02:68:77:00:00:01}
 ROUTER_NET_STATE=${ROUTER_NET_STATE:-/run/homework}
+WEB_CONNS=${WEB_CONNS:-64}
 NFT_TABLE=homework
 
-usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 
 action=${1:-}
 [ -n "$action" ] || usage 2
@@ -152,8 +155,17 @@ table inet $NFT_TABLE {
     # IPv4 only: every device has a routed IPv6 /64 of its own (no NAT66).
     oifname "$WAN_IF" meta nfproto ipv4 masquerade
   }
+  # What the household opened, filled by the controller (its reach and remote components;
+  # docs/reaching-in.md): the forwards' IPv6 pinholes, miniupnpd's mappings (its
+  # upnp_forward_chain), and the router's own WAN services (remote access's WireGuard port).
+  chain reach_forward {
+  }
+  chain upnp_forward {
+  }
+  chain remote_input {
+  }
   # Nothing from the WAN reaches the router's services (Guest Board, API, DNS) or the
-  # home unless it answers a connection made from inside.
+  # home unless it answers a connection made from inside, or the household opened it.
   chain wan_input {
     type filter hook input priority filter; policy accept;
     iifname "$WAN_IF" ct state established,related accept
@@ -161,7 +173,12 @@ table inet $NFT_TABLE {
     iifname "$WAN_IF" meta l4proto ipv6-icmp accept
     iifname "$WAN_IF" meta nfproto ipv6 udp dport 546 accept
     iifname "$WAN_IF" meta nfproto ipv4 udp dport 68 accept
-    iifname "$WAN_IF" drop
+    iifname "$WAN_IF" jump remote_input
+    # Refused, not dropped: a scan from the internet then tells closed from open (what is
+    # open is exactly what the household opened, docs/reaching-in.md); the kernel rate-limits
+    # the ICMP errors.
+    iifname "$WAN_IF" meta l4proto tcp reject with tcp reset
+    iifname "$WAN_IF" reject
   }
   # A satellite's management link (the router's port hwsat<i>m, fe80::1) is for
   # pairing (443), OpenFlow over TLS and its agent (the defaults of [satellites] tls_port
@@ -175,6 +192,19 @@ table inet $NFT_TABLE {
     # and those two are for satellites only: no device reaches them from the LAN
     iifname "$BRIDGE" tcp dport { 6654, 6655 } drop
   }
+  # The Guest Board, the API and the captive page (lighttpd on 80 and 443, the captive
+  # server on 8088) from the LAN: at most $WEB_CONNS connections at a time per device,
+  # counted per IPv4 address and per IPv6 /64 (a device has all of its /64). So one
+  # guest's thousands of idle connections cannot take the slots the household's board
+  # needs; lighttpd also ends idle ones (conf/lighttpd.conf). The management links and
+  # the router's own screen are not limited.
+  set web_clients4 { type ipv4_addr; flags dynamic; }
+  set web_clients6 { type ipv6_addr; flags dynamic; }
+  chain web_input {
+    type filter hook input priority filter; policy accept;
+    iifname "$BRIDGE" tcp dport { 80, 443, 8088 } ct state new add @web_clients4 { ip saddr ct count over $WEB_CONNS } reject with tcp reset
+    iifname "$BRIDGE" tcp dport { 80, 443, 8088 } ct state new add @web_clients6 { ip6 saddr & ffff:ffff:ffff:ffff:: ct count over $WEB_CONNS } reject with tcp reset
+  }
   chain wan_forward {
     type filter hook forward priority filter; policy accept;
     iifname "hwsat*" drop
@@ -182,6 +212,11 @@ table inet $NFT_TABLE {
     # ICMPv6 that RFC 4890 (4.3.1) says must not be dropped on its way to a host (IPv6
     # devices have no NAT in front of them: path MTU discovery needs packet-too-big).
     iifname "$WAN_IF" icmpv6 type { destination-unreachable, packet-too-big, time-exceeded, parameter-problem, echo-request, echo-reply } accept
+    # A port forward or a UPnP/NAT-PMP/PCP mapping (IPv4): only the controller's tables DNAT
+    # what comes in from the WAN.
+    iifname "$WAN_IF" ct status dnat accept
+    iifname "$WAN_IF" jump reach_forward
+    iifname "$WAN_IF" jump upnp_forward
     iifname "$WAN_IF" drop
     # A device's DNS goes to the router (the switch steers port 53 there); over IPv4 it is
     # answered by homework-dnsd, and IPv6 DNS must not slip past the rules by being

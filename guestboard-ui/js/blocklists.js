@@ -42,7 +42,9 @@
     var $button = $(this).find("button").prop("disabled", true);
     say("error", "");
     say("status", "Fetching " + url + " …");
-    HW.api.call("POST", "blocklists", owner ? { url: url, owner: owner } : { url: url }).done(function (b) {
+    var body = owner ? { url: url, owner: owner } : { url: url };
+    if (this.elements.allow_local && this.elements.allow_local.checked) body.allow_local = true;
+    HW.api.call("POST", "blocklists", body).done(function (b) {
       $("#blocklist-add")[0].reset();
       say("status", "Added: " + b.rules + " names.");
       load();

@@ -21,6 +21,7 @@ jQuery(function ($) {
 
   function start() {
     if (HW.usageBanner) HW.usageBanner.refresh();
+    if (HW.remote) HW.remote.init();       // the "Away from home" button (remote.js)
     $("#login").prop("hidden", true);
     $("#board, #logout").prop("hidden", false);
     if (es) es.close();

@@ -55,8 +55,10 @@ HW.panel = (function ($) {
       $p.find(".rules-note").text("Website rules need the router's DNS component.");
     } else {
       $p.find(".rule-form").prop("hidden", false);
-      $p.find(".rules-note").text(d.dns_rules.length ? "" : "No rules: every website is allowed.");
-      d.dns_rules.forEach(function (r) {
+      // GET /ws.v1/devices/{mac} answers {rules, mode} (the dns-rules command's shape)
+      var rules = Array.isArray(d.dns_rules) ? d.dns_rules : (d.dns_rules.rules || []);
+      $p.find(".rules-note").text(rules.length ? "" : "No rules: every website is allowed.");
+      rules.forEach(function (r) {
         var $li = $("<li>").append($('<span class="domain">').text(r.domain),
                                    $('<span class="action">').text(r.action === "deny" ? "blocked" : "allowed"),
                                    $('<button type="button" class="secondary remove">Remove</button>').attr("data-domain", r.domain));
@@ -70,6 +72,8 @@ HW.panel = (function ($) {
     if (!(d.alerts || []).length) $alerts.append($("<li>").text("none"));
     fillPause(d);
     fillPriority(d);
+    if (HW.reach) HW.reach.fill(d);      // open from the internet (reach.js)
+    if (HW.remote) HW.remote.fill(d);    // away from home: where it connects from (remote.js)
   }
 
   /* Priority: the device's class, in household words, set with
@@ -304,6 +308,7 @@ HW.panel = (function ($) {
     $("#panel .error").text("");
     addSchedules();
     addPriority();
+    if (HW.reach) HW.reach.add();
     var d = HW.board.get(mac);
     if (d) fill($.extend({ dns_rules: undefined }, d));
     var dlg = $("#panel")[0];

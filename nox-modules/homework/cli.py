@@ -16,6 +16,8 @@ from . import cli_update
 from . import cli_qos
 from . import cli_satellites
 from . import cli_dns
+from . import cli_reach
+from . import cli_remote
 
 DEFAULT_SOCKET = os.environ.get("HOMEWORK_SOCKET", "/run/homework/control.sock")
 
@@ -171,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     cli_update.add_parsers(sub)          # update, update-status, reboot
     cli_satellites.add_parsers(sub)      # satellite-pair
     cli_dns.add_parsers(sub)             # the resolver: dnssec, dnssec insecure, dns-upstream
+    cli_reach.add_parsers(sub)           # forward, open-ports, may-open-ports, upnp
+    cli_remote.add_parsers(sub)          # remote add/list/config (WireGuard)
     raw = sub.add_parser("call", help="call any controller command with key=value arguments")
     raw.add_argument("command")
     raw.add_argument("args", nargs="*")
@@ -186,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         backed = cli_update.run(args, call, args.socket) if args.cmd in cli_update.COMMANDS else backed
         backed = cli_satellites.run(args, call, args.socket) if args.cmd == "satellite-pair" else backed
         backed = cli_dns.run(args, call, args.socket) or backed
+        backed = cli_reach.run(args, call, args.socket) if args.cmd in cli_reach.COMMANDS else backed
+        backed = cli_remote.run(args, call, args.socket) if args.cmd in cli_remote.COMMANDS else backed
         if backed is not None:
             scheduled = backed
         if scheduled is not None:

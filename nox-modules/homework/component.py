@@ -61,6 +61,12 @@ class Context:
         # a station its agent hears there has roamed there (the adapter answers).
         self.radio_port: Callable[[str], int | None] = lambda ifname: None
         self.pairing = None            # the core's SatellitePairing (core.py puts it here)
+        # The router's own services on the WAN: what -> (protocol, port), e.g. remote access's
+        # WireGuard port. Components add theirs in __init__; port forwards may not take them.
+        self.wan_services: dict[str, tuple[str, int]] = {}
+        # Multicast groups the router's own stack serves on the LAN (reach: SSDP for UPnP);
+        # routing sends permitted devices' packets to them to the router as well as to members.
+        self.router_groups: set[str] = set()
         # Which device (or satellite, or the router) an address belongs to: the one answer
         # every per-device rule uses, over IPv4 and IPv6 alike (callers.py).
         self.callers = Callers(self)

@@ -33,6 +33,8 @@ KNOWN_COMPONENTS += ("backup",)        # settings backup and restore
 KNOWN_COMPONENTS += ("radio",)         # the real radio's link monitor
 KNOWN_COMPONENTS += ("qos",)           # priorities and shaping
 KNOWN_COMPONENTS += ("satlink",)       # the satellite agents' channel
+KNOWN_COMPONENTS += ("reach",)         # port forwards, UPnP/NAT-PMP/PCP per device
+KNOWN_COMPONENTS += ("remote",)        # remote access over WireGuard
 IFNAME = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
 CURRENT_VERSION = 2
 
@@ -337,8 +339,13 @@ KEYS: tuple[Key, ...] = (
         "seconds between fetches of each subscribed blocklist", int_range(60, 30 * 86400)),
     Key("blocklists.max_bytes", "blocklists_max_bytes", int, 64 * 1024 * 1024,
         "largest list download accepted", int_range(1024, 1024 ** 3)),
-    Key("blocklists.fetch_timeout", "blocklists_fetch_timeout", int, 30,
-        "seconds a list download may take to answer", int_range(1, 600)),
+    Key("blocklists.fetch_timeout", "blocklists_fetch_timeout", int, 120,
+        "seconds a list download may take in all (connect, answer and every byte)", int_range(1, 900)),
+    Key("blocklists.max_names", "blocklists_max_names", int, 1_000_000,
+        "names one list may hold; a longer list is refused (dnsd holds about 45 MiB per million)",
+        int_range(1000, 20_000_000)),
+    Key("blocklists.max_names_total", "blocklists_max_names_total", int, 2_000_000,
+        "names all lists together may hold; a list that would pass it is refused", int_range(1000, 50_000_000)),
     Key("localnames.hosts_dir", "localnames_hosts_dir", str, "/run/homework/hosts.d",
         "where the localnames component writes permitted devices' names for dnsmasq (its hostsdir=)", path),
     Key("api.listen", "api_listen", str, "127.0.0.1", "ws.v1 API address (lighttpd proxies to it)", ip_address),
@@ -463,6 +470,34 @@ KEYS: tuple[Key, ...] = (
     Key("mqtt.discovery_prefix", "mqtt_discovery_prefix", str, "homeassistant", "Home Assistant's discovery prefix"),
     Key("mqtt.accept_commands", "mqtt_accept_commands", bool, False,
         "apply permit/deny from PREFIX/device/ID/set (the broker's ACL must allow only the admin user there)"),
+    Key("reach.wan_interface", "reach_wan_interface", str, "",
+        "where port forwards, UPnP mappings and pinholes come in; '' = wanwatch.interface", ifname_or_empty),
+    Key("reach.check_interval", "reach_check_interval", int, 5,
+        "seconds between looks at who may be reached (a pause, a usage block or a lease ending closes "
+        "ports within this; decisions close them at once)", int_range(1, 300)),
+    Key("reach.upnp", "reach_upnp", bool, True,
+        "run miniupnpd (UPnP IGD, NAT-PMP, PCP) for the devices the household lets open ports; false: none may"),
+    Key("reach.upnp_http_port", "reach_upnp_http_port", int, 5000, "miniupnpd's HTTP port on the LAN",
+        int_range(1024, 65535)),
+    Key("reach.upnp_run_dir", "reach_upnp_run_dir", str, "/run/homework/upnp",
+        "miniupnpd's configuration and lease files (written by the controller)", path),
+    Key("reach.pcp_min_lifetime", "reach_pcp_min_lifetime", int, 120,
+        "shortest PCP mapping in seconds (RFC 6887 suggests 120)", int_range(60, 3600)),
+    Key("reach.pcp_max_lifetime", "reach_pcp_max_lifetime", int, 86400,
+        "longest PCP mapping in seconds (RFC 6887 suggests 86400)", int_range(600, 604800)),
+    Key("remote.listen_port", "remote_listen_port", int, 51820,
+        "the router's WireGuard port on the WAN (UDP): the only opening remote access adds", int_range(1, 65535)),
+    Key("remote.endpoint", "remote_endpoint", str, "",
+        "the host name (or address) clients reach the router at, e.g. a dynamic DNS name; '' = the "
+        "router's WAN address when the configuration is made"),
+    Key("remote.backend", "remote_backend", str, "auto",
+        "'kernel' (the image's WireGuard), 'wireguard-go' (userspace, over TUN) or 'auto': the kernel's "
+        "when it has the module", one_of("auto", "kernel", "wireguard-go")),
+    Key("remote.interface", "remote_interface", str, "wg0", "the WireGuard interface's name", ifname),
+    Key("remote.run_dir", "remote_run_dir", str, "/run/homework/remote",
+        "where the away namespace's holder and DHCP clients keep their pid files", path),
+    Key("remote.check_interval", "remote_check_interval", int, 5,
+        "seconds between looks at where each remote device connects from", int_range(1, 300)),
     Key("ipv6.enabled", "ipv6_enabled", bool, True,
         "give every device its own /64 (Router Advertisements, routed like IPv4); off: IPv4 only"),
     Key("ipv6.prefix", "ipv6_prefix", str, "",

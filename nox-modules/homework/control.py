@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 from .commands import CommandError
+from .values import parse_json
 
 log = logging.getLogger("homework.control")
 MAX_REQUEST = 64 * 1024
@@ -63,7 +64,7 @@ class ControlServer:
 
     def handle(self, line: bytes) -> dict:
         try:
-            request = json.loads(line)
+            request = parse_json(line, "the request")
             if not isinstance(request, dict) or not isinstance(request.get("cmd"), str):
                 raise ValueError("expected {\"cmd\": NAME, \"args\": {...}}")
             args = request.get("args") or {}

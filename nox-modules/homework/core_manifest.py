@@ -4,7 +4,9 @@ link rates there under "qos." keys), satellite pairing (pairing.py), the Wi-Fi n
 (wifi.py), and the counters of dispatch, the adapter and the garbage collector."""
 from __future__ import annotations
 
-from . import events, rowcheck, wifi
+from . import events, rowcheck, system, wifi
+from .commands import CommandError
+from .components.qos.store import link_value
 from .manifest import Manifest, NotBackedUp, Secrets, Settings
 from .state import DEVICE_STATES
 
@@ -16,6 +18,22 @@ def device_row(r: dict) -> None:
         rowcheck.text(r.get(key, ""), key)
     for key in ("first_seen", "last_seen"):
         rowcheck.number(r.get(key, 0), key)
+
+
+def setting_row(r: dict) -> None:
+    """A `settings` row: each key with the validator of the command that sets it (a
+    restored `qos.down_kbit` of "²" once made the shaper fail every second)."""
+    rowcheck.option(r)
+    key = r["key"]
+    try:
+        if key == system.TIMEZONE_KEY:
+            system.check_zone(r["value"])
+        elif key.startswith("qos."):
+            link_value(key[4:], r["value"])
+        else:
+            raise ValueError(f"unknown setting {key!r}")
+    except CommandError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def wifi_row(r: dict) -> None:
@@ -31,7 +49,7 @@ MANIFEST = Manifest(
     tables=(
         Settings("devices", (1,), ("mac", "state", "hostname", "name", "owner", "type", "first_seen", "last_seen"),
                  device_row),
-        Settings("settings", (9,), ("key", "value"), rowcheck.option),     # the time zone; qos's link rates
+        Settings("settings", (9,), ("key", "value"), setting_row),     # the time zone; qos's link rates
         NotBackedUp("satellites", (11, 12, 14),
                     "pairings are bound to this router's household CA (pki/), which a backup does not carry: "
                     "satellites pair again with the restored router"),

@@ -15,6 +15,12 @@ boot, as a new one is. The image moves that file aside once the password was cha
 A reset router is not set up (firsthour.py): the answer carries a set-up code, shown to
 whoever reset it, with which a device on the Wi-Fi sets it up again (a wired one needs
 nothing). The code is kept beside state.db, which the reset deletes.
+
+The addresses devices hold are the router's bookkeeping, not the household's settings:
+the new state.db starts with their leases, each device a pending stranger (no name, no
+decision). So the device that pressed the reset lands on the waiting page, and its set-up
+offer, at once, instead of being cut off until its DHCP client renews (half its lease: up
+to half an hour for a permitted device).
 """
 from __future__ import annotations
 
@@ -62,6 +68,20 @@ def wipe(state_dir: Path, password_file: str = "") -> list[str]:
     return gone
 
 
+def keep_addresses(state_db: Path, leases: list[dict], now: float) -> None:
+    """A fresh state.db holding these lease rows, each device pending and nameless."""
+    from .state import StateStore
+    store = StateStore(state_db)
+    try:
+        for row in leases:
+            store.touch_device(row["mac"], row["hostname"], now)
+            store.execute("INSERT INTO leases (mac, block, expires, port, hostname, relay) VALUES (?,?,?,?,?,?)",
+                          (row["mac"], row["block"], row["expires"], row["port"], row["hostname"], ""))
+    finally:
+        store.close()
+    log.warning("factory reset: %d devices keep their addresses, pending", len(leases))
+
+
 def register(core) -> None:
     ctx = core.ctx
 
@@ -81,9 +101,11 @@ def register(core) -> None:
             # leases for, and the erased ones would keep their forwarding until then.
             core.send([FlowDelete()])
             time.sleep(FLUSH_SECONDS)     # eventlet's: the OpenFlow sender runs meanwhile
+            kept = [row for row in core.state.leases() if not row["relay"]]
             core.state.close()
             gone = wipe(Path(config.state_dir), config.api_admin_password_file)
             log.warning("factory reset: deleted %s", ", ".join(gone) or "nothing")
+            keep_addresses(Path(config.state_db), kept, ctx.now())
         code = firsthour.new_setup_code(config.state_dir)
         ctx.restart("factory reset", then=erase)
         return {"restarting": True, "note": NOTE, "setup_code": code}

@@ -166,9 +166,13 @@ def download(url: str, dest: Path, cap: int, seconds: float, guard: Guard, allow
 
     def sink(resp, deadline: Deadline) -> None:
         length = resp.getheader("Content-Length")
-        if length and length.isdigit() and int(length) > cap:
-            raise HttpOutError(f"the list is {int(length):,} bytes, more than the {cap:,} allowed")
-        with open(dest, "wb") as out:
+        if length and length.isascii() and length.isdigit() and int(length) > cap:
+            raise HttpOutError(f"the file is {int(length):,} bytes, more than the {cap:,} allowed")
+        try:
+            out = open(dest, "wb")
+        except OSError as exc:
+            raise HttpOutError(f"the router cannot store the download ({exc.strerror})") from None
+        with out:
             while True:
                 deadline.left()
                 chunk = resp.read1(CHUNK) if hasattr(resp, "read1") else resp.read(CHUNK)
@@ -176,8 +180,11 @@ def download(url: str, dest: Path, cap: int, seconds: float, guard: Guard, allow
                     break
                 got["n"] += len(chunk)
                 if got["n"] > cap:
-                    raise HttpOutError(f"the list is larger than the {cap:,} bytes allowed")
-                out.write(chunk)
+                    raise HttpOutError(f"the file is larger than the {cap:,} bytes allowed")
+                try:
+                    out.write(chunk)
+                except OSError as exc:
+                    raise HttpOutError(f"the router cannot store the download ({exc.strerror})") from None
 
     status = _request(url, "GET", None, headers or {}, seconds, guard, allow_local, follow=True, sink=sink)
     if not 200 <= status < 300:

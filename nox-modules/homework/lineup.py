@@ -42,6 +42,8 @@ LINEUP: tuple[Part, ...] = (
     Part("usage"), Part("schedules"), Part("notify"), Part("wanwatch", "wan"), Part("metrics"),
     Part("mqtt", "mqtt-broker"), Part("backup"), Part("radio", "radio"), Part("qos"),
     Part("satlink"),        # satellite agents' channel: idle without satellites
+    Part("reach", "wan"),   # port forwards, and UPnP/NAT-PMP/PCP for devices let open ports
+    Part("remote", "wan"),  # remote access over WireGuard: devices away from home
 )
 assert all(p.needs in ("", *NEEDS) for p in LINEUP)
 

@@ -273,6 +273,38 @@ CREATE TABLE IF NOT EXISTS webhook_queue (
 ALTER TABLE webhooks ADD COLUMN allow_local INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE blocklists ADD COLUMN allow_local INTEGER NOT NULL DEFAULT 0;
 """),
+    Step(16, "reaching in: port forwards of a device, and the devices that may open ports themselves "
+             "(UPnP IGD, NAT-PMP, PCP)", sql="""
+CREATE TABLE IF NOT EXISTS port_forwards (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,   -- never reused: a stale id removes nothing
+    mac TEXT NOT NULL,                  -- the device it belongs to (by identity, not address)
+    protocol TEXT NOT NULL CHECK (protocol IN ('tcp', 'udp', 'both')),
+    first INTEGER NOT NULL CHECK (first BETWEEN 1 AND 65535),   -- external ports first..last
+    last INTEGER NOT NULL CHECK (last BETWEEN first AND 65535),
+    to_port INTEGER NOT NULL CHECK (to_port BETWEEN 1 AND 65535),  -- the device's port for `first`
+    description TEXT NOT NULL DEFAULT '',
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS open_ports_allowed (
+    mac TEXT PRIMARY KEY,               -- the household ticked "may open ports" on its panel
+    since REAL NOT NULL
+);
+"""),
+    Step(17, "remote access over WireGuard: the devices away from home and the router's own key", sql="""
+CREATE TABLE IF NOT EXISTS remote_peers (
+    mac TEXT PRIMARY KEY,               -- the device it is (a locally administered MAC the router made)
+    idx INTEGER NOT NULL UNIQUE,        -- its place in the away namespace (interface rmt<idx>)
+    name TEXT NOT NULL,
+    private_key TEXT NOT NULL,          -- the client's, so its configuration can be shown again
+    public_key TEXT NOT NULL,
+    preshared_key TEXT NOT NULL,
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS remote_router (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    private_key TEXT NOT NULL           -- the router's WireGuard key (its public one is in every client's file)
+);
+"""),
 )
 LATEST = STEPS[-1].number
 assert [s.number for s in STEPS] == list(range(1, LATEST + 1))

@@ -42,12 +42,6 @@ def choice(value, what: str, allowed) -> None:
         raise ValueError(f"{what} must be one of {', '.join(allowed)}, got {value!r}")
 
 
-def url(value, what: str) -> None:
-    text(value, what, empty=False)
-    if not value.startswith(("http://", "https://")):
-        raise ValueError(f"{what} must be an http(s) URL")
-
-
 def option(r: dict) -> None:
     """A key/value row (the settings and dns_options tables)."""
     text(r["key"], "key", empty=False)

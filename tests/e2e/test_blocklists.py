@@ -76,7 +76,7 @@ def test_lists_block_rules_win_counts_rise_bad_lists_refused_and_restart_keeps_t
     assert wait_for(lambda: lists(lab)["hosts.txt"]["blocked_queries"] > before)
 
     # a URL that 404s, a file that is not a list, a bad URL: 400 with the reason, nothing changes
-    for url, why in ((f"http://{BLOCKED_WEB}/missing.txt", "404"),
+    for url, why in ((f"http://{BLOCKED_WEB}/missing.txt", "answered with an error"),     # not its own words
                      (serve(lab, "garbage.txt", "<html><body>Welcome to my site</body></html>\n"), "not a blocklist"),
                      ("ftp://example.com/list.txt", "http")):
         r = add(lab, url)

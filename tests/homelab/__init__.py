@@ -67,6 +67,13 @@ WAN_PD_HOOK = REPO / "scripts" / "wan-pd-hook.sh"
 # the two every home needs when that is all they are about (DHCP, routing, the switch).
 BARE = ("dhcp", "routing")
 DNS_ADDR = "203.0.113.53"  # reserved for the internet's DNS resolver (not started yet)
+# Home(public_wan=True): the router's first WAN address is one miniupnpd takes for public.
+# Every address above is a documentation one (RFC 5737), which miniupnpd 2.3.1 counts as
+# private ("behind another NAT: port forwarding is impossible") and so opens nothing. The
+# link also keeps ROUTER_WAN_ADDR (the route's source, so NAT still uses it). Traffic to it
+# never leaves the namespaces this home makes.
+PUBLIC_WAN_ADDR = "192.0.3.2"
+PUBLIC_ISP_ADDR = "192.0.3.1"
 HWDB_PORT = 987
 
 
@@ -120,6 +127,14 @@ def _kill_pid(pid: int, timeout: float = 5.0, sig: int = signal.SIGTERM) -> None
             pass
     except ProcessLookupError:
         pass
+
+
+def _runs(pid: int, names: tuple[str, ...]) -> bool:
+    """Is `pid` still one of these programs (not a number reused by something else)?"""
+    try:
+        return os.path.basename(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()) in names
+    except (OSError, IndexError, UnicodeDecodeError):
+        return False
 
 
 def _is_zombie(pid: int) -> bool:
@@ -515,7 +530,7 @@ class Home:
                  internet: bool = True, hwdb: bool | None = None, run_id: str | None = None,
                  keep: bool | None = None, log: Callable[[str], None] | None = None,
                  connect_timeout: float = 60, hwdb_memory: str | None = None, ipv6_pd: bool = False,
-                 isp_link: dict | None = None):
+                 isp_link: dict | None = None, public_wan: bool = False):
         self.run_id = run_id or new_run_id()
         self.router_ns = f"{self.run_id}-r"
         self.internet_ns = f"{self.run_id}-i"
@@ -541,6 +556,9 @@ class Home:
         self.pd_prefix_file = self.dir / "ipv6-delegated-prefix"
         # A slow WAN with a modem's deep buffer (isp_link.py: down_kbit, up_kbit, buffer_ms).
         self.isp_link = isp_link
+        self.public_wan = public_wan            # see PUBLIC_WAN_ADDR
+        # the router's address the internet sees and reaches (forwards, UPnP mappings)
+        self.wan_addr = PUBLIC_WAN_ADDR if public_wan else ROUTER_WAN_ADDR
         self.keep = keep if keep is not None else os.environ.get("HOMELAB_KEEP") == "1"
         self.connect_timeout = connect_timeout
         self._say = log or (lambda msg: None)
@@ -688,6 +706,8 @@ class Home:
             sh(["ip", "-n", self.internet_ns, "link", "set", "lo", "up"])
             sh(["ip", "-n", self.router_ns, "link", "add", WAN_IF, "type", "veth",
                 "peer", "name", "isp0", "netns", self.internet_ns])
+            if self.public_wan:      # first: the address an interface query (miniupnpd's) returns
+                sh(["ip", "-n", self.router_ns, "addr", "add", f"{PUBLIC_WAN_ADDR}/24", "dev", WAN_IF])
             sh(["ip", "-n", self.router_ns, "addr", "add", f"{ROUTER_WAN_ADDR}/24", "dev", WAN_IF])
             sh(["ip", "-n", self.router_ns, "addr", "add", f"{ROUTER_WAN6_ADDR}/64", "dev", WAN_IF, "nodad"])
             sh(["ip", "-n", self.router_ns, "link", "set", WAN_IF, "up"])
@@ -700,6 +720,8 @@ class Home:
     def _start_internet(self) -> None:
         i = self.internet_ns
         sh(["ip", "-n", i, "addr", "add", f"{ISP_ADDR}/24", "dev", "isp0"])
+        if self.public_wan:
+            sh(["ip", "-n", i, "addr", "add", f"{PUBLIC_ISP_ADDR}/24", "dev", "isp0"])
         sh(["ip", "-n", i, "link", "set", "isp0", "up"])
         sh(ns_cmd(i, ["ethtool", "-K", "isp0", "tx", "off"]), check=False)
         # Servers live on lo (no dummy module on these kernels).
@@ -822,6 +844,11 @@ class Home:
                            "components": ["dhcp", "routing"]},
             "state": {"dir": str(self.state_dir)},
             "hwdb": {"enabled": self.hwdb_enabled, "host": "127.0.0.1", "port": HWDB_PORT},
+            # miniupnpd's files of this home (the image's are in /run/homework/upnp)
+            "reach": {"upnp_run_dir": str(self.dir / "upnp")},
+            # remote access: this home's own WireGuard interface (wireguard-go's control socket is
+            # named after it, in one directory for the whole machine) and pid files
+            "remote": {"interface": f"{self.run_id}wg", "run_dir": str(self.dir / "remote")},
         }
         if self.ipv6_pd:
             doc["ipv6"] = {"enabled": True, "prefix": "", "prefix_file": str(self.pd_prefix_file)}
@@ -1001,6 +1028,11 @@ class Home:
         attempt(self.stop_controller, 3)
         for p in self._procs:
             attempt(_kill_pid, p.pid, 3)
+        # what the controller's remote access started, should it have died without stopping them
+        for pidfile in sorted((self.dir / "remote").glob("*.pid")):
+            pid = _read_pid(pidfile)
+            if pid and _runs(pid, ("sleep", "udhcpc", "wireguard-go")):
+                attempt(_kill_pid, pid, 3)
         run = self.ovs_dir / "run"
         for daemon in ("ovs-vswitchd", "ovsdb-server"):
             pid = _read_pid(run / f"{daemon}.pid")

@@ -56,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
         # satellite boxes reach the TLS listener over their management links
         config["satellites"] = {"switches": [Satellite.spec_for(i, dpid) for i, dpid in sat_ids],
                                 "tls_listen": "::"}
-    home = Home(config=config, run_id=run_id, log=say, isp_link=ISP_LINK)
+    # public_wan: an ISP address miniupnpd takes for public, so games can open ports (PUBLIC_WAN_ADDR)
+    home = Home(config=config, run_id=run_id, log=say, isp_link=ISP_LINK, public_wan=True)
     if sat_ids:      # their agents: the household's Wi-Fi and deny list out, station dumps in
         components = home.config_overrides["controller"]["components"]
         components += [c for c in ("radio", "satlink") if c not in components]

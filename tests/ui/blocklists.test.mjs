@@ -48,7 +48,7 @@ test('a blocklist added on the page blocks, counts, refuses a 404 and safe-searc
   // A URL that 404s: the API's message, nothing added.
   await page.locator('#blocklist-add input[name=url]').fill(url.replace('ui-hosts', 'missing'));
   await page.locator('#blocklist-add button[type=submit]').click();
-  await page.locator('#filters .error', { hasText: '404' }).waitFor();
+  await page.locator('#filters .error', { hasText: 'answered with an error' }).waitFor();
   assert.equal(await page.locator('#filters tbody tr[data-id]').count(), 0);
   await screenshot(page, 'filters-01-404');
 

@@ -8,6 +8,7 @@ sends one JSON request per line on stdin and reads one JSON answer per line on s
     {"op": "poll_satellite", "index": 2}   -> {"ok": true, "exit": 3, "state": "pending"|"permitted"|..}
     {"op": "satellite_station", "index": 2, "name": "tablet", "rssi": -57}  -> {"ok": true, "name": .., "mac": ..}
     {"op": "start_dhcp", "dev": "dev1", "client": "udhcpc"} -> {"ok": true, "t": epoch of the DISCOVER}
+    {"op": "get", "dev": "dev1", "url": ..}   -> {"ok": true, "code": "200", "body": ..} (curl from the device)
     {"op": "wait_fetch", "dev": "dev1", "expect": true, "timeout": 20}
                                        -> {"ok": true, "elapsed": s, "t": epoch of the first success}
     {"op": "traffic", "dev": "dev1", "seconds": 8}    (ICMP to its gateway, ~1 MB/s, in background)
@@ -22,12 +23,18 @@ sends one JSON request per line on stdin and reads one JSON answer per line on s
     {"op": "start_receiver", "port": 8097}  -> {"ok": true, "url": webhook URL in the emulated internet}
     {"op": "receiver_secret", "secret": ..}   (the receiver checks signatures with it)
     {"op": "received"}                        -> {"ok": true, "requests": [{status, signature_ok, body}]}
+    {"op": "serve", "dev": "dev1", "port": 8080}         (a server in the device that answers its name)
+    {"op": "internet_hello", "port": 9000, "address"?: ..}  -> {"answer": the name of who answered, or ""}
+    {"op": "natpmp", "dev": "dev1", "public": 9300, "private": 8080}  -> {"output": natpmpc's}
+    {"op": "remote_connect", "mac": ..}   (a WireGuard client in the emulated internet, from its file)
     {"op": "quit"}
 
 Config overrides for the home (TOML sections as JSON) may come in $HOMEWORK_UI_CONFIG.
-The first line written is {"ready": true, "url": .., "view_ns": .., "password": .., "run_id": ..}:
-the board's URL from the viewer namespace, where lib.mjs runs Chromium (Web.add_viewer). The
-home is torn down on quit, on end of input and on SIGTERM.
+The first line written is {"ready": true, "url": .., "view_ns": .., "laptop_mac": .., "password": ..,
+"run_id": ..}: the board's URL from the household's laptop, a LAN device that set the router up
+through its waiting page (household_laptop), in whose namespace lib.mjs runs Chromium. The
+management link (mgmt_url) only observes. The home is torn down on quit, on end of input and
+on SIGTERM.
 """
 from __future__ import annotations
 
@@ -44,21 +51,33 @@ from homelab.web import Web, web_home
 from homework.state import StateStore
 
 
+LAPTOP = "household-laptop"     # the browser's device (its DHCP hostname: its label on the board)
+
+
 class Driver:
     def __init__(self):
         config = json.loads(os.environ.get("HOMEWORK_UI_CONFIG") or "{}")
-        # {"dns_lab": true}: the whole DNS path (homework-dnsd, dnsmasq, the dns component) and
-        # hwdb, as tests/e2e/test_local_names.py runs it (querylog.test.mjs).
+        # {"dns_lab": true}: hwdb too, as tests/e2e/test_local_names.py runs it (querylog.test.mjs).
         self.dns_lab = config.pop("dns_lab", False)
-        kw = {}
-        if self.dns_lab:
+        # {"laptop_set_up": false}: the laptop stays pending on a router nobody has set up
+        # (the test sets it up in the browser: first_hour.test.mjs).
+        self.laptop_set_up = config.pop("laptop_set_up", True)
+        kw = {"public_wan": config.pop("public_wan", False)}      # UPnP mappings (homelab.PUBLIC_WAN_ADDR)
+        components = config.get("controller", {}).get("components")
+        if components or self.dns_lab:
+            # The browser's device gets in as a household's does: through the waiting page,
+            # which needs the DNS path (homework-dnsd, dnsmasq, the dns component and its
+            # captive redirect and server), as on the image. A home naming no components
+            # runs all of it anyway (homelab/household.py).
             from homelab import new_run_id
             from homelab.dns import dns_config
             kw["run_id"] = new_run_id()
-            components = config.pop("controller", {}).get("components", ["dhcp", "routing", "dns"])
+            components = list(components or ["dhcp", "routing"])
+            components += [] if "dns" in components else ["dns"]
             for section, table in dns_config(kw["run_id"], components).items():
                 config.setdefault(section, {}).update(table)
-            kw["hwdb"] = True
+            if self.dns_lab:
+                kw["hwdb"] = True
         self.home = web_home(config=config, log=lambda msg: print(msg, file=sys.stderr, flush=True), **kw)
         self.devices = {}
         self.satellites = {}
@@ -68,17 +87,54 @@ class Driver:
         self.home.start()
         # a home that names no components runs the image's, the board and DNS included
         self.web = self.home.web or Web(self.home).start()
-        view_ns, view_url = self.web.add_viewer()
         if self.home.dns is not None:
             self.dns_lab = self.home.dns
-        elif self.dns_lab:
+        else:
             from homelab.dns import DnsLab
             self.dns_lab = DnsLab(self.home).start()
-        return {"ready": True, "url": view_url, "view_ns": view_ns, "mgmt_url": self.web.url,
+        laptop = self.household_laptop()
+        # The management link (mgmt_url) is the harness's, to observe; the browser is on the laptop.
+        return {"ready": True, "url": f"https://{laptop.default_gateway()}/", "view_ns": laptop.ns,
+                "laptop_mac": laptop.mac, "mgmt_url": self.web.url,
                 "password": self.home.admin_password,
                 "run_id": self.home.run_id, "web": f"http://{WEB_ADDR}/",
                 "password_file": str(getattr(self.home, "admin_password_file", "")),   # factory reset
                 "state_dir": str(self.home.state_dir)}   # the Wi-Fi settings' wifi.env
+
+    def household_laptop(self):
+        """The household's laptop, where the tests' Chromium runs: a device on a LAN port of
+        the router with a real DHCP client, let in through the first hour's door (its waiting
+        page's set-up, over HTTP through the captive server, as setup.js does), with the
+        household's password. IPv4 only, and nothing renumbers it while a test runs:
+        Chromium aborts every request in flight (ERR_NETWORK_CHANGED) when an address of
+        its namespace comes or goes (udhcpc's renewals leave an unchanged address alone)."""
+        dev = self.home.add_device(name=LAPTOP)
+        dev.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1",
+                 f"net.ipv6.conf.{dev.ifname}.disable_ipv6=1"])
+        self.devices[dev.name] = dev
+        dev.start_udhcpc()
+        dev.wait_for_ipv4(30)
+        gateway = dev.wait_for_gateway(10)
+        if not self.laptop_set_up:
+            return dev
+        body = json.dumps({"password": self.home.admin_password})
+        deadline = time.monotonic() + 60
+        while True:     # the captive redirect follows the lease by a batch of nftables
+            r = dev.run(["curl", "-s", "-m", "10", "-o", "-", "-w", "\n%{http_code}", "-H",
+                         "Content-Type: application/json", "-d", body, f"http://{gateway}/ws.v1/setup"],
+                        check=False, timeout=20)
+            text, _, code = r.stdout.rpartition("\n")
+            if code == "200":
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the laptop could not set the router up: HTTP {code} {text[:300]}")
+            time.sleep(0.2)
+        while dev.run(["curl", "-sk", "-m", "5", "-o", "/dev/null", "-w", "%{http_code}",
+                       f"https://{gateway}/ws.v1/session"], check=False, timeout=15).stdout != "401":
+            if time.monotonic() > deadline:
+                raise RuntimeError("the set-up laptop does not reach the Guest Board")
+            time.sleep(0.2)
+        return dev
 
     def dev(self, req):
         return self.devices[req["dev"]]
@@ -145,7 +201,7 @@ class Driver:
 
     def op_wait_ipv4(self, req):
         addr, prefix = self.dev(req).wait_for_ipv4(req.get("timeout", 20))
-        return {"ip": addr, "prefix": prefix}
+        return {"ip": addr, "prefix": prefix, "gateway": self.dev(req).wait_for_gateway(5)}
 
     def op_fetch(self, req):
         dev = self.dev(req)
@@ -153,6 +209,41 @@ class Driver:
         r = dev.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time",
                      str(req.get("max_time", 2)), url], check=False, timeout=10)
         return {"code": r.stdout.strip(), "success": r.returncode == 0 and r.stdout.strip() == "200"}
+
+    def op_get(self, req):
+        """{"op": "get", "dev": "dev1", "url": ..} -> {"code": "200", "body": ..}: one GET from the device."""
+        r = self.dev(req).run(["curl", "-sk", "-m", "10", "-o", "-", "-w", "\n%{http_code}", req["url"]],
+                              check=False, timeout=20)
+        body, _, code = r.stdout.rpartition("\n")
+        return {"code": code, "body": body}
+
+    def op_serve(self, req):
+        from homelab.reach import serve_hello
+        dev = self.dev(req)
+        serve_hello(dev.popen, dev.name, int(req.get("port", 8080)))
+        return {}
+
+    def op_internet_hello(self, req):
+        from homelab.reach import hello
+        return {"answer": hello(self.home.internet, req.get("address") or self.home.wan_addr, int(req["port"]))}
+
+    def op_natpmp(self, req):
+        out = self.dev(req).run(["natpmpc", "-a", str(req["public"]), str(req["private"]), "tcp", "600"],
+                                check=False, timeout=30)
+        return {"output": out.stdout + out.stderr}
+
+    def op_remote_connect(self, req):
+        from homelab import LAN6_SITE
+        from homelab.wgclient import WgClient
+        view = self.home.control("remote-config", mac=req["mac"])
+        self.wg_client = WgClient(self.home.internet_ns, f"{self.home.run_id}wc", self.home.dir / "wgclient")
+        self.wg_client.up(view["config"], ["10.2.0.0/16", LAN6_SITE])
+        deadline = time.monotonic() + 20
+        while self.wg_client.handshake() == 0:
+            if time.monotonic() > deadline:
+                raise TimeoutError("no WireGuard handshake in 20 s")
+            time.sleep(0.2)
+        return {"address": self.wg_client.address4}
 
     def op_wait_fetch(self, req):
         """Poll until a fetch from the device succeeds (expect true) or fails (false)."""
@@ -301,6 +392,8 @@ class Driver:
         return {"log": self.home.controller_log()[-6000:]}
 
     def close(self):
+        if getattr(self, "wg_client", None) is not None:
+            self.wg_client.close()
         self.home.close()
 
 

@@ -54,7 +54,8 @@ export async function startHome({ config } = {}) {
   return { info, call, close, stderr };
 }
 
-/** Debian's Chromium; with `netns` (a home's viewer namespace: info.view_ns), inside it,
+/** Debian's Chromium; with `netns` (info.view_ns: the household's laptop, a LAN device of
+    the home that set the router up through its waiting page, home_driver.py), inside it,
     where the network never changes while the test runs (Chromium aborts requests in flight
     when its namespace's addresses change, and the host's do whenever an emulated home
     comes or goes, or a finished one's links are cleaned up). */
@@ -110,6 +111,33 @@ export async function openSettings(page, url, password, ready = async () => {}) 
       return;
     } catch (e) {
       if (i >= 3) throw e;
+    }
+  }
+}
+
+/** The first hour in the browser: on a router nobody has set up (a new one, or after a
+    factory reset) a pending device's page is the waiting page, which offers "This is my
+    router: set it up"; choose `password` (and give `proof` where the page asks for it: a
+    device not on a wired port); the page then opens the board at `boardUrl`, logged in by
+    its one-time ticket. Resolves once the board is live. */
+export async function setUpRouter(page, boardUrl, password, proof) {
+  const gateway = new URL(boardUrl).hostname;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await page.goto(`http://${gateway}/`);
+      await page.locator('#setup-start').click({ timeout: 30000 });
+      const form = page.locator('#setup-form');
+      await form.locator('input[name=password]').fill(password);
+      await form.locator('input[name=again]').fill(password);
+      if (proof !== undefined) await form.locator('input[name=proof]').fill(proof);
+      await form.locator('button[type=submit]').click();
+      await page.waitForURL((url) => url.protocol === 'https:', { timeout: 60000 });
+      await page.locator('#board').waitFor({ state: 'visible', timeout: 30000 });
+      await page.locator('#live.on').waitFor({ timeout: 30000 });
+      return;
+    } catch (err) {
+      if (attempt >= 3) throw err;
+      console.error(`set-up attempt ${attempt} failed (${String(err.message || err).split('\n')[0]}); again`);
     }
   }
 }

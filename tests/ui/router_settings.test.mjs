@@ -3,11 +3,13 @@
 // zone is set (the controller restarts in place and the page then shows it as set here),
 // an unknown one shows the API's error; a wrong current password is refused and the right
 // one changes the password (the new one logs in, the old one not); the factory reset needs
-// the typed phrase and then erases the devices, and the label's password logs in again.
+// the typed phrase, shows the set-up code, and erases the devices' decisions: the browser's
+// own device (the household's laptop) is a pending stranger again and sets the router up
+// again from its waiting page, as on a new router.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
-import { cliOf, openSettings as openSettingsPage, screenshot, useBoard } from './lib.mjs';
+import { cliOf, openSettings as openSettingsPage, screenshot, setUpRouter, useBoard } from './lib.mjs';
 
 let home, browser, page;
 const cli = cliOf(() => home);
@@ -52,8 +54,10 @@ async function submit(id, fields) {
   }
 }
 
+/** The devices the router knows, but the browser's own laptop: {mac: state}. */
 async function devices() {
-  return JSON.parse(await cli('--json', 'devices')).map((d) => d.mac);
+  return Object.fromEntries(JSON.parse(await cli('--json', 'devices'))
+    .filter((d) => d.mac !== home.info.laptop_mac).map((d) => [d.mac, d.state]));
 }
 
 test('router facts, time zone, password change and factory reset', { timeout: 300000 }, async () => {
@@ -82,14 +86,18 @@ test('router facts, time zone, password change and factory reset', { timeout: 30
 
   got = await submit('#router-reset', { confirm: 'erase' });
   assert.match(got.error, /Type erase everything exactly/);
-  assert.deepEqual(await devices(), [MAC]);              // nothing was sent, nothing erased
+  assert.deepEqual(await devices(), { [MAC]: 'permitted' });   // nothing was sent, nothing erased
   // The image keeps the label's password file (homework-firstboot); the harness removed it.
   writeFileSync(home.info.password_file, home.info.password + '\n', { mode: 0o600 });
   got = await submit('#router-reset', { confirm: 'erase everything' });
   assert.equal(got.error, '');
   assert.match(got.status, /Factory reset: restarting/);
+  assert.match(got.status, /set-up code .*: [A-Z0-9]{4}-[A-Z0-9]{4}\./);
   await screenshot(page, 'router-02-reset');
-  await waitFor('the reset controller without devices', async () => (await devices()).length === 0);
-  await openSettings(home.info.password);                // the label's password again
+  await waitFor('the reset controller without devices', async () => Object.keys(await devices()).length === 0);
+  const laptop = JSON.parse(await cli('--json', 'status', home.info.laptop_mac));
+  assert.equal(laptop.state, 'pending');                 // the browser's own device too
+  await setUpRouter(page, home.info.url, home.info.password);   // its waiting page offers the set-up again
+  await openSettings(home.info.password);
   assert.match(await router.locator('.timezone').innerText(), /from the configuration file/);
 });

@@ -4,6 +4,7 @@ truncated, not JSON, unknown format version, newer schema, a bad row) with nothi
 import base64
 import copy
 import json
+from urllib.parse import quote
 
 import pytest
 
@@ -251,3 +252,71 @@ def test_the_wifi_network_travels_encrypted_and_comes_back(configured, tmp_path,
     with pytest.raises(CommandError, match="passphrase"):
         fresh.commands.call("restore", passphrase=PASS, backup=bad)
     assert fresh.commands.call("wifi-info")["ssid"] == "Casa Ana"
+
+
+# -- a crafted or careless restore: the commands' own validators, 400s, never a failing controller
+def crafted(core, settings_extra=None, secrets_extra=None):
+    doc = core.commands.call("backup", passphrase=PASS)["document"]
+    settings = copy.deepcopy(doc["settings"])
+    for table, rows in (settings_extra or {}).items():
+        settings[table] = settings.get(table, []) + rows
+    return pack(settings, secrets_extra or {}, PASS, schema=migrations.LATEST, software="test")
+
+
+@pytest.mark.parametrize("table, row, message", [
+    ("settings", {"key": "qos.down_kbit", "value": "²"}, "qos.down_kbit must be a whole number"),
+    ("settings", {"key": "qos.up_kbit", "value": "٣٠٠"}, "whole number"),
+    ("settings", {"key": "qos.down_kbit", "value": "0"}, "between"),
+    ("settings", {"key": "qos.high_share", "value": "95"}, "high_share"),
+    ("settings", {"key": "qos.enabled", "value": "yes"}, "0 or 1"),
+    ("settings", {"key": "timezone", "value": "Mars/Olympus"}, "unknown time zone"),
+    ("settings", {"key": "anything", "value": "1"}, "unknown setting"),
+    ("dns_options", {"key": "safe_search", "value": "maybe"}, "safe_search"),
+    ("blocklists", {"url": "ftp://lists.example/x", "owner": "*"}, "http"),
+])
+def test_a_restored_value_the_commands_would_refuse_is_refused(configured, table, row, message):
+    core, _ = configured
+    before = settings_of(core)
+    with pytest.raises(CommandError, match=message):
+        core.commands.call("restore", passphrase=PASS, backup=crafted(core, {table: [row]}))
+    assert settings_of(core) == before
+
+
+def test_an_admin_hash_with_a_huge_scrypt_cost_is_refused(configured):
+    core, _ = configured
+    good = core.state.execute("SELECT password_hash FROM api_admin")[0][0].split("$")
+    costly = "$".join(["scrypt", "16384", "8", "600", *good[4:]])
+    with pytest.raises(CommandError, match="password_hash"):
+        core.commands.call("restore", passphrase=PASS, backup=crafted(core, secrets_extra={
+            "api_admin": [{"id": 1, "password_hash": costly, "changed": 0}]}))
+    with pytest.raises(CommandError, match="url"):
+        core.commands.call("restore", passphrase=PASS, backup=crafted(core, secrets_extra={
+            "webhooks": [{"id": "wh-1", "url": "gopher://x", "secret": "s", "created": 0}]}))
+
+
+def test_a_stored_link_rate_nobody_could_have_set_is_ignored_not_fatal(tmp_path, clock):
+    """Written by hand (or by an older release's restore): the shaper keeps working."""
+    from homework.components.qos.store import QosStore
+    core = router(tmp_path / "r", clock)
+    core.state.execute("INSERT INTO settings (key, value) VALUES ('qos.down_kbit', '²'), ('qos.up_kbit', '5000')")
+    assert QosStore(core.state).link() == {"up_kbit": 5000}
+
+
+def test_deep_json_and_unicode_ids_are_400s_not_500s(configured):
+    core, _ = configured
+    api = Api(core)
+    admin = api.token("admin")
+    deep = b"[" * 400_000 + b"]" * 400_000
+    for path in ("restore", "permit", "meta/" + MAC):
+        r = api.call("POST", path, deep, token=admin)
+        assert r.status_int in (400, 413) and "error" in r.json, (path, r.status_int, r.text[:200])
+    nested: list = [1]
+    for _ in range(40):
+        nested = [nested]
+    r = api.call("POST", "restore", {"passphrase": PASS, "backup": {"a": nested}}, token=admin)
+    assert r.status_int == 400 and "deeper" in r.json["error"]
+    for bad in ("²", "٣", "5_0", "-1", "99999999999999999999999"):
+        r = api.call("POST", f"schedules/{quote(bad)}/remove", token=admin)
+        assert r.status_int == 400 and "schedule id" in r.json["error"], (bad, r.status_int, r.text)
+    with pytest.raises(CommandError, match="whole number"):
+        core.commands.call("pause", mac=MAC, minutes="٣")

@@ -10,9 +10,11 @@ import time
 import pytest
 
 from homework.commands import CommandError
-from homework.components.blocklists.fetch import FetchError, fetch
-from homework.components.blocklists.parse import ListError, parse
-from homework.components.blocklists.store import SortedNames, write_names
+from homework.components.blocklists.compile import compile_file
+from homework.components.blocklists.parse import ListError
+from homework.components.blocklists.store import SortedNames
+from homework.httpout import HttpOutError, download
+from homework.netguard import Guard
 from conftest import make_core
 from test_dhcp_server import join
 from test_dns_component import FakeLink
@@ -39,38 +41,55 @@ example.org##.banner
 """
 
 
-def test_hosts_files_are_read_and_odd_lines_counted():
-    p = parse(HOSTS)
-    assert p.names == {"ads.example.com", "tracker.test", "metrics.tracker.test"}
-    assert p.skipped == 1          # 10.1.1.1 is not a sink address: not a blocklist line
+def compiled(tmp_path, text, max_names=1000):
+    """(counts, the names file) of a list's text, compiled as the controller does."""
+    raw, out = tmp_path / "list.raw", tmp_path / "list.names"
+    raw.write_bytes(text.encode() if isinstance(text, str) else text)
+    return compile_file(raw, out, max_names), out
 
 
-def test_abp_lists_keep_domain_rules_and_exceptions_and_skip_the_rest():
-    p = parse(ABP)
-    assert p.names == {"ads.test", "banners.test"}
-    assert p.exceptions == {"ok.ads.test"}           # an exception to nothing listed is dropped
-    assert p.skipped == 3
+def test_hosts_files_are_read_and_odd_lines_counted(tmp_path):
+    result, out = compiled(tmp_path, HOSTS)
+    assert out.read_text().split() == ["ads.example.com", "metrics.tracker.test", "tracker.test"]
+    assert (result.rules, result.skipped) == (3, 1)    # 10.1.1.1 is not a sink address: not a blocklist line
+
+
+def test_abp_lists_keep_domain_rules_and_exceptions_and_skip_the_rest(tmp_path):
+    result, out = compiled(tmp_path, ABP)
+    assert out.read_text().split() == ["@@ok.ads.test", "ads.test", "banners.test"]   # an exception to nothing is dropped
+    assert (result.rules, result.exceptions, result.skipped) == (2, 1, 3)
 
 
 @pytest.mark.parametrize("text", ["", "<html><body>Not Found</body></html>\n", "hello world\nfoo bar baz\n",
                                   "\x00\x01binary\x00"])
-def test_garbage_is_not_a_blocklist(text):
+def test_garbage_is_not_a_blocklist(tmp_path, text):
     with pytest.raises(ListError):
-        parse(text)
+        compiled(tmp_path, text)
+    assert not list(tmp_path.glob("list.names*"))          # nothing left behind
+
+
+def test_a_list_over_the_cap_is_refused_with_its_size(tmp_path):
+    many = "".join(f"0.0.0.0 n{i}.test\n" for i in range(1500))
+    with pytest.raises(ListError, match="1,500 names, more than the 1,000"):
+        compiled(tmp_path, many * 1)
+    with pytest.raises(ListError, match="more than 1,000 names"):      # stops reading well before the end
+        compiled(tmp_path, "".join(f"||x{i}.test^\n" for i in range(50_000)))
+    result, _ = compiled(tmp_path, many * 2, max_names=1500)           # duplicates count once
+    assert result.rules == 1500
 
 
 def test_the_names_file_answers_like_a_set(tmp_path):
     rng = random.Random(7)
     names = {f"h{rng.randrange(10**6)}.{rng.choice(['a', 'bb', 'ccc'])}.test" for _ in range(5000)}
-    p = parse("\n".join(names) + "\n@@||ok.h1.a.test^\n||h1.a.test^\n")
-    write_names(tmp_path / "1.list", p)
-    s = SortedNames(tmp_path / "1.list")
-    assert len(s) == len(p.names)
-    for name in list(p.names)[:500]:
+    result, out = compiled(tmp_path, "\n".join(names) + "\n@@||ok.h1.a.test^\n||h1.a.test^\n", max_names=10_000)
+    names.add("h1.a.test")
+    s = SortedNames(out)
+    assert len(s) == len(names) == result.rules
+    for name in list(names)[:500]:
         assert name in s and s.covers("www." + name)
     for _ in range(500):
         probe = f"h{rng.randrange(10**6)}.x.test"
-        assert (probe in s) == (probe in p.names)
+        assert (probe in s) == (probe in names)
     assert s.covers("h1.a.test") and not s.covers("ok.h1.a.test") and not s.covers("a.test")
 
 
@@ -103,15 +122,17 @@ def server(tmp_path):
         proc.wait(10)
 
 
-def test_fetch_errors_say_what_went_wrong(server):
-    assert "ads.example.com" in fetch(server + "/hosts.txt")
-    with pytest.raises(FetchError, match="404"):
-        fetch(server + "/missing.txt")
-    with pytest.raises(FetchError, match="more than"):
-        fetch(server + "/big.txt", cap=1024)
-    for bad in ("ftp://x.test/list", "file:///etc/passwd", "not a url", ""):
-        with pytest.raises(FetchError):
-            fetch(bad)
+def test_fetch_errors_say_what_went_wrong_without_the_servers_words(server, tmp_path):
+    guard = Guard()
+    dest = tmp_path / "got"
+    assert download(server + "/hosts.txt", dest, cap=1 << 20, seconds=10, guard=guard, allow_local=True) > 0
+    assert "ads.example.com" in dest.read_text()
+    with pytest.raises(HttpOutError, match="answered with an error"):
+        download(server + "/missing.txt", dest, cap=1 << 20, seconds=10, guard=guard, allow_local=True)
+    with pytest.raises(HttpOutError, match="more than"):
+        download(server + "/big.txt", dest, cap=1024, seconds=10, guard=guard, allow_local=True)
+    with pytest.raises(HttpOutError, match="local address"):            # 127.0.0.1, not allowed
+        download(server + "/hosts.txt", dest, cap=1 << 20, seconds=10, guard=guard)
 
 
 def make(tmp_path):
@@ -127,7 +148,9 @@ def call(core, name, **kw):
 
 def test_a_list_is_stored_pushed_and_enforced_below_rules(tmp_path, server):
     core, dns, _ = make(tmp_path)
-    view = call(core, "blocklist-add", url=server + "/hosts.txt")
+    with pytest.raises(CommandError, match="allow local addresses"):      # the server is on loopback
+        call(core, "blocklist-add", url=server + "/hosts.txt")
+    view = call(core, "blocklist-add", url=server + "/hosts.txt", allow_local=True)
     assert (view["id"], view["rules"], view["owner"], view["error"]) == (1, 3, "household", "")
     path = tmp_path / "blocklists" / "1.list"
     assert f"list 1 * {path}" in dns.link.take()
@@ -138,17 +161,17 @@ def test_a_list_is_stored_pushed_and_enforced_below_rules(tmp_path, server):
     assert dns.policy.verdict(A, "x.ads.example.com") == "allowed"
     assert dns.policy.verdict(A, "y.ads.example.com") == "blocked"
     with pytest.raises(CommandError, match="already subscribed"):
-        call(core, "blocklist-add", url=server + "/hosts.txt")
+        call(core, "blocklist-add", url=server + "/hosts.txt", allow_local=True)
     # the snapshot (dnsd restarted) carries the lists and safe-search
     assert f"list 1 * {path}" in dns._snapshot() and "safesearch off" in dns._snapshot()
 
 
 def test_bad_lists_are_refused_and_nothing_changes(tmp_path, server):
     core, dns, _ = make(tmp_path)
-    for url, why in ((server + "/missing.txt", "404"), (server + "/garbage.txt", "not a blocklist"),
+    for url, why in ((server + "/missing.txt", "answered with an error"), (server + "/garbage.txt", "not a blocklist"),
                      ("gopher://x.test/", "http")):
         with pytest.raises(CommandError, match=why) as err:
-            call(core, "blocklist-add", url=url)
+            call(core, "blocklist-add", url=url, allow_local=True)
         assert err.value.status == 400
     assert call(core, "blocklists")["blocklists"] == []
     assert not [p for p in (tmp_path / "blocklists").glob("*")] if (tmp_path / "blocklists").exists() else True
@@ -157,7 +180,7 @@ def test_bad_lists_are_refused_and_nothing_changes(tmp_path, server):
 
 def test_a_failed_refresh_keeps_the_old_names_and_shows_the_error(tmp_path, server):
     core, dns, _ = make(tmp_path)
-    call(core, "blocklist-add", url=server + "/abp.txt")
+    call(core, "blocklist-add", url=server + "/abp.txt", allow_local=True)
     (tmp_path / "www" / "abp.txt").write_bytes(b"<html>gone</html>")
     with pytest.raises(CommandError, match="previous names stay"):
         call(core, "blocklist-refresh", id="1")
@@ -175,7 +198,7 @@ def test_a_failed_refresh_keeps_the_old_names_and_shows_the_error(tmp_path, serv
 def test_owner_lists_follow_the_owners_devices(tmp_path, server):
     core, dns, _ = make(tmp_path)
     path = tmp_path / "blocklists" / "1.list"
-    call(core, "blocklist-add", url=server + "/hosts.txt", owner="Kids")
+    call(core, "blocklist-add", url=server + "/hosts.txt", owner="Kids", allow_local=True)
     assert f"list 1 - {path}" in dns.link.take()                 # nobody's yet
     join(core, A, port=1)
     join(core, B, port=2)
@@ -188,7 +211,7 @@ def test_owner_lists_follow_the_owners_devices(tmp_path, server):
 
 def test_lists_and_safe_search_survive_a_restart_without_fetching(tmp_path, server):
     core, dns, _ = make(tmp_path)
-    call(core, "blocklist-add", url=server + "/hosts.txt")
+    call(core, "blocklist-add", url=server + "/hosts.txt", allow_local=True)
     assert call(core, "safe-search", enabled=True) == {"enabled": True}
     (tmp_path / "www" / "hosts.txt").unlink()                 # the list is gone from the internet
     core2, dns2, _ = make(tmp_path)
@@ -201,3 +224,17 @@ def test_lists_and_safe_search_survive_a_restart_without_fetching(tmp_path, serv
     assert not (tmp_path / "blocklists" / "1.list").exists()
     with pytest.raises(CommandError, match="true or false"):
         call(core2, "safe-search", enabled="maybe")
+
+
+def test_the_household_total_is_capped_and_a_refresh_counts_itself_once(tmp_path, server):
+    core = make_core(tmp_path, components=("dhcp", "routing", "dns", "blocklists"), dns_control="",
+                     dns_intercept=False, blocklists_max_names=1000, blocklists_max_names_total=1000)
+    core.ctx.component("dns").link = FakeLink()
+    (tmp_path / "www" / "half.txt").write_text("".join(f"0.0.0.0 a{i}.test\n" for i in range(600)))
+    (tmp_path / "www" / "more.txt").write_text("".join(f"0.0.0.0 b{i}.test\n" for i in range(600)))
+    assert call(core, "blocklist-add", url=server + "/half.txt", allow_local=True)["rules"] == 600
+    with pytest.raises(CommandError, match="1,200, more than the 1,000 the router keeps in all"):
+        call(core, "blocklist-add", url=server + "/more.txt", allow_local=True)
+    assert len(call(core, "blocklists")["blocklists"]) == 1
+    assert call(core, "blocklist-refresh", id="1")["rules"] == 600        # its own old names do not count
+    assert not [p for p in (tmp_path / "blocklists").glob("new-*")]       # nothing staged is left

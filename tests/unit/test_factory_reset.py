@@ -43,13 +43,21 @@ def test_reset_erases_the_state_restarts_and_keeps_the_password_file(configured,
     assert result["restarting"] and "restarting" in result["note"]
     [(why, erase)] = asked
     assert why == "factory reset" and (state_dir / "state.db").exists()   # nothing gone before the stop
+    before = {d["mac"]: d for d in core.commands.call("devices")}
+    assert any(d["state"] == "permitted" and d["name"] for d in before.values())
     core.stop()
     erase()                                    # what restart.InPlace runs after stopping
-    assert not (state_dir / "state.db").exists() and not (state_dir / "blocklists").exists()
+    assert not (state_dir / "blocklists").exists()
     assert (state_dir / "ula-prefix").exists() and pwfile.read_text().strip() == PASSWORD
 
     fresh = router(state_dir, clock)           # the controller, started again in place
-    assert fresh.commands.call("devices") == [] and fresh.commands.call("schedules") == []
+    assert fresh.commands.call("schedules") == []
+    # every device a nameless pending stranger, on the address it holds (no DHCP needed)
+    after = {d["mac"]: d for d in fresh.commands.call("devices")}
+    assert set(after) == {m for m, d in before.items() if d["lease"]} and after
+    for mac, d in after.items():
+        assert (d["state"], d["name"], d["owner"]) == ("pending", "", ""), d
+        assert d["lease"]["ip"] == before[mac]["lease"]["ip"]
     api = Api(fresh)
     assert api.call("GET", "devices", token=token).status_int == 401       # the old token is gone
     assert api.login().status_int == 200                                  # the label's password works

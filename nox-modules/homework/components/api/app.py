@@ -31,6 +31,7 @@ from ...callers import DEVICE, STRANGER, Caller
 from ...commands import CommandError
 from ...macaddr import BadMac, normalize
 from ...state import StorageError
+from ...values import BadValue, parse_json
 from .auth import Busy, Principal
 from . import querylog
 from . import blocklists as blocklist_routes
@@ -45,6 +46,8 @@ from . import update as update_routes
 from . import satellites as satellite_routes
 from . import resolver as resolver_routes
 from . import setup as setup_routes
+from . import reach as reach_routes
+from . import remote as remote_routes
 from .stream import StreamLimit
 
 log = logging.getLogger("homework.api")
@@ -169,6 +172,8 @@ class ApiApp:
         satellite_routes.add_routes(self)  # satellites asking to pair, decisions (satellites.py)
         setup_routes.add_routes(self)      # the first hour: a pending device sets the router up (setup.py)
         resolver_routes.add_routes(self)   # DNSSEC and the resolver's upstreams (resolver.py)
+        reach_routes.add_routes(self)      # port forwards, UPnP mappings, may open ports (reach.py)
+        remote_routes.add_routes(self)     # remote access over WireGuard (remote.py)
 
     def _add(self, method: str, path: str, handler: Callable, access: str, max_body: int = MAX_BODY) -> None:
         self.routes.append(Route(method, re.compile(f"^{re.escape(PREFIX)}{path}$"), handler, access, max_body))
@@ -327,9 +332,9 @@ class ApiApp:
         if not raw:
             return {}
         try:
-            data = json.loads(raw)
-        except ValueError as exc:
-            raise ApiError(400, f"request body is not valid JSON: {exc}") from None
+            data = parse_json(raw)
+        except BadValue as exc:
+            raise ApiError(400, str(exc)) from None
         if not isinstance(data, dict):
             raise ApiError(400, "request body must be a JSON object")
         return data

@@ -1,7 +1,7 @@
 """Blocklist subscriptions and safe-search in the ws.v1 API:
 
     GET  /ws.v1/blocklists                      subscriptions: rules, blocked queries, last fetch, error
-    POST /ws.v1/blocklists {url, owner?}        subscribe (admin): fetched first; a bad URL, a 404 or
+    POST /ws.v1/blocklists {url, owner?, allow_local?}   subscribe (admin): fetched first; a bad URL, a 404 or
                                                 a file that is not a list is a 400 and nothing is stored
     POST /ws.v1/blocklists/{id}/refresh         fetch again now (400 with the reason; old names stay)
     POST /ws.v1/blocklists/{id}/remove
@@ -12,7 +12,7 @@ Every route calls a controller command (components/blocklists), as `homework blo
 """
 from __future__ import annotations
 
-ADD_FIELDS = {"url", "owner"}
+ADD_FIELDS = {"url", "owner", "allow_local"}
 
 
 def add_routes(app) -> None:
@@ -38,7 +38,8 @@ def add_routes(app) -> None:
     def add(call):
         available()
         body = fields(call, ADD_FIELDS, ("url",))
-        return json_response(app.command("blocklist-add", url=body["url"], owner=body.get("owner")), 201)
+        return json_response(app.command("blocklist-add", url=body["url"], owner=body.get("owner"),
+                                          allow_local=body.get("allow_local", False)), 201)
 
     def refresh(call, list_id):
         available()

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from ... import events, rowcheck
 from ...manifest import Manifest, NotBackedUp, Secrets
+from ...passwords import BadHash, check_hash
 
 
 def admin_row(r: dict) -> None:
     rowcheck.number(r.get("id", 1), "id", 1, 1, whole=True)
-    rowcheck.text(r["password_hash"], "password_hash", empty=False)
+    try:
+        check_hash(r["password_hash"])      # bounded scrypt cost: one wrong login must stay cheap
+    except BadHash as exc:
+        raise ValueError(f"password_hash: {exc}") from None
     rowcheck.number(r.get("changed", 0), "changed")
 
 

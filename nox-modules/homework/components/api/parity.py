@@ -12,9 +12,8 @@ seen is pre-approved by /permit/{mac}, /deny/{mac} and /blacklist/{mac} (devices
 """
 from __future__ import annotations
 
-import json
-
 from ...macaddr import BadMac, normalize
+from ...values import BadValue, parse_json
 
 GROUP = ("permit", "deny", "blacklist", "forget")
 
@@ -28,9 +27,9 @@ def add_routes(app) -> None:
         if not raw:
             raise ApiError(400, "send the MACs as JSON: {\"macs\": [\"aa:bb:cc:dd:ee:ff\", ...]} or a bare list")
         try:
-            data = json.loads(raw)
-        except ValueError as exc:
-            raise ApiError(400, f"request body is not valid JSON: {exc}") from None
+            data = parse_json(raw)
+        except BadValue as exc:
+            raise ApiError(400, str(exc)) from None
         if isinstance(data, dict):
             unknown = set(data) - {"macs"}
             if unknown:

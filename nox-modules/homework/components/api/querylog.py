@@ -15,6 +15,7 @@ import re
 
 from ...commands import CommandError
 from ...macaddr import BadMac, normalize
+from ...values import BadValue, whole_number
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000            # a request for more gets this many
@@ -34,11 +35,9 @@ def _count(text, what: str, default: int, cap: int) -> int:
     if text is None or text == "":
         return default
     try:
-        value = int(text)
-    except (TypeError, ValueError):
-        raise CommandError(f"{what} must be a whole number, not {text!r}") from None
-    if value < 1:
-        raise CommandError(f"{what} must be at least 1, not {value}")
+        value = whole_number(text, what, 1)
+    except BadValue as exc:
+        raise CommandError(str(exc)) from None
     return min(value, cap)
 
 

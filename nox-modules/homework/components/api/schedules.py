@@ -12,6 +12,8 @@ itself (it would be changing its own access).
 """
 from __future__ import annotations
 
+from ...values import BadValue, row_id
+
 ADD_FIELDS = {"mac", "owner", "days", "from", "to", "action"}
 
 
@@ -45,9 +47,11 @@ def add_routes(app) -> None:
 
     def remove(call, schedule_id):
         need()
-        if not schedule_id.isdigit():
-            raise ApiError(400, f"schedule id must be a number, got {schedule_id!r}")
-        return json_response(app.command("schedule-remove", id=int(schedule_id)))
+        try:
+            number = row_id(schedule_id, "schedule")
+        except BadValue as exc:
+            raise ApiError(400, str(exc)) from None
+        return json_response(app.command("schedule-remove", id=number))
 
     def pause(call, mac):
         need()

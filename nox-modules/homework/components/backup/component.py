@@ -21,6 +21,7 @@ from pathlib import Path
 from ... import __version__, migrations, wifi
 from ...commands import CommandError
 from ...component import Component
+from ...worker import offload
 from .apply import apply
 from .contents import collect
 from .fileformat import BackupError, filename, pack, parse, read_file, unpack
@@ -48,8 +49,9 @@ class Backup(Component):
         network = wifi.read_env(self._wifi_env())
         if network.get("SSID") and network.get("PASSPHRASE"):
             secrets["wifi"] = [{"ssid": network["SSID"], "passphrase": network["PASSPHRASE"]}]
-        try:
-            doc = pack(settings, secrets, passphrase, schema=migrations.LATEST, software=__version__)
+        try:     # scrypt and AES of a large file: never on the event loop
+            doc = offload(lambda: pack(settings, secrets, passphrase, schema=migrations.LATEST,
+                                       software=__version__))
         except BackupError as exc:
             raise CommandError(str(exc)) from None
         return {"filename": filename(), "document": doc}
@@ -57,10 +59,10 @@ class Backup(Component):
     def restore(self, passphrase=None, backup=None, path=None) -> dict:
         """`backup`: the document (the API); `path`: a file on the router (the CLI: the
         control socket takes requests of at most 64 KiB, a backup may be larger)."""
-        try:
-            doc = parse(read_file(path) if path else backup)
-            settings, secrets = unpack(doc, passphrase, migrations.LATEST)
-            validate(settings, secrets)
+        try:     # parsing a 4 MiB document, scrypt and every row's check: never on the event loop
+            doc = offload(parse, read_file(path) if path else backup)
+            settings, secrets = offload(unpack, doc, passphrase, migrations.LATEST)
+            offload(validate, settings, secrets)
         except BackupError as exc:
             raise CommandError(str(exc)) from None
         try:

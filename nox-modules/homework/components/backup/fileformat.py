@@ -19,12 +19,16 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
+from ...values import BadValue, TooDeep, parse_json
+
 FORMAT = "homework-backup"
 VERSION = 1
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2 ** 15, 8, 1
 # A file chooses its own KDF cost: bounded so a crafted file cannot make the router
-# spend gigabytes of memory (scrypt needs 128 * n * r bytes).
+# spend gigabytes of memory (scrypt needs 128 * n * r bytes) or minutes of CPU (n * r * p).
 MAX_SCRYPT_N = 2 ** 17
+MAX_SCRYPT_MEMORY = 64 * 1024 * 1024
+MAX_SCRYPT_COST = 4 * SCRYPT_N * SCRYPT_R * SCRYPT_P
 MIN_PASSPHRASE = 8
 MAX_DOCUMENT = 16 * 1024 * 1024
 
@@ -80,8 +84,10 @@ def parse(raw) -> dict:
         if len(raw) > MAX_DOCUMENT:
             raise BackupError(f"not a Homework backup: larger than {MAX_DOCUMENT // (1024 * 1024)} MiB")
         try:
-            raw = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
+            raw = parse_json(raw, "the file")
+        except TooDeep as exc:
+            raise BackupError(f"not a Homework backup: {exc}") from None
+        except BadValue:
             raise BackupError("not a Homework backup: the file is not JSON (truncated or corrupt?)") from None
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise BackupError(f"not a Homework backup (format is not {FORMAT!r})")
@@ -105,7 +111,8 @@ def unpack(doc: dict, passphrase: str, latest_schema: int) -> tuple[dict, dict]:
     try:
         n, r, p = int(sealed["n"]), int(sealed["r"]), int(sealed["p"])
         if sealed.get("kdf") != "scrypt" or not (2 <= n <= MAX_SCRYPT_N and n & (n - 1) == 0) \
-                or not (1 <= r <= 16 and 1 <= p <= 4):
+                or not (1 <= r <= 16 and 1 <= p <= 4) or 128 * n * r > MAX_SCRYPT_MEMORY \
+                or n * r * p > MAX_SCRYPT_COST:
             raise ValueError
         salt, nonce, ciphertext = (base64.b64decode(sealed[k], validate=True) for k in ("salt", "nonce", "ciphertext"))
     except (KeyError, TypeError, ValueError):
@@ -114,7 +121,10 @@ def unpack(doc: dict, passphrase: str, latest_schema: int) -> tuple[dict, dict]:
         plain = AESGCM(_key(passphrase, salt, n, r, p)).decrypt(nonce, ciphertext, _aad(doc))
     except (InvalidTag, ValueError):
         raise BackupError("wrong passphrase, or the backup was changed after it was made: nothing restored") from None
-    secrets = json.loads(plain)
+    try:
+        secrets = parse_json(plain, "the encrypted part")
+    except BadValue as exc:
+        raise BackupError(f"backup: {exc}") from None
     return doc["settings"], secrets
 
 

@@ -1,8 +1,11 @@
 """Blocklists component: subscriptions the household adds by URL, and safe-search.
 
-  - add: fetch, parse (parse.py), store (store.py: a row and a file of names), then put
-    the list in force: the dns component's policy twin gets it (reverse check) and
-    homework-dnsd reads the file (`list ID MACS PATH`, dnsd/src/control.rs);
+  - add: fetch (httpout.py: a total deadline, never to a local address unless the
+    household allowed it), compile in a process of its own (compile.py: streamed into
+    dnsd's sorted file, never a Python set), check the caps ([blocklists] max_names per
+    list, max_names_total for all), store (store.py: a row and the file), then put the
+    list in force: the dns component's policy twin gets it (reverse check, the file by
+    binary search) and homework-dnsd reads the file (`list ID MACS PATH`, dnsd/src/control.rs);
   - refresh: every [blocklists] refresh_interval and on demand; a failed fetch changes
     nothing (the previous names stay, the error is shown);
   - owner lists apply to the devices whose `owner` is that name (or the device with that
@@ -13,20 +16,29 @@ Precedence (dnsd/src/policy.rs, dns/policy.py): explicit rules first, then lists
 """
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import threading
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from ...commands import CommandError
 from ...component import Component
 from ...macaddr import BadMac, normalize
-from ...worker import offload
-from .fetch import FetchError, check_url, fetch
-from .parse import ListError, parse
-from .store import SortedNames, Store, write_names
+from ...httpout import HttpOutError, download
+from ...netguard import Guard, LocalAddress, household_networks_of
+from ...values import row_id
+from .compile import Compiled
+from .fetch import FetchError, check_url
+from .parse import ListError
+from .store import SortedNames, Store
 
 HOUSEHOLD = "*"
 CHECK_EVERY = 60            # seconds between looks for lists due a refresh
 MAX_OWNER = 64
+COMPILE_SECONDS = 600       # a list of [blocklists] max_names names takes seconds; a stuck one is stopped
+PACKAGE_ROOT = Path(__file__).resolve().parents[3]     # the directory holding `homework`
 
 
 def owner_of(owner) -> str:
@@ -48,6 +60,7 @@ class BlocklistsComponent(Component):
         self.macs: dict[int, frozenset | None] = {}     # what dnsd has for each list
         self.safe_search = bool(ctx.config.dns_safe_search)
         self.dns = None
+        self.guard = Guard(household_networks_of(ctx), ctx.host.interfaces)
 
     # -- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -123,34 +136,78 @@ class BlocklistsComponent(Component):
             self.dns.push_lines([self._list_line(i) for i in changed])
 
     # -- fetching --------------------------------------------------------------------------
-    def _download(self, url: str):
-        """Fetch and parse; the names go to a temporary file. FetchError/ListError on failure."""
-        text = fetch(url, timeout=self.ctx.config.blocklists_fetch_timeout, cap=self.ctx.config.blocklists_max_bytes)
-        return offload(parse, text)
+    def _download(self, url: str, allow_local: bool, besides: int | None = None) -> tuple[Path, Compiled]:
+        """Fetch and compile into a staged names file: (its path, its counts). FetchError or
+        ListError on failure (nothing is left behind). `besides`: the list being
+        refreshed, whose old names do not count towards the household's total."""
+        cfg = self.ctx.config
+        self.store.dir.mkdir(parents=True, exist_ok=True)
+        staged = self.store.staging_path()
+        raw = staged.with_name(staged.name + ".raw")
+        try:
+            try:
+                download(url, raw, cap=cfg.blocklists_max_bytes, seconds=cfg.blocklists_fetch_timeout,
+                         guard=self.guard, allow_local=allow_local, headers={"User-Agent": "homework-router blocklists"})
+            except HttpOutError as exc:
+                raise FetchError(f"cannot fetch the list: {exc}") from None
+            compiled = self._compile(raw, staged, cfg.blocklists_max_names)
+            total = self.store.total_names(besides) + compiled.rules
+            if total > cfg.blocklists_max_names_total:
+                raise ListError(f"with this list's {compiled.rules:,} names the lists would hold {total:,}, more "
+                                f"than the {cfg.blocklists_max_names_total:,} the router keeps in all "
+                                "([blocklists] max_names_total): remove a list first")
+            return staged, compiled
+        except BaseException:
+            staged.unlink(missing_ok=True)
+            raise
+        finally:
+            raw.unlink(missing_ok=True)
 
-    def add(self, url, owner=None) -> dict:
+    @staticmethod
+    def _compile(raw: Path, staged: Path, max_names: int) -> Compiled:
+        """compile.py in a process of its own (under eventlet, a green wait)."""
+        try:
+            res = subprocess.run([sys.executable, "-m", "homework.components.blocklists.compile", str(raw),
+                                  str(staged), "--max-names", str(max_names)], capture_output=True, text=True,
+                                 timeout=COMPILE_SECONDS, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+                                                               "PYTHONPATH": str(PACKAGE_ROOT)})
+            answer = json.loads(res.stdout.strip().splitlines()[-1])
+        except subprocess.TimeoutExpired:
+            raise ListError(f"reading the list took more than {COMPILE_SECONDS} s") from None
+        except (ValueError, IndexError, OSError):
+            raise ListError("the list could not be read (see the controller log)") from None
+        if "error" in answer:
+            raise ListError(answer["error"])
+        return Compiled(**answer)
+
+    def add(self, url, owner=None, allow_local=False) -> dict:
         url = check_url(url)
         owner = owner_of(owner)
+        if not isinstance(allow_local, bool):
+            raise ValueError("allow_local must be true or false")
         if self.store.find(url, owner) is not None:
             raise ValueError(f"{url} is already subscribed for {'the household' if owner == HOUSEHOLD else owner}")
-        parsed = self._download(url)
-        now = self.ctx.now()
-        staged = self.store.staging_path()
-        offload(write_names, staged, parsed)
-        list_id = self.store.add(url, owner, parsed, now, staged)
+        parts = urlsplit(url)
+        try:
+            self.guard.check_url_host(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80),
+                                      allow_local)
+        except LocalAddress as exc:
+            raise ValueError(f"blocklist refused: {exc}") from None
+        staged, compiled = self._download(url, allow_local)
+        list_id = self.store.add(url, owner, compiled, self.ctx.now(), staged, allow_local)
         self._install(self.store.get(list_id))
-        self.log.info("blocklist %s added: %s (%d names, %d lines skipped)", list_id, url, parsed.rules, parsed.skipped)
+        self.log.info("blocklist %s added: %s (%d names, %d lines skipped)", list_id, url, compiled.rules,
+                      compiled.skipped)
         return self.view(list_id)
 
     def refresh(self, list_id) -> dict:
         row = self._row(list_id)
         try:
-            parsed = self._download(row["url"])
+            staged, compiled = self._download(row["url"], bool(row["allow_local"]), besides=row["id"])
         except (FetchError, ListError) as exc:
             self.store.failed(row["id"], str(exc), self.ctx.now())
             raise ValueError(f"refresh failed, the previous names stay in force: {exc}") from None
-        offload(write_names, self.store.path(row["id"]), parsed)
-        self.store.refreshed(row["id"], parsed, self.ctx.now())
+        self.store.refreshed(row["id"], compiled, self.ctx.now(), staged)
         self._install(self.store.get(row["id"]))
         return self.view(row["id"])
 
@@ -189,10 +246,7 @@ class BlocklistsComponent(Component):
 
     # -- views -----------------------------------------------------------------------------
     def _row(self, list_id) -> dict:
-        try:
-            number = int(list_id)
-        except (TypeError, ValueError):
-            raise ValueError(f"a blocklist id is a number, not {list_id!r}") from None
+        number = row_id(list_id, "blocklist")
         row = self.store.get(number)
         if row is None:
             raise CommandError(f"no blocklist with id {number}", 404)
@@ -208,6 +262,7 @@ class BlocklistsComponent(Component):
         out = dict(row)
         out["owner"] = "household" if row["owner"] == HOUSEHOLD else row["owner"]
         out["enabled"] = bool(row["enabled"])
+        out["allow_local"] = bool(row["allow_local"])
         out["blocked_queries"] = counts.get(row["id"], 0)
         out["devices"] = None if row["owner"] == HOUSEHOLD else sorted(self.macs.get(row["id"]) or ())
         return out
@@ -222,7 +277,7 @@ class BlocklistsComponent(Component):
     def _register_commands(self) -> None:
         cmd = self.ctx.commands.register
         cmd("blocklists", self.list_view)
-        cmd("blocklist-add", lambda url, owner=None: self.add(url, owner))
+        cmd("blocklist-add", lambda url, owner=None, allow_local=False: self.add(url, owner, allow_local))
         cmd("blocklist-refresh", lambda id: self.refresh(id))
         cmd("blocklist-remove", lambda id: self.remove(id))
         cmd("safe-search", lambda enabled=None: self.set_safe_search(enabled))

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from ... import events, rowcheck
 from ...manifest import Manifest, Settings
+from .fetch import FetchError, check_url
 
 FETCH_STATISTICS = "fetch statistics: the list is fetched again"
 
 
 def blocklist_row(r: dict) -> None:
-    rowcheck.url(r["url"], "url")
+    try:
+        check_url(r["url"])          # the check a blocklist add makes
+    except FetchError as exc:
+        raise ValueError(str(exc)) from None
     rowcheck.text(r.get("owner", "*"), "owner", empty=False)
     rowcheck.number(r.get("enabled", 1), "enabled", 0, 1, whole=True)
     rowcheck.number(r.get("added", 0), "added")

@@ -8,11 +8,13 @@
 Every other line (cosmetic `##` rules, URL patterns, regexes, rules with other options)
 cannot be enforced by a resolver: it is skipped and counted, never an error. A text with
 no usable line at all is not a blocklist (an HTML error page, a binary): ListError.
+
+One line at a time (`classify`): compile.py streams a whole list through it into dnsd's
+file, so a list of millions of names never becomes a Python set.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 from ..dns.names import normalize_domain
 
@@ -33,17 +35,6 @@ class ListError(ValueError):
     """The text is not a blocklist; the message says why."""
 
 
-@dataclass
-class Parsed:
-    names: set[str] = field(default_factory=set)
-    exceptions: set[str] = field(default_factory=set)
-    skipped: int = 0
-
-    @property
-    def rules(self) -> int:
-        return len(self.names)
-
-
 def _name(text: str) -> str | None:
     if PLAIN_NAME.match(text):
         return None if text in LOCAL_NAMES or text.replace(".", "").isdigit() else text
@@ -57,52 +48,29 @@ def _name(text: str) -> str | None:
     return name
 
 
-def parse_line(line: str, out: Parsed) -> None:
+def classify(line: str) -> tuple[list[str], str | None, int]:
+    """(names the line blocks, the exception it makes or None, lines skipped: 0 or more)."""
     line = line.strip()
     if not line or line[0] in "#!" or (line[0] == "[" and line[-1] == "]"):
-        return
+        return [], None, 0
     m = ABP.match(line)
     if m:
         name = _name(m.group(2))
         if name is None:
-            out.skipped += 1
-        else:
-            (out.exceptions if m.group(1) else out.names).add(name)
-        return
+            return [], None, 1
+        return ([], name, 0) if m.group(1) else ([name], None, 0)
     fields = TRAILING_COMMENT.split(line, 1)[0].split()     # "name # note"; "site##.ad" is cosmetic
     if len(fields) >= 2 and fields[0] in SINK_ADDRESSES:
+        names, skipped = [], 0
         for text in fields[1:]:
             name = _name(text)
             if name is not None:
-                out.names.add(name)
+                names.append(name)
             elif text not in LOCAL_NAMES:
-                out.skipped += 1
-        return
+                skipped += 1
+        return names, None, skipped
     if len(fields) == 1:
         name = _name(fields[0])
         if name is not None:
-            out.names.add(name)
-            return
-    out.skipped += 1
-
-
-def parse(text: str, pause=None) -> Parsed:
-    """`pause()` is called every few thousand lines (a yield to the controller's loop)."""
-    if "\x00" in text[:65536]:
-        raise ListError("this is a binary file, not a blocklist")
-    out = Parsed()
-    for number, line in enumerate(text.splitlines()):
-        parse_line(line, out)
-        if pause is not None and number % 20000 == 19999:
-            pause()
-    out.exceptions -= {n for n in out.exceptions if n not in out.names and not _covered(n, out.names)}
-    if not out.names:
-        raise ListError(f"no hosts-file, ||domain^ or plain domain lines found ({out.skipped} other lines): "
-                        "not a blocklist")
-    return out
-
-
-def _covered(name: str, names: set[str]) -> bool:
-    """Does an entry of `names` cover `name` (itself or a parent)?"""
-    parts = name.split(".")
-    return any(".".join(parts[i:]) in names for i in range(len(parts)))
+            return [name], None, 0
+    return [], None, 1

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from ..dns.names import suffixes
 from ..dns.options import DnsOptions
-from .parse import Parsed
 
-COLUMNS = ("id", "url", "owner", "enabled", "added", "fetched", "checked", "rules", "exceptions", "skipped", "error")
+COLUMNS = ("id", "url", "owner", "enabled", "added", "fetched", "checked", "rules", "exceptions", "skipped", "error",
+           "allow_local")
 
 
 class SortedNames:
@@ -66,19 +66,6 @@ class SortedNames:
         return self._map[self._start:].count(b"\n") if self._map else 0
 
 
-def write_names(path: Path, parsed: Parsed) -> None:
-    """Write atomically (a reader, dnsd or us, sees the old file or the new one)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="ascii") as f:
-        f.writelines(f"@@{n}\n" for n in sorted(parsed.exceptions))
-        f.write("\n".join(sorted(parsed.names)))
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 class Store:
     def __init__(self, state, directory: Path):
         self.state = state
@@ -101,24 +88,31 @@ class Store:
     def staging_path(self) -> Path:
         return self.dir / f"new-{os.getpid()}-{secrets.token_hex(4)}.list"
 
-    def add(self, url: str, owner: str, parsed: Parsed, now: float, staged: Path) -> int:
-        """A new subscription whose names are already written to `staged`: the row and the
-        file's final name in one transaction (a failure leaves neither)."""
+    def add(self, url: str, owner: str, compiled, now: float, staged: Path, allow_local: bool = False) -> int:
+        """A new subscription whose names are already written to `staged` (compile.py's
+        Compiled counts them): the row and the file's final name in one transaction (a
+        failure leaves neither)."""
         try:
             with self.state.transaction() as tx:
                 cur = tx.db.execute("INSERT INTO blocklists (url, owner, enabled, added, fetched, checked, rules, "
-                                    "exceptions, skipped, error) VALUES (?,?,1,?,?,?,?,?,?,'')",
-                                    (url, owner, now, now, now, parsed.rules, len(parsed.exceptions), parsed.skipped))
+                                    "exceptions, skipped, error, allow_local) VALUES (?,?,1,?,?,?,?,?,?,'',?)",
+                                    (url, owner, now, now, now, compiled.rules, compiled.exceptions,
+                                     compiled.skipped, int(allow_local)))
                 list_id = cur.lastrowid
                 os.replace(staged, self.path(list_id))
         finally:
             staged.unlink(missing_ok=True)
         return list_id
 
-    def refreshed(self, list_id: int, parsed: Parsed, now: float) -> None:
-        write_names(self.path(list_id), parsed)
+    def refreshed(self, list_id: int, compiled, now: float, staged: Path) -> None:
+        os.replace(staged, self.path(list_id))
         self.state.execute("UPDATE blocklists SET fetched=?, checked=?, rules=?, exceptions=?, skipped=?, error='' "
-                           "WHERE id=?", (now, now, parsed.rules, len(parsed.exceptions), parsed.skipped, list_id))
+                           "WHERE id=?", (now, now, compiled.rules, compiled.exceptions, compiled.skipped, list_id))
+
+    def total_names(self, besides: int | None = None) -> int:
+        """Names of every subscription (but `besides`): what dnsd holds."""
+        rows = self.state.execute("SELECT COALESCE(SUM(rules), 0) FROM blocklists WHERE id IS NOT ?", (besides,))
+        return rows[0][0]
 
     def failed(self, list_id: int, error: str, now: float) -> None:
         """A refresh failed: the previous names stay in force; the error is shown."""

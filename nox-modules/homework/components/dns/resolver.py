@@ -88,22 +88,24 @@ def _check_upstream(text):
         raise SettingError(str(exc)) from None
 
 
-def _on_off(value) -> None:
+def _safe_search(value) -> None:
     if value not in ("on", "off"):
-        raise SettingError(f"expected on or off, not {value!r}")
+        raise SettingError(f"safe_search is on or off, not {value!r}")
 
 
 # dns_options' keys and their validators (safe_search: the blocklists component's switch)
 OPTION_CHECKS: dict[str, Callable] = {KEY_DNSSEC: parse_dnssec, KEY_INSECURE: parse_insecure,
-                                      KEY_UPSTREAM: _check_upstream, "safe_search": _on_off}
+                                      KEY_UPSTREAM: _check_upstream, "safe_search": _safe_search}
 
 
 def option_row(r: dict) -> None:
-    """A dns_options row of a backup being restored: the same validator as the API's."""
+    """A dns_options row of a backup being restored: the same validator as the API's; a key
+    nobody sets is refused."""
     rowcheck.option(r)
     check = OPTION_CHECKS.get(r["key"])
-    if check is not None:
-        check(r["value"])
+    if check is None:
+        raise ValueError(f"unknown DNS option {r['key']!r}")
+    check(r["value"])
 
 
 @dataclass(frozen=True)

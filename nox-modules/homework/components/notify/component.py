@@ -12,6 +12,7 @@ from ...component import Component
 from ...netguard import Guard, LocalAddress, household_networks_of
 from ...events import Event
 from ...events import Notification
+from ...values import BadValue, whole_number
 from .deliver import Deliverer
 from .events import WAN_TITLES, from_event
 from .store import NotificationStore
@@ -132,9 +133,6 @@ class Notify(Component):
 
 def _limit(value) -> int:
     try:
-        n = int(value)
-    except (TypeError, ValueError):
-        raise CommandError(f"limit must be a whole number, not {value!r}") from None
-    if not 1 <= n <= MAX_LIST:
-        raise CommandError(f"limit must be between 1 and {MAX_LIST}")
-    return n
+        return whole_number(value, "limit", 1, MAX_LIST)
+    except BadValue as exc:
+        raise CommandError(str(exc)) from None

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from ... import events, rowcheck
 from ...manifest import Manifest, NotBackedUp, Secrets
+from .webhooks import BadWebhook, check_url
 
 
 def webhook_row(r: dict) -> None:
     rowcheck.text(r["id"], "id", empty=False)
-    rowcheck.url(r["url"], "url")
+    try:
+        check_url(r["url"])          # the check a webhook-add makes
+    except BadWebhook as exc:
+        raise ValueError(str(exc)) from None
     rowcheck.text(r["secret"], "secret")
     rowcheck.number(r.get("created", 0), "created")
     rowcheck.number(r.get("allow_local", 0), "allow_local", 0, 1, whole=True)

@@ -4,13 +4,30 @@ a priority set just before a restart holds after it. A value set here wins over 
 config file's default once set."""
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from ..schedules.windows import Window
 from .plan import PortRange
-from .rules import parse_ports, window_from_text, window_text
+from ...commands import CommandError
+from ...values import whole_number
+from .rules import parse_kbit, parse_ports, parse_share, window_from_text, window_text
 
 LINK_KEYS = ("enabled", "down_kbit", "up_kbit", "high_share")
+log = logging.getLogger("homework.qos")
+
+
+def link_value(key: str, text: str):
+    """A stored link setting (`settings` row qos.<key>) as the command would take it; the
+    validator a restore uses too (backup/validate.py). ValueError/CommandError if not."""
+    if key == "enabled":
+        if text not in ("0", "1"):
+            raise ValueError(f"qos.enabled must be 0 or 1, not {text!r}")
+        return text == "1"
+    if key not in LINK_KEYS:
+        raise ValueError(f"qos.{key} is not a setting of the link")
+    number = whole_number(text, f"qos.{key}")
+    return parse_share(number) if key == "high_share" else parse_kbit(number, key)
 
 
 @dataclass(frozen=True)
@@ -33,6 +50,7 @@ class App:
 class QosStore:
     def __init__(self, state):
         self.state = state
+        self._warned: set[tuple[str, str]] = set()
         self.devices: dict[str, DeviceRule] = {}
         self.apps: dict[str, App] = {}
         for r in state.execute("SELECT mac, class, window FROM qos_devices"):
@@ -46,11 +64,13 @@ class QosStore:
         """What was set at run time: {"enabled": bool, "down_kbit": int, ...}, only those set."""
         out = {}
         for r in self.state.execute("SELECT key, value FROM settings WHERE key LIKE 'qos.%'"):
-            key, value = r["key"][4:], r["value"]
-            if key == "enabled":
-                out[key] = value == "1"
-            elif key in LINK_KEYS and value.isdigit():     # a restored backup's odd value is ignored
-                out[key] = int(value)
+            key = r["key"][4:]
+            try:
+                out[key] = link_value(key, r["value"])
+            except (ValueError, CommandError) as exc:   # written by hand: the config's value holds
+                if (key, r["value"]) not in self._warned:
+                    self._warned.add((key, r["value"]))
+                    log.warning("ignoring the stored %s: %s", r["key"], exc)
         return out
 
     def set_link(self, values: dict) -> None:

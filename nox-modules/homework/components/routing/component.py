@@ -22,7 +22,7 @@ from ... import dnr
 from ...component import Component
 from ...events import Alert, AlertKind
 from ...flows import (ETH_IP, ETH_IPV6, PROTO_IGMP, AggregateStats, AggregateStatsRequest, Datapath,
-                      FlowDelete, FlowRemoved, FlowStats, FlowStatsRequest, Output, PacketIn, PacketOut)
+                      FlowDelete, FlowRemoved, FlowStats, FlowStatsRequest, LOCAL, Output, PacketIn, PacketOut)
 from ...leases import Lease
 from ...pipeline import COOKIE_MASK_OWNER
 from ...macaddr import to_bytes
@@ -96,6 +96,7 @@ class Routing(Component):
         # Memberships are rebuilt from the devices' answers to an immediate query.
         decisions.append(FlowDelete(cookie=L.routing_cookie(L.KIND_MCAST), cookie_mask=L.MASK_ONE_KIND))
         self.memberships.clear()
+        decisions += self._group_flows(sorted(self.ctx.router_groups))
         self.installed.clear()
         self.per_host.clear()
         live = set()
@@ -108,7 +109,7 @@ class Routing(Component):
             if lease.index not in installed_indexes:
                 decisions.append(FlowDelete(cookie=L.routing_cookie(L.KIND_SHARED, lease.index),
                                             cookie_mask=L.MASK_ALL_KINDS_ONE_DEVICE))
-        decisions.append(fs.broadcast_flow(self._permitted_ports()))
+        decisions += self._shared_flows()
         decisions += self._queries(max_resp_tenths=10)
         self.accounting.start_priming()
         self.accounting.forget_learned()
@@ -245,7 +246,7 @@ class Routing(Component):
         self.log.log(logging.INFO if old else logging.DEBUG, "device %s: %s -> %s (%s)", mac,
                      old[1] if old else "none", mode or "none", dev.ip if dev else "no lease")
         if update_shared and (was_permitted or is_permitted):
-            decisions.append(fs.broadcast_flow(self._permitted_ports()))
+            decisions += self._shared_flows()
             if was_permitted and not is_permitted:
                 decisions += self._group_flows(self.memberships.drop_device(mac))
             if is_permitted and not was_permitted:
@@ -257,6 +258,15 @@ class Routing(Component):
 
     def _permitted_ports(self) -> list[int]:
         return [dev.port for dev in self._permitted()]
+
+    def _shared_flows(self) -> list:
+        """The flows that fan out to every permitted device: broadcast, and over IPv6 the
+        router's neighbour solicitations."""
+        ports = self._permitted_ports()
+        flows = [fs.broadcast_flow(ports)]
+        if self.ctx.ipv6 is not None:
+            flows.append(fs6.solicitation_flow(ports))
+        return flows
 
     def _device_for_index(self, index: int) -> tuple | None:
         lease = self.ctx.leases.by_index(index)
@@ -433,6 +443,8 @@ class Routing(Component):
         for group in groups:
             ports = [self.installed[m][0].port for m in self.memberships.members(group)
                      if m in self.installed and self.installed[m][1] == "permitted"]
+            if group in self.ctx.router_groups:     # a group the router's own stack serves (SSDP)
+                ports.append(LOCAL)
             if ports:
                 decisions.append(fs.multicast_flow(group, ports))
             else:

@@ -18,6 +18,7 @@ from ... import pipeline as L
 from .flowsets import gateway_service_flows, gateway_table_flows
 
 ICMPV6_RS, ICMPV6_RA, ICMPV6_NS, ICMPV6_NA = 133, 134, 135, 136
+IPV6_MULTICAST_MAC = ("33:33:00:00:00:00", "ff:ff:00:00:00:00")     # 33:33:xx:xx:xx:xx
 FULL = "ffff:ffff:ffff:ffff::"                 # a /64 mask
 LINK_LOCAL = ("fe80::", "ffc0::")              # fe80::/10
 MULTICAST6 = ("ff00::", "ff00::")              # ff00::/8
@@ -140,6 +141,17 @@ def per_host_flows(d: Lease, prefix: ipaddress.IPv6Network) -> list[FlowMod]:
                     priority=L.PRIO_ACCOUNT, table_id=L.TABLE_ACCOUNT, cookie=c),
             FlowMod(match={"eth_type": ETH_IPV6, "in_port": LOCAL, "ipv6_dst": net}, actions=(),
                     priority=L.PRIO_ACCOUNT, table_id=L.TABLE_ACCOUNT, cookie=c)]
+
+
+def solicitation_flow(ports: list[int]) -> FlowMod:
+    """The router's own Neighbour Solicitations (from fe80::1, to a solicited-node group)
+    reach every permitted device: the one whose address it is answers (its NA to fe80::1
+    is nd_flows'). The router needs it to answer a device's link-local address, e.g.
+    SSDP discovery over IPv6 (UPnP IGDv2), which is sent from one."""
+    return FlowMod(match={"in_port": LOCAL, "eth_dst": IPV6_MULTICAST_MAC, "eth_type": ETH_IPV6,
+                          "ip_proto": PROTO_ICMPV6, "icmpv6_type": ICMPV6_NS, "ipv6_src": ROUTER_LL},
+                   actions=tuple(Output(p) for p in sorted(set(ports))), priority=L.PRIO_ND,
+                   cookie=L.routing_cookie(L.KIND_SHARED))
 
 
 def base_flows(site: ipaddress.IPv6Network) -> list[FlowMod]:

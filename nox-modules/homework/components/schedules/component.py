@@ -21,6 +21,7 @@ from ...component import Component
 from ...events import Schedule as ScheduleEvent, ScheduleStrict
 from ...leases import Lease
 from ...macaddr import BadMac, normalize
+from ...values import BadValue, row_id, whole_number
 from ..usage.blockflows import SCHEDULE, block_flows, forget_all, unblock
 from ..usage.periods import zone
 from .store import ACTIONS, OWNER, Pause, Schedule, ScheduleStore
@@ -46,12 +47,9 @@ def parse_target(mac=None, owner=None) -> str:
 
 def parse_minutes(minutes) -> int:
     try:
-        value = int(minutes)
-    except (TypeError, ValueError):
-        raise CommandError(f"pause: minutes must be a whole number, got {minutes!r}") from None
-    if isinstance(minutes, bool) or not 1 <= value <= MAX_PAUSE_MINUTES:
-        raise CommandError(f"pause: minutes must be between 1 and {MAX_PAUSE_MINUTES}, got {minutes!r}")
-    return value
+        return whole_number(minutes, "pause: minutes", 1, MAX_PAUSE_MINUTES)
+    except BadValue as exc:
+        raise CommandError(str(exc)) from None
 
 
 class Schedules(Component):
@@ -234,9 +232,9 @@ class Schedules(Component):
 
     def remove(self, id=None) -> dict:
         try:
-            schedule_id = int(id)
-        except (TypeError, ValueError):
-            raise CommandError(f"schedule-remove: id must be a number, got {id!r}") from None
+            schedule_id = row_id(id, "schedule")
+        except BadValue as exc:
+            raise CommandError(f"schedule-remove: {exc}") from None
         with self._lock:
             schedule: Schedule | None = self.store.remove(schedule_id)
         if schedule is None:

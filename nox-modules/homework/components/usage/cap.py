@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from ...commands import CommandError
+from ...values import BadValue, whole_number
 
 LEVELS = (80, 100)
 SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)[bB]?\s*$")
@@ -30,12 +31,9 @@ def parse_size(value) -> int:
 
 def parse_day(value) -> int:
     try:
-        day = int(value)
-    except (TypeError, ValueError):
-        raise CommandError(f"usage-cap: billing_day must be a day of the month (1-31), got {value!r}") from None
-    if isinstance(value, bool) or not 1 <= day <= 31:
-        raise CommandError(f"usage-cap: billing_day must be a day of the month (1-31), got {value!r}")
-    return day
+        return whole_number(value, "usage-cap: billing_day (a day of the month)", 1, 31)
+    except BadValue as exc:
+        raise CommandError(str(exc)) from None
 
 
 class Cap:
