@@ -76,7 +76,7 @@ def wait(what: str, check, timeout: float = 30) -> None:
 def unbound_alone(lab: DnsLab, gateway: str) -> subprocess.Popen:
     """A second unbound with the router's own configuration, on the device's gateway
     address: unbound alone, validating, asking the same nsd."""
-    from homework.components.dns import unbound
+    from homework import unbound
     from homework.config import load
     base = load(lab.home.config_path)
     config = replace(base, dns_resolver=f"{gateway}:{UNBOUND_PORT}", state_dir=lab.dir / "alone",

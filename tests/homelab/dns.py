@@ -274,9 +274,9 @@ forward-zone:
         raise TimeoutError("dnsmasq wrote no statistics after SIGUSR1")
 
     def start_resolver(self) -> subprocess.Popen:
-        """unbound, configured as the image's unit does it (homework.components.dns.unbound)."""
+        """unbound, configured as the image's unit does it (homework.unbound)."""
         h = self.home
-        from homework.components.dns.unbound import prepare
+        from homework.unbound import prepare
         from homework.config import load
         config = load(h.config_path)
         path = prepare(config)
@@ -289,7 +289,7 @@ forward-zone:
         return self.resolver
 
     def resolver_control(self, command: str) -> str:
-        from homework.components.dns.unbound import control
+        from homework.unbound import control
         from homework.config import load
         return control(load(self.home.config_path).dns_resolver_control, command)
 

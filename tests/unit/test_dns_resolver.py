@@ -9,7 +9,7 @@ import pytest
 
 from conftest import make_core
 from homework.commands import CommandError
-from homework.components.dns import unbound
+from homework import unbound
 from homework.components.dns.resolver import KEY_INSECURE, Resolver, SettingError, parse_insecure
 from homework.config import Config
 from homework.state import StateStore

@@ -1,4 +1,4 @@
-"""The resolver's files (components/dns/unbound.py): unbound.conf from [dns], the
+"""The resolver's files (homework/unbound.py): unbound.conf from [dns], the
 household's file, the first start's default, and the control socket's protocol."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from homework.components.dns import unbound
+from homework import unbound
 from homework.config import parse
 
 

@@ -18,7 +18,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from homework.components.dns import probe, unbound
+from homework import unbound
+from homework.components.dns import probe
 from homework.components.dns.probe import Reach
 from homework.components.dns.resolver import Resolver, SettingError
 from homework.components.dns.upstreams import TlsServer, UpstreamError, parse_server, parse_upstream

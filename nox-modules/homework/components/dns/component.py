@@ -32,7 +32,8 @@ from .dnsd_link import DnsdLink
 from .names import normalize_domain
 from .netfilter import DnsNet
 from .policy import HOUSEHOLD, MODES, Policy, owner_of
-from . import probe, unbound
+from ... import unbound
+from . import probe
 from .resolver import Resolver
 from .reverse import ReverseCheck
 from ..schedules.component import STRICT_TOPIC

@@ -16,12 +16,6 @@ import ssl
 import time
 from dataclasses import dataclass
 
-import dns.exception
-import dns.flags
-import dns.message
-import dns.query
-import dns.rdatatype
-
 from .upstreams import TlsServer
 
 TIMEOUT = 3.0
@@ -45,8 +39,20 @@ def tls_context(ca_file: str) -> ssl.SSLContext:
     return ctx
 
 
+def _dns():
+    """dnspython, imported when first needed: its query module pulls in an HTTP stack
+    (~0.7 s here), which the controller's start need not wait for."""
+    import dns.exception
+    import dns.flags
+    import dns.message
+    import dns.query
+    import dns.rdatatype
+    return dns
+
+
 def tls_reach(server: TlsServer, ca_file: str, timeout: float = TIMEOUT) -> Reach:
     """One DNS question to `server` over TLS, its certificate checked for server.name."""
+    dns = _dns()
     query = dns.message.make_query(".", dns.rdatatype.NS)
     t0 = time.monotonic()
     try:
@@ -79,6 +85,7 @@ def signatures_pass(servers: tuple[str, ...], zone: str, timeout: float = TIMEOU
     their signatures? True if one does; False if they answer without them, or refuse (such
     a resolver cannot support validation); None if none answers at all (the line is down:
     nothing to conclude)."""
+    dns = _dns()
     query = dns.message.make_query(zone, dns.rdatatype.DNSKEY, want_dnssec=True)
     query.flags |= dns.flags.CD
     answered = False

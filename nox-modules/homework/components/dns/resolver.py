@@ -16,7 +16,7 @@ one can), and do the upstreams pass DNSSEC signatures on (if they strip them, ev
 answer would fail validation: validation pauses, with a message saying so, until they do;
 an encrypted upstream of the household's choice cannot be stripped on the way).
 
-Every change is written to household.conf (unbound.py), so unbound starts with it, and
+Every change is written to household.conf (homework/unbound.py), so unbound starts with it, and
 applied to the running unbound over its control socket without losing its cache (a
 negative trust anchor: insecure_add plus flushing that zone; validation: the
 val-permissive-mode option). A change made while unbound is down is kept and used when it
@@ -37,7 +37,7 @@ from typing import Callable
 
 from ... import rowcheck
 from ...worker import os_lock
-from . import unbound
+from ... import unbound
 from .names import normalize_domain
 from .options import DnsOptions
 from .probe import Reach

@@ -1,5 +1,8 @@
 """The validating resolver behind homework-dnsd: unbound, configured from the same file
-the controller reads, and driven at run time over its control socket.
+the controller reads, and driven at run time over its control socket. Standard library
+only: the image's unit runs it at every start of the resolver, on the boot's critical
+path (`python3 -m homework.unbound CONFIG`), and the dns component drives unbound with it
+(components/dns/resolver.py).
 
     device -> homework-dnsd (per-device policy, cache) -> unbound (DNSSEC, upstreams) -> the internet
                                                       \\-> dnsmasq (the household's own names)
@@ -7,7 +10,7 @@ the controller reads, and driven at run time over its control socket.
 Two files, both in <state dir>/resolver/ so a reboot starts unbound the way it last ran:
 
   - unbound.conf: written at every start of the resolver (`python3 -m
-    homework.components.dns.unbound CONFIG`, the unit's ExecStartPre, and the emulated
+    homework.unbound CONFIG`, the unit's ExecStartPre, and the emulated
     home) from [dns]: where it listens (dnsd's --resolver), the control socket, the trust
     anchor, the certificate authorities of encrypted upstreams. It includes
   - household.conf: what the household chose (upstreams plain or over TLS, DNSSEC on or
@@ -246,11 +249,11 @@ def control(path: str, command: str, timeout: float = CONTROL_TIMEOUT) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m homework.components.dns.unbound",
+    parser = argparse.ArgumentParser(prog="python3 -m homework.unbound",
                                      description="Write the resolver's unbound.conf from a Homework config file")
     parser.add_argument("config", help="the controller's TOML file")
     args = parser.parse_args(argv)
-    from ...config import ConfigError, load
+    from .config import ConfigError, load
     try:
         config = load(args.config)
     except ConfigError as exc:
