@@ -49,12 +49,14 @@ image: deps
 image-test: deps
 	bash image/boot-test.sh
 
-# Static checks: ruff (pyflakes rules, ruff.toml) on the Python, clippy with warnings as
-# errors on both Rust crates, shellcheck on the shell scripts. The first step of `make test`.
+# Static checks: ruff (pyflakes, pycodestyle errors, bugbear, pyupgrade: ruff.toml) on the
+# Python and mypy over the controller (mypy.ini), clippy with warnings as errors on the Rust
+# crates, shellcheck on the shell scripts. The first step of `make test`.
 lint: lint-python lint-rust lint-shell
 
 lint-python:
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 lint-rust:
 	cd hwdb && cargo clippy --release -q --all-targets -- -D warnings

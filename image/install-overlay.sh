@@ -60,6 +60,7 @@ install -m 644 conf/image/homework.toml.in "$R/etc/homework/"
 PYTHONPATH=nox-modules python3 -m homework.lineup --needs > "$R/usr/share/homework/lineup"
 inst 755 scripts/router-net.sh /usr/lib/homework/scripts/router-net.sh   # homework-net brings the network up with it
 inst 755 scripts/wan-pd-hook.sh /usr/lib/homework/scripts/wan-pd-hook.sh   # homework-wan6's dhcpcd hook
+inst 755 scripts/captive-conf.sh /usr/lib/homework/scripts/captive-conf.sh   # homework-captive's lighttpd config
 
 # --- image scripts and units
 mkdir -p "$R/usr/lib/homework/image"

@@ -57,8 +57,18 @@ if want openflow; then
 fi
 
 if want scale; then
-  section "Scale: idle CPU and RSS at 3 / 100 / 1,000 permitted devices (scripts/bench_scale.py)"
+  section "Scale: idle CPU and RSS of the whole router (the image's components, IPv6 on) at 3 / 100 / 1,000 permitted devices (scripts/bench_scale.py)"
   "$PY" scripts/bench_scale.py
+fi
+
+if want crowd; then
+  section "Crowd: 1,000 devices through one port at 100/s, then permitted at once; the image's components vs dhcp+routing (scripts/bench_crowd.py)"
+  "$PY" scripts/bench_crowd.py
+fi
+
+if want kernel; then
+  section "Kernel datapath inside the image's VM: Homework vs plain kernel forwarding + nftables NAT (scripts/bench_kernel.sh)"
+  bash scripts/bench_kernel.sh
 fi
 
 if want satellites; then
@@ -74,6 +84,11 @@ fi
 if want update; then
   section "Updates: .hwup size, install time (upload to ready-to-reboot) vs zstd -dc into the slot by hand (scripts/bench_update.py)"
   "$PY" scripts/bench_update.py
+fi
+
+if want security; then
+  section "Security: twelve devices guessing the admin password, checks off the event loop vs on it (scripts/bench_security.py)"
+  "$PY" scripts/bench_security.py
 fi
 
 if want reach; then

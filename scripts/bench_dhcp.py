@@ -162,7 +162,7 @@ class WireTimes:
         # On a flooding (NORMAL) bridge every interface also sees the others' broadcasts:
         # only a device's own exchange on its own interface counts.
         self.socks = [ns_packet_socket(d.ns, d.ifname) for d in devs]
-        self.owner = {sock: d.mac for sock, d in zip(self.socks, devs)}
+        self.owner = {sock: d.mac for sock, d in zip(self.socks, devs, strict=True)}
         for sock in self.socks:
             sock.setblocking(False)
         self.discover: dict[str, float] = {}
@@ -437,7 +437,7 @@ class Server:
                 "machine": (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")}
 
 
-def perf_scenario(srv: "Server", dev: Device, clients: int) -> dict:
+def perf_scenario(srv: Server, dev: Device, clients: int) -> dict:
     """Ramp the offered rate until the server drops more than MAX_DROPS %, then measure
     RUNS runs at the highest rate it kept up with. Past its capacity a server's queue
     grows until replies come later than perfdhcp waits (1 s) and everything counts as
@@ -625,7 +625,7 @@ def table(results: dict) -> str:
             "lower" if key != "bound" else "higher", unit)
     head = ("scenario", "metric", *kinds, *(f"{k}/dnsmasq" for k in ours), "better")
     widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
-    line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+    line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()  # noqa: E731
     out = [line(head), line(["-" * w for w in widths])]
     prev = None
     for r in rows:

@@ -57,7 +57,7 @@ T0 = time.monotonic()
 # The plain Linux router's shaper, by hand. The prio device's upload packets get their
 # class as skb priority from nftables (the NAT rewrites their source before wan0's qdisc).
 HAND_TABLE = "bench_qos_hand"
-HIGH_SHARE = 0.3      # the high class's share of the link, and its cap (qos.high_share)
+HIGH_SHARE = 0.3      # the high class's assured share of the link (qos.high_share)
 LEAF_LIMIT = 100      # packets per leaf queue (pfifo: no fq_codel on this kernel)
 
 
@@ -94,10 +94,10 @@ def hand_shaper(home: Home, prio_ip: str, on: bool) -> None:
         home.router(tc + ["qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "20"])
         home.router(tc + ["class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
                           "rate", f"{rate}kbit", "ceil", f"{rate}kbit"])
-        # As Homework's classes: high capped at its share (rate = ceil), default borrows up to
-        # the link; but both ways at 95% with packet-limited leaves (Homework: 90% down, bytes).
+        # As Homework's classes: high sure of its share and served first, both borrowing up
+        # to the link; but both ways at 95% with packet-limited leaves (Homework: 90% down, bytes).
         high = int(rate * HIGH_SHARE)
-        for cls, cls_rate, ceil, prio in (("1:10", high, high, "0"), ("1:20", rate - high, rate, "1")):
+        for cls, cls_rate, ceil, prio in (("1:10", high, rate, "0"), ("1:20", rate - high, rate, "1")):
             home.router(tc + ["class", "add", "dev", dev, "parent", "1:1", "classid", cls, "htb",
                               "rate", f"{cls_rate}kbit", "ceil", f"{ceil}kbit", "prio", prio, "quantum", "1514"])
             home.router(tc + ["qdisc", "add", "dev", dev, "parent", cls, "pfifo", "limit", str(LEAF_LIMIT)])
@@ -153,9 +153,10 @@ def latency_under_load() -> dict:
                 rounds[variant].append(m)
                 say(f"round {n + 1} {variant}: {m}")
                 time.sleep(1)        # the modem's queue drains
+        alone = idle_line(home, prio) if HAVE_QOS else {}
         use_variant(home, "off", prio_ip)
     idle_ms = median(idle)
-    out = {"idle_ms": idle_ms, "variants": {}}
+    out = {"idle_ms": idle_ms, "variants": {}, "alone": alone}
     for v, ms in rounds.items():
         out["variants"][v] = {
             "p50_increase_ms": median([m["p50_ms"] - idle_ms for m in ms if m["p50_ms"] is not None]),
@@ -163,6 +164,26 @@ def latency_under_load() -> dict:
             "down_pct": median([m["down_pct"] for m in ms]), "up_pct": median([m["up_pct"] for m in ms]),
             "lost": sum(m["lost"] for m in ms), "rounds": ms}
     return out
+
+
+def idle_line(home: Home, prio) -> dict:
+    """The prio device alone on the line (Homework's qos on), downloading in high and in
+    default by turns: High must never be capped below Normal when nobody else wants the line."""
+    use_variant(home, "homework", prio.ipv4()[0])
+    got: dict[str, list] = {"high": [], "default": []}
+    for n in range(ROUNDS):
+        for cls in (("high", "default") if n % 2 == 0 else ("default", "high")):
+            r = home.homework("qos", "device", prio.mac, cls)
+            if r.returncode != 0:
+                raise RuntimeError(f"homework qos device: {r.stderr}{r.stdout}")
+            with BulkLoad(home, prio, COST_SECONDS, streams=2) as load:
+                load.wait()
+                rate = load.total().get("down")
+            got[cls].append(rate and rate / 1000)
+            say(f"alone round {n + 1} {cls}: {rate} kbit/s down")
+            time.sleep(1)
+    home.homework("qos", "device", prio.mac, "high")
+    return {cls: median(v) for cls, v in got.items()} | {"rounds": got}
 
 
 # -- cost of classification ------------------------------------------------------------------
@@ -211,6 +232,15 @@ def print_table(results: dict) -> None:
         print(f"| {names[v]} | {fmt(r['p50_increase_ms'], '.1f', ' ms')} | {fmt(r['p99_increase_ms'], '.1f', ' ms')} "
               f"| {fmt(r['down_pct'], '.0f', ' %')} | {fmt(r['up_pct'], '.0f', ' %')} | {r['lost']} |")
     print(f"| aim | | <= {AIM_P99_MS} ms with shaping on | >= {AIM_BULK_PCT} % | >= {AIM_BULK_PCT} % | |")
+    alone = lat.get("alone")
+    if alone and alone.get("high") and alone.get("default"):
+        print(f"\nOne device alone on the {LINK['down_kbit'] // 1000} Mbit/s line, Homework's qos on: its download "
+              f"(iperf3, 2 streams, {COST_SECONDS} s) as High and as Normal (medians of {prm['rounds']} "
+              "alternating rounds). High must never be held below Normal on an idle line\n")
+        print("| priority | download Mb/s | high / normal |")
+        print("|---|---|---|")
+        print(f"| high | {fmt(alone['high'], '.1f')} | {fmt(alone['high'] / alone['default'], '.2f')} |")
+        print(f"| normal | {fmt(alone['default'], '.1f')} | |")
     cost = results.get("cost")
     if cost:
         on, off = cost["on"], cost["off"]

@@ -21,7 +21,7 @@ Medians of RUNS runs; ratios to the peers; JSON in out/bench-routing.json.
 Every connection-rate run gets a server port of its own (lighttpd listens on RUN_PORTS):
 runs that reuse one server port and one (NAT) source address collide with the TIME_WAIT
 entries the previous runs left behind, and whichever setup comes later pays for them.
-Environment: BENCH_ROUTING_RUNS (3), BENCH_ROUTING_SECONDS (3), BENCH_ROUTING_FLOWS
+Environment: BENCH_ROUTING_RUNS (5), BENCH_ROUTING_SECONDS (3), BENCH_ROUTING_FLOWS
 ("1,1000,10000,100000"), BENCH_ROUTING_SETUPS (all five, comma separated).
 """
 from __future__ import annotations
@@ -41,13 +41,13 @@ sys.path.insert(0, str(REPO / "tests"))
 from homelab import BARE, WEB_ADDR, Home, sh  # noqa: E402
 from homelab.routing import permitted_device, wait_until  # noqa: E402
 
-RUNS = int(os.environ.get("BENCH_ROUTING_RUNS", "3"))
+RUNS = int(os.environ.get("BENCH_ROUTING_RUNS", "5"))
 SECONDS = int(os.environ.get("BENCH_ROUTING_SECONDS", "3"))
 FLOWS = [int(x) for x in os.environ.get("BENCH_ROUTING_FLOWS", "1,1000,10000,100000").split(",") if x]
 SETUPS = os.environ.get("BENCH_ROUTING_SETUPS", "linux,ovs-normal,learn-switch,reactive-flow,homework").split(",")
 PY = "/usr/bin/python3"
 HTTP_PORT = 8081
-RUN_PORTS = range(8100, 8100 + 16 * RUNS)   # one per connection-rate run (see fresh_port)
+RUN_PORTS = range(8100, 8100 + 20 * RUNS)   # one per connection-rate run (see fresh_port)
 _ports = iter(RUN_PORTS)
 T0 = time.monotonic()
 
@@ -166,7 +166,7 @@ def measure(devs, label: str, results: dict, iperf_d2d: bool = True) -> None:
     a, b = devs
     out = {}
     url = f"http://{WEB_ADDR}:{HTTP_PORT}/index.html"
-    for tries in range(20):
+    for _try in range(20):
         if a.run(["curl", "-s", "-o", "/dev/null", "-m", "2", url], check=False).returncode == 0:
             break
         time.sleep(0.25)
@@ -307,19 +307,92 @@ def paired_with_normal(home: Home, a, results: dict) -> None:
         say(f"{label}: {results[label]}")
 
 
+def device_server(dev, ports) -> None:
+    """lighttpd in a device's namespace on its own address, one port per run (as the
+    internet's, so no run meets an earlier one's TIME_WAIT entries)."""
+    conf = dev.dir / "lighttpd-d2d.conf"
+    www = dev.dir / "www"
+    www.mkdir(exist_ok=True)
+    (www / "index.html").write_text("<html><body>device to device</body></html>\n")
+    conf.write_text(f'server.document-root = "{www}"\nserver.bind = "{dev.ip}"\nserver.port = {ports[0]}\n'
+                    f'server.pid-file = "{dev.dir}/lighttpd-d2d.pid"\nserver.max-connections = 4096\n'
+                    'server.max-keep-alive-requests = 0\nserver.errorlog = "/dev/null"\n'
+                    'mimetype.assign = (".html" => "text/html")\n'
+                    + "".join(f'$SERVER["socket"] == "{dev.ip}:{p}" {{ }}\n' for p in ports[1:]))
+    dev.popen(["lighttpd", "-D", "-f", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_until(lambda: dev.run(["ss", "-Hltn", f"sport = :{ports[0]}"]).stdout.strip(), 10, "device lighttpd")
+
+
+def d2d_rates(client, server_ip: str, port: int) -> tuple[float | None, list]:
+    url = f"http://{server_ip}:{port}/index.html"
+    r = client.run(["wrk", "-t", "1", "-c", "16", "-d", f"{SECONDS}s", "-H", "Connection: close", url],
+                   check=False, timeout=SECONDS + 30)
+    m = re.search(r"Requests/sec:\s+([\d.]+)", r.stdout)
+    lat = client.run([PY, "-c", CONNECTS, server_ip, str(port), "300"], check=False, timeout=120)
+    return (float(m.group(1)) if m else None), (json.loads(lat.stdout) if lat.returncode == 0 else [])
+
+
+def paired_device_to_device(home: Home, a, b, results: dict) -> None:
+    """New connections from one device to another on the same bridge, alternating runs:
+    Homework's pipeline (a and b permitted, each in its own /30, routed by the switch)
+    against one NORMAL flow switching two devices of one /24 (c and d, plugged into the
+    same bridge): the sandbox's ceiling for OVS."""
+    c, d = static_ovs_devices(home)
+    ports_b = [fresh_port() for _ in range(RUNS)]
+    ports_d = [fresh_port() for _ in range(RUNS)]
+    device_server(b, ports_b)
+    device_server(d, ports_d)
+    hw, normal = ([], []), ([], [])
+    for i in range(RUNS):
+        rate, lat = d2d_rates(a, b.ip, ports_b[i])
+        hw[0].append(rate)
+        hw[1].append(lat)
+        home.vsctl("del-controller", "br0", "--", "set", "bridge", "br0", "fail_mode=standalone")
+        home.router(["ovs-ofctl", "-O", "OpenFlow13", "replace-flows", "br0", "-"], input="priority=0,actions=NORMAL\n")
+        wait_until(lambda: c.ping(d.ip, timeout=1), 10, "NORMAL switches c to d")
+        rate, lat = d2d_rates(c, d.ip, ports_d[i])
+        normal[0].append(rate)
+        normal[1].append(lat)
+        home.router(["ovs-ofctl", "-O", "OpenFlow13", "del-flows", "br0"])
+        home.vsctl("set", "bridge", "br0", "fail_mode=secure", "--", "set-controller", "br0", "tcp:127.0.0.1:6653")
+        wait_until(lambda: "priority=20000" in home.dump_flows(), 30, "controller resynchronised")
+        wait_until(lambda: a.ping(b.ip, timeout=1), 10, "a reaches b again")
+    for label, (rates, lat) in (("homework-d2d", hw), ("ovs-normal-d2d", normal)):
+        lat = [x for x in lat if x]
+        results[label] = {"conn_per_s": median(rates), "conn_per_s_runs": rates,
+                          "connect_p50_ms": median([pct(x, 50) * 1000 for x in lat]),
+                          "connect_p99_ms": median([pct(x, 99) * 1000 for x in lat])}
+        say(f"{label}: {results[label]}")
+    packet_ins = home.homework("--json", "stats").stdout
+    results["homework-d2d"]["controller_packet_ins"] = json.loads(packet_ins).get("core", {}).get("packet_in", 0)
+
+
+# The seed's Figure 4.5 needs a learned entry per flow: the `switch` flow records, and a
+# flow limit above the largest N (the shipped pipeline learns flows within the household
+# per pair, and the internet's from conntrack).
+SCALING_CONFIG = {"controller": {"components": list(BARE)},
+                  "routing": {"flow_records": "switch", "per_host_flow_limit": 200000, "flow_stats_interval": 3600}}
+
+
 def run_homework(results: dict) -> None:
+    """Homework's forwarding path as shipped: the controller with dhcp and routing, every
+    routing setting at its default (flow records from conntrack, the flow limit, polling
+    every 10 s)."""
     if "homework" not in SETUPS:
         return
-    config = {"controller": {"components": list(BARE)},
-              "routing": {"flow_stats_interval": 3600, "per_host_flow_limit": 200000}}
-    with Home(config=config, hwdb=False) as home:
+    with Home(config={"controller": {"components": list(BARE)}}, hwdb=False) as home:
         start_servers(home)
         a, b = permitted_device(home), permitted_device(home)
         for d in (a, b):
             d.ip = d.ipv4()[0]
         measure([a, b], "homework", results)
         paired_with_normal(home, a, results)
-        if FLOWS:
+        paired_device_to_device(home, a, b, results)
+    if FLOWS:
+        with Home(config=SCALING_CONFIG, hwdb=False) as home:
+            a, b = permitted_device(home), permitted_device(home)
+            for d in (a, b):
+                d.ip = d.ipv4()[0]
             flow_scaling(home, a, b, results)
 
 
@@ -349,6 +422,13 @@ def main() -> int:
                   f"p99 {ratio(hw.get('connect_p99_ms'), p.get('connect_p99_ms'))}  "
                   f"iperf inet {ratio(hw.get('iperf_internet_mbps'), p.get('iperf_internet_mbps'))}  "
                   f"dev-dev {ratio(hw.get('iperf_device_mbps'), p.get('iperf_device_mbps'))}")
+    hd, nd = results.get("homework-d2d"), results.get("ovs-normal-d2d")
+    if hd and nd:
+        print(f"  device to device, same bridge, alternating runs: homework / OVS NORMAL conn/s "
+              f"{ratio(hd['conn_per_s'], nd['conn_per_s'])} ({hd['conn_per_s'] or 0:.0f} vs {nd['conn_per_s'] or 0:.0f}), "
+              f"connect p50 {ratio(hd['connect_p50_ms'], nd['connect_p50_ms'])} "
+              f"({hd['connect_p50_ms'] or 0:.3f} vs {nd['connect_p50_ms'] or 0:.3f} ms); "
+              f"packet-ins to the controller in the whole home's run: {hd.get('controller_packet_ins')}")
     hp, np_ = results.get("homework-paired"), results.get("ovs-normal-paired")
     if hp and np_:
         print(f"  paired, same namespaces, alternating runs: homework / OVS NORMAL conn/s "

@@ -96,9 +96,12 @@ up() {
   if [ "$CONTROLLER" = none ]; then
     "${VSCTL[@]}" del-controller "$BRIDGE" -- set bridge "$BRIDGE" fail_mode=standalone
   else
-    # max_backoff 1 s: reconnect quickly after a controller (re)start.
+    # max_backoff 1 s: reconnect quickly after a controller (re)start. inactivity_probe 30 s
+    # (Open vSwitch's default is 5): the controller is on loopback, so a dead one is seen at
+    # once (its socket closes), while one busy for a few seconds (resynchronising a home of
+    # a thousand devices after a reconnect) must not be cut off and have to start again.
     "${VSCTL[@]}" set bridge "$BRIDGE" fail_mode=secure -- set-controller "$BRIDGE" "$CONTROLLER" \
-      -- set controller "$BRIDGE" max_backoff=1000
+      -- set controller "$BRIDGE" max_backoff=1000 inactivity_probe=30000
   fi
   local p
   for p in $LAN_PORTS; do
@@ -144,7 +147,9 @@ up() {
     fi
   fi
 
-  # 4. NAT in our own nftables table: never touches anyone else's rules.
+  # 4. NAT in our own nftables table: never touches anyone else's rules. Its chains, hooks
+  # and priorities are in the nftables plan (nox-modules/homework/nftplan.py), with every
+  # other table's; tests/unit/test_nftplan.py checks this script against it.
   if [ -n "$WAN_IF" ]; then
     nft -f - <<EOF
 table inet $NFT_TABLE

@@ -24,6 +24,7 @@ const OPT_MESSAGE_TYPE: u8 = 53;
 const OPT_SERVER_ID: u8 = 54;
 const OPT_PARAM_LIST: u8 = 55;
 const OPT_V4_DNR: u8 = 162;
+const OPT_CAPTIVE_PORTAL: u8 = 114;
 const HOSTNAME_MAX: usize = 63;
 
 pub type Mac = [u8; 6];
@@ -389,6 +390,13 @@ fn build_payload(req: &Request, entry: &Entry, kind: Kind, hostname: &str, out: 
         out.push(value.len() as u8);
         out.extend_from_slice(value);
     }
+    // RFC 8910: the captive portal API's URL, at the device's own gateway (the controller's
+    // cutoff.captive_api_uri: the same bytes)
+    let [a, b, c, d] = entry.router;
+    let uri = format!("https://{a}.{b}.{c}.{d}/ws.v1/captive-portal");
+    out.push(OPT_CAPTIVE_PORTAL);
+    out.push(uri.len() as u8);
+    out.extend_from_slice(uri.as_bytes());
     let name = if hostname.is_empty() { entry.hostname.as_bytes() } else { hostname.as_bytes() };
     // `build` splits long values into 255-byte options (an entry's hostname may be long).
     for chunk in name.chunks(255) {

@@ -128,13 +128,14 @@ fn parse_line(line: &str, loaded: &Mutex<Loaded>) -> Result<Change, String> {
         ["reset"] => Ok(Change::Reset),
         ["blocked", "nxdomain"] => Ok(Change::Blocked(false)),
         ["blocked", "drop"] => Ok(Change::Blocked(true)),
-        ["device", ip, mac, state, mode, router, router6 @ ..] if router6.len() <= 1 => {
+        ["device", ip, mac, state, mode, router, rest @ ..] if rest.len() <= 1 => {
             let ip: IpAddr = ip.parse().map_err(|_| bad())?;
             let state = match *state {
                 "pending" => State::Pending,
                 "permitted" => State::Permitted,
                 "denied" => State::Denied,
                 "blacklisted" => State::Blacklisted,
+                "cutoff" => State::CutOff,
                 _ => return Err(bad()),
             };
             let allowlist = match *mode {
@@ -143,9 +144,10 @@ fn parse_line(line: &str, loaded: &Mutex<Loaded>) -> Result<Change, String> {
                 _ => return Err(bad()),
             };
             let router = router.parse().map_err(|_| bad())?;
-            let router6 = match router6.first() {
-                Some(r) => Some(r.parse().map_err(|_| bad())?),
-                None => None,
+            // the router's address in the device's /64, with IPv6 on
+            let router6 = match rest {
+                [r6] => Some(r6.parse().map_err(|_| bad())?),
+                _ => None,
             };
             Ok(Change::Device(ip, Device { mac: Arc::from(*mac), state, allowlist, router, router6 }))
         }
@@ -324,6 +326,22 @@ mod tests {
         std::fs::write(&path, "bad name\n").unwrap();
         assert!(super::parse_line(&format!("list 3 * {}", path.display()), &loaded).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn device_lines_take_a_cut_off_state_and_the_routers_ipv6_address() {
+        let loaded = std::sync::Mutex::new(super::Loaded::default());
+        let parse = |line: &str| super::parse_line(line, &loaded);
+        let Ok(super::Change::Device(_, d)) = parse("device 10.2.0.2 aa:bb cutoff denylist 10.2.0.1 2001:db8:0:1::1") else {
+            panic!("a cut-off device with the router's IPv6 address")
+        };
+        assert_eq!(d.state, crate::policy::State::CutOff);
+        assert_eq!(d.router6, Some("2001:db8:0:1::1".parse().unwrap()));
+        let Ok(super::Change::Device(_, d)) = parse("device 10.2.0.2 aa:bb pending denylist 10.2.0.1") else { panic!() };
+        assert_eq!((d.state, d.router6), (crate::policy::State::Pending, None));
+        assert!(parse("device 10.2.0.2 aa:bb paused denylist 10.2.0.1").is_err());
+        assert!(parse("device 10.2.0.2 aa:bb cutoff denylist 10.2.0.1 not-an-address").is_err());
+        assert!(parse("device 10.2.0.2 aa:bb cutoff denylist 10.2.0.1 2001:db8::1 extra").is_err());
     }
 
     #[test]

@@ -34,6 +34,9 @@ pub enum State {
     Permitted,
     Denied,
     Blacklisted,
+    /// Permitted, but paused, at bedtime or over its allowance: answered like a pending
+    /// device (every name is the router, nothing goes upstream), logged as "cutoff".
+    CutOff,
 }
 
 #[derive(Clone, Debug)]
@@ -43,8 +46,8 @@ pub struct Device {
     pub allowlist: bool,
     /// The device's gateway (.1 of its /30): where pending devices' names point.
     pub router: Ipv4Addr,
-    /// Its IPv6 gateway (the ::1 of its /64), when it has one: the router's name and
-    /// encrypted DNS over IPv6 (ddr.rs).
+    /// The router's address in the device's /64 (IPv6 on): where their AAAA answers point,
+    /// the router's name and encrypted DNS over IPv6 (ddr.rs).
     pub router6: Option<Ipv6Addr>,
 }
 
@@ -54,6 +57,7 @@ pub enum Verdict {
     Blocked,
     Bypass,
     Pending,
+    CutOff,
     Blacklisted,
 }
 
@@ -64,6 +68,7 @@ impl Verdict {
             Verdict::Blocked => "blocked",
             Verdict::Bypass => "bypass",
             Verdict::Pending => "pending",
+            Verdict::CutOff => "cutoff",
             Verdict::Blacklisted => "blacklisted",
         }
     }
@@ -178,6 +183,7 @@ impl Policy {
             State::Pending | State::Denied => {
                 return if CANARIES.contains(&name) { Verdict::Bypass } else { Verdict::Pending }
             }
+            State::CutOff => return if CANARIES.contains(&name) { Verdict::Bypass } else { Verdict::CutOff },
             State::Permitted => {}
         }
         if CANARIES.contains(&name) {
@@ -282,5 +288,11 @@ tracker.test
         assert_eq!(p.decide(&d, "example.com"), Verdict::Pending);
         d.state = State::Blacklisted;
         assert_eq!(p.decide(&d, "example.com"), Verdict::Blacklisted);
+        // paused, at bedtime, over its allowance: no rule or list lets a name upstream
+        let mut p = Policy::default();
+        p.set_rule("pp", "example.com", Some(Action::Allow));
+        d.state = State::CutOff;
+        assert_eq!(p.decide(&d, "example.com"), Verdict::CutOff);
+        assert_eq!(p.decide(&d, "use-application-dns.net"), Verdict::Bypass);
     }
 }

@@ -44,6 +44,7 @@ pub struct Stats {
     pub answered: AtomicU64,
     pub blocked: AtomicU64,
     pub pending: AtomicU64,
+    pub cutoff: AtomicU64,
     pub refused: AtomicU64,
     pub malformed: AtomicU64,
     pub timeouts: AtomicU64,
@@ -60,10 +61,10 @@ impl Stats {
     pub fn line(&self) -> String {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         format!(
-            "queries={} forwarded={} direct={} via_dnsmasq={} retries={} servfail={} mismatched={} late={} cache_hits={} answered={} blocked={} pending={} refused={} malformed={} timeouts={} tcp_queries={} events_dropped={} panics={} safe_search={} bogus={} dot_queries={} doh_queries={}",
+            "queries={} forwarded={} direct={} via_dnsmasq={} retries={} servfail={} mismatched={} late={} cache_hits={} answered={} blocked={} pending={} cutoff={} refused={} malformed={} timeouts={} tcp_queries={} events_dropped={} panics={} safe_search={} bogus={} dot_queries={} doh_queries={}",
             g(&self.queries), g(&self.forwarded), g(&self.direct), g(&self.via_dnsmasq), g(&self.retries),
             g(&self.servfail), g(&self.mismatched), g(&self.late), g(&self.cache_hits), g(&self.answered), g(&self.blocked), g(&self.pending),
-            g(&self.refused), g(&self.malformed), g(&self.timeouts), g(&self.tcp_queries),
+            g(&self.cutoff), g(&self.refused), g(&self.malformed), g(&self.timeouts), g(&self.tcp_queries),
             g(&self.events_dropped), g(&self.panics), g(&self.safe_search), g(&self.bogus), g(&self.dot_queries),
             g(&self.doh_queries)
         )
@@ -201,11 +202,12 @@ pub fn handle(shared: &Shared, src: IpAddr, buf: &[u8], tcp: bool) -> Outcome {
         }
         Verdict::Blocked if policy.drop_blocked => Outcome::Drop,
         Verdict::Blocked | Verdict::Bypass => Outcome::Reply(wire::reply(buf, &q, wire::RCODE_NXDOMAIN)),
-        Verdict::Pending => Outcome::Reply(wire::captive(buf, &q, dev.router)),
+        Verdict::Pending | Verdict::CutOff => Outcome::Reply(wire::captive(buf, &q, dev.router, dev.router6)),
         Verdict::Blacklisted => Outcome::Drop,
     };
     let counter = match verdict {
         Verdict::Pending => &shared.stats.pending,
+        Verdict::CutOff => &shared.stats.cutoff,
         _ => &shared.stats.blocked,
     };
     counter.fetch_add(1, Ordering::Relaxed);

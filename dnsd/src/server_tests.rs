@@ -144,6 +144,28 @@ fn a_pending_device_gets_its_gateway_for_every_name() {
 }
 
 #[test]
+fn a_cut_off_device_gets_the_router_for_every_name_over_both_families_and_nothing_goes_upstream() {
+    let (s, rx) = home();
+    let router6: std::net::Ipv6Addr = "2001:db8:0:1::1".parse().unwrap();
+    let key = IpAddr::from("2001:db8:0:1::".parse::<std::net::Ipv6Addr>().unwrap());
+    let dev = Device { mac: Arc::from("02:00:00:00:00:09"), state: State::CutOff, allowlist: false, router: ROUTER,
+                       router6: Some(router6) };
+    s.policy.write().unwrap().devices.insert(key, dev);
+    // an allow rule does not let a cut-off device's name upstream
+    s.policy.write().unwrap().set_rule("02:00:00:00:00:09", "example.com", Some(Action::Allow));
+    let from = IpAddr::from("2001:db8:0:1:a:b:c:d".parse::<std::net::Ipv6Addr>().unwrap());
+    for (qtype, want) in [(wire::TYPE_A, IpAddr::V4(ROUTER)), (wire::TYPE_AAAA, IpAddr::V6(router6))] {
+        let q = wire::build_query(12, "tunnel.example.com", qtype);
+        let Outcome::Reply(r) = handle(&s, from, &q, false) else { panic!("cut off: expected a local reply") };
+        let ans = wire::parse_answer(&r).unwrap();
+        assert_eq!((ans.rcode, ans.addrs.clone(), ans.min_ttl), (0, vec![want], 0));
+        assert_eq!(last_verdict(&rx).0, "cutoff");
+    }
+    assert_eq!(s.stats.cutoff.load(std::sync::atomic::Ordering::Relaxed), 2);
+    assert_eq!(s.stats.forwarded.load(std::sync::atomic::Ordering::Relaxed), 0);
+}
+
+#[test]
 fn blacklisted_and_unknown_sources_get_no_answer() {
     let (s, _rx) = home();
     let q = wire::build_query(11, "example.com", wire::TYPE_A);

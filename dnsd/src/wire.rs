@@ -295,16 +295,23 @@ pub fn reply_header_only(buf: &[u8], rcode: u8) -> Option<Vec<u8>> {
     Some(header(id, flags, rcode, 0, 0))
 }
 
-/// The captive-portal answer: A queries get `addr` with TTL 0 (so the real answer is used
-/// as soon as the device is permitted); other types get an empty NOERROR.
-pub fn captive(buf: &[u8], q: &Question, addr: Ipv4Addr) -> Vec<u8> {
-    if q.qtype != TYPE_A && q.qtype != TYPE_ANY {
-        return reply(buf, q, 0);
-    }
+/// The captive-portal answer: A queries get `addr`, AAAA queries `addr6` (the router in
+/// the device's /64, when it has IPv6), with TTL 0 (so the real answer is used as soon as
+/// the device may go out again); other types get an empty NOERROR.
+pub fn captive(buf: &[u8], q: &Question, addr: Ipv4Addr, addr6: Option<Ipv6Addr>) -> Vec<u8> {
+    let rdata: Vec<u8> = match (q.qtype, addr6) {
+        (TYPE_A | TYPE_ANY, _) => addr.octets().to_vec(),
+        (TYPE_AAAA, Some(a6)) => a6.octets().to_vec(),
+        _ => return reply(buf, q, 0),
+    };
+    let rtype = if rdata.len() == 16 { TYPE_AAAA } else { TYPE_A };
     let mut out = header(q.id, q.flags, 0, 1, 1);
     out.extend_from_slice(&buf[HEADER..q.end]);
-    out.extend_from_slice(&[0xC0, 0x0C, 0, 1, 0, 1, 0, 0, 0, 0, 0, 4]);
-    out.extend_from_slice(&addr.octets());
+    out.extend_from_slice(&[0xC0, 0x0C]);
+    out.extend_from_slice(&rtype.to_be_bytes());
+    out.extend_from_slice(&[0, 1, 0, 0, 0, 0]);
+    out.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+    out.extend_from_slice(&rdata);
     out
 }
 
@@ -457,7 +464,7 @@ mod tests {
             }
             if let Ok(q) = parse_query(&buf) {
                 let _ = reply(&buf, &q, RCODE_NXDOMAIN);
-                let _ = captive(&buf, &q, Ipv4Addr::new(10, 2, 0, 1));
+                let _ = captive(&buf, &q, Ipv4Addr::new(10, 2, 0, 1), Some("2001:db8::1".parse().unwrap()));
             }
             let _ = parse_answer(&buf);
             let _ = reply_header_only(&buf, RCODE_FORMERR);
@@ -483,11 +490,19 @@ mod tests {
     fn captive_answer_is_parseable() {
         let q_buf = build_query(3, "connectivitycheck.gstatic.com", TYPE_A);
         let q = parse_query(&q_buf).unwrap();
-        let ans = parse_answer(&captive(&q_buf, &q, Ipv4Addr::new(10, 2, 0, 5))).unwrap();
+        let router6: Ipv6Addr = "2001:db8:0:1::1".parse().unwrap();
+        let ans = parse_answer(&captive(&q_buf, &q, Ipv4Addr::new(10, 2, 0, 5), Some(router6))).unwrap();
         assert_eq!(ans.addrs, vec!["10.2.0.5".parse::<IpAddr>().unwrap()]);
         assert_eq!(ans.min_ttl, 0);
-        let q6 = parse_query(&build_query(4, "x.test", TYPE_AAAA)).unwrap();
-        let ans6 = parse_answer(&captive(&build_query(4, "x.test", TYPE_AAAA), &q6, Ipv4Addr::new(10, 2, 0, 5))).unwrap();
+        let q6_buf = build_query(4, "x.test", TYPE_AAAA);
+        let q6 = parse_query(&q6_buf).unwrap();
+        // without IPv6: no AAAA (an empty NOERROR); with it, the router in the device's /64
+        let ans6 = parse_answer(&captive(&q6_buf, &q6, Ipv4Addr::new(10, 2, 0, 5), None)).unwrap();
         assert!(ans6.addrs.is_empty() && ans6.rcode == 0);
+        let ans6 = parse_answer(&captive(&q6_buf, &q6, Ipv4Addr::new(10, 2, 0, 5), Some(router6))).unwrap();
+        assert_eq!((ans6.addrs, ans6.min_ttl), (vec![IpAddr::V6(router6)], 0));
+        let mx_buf = build_query(5, "x.test", 15);
+        let mx = parse_answer(&captive(&mx_buf, &parse_query(&mx_buf).unwrap(), Ipv4Addr::new(10, 2, 0, 5), Some(router6))).unwrap();
+        assert!(mx.addrs.is_empty() && mx.rcode == 0);
     }
 }

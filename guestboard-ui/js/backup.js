@@ -53,13 +53,41 @@
       say($form, "status", "Checking and restoring …");
       HW.api.call("POST", "restore", { passphrase: passphrase, backup: doc }).done(function (r) {
         var parts = $.map(r.restored, function (n, table) { return n ? table.replace(/_/g, " ") + ": " + n : null; });
-        say($form, "status", "Restored the backup of " + r.created + " (" + (parts.join(", ") || "nothing") +
-            "). " + (r.note || ""));
+        var what = "the backup of " + r.created + " (" + (parts.join(", ") || "nothing") + ")";
+        var problems = (r.problems || []).join(" ");
         $form[0].reset();
+        if (!r.restarting) {
+          say($form, "status", "Wrote " + what + ". " + (r.note || "") + " " + problems);
+          $button.prop("disabled", false);
+          return;
+        }
+        /* "Restored" only once the restarted router has every setting in force. */
+        say($form, "status", "Applying " + what + ": the router restarts and is back in a few seconds …");
+        var deadline = Date.now() + 180000;
+        (function poll() {
+          $.ajax({ url: "ws.v1/restore/status", dataType: "json", cache: false }).done(function (s) {
+            var done = s.restore && s.restore.applied && s.restore.at === r.at;
+            if (done) {
+              var told = (s.restore.problems || []).join(" ");
+              say($form, "status", "Restored " + what + ": every setting is in force." + (told ? " " + told : "") +
+                  " Log in again if the board asks.");
+              $button.prop("disabled", false);
+            } else if (Date.now() < deadline) {
+              setTimeout(poll, 1000);
+            } else {
+              say($form, "error", "The router has not said the restored settings are in force yet.");
+              $button.prop("disabled", false);
+            }
+          }).fail(function () {
+            if (Date.now() < deadline) setTimeout(poll, 1000);
+            else { say($form, "error", "The router did not come back after the restore."); $button.prop("disabled", false); }
+          });
+        })();
       }).fail(function (xhr) {
         say($form, "status", "");
         say($form, "error", HW.api.errorText(xhr));
-      }).always(function () { $button.prop("disabled", false); });
+        $button.prop("disabled", false);
+      });
     };
     reader.onerror = function () { say($form, "error", "The file could not be read."); };
     reader.readAsText(file);

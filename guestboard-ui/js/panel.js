@@ -72,6 +72,7 @@ HW.panel = (function ($) {
     if (!(d.alerts || []).length) $alerts.append($("<li>").text("none"));
     fillPause(d);
     fillPriority(d);
+    fillBurst(d);
     if (HW.reach) HW.reach.fill(d);      // open from the internet (reach.js)
     if (HW.remote) HW.remote.fill(d);    // away from home: where it connects from (remote.js)
   }
@@ -184,6 +185,64 @@ HW.panel = (function ($) {
     HW.api.device(mac).done(function (d) {
       HW.board.upsert(d);
       if (current === mac) { fill(d); loadSchedules(); }
+    });
+  }
+
+  /* Usage alert: "tell us when it uses more than X in Y minutes", set with
+     POST usage/bursts {mac, size, minutes} and turned off with POST usage/bursts/remove.
+     Markup added once; hidden without the usage component (no `usage_burst` in the view)
+     and for devices not let in. */
+  function addBurst() {
+    if ($("#panel .burst").length) return;
+    var $box = $('<section class="burst">').append(
+      $("<h3>").text("Usage alert"),
+      $('<p class="burst-note">').css({ fontSize: "13px", margin: "0 0 6px" }),
+      $('<form class="burst-form">').append(
+        $("<span>").text("Tell me when it uses more than"),
+        $('<input name="size" required maxlength="12" aria-label="amount, e.g. 500M or 2G">')
+          .attr("placeholder", "500M").css({ width: "6em" }),
+        $("<span>").text("in"),
+        $('<input name="minutes" type="number" min="1" max="60" required aria-label="minutes">').val(10)
+          .css({ width: "4.5em" }),
+        $("<span>").text("minutes"),
+        $('<button type="submit">').text("Set"),
+        $('<button type="button" class="secondary burst-off">').text("Turn off"))
+        .css({ display: "flex", flexWrap: "wrap", gap: "0.4em", alignItems: "center" }),
+      $('<p class="burst-error" role="alert">').css({ color: "var(--danger)", fontSize: "13px", margin: "4px 0" }));
+    $("#panel .actions").first().after($box);
+    $box.on("submit", ".burst-form", function (e) {
+      e.preventDefault();
+      var f = this, mac = current;
+      HW.api.call("POST", "usage/bursts", { mac: mac, size: f.elements.size.value.trim(),
+                                            minutes: Number(f.elements.minutes.value) })
+        .done(function () { burstChanged(mac); }).fail(fail($box.find(".burst-error")));
+    });
+    $box.on("click", ".burst-off", function () {
+      var mac = current;
+      HW.api.call("POST", "usage/bursts/remove", { mac: mac })
+        .done(function () { burstChanged(mac); }).fail(fail($box.find(".burst-error")));
+    });
+  }
+
+  function fillBurst(d) {
+    var $box = $("#panel .burst");
+    if (!$box.length) return;
+    $box.prop("hidden", d.usage_burst === undefined || d.state !== "permitted");
+    $box.find(".burst-note").text(d.usage_burst ? "You are told when it uses " + d.usage_burst.text + "."
+                                                : "No usage alert: you are not told how fast it uses data.");
+    $box.find(".burst-off").prop("hidden", !d.usage_burst);
+    if (d.mac !== $box.attr("data-mac")) {       // another device: its own setting in the form
+      $box.attr("data-mac", d.mac).find(".burst-error").text("");
+      var f = $box.find(".burst-form")[0];
+      f.elements.size.value = d.usage_burst ? Math.round(d.usage_burst.bytes / 1e6) + "M" : "";
+      f.elements.minutes.value = d.usage_burst ? d.usage_burst.minutes : 10;
+    }
+  }
+
+  function burstChanged(mac) {
+    $("#panel .burst-error").text("");
+    HW.api.device(mac).done(function (d) {
+      if (current === mac) { $("#panel .burst").removeAttr("data-mac"); fill(d); }
     });
   }
 
@@ -308,6 +367,7 @@ HW.panel = (function ($) {
     $("#panel .error").text("");
     addSchedules();
     addPriority();
+    addBurst();
     if (HW.reach) HW.reach.add();
     var d = HW.board.get(mac);
     if (d) fill($.extend({ dns_rules: undefined }, d));

@@ -59,7 +59,7 @@ jQuery(function ($) {
 
   function showLink(q) {
     $("#priorities .shaping-state").text(!q.enabled ? "sharing is off"
-      : q.active ? "sharing is on" + (q.leaf ? " (HTB with " + q.leaf + " queues)" : "")
+      : q.active ? "sharing is on: what matters goes first when the line is busy"
       : "sharing is on but not applied yet");
     $("#priorities .high-share").text(q.high_share !== undefined ? q.high_share + "%" : "a share");   // whole percent
     var f = $("#link-form")[0];

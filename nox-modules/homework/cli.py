@@ -109,7 +109,11 @@ SIMPLE = {
     # rate (slow only) e.g. 1mbit
     "usage-limit": (("mac", "allowance", "period?", "action?", "rate?"), None), "usage-limits": ((), None),
     "usage-limit-remove": (("mac",), None), "usage-lift": (("mac",), None),
+    # usage alerts: tell the household when a device moves more than SIZE (e.g. 500M) in MINUTES (1-60)
+    "usage-burst": (("mac", "size", "minutes"), None), "usage-burst-remove": (("mac",), None),
+    "usage-bursts": ((), None),
     # satellite switches (pairing.py); satellite-pair is cli_satellites
+    "restore-status": ((), None),     # components/backup: the last restore, and whether it is in force
     "satellites": ((), None), "satellite-permit": (("dpid", "code?"), None), "satellite-deny": (("dpid",), None),
     "satellite-forget": (("dpid",), None),
 }

@@ -39,10 +39,38 @@ def _passphrase(path: str | None, confirm: bool) -> str:
     return first
 
 
+APPLY_WAIT = 180.0        # seconds the restored controller may take to be back with everything in force
+
+
 def print_restore(result: dict) -> None:
     rows = ", ".join(f"{table} {n}" for table, n in result["restored"].items() if n)
-    print(f"restored the backup made {result.get('created')} ({rows or 'no rows'})")
-    print(result.get("note", ""))
+    if result.get("applied"):
+        print(f"Restored the backup made {result.get('created')} ({rows or 'no rows'}): every setting is in force.")
+    else:
+        print(f"Wrote the backup made {result.get('created')} ({rows or 'no rows'}).")
+        print(result.get("note", ""))
+    for problem in result.get("problems", []):
+        print(f"  {problem}")
+
+
+def wait_applied(call, sock: str, result: dict) -> dict:
+    """The controller restarts to apply a restore: say "restored" only once the restored
+    controller has everything in force (restore-status), not when the rows are written."""
+    if not result.get("restarting"):
+        return result
+    import time
+    deadline = time.monotonic() + APPLY_WAIT
+    time.sleep(1.0)          # the old controller answers, then restarts
+    while time.monotonic() < deadline:
+        try:
+            status = call(sock, "restore-status", timeout=5.0).get("restore") or {}
+        except (OSError, RuntimeError, ConnectionError, ValueError):
+            status = {}
+        if status.get("applied") and status.get("at") == result.get("at", status.get("at")):
+            return {**result, "applied": True, "problems": status.get("problems", result.get("problems", []))}
+        time.sleep(0.5)
+    raise RuntimeError(f"the restored settings were written, but the router did not say they are in force "
+                       f"within {APPLY_WAIT:.0f} s: check `homework restore-status`")
 
 
 def run(args, call, sock: str):
@@ -55,8 +83,8 @@ def run(args, call, sock: str):
         return {"written": os.path.abspath(args.out)}, lambda r: print(f"backup written to {r['written']}")
     if args.cmd == "restore":
         passphrase = _passphrase(args.passphrase_file, confirm=False)
-        return call(sock, "restore", timeout=60.0, passphrase=passphrase,
-                    path=os.path.abspath(args.file)), print_restore
+        result = call(sock, "restore", timeout=300.0, passphrase=passphrase, path=os.path.abspath(args.file))
+        return wait_applied(call, sock, result), print_restore
     if args.cmd == "factory-reset":
         if not args.yes:
             raise RuntimeError("factory-reset erases every device, rule and token: add --yes to do it")

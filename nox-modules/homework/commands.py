@@ -2,9 +2,10 @@
 the control socket) and the ws.v1 API may call. Components add theirs at start()."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .devices import CannotForget, UnknownDevice
+from .pairing import PairingError
 from .state import StorageError
 from .macaddr import BadMac, normalize
 
@@ -32,6 +33,10 @@ def seen_device(state, mac) -> str:
 class Commands:
     def __init__(self):
         self._table: dict[str, Callable] = {}
+        # Run after every command, before it answers: a component that applied the
+        # command's events without waiting for a daemon waits here, once per command (a
+        # group decision's hundreds of events then cost one round trip, not one each).
+        self.settlers: list[Callable[[], None]] = []
 
     def register(self, name: str, fn: Callable) -> None:
         if name in self._table:
@@ -46,7 +51,10 @@ class Commands:
         if fn is None:
             raise CommandError(f"unknown command {name!r}", 404)
         try:
-            return fn(**kwargs)
+            result = fn(**kwargs)
+            for settle in self.settlers:
+                settle()
+            return result
         except TypeError as exc:
             raise CommandError(f"{name}: {exc}") from None
         except UnknownDevice as exc:
@@ -63,7 +71,7 @@ def register_core_commands(core) -> None:
     devices = core.devices
     cmd = core.commands
 
-    ctx = core.ctx     # read ctx.leases at call time: DHCP installs its reader at start
+    ctx = core.ctx     # read ctx.leases at call time: the core puts dhcp's reader there as it loads the components
 
     def lease_view(lease) -> dict:
         """A lease as the CLI and API show it, with its IPv6 /64 when devices have IPv6."""
@@ -82,8 +90,6 @@ def register_core_commands(core) -> None:
 
     def satellites(fn):
         """A pairing call (pairing.py) with its own status codes kept."""
-        from .pairing import PairingError
-
         def call(**kwargs):
             try:
                 return fn(**kwargs)
@@ -105,9 +111,8 @@ def register_core_commands(core) -> None:
                 gone = [s for s in core.config.satellites if s.found and s.dpid not in wanted]
 
                 def give_back():
-                    from .adapter import router_ports
                     for sat in gone:
-                        router_ports.give_back(sat, core.config.bridge)
+                        core.give_back_port(sat, core.config.bridge)
                 ctx.restart(f"satellite {answer.get('dpid', '')} {answer.get('state', 'forgotten')}: its cable "
                             "changes", then=give_back if gone else None)
                 answer = {**answer, "restarting": True}

@@ -21,12 +21,13 @@ import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Callable
 
 log = logging.getLogger("homework.config")
 
-KNOWN_COMPONENTS = ("dhcp", "routing", "dns", "eapol", "hwdb_sync", "api", "linksim", "usage", "metrics", "notify", "mqtt",
-                    "wanwatch", "localnames")
+KNOWN_COMPONENTS: tuple[str, ...] = ("dhcp", "routing", "dns", "eapol", "hwdb_sync", "api", "linksim", "usage",
+                                     "metrics", "notify", "mqtt", "wanwatch", "localnames")
 KNOWN_COMPONENTS += ("schedules",)     # bedtime windows and pauses
 KNOWN_COMPONENTS += ("blocklists",)    # blocklist subscriptions and safe-search
 KNOWN_COMPONENTS += ("backup",)        # settings backup and restore
@@ -48,12 +49,16 @@ class ConfigError(ValueError):
 
 
 # -- checks: each takes (key, value already of the right TOML type) and returns the value --------
+# What a made check accepts, in words (the docs' "allowed" column): check -> words.
+ALLOWED: dict[Callable, str] = {}
+
+
 def int_range(low: int, high: int) -> Callable[[str, int], int]:
     def check(key: str, value: int) -> int:
         if not low <= value <= high:
             raise ConfigError(key, f"must be between {low} and {high}, got {value}")
         return value
-    check.range = (low, high)
+    ALLOWED[check] = f"{low} to {high}"
     return check
 
 
@@ -62,7 +67,7 @@ def one_of(*choices: str) -> Callable[[str, str], str]:
         if value not in choices:
             raise ConfigError(key, f"must be {' or '.join(repr(c) for c in choices)}, got {value!r}")
         return value
-    check.choices = choices
+    ALLOWED[check] = " or ".join(f"`{c}`" for c in choices)
     return check
 
 
@@ -181,7 +186,7 @@ def _zero_or_rate(key: str, value: int) -> int:
     return value if value == 0 else int_range(64, 10_000_000)(key, value)
 
 
-_zero_or_rate.range_words = "0 (unset) or 64 to 10000000"
+ALLOWED[_zero_or_rate] = "0 (unset) or 64 to 10000000"
 
 
 def path(key: str, value: str) -> Path:
@@ -245,7 +250,7 @@ KEYS: tuple[Key, ...] = (
         "router .1 addresses of the next free /30s put on the bridge ahead of their devices, so a burst "
         "of new devices changes no address (each change costs Open vSwitch a routing-table reload); "
         "topped up once new devices stop coming", int_range(0, 4096)),
-    Key("dhcp.daemon_new_offers", "daemon_new_offers", int, 64,
+    Key("dhcp.daemon_new_offers", "daemon_new_offers", int, 256,
         "free /30s homework-dhcpd holds to offer never-seen devices by itself (the controller claims "
         "each one it gave and tops them up; known, relayed and spoofed requests still come to the "
         "controller, and the per-port new-MAC limits apply); 0: every new device's DISCOVER goes to "
@@ -283,8 +288,11 @@ KEYS: tuple[Key, ...] = (
         "where per-flow records of NATed (internet) traffic come from: 'conntrack' (the kernel's "
         "NAT entries; the switch counts per host) or 'switch' (a learned entry per flow)",
         one_of("conntrack", "switch")),
-    Key("routing.per_host_flow_limit", "per_host_flow_limit", int, 1000,
-        "learned entries before a device is counted per host", int_range(10, 10**7)),
+    Key("routing.per_host_flow_limit", "per_host_flow_limit", int, 16000,
+        "connections a device may hold before it is counted per host (checked every flow_stats_interval): "
+        "its NATed ones in conntrack (open, or closed within the last two minutes) or its learned entries; "
+        "a browser opening 2,000 at once or a game launcher 5,000 in 10 s stays well below, a flood of "
+        "1,500 a second crosses it in about 11 s", int_range(10, 10**7)),
     Key("dns.blocked_answer", "dns_blocked_answer", str, "nxdomain", "answer to a blocked name",
         one_of("nxdomain", "drop")),
     Key("dns.upstream", "dns_upstream", str, "127.0.0.1:5353", "where homework-dnsd forwards allowed queries",
@@ -354,6 +362,8 @@ KEYS: tuple[Key, ...] = (
         "first start: the admin password is read from here"),
     Key("api.session_lifetime", "api_session_lifetime", int, 43200, "seconds a Guest Board login lasts",
         int_range(60, 30 * 86400)),
+    Key("api.hash_off_loop", "api_hash_off_loop", bool, True,
+        "check passwords in a worker thread, never on the event loop; false only for the benchmark's peer"),
     Key("linksim.interval", "linksim_interval", int, 2, "seconds between simulated link reports",
         int_range(1, 3600)),
     Key("radio.interfaces", "radio_interfaces", list, [], "Wi-Fi interfaces whose stations are read; [] = none",
@@ -451,8 +461,9 @@ KEYS: tuple[Key, ...] = (
         _zero_or_rate),
     Key("qos.up_kbit", "qos_up_kbit", int, 0, "the line's upload rate in kbit/s; 0 = unset (not shaped)",
         _zero_or_rate),
-    Key("qos.high_share", "qos_high_share", int, 30, "percent of the line the high class may use at most",
-        int_range(5, 90)),
+    Key("qos.high_share", "qos_high_share", int, 30,
+        "percent of the line the high class is sure of when the line is busy (the other classes share the "
+        "rest); on an idle line every class may use all of it, and High is served first", int_range(5, 90)),
     Key("qos.shape_percent", "qos_shape_percent", int, 95,
         "shape at this percent of the line's rates, so the queue builds in the router", int_range(80, 100)),
     Key("qos.down_percent", "qos_down_percent", int, 90,
@@ -532,14 +543,31 @@ def _pki_dir(self) -> Path:
 
 
 # The dataclass the rest of the controller reads (config.pool, config.pending_lease, ...).
-Config = dataclasses.make_dataclass(
-    "Config",
-    [(k.attr, Any, dataclasses.field(default=_typed(k, k.default))) for k in KEYS]
-    + [("version", int, dataclasses.field(default=CURRENT_VERSION))],
-    namespace={"state_db": property(_state_db), "pki_dir": property(_pki_dir), "__module__": __name__,
-               "__doc__": "The validated configuration; built from KEYS."},
-    frozen=True,
-)
+if TYPE_CHECKING:
+    class Config:
+        """What the type checker sees: the attributes are made from KEYS at import, so each
+        is Any to it; KEYS' types and checks hold them at load (and the tests, every name)."""
+        __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+        version: int
+
+        def __init__(self, **values: Any) -> None: ...
+
+        def __getattr__(self, name: str) -> Any: ...
+
+        @property
+        def state_db(self) -> Path: ...
+
+        @property
+        def pki_dir(self) -> Path: ...
+else:
+    Config = dataclasses.make_dataclass(
+        "Config",
+        [(k.attr, Any, dataclasses.field(default=_typed(k, k.default))) for k in KEYS]
+        + [("version", int, dataclasses.field(default=CURRENT_VERSION))],
+        namespace={"state_db": property(_state_db), "pki_dir": property(_pki_dir), "__module__": __name__,
+                   "__doc__": "The validated configuration; built from KEYS."},
+        frozen=True,
+    )
 
 
 # -- migrations ---------------------------------------------------------------------------------
@@ -652,13 +680,8 @@ def _allowed(key: Key) -> str:
     """What a key accepts, in words, from its check (the docs' "allowed" column)."""
     if key.check is None:
         return {bool: "true or false", int: "a whole number", str: "text", list: "a list"}[key.kind]
-    if hasattr(key.check, "range_words"):
-        return key.check.range_words
-    if hasattr(key.check, "range"):
-        low, high = key.check.range
-        return f"{low} to {high}"
-    if hasattr(key.check, "choices"):
-        return " or ".join(f"`{c}`" for c in key.check.choices)
+    if key.check in ALLOWED:
+        return ALLOWED[key.check]
     return _CHECK_WORDS.get(key.check.__name__, "see what")
 
 
@@ -699,6 +722,8 @@ def main(argv: list[str] | None = None) -> int:
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--dnsd-args", action="store_true", help="print homework-dnsd's arguments")
     what.add_argument("--dnsd-address", action="store_true", help="print the address homework-dnsd listens on")
+    what.add_argument("--dnsd-address6", action="store_true",
+                      help="print homework-dnsd's IPv6 address (nothing with IPv6 off): the captive pages listen there")
     what.add_argument("--help-keys", action="store_true", help="print every key with its default and help")
     what.add_argument("--markdown", action="store_true", help="print docs/config.md (every key, by section)")
     args = parser.parse_args(argv)
@@ -719,6 +744,9 @@ def main(argv: list[str] | None = None) -> int:
         print(" ".join(dnsd_args(config)))
     elif args.dnsd_address:
         print(config.dns_listen.rpartition(":")[0])
+    elif args.dnsd_address6:
+        if config.ipv6_enabled:
+            print(config.dns_listen6.rpartition(":")[0].strip("[]"))
     else:
         print(f"{args.config}: ok (version {config.version})")
     return 0

@@ -40,7 +40,7 @@ class Endpoints:
     doh: bool                 # DNS over HTTPS, port 443, /dns-query
 
     @classmethod
-    def of(cls, config) -> "Endpoints | None":
+    def of(cls, config) -> Endpoints | None:
         """What [dns] says the router serves; None when it serves no encrypted DNS."""
         dot = bool(config.dns_dot_listen and config.dns_tls_cert and config.dns_tls_key)
         doh = bool(config.dns_doh_socket)

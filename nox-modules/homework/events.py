@@ -35,8 +35,10 @@ class AlertKind(StrEnum):
     WAN_UP = "wan-up"
     LAN_PORT_MISSING = "lan-port-missing"       # a configured LAN port is not on the bridge
     SWITCH_REFUSED = "switch-refused"           # a second switch connected to the controller
+    PREAPPROVAL_MOVED = "preapproval-moved"     # a pre-approved MAC asked from another port than it was first seen on
 
 
+@dataclass(frozen=True, eq=False)
 class Event:
     """The base of every event: its topic, and its payload as a dict."""
     TOPIC: ClassVar[str]
@@ -101,7 +103,8 @@ class Alert(Event):
     TOPIC: ClassVar[str] = "alert"
     mac: str                    # "" when it is about no device
     kind: AlertKind
-    detail: str
+    detail: str                 # a whole sentence for the household (wording.py): names, units
+    data: dict = dataclasses.field(default_factory=dict)   # the machine fields (bytes, ports, ...)
 
     def __post_init__(self):
         object.__setattr__(self, "kind", AlertKind(self.kind))     # ValueError on an undeclared kind
@@ -109,13 +112,16 @@ class Alert(Event):
 
 @dataclass(frozen=True, eq=False)
 class Bandwidth(Event):
-    """A permitted device's bytes since routing's previous poll (routing/accounting.py)."""
+    """A permitted device's bytes since routing's previous poll (routing/accounting.py):
+    published only for a device that moved bytes in the interval, and once with none when
+    it stops, so an idle household publishes nothing."""
     TOPIC: ClassVar[str] = "bandwidth"
     mac: str
     ip: str = ""
     bytes: int = 0
     up: int | None = None       # from the device (None: not split)
     down: int | None = None     # to the device (None: bytes - up)
+    seconds: float | None = None  # the interval the bytes were counted over (None: not said)
 
 
 @dataclass(frozen=True, eq=False)
@@ -159,9 +165,10 @@ class Notification(Event):
     at: float
     kind: str                   # "device-joining", "device-blacklisted", "alert-<kind>", "wan-down", ...
     mac: str
-    title: str
+    title: str                  # whole sentences for the household (wording.py)
     detail: str
     read: bool
+    data: dict = dataclasses.field(default_factory=dict)   # the machine fields of its alert
 
 
 @dataclass(frozen=True, eq=False)
@@ -297,6 +304,17 @@ class ScheduleStrict(Event):
     """The devices in a dns-strict window now (components/schedules)."""
     TOPIC: ClassVar[str] = "schedule_strict"
     macs: list
+
+
+@dataclass(frozen=True, eq=False)
+class CutOffChanged(Event):
+    """Why a device is cut off changed (cutoff.py): kind is pending, denied, paused, bedtime or
+    allowance ("" = not cut off any more), until the epoch second it ends (0 = until someone
+    decides)."""
+    TOPIC: ClassVar[str] = "cutoff"
+    mac: str
+    kind: str
+    until: float = 0
 
 
 TOPICS: dict[str, type[Event]] = {cls.TOPIC: cls for cls in Event.__subclasses__()}

@@ -2,13 +2,13 @@
 address of every live /30. Kept behind a small class so unit tests can use a fake."""
 from __future__ import annotations
 
-import ipaddress
 import logging
 import queue
 import subprocess
 import threading
 import time
 
+from .conntrack import ConntrackReader
 from .netguard import router_interfaces
 
 log = logging.getLogger(__name__)
@@ -24,20 +24,28 @@ class HostNet:
     the kernel. The ip process is let go after IDLE_SECONDS without work, so it never
     holds on to a stale interface index for long.
 
-    Changes are written at most once per COALESCE_SECONDS: the first after a quiet spell
-    goes at once, those that follow within the window wait for its end and go together.
-    Open vSwitch re-reads every interface's addresses and the routing table after each
-    address change it hears of (4-9 ms of its CPU each here, with 200 interfaces), but
-    once for a batch: a burst of 100 new devices cost it 0.9 s one by one and nothing
-    measurable at once."""
+    Changes are written at most once per window: the first after a quiet spell goes at
+    once, those that follow within the window wait for its end and go together. Open
+    vSwitch re-reads every interface's addresses and the routing table after each address
+    change it hears of (4-9 ms of its CPU each here, with 200 interfaces; more with every
+    device's address and /64 route), but once for a batch: a burst of 100 new devices cost
+    it 0.9 s one by one and nothing measurable at once. The window starts at
+    COALESCE_SECONDS and doubles while changes keep coming, up to COALESCE_MAX_SECONDS: a
+    crowd of a thousand devices arriving over ten seconds wrote fifty times a second, each
+    write a reload that grew with every address, and Open vSwitch had no time left for
+    the devices' frames. A device's address then comes at most a second after its lease
+    (its first ARP for the gateway may need its one-second retry); a quiet spell as long
+    as the window sends the next change at once and brings the window back to
+    COALESCE_SECONDS."""
 
     IDLE_SECONDS = 5.0
     COALESCE_SECONDS = 0.02
+    COALESCE_MAX_SECONDS = 1.0
     IP_BATCH = ("ip", "-force", "-batch", "-")
 
     def __init__(self, bridge: str):
         self.bridge = bridge
-        self._queue: "queue.Queue[str]" = queue.Queue()
+        self._queue: queue.Queue[str] = queue.Queue()
         self._worker: threading.Thread | None = None
         self._worker_lock = threading.Lock()
         self._mac: str | None = None
@@ -45,6 +53,7 @@ class HostNet:
         self.processes_started = 0
         self._proc: subprocess.Popen | None = None    # the running `ip -batch`, if any
         self._written_at = float("-inf")                # monotonic time of the last write
+        self._window = self.COALESCE_SECONDS            # how long changes gather before a write
         self.writes = 0
         self._spares: set[str] = set()                  # on the bridge ahead of their lease
 
@@ -63,9 +72,12 @@ class HostNet:
                 _close(self._proc)
                 self._proc = None
                 continue
-            wait = self._written_at + self.COALESCE_SECONDS - time.monotonic()
-            if wait > 0:        # a write went out just now: gather this window's changes
-                time.sleep(wait)
+            since = time.monotonic() - self._written_at
+            if since < self._window:      # a write went out just now: gather this window's changes
+                time.sleep(self._window - since)
+                self._window = min(2 * self._window, self.COALESCE_MAX_SECONDS)
+            else:                         # quiet for a whole window: at once, and short windows again
+                self._window = self.COALESCE_SECONDS
             while True:
                 try:
                     lines.append(self._queue.get_nowait())
@@ -76,8 +88,10 @@ class HostNet:
                     try:
                         if self._proc is None or self._proc.poll() is not None:
                             self._proc = self._start_ip()
-                        self._proc.stdin.write("\n".join(lines) + "\n")
-                        self._proc.stdin.flush()
+                        stdin = self._proc.stdin
+                        assert stdin is not None        # stdin=PIPE
+                        stdin.write("\n".join(lines) + "\n")
+                        stdin.flush()
                         self._written_at = time.monotonic()
                         self.writes += 1
                         break
@@ -190,7 +204,6 @@ class HostNet:
     def conntrack_reader(self):
         """The kernel's conntrack (per-flow records of NATed traffic), or None without
         the `conntrack` tool."""
-        from .components.routing.conntrack import ConntrackReader
         reader = ConntrackReader()
         return reader if reader.available else None
 
@@ -211,56 +224,8 @@ def _close(proc: subprocess.Popen | None) -> None:
     if proc is None:
         return
     try:
-        proc.stdin.close()
+        if proc.stdin is not None:
+            proc.stdin.close()
         proc.wait(timeout=10)
     except Exception:
         proc.kill()
-
-
-class FakeHost(HostNet):
-    """Records address changes instead of running `ip` (unit tests)."""
-
-    def __init__(self, bridge: str = "br0", mac: str = "02:00:00:00:00:01"):
-        super().__init__(bridge)
-        self.flush = lambda timeout=0: None
-        self.addresses: set[str] = set()      # the leased devices' router addresses
-        self.prefixes6: dict[int, tuple[str, str, str]] = {}
-        self.mac = mac
-        self.fake_conntrack = None      # unit tests may set a fake ConntrackReader
-
-    def _enqueue(self, line: str) -> None:
-        """No `ip`: the spares' bookkeeping is HostNet's own, the addresses are recorded."""
-
-    @property
-    def spares(self) -> set[str]:
-        return self._spares
-
-    def add_router_address(self, address: str, prefixlen: int = 30) -> bool:
-        changed = super().add_router_address(address, prefixlen)
-        self.addresses.add(f"{address}/{prefixlen}")
-        return changed
-
-    def remove_router_address(self, address: str, prefixlen: int = 30) -> None:
-        super().remove_router_address(address, prefixlen)
-        self.addresses.discard(f"{address}/{prefixlen}")
-
-    def add_device_prefix6(self, index: int, prefix: str, router: str, mac: str) -> None:
-        self.prefixes6[index] = (prefix, router, mac)
-
-    def remove_device_prefix6(self, index: int, prefix: str, router: str) -> None:
-        self.prefixes6.pop(index, None)
-
-    def router_addresses(self) -> set[str]:
-        return set(self.addresses)
-
-    def interfaces(self):
-        """A router of the unit tests: loopback, its LAN addresses, a WAN of its own."""
-        own = {ipaddress.ip_address(a.split("/")[0]) for a in self.addresses}
-        own |= {ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("198.51.100.2")}
-        return own, {ipaddress.ip_network("198.51.100.0/24")}
-
-    def local_mac(self) -> str | None:
-        return self.mac
-
-    def conntrack_reader(self):
-        return self.fake_conntrack

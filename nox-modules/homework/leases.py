@@ -1,8 +1,10 @@
 """The lease: the one shape in which every part of the controller sees a device's /30.
 
-DHCP owns the leases and is the only writer; everyone else reads them through the
-context (`ctx.leases.get(mac)`, `.active()`, `.by_address(ip)`) and is told of changes
-by `lease` events that carry the Lease itself, so nobody asks DHCP again.
+DHCP owns the leases and is the only writer; it offers a LeaseReader (its manifest's
+`offers`), which the core puts on the context before it constructs any other component.
+Everyone else reads leases through it (`ctx.leases.get(mac)`, `.active()`,
+`.by_address(ip)`) and is told of changes by `lease` events that carry the Lease itself,
+so nobody asks DHCP again.
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ class Lease:
         """On one of our ports (not behind a relay), so it gets a router address and flows."""
         return not self.relay and bool(self.port)
 
-    def same_place(self, other: "Lease | None") -> bool:
+    def same_place(self, other: Lease | None) -> bool:
         """Same device on the same /30 and port: what its flows depend on. A renewal (new
         expiry, new hostname) is the same place, so nothing is reinstalled for it."""
         return other is not None and (self.mac, self.index, self.ip, self.router, self.port, self.relay) == (
@@ -48,6 +50,9 @@ class LeaseReader(Protocol):
     def get(self, mac: str) -> Lease | None: ...
 
     def active(self) -> list[Lease]: ...
+
+    def is_active(self, mac: str) -> bool:
+        """Does this MAC hold a live lease (cheaper than get(mac).active)?"""
 
     def all(self) -> list[Lease]: ...
 
@@ -69,6 +74,9 @@ class NoLeases:
 
     def active(self) -> list[Lease]:
         return []
+
+    def is_active(self, mac: str) -> bool:
+        return False
 
     def all(self) -> list[Lease]:
         return []

@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> None:
     from os_ken.controller import controller as _registers_ofp_options  # noqa: F401
 
     from . import control, gcwatch
-    from .adapter import osken_app
+    from .adapter import osken_app, router_ports
     from .core import Core
     from .restart import InPlace
 
@@ -59,8 +59,16 @@ def main(argv: list[str] | None = None) -> None:
                 fn()
         hub.spawn(loop)
 
+    # Restore and factory reset restart the controller in place (restart.py); a real switch
+    # and bridge (the DHCP fast path may read the bridge's LOCAL interface); a satellite's
+    # port goes back to the router's bridge between two processes (adapter/router_ports.py).
+    def stop_for_restart() -> None:
+        core.stop()
+        control_server.close()
+    restart = InPlace(stop_for_restart, hub.spawn_after)
     try:
-        core = Core(config, spawn_periodic=spawn_periodic)
+        core = Core(config, spawn_periodic=spawn_periodic, restart=restart, switch_is_real=True,
+                    give_back_port=router_ports.give_back)
     except StateVersionError as exc:
         print(f"homework-controller: {exc}", file=sys.stderr)
         sys.exit(2)
@@ -68,8 +76,6 @@ def main(argv: list[str] | None = None) -> None:
     core.load_components()
     control_server = control.ControlServer(core, config.control_socket)
     hub.spawn(control_server.serve_forever)
-    # Restore and factory reset restart the controller in place (restart.py).
-    core.ctx.restart = InPlace(lambda: (core.stop(), control_server.close()), hub.spawn_after)
 
     cfg.CONF(args=["--ofp-listen-host", config.of_listen, "--ofp-tcp-listen-port", str(config.of_port)],
              project="os_ken", default_config_files=[])

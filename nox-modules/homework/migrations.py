@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 
 class StateVersionError(RuntimeError):
@@ -303,6 +303,21 @@ CREATE TABLE IF NOT EXISTS remote_peers (
 CREATE TABLE IF NOT EXISTS remote_router (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     private_key TEXT NOT NULL           -- the router's WireGuard key (its public one is in every client's file)
+);
+"""),
+    Step(18, "burst alerts: tell the household when a device moves more than an amount within some minutes",
+         sql="""
+CREATE TABLE IF NOT EXISTS usage_bursts (
+    mac TEXT PRIMARY KEY,
+    bytes INTEGER NOT NULL,             -- more than this many bytes ...
+    minutes INTEGER NOT NULL CHECK (minutes BETWEEN 1 AND 60)   -- ... within this many minutes
+);
+"""),
+    Step(19, "a pre-approval (a MAC permitted before it was ever seen) is bound to the port it is first seen "
+             "on", sql="""
+CREATE TABLE IF NOT EXISTS preapprovals (
+    mac TEXT PRIMARY KEY,
+    port TEXT NOT NULL DEFAULT ''       -- the port it was first seen on; '': not seen yet
 );
 """),
 )

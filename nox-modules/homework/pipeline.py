@@ -10,12 +10,16 @@ Table 0 (CLASSIFY): first match wins, from the top
                           its out port in eth_src: to that port, eth_src = the router's MAC
     60000        dhcp     every DHCP request (udp/67) to the controller: with the fast path
                           to LOCAL, its in_port in eth_dst (components/dhcp/fastpath.py)
+    59000        dhcp     a forgotten device whose lease has not ended: the rest of what
+                          it sends to the controller (metered); it is pending again
     50001        dns      DNS over TLS (tcp 853) to any of the router's gateway addresses:
                           to its stack (dnsd), above the drops below
     50000        dns      port 53 of every device to the router (dnsd); DoT/DoQ dropped
     40000        dns      reverse check: a device to an address of a name it may not use
     36999-36000  schedules a paused device (one-shot or a bedtime window): only its
-                          gateway services, as a usage block, above it: neither undoes the other
+                          gateway services (table 5, as a pending device) and neighbour
+                          discovery with the router, as a usage block, above it: neither
+                          undoes the other
     35999-35000  usage    a device over its usage limit: through its meter (slow), then
                           table 0 again; or only its gateway services (block)
     30999-0      routing  IGMP to us, IPv6 neighbour discovery with the router (RS to us),
@@ -23,14 +27,18 @@ Table 0 (CLASSIFY): first match wins, from the top
                           a permitted device's anti-spoofed entry (port + MAC + address),
                           default drop at 0
 
-A pending or denied device's packets to its own gateway address (one flow per device
-and family in table 0) go on to one shared table:
+A cut-off device's packets to its own gateway address (pending or denied: routing's one
+flow per device and family in table 0; paused or blocked: the schedules' or usage's),
+and what the router's stack sends it, go on to one shared table:
 
     table 5 GATEWAY   the gateway services every such device keeps: ICMP, DNS (udp/tcp
-                      53) and the captive page (tcp 80) to the router's stack, and the
-                      stack's answers from those back to the device's port (which its
-                      table-0 flow put in reg7); the rest dropped. Shared, so a new
-                      device costs 4 flows (ARP 2, gateway 2) instead of 10.
+                      53) and the page saying why it is cut off (tcp 80 and 443) to the
+                      router's stack, and the stack's answers from those back to the
+                      device's port (which its table-0 flow put in reg7); what the stack
+                      sends it from another address (marked in reg7's top bit) only if
+                      it is a DNS answer (dnsd answered a query the device sent to an
+                      outside resolver); the rest dropped. Shared, so a new device costs
+                      5 flows (ARP 2, gateway 3) instead of 10.
 
 Permitted traffic visits routing's two other tables:
 
@@ -88,7 +96,7 @@ class Band:
 
 BANDS = (
     Band("eapol", TABLE_CLASSIFY, 63000, 65000),
-    Band("dhcp", TABLE_CLASSIFY, 60000, 60001),
+    Band("dhcp", TABLE_CLASSIFY, 59000, 60001),
     Band("dns-intercept", TABLE_CLASSIFY, 50000, 50001),
     Band("dns-reverse", TABLE_CLASSIFY, 40000, 40000),
     Band("schedules", TABLE_CLASSIFY, 36000, 36999),
@@ -110,6 +118,11 @@ COOKIE_EAPOL_FORWARD = COOKIE_EAPOL | 0x20_0000
 # dhcp (table 0)
 PRIO_DHCP = 60000
 PRIO_DHCP_REPLY = 60001    # above PRIO_DHCP: a relayed reply (udp 67 -> 67) matches both
+# A forgotten device that may still believe it holds its lease: everything else it sends
+# (not DHCP) to the controller, metered, until that lease would have ended: its first
+# packet makes it a pending device again (components/dhcp/returning.py)
+PRIO_DHCP_RETURNING = 59000
+COOKIE_DHCP_RETURNING = COOKIE_DHCP | (0x01 << 48)
 
 # dns (table 0)
 PRIO_DNS_INTERCEPT = 50000
@@ -120,11 +133,17 @@ COOKIE_DNS_DOT = COOKIE_DNS | 0x20_0000
 COOKIE_DNS_REVERSE = COOKIE_DNS | 0x40_0000
 COOKIE_DNS_ENCRYPTED = COOKIE_DNS | 0x80_0000
 
-# usage (table 0): a device over its limit keeps DNS/HTTP/ICMP to its gateway, loses the rest
+# usage (table 0): a device over its limit keeps its gateway's services (table 5) and
+# neighbour discovery with the router (ND, above: a solicitation may be unicast to the
+# router), loses the rest
+PRIO_USAGE_ND = 35501
 PRIO_USAGE_GATEWAY = 35500
+PRIO_USAGE_ELSEWHERE = 35400       # the router's stack from another source (table 5: DNS answers only)
 PRIO_USAGE_BLOCK = 35000
-# schedules (table 0): a paused device keeps DNS/HTTP/ICMP to its gateway, loses the rest
+# schedules (table 0): a paused device likewise
+PRIO_SCHEDULE_ND = 36501
 PRIO_SCHEDULE_GATEWAY = 36500
+PRIO_SCHEDULE_ELSEWHERE = 36400
 PRIO_SCHEDULE_BLOCK = 36000
 # usage, slow: the device's traffic goes through its meter, marks a register and runs
 # through table 0 again, where the mark keeps it from matching the same flow twice. Two
@@ -139,6 +158,7 @@ PRIO_IGMP = 30500          # above gateway access
 PRIO_ND = 30200            # IPv6 neighbour discovery with the router (the v6 ARP), above
                            # gateway access, whose ICMPv6 to the router's ::1 it overlaps
 PRIO_GATEWAY = 30000       # ARP with the gateway; pending/denied: DNS, HTTP, ICMP to .1
+PRIO_GATEWAY_ELSEWHERE = 29000  # pending/denied: the router's stack from another source: marked
 PRIO_DEVICE = 20000        # a permitted device's traffic (and traffic to it from LOCAL)
 PRIO_DROP = 0
 # routing, table 5 (shared by every pending/denied device)
@@ -146,6 +166,9 @@ PRIO_GATEWAY_ANSWER = 110   # the router's answer from a service: to the port in
 PRIO_GATEWAY_FROM_ROUTER = 105  # anything else the router's stack sends: dropped
 PRIO_GATEWAY_SERVICE = 100  # a device's packet to a service: to the router's stack
 REG_GATEWAY_PORT = "reg7"   # the device's port, for the answers
+# reg7's top bit: the router's stack sent it from another address than the device's gateway
+# (an answer "from" an outside resolver, which dnsd gave): table 5 lets only DNS answers pass
+GATEWAY_ELSEWHERE = 1 << 31
 # routing, table 10
 PRIO_LEARNED = 100         # the learned per-flow entries
 PRIO_ACCOUNT_SYN = 11      # per device: learn a TCP flow from its SYN
@@ -171,12 +194,13 @@ PRIO_UPSTREAM = 100        # everything else: the router's stack (NAT to the WAN
 # Which band each table-0 priority above belongs to (checked by the unit test).
 PRIORITIES = {
     "eapol": (PRIO_EAPOL_BLACKLIST, PRIO_EAPOL_TO_DEVICE, PRIO_EAPOL_FROM_HOSTAPD, PRIO_EAPOL_TO_HOSTAPD),
-    "dhcp": (PRIO_DHCP, PRIO_DHCP_REPLY),
+    "dhcp": (PRIO_DHCP, PRIO_DHCP_REPLY, PRIO_DHCP_RETURNING),
     "dns-intercept": (PRIO_DNS_INTERCEPT, PRIO_DNS_ENCRYPTED),
     "dns-reverse": (PRIO_DNS_REVERSE,),
-    "schedules": (PRIO_SCHEDULE_GATEWAY, PRIO_SCHEDULE_BLOCK),
-    "usage": (PRIO_USAGE_SLOW_FROM, PRIO_USAGE_SLOW_TO, PRIO_USAGE_GATEWAY, PRIO_USAGE_BLOCK),
-    "routing": (PRIO_IGMP, PRIO_ND, PRIO_GATEWAY, PRIO_DEVICE, PRIO_DROP),
+    "schedules": (PRIO_SCHEDULE_ND, PRIO_SCHEDULE_GATEWAY, PRIO_SCHEDULE_ELSEWHERE, PRIO_SCHEDULE_BLOCK),
+    "usage": (PRIO_USAGE_SLOW_FROM, PRIO_USAGE_SLOW_TO, PRIO_USAGE_ND, PRIO_USAGE_GATEWAY, PRIO_USAGE_ELSEWHERE,
+              PRIO_USAGE_BLOCK),
+    "routing": (PRIO_IGMP, PRIO_ND, PRIO_GATEWAY, PRIO_GATEWAY_ELSEWHERE, PRIO_DEVICE, PRIO_DROP),
     "routing-gateway": (PRIO_GATEWAY_ANSWER, PRIO_GATEWAY_FROM_ROUTER, PRIO_GATEWAY_SERVICE, PRIO_DROP),
     "routing-account": (PRIO_LEARNED, PRIO_ACCOUNT_SYN, PRIO_ACCOUNT, PRIO_ACCOUNT_OTHER, PRIO_ACCOUNT_HOST),
     "routing-forward": (PRIO_MCAST_GROUP, PRIO_BROADCAST, PRIO_MCAST_OTHER, PRIO_TO_ROUTER6, PRIO_TTL_EXPIRED,
@@ -226,9 +250,16 @@ def meter_id(block_index: int) -> int:
 
 
 PUNT_METER_BASE = 1 << 24    # above every meter_id (a /8 pool has 4M blocks; OpenFlow allows ids to 0xffff0000)
+RETURNING_METER_BASE = 2 << 24   # above every punt_meter_id
 
 
 def punt_meter_id(block_index: int) -> int:
     """The meter on what one device sends to the controller over IPv6 (Router
     Solicitations, DHCPv6, MLD): a device flooding them cannot swamp the controller."""
     return PUNT_METER_BASE + block_index + 1
+
+
+def returning_meter_id(block_index: int) -> int:
+    """The meter on what a forgotten device that still believes it holds its lease sends to
+    the controller (components/dhcp/returning.py)."""
+    return RETURNING_METER_BASE + block_index + 1

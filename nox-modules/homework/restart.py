@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 DELAY_SECONDS = 1.0      # lets the API/CLI answer reach the caller before the sockets close

@@ -10,17 +10,22 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from typing import Callable, Generic, TypeVar
+import time
+from typing import Generic, TypeVar
+from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 Job = TypeVar("Job")
 
 
 class BatchWorker(Generic[Job]):
-    def __init__(self, name: str, apply: Callable[[list[Job]], None]):
+    def __init__(self, name: str, apply: Callable[[list[Job]], None], gather: float = 0.0):
+        """`gather`: seconds the first job of a batch waits for others to join it (a
+        stream of decisions, one a few milliseconds, otherwise costs a process each)."""
         self.name = name
         self._apply = apply
-        self._queue: "queue.Queue[Job]" = queue.Queue()
+        self._gather = gather
+        self._queue: queue.Queue[Job] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
 
@@ -39,6 +44,8 @@ class BatchWorker(Generic[Job]):
     def _loop(self) -> None:
         while True:
             batch = [self._queue.get()]
+            if self._gather:
+                time.sleep(self._gather)
             while True:
                 try:
                     batch.append(self._queue.get_nowait())

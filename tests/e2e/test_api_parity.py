@@ -87,7 +87,7 @@ def test_group_permit_of_three_pending_devices(lab):
     assert r.status_code == 200, r.text
     assert [x["state"] for x in r.json()["results"]] == ["permitted"] * 3
     for d in devs:
-        wait_until(lambda: web_ok(d), 5, f"{d.name} reaches the internet")
+        wait_until(lambda d=d: web_ok(d), 5, f"{d.name} reaches the internet")
 
 
 def test_a_group_with_one_bad_mac_is_400_and_changes_nothing(lab):

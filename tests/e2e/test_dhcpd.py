@@ -158,7 +158,8 @@ def test_devices_joining_at_once_get_their_flows_in_shared_writes_and_reach_thei
     """A burst of new devices: their flows go to the switch in writes held a few ms to
     gather several devices (`[controller] flow_hold_ms`), and each still reaches its
     gateway (ARP, ICMP and the gateway services arrived)."""
-    counters = lambda: json.loads(home.homework("--json", "stats").stdout).get("controller", {})
+    def counters():
+        return json.loads(home.homework("--json", "stats").stdout).get("controller", {})
     held_before = counters().get("flow_writes_held", 0)
     devs = [home.add_device(name=f"crowd{i}") for i in range(8)]
     for dev in devs:
@@ -182,7 +183,7 @@ def test_a_blacklisted_device_gets_no_answer_from_either(home: Home):
     acks = settled_acks(home)
     sent = time.time()
     dev.renew()
-    with pytest.raises(Exception):
+    with pytest.raises(TimeoutError):
         dev.wait_for_lease(timeout=4, pred=lambda ls: ls.reason == "renew", after=sent)
     assert stats(home).get("acks", 0) == acks
 

@@ -169,7 +169,8 @@ def test_dhcp_and_router_advertisements_announce_the_routers_encrypted_dns(lab):
     ll = dev.run(["ip", "-6", "-o", "addr", "show", "dev", "eth0", "scope", "link"]).stdout.split()[3].split("/")[0]
     out = dev.run(["/usr/bin/python3", "-c", DNR_LISTEN, ll], timeout=60).stdout
     ra = next(line.split()[1] for line in out.splitlines() if line.startswith("RA "))
-    assert b"".join(ra_options(ra)[144]) == endpoints.ra_options(gw6, int.from_bytes(ra_options(ra)[144][0][4:8], "big"))
+    lifetime = int.from_bytes(ra_options(ra)[144][0][4:8], "big")
+    assert b"".join(ra_options(ra)[144]) == endpoints.ra_options(gw6, lifetime)
     dhcp6 = next(line.split()[1] for line in out.splitlines() if line.startswith("DHCP6 "))
     assert dhcp6 != "none", out
     v6 = dhcp6_options(dhcp6)[144]

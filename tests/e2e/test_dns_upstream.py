@@ -51,7 +51,7 @@ def test_names_go_over_tls_and_no_plain_dns_leaves_the_wan(lab):
     assert view["state"] == "encrypted" and view["servers_status"][0]["reachable"], view
     assert "nobody on the way can read" in view["message"]
     with Sniffer(lab.home.router_ns, WAN_IF, "port 53 or port 853") as cap:
-        for i in range(5):
+        for _i in range(5):
             assert lab.dig(dev, new_name("tls")) == ("NOERROR", [NEW_ADDR]), lab.debug()
         assert lab.dig(dev, SIGNED_WWW)[0] == "NOERROR"
         assert lab.dig(dev, FORGED)[0] == "SERVFAIL", "validated as before, over TLS"

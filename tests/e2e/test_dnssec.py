@@ -42,7 +42,8 @@ def ask(lab, dev, name, server=None, qtype="A") -> tuple[str, list[str], set[str
                   check=False, timeout=20).stdout
     status = re.search(r"status: (\w+)", out)
     flags = re.search(r";; flags: ([a-z ]+);", out)
-    answers = [line.split()[-1] for line in out.splitlines() if line and not line.startswith(";") and len(line.split()) >= 5]
+    answers = [line.split()[-1] for line in out.splitlines()
+               if line and not line.startswith(";") and len(line.split()) >= 5]
     return (status.group(1) if status else "TIMEOUT", answers, set(flags.group(1).split()) if flags else set())
 
 

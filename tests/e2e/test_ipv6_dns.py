@@ -63,7 +63,8 @@ from scapy.all import AsyncSniffer, Ether, IPv6, ICMPv6ND_RS, ICMPv6NDOptRDNSS, 
 sniffer = AsyncSniffer(iface="eth0", filter="icmp6 and ip6[40] == 134", count=1, timeout=5)
 sniffer.start()
 import time; time.sleep(0.3)
-sendp(Ether(dst="33:33:00:00:00:02") / IPv6(src=sys.argv[1], dst="ff02::2", hlim=255) / ICMPv6ND_RS(), iface="eth0", verbose=False)
+sendp(Ether(dst="33:33:00:00:00:02") / IPv6(src=sys.argv[1], dst="ff02::2", hlim=255) / ICMPv6ND_RS(),
+      iface="eth0", verbose=False)
 sniffer.join()
 for p in sniffer.results or []:
     if ICMPv6NDOptRDNSS in p:
@@ -138,9 +139,10 @@ def test_an_ipv6_address_of_a_blocked_name_learned_from_another_device_is_droppe
 
 def test_dhcpcd_with_ipv6_takes_its_64_and_the_routers_dns_server(lab):
     """A real dual-stack client: dhcpcd does its own SLAAC from our RA and asks stateless
-    DHCPv6 (the RA's O flag) for the DNS server, which it writes to resolv.conf."""
+    DHCPv6 (the RA's O flag) for the DNS server, which it writes to resolv.conf, and hears
+    the captive portal API's URL there too (option 103, RFC 8910)."""
     d = lab.home.add_device("dc6")
-    d.start_dhcpcd(ipv6=True)
+    d.start_dhcpcd(ipv6=True, conf="define6 103 string captive_portal6\n")
     d.wait_for_ipv4(20)
     lab.homework("permit", d.mac)
     router = router6(lab, d)
@@ -149,6 +151,8 @@ def test_dhcpcd_with_ipv6_takes_its_64_and_the_routers_dns_server(lab):
     wait_until(lambda: router in d.resolv_conf(), 20, "dhcpcd wrote the router's ::1 to resolv.conf")
     assert "lan" in d.resolv_conf().split("search", 1)[-1], d.resolv_conf()     # the household's domain
     assert lab.dig(d, "example.com", server=router) == ("NOERROR", [WEB])
+    heard = [e.get("new_dhcp6_captive_portal6") for e in d.events() if e.get("new_dhcp6_captive_portal6")]
+    assert heard and heard[-1] == f"https://[{router}]/ws.v1/captive-portal", [e.get("reason") for e in d.events()]
 
 
 def test_systemd_networkd_in_a_device_namespace_gets_both_families(lab):

@@ -264,7 +264,7 @@ def test_controller_killed_and_restarted_during_traffic(home: Home):
 
 
 # -- new connections without a switch entry per connection -------------------------
-def test_internet_flows_are_recorded_from_conntrack_and_device_to_device_flows_by_the_switch(home: Home):
+def test_internet_flows_are_recorded_from_conntrack_and_device_to_device_flows_by_the_switch_per_pair(home: Home):
     if not home.hwdb_enabled:
         pytest.skip("hwdbd not built")
     a, b = permitted_device(home), permitted_device(home)
@@ -281,15 +281,28 @@ def test_internet_flows_are_recorded_from_conntrack_and_device_to_device_flows_b
         return up and down and (up, down)
     up, down = wait_until(rows, 15, "Flows rows of the NATed connection")
     assert all(r["proto"] == 6 and r["dport"] == 80 for r in up) and sum(r["nbytes"] for r in down) > 0
-    # within the household the switch still learns an exact entry per flow (and counts it)
+    # within the household the switch learns one entry per pair and protocol (and counts
+    # it): a's connections to b, whatever their ports, and b's answers, each way once
     listener = b.popen([PY, "-c", TCP_SERVER, ip_b, "7011"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def pair_entries():
+        return [ln for ln in home.dump_flows().splitlines() if "table=10" in ln and "priority=100,tcp," in ln
+                and any(f"nw_src={x}" in ln and f"nw_dst={y}" in ln for x, y in ((ip_a, ip_b), (ip_b, ip_a)))]
     try:
         wait_until(lambda: can_connect(a, ip_b, 7011), 10, "a reaches b's listener")
-        wait_until(lambda: [ln for ln in home.learned_flows(7011) if f"nw_dst={ip_b}" in ln], 5,
-                   "a learned entry for the device-to-device flow")
+        wait_until(lambda: len(pair_entries()) == 2, 5, "a learned entry each way for the pair")
+        for _ in range(5):                        # more connections, new source ports: no new entries
+            assert can_connect(a, ip_b, 7011)
+        entries = pair_entries()
+        assert len(entries) == 2 and not any("tp_src" in ln or "tp_dst" in ln for ln in entries), entries
+        assert home.learned_flows(7011) == []     # nothing per connection
     finally:
         listener.kill()
         listener.wait(5)
+    # the pair's record: the Flows rows name both devices and the protocol, no ports
+    wait_until(lambda: [r for r in hwdb_query(home, "select * from Flows")
+                        if r["saddr"] == ip_a and r["daddr"] == ip_b and r["proto"] == 6 and r["sport"] == 0], 40,
+               "a Flows row for the pair (after a poll or the entry's idle timeout)")
 
 
 def test_a_denied_device_and_a_spoofer_get_nothing_during_a_connection_flood(home: Home):

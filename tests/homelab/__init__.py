@@ -35,7 +35,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 REPO = Path(__file__).resolve().parents[2]
 HOOK = Path(__file__).resolve().parent / "dhcp-hook.sh"
@@ -250,7 +250,7 @@ class Device:
 
     guarded = True      # the switch end is kept from the IP stack of its namespace (router-net.sh guard)
 
-    def __init__(self, home: "Home", index: int, name: str, mac: str, switch=None):
+    def __init__(self, home: Home, index: int, name: str, mac: str, switch=None):
         self.home = home
         self.index = index
         self.name = name
@@ -356,20 +356,21 @@ class Device:
                f"-x hostname:{self.name} -t 10 -T 2 -A 3 {' '.join(extra)}")
         return self._start_client("udhcpc", cmd)
 
-    def start_dhcpcd(self, extra: Sequence[str] = (), ipv6: bool = False) -> subprocess.Popen:
+    def start_dhcpcd(self, extra: Sequence[str] = (), ipv6: bool = False, conf: str = "") -> subprocess.Popen:
         """dhcpcd for IPv4; with ipv6=True for IPv6 as well (its own SLAAC from the Router
-        Advertisements, and stateless DHCPv6 for the DNS server when the RA says so)."""
+        Advertisements, and stateless DHCPv6 for the DNS server when the RA says so).
+        `conf`: more lines for its dhcpcd.conf."""
         hook = self._wrapper("dhcpcd", "/usr/lib/dhcpcd/dhcpcd-run-hooks")
-        conf = self.dir / "dhcpcd.conf"
-        conf.write_text("option domain_name_servers, domain_name, host_name\n"
-                        "option subnet_mask, routers, broadcast_address\n"
-                        "require dhcp_server_identifier\n"
-                        + ("" if ipv6 else "noipv6rs\n") + "noipv4ll\n")
+        conf_file = self.dir / "dhcpcd.conf"
+        conf_file.write_text("option domain_name_servers, domain_name, host_name\n"
+                             "option subnet_mask, routers, broadcast_address\n"
+                             "require dhcp_server_identifier\n"
+                             + ("" if ipv6 else "noipv6rs\n") + "noipv4ll\n" + conf)
         lib = self.dir / "dhcpcd-lib"
         lib.mkdir(exist_ok=True)
         cmd = ("mount -t tmpfs tmpfs /run && "
                f"mount --bind '{lib}' /var/lib/dhcpcd && "
-               f"exec dhcpcd -B {'' if ipv6 else '-4 '}-A -L -h {self.name} -f '{conf}' -c '{hook}' "
+               f"exec dhcpcd -B {'' if ipv6 else '-4 '}-A -L -h {self.name} -f '{conf_file}' -c '{hook}' "
                f"{' '.join(extra)} {self.ifname}")
         return self._start_client("dhcpcd", cmd)
 
@@ -530,7 +531,7 @@ class Home:
                  internet: bool = True, hwdb: bool | None = None, run_id: str | None = None,
                  keep: bool | None = None, log: Callable[[str], None] | None = None,
                  connect_timeout: float = 60, hwdb_memory: str | None = None, ipv6_pd: bool = False,
-                 isp_link: dict | None = None, public_wan: bool = False):
+                 isp_link: dict | None = None, public_wan: bool = False, stand_ins: bool = True):
         self.run_id = run_id or new_run_id()
         self.router_ns = f"{self.run_id}-r"
         self.internet_ns = f"{self.run_id}-i"
@@ -548,6 +549,10 @@ class Home:
         self.household = controller and "components" not in self.config_overrides.get("controller", {})
         self.web = None          # household homes: the Guest Board (homelab.web.Web)
         self.dns = None          # household homes: the DNS path (homelab.dns.DnsLab)
+        # stand_ins=False: a household home without the emulated home's stand-ins (the link
+        # simulator, which reports every device every second where a wired image reports
+        # none): the benchmarks that measure what a box without Wi-Fi runs.
+        self.stand_ins = stand_ins
         if self.household:
             from .household import household_config
             household_config(self)
@@ -638,14 +643,14 @@ class Home:
                 for a in link.get("addr_info", [])]
 
     # -- lifecycle -----------------------------------------------------------------------
-    def __enter__(self) -> "Home":
+    def __enter__(self) -> Home:
         self.start()
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def start(self) -> "Home":
+    def start(self) -> Home:
         if self._started:
             return self
         self._started = True

@@ -20,7 +20,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from . import REPO, RUN_DIR_PREFIX, RUN_ROOT, Device, Home, new_run_id
+from . import REPO, RUN_DIR_PREFIX, RUN_ROOT, Device, Home, new_run_id, sh
 from . import dnssec
 from .tlsca import TestCA
 from .web import API_PORT
@@ -60,6 +60,7 @@ ROUTER_RECORDS = {"printer.lan": "10.2.255.250"}
 DNSD_BINARY = REPO / "dnsd" / "target" / "release" / "homework-dnsd"
 CAPTIVE_CONF = REPO / "conf" / "lighttpd-captive.conf"
 CAPTIVE_ROOT = REPO / "guestboard-ui" / "captive"
+CAPTIVE_SCRIPT = REPO / "scripts" / "captive-conf.sh"
 
 
 def dns_config(run_id: str, components=("dhcp", "routing", "dns"), **dns) -> dict:
@@ -86,7 +87,9 @@ def dns_config(run_id: str, components=("dhcp", "routing", "dns"), **dns) -> dic
             "localnames": {"hosts_dir": str(hosts_dir)}}
 
 
-def dns_home(components=("dhcp", "routing", "dns"), dns: dict | None = None, **kw) -> Home:
+def dns_home(components=("dhcp", "routing", "dns", "api"), dns: dict | None = None, **kw) -> Home:
+    """A home with the DNS path; the api component by default: the captive pages (what a
+    cut-off device sees of the web) come from it."""
     run_id = kw.pop("run_id", None) or new_run_id()
     config = dns_config(run_id, components, **(dns or {}))
     for section, table in kw.pop("config", {}).items():
@@ -106,13 +109,16 @@ def _wait(what: str, check, timeout: float = 15, proc: subprocess.Popen | None =
 
 
 class DnsLab:
-    def __init__(self, home: Home):
+    def __init__(self, home: Home, log_queries: bool = False):
         self.home = home
         self.dir = home.dir / "dns"
         self.dnsd: subprocess.Popen | None = None
         self.resolver: subprocess.Popen | None = None
+        # the internet's resolver logs every query it gets (upstream_saw): tests that prove
+        # a name never left the home; off for the benches (logging costs it time)
+        self.log_queries = log_queries
 
-    def start(self, captive: bool = True, dnsmasq_args: tuple = ()) -> "DnsLab":
+    def start(self, captive: bool = True, dnsmasq_args: tuple = ()) -> DnsLab:
         if not DNSD_BINARY.exists():
             raise RuntimeError(f"{DNSD_BINARY} is not built (make deps, or: cd dnsd && cargo build --release)")
         self.dir.mkdir(exist_ok=True)
@@ -150,6 +156,8 @@ class DnsLab:
         args = ["dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--bind-interfaces",
                 f"--listen-address={UPSTREAM},{PUBLIC},{UPSTREAM6}", f"--pid-file={self.dir / 'internet-dnsmasq.pid'}",
                 "--local=/#/", "--local-ttl=300", "--user=root", "--log-facility=-"]
+        if self.log_queries:
+            args.append("--log-queries")
         args += [f"--host-record={name},{addr}" for name, addr in RECORDS.items()]
         args += [f"--cname={alias},{target}" for alias, target in CNAMES.items()]
         args += [f"--address=/{NEW_DOMAIN}/{NEW_ADDR}", f"--server=/{dnssec.ANCHOR_ZONE}/{dnssec.AUTH_ADDR}"]
@@ -254,6 +262,15 @@ forward-zone:
         tmp.write_text("".join(f"nameserver {a}\n" for a in addrs))
         tmp.replace(resolv)
 
+    def upstream_saw(self, name: str) -> bool:
+        """Did the internet's resolver (either address, either family) get a query for this
+        name? (DnsLab(log_queries=True) only.)"""
+        if not self.log_queries:
+            raise RuntimeError("the internet's resolver logs no queries in this home")
+        log = self.dir / "internet-dnsmasq.log"
+        lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+        return any("query[" in line and f" {name} from " in line for line in lines)
+
     def router_dnsmasq_queries(self) -> int:
         """Queries the router's dnsmasq has handled (forwarded + answered itself), from the
         statistics it writes to its log on SIGUSR1."""
@@ -300,7 +317,8 @@ forward-zone:
         h.router(["ip", "addr", "replace", f"{DNSD_ADDR}/32", "dev", "lo"])
         # dnsd's arguments come from the same [dns] table the controller reads, as on the router.
         from homework.config import dnsd_args, parse
-        args = dnsd_args(parse({"dns": {**h.config_overrides["dns"], **dns}, "ipv6": h.config_overrides.get("ipv6", {})}))
+        args = dnsd_args(parse({"dns": {**h.config_overrides["dns"], **dns},
+                                "ipv6": h.config_overrides.get("ipv6", {})}))
         self.dnsd = h.router_popen([str(DNSD_BINARY), *args],
                                    stdout=self._log("dnsd"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         _wait("homework-dnsd", lambda: control.exists() and
@@ -323,10 +341,19 @@ forward-zone:
         return self.dnsd is not None and self.dnsd.poll() is None
 
     def _start_captive(self) -> None:
+        """The captive pages' lighttpd as the image starts it (scripts/captive-conf.sh): on
+        dnsd's addresses (IPv6 too when the home has it), HTTPS with the Guest Board's
+        certificate when this home has one."""
         h = self.home
         conf = self.dir / "lighttpd-captive.conf"
-        conf.write_text(f'var.captive_root = "{CAPTIVE_ROOT}"\nvar.captive_bind = "{DNSD_ADDR}"\n'
-                        f'var.captive_state = "{self.dir}"\ninclude "{CAPTIVE_CONF}"\n')
+        from homework.config import parse
+        ipv6 = parse({"ipv6": h.config_overrides.get("ipv6", {})}).ipv6_enabled
+        bind6 = parse({"dns": h.config_overrides["dns"]}).dns_listen6.rpartition(":")[0].strip("[]") if ipv6 else ""
+        if bind6:
+            h.router(["ip", "addr", "replace", f"{bind6}/128", "dev", "lo", "nodad"])
+        tls = h.dir / "web" / "tls"
+        conf.write_text(sh(["sh", str(CAPTIVE_SCRIPT), str(CAPTIVE_CONF), str(CAPTIVE_ROOT), str(self.dir), DNSD_ADDR,
+                            bind6, str(tls) if (tls / "server.crt").exists() else ""]).stdout)
         # HOMEWORK_API_PORT: the satellite pairing paths it proxies to the API
         p = h.router_popen(["env", f"HOMEWORK_API_PORT={API_PORT}", "lighttpd", "-D", "-f", str(conf)],
                            stdout=self._log("lighttpd-captive"),

@@ -48,13 +48,14 @@ def household_config(home) -> None:
     from .dns import dns_config
     from .web import API_PORT
     have = lab_needs(home)
-    components = lineup.components(have, stand_ins=True)
+    components = lineup.components(have, stand_ins=getattr(home, "stand_ins", True))
     config = dns_config(home.run_id, components) if "dnsd" in have else {"controller": {"components": components}}
     for section, table in lineup.SHIPPED.items():
         config.setdefault(section, {}).update(table)
     if not home.ipv6_pd:
         config["ipv6"]["prefix"] = LAN6_SITE
-    config["linksim"] = {"interval": 1}
+    if "linksim" in components:
+        config["linksim"] = {"interval": 1}
     if "mqtt-broker" in have:
         config["mqtt"] = {"host": "127.0.0.1", "port": MQTT_PORT}
     # The Guest Board's admin password: the controller hashes it from this file at its
@@ -79,7 +80,7 @@ def start_services(home) -> None:
         home.web = Web(home).start()
     home.admin_password_file.unlink(missing_ok=True)     # hashed by the controller by now
     if "dns" in components:
-        home.dns = DnsLab(home).start()
+        home.dns = DnsLab(home, log_queries=True).start()
     if "mqtt" in components:
         start_mosquitto(home)
 
@@ -101,3 +102,15 @@ def start_mosquitto(home) -> subprocess.Popen:
         time.sleep(0.05)
     home.mosquitto = proc
     return proc
+
+
+def describe(home) -> str:
+    """What a household home runs, in one line, for the tables that quote a figure."""
+    cfg = home.config_overrides
+    daemons = [name for name, on in (("homework-dnsd + dnsmasq + the captive page", home.dns is not None),
+                                     ("the Guest Board's lighttpd", home.web is not None),
+                                     ("mosquitto", getattr(home, "mosquitto", None) is not None),
+                                     ("hwdbd", home.hwdb_enabled)) if on]
+    return (f"components {', '.join(cfg['controller']['components'])}; "
+            f"IPv6 {'on' if cfg.get('ipv6', {}).get('enabled') else 'off'}; " + ", ".join(daemons)
+            + "; userspace OVS (netdev); every other setting at its default")

@@ -22,10 +22,10 @@ class Sniffer:
         fd, self.pcap = tempfile.mkstemp(suffix=".pcap", prefix="homelab-sniff-")
         os.close(fd)
 
-    def __enter__(self) -> "Sniffer":
+    def __enter__(self) -> Sniffer:
         self.err = open(self.pcap + ".err", "w+")
-        self.proc = subprocess.Popen(ns_cmd(self.ns, ["tcpdump", "--immediate-mode", "-i", self.iface, "-n", "-U", "-w", self.pcap,
-                                                      self.bpf]),
+        self.proc = subprocess.Popen(ns_cmd(self.ns, ["tcpdump", "--immediate-mode", "-i", self.iface, "-n", "-U",
+                                                      "-w", self.pcap, self.bpf]),
                                      stdout=subprocess.DEVNULL, stderr=self.err, start_new_session=True)
         deadline = time.monotonic() + self.timeout
         while True:          # capturing once tcpdump says it listens

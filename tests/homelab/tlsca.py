@@ -15,7 +15,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 
 def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.timezone.utc)
+    return datetime.datetime.now(datetime.UTC)
 
 
 class TestCA:
@@ -44,7 +44,8 @@ class TestCA:
                 sans.append(x509.DNSName(n))
         cert = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])]))
                 .issuer_name(self.name).public_key(key.public_key()).serial_number(x509.random_serial_number())
-                .not_valid_before(_now() - datetime.timedelta(hours=1)).not_valid_after(_now() + datetime.timedelta(days=7))
+                .not_valid_before(_now() - datetime.timedelta(hours=1))
+                .not_valid_after(_now() + datetime.timedelta(days=7))
                 .add_extension(x509.SubjectAlternativeName(sans), critical=False)
                 .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
                 .sign(self.key, hashes.SHA256()))

@@ -83,6 +83,7 @@ test('download a backup, a wrong passphrase is refused, the right one restores',
   assert.equal(got.error, '');
   assert.match(got.status, /^Restored the backup/);
   assert.match(got.status, /devices: 2/);                  // the console and the browser's own laptop
-  assert.match(got.status, /restarting: the controller restarts now/);
+  // said only once the restarted router has every setting in force (GET /ws.v1/restore/status)
+  assert.match(got.status, /every setting is in force/);
   await screenshot(page, 'backup-03-restored');
 });

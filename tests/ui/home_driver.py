@@ -17,7 +17,7 @@ sends one JSON request per line on stdin and reads one JSON answer per line on s
     {"op": "linksim", "dev": "dev1", "rssi": -92, "retry_rate": 0.3}
     {"op": "cli", "args": ["--json", "devices"]}     -> {"ok": true, "stdout": ..}
     {"op": "start_dot_upstream"}          -> {"ok": true, "server": "ADDRESS#NAME"} (dns_lab homes)
-    {"op": "udp_flood", "dev": "dev1", "count": 3000}  (one datagram to each of COUNT ports)
+    {"op": "udp_flood", "dev": "dev1", "count": 3000, "size": 1}  (one datagram to each of COUNT ports)
     {"op": "seed_devices", "pending": 900, "permitted": 50, "denied": 50}
                                        -> {"ok": true, "pending": [macs, oldest first], ..}
     {"op": "start_receiver", "port": 8097}  -> {"ok": true, "url": webhook URL in the emulated internet}
@@ -326,9 +326,12 @@ class Driver:
         return {"rc": r.returncode, "stdout": r.stdout, "stderr": r.stderr}
 
     def op_udp_flood(self, req):
-        """Many flows from one device: a UDP datagram to each of `count` ports of the web server."""
+        """Many flows from one device: a UDP datagram (of `size` bytes) to each of `count`
+        ports of the web server, as fast as it can."""
+        size = int(req.get("size", 1))
         script = ("import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
-                  f"for port in range({int(req.get('count', 3000))}): s.sendto(b'x', ('{WEB_ADDR}', 10000 + port))\n")
+                  f"for port in range({int(req.get('count', 3000))}): "
+                  f"s.sendto(b'x' * {size}, ('{WEB_ADDR}', 10000 + port))\n")
         self.dev(req).run([sys.executable, "-c", script], timeout=60)
         return {}
 

@@ -17,15 +17,15 @@ test('a device asking to join is an unread notification; mark read; send a test'
   // two unread: the household's laptop the browser runs on asked to join first
   await page.locator('#notifications-button', { hasText: 'Notifications (2)' }).waitFor({ timeout: 30000 });
   await button.click();
-  const item = page.locator('#notifications li.unread', { hasText: 'New device asks to join' }).filter({ hasText: 'tablet9' });
+  const item = page.locator('#notifications li.unread', { hasText: 'asks to join the home network' }).filter({ hasText: 'Tablet9' });
   await item.waitFor();
-  assert.match(await item.innerText(), /tablet9/);
+  assert.match(await item.innerText(), /Tablet9 asks to join the home network\./);
   await screenshot(page, 'notifications-01-unread');
   await page.locator('#notifications .mark-read').click();
   await page.locator('#notifications li.read', { hasText: 'tablet9' }).waitFor();
   assert.equal((await button.innerText()).trim(), 'Notifications');
   await page.locator('#notifications .send-test').click();
-  await page.locator('#notifications li.unread', { hasText: 'Test notification' }).waitFor();
+  await page.locator('#notifications li.unread', { hasText: 'This is a test notification' }).waitFor();
   await page.locator('#notifications .status', { hasText: 'Test notification sent.' }).waitFor();
   await screenshot(page, 'notifications-02-test');
 });

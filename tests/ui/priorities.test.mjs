@@ -186,10 +186,10 @@ test("the chart draws the polled stats; the First device's download shows in its
       ['First ↓', 'Preferred ↓', 'Normal ↓', 'First ↑', 'Preferred ↑', 'Normal ↑']);
     for (const d of first.sets) assert.equal(d.data.length, first.labels);
 
-    // 2 MB from the emulated internet to the laptop (now "First", capped at high_share of
-    // the 18 Mbit/s line, so a few seconds): the high class's download rate in the chart
-    // rises above zero while the other classes stay near idle
-    await home.call({ op: 'download', dev: laptop.name, bytes: 2000000 });
+    // 8 MB from the emulated internet to the laptop (now "First", which may use the whole
+    // 18 Mbit/s line when nobody else does: a few seconds): the high class's download rate
+    // in the chart rises above zero while the other classes stay near idle
+    await home.call({ op: 'download', dev: laptop.name, bytes: 8000000 });
     const after = await until(async () => {
       const c = await chart();
       return Math.max(...c.sets[0].data) > 0 ? c : null;
@@ -197,11 +197,14 @@ test("the chart draws the polled stats; the First device's download shows in its
     const highDown = Math.max(...after.sets[0].data);
     const normalDown = Math.max(...after.sets[2].data);
     assert.ok(highDown > normalDown, `First ↓ ${highDown} vs Normal ↓ ${normalDown}`);
-    // TCP's slow start overruns the capped class's queue: the high class drops packets, and
-    // the page marks it (the stats' drop counter went up between two polls)
-    const stats = (await api('GET', 'qos/stats')).body;
-    const highDrops = stats.classes.filter((r) => r.class === 'high').reduce((n, r) => n + r.drops, 0);
-    assert.ok(highDrops > 0, 'the capped First class dropped packets');
+    // a burst the line cannot take (300 full-size datagrams up at once, against a queue of
+    // 100 ms at 4.3 Mbit/s): the high class drops packets, and the page marks it (the stats'
+    // drop counter went up between two polls)
+    await home.call({ op: 'udp_flood', dev: laptop.name, count: 300, size: 1200 });
+    await until(async () => {
+      const stats = (await api('GET', 'qos/stats')).body;
+      return stats.classes.filter((r) => r.class === 'high').reduce((n, r) => n + r.drops, 0) > 0 || null;
+    }, 'the First class to drop packets', 10000);
     await page.locator('#priorities .drop-marker').waitFor({ state: 'visible', timeout: 10000 });
     await page.locator(canvas).scrollIntoViewIfNeeded();
     await screenshot(page, 'priorities-04-chart');

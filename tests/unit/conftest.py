@@ -5,7 +5,7 @@ import pytest
 
 from homework.config import Config
 from homework.core import Core
-from homework.hostnet import FakeHost
+from fakehost import FakeHost
 from homework.leases import Lease
 from homework.state import StateStore
 from fakeswitch import FakeSwitch
@@ -22,14 +22,14 @@ class Clock:
         self.now += seconds
 
 
-def make_core(tmp_path, components=("dhcp", "routing"), clock=None, switch=None, **overrides):
+def make_core(tmp_path, components=("dhcp", "routing"), clock=None, switch=None, host=None, **overrides):
     # IPv6 is on in the shipped configuration; a unit test turns it on when it is about it
     overrides.setdefault("ipv6_enabled", False)
     config = Config(state_dir=tmp_path, components=tuple(components),
                     control_socket=tmp_path / "control.sock", **overrides)
     switch = switch or FakeSwitch(adapter=True)   # strict table, and every decision through the os-ken adapter
     timers = []
-    core = Core(config, state=StateStore(config.state_db), host=FakeHost(),
+    core = Core(config, state=StateStore(config.state_db), host=host or FakeHost(),
                 send=switch.apply, spawn_periodic=lambda s, fn: timers.append(fn), clock=clock or Clock())
     core.timers = timers
     core.switch = switch
@@ -65,3 +65,8 @@ def on_disk(path, sql):
         return con.execute(sql).fetchall()
     finally:
         con.close()
+
+
+def quarantined(alloc, index: int, now: float) -> bool:
+    """Is this block held back (a DECLINE, a forgotten device's lease, a reserve) at `now`?"""
+    return alloc._quarantine.get(index, 0) > now

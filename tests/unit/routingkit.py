@@ -12,6 +12,30 @@ ROUTER_MAC = "02:00:00:00:00:01"     # FakeHost's LOCAL MAC
 PORTS = {"br0": LOCAL, "d1": 1, "d2": 2, "d3": 3}
 
 
+class FakeConntrack:
+    """The kernel's NATed connections as the routing component reads them (set as
+    FakeHost.fake_conntrack before the core starts)."""
+
+    def __init__(self):
+        self.entries = []
+        self.on_end = None
+
+    def enable_accounting(self):
+        return True
+
+    def follow(self, on_end):
+        self.on_end = on_end
+
+    def count(self):
+        return len(self.entries)
+
+    def dump(self):
+        return list(self.entries)
+
+    def stop(self):
+        pass
+
+
 def routing_core(tmp_path, clock, components=("dhcp", "routing"), **overrides):
     core = make_core(tmp_path, components=components, clock=clock, **overrides)
     core.events = []

@@ -7,7 +7,7 @@ import pytest
 
 from conftest import Clock, make_core
 from homework.components.api.auth import Auth
-from homework.components.api.oui import OuiTable, is_private
+from homework.oui import OuiTable, is_private
 from homework.components.api.ratelimit import LoginLimiter
 from homework.flows import Datapath
 from homework.passwords import hash_password, verify_password
@@ -79,7 +79,8 @@ def test_limiter_locks_one_address_and_forgives_with_time():
 
 def test_oui_longest_assignment_wins(tmp_path):
     (tmp_path / "oui.csv").write_text("Registry,Assignment,Organization Name,Organization Address\n"
-                                      "MA-L,404E36,HTC Corporation,Taoyuan\nMA-L,70B3D5,IEEE Registration Authority,x\n")
+                                      "MA-L,404E36,HTC Corporation,Taoyuan\n"
+                                      "MA-L,70B3D5,IEEE Registration Authority,x\n")
     (tmp_path / "oui36.csv").write_text("Registry,Assignment,Organization Name,Organization Address\n"
                                         "MA-S,70B3D5F2F,TELEPLATFORMS,Moscow\n")
     t = OuiTable(tmp_path)
@@ -147,4 +148,14 @@ def test_bandwidth_events_used_only_without_link_reports(core, clock):
     core.bus.publish("bandwidth", mac="02:00:00:00:00:09", ip="10.2.0.10", bytes=0)
     clock.advance(10)
     core.bus.publish("bandwidth", mac="02:00:00:00:00:09", ip="10.2.0.10", bytes=50000)
+    assert board.metrics("02:00:00:00:00:09")["bps"] == pytest.approx(5000)
+
+
+def test_a_rate_after_quiet_is_over_the_interval_the_report_covers(core, clock):
+    # routing tells a device only while it moves bytes: after ten quiet minutes, 50 kB in
+    # the last 10 s is 5 kB/s, not 50 kB over ten minutes
+    board = core.ctx.component("api").board
+    core.bus.publish("bandwidth", mac="02:00:00:00:00:09", ip="10.2.0.10", bytes=0, seconds=10)
+    clock.advance(600)
+    core.bus.publish("bandwidth", mac="02:00:00:00:00:09", ip="10.2.0.10", bytes=50000, seconds=10)
     assert board.metrics("02:00:00:00:00:09")["bps"] == pytest.approx(5000)

@@ -67,7 +67,8 @@ def test_round_trip_onto_a_fresh_router(configured, tmp_path, clock):
     asked = []
     fresh.ctx.restart = asked.append                     # main.py wires restart.InPlace here
     result = fresh.commands.call("restore", passphrase=PASS, backup=json.loads(text))
-    assert result["restarting"] and result["restored"]["devices"] == 2 and "restarting" in result["note"]
+    assert result["restarting"] and result["restored"]["devices"] == 2 and "restarts" in result["note"]
+    assert result["applied"] is False and fresh.commands.call("restore-status")["restore"]["applied"] is False
     assert asked == ["settings restored from a backup"]
     fresh.stop()
     restarted = router(tmp_path / "new", clock)          # what the in-place restart does
@@ -79,6 +80,14 @@ def test_round_trip_onto_a_fresh_router(configured, tmp_path, clock):
         [(MAC, old.commands.call("schedules")[0]["window"])]
     assert Api(restarted).call("GET", "devices", token=token).status_int == 200   # the token came along
     assert Api(restarted).login().status_int == 200                              # and the password
+    # the restored controller says so once everything is in force (here: its switch)
+    assert restarted.commands.call("restore-status")["restore"]["applied"] is False
+    from homework.flows import Datapath
+    restarted.datapath_up(Datapath(dpid=1, ports={"br0": 0xFFFFFFFE}))
+    restarted.ctx.component("backup")._check_applied()
+    status = restarted.commands.call("restore-status")["restore"]
+    assert status["applied"] is True and status["restored"]["devices"] == 2
+    assert Api(restarted).call("GET", "restore/status").json["restore"]["applied"] is True   # no login needed
 
 
 def test_a_file_rewritten_by_a_browser_still_restores(configured):

@@ -49,7 +49,8 @@ def test_unreadable_file(tmp_path):
 
 
 def test_controller_exits_with_message_on_bad_config(tmp_path):
-    import subprocess, sys
+    import subprocess
+    import sys
     bad = tmp_path / "c.toml"
     bad.write_text('[dhcp]\npermitted_lease = "long"\n')
     res = subprocess.run([sys.executable, "-m", "homework", "--config", str(bad)], capture_output=True, text=True)
@@ -108,7 +109,8 @@ def test_a_newer_or_bad_version_is_refused(version):
 
 
 def test_dnsd_arguments_come_from_the_dns_table(tmp_path):
-    import subprocess, sys
+    import subprocess
+    import sys
     conf = tmp_path / "c.toml"
     conf.write_text('version = 2\n[dns]\nlisten = "127.0.0.9:5399"\nupstream = "127.0.0.1:53"\ncontrol = "/x.sock"\n')
     out = subprocess.run([sys.executable, "-m", "homework.config", "--dnsd-args", str(conf)],

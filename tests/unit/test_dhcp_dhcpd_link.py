@@ -11,7 +11,7 @@ from homework.components.dhcp import dhcpd_link
 from homework.components.dhcp import fastpath as fp
 from homework.components.dhcp import message as m
 from homework.flows import LOCAL, Datapath
-from conftest import make_core
+from conftest import make_core, quarantined
 from dhcpframes import dhcp_frame, opt_ip
 
 MAC = "02:00:00:00:00:0a"
@@ -425,9 +425,9 @@ def test_a_restarted_daemon_is_given_fresh_blocks_and_the_old_ones_are_held_back
     assert offering.ctx.leases.get(NEW).ip == old[0] and offering.ctx.leases.get(NEW).active
     alloc = offering.ctx.component("dhcp").alloc
     held = alloc.block_of_address(old[1]).index
-    assert alloc.owner(held) is None and alloc.quarantined(held, offering.ctx.now())
+    assert alloc.owner(held) is None and quarantined(alloc, held, offering.ctx.now())
     clock.advance(31)       # the pending lease it may have given has ended
-    assert not alloc.quarantined(held, offering.ctx.now())
+    assert not quarantined(alloc, held, offering.ctx.now())
 
 
 def test_a_restarted_controller_holds_the_reserve_of_the_run_before(tmp_path, clock, monkeypatch):
@@ -442,11 +442,11 @@ def test_a_restarted_controller_holds_the_reserve_of_the_run_before(tmp_path, cl
     assert len(link(core).reserved) == 4 and not set(link(core).reserved) & set(old)
     alloc = core.ctx.component("dhcp").alloc
     held = [alloc.block_of_address(ip).index for ip in old]
-    assert all(alloc.owner(i) is None and alloc.quarantined(i, core.ctx.now()) for i in held)
+    assert all(alloc.owner(i) is None and quarantined(alloc, i, core.ctx.now()) for i in held)
     punt(core, dhcp_frame("02:00:00:00:00:0d", m.DISCOVER), 2)     # the controller's own offer too
     assert link(core).table["02:00:00:00:00:0d"]["ip"] not in old
     clock.advance(31)           # such a lease would have ended
-    assert not any(alloc.quarantined(i, core.ctx.now()) for i in held)
+    assert not any(quarantined(alloc, i, core.ctx.now()) for i in held)
 
 
 def test_a_device_forgotten_between_its_offer_and_its_ack_keeps_the_block_it_was_acked(offering):

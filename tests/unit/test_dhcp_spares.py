@@ -78,3 +78,11 @@ def test_a_restarted_controller_keeps_leased_and_spare_addresses(tmp_path, clock
     again = make_core(tmp_path, clock=clock, spare_router_addresses=2)
     assert again.ctx.host.addresses == {"10.2.0.1/30"}
     assert again.ctx.host.spares == {"10.2.0.5", "10.2.0.9"}
+
+
+def test_a_crowd_that_keeps_coming_gets_its_spares_topped_up_once_half_are_taken(tmp_path, clock):
+    core = make_core(tmp_path, clock=clock, spare_router_addresses=8)
+    for i in range(5):                       # five of eight taken, devices still coming
+        join(core, mac=f"02:00:00:00:07:{i:02x}")
+    dhcp(core).expire_leases()
+    assert len(core.ctx.host.spares) == 8

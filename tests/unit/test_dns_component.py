@@ -4,7 +4,6 @@ import pytest
 
 from homework.commands import CommandError
 from homework.components.dns import reverse
-from homework.components.dns.netfilter import FakeDnsNet
 from homework.components.dns.reverse import LearnedPairs
 from homework.flows import LOCAL, Datapath
 from conftest import Clock, make_core
@@ -15,12 +14,33 @@ B = "02:00:00:00:00:0b"
 DP = Datapath(dpid=1, ports={"br0": LOCAL, "d1": 1, "d2": 2})
 
 
+class FakeDnsNet:
+    """Unit tests: remembers what would be in the captive set."""
+
+    def __init__(self, *args, **kw):
+        self.captive_ips: set[str] = set()
+        self.set_up = False
+
+    def setup(self) -> None:
+        self.set_up = True
+
+    def captive(self, ip: str, on: bool) -> None:
+        (self.captive_ips.add if on else self.captive_ips.discard)(ip)
+
+
+
 class FakeLink:
     def __init__(self):
         self.lines = []
+        self.waits = 0            # pushes that waited for dnsd, and settles
 
     def push(self, lines, timeout=0, wait=True):
         self.lines += lines
+        self.waits += wait
+        return True
+
+    def settle(self, timeout=0):
+        self.waits += 1
         return True
 
     def take(self):
@@ -290,13 +310,72 @@ def test_with_ipv6_dnsd_also_knows_the_device_by_its_64_and_follows_a_renumberin
     ip = join(core, A, 1)[1].yiaddr
     net = str(core.ctx.ipv6.device_prefix(core.ctx.leases.get(A).index).network_address)
     lines = dns.link.take()
-    router6 = f"{net}1"          # its gateway over IPv6 (the router's name, its encrypted DNS)
-    assert f"device {ip} {A} pending denylist 10.2.0.1 {router6}" in lines
-    assert f"device {net} {A} pending denylist 10.2.0.1 {router6}" in lines
+    # both keys carry the router's address in the /64 too (a cut-off device's AAAA answer,
+    # the router's name, its encrypted DNS)
+    assert f"device {ip} {A} pending denylist 10.2.0.1 2001:db8:200::1" in lines
+    assert f"device {net} {A} pending denylist 10.2.0.1 2001:db8:200::1" in lines
+    assert dns.net.captive_ips == {ip, f"{net}/64"}      # its web traffic goes to the page, both families
     call(core, "permit", mac=A)
-    assert f"device {net} {A} permitted denylist 10.2.0.1 {router6}" in dns.link.take()
+    assert f"device {net} {A} permitted denylist 10.2.0.1 2001:db8:200::1" in dns.link.take()
+    assert dns.net.captive_ips == set()
     prefix_file.write_text("2001:db8:300::/48\n")
     core.check_site_prefix()
     new = str(core.ctx.ipv6.device_prefix(core.ctx.leases.get(A).index).network_address)
     lines = dns.link.take()
-    assert f"nodevice {net}" in lines and f"device {new} {A} permitted denylist 10.2.0.1 {new}1" in lines
+    assert f"nodevice {net}" in lines and f"device {new} {A} permitted denylist 10.2.0.1 2001:db8:300::1" in lines
+
+
+def test_a_group_decision_waits_for_dnsd_once_not_once_a_device(tmp_path):
+    core, dns, _ = make(tmp_path)
+    macs = [f"02:00:00:00:02:{i:02x}" for i in range(5)]
+    for i, mac in enumerate(macs):
+        join(core, mac, 1 + i % 2)
+    dns.link.take()
+    dns.link.waits = 0
+    core.commands.call("decide-group", decision="permit", macs=macs)
+    lines = dns.link.take()
+    assert sum(line.startswith("device ") and " permitted " in line for line in lines) == 5
+    assert dns.link.waits == 1                 # one settle at the end of the command
+
+
+def test_the_link_settles_every_push_with_one_write_and_one_confirmation(monkeypatch):
+    import socket
+    import threading
+    from homework.components.dns import dnsd_link
+    from homework.components.dns.dnsd_link import DnsdLink
+    monkeypatch.setattr(dnsd_link, "FLUSH_AFTER", 30.0)     # only the settle sends them
+    ours, theirs = socket.socketpair()
+    link = DnsdLink("", snapshot=list, on_events=lambda lines: None)
+    link._sock = ours
+    applied, syncs = [], []
+
+    def dnsd():          # applies lines in order and confirms each sync, as dnsd does
+        buf = b""
+        while True:
+            try:
+                data = theirs.recv(65536)
+            except OSError:           # closed at the end of the test
+                return
+            if not data:
+                return
+            buf += data
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                text = line.decode()
+                if text.startswith("sync "):
+                    syncs.append(text)
+                    theirs.sendall(f"ok {text.split()[1]} devices=0 rules=0\n".encode())
+                else:
+                    applied.append(text)
+    threading.Thread(target=dnsd, daemon=True).start()
+    reader = threading.Thread(target=link._read, args=(ours,), daemon=True)
+    reader.start()
+    for i in range(3):
+        assert link.push([f"device 10.2.0.{4 * i + 2} x pending default 10.2.0.1"], wait=False)
+    assert applied == [] and link.settle(timeout=5)
+    assert len(applied) == 3 and len(syncs) == 1
+    assert link.settle(timeout=0.01)          # nothing unconfirmed: no wait
+    link._stopped = True
+    theirs.shutdown(socket.SHUT_RDWR)
+    ours.close()
+    theirs.close()

@@ -140,7 +140,7 @@ def test_a_bad_choice_is_refused_and_nothing_changes(resolver):
 # -- the looks: a DNS-over-TLS server of our own on loopback ---------------------------------------
 def _cert(tmp_path, name: str):
     key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "test CA")])
     ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(key.public_key())
           .serial_number(1).not_valid_before(now - datetime.timedelta(hours=1))
@@ -238,7 +238,8 @@ def test_signatures_pass_says_whether_the_wan_resolvers_hand_on_dnssec(monkeypat
         return r
 
     ports = {}
-    for name, fn in (("signed", keys(True)), ("stripped", keys(False)), ("refused", refused), ("silent", lambda q: None)):
+    for name, fn in (("signed", keys(True)), ("stripped", keys(False)), ("refused", refused),
+                     ("silent", lambda q: None)):
         ports[name] = _udp_resolver(fn)[1]
     real_udp = dns.query.udp
     monkeypatch.setattr(dns.query, "udp", lambda q, where, timeout=None, port=53, **kw:
@@ -253,7 +254,8 @@ def test_a_restored_backup_row_goes_through_the_same_validators():
     from homework.components.backup import contents
     check = contents.CHECKS["dns_options"]
     check({"key": "upstream", "value": '{"provider": "quad9", "servers": [], "fallback": "none"}'})
-    for key, value, why in (("some_future_option", "x", "unknown DNS option"),("upstream", '{"provider": "opendns"}', "provider must be"),
+    for key, value, why in (("some_future_option", "x", "unknown DNS option"),
+                            ("upstream", '{"provider": "opendns"}', "provider must be"),
                             ("dnssec", "maybe", "on or off"), ("dnssec_insecure", '["not a name"]', "not a domain"),
                             ("safe_search", "yes", "on or off")):
         with pytest.raises(ValueError, match=why):

@@ -88,3 +88,14 @@ def test_no_tickets_in_docs_or_code():
             if TICKET.search(line):
                 found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()[:100]}")
     assert not found, "ticket numbers in docs or code:\n" + "\n".join(found[:40])
+
+
+def test_docs_date_their_measurements_not_by_work_rounds():
+    """A figure or a change is placed by its date and commit ("2026-11-27, `cba6ae5`"), not by
+    the team's numbered rounds of work ("stop 44"), which a reader cannot look up."""
+    found = []
+    for path in [README, *sorted((ROOT / "docs").glob("*.md")), ROOT / "image" / "README.md"]:
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(r"\bstops? \d+\b", line, re.IGNORECASE):
+                found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()[:100]}")
+    assert not found, "numbered work rounds in docs:\n" + "\n".join(found[:40])

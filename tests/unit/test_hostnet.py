@@ -65,9 +65,9 @@ def test_a_dead_ip_process_is_replaced(tmp_path):
 
 def test_changes_close_together_go_in_one_write_and_the_first_after_a_quiet_spell_at_once(tmp_path):
     host, log = fake_host(tmp_path)
-    # A long coalescing window, so "at once" means "well before the window ends" on
-    # any machine, however loaded, rather than a guess at its speed.
-    host.COALESCE_SECONDS = 6.0
+    # A long coalescing window (that does not grow), so "at once" means "well before the
+    # window ends" on any machine, however loaded, rather than a guess at its speed.
+    host.COALESCE_SECONDS = host.COALESCE_MAX_SECONDS = 6.0
     t0 = time.monotonic()
     host.add_router_address("10.2.0.1")
     wait_lines(log, 1)
@@ -82,6 +82,22 @@ def test_changes_close_together_go_in_one_write_and_the_first_after_a_quiet_spel
     host.add_router_address("10.2.99.1")
     wait_lines(log, 22)
     assert time.monotonic() - t1 < host.COALESCE_SECONDS / 2 and host.writes == 3
+
+
+def test_while_changes_keep_coming_the_window_grows_so_writes_do_not_follow_each_change(tmp_path):
+    host, log = fake_host(tmp_path)
+    host.COALESCE_SECONDS, host.COALESCE_MAX_SECONDS = 0.02, 0.32
+    for i in range(100):                 # a crowd: a new device every 10 ms for a second
+        host.add_router_address(f"10.2.{i // 64}.{(i % 64) * 4 + 1}")
+        time.sleep(0.01)
+    host.flush()
+    assert len(wait_lines(log, 100)) == 100          # every change, in order
+    assert host.writes <= 12                         # a 20 ms window throughout: about 50 writes
+    time.sleep(0.5)                                  # quiet for longer than the window: at once again
+    writes = host.writes
+    host.add_router_address("10.2.99.1")
+    wait_lines(log, 101)
+    assert host.writes == writes + 1 and host._window == host.COALESCE_SECONDS
 
 
 def test_spares_go_on_ahead_and_a_taken_spare_costs_no_change(tmp_path):

@@ -143,9 +143,13 @@ def test_pending_reaches_only_the_routers_services_over_v6(core):
     sw = core.switch
     assert sw.outputs(v6(1, A, me, router, 6, dport=80)) == [LOCAL]
     assert sw.outputs(v6(1, A, me, router, 58)) == [LOCAL]
-    assert sw.outputs(v6(1, A, me, router, 6, dport=443)) == []
+    assert sw.outputs(v6(1, A, me, router, 6, dport=443)) == []     # no dns component: no captive HTTPS
+    assert sw.outputs(v6(1, A, me, router, 6, dport=8080)) == []
     assert sw.outputs(v6(1, A, me, WEB6)) == []
     assert sw.outputs(v6(LOCAL, ROUTER_MAC, WEB6, me)) == []
+    assert sw.outputs(v6(LOCAL, ROUTER_MAC, WEB6, me, 6, tcp_src=443, tcp_dst=40000)) == []
+    # a DNS answer from an outside resolver's address: dnsd answered the query sent there
+    assert sw.outputs(v6(LOCAL, ROUTER_MAC, "2001:db8:cafe::53", me, 17, udp_src=53, udp_dst=40000)) == [1]
     # neighbour discovery with the router only
     assert sw.outputs(v6(1, A, "fe80::a", "ff02::1:ff00:1", 58, icmpv6_type=135, ipv6_nd_target="fe80::1")) == [LOCAL]
     assert sw.outputs(v6(1, A, "fe80::a", "ff02::1:ff00:2", 58, icmpv6_type=135, ipv6_nd_target="fe80::2")) == []
@@ -324,6 +328,9 @@ def test_stateless_dhcpv6_answers_the_routers_dns_to_the_asking_device_only(core
     msg = ip.payload[8:]
     assert msg[0] == 7 and msg[1:4] == b"\x01\x02\x03"
     assert (prefix.network_address + 1).packed in msg
+    # RFC 8910 option 103: the captive portal API, as the RA's option 37 gives it
+    uri = f"https://[{prefix.network_address + 1}]/ws.v1/captive-portal".encode()
+    assert struct.pack("!HH", 103, len(uri)) + uri in msg
     pseudo = ip.src.packed + ip.dst.packed + struct.pack("!IxxxB", len(ip.payload), 17)
     assert checksum(pseudo + ip.payload) == 0
     # not from its port, not link-local, a SOLICIT, a malformed option: nothing
@@ -336,7 +343,8 @@ def test_stateless_dhcpv6_answers_the_routers_dns_to_the_asking_device_only(core
 
 
 def _mld_report(mac, groups, src="fe80::a"):
-    records = b"".join(struct.pack("!BBH16s", 4, 0, 0, ipaddress.IPv6Address(g).packed) for g in groups)  # TO_EXCLUDE {}
+    # TO_EXCLUDE {}
+    records = b"".join(struct.pack("!BBH16s", 4, 0, 0, ipaddress.IPv6Address(g).packed) for g in groups)
     icmp = struct.pack("!BBHHH", 143, 0, 0, 0, len(groups)) + records
     src_a, dst_a = ipaddress.IPv6Address(src), ipaddress.IPv6Address("ff02::16")
     csum = checksum(src_a.packed + dst_a.packed + struct.pack("!IxxxB", len(icmp), 58) + icmp)
@@ -406,13 +414,66 @@ def test_what_a_device_sends_to_the_controller_over_ipv6_passes_its_own_meter(co
     index = core.ctx.leases.get(A).index
     meter = core.switch.meters[L.punt_meter_id(index)]
     assert meter.rate_pps > 0 and meter.rate_kbps == 0
-    punts = [f for f in core.switch.flows if CONTROLLER in [getattr(a, "port", None) for a in f.actions]
-             and f.match.get("eth_type") == 0x86DD and f.table_id == 0]
-    assert {f.match.get("icmpv6_type") or f.match.get("udp_dst") for f in punts} == {133, 131, 132, 143, 547}
-    assert all(f.meter == L.punt_meter_id(index) for f in punts)
+    def punts():
+        return [f for f in core.switch.flows if CONTROLLER in [getattr(a, "port", None) for a in f.actions]
+                and f.match.get("eth_type") == 0x86DD and f.table_id == 0]
+    # pending: solicitations and DHCPv6; its MLD reports are nobody's business yet
+    assert {f.match.get("icmpv6_type") or f.match.get("udp_dst") for f in punts()} == {133, 547}
+    assert all(f.meter == L.punt_meter_id(index) for f in punts())
     core.commands.call("permit", mac=A)                   # same place: the meter stays, flows re-added
     assert L.punt_meter_id(index) in core.switch.meters
+    assert {f.match.get("icmpv6_type") or f.match.get("udp_dst") for f in punts()} == {133, 131, 132, 143, 547}
+    assert all(f.meter == L.punt_meter_id(index) for f in punts())
+    core.commands.call("deny", mac=A)                     # denied: the MLD punts go with the forward flows
+    assert {f.match.get("icmpv6_type") or f.match.get("udp_dst") for f in punts()} == {133, 547}
+    core.commands.call("permit", mac=A)
     clock.advance(10_000)
     core.ctx.component("dhcp").expire_leases()             # lease over: meter and flows go
     assert L.punt_meter_id(index) not in core.switch.meters
     assert not [f for f in core.switch.flows if f.meter == L.punt_meter_id(index)]
+
+
+# -- an idle household sends no RA and no query on a timer ------------------------------------
+def _ras(core):
+    return [p for p in core.switch.take_packet_outs() if p.data[12:14] == b"\x86\xdd" and p.data[54] == 134]
+
+
+def _renew(core, mac, port):
+    from homework.components.dhcp import message as m
+    from dhcpframes import dhcp_frame
+    ip = core.ctx.leases.get(mac).ip
+    core.packet_in(PacketIn(in_port=port, data=dhcp_frame(mac, m.REQUEST, src_ip=ip, dst_ip="10.2.0.1")))
+
+
+def test_a_lease_renewal_that_outlives_the_last_advertisement_brings_a_new_one(core, clock):
+    join(core, A, 1)                          # pending: 30 s, told for 150 s (join takes that RA)
+    clock.advance(15)
+    _renew(core, A, 1)                        # still within what it was told
+    assert _ras(core) == []
+    core.commands.call("permit", mac=A)
+    _renew(core, A, 1)                        # the permitted lease (3600 s) outlives it
+    [ra] = _ras(core)
+    ip = ndp.parse_ipv6(ra.data[14:])
+    assert struct.unpack("!H", ip.payload[6:8])[0] == 3600 + 120 and ra.actions[0].port == 1
+    clock.advance(1800)                       # each half-hourly renewal of the hour's lease
+    _renew(core, A, 1)
+    assert len(_ras(core)) == 1
+    routing = core.ctx.component("routing")
+    assert not hasattr(routing, "advertise_all")
+    for _ in range(60):                       # an hour of timers: no RA to anyone
+        for timer in core.timers:
+            timer()
+    assert _ras(core) == []
+
+
+def test_general_queries_go_to_the_devices_that_joined_a_group(core):
+    join(core, A, 1)
+    join(core, B, 2)
+    for mac in (A, B):
+        core.commands.call("permit", mac=mac)
+    core.packet_in(PacketIn(in_port=2, data=_mld_report(B, ["ff02::fb"])))
+    core.switch.take_packet_outs()
+    core.ctx.component("routing").query_members()
+    queries = [p for p in core.switch.take_packet_outs() if p.data[:6] in (bytes.fromhex("333300000001"),
+                                                                          bytes.fromhex("01005e000001"))]
+    assert queries and {q.actions[0].port for q in queries} == {2}

@@ -23,8 +23,9 @@ def test_new_device_gets_flow_adds_only(core):
     join(core)
     sent = core.switch.messages[start:]
     assert not [d for d in sent if isinstance(d, FlowDelete)]
-    # ARP 2 + gateway 2 (the services themselves are table 5's shared flows)
-    assert len([d for d in sent if isinstance(d, FlowMod)]) == 4
+    # ARP 2 + gateway 3 (to it, back from it, back from elsewhere: DNS answers only); the
+    # services themselves are table 5's shared flows
+    assert len([d for d in sent if isinstance(d, FlowMod)]) == 5
 
 
 def test_resync_after_switch_reconnect_still_clears_each_device(core):

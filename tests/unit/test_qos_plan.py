@@ -15,13 +15,14 @@ def lines_for(p, dev):
     return [line for line in p.tc if f" dev {dev} " in line]
 
 
-def test_the_link_is_shaped_at_shape_percent_and_high_is_capped_at_its_share():
+def test_the_link_is_shaped_at_shape_percent_and_high_is_sure_of_its_share_and_may_borrow_it_all():
     p = build(SIDES, MEMBERS, {}, [], 95, 30, "bfifo")
     down = lines_for(p, "br0")
     assert down[0] == "qdisc replace dev br0 root handle 1: htb default 3fff"
     assert "classid 1:1 htb rate 18050kbit ceil 18050kbit" in down[1]       # 95% of 19000
     high = next(line for line in down if "classid 1:10 " in line)
-    assert "rate 5415kbit ceil 5415kbit prio 0" in high                      # 30% of the link, no borrowing
+    # 30% of the link assured, the whole link when idle (never capped below the others), served first
+    assert "rate 5415kbit ceil 18050kbit prio 0" in high
     medium = next(line for line in down if "classid 1:20 " in line)
     default = next(line for line in down if "classid 1:30 " in line)
     assert "ceil 18050kbit prio 1" in medium and "ceil 18050kbit prio 2" in default
@@ -33,7 +34,7 @@ def test_the_download_is_shaped_at_its_own_lower_percent_and_the_upload_keeps_sh
     p = build(SIDES, MEMBERS, {}, [], 95, 30, "bfifo", down_percent=90)
     down, up = lines_for(p, "br0"), lines_for(p, "wan0")
     assert "classid 1:1 htb rate 17100kbit ceil 17100kbit" in down[1]       # 90% of 19000
-    assert "rate 5130kbit ceil 5130kbit prio 0" in next(line for line in down if "classid 1:10 " in line)
+    assert "rate 5130kbit ceil 17100kbit prio 0" in next(line for line in down if "classid 1:10 " in line)
     assert "ceil 17100kbit prio 2" in next(line for line in down if "classid 1:30 " in line)
     assert "classid 1:1 htb rate 4512kbit ceil 4512kbit" in up[1]            # still 95% of 4750
     assert plan.side_percent(SIDES[1], 95, None) == 95                       # unset: shape_percent
@@ -43,7 +44,7 @@ def test_without_fq_codel_a_leaf_holds_100_ms_at_its_ceil_in_bytes_not_packets()
     # bytes: a download's ACKs on a device's upload leaf must not crowd out its data frames
     p = build(SIDES, MEMBERS, {}, [], 95, 30, "bfifo")
     assert "qdisc replace dev wan0 parent 1:c001 handle c001: bfifo limit 56400" in p.tc      # 4512 kbit, 100 ms
-    assert "qdisc replace dev wan0 parent 1:4001 handle 4001: bfifo limit 16912" in p.tc      # high: 1353 kbit
+    assert "qdisc replace dev wan0 parent 1:4001 handle 4001: bfifo limit 56400" in p.tc      # high: 4512 kbit too
     assert "qdisc replace dev br0 parent 1:8002 handle 8002: bfifo limit 225625" in p.tc      # 18050 kbit
     assert plan.leaf_bytes(100) == plan.MIN_LEAF_BYTES                                         # a few frames at least
 
@@ -86,7 +87,8 @@ def test_devices_are_classified_by_their_addresses_before_masquerade():
     assert 'oifname "wan0" goto up' in p.nft and 'oifname "br0" goto down' in p.nft
     assert "map dev_up4 { type ipv4_addr : classid; flags interval; elements = { 10.2.0.4/30 : 1:4001, " \
            "10.2.0.8/30 : 1:c002 }; }" in p.nft
-    assert "map dev_down6 { type ipv6_addr : classid; flags interval; elements = { fd00:0:0:1::/64 : 1:4001 }; }" in p.nft
+    assert ("map dev_down6 { type ipv6_addr : classid; flags interval; elements = { fd00:0:0:1::/64 : 1:4001 }; }"
+            in p.nft)
     assert "meta priority set ip saddr map @dev_up4" in p.nft
     assert "meta priority set ip daddr map @dev_down4" in p.nft
     assert p.nft.startswith("table inet homework_qos\ndelete table inet homework_qos\n")   # one atomic replace
@@ -184,7 +186,8 @@ def test_app_rates_from_nft_counters_and_garbage_is_left_out():
     def listing(up_bytes):
         return json.dumps({"nftables": [
             {"metainfo": {"version": "1.0.6"}},
-            {"counter": {"family": "inet", "name": "app7_up", "table": "homework_qos", "packets": 3, "bytes": up_bytes}},
+            {"counter": {"family": "inet", "name": "app7_up", "table": "homework_qos", "packets": 3,
+                         "bytes": up_bytes}},
             {"counter": {"family": "inet", "name": "app7_down", "table": "homework_qos", "packets": 1, "bytes": 100}},
             {"counter": {"family": "inet", "name": "other", "table": "homework_qos", "packets": 1, "bytes": 1}}]})
     assert stats.parse_app_counters("not json") == {} and stats.parse_app_counters("") == {}

@@ -110,7 +110,8 @@ def test_link_events_follow_the_dumps_across_vanishing_new_and_reset_stations(tm
 
     ev = poll("poll1.txt")
     assert set(ev) == {one, two}
-    assert (ev[one]["rssi"], ev[one]["packets"], ev[one]["retries"], ev[one]["bytes"]) == (-48.0, 300, 12, 52341 + 88213)
+    assert (ev[one]["rssi"], ev[one]["packets"], ev[one]["retries"], ev[one]["bytes"]) == \
+        (-48.0, 300, 12, 52341 + 88213)
     assert ev[one]["ifname"] == "wlan0" and ev[one]["tx_bitrate"] == 144.4
 
     clock.advance(1)
@@ -237,3 +238,25 @@ def test_the_old_radios_report_can_be_what_moves_a_station_and_its_view_follows_
     report("wlan0@sat1", 1500)        # sat1 has not heard it for 1.5 s: it is on sat2
     assert moves == ["wlan0@sat1", "wlan0@sat2"]
     assert radio._facts("02:00:00:00:01:00")["radio"] == "wlan0@sat2"   # before sat2 reports again
+
+
+def test_an_idle_station_is_told_once_after_it_stops_then_once_a_minute(tmp_path, clock):
+    from homework.components.radio.monitor import LINK_HEARTBEAT
+    core, poll = radio_core(tmp_path, clock)
+    one = "02:00:00:00:01:00"
+    assert one in poll("poll1.txt")
+    clock.advance(1)
+    assert one in poll("poll2.txt")                      # it moved frames
+    quiet = dump("poll2.txt")
+    clock.advance(1)
+    assert one in poll(None, quiet)                      # it stopped: told once more (its rate is 0)
+    told = 0
+    for _ in range(int(LINK_HEARTBEAT) + 2):             # idle, same signal: a heartbeat a minute
+        clock.advance(1)
+        told += one in poll(None, quiet)
+    assert told == 1
+    clock.advance(1)
+    assert one not in poll(None, quiet)
+    weaker = quiet.replace("signal:  \t-70 ", "signal:  \t-76 ", 1)
+    assert weaker != quiet
+    assert one in poll(None, weaker)                     # its signal moved: told at once

@@ -27,7 +27,7 @@ def test_switch_starts_closed_except_dhcp_and_igmp(core):
     assert sw.outputs(ip_pkt(1, A, "10.2.0.2", "224.0.0.22", proto=2)) == [CONTROLLER]
 
 
-def test_pending_device_reaches_only_dns_http_and_ping_on_its_gateway(core):
+def test_pending_device_reaches_only_dns_the_page_and_ping_on_its_gateway(core):
     ip = join(core, A, 1)
     gw = "10.2.0.1"
     sw = core.switch
@@ -35,11 +35,17 @@ def test_pending_device_reaches_only_dns_http_and_ping_on_its_gateway(core):
     for proto, dport in ((17, 53), (6, 53), (6, 80), (1, 0)):
         assert sw.outputs(ip_pkt(1, A, ip, gw, proto=proto, dport=dport)) == [LOCAL], (proto, dport)
         assert sw.outputs(from_router(gw, ip, proto=proto, sport=dport)) == [1], (proto, dport)
-    for dport in (443, 8080, 22):
+    # 443 only where the dns component sends it to the captive pages (test_cutoff.py), never the board
+    for dport in (443, 8080, 22, 853):
         assert sw.outputs(ip_pkt(1, A, ip, gw, dport=dport)) == [], dport
     assert sw.outputs(ip_pkt(1, A, ip, WEB)) == []
-    assert sw.outputs(from_router(WEB, ip)) == []                 # nothing from the internet
-    assert sw.outputs(from_router(gw, ip, sport=443)) == []
+    assert sw.outputs(from_router(WEB, ip)) == []                 # nothing from the internet...
+    for proto, sport in ((6, 80), (6, 443), (1, 0), (6, 22)):
+        assert sw.outputs(from_router(WEB, ip, proto=proto, sport=sport)) == [], (proto, sport)
+    # ...but a DNS answer "from" an outside resolver (dnsd answered the query sent there)
+    assert sw.outputs(from_router("203.0.113.99", ip, proto=17, sport=53)) == [1]
+    assert sw.outputs(from_router("203.0.113.99", ip, proto=6, sport=53)) == [1]
+    assert sw.outputs(from_router(gw, ip, sport=8080)) == []
 
 
 def test_pending_devices_share_the_service_table_and_each_gets_only_its_own_answers(core):
@@ -52,13 +58,14 @@ def test_pending_devices_share_the_service_table_and_each_gets_only_its_own_answ
     # each answer from a gateway goes to that device's port (its own reg7), never the other's
     assert sw.outputs(from_router(gw_a, a, proto=17, sport=53)) == [1]
     assert sw.outputs(from_router(gw_b, b, proto=17, sport=53)) == [2]
-    assert sw.outputs(from_router(gw_a, b, proto=17, sport=53)) == []   # b's address from a's gateway
+    assert sw.outputs(from_router(gw_a, b, proto=6, sport=80)) == []    # b's address from a's gateway
+    assert sw.outputs(from_router(gw_a, b, proto=17, sport=53)) == [2]  # a DNS answer: to b, whoever sent it
     assert sw.outputs(ip_pkt(1, A, a, gw_a, proto=6, dport=853)) == [LOCAL]   # the router's DNS over TLS
     assert sw.outputs(from_router(gw_a, a, proto=6, sport=853)) == [1]
     # another device's gateway address is not its own: nothing
     assert sw.outputs(ip_pkt(1, A, a, gw_b, proto=17, dport=53)) == []
     # a service port as the destination of the router's packet does not let it through
-    assert sw.outputs(from_router(gw_a, a, proto=6, sport=443, dport=80)) == []
+    assert sw.outputs(from_router(gw_a, a, proto=6, sport=8080, dport=80)) == []
 
 
 def test_arp_only_for_the_own_gateway_with_the_own_address(core):

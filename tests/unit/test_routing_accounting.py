@@ -2,8 +2,7 @@
 import pytest
 
 from homework import pipeline as L
-from homework.flows import (LOCAL, AggregateStats, AggregateStatsRequest, Datapath, FlowRemoved, FlowStats,
-                            FlowStatsRequest)
+from homework.flows import LOCAL, Datapath, FlowRemoved, FlowStats, FlowStatsRequest
 from routingkit import ip_pkt, from_router, join, routing_core
 
 A = "02:00:00:00:00:0a"
@@ -60,7 +59,7 @@ def test_stats_polls_report_deltas_and_flow_removed_the_rest(core):
                        "dport": 9000, "npkts": 10, "nbytes": 10_000}
     routing.poll_flow_stats()
     bw = events(core, "bandwidth")
-    assert bw[-1] == {"mac": A, "ip": "10.2.0.2", "bytes": 30_000, "up": 30_000, "down": 0}
+    assert bw[-1] == {"mac": A, "ip": "10.2.0.2", "bytes": 30_000, "up": 30_000, "down": 0, "seconds": 10}
 
 
 def test_after_reconnect_the_first_poll_is_a_baseline(core):
@@ -75,31 +74,31 @@ def test_after_reconnect_the_first_poll_is_a_baseline(core):
 
 
 def answer_counts(core):
-    """The fake switch answers the routing component's flow-count requests (and the dump
-    those may ask for), until nothing is asked any more."""
+    """The fake switch answers the routing component's flow-stats requests (a poll's: the
+    learned entries, and the devices it reads), until nothing is asked any more."""
     while core.switch.stats_requests:
         requests, core.switch.stats_requests[:] = list(core.switch.stats_requests), []
         for req in requests:
             matching = [f for f in core.switch.flows if f.table_id == req.table_id
                         and f.cookie & req.cookie_mask == req.cookie & req.cookie_mask]
-            if isinstance(req, AggregateStatsRequest):
-                core.aggregate_stats(AggregateStats(request=req, packet_count=0, byte_count=0,
-                                                    flow_count=len(matching)))
-            else:
-                core.flow_stats(stats_for(matching, 1, 100))
+            core.flow_stats(stats_for(matching, 1, 100))
+
+
+def count_flows(core):
+    """One accounting poll, answered: the flow limit is checked from what it reads."""
+    core.switch.stats_requests.clear()
+    core.ctx.component("routing").poll_flow_stats()
+    answer_counts(core)
 
 
 def test_flow_limit_collapses_to_a_per_host_entry_with_an_alert(core):
     sw = core.switch
-    routing = core.ctx.component("routing")
     for port in range(10):
         assert sw.outputs(ip_pkt(1, A, "10.2.0.2", WEB, sport=20000 + port)) == [LOCAL]
-    routing.count_flows()
-    answer_counts(core)
+    count_flows(core)
     assert events(core, "alert") == [] and len(learned(core)) == 10      # at the limit: fine
     assert sw.outputs(ip_pkt(1, A, "10.2.0.2", WEB, sport=30000)) == [LOCAL]
-    routing.count_flows()
-    answer_counts(core)
+    count_flows(core)
     [alert] = events(core, "alert")
     assert alert["mac"] == A and alert["kind"] == "flow-limit"
     assert learned(core) == []
@@ -110,8 +109,7 @@ def test_flow_limit_collapses_to_a_per_host_entry_with_an_alert(core):
     assert len(account) == 2 and all(not f.actions for f in account)
     assert core.commands.call("routing-status")["devices"][0]["per_host"] is True
     # collapsed devices are not counted again, so no second alert
-    routing.count_flows()
-    answer_counts(core)
+    count_flows(core)
     assert len(events(core, "alert")) == 1
 
 
@@ -135,13 +133,16 @@ def test_flow_counting_is_one_request_whatever_the_number_of_devices(tmp_path, c
     for port, mac in enumerate(macs, start=1):
         join(core, mac, port)
         core.commands.call("permit", mac=mac)
+    routing = core.ctx.component("routing")
+    routing.poll_flow_stats()
     core.switch.stats_requests.clear()
-    core.ctx.component("routing").count_flows()
-    [request] = core.switch.stats_requests
-    assert isinstance(request, AggregateStatsRequest) and request.table_id == L.TABLE_ACCOUNT
-    assert request.cookie_mask == L.MASK_ONE_KIND and L.kind_of(request.cookie) == L.KIND_LEARNED
-    answer_counts(core)      # no flows at all: nothing more is asked, nothing collapses
-    assert core.switch.stats_requests == [] and events(core, "alert") == []
+    routing.poll_flow_stats()
+    learned = [r for r in core.switch.stats_requests if L.kind_of(r.cookie) == L.KIND_LEARNED]
+    [request] = learned
+    assert isinstance(request, FlowStatsRequest) and request.table_id == L.TABLE_ACCOUNT
+    assert request.cookie_mask == L.MASK_ONE_KIND
+    answer_counts(core)      # no flows at all: nothing collapses
+    assert events(core, "alert") == []
 
 
 def test_only_the_device_over_the_limit_is_collapsed_and_marked(tmp_path, clock):
@@ -159,8 +160,7 @@ def test_only_the_device_over_the_limit_is_collapsed_and_marked(tmp_path, clock)
         core.switch.outputs(ip_pkt(1, A, ip_a, WEB, sport=20000 + port))
     assert core.commands.call("status", mac=A)["flow_limited"] is False
     routing = core.ctx.component("routing")
-    routing.count_flows()
-    answer_counts(core)
+    count_flows(core)
     assert [a["mac"] for a in events(core, "alert")] == [A]
     assert core.commands.call("status", mac=A)["flow_limited"] is True
     assert core.commands.call("status", mac=B)["flow_limited"] is False
@@ -170,6 +170,8 @@ def test_only_the_device_over_the_limit_is_collapsed_and_marked(tmp_path, clock)
     account = [f for f in core.switch.flows if L.kind_of(f.cookie) == L.KIND_ACCOUNT
                and L.device_of(f.cookie) == routing.installed[A][0].index]
     core.flow_stats(stats_for(account, 5, 5_000))
+    routing.poll_flow_stats()
+    core.flow_stats(stats_for(account, 10, 10_000))      # each per-host entry 5,000 bytes more
     routing.poll_flow_stats()
     assert [e["bytes"] for e in events(core, "bandwidth") if e["mac"] == A][-1] == 2 * 5_000
     # re-permitting (a new decision) gives per-flow accounting back, and the mark goes

@@ -5,7 +5,7 @@ from conftest import make_core
 from homework.flows import LOCAL, Datapath
 from routingkit import ip_pkt
 from test_dhcp_server import join
-from test_routing_accounting import WEB, answer_counts
+from test_routing_accounting import WEB, count_flows
 
 A = "02:00:00:00:00:0a"
 
@@ -25,8 +25,7 @@ def test_the_board_view_and_an_sse_device_event_carry_the_mark(tmp_path, clock):
     ip = core.commands.call("status", mac=A)["lease"]["ip"]
     for port in range(11):
         core.switch.outputs(ip_pkt(1, A, ip, WEB, sport=20000 + port))
-    core.ctx.component("routing").count_flows()
-    answer_counts(core)
+    count_flows(core)
     assert [e for e, d in published if e == "alert" and d["kind"] == "flow-limit"]
     [device_event] = [d for e, d in published if e == "device"]
     assert device_event["mac"] == A and device_event["view"]["flow_limited"] is True

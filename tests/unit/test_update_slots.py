@@ -88,7 +88,8 @@ def test_grubs_half_of_a_spent_offer_is_cleared_but_a_fresh_offer_stays(lab):
     assert result["withdrawn"] == [] and entry.exists()
     assert slots.read_grubenv(lab.esp) == {"good_slot": "a", "try_slot": "b"}
     # made before this boot, which is on A: systemd-boot spent it (UEFI); GRUB's half goes too
-    (lab.esp / "loader" / "entries" / "homework-b+1.conf").rename(lab.esp / "loader" / "entries" / "homework-b+0-1.conf")
+    entries = lab.esp / "loader" / "entries"
+    (entries / "homework-b+1.conf").rename(entries / "homework-b+0-1.conf")
     past = time.time() - 600
     os.utime(env, (past, past))
     result = slots.mark_good(lab.esp, "a", booted_at=time.time() - 60)

@@ -77,7 +77,7 @@ def test_slow_meters_both_directions_once_the_allowance_is_used(tmp_path, clock)
     status = core.commands.call("status", mac=A)
     assert status["usage_slowed"] is True and status["usage_slow_kbps"] == 2000 and status["usage_blocked"] is False
     alert = [p for t, p in core.events if t == "alert" and p["kind"] == "usage-limit"]
-    assert [a["mac"] for a in alert] == [A] and "slowed down" in alert[0]["detail"]
+    assert [a["mac"] for a in alert] == [A] and "Its internet is slowed to 2 Mbit/s" in alert[0]["detail"]
 
     clock.now = at(2026, 5, 11, 0, 0, 1)                          # the next day
     core.ctx.component("usage").flush()

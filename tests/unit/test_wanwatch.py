@@ -62,23 +62,24 @@ def fs(tmp_path):
 
 
 def test_probe_up_with_carrier_and_default_route(fs):
-    assert fs() == Look(True, "wan0 is up with a default route")
+    assert fs() == Look(True, "the router's internet port (wan0) is connected")
 
 
 def test_probe_down_reasons(fs):
-    assert fs("wan9").ok is False and "does not exist" in fs("wan9").reason
+    assert fs("wan9").ok is False and "(wan9) is not there" in fs("wan9").reason
     (fs.dev / "carrier").write_text("0\n")
-    assert fs() == Look(False, "wan0 has no carrier (cable or modem)")
+    assert fs() == Look(False, "the router's internet port (wan0) has no link: check the cable to the modem, "
+                               "and the modem")
     (fs.dev / "operstate").write_text("down\n")
     (fs.dev / "carrier").unlink()           # the kernel refuses to read it while down
-    assert fs() == Look(False, "wan0 is down")
+    assert fs() == Look(False, "the router's internet port (wan0) is down")
 
 
 def test_probe_needs_a_default_route_through_the_wan(fs):
     (fs.dev.parent / "eth1").mkdir()
     fs.r4.write_text(ROUTE4_HEAD + "eth1\t00000000\t010011AC\t0003\t0\t0\t0\t00000000\t0\t0\t0\n"
                      "wan0\t006433C6\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n")
-    assert fs().ok is False and "no default route via wan0" in fs().reason
+    assert fs().ok is False and "no way out through its internet port (wan0)" in fs().reason
     # IPv6-only uplink: a ::/0 route out of wan0 is enough
     fs.r6.write_text("00000000000000000000000000000000 00 00000000000000000000000000000000 00 "
                      "fe800000000000000000000000000001 00000400 00000001 00000000 00000003     wan0\n")
@@ -137,14 +138,15 @@ def test_one_notification_per_change_and_none_for_flapping(core, clock):
     looks(core, clock, False, False, False, False, False)
     assert kinds(core) == ["wan-down"] and wan_up_metric(core) == 0
     note = core.commands.call("notifications")["notifications"][0]
-    assert note["title"] == "Internet connection down" and note["detail"] == "test link lost"
+    assert note["title"] == "The internet connection is down." and note["detail"] == "Test link lost."
     assert [a["kind"] for a in core.alerts] == ["wan-down"] and core.alerts[0]["mac"] == ""
     status = core.commands.call("wan-status")
     assert status["state"] == "down" and status["reason"] == "test link lost"
     looks(core, clock, True, True, True)
     assert kinds(core) == ["wan-up", "wan-down"] and wan_up_metric(core) == 1
     up = core.commands.call("notifications")["notifications"][0]
-    assert up["title"] == "Internet connection back" and up["detail"] == "test link up; it was down for 4 s"
+    assert up["title"] == "The internet connection is back." and \
+        up["detail"] == "Test link up. It was down for 4 s."
     # A second outage within a minute is news too (the dedup window is for floods of alerts).
     looks(core, clock, False, False, False)
     assert kinds(core) == ["wan-down", "wan-up", "wan-down"]

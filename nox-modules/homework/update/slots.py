@@ -135,7 +135,7 @@ class Entry:
         return "trying" if self.tries_left > 0 else "failed"
 
     def fields(self) -> dict[str, str]:
-        out = {}
+        out: dict[str, str] = {}
         try:
             text = self.path.read_text(encoding="utf-8", errors="replace")
         except OSError:

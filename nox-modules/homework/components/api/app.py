@@ -23,7 +23,7 @@ import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from webob import Request, Response
 
@@ -48,6 +48,7 @@ from . import resolver as resolver_routes
 from . import setup as setup_routes
 from . import reach as reach_routes
 from . import remote as remote_routes
+from . import captive as captive_routes
 from .stream import StreamLimit
 
 log = logging.getLogger("homework.api")
@@ -77,7 +78,7 @@ class Route:
     method: str
     pattern: re.Pattern
     handler: Callable
-    access: str        # public | read | admin
+    access: str        # public | read | admin | asking (pending devices too) | caller (any device, about itself)
     max_body: int = MAX_BODY
 
 
@@ -150,6 +151,9 @@ class ApiApp:
                                                                          "action", "rate")), "admin")
         add("POST", "/usage/limits/remove/?", self._usage_post("usage-limit-remove", ("mac", "owner")), "admin")
         add("POST", "/usage/lift/?", self._usage_post("usage-lift", ("mac", "owner")), "admin")
+        add("GET", "/usage/bursts/?", self.simple("usage-bursts"), "read")
+        add("POST", "/usage/bursts/?", self._usage_post("usage-burst", ("mac", "size", "minutes")), "admin")
+        add("POST", "/usage/bursts/remove/?", self._usage_post("usage-burst-remove", ("mac",)), "admin")
         add("GET", "/metrics/?", self.metrics, "read")
         add("GET", "/notifications/?", self.notifications, "read")
         add("POST", "/notifications/read/?", self.notifications_read, "admin")
@@ -174,6 +178,7 @@ class ApiApp:
         resolver_routes.add_routes(self)   # DNSSEC and the resolver's upstreams (resolver.py)
         reach_routes.add_routes(self)      # port forwards, UPnP mappings, may open ports (reach.py)
         remote_routes.add_routes(self)     # remote access over WireGuard (remote.py)
+        captive_routes.add_routes(self)    # a cut-off device told why, RFC 8908's API (captive.py)
 
     def _add(self, method: str, path: str, handler: Callable, access: str, max_body: int = MAX_BODY) -> None:
         self.routes.append(Route(method, re.compile(f"^{re.escape(PREFIX)}{path}$"), handler, access, max_body))
@@ -203,9 +208,10 @@ class ApiApp:
     def handle(self, req: Request) -> Response:
         route, params = self._match(req)
         caller = self.ctx.callers.resolve(self.client_address(req))
-        self.device_gate(caller, asking=route.access == "asking")
+        if route.access != "caller":       # "caller": about the caller, whatever its state: no gate
+            self.device_gate(caller, asking=route.access == "asking")
         principal = self.authenticate(req)
-        if route.access not in ("public", "asking"):
+        if route.access not in ("public", "asking", "caller"):
             if principal is None:
                 raise ApiError(401, "credentials required: log in on the Guest Board or send "
                                     "'Authorization: Bearer <token>'",
@@ -344,7 +350,8 @@ class ApiApp:
         data = self.body(call)
         unknown = set(data) - allowed
         if unknown:
-            raise ApiError(400, f"unknown field(s) {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(allowed))})")
+            raise ApiError(400, f"unknown field(s) {', '.join(sorted(unknown))} "
+                                f"(allowed: {', '.join(sorted(allowed))})")
         return data
 
     # -- handlers: public and sessions ---------------------------------------------------------
@@ -394,6 +401,7 @@ class ApiApp:
         return ok
 
     def logout(self, call: Call) -> Response:
+        assert call.principal is not None       # a "read" route: the app checked who calls
         if call.principal.kind == "session":
             self.auth.end_session(call.principal)
         resp = json_response({"logged_out": True})
@@ -402,6 +410,7 @@ class ApiApp:
 
     def session(self, call: Call) -> Response:
         p = call.principal
+        assert p is not None                    # a "read" route: the app checked who calls
         out = {"kind": p.kind, "role": p.role}
         if p.kind == "session":
             out["csrf"] = p.csrf
@@ -586,6 +595,7 @@ class ApiApp:
     def events(self, call: Call) -> Response:
         from .stream import format_event
         principal = call.principal
+        assert principal is not None            # a "read" route: the app checked who calls
         # The snapshot is built only for a stream the limits let in (it is the costly part).
         snapshot = lambda: [format_event("snapshot", {"devices": self.board.all_views()})]  # noqa: E731
         try:

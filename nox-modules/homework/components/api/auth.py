@@ -52,7 +52,8 @@ class HashGate:
     """Runs password hashing in real threads, at most `parallel` at once, with at most
     `waiting` callers queued (green threads under the controller: waiting costs nothing)."""
 
-    def __init__(self, parallel: int = HASH_PARALLEL, waiting: int = HASH_WAITING):
+    def __init__(self, parallel: int = HASH_PARALLEL, waiting: int = HASH_WAITING, off_loop: bool = True):
+        self.off_loop = off_loop       # False: on the caller's (green) thread, the benchmark's peer
         self._slots = threading.BoundedSemaphore(parallel)
         self._lock = threading.Lock()
         self._queued = 0
@@ -65,7 +66,7 @@ class HashGate:
             self._queued += 1
         try:
             with self._slots:
-                return offload(fn, *args)
+                return offload(fn, *args) if self.off_loop else fn(*args)
         finally:
             with self._lock:
                 self._queued -= 1
@@ -95,14 +96,14 @@ def check_new_password(password) -> str:
 
 
 class Auth:
-    def __init__(self, state, clock, session_lifetime: int = 43200):
+    def __init__(self, state, clock, session_lifetime: int = 43200, hash_off_loop: bool = True):
         self.state = state
         self.now = clock
         self.session_lifetime = session_lifetime
         # Sessions made or ended while the state could not be written (see the docstring).
         self._unsaved: dict[str, dict] = {}
         self._ended: set[str] = set()
-        self.hashing = HashGate()
+        self.hashing = HashGate(off_loop=hash_off_loop)
 
     # -- the admin password ----------------------------------------------------------
     def has_password(self) -> bool:

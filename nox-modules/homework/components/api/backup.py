@@ -2,6 +2,8 @@
 
     POST /ws.v1/backup    {"passphrase"}            -> the .hwbak file, as a download
     POST /ws.v1/restore   {"passphrase", "backup"}  -> what was restored; the controller restarts in place
+    GET  /ws.v1/restore/status                      -> {"restore": {..., "applied"}} once the restarted
+                                                       controller has everything in force (public)
 
 Admin only: a backup holds every device decision and, encrypted, the password and token
 hashes. A wrong passphrase, a changed or damaged file, a backup of a newer release or
@@ -47,5 +49,12 @@ def add_routes(app) -> None:
             raise ApiError(400, "send {\"passphrase\": \"...\", \"backup\": <the backup file's JSON>}")
         return json_response(app.command("restore", passphrase=data["passphrase"], backup=data["backup"]))
 
+    def restore_status(call):
+        need()
+        return json_response(app.command("restore-status"))
+
     app._add("POST", "/backup/?", backup, "admin")
+    # public: after a restore the board's session is gone (the controller restarted), and
+    # the answer says only whether the restored settings are in force yet
+    app._add("GET", "/restore/status/?", restore_status, "public")
     app._add("POST", "/restore/?", restore, "admin", max_body=RESTORE_MAX_BODY)

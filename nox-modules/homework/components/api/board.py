@@ -20,8 +20,8 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from ... import routernames
-from .oui import default_table, is_private
+from ... import wording
+from ...oui import default_table, is_private
 
 ASKING_GRACE = 10.0       # seconds a pending device stays "asking" after its last DHCP message
 LINK_ONLY_TTL = 60.0      # a MAC heard only by the radio stays on the board this long
@@ -104,7 +104,9 @@ class Board:
         with self._lock:
             m = self._m(ev.mac)
             if m.link_bytes is None or now - m.link_at > LINK_PREFERRED:
-                self._count(m, max(0, _int(ev.bytes) or 0), now)
+                # routing tells a device only while it moves bytes (then once with none), and
+                # says how long each report covers: the rate is over that, not since the last one
+                self._count(m, max(0, _int(ev.bytes) or 0), now, ev.seconds)
             return m
 
     def on_alert(self, ev: Alert) -> None:
@@ -112,12 +114,14 @@ class Board:
             self._m(ev.mac).alerts.appendleft({"at": self.ctx.now(), "kind": str(ev.kind),
                                                   "detail": str(ev.detail)})
 
-    def _count(self, m: Metrics, nbytes: int, now: float) -> None:
+    def _count(self, m: Metrics, nbytes: int, now: float, seconds: float | None = None) -> None:
         day = time.strftime("%Y-%m-%d", time.localtime(now))
         if day != m.day:
             m.day, m.today = day, 0
         m.today += nbytes
-        if m.traffic_at:
+        if seconds:
+            m.bps = nbytes / max(float(seconds), 0.001)
+        elif m.traffic_at:
             m.bps = nbytes / max(now - m.traffic_at, 0.001)
         m.traffic_at = now
 
@@ -139,18 +143,7 @@ class Board:
 
     def label(self, mac: str, name: str = "", hostname: str = "") -> dict:
         vendor = self.oui.vendor(mac)
-        if name:
-            text, source = name, "name"
-        elif hostname and routernames.reserved(routernames.label_of(hostname)):
-            # never shown as the router (or a satellite): it only calls itself so
-            text, source = f"{vendor + ' device' if vendor else 'A device'} calling itself “{hostname[:40]}”", \
-                "hostname-reserved"
-        elif hostname:
-            text, source = hostname, "hostname"
-        elif vendor:
-            text, source = f"{vendor} device", "vendor"
-        else:
-            text, source = mac, "mac"
+        text, source = wording.label(mac, name, hostname, vendor)
         return {"label": text, "label_source": source, "vendor": vendor, "private": is_private(mac)}
 
     def view(self, device) -> dict:

@@ -37,7 +37,7 @@ class ApiComponent(Component):
     def __init__(self, ctx):
         super().__init__(ctx)
         cfg = ctx.config
-        self.auth = Auth(ctx.state, ctx.now, cfg.api_session_lifetime)
+        self.auth = Auth(ctx.state, ctx.now, cfg.api_session_lifetime, hash_off_loop=cfg.api_hash_off_loop)
         self.limiter = LoginLimiter(ctx.now)
         self.board = Board(ctx)
         self.stream = EventStream()
@@ -126,11 +126,12 @@ class ApiComponent(Component):
         if status["writable"]:
             self.log.warning("state storage writable again: queued writes saved")
             return
-        what = "storage full" if status["full"] else "storage cannot be written"
+        what = "The router's storage is full" if status["full"] else "The router cannot write to its storage"
         kind = AlertKind.STORAGE_FULL if status["full"] else AlertKind.STORAGE_ERROR
         self.ctx.bus.publish(Alert(mac="", kind=kind,
-                                   detail=f"{what}: changes are refused and {status['queued_writes']} writes are "
-                                          f"kept in memory until space is freed ({status['error']})"))
+                                   detail=f"{what}: changes are refused, and {status['queued_writes']} waiting "
+                                          "changes are kept in memory until there is room again.",
+                                   data={"queued_writes": status["queued_writes"], "error": status["error"]}))
 
     # -- bus -> Guest Board ------------------------------------------------------------------
     def _on_event(self, topic: str, payload) -> None:

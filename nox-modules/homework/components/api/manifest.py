@@ -36,7 +36,7 @@ MANIFEST = Manifest(
         NotBackedUp("api_sessions", (1,), "sessions were signed in under the old password: a restore ends them",
                     cleared_by_restore=True),
     ),
-    routes=("app", "parity", "setup"),
+    routes=("app", "parity", "setup", "captive"),
     publishes=(events.Alert,),
     hears=(events.Device, events.Lease, events.Link, events.Bandwidth, events.Alert, events.Schedule,
            events.QosDevice, events.Nearby, events.Satellite),

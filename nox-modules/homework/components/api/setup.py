@@ -22,11 +22,46 @@ import logging
 import secrets
 import threading
 
-from ... import firsthour
+from ... import cutoff_pages, firsthour
+from ...cutoff import PENDING
 
 log = logging.getLogger("homework.api.setup")
 TICKET_SECONDS = 600.0     # accepting the self-signed certificate takes a while the first time
 MAX_TICKETS = 16
+
+# The offer on the pending device's page (cutoff_pages.py): hidden until setup.js, served
+# by the captive pages' server, asks GET /ws.v1/setup and finds it open for this device.
+SETUP_OFFER = """  <section id="setup" hidden>
+    <h2>Is this your new router?</h2>
+    <p>Nobody has set it up yet. If it is yours, choose its password here: this device is then
+       let in, and you let every other device in from the Guest Board.</p>
+    <button type="button" id="setup-start">This is my router: set it up</button>
+    <form id="setup-form" hidden>
+      <label>Choose a password for the router (at least 8 characters)
+        <input type="password" name="password" minlength="8" maxlength="256" autocomplete="new-password"
+               required></label>
+      <label>Type it again
+        <input type="password" name="again" minlength="8" maxlength="256" autocomplete="new-password" required></label>
+      <label id="setup-proof" hidden>This device is not plugged into the router with a cable, so the router
+        asks for a secret of its own: the password on the router's screen, or the set-up code shown when it was
+        reset. (Without either, plug a computer into one of the router's ports and set it up from there.)
+        <input name="proof" autocomplete="off" maxlength="256"></label>
+      <button type="submit">Set it up</button>
+    </form>
+    <div id="setup-done" hidden>
+      <p>Done: this device is on the network, and the router's password is the one you chose.
+         The Guest Board opens now at <a id="setup-board" href="#"></a>.</p>
+      <p class="hint">Your browser will warn that the router's certificate is its own (self-signed):
+         that is expected; continue to the site.<span id="setup-fingerprint-row" hidden> Its fingerprint
+         (SHA-256) is <code id="setup-fingerprint"></code>.</span></p>
+    </div>
+    <p id="setup-message" role="status"></p>
+  </section>
+  <script src="/setup.js"></script>"""
+
+
+def setup_offer(mac: str) -> str:
+    return SETUP_OFFER
 
 
 def add_routes(app) -> None:
@@ -150,6 +185,7 @@ def add_routes(app) -> None:
         app.limiter.succeeded(call.caller.key)
         return app.new_session(call)
 
+    cutoff_pages.add_piece(PENDING, setup_offer)        # on the pending device's page
     app.ctx.bus.subscribe("device", close_on_decision)
     app._add("GET", "/setup/?", status, "asking")
     app._add("POST", "/setup/?", set_up, "asking")

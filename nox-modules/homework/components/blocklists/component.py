@@ -17,6 +17,7 @@ Precedence (dnsd/src/policy.rs, dns/policy.py): explicit rules first, then lists
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import threading
@@ -33,10 +34,12 @@ from .compile import Compiled
 from .fetch import FetchError, check_url
 from .parse import ListError
 from .store import SortedNames, Store
+from ...interfaces import DnsLists, RestoredLists
 
 HOUSEHOLD = "*"
 CHECK_EVERY = 60            # seconds between looks for lists due a refresh
 MAX_OWNER = 64
+FETCHING = "its names are being fetched again"
 COMPILE_SECONDS = 600       # a list of [blocklists] max_names names takes seconds; a stuck one is stopped
 PACKAGE_ROOT = Path(__file__).resolve().parents[3]     # the directory holding `homework`
 
@@ -52,34 +55,43 @@ def owner_of(owner) -> str:
 class BlocklistsComponent(Component):
     name = "blocklists"
 
-    def __init__(self, ctx):
+    def __init__(self, ctx, dns: DnsLists | None = None):
         super().__init__(ctx)
+        self.dns = dns      # what the dns component offers (interfaces.py); None: it is not loaded
         self.store = Store(ctx.state, Path(ctx.config.state_dir) / "blocklists")
         self._lock = threading.RLock()
         self.loaded: dict[int, SortedNames] = {}
         self.macs: dict[int, frozenset | None] = {}     # what dnsd has for each list
         self.safe_search = bool(ctx.config.dns_safe_search)
-        self.dns = None
         self.guard = Guard(household_networks_of(ctx), ctx.host.interfaces)
+
+    def offer(self, interface: type) -> object:
+        if interface is RestoredLists:
+            return self
+        return super().offer(interface)
 
     # -- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
         option = self.store.option("safe_search")
         if option is not None:
             self.safe_search = option == "on"
-        self.dns = self.ctx.component("dns")
         if self.dns is None:
             self.log.warning("the dns component is not loaded: blocklists and safe-search are stored but not enforced")
+        missing = []
         for row in self.store.all():
             try:
                 self._install(row, push=False)
             except OSError as exc:
-                # the file is gone (state dir restored without it): fetched again when due
+                # the file is gone (state dir restored without it): fetched again at once
                 self.log.warning("blocklist %s: cannot read its names (%s); fetching it again", row["id"], exc)
-                self.store.failed(row["id"], f"names file missing: {exc}", 0)
+                self.store.failed(row["id"], FETCHING, 0)
+                missing.append(row["id"])
+        if missing:
+            threading.Thread(target=self._fetch_missing, args=(missing,), daemon=True,
+                             name="blocklists-missing").start()
         if self.dns is not None:
-            self.dns.snapshot_sources.append(self._dnsd_lines)
-            self.dns.push_lines(self._dnsd_lines())
+            self.dns.resend_on_reconnect(self._dnsd_lines)
+            self.dns.send(self._dnsd_lines())
         self.ctx.bus.subscribe("device", self._on_device)
         self._register_commands()
         self.ctx.every(min(CHECK_EVERY, self.ctx.config.blocklists_refresh_interval), self._refresh_due)
@@ -114,8 +126,8 @@ class BlocklistsComponent(Component):
             self.loaded[list_id] = names
             self.macs[list_id] = macs
         if self.dns is not None:
-            self.dns.policy.set_list(str(list_id), macs, names)
-            if push and not self.dns.push_lines([self._list_line(list_id)]):
+            self.dns.set_list(str(list_id), macs, names)
+            if push and not self.dns.send([self._list_line(list_id)]):
                 self.log.warning("homework-dnsd did not confirm list %s; it gets it on reconnect", list_id)
 
     def _on_device(self, topic: str, ev: dict) -> None:
@@ -132,8 +144,8 @@ class BlocklistsComponent(Component):
                     changed.append(list_id)
         if changed and self.dns is not None:
             for list_id in changed:
-                self.dns.policy.set_list(str(list_id), self.macs[list_id], self.loaded[list_id])
-            self.dns.push_lines([self._list_line(i) for i in changed])
+                self.dns.set_list(str(list_id), self.macs[list_id], self.loaded[list_id])
+            self.dns.send([self._list_line(i) for i in changed])
 
     # -- fetching --------------------------------------------------------------------------
     def _download(self, url: str, allow_local: bool, besides: int | None = None) -> tuple[Path, Compiled]:
@@ -147,7 +159,8 @@ class BlocklistsComponent(Component):
         try:
             try:
                 download(url, raw, cap=cfg.blocklists_max_bytes, seconds=cfg.blocklists_fetch_timeout,
-                         guard=self.guard, allow_local=allow_local, headers={"User-Agent": "homework-router blocklists"})
+                         guard=self.guard, allow_local=allow_local,
+                         headers={"User-Agent": "homework-router blocklists"})
             except HttpOutError as exc:
                 raise FetchError(f"cannot fetch the list: {exc}") from None
             compiled = self._compile(raw, staged, cfg.blocklists_max_names)
@@ -195,7 +208,7 @@ class BlocklistsComponent(Component):
             raise ValueError(f"blocklist refused: {exc}") from None
         staged, compiled = self._download(url, allow_local)
         list_id = self.store.add(url, owner, compiled, self.ctx.now(), staged, allow_local)
-        self._install(self.store.get(list_id))
+        self._install(self._row(list_id))
         self.log.info("blocklist %s added: %s (%d names, %d lines skipped)", list_id, url, compiled.rules,
                       compiled.skipped)
         return self.view(list_id)
@@ -208,8 +221,66 @@ class BlocklistsComponent(Component):
             self.store.failed(row["id"], str(exc), self.ctx.now())
             raise ValueError(f"refresh failed, the previous names stay in force: {exc}") from None
         self.store.refreshed(row["id"], compiled, self.ctx.now(), staged)
-        self._install(self.store.get(row["id"]))
+        self._install(self._row(row["id"]))
         return self.view(row["id"])
+
+    def _fetch_missing(self, list_ids: list[int]) -> None:
+        for list_id in list_ids:
+            try:
+                self.refresh(list_id)
+                self.log.info("blocklist %s fetched again", list_id)
+            except (ValueError, CommandError) as exc:
+                self.log.warning("blocklist %s: %s", list_id, exc)
+
+    def pending(self) -> list[int]:
+        """Enabled lists whose names are not in force yet and are still to be fetched (not
+        those whose fetch failed: their error is shown)."""
+        with self._lock:
+            return [row["id"] for row in self.store.all() if row["enabled"] and row["id"] not in self.loaded
+                    and row["error"] in ("", FETCHING)]
+
+    # -- a restore brings its lists' names with it (components/backup) ------------------------
+    def prefetch(self, rows) -> dict:
+        """Fetch and compile the lists of a backup before the restore writes anything:
+        url -> (a staged names file, its counts) or the problem, in the household's words."""
+        out: dict = {}
+        for row in rows:
+            url = row["url"]
+            if url in out:
+                continue
+            try:
+                out[url] = self._download(check_url(url), bool(row.get("allow_local", False)))
+            except (FetchError, ListError, ValueError) as exc:
+                out[url] = f"The blocklist {url} could not be fetched ({exc}): it applies once it is."
+        return out
+
+    def adopt(self, prefetched: dict) -> list[str]:
+        """After the restore's transaction: each restored list gets its prefetched names
+        under its new id (a URL subscribed twice, for two owners, gets a copy); the
+        problems, in words."""
+        problems, now = [], self.ctx.now()
+        for row in self.store.all():
+            got = prefetched.get(row["url"])
+            if isinstance(got, tuple):
+                staged, compiled = got
+                if not staged.exists():          # the same URL's second row
+                    copy = self.store.staging_path()
+                    shutil.copyfile(self.store.path(self._first_of(row["url"])), copy)
+                    staged = copy
+                self.store.refreshed(row["id"], compiled, now, staged)
+            elif isinstance(got, str):
+                problems.append(got)
+                self.store.failed(row["id"], got, 0)
+        return problems
+
+    def _first_of(self, url: str) -> int:
+        return min(r["id"] for r in self.store.all() if r["url"] == url)
+
+    def drop_prefetched(self, prefetched: dict) -> None:
+        """A restore that wrote nothing: its staged files go."""
+        for got in prefetched.values():
+            if isinstance(got, tuple):
+                got[0].unlink(missing_ok=True)
 
     def _refresh_due(self) -> None:
         now = self.ctx.now()
@@ -227,8 +298,8 @@ class BlocklistsComponent(Component):
             self.loaded.pop(row["id"], None)
             self.macs.pop(row["id"], None)
         if self.dns is not None:
-            self.dns.policy.remove_list(str(row["id"]))
-            self.dns.push_lines([f"unlist {row['id']}"])
+            self.dns.remove_list(str(row["id"]))
+            self.dns.send([f"unlist {row['id']}"])
         self.store.remove(row["id"])
         return {"removed": row["id"], "url": row["url"]}
 
@@ -241,7 +312,7 @@ class BlocklistsComponent(Component):
             self.store.set_option("safe_search", "on" if enabled else "off")
             self.safe_search = enabled
             if self.dns is not None:
-                self.dns.push_lines([f"safesearch {'on' if enabled else 'off'}"])
+                self.dns.send([f"safesearch {'on' if enabled else 'off'}"])
         return {"enabled": self.safe_search}
 
     # -- views -----------------------------------------------------------------------------
@@ -253,8 +324,7 @@ class BlocklistsComponent(Component):
         return row
 
     def _blocked_counts(self) -> dict:
-        link = self.dns.link if self.dns is not None else None
-        stats = link.stats() if link is not None else {}
+        stats = self.dns.stats() if self.dns is not None else {}
         return {int(k.split(".", 1)[1]): v for k, v in stats.items()
                 if k.startswith("list_blocked.") and k.split(".", 1)[1].isdigit() and isinstance(v, int)}
 

@@ -4,6 +4,7 @@ one of the DNS options (the dns manifest's dns_options)."""
 from __future__ import annotations
 
 from ... import events, rowcheck
+from ...interfaces import DnsLists, RestoredLists
 from ...manifest import Manifest, Settings
 from .fetch import FetchError, check_url
 
@@ -30,5 +31,7 @@ MANIFEST = Manifest(
                                                             "skipped", "error")}}),
     ),
     routes=("blocklists",),
+    needs={"dns": DnsLists},
+    offers=(RestoredLists,),
     hears=(events.Device,),
 )

@@ -9,9 +9,9 @@ the controller then does the bookkeeping as if it had answered (lease expiry, ev
 state.db). It also offers a never-seen device one of the free blocks the controller
 reserved for that (`reserve`), unless the controller names the MAC as one it decides
 itself (`known`), and within the controller's new-MAC figures (`new_macs`); the note
-names the block (`reserved`) and the controller claims it. Every other frame comes here unchanged (a "punt") and goes through
-DhcpServer.handle as before, its reply out of a send-only raw socket. So decisions stay
-in one place, and the common case costs no Python.
+names the block (`reserved`) and the controller claims it. Every other frame comes here
+unchanged (a "punt") and goes through DhcpServer.handle as before, its reply out of a
+send-only raw socket. So decisions stay in one place, and the common case costs no Python.
 
 Wire: one AF_UNIX SOCK_SEQPACKET pair, the daemon's end passed as --control-fd; one
 message per packet. To the daemon: JSON {"op": "set", mac, port, ip, router, broadcast, lease_time,
@@ -36,7 +36,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable, Sequence
 
 log = logging.getLogger("homework.dhcp.dhcpd")
 
@@ -74,7 +74,7 @@ class DhcpdLink:
 
     def __init__(self, binary: str, interface: str, on_punt: Callable[[bytes], None],
                  on_note: Callable[[dict], None], table: Callable[[], list[dict]],
-                 count: Callable[..., None], setup: Callable[[], list[dict]] = list, extra_args: tuple = ()):
+                 count: Callable[..., None], setup: Callable[[], list[dict]] = list, extra_args: Sequence[str] = ()):
         self.binary = binary
         self.extra_args = tuple(extra_args)   # e.g. the encrypted DNS it announces (--dnr, homework/dnr.py)
         self.interface = interface
@@ -127,7 +127,7 @@ class DhcpdLink:
                 if sock is not None:
                     sock.settimeout(BOOK_EVERY)
                 data = sock.recv(MAX_MESSAGE) if sock else b""
-            except socket.timeout:
+            except TimeoutError:
                 self.book()
                 continue
             except OSError:
@@ -223,9 +223,9 @@ class DhcpdLink:
 
     # -- the table -----------------------------------------------------------------------------
     def set(self, entry: dict) -> None:
-        if self._held.get(entry.get("mac")) == entry:
+        if self._held.get(entry["mac"]) == entry:
             return
-        self._held[entry.get("mac")] = dict(entry)
+        self._held[entry["mac"]] = dict(entry)
         self._send({"op": "set", **entry})
 
     def delete(self, mac: str) -> None:

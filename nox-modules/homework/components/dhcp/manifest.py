@@ -3,6 +3,7 @@ the lease events and alerts it publishes, and its counters."""
 from __future__ import annotations
 
 from ... import events
+from ...leases import LeaseReader
 from ...manifest import Manifest, NotBackedUp
 
 K = events.AlertKind
@@ -13,6 +14,7 @@ MANIFEST = Manifest(
         NotBackedUp("leases", (1, 2), "a restored router hands out addresses afresh; devices ask again"),
         NotBackedUp("quarantine", (3,), "holds on address blocks end with the leases they guard"),
     ),
+    offers=(LeaseReader,),
     publishes=(events.Lease, events.Alert),
     hears=(events.Device, events.Ipv6Plan, events.StationAt),
     alerts=(K.DHCP_FLOOD, K.DHCP_RELAY, K.DHCP_PORT_MISMATCH, K.DHCP_RELEASE_FORGED, K.DHCP_DECLINE_FORGED),
@@ -29,6 +31,10 @@ MANIFEST = Manifest(
         "dhcp.spoofed_source": "messages whose Ethernet source is not the client MAC they carry",
         "dhcp.relay_refused": "relayed messages from an agent not listed, or for a lease on our own ports",
         "dhcp.wrong_port": "requests for a lease from another port than it is bound to",
+        "dhcp.forgotten_watched": "forgotten devices watched while they may still believe in their lease",
+        "dhcp.forgotten_came_back": "devices that believed in a lease ours had ended: pending again on their address",
+        "dhcp.forgotten_renewal_naks": "renewals of forgotten devices NAKed (they start over as new devices)",
+        "dhcp.leases_cut_short": "leases of devices no longer permitted cut short to a pending lease at start",
         "dhcp.roamed": "leases that moved with a station from one satellite radio to another",
         "dhcp.roamed_by_radio": "leases moved because a radio heard the station roam",
         "dhcp.moved_acks": "ACKs of a lease that moved port, sent after its new flows",

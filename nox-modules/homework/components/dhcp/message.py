@@ -16,8 +16,9 @@ FIXED = struct.Struct("!BBBBIHH4s4s4s4s16s64s128s")   # 236 bytes before the mag
 BROADCAST_FLAG = 0x8000
 
 DISCOVER, OFFER, REQUEST, DECLINE, ACK, NAK, RELEASE, INFORM = 1, 2, 3, 4, 5, 6, 7, 8
+FORCERENEW = 9      # RFC 3203: the server asks a client to renew now (we only send it)
 TYPE_NAMES = {DISCOVER: "DISCOVER", OFFER: "OFFER", REQUEST: "REQUEST", DECLINE: "DECLINE",
-              ACK: "ACK", NAK: "NAK", RELEASE: "RELEASE", INFORM: "INFORM"}
+              ACK: "ACK", NAK: "NAK", RELEASE: "RELEASE", INFORM: "INFORM", FORCERENEW: "FORCERENEW"}
 
 OPT_PAD, OPT_END = 0, 255
 OPT_SUBNET_MASK = 1
@@ -36,6 +37,7 @@ OPT_MAX_SIZE = 57
 OPT_T1 = 58
 OPT_T2 = 59
 OPT_CLIENT_ID = 61
+OPT_CAPTIVE_PORTAL = 114   # RFC 8910: the captive portal API's URL
 
 
 @dataclass
@@ -135,7 +137,7 @@ def _parse_options(data: bytes, offset: int) -> dict[int, bytes]:
 
 
 def _ip(raw: bytes) -> str:
-    return "%d.%d.%d.%d" % tuple(raw)
+    return ".".join(str(b) for b in raw[:4])
 
 
 def build(*, msg_type: int, request: DhcpMessage, yiaddr: str, server_id: str,

@@ -12,17 +12,20 @@ from __future__ import annotations
 
 from ... import dnr
 from ...component import Component
-from ...events import Alert, Lease as LeaseEvent
+from ...events import Alert, AlertKind, Lease as LeaseEvent
 from ...flows import CONTROLLER, ETH_IP, PROTO_UDP, Datapath, FlowMod, Output, PacketIn, PacketOut
 from ...packets import (BROADCAST_MAC, PacketError, build_ethernet, build_ipv4, build_udp,
                         parse_ethernet, parse_ipv4, parse_udp)
 from . import fastpath
 from .dhcpd_link import DhcpdLink, find_binary
 from .new_devices import NewDeviceOffers
+from . import returning
 from . import message as m
 from .admission import NewMacGate
 from .allocator import RESERVED, Allocator, Block, PoolExhausted
-from ...leases import Lease
+from ... import wording
+from ...cutoff import captive_api_uri
+from ...leases import Lease, LeaseReader
 from ...pipeline import COOKIE_DHCP, PRIO_DHCP
 
 SERVER_PORT, CLIENT_PORT = 67, 68
@@ -56,6 +59,12 @@ class DhcpServer(Component):
         self._fast_mac = ""               # the router MAC the reply flow writes
         self._fast_failed = False         # logged once
         self._addressed_at = float("-inf")   # ctx.now() of the last router address a device took
+        # forgotten devices that may still believe they hold their lease (returning.py)
+        self.returning: dict[str, returning.Returning] = {}
+        # mac -> when the lease we last told the device ends: the device believes in it, even
+        # where our side ended it earlier (a lease cut short when it lost its permission)
+        self.believed: dict[str, float] = {}
+        self._ask_to_renew: set[str] = set()      # FORCERENEW once the switch is there
         # homework-dhcpd's offers to never-seen devices, from blocks reserved for it
         self.new_devices = NewDeviceOffers(ctx, self.alloc, self.gate, self.log,
                                            link=lambda: self.dhcpd, sync=self._dhcpd_sync)
@@ -75,14 +84,14 @@ class DhcpServer(Component):
             self.hostnames[mac] = row["hostname"]
             if row["relay"]:
                 self.relays[mac] = row["relay"]
+            self.believed[mac] = row["expires"]
             if row["expires"] > now:
                 self._install_router_address(mac)
+                self._cut_short(mac, now)
         self._restore_holds(now)
         self.ctx.bus.subscribe("device", self._on_device)
         self.ctx.bus.subscribe("ipv6_plan", self._on_ipv6_plan)
         self.ctx.bus.subscribe("station_at", self._on_station_at)
-        self.ctx.devices.has_live_lease = self.live.__contains__
-        self.ctx.leases = self
         # Remove router addresses of leases that expired while we were down (the spares stay).
         installed = self.ctx.host.router_addresses()
         spares = self._upcoming_routers(now)
@@ -106,12 +115,15 @@ class DhcpServer(Component):
             self.fast = None
 
     def datapath_up(self, dp: Datapath) -> list:
+        watches = [d for r in self.returning.values() for d in returning.watch(r)]
+        watches += [self._forcerenew(mac) for mac in sorted(self._ask_to_renew) if mac in self.live]
+        self._ask_to_renew.clear()
         if self._fast_path_ready():
             self._fast_mac = self._router_mac()
-            return fastpath.flows(self._fast_mac)
+            return fastpath.flows(self._fast_mac) + watches
         # Every DHCP request from any port comes to us.
         return [FlowMod(match={"eth_type": ETH_IP, "ip_proto": PROTO_UDP, "udp_dst": SERVER_PORT},
-                        actions=(Output(CONTROLLER),), priority=PRIO_DHCP, cookie=COOKIE_DHCP)]
+                        actions=(Output(CONTROLLER),), priority=PRIO_DHCP, cookie=COOKIE_DHCP)] + watches
 
     # -- the fast path -----------------------------------------------------------
     def _fast_path_ready(self) -> bool:
@@ -262,6 +274,11 @@ class DhcpServer(Component):
         return self.ctx.host.local_mac() or "02:00:00:00:00:01"
 
     # -- the lease reader (ctx.leases): how everyone else sees leases ------------------------
+    def offer(self, interface: type) -> object:
+        if interface is LeaseReader:
+            return self
+        return super().offer(interface)
+
     def get(self, mac: str) -> Lease | None:
         block = self.alloc.block_for(mac)
         if block is None:
@@ -272,10 +289,19 @@ class DhcpServer(Component):
                      active=mac in self.live)
 
     def all(self) -> list[Lease]:
-        return [self.get(mac) for mac in self.alloc.assignments()]
+        return [lease for mac in self.alloc.assignments() if (lease := self.get(mac)) is not None]
 
     def active(self) -> list[Lease]:
-        return [self.get(mac) for mac in list(self.live)]
+        return [lease for mac in list(self.live) if (lease := self.get(mac)) is not None]
+
+    def _held(self, mac: str) -> Lease:
+        """The lease of a MAC that holds a block (its caller has just given it one or ended it)."""
+        lease = self.get(mac)
+        assert lease is not None, mac
+        return lease
+
+    def is_active(self, mac: str) -> bool:
+        return mac in self.live
 
     def by_address(self, address: str) -> Lease | None:
         block = self.alloc.block_of_address(address)
@@ -299,6 +325,9 @@ class DhcpServer(Component):
 
     # -- packets -----------------------------------------------------------------------
     def packet_in(self, pkt: PacketIn, frame) -> list | None:
+        if self.returning and frame.src_mac in self.returning and not _is_dhcp_request(frame):
+            self.came_back(frame.src_mac, pkt.in_port)
+            return []
         if frame.ethertype != ETH_IP:
             return None
         ip = parse_ipv4(frame.payload)
@@ -323,13 +352,17 @@ class DhcpServer(Component):
             return []
         if kind in (m.DISCOVER, m.REQUEST) and self._held_elsewhere(msg, in_port):
             return []
+        if kind in (m.DISCOVER, m.REQUEST) and state == "permitted" and msg.giaddr == "0.0.0.0":
+            self._preapproval_holds(msg.mac, in_port)
         if state is None and kind in (m.DISCOVER, m.REQUEST) \
                 and not self.gate.admit(in_port, msg.mac, self.ctx.now()):
             self.ctx.count("dhcp.new_mac_limited")
             self._alert(f"port {in_port}", "dhcp-flood",
-                        f"port {in_port} brings more new devices than allowed "
-                        f"({self.ctx.config.new_macs_burst} at once, {self.ctx.config.new_macs_per_minute}/min): "
-                        "the rest wait", mac="")
+                        f"More new devices than allowed are asking to join on port {in_port} "
+                        f"({self.ctx.config.new_macs_burst} at once, then {self.ctx.config.new_macs_per_minute} "
+                        "a minute): the others wait their turn.", mac="",
+                        data={"port": in_port, "burst": self.ctx.config.new_macs_burst,
+                              "per_minute": self.ctx.config.new_macs_per_minute})
             return []
         if kind == m.DISCOVER:
             return self._discover(msg, in_port)
@@ -356,14 +389,16 @@ class DhcpServer(Component):
         if msg.giaddr not in self.relay_agents:
             self.ctx.count("dhcp.relay_refused")
             self._alert(f"relay {msg.giaddr}", "dhcp-relay",
-                        f"DHCP relayed by {msg.giaddr} from port {in_port}, which is not a configured relay: ignored",
-                        mac="")
+                        f"A DHCP relay at {msg.giaddr} on port {in_port} is not one the router was told of: "
+                        "its requests are ignored.", mac="", data={"relay": msg.giaddr, "port": in_port})
             return False
         if msg.mac in self.live and msg.mac not in self.relays:
             self.ctx.count("dhcp.relay_refused")
+            who = wording.name_of(self.ctx.state, msg.mac)
             self._alert(msg.mac, "dhcp-relay",
-                        f"relay {msg.giaddr} spoke for {msg.mac}, whose lease is on local port "
-                        f"{self.ports.get(msg.mac)}: ignored")
+                        wording.sentence(f"a DHCP relay at {msg.giaddr} spoke for {who}, which is plugged into "
+                                         f"port {self.ports.get(msg.mac)} of the router: ignored"),
+                        data={"relay": msg.giaddr, "port": self.ports.get(msg.mac)})
             return False
         return True
 
@@ -382,16 +417,31 @@ class DhcpServer(Component):
             self.ctx.count("dhcp.roamed")
             return False
         self.ctx.count("dhcp.wrong_port")
+        who, address = wording.name_of(self.ctx.state, mac), self.alloc.block_for(mac).device
         self._alert(mac, "dhcp-port-mismatch",
-                    f"DHCP for {mac} from port {in_port}, but its lease ({self.alloc.block_for(mac).device}) "
-                    f"lives on port {old}: refused")
+                    wording.sentence(f"something on port {in_port} asked for the address of {who} ({address}), "
+                                     f"but {who} is on port {old}: refused"),
+                    data={"port": in_port, "lease_port": old, "ip": address})
         return True
+
+    def _preapproval_holds(self, mac: str, in_port: int) -> bool:
+        """A pre-approved device holds its pre-approval on the first port it is seen on
+        (devices.check_preapproval); the radios a station roams between count as one."""
+        dp = self.ctx.datapath
+        name = dp.port_name(in_port) if dp is not None else ""
+
+        def same_place(a: str, b: str) -> bool:
+            if dp is None:
+                return False
+            na, nb = dp.ports.get(a), dp.ports.get(b)
+            return na is not None and nb is not None and self.ctx.is_radio_port(na) and self.ctx.is_radio_port(nb)
+        return self.ctx.devices.check_preapproval(mac, name or "", same_place)
 
     def _port_up(self, port: int) -> bool:
         dp = self.ctx.datapath
         return dp is None or port in dp.ports.values()
 
-    def _alert(self, key: str, kind: str, detail: str, mac: str | None = None) -> None:
+    def _alert(self, key: str, kind: str, detail: str, mac: str | None = None, data: dict | None = None) -> None:
         now = self.ctx.now()
         if now - self._alerted.get((key, kind), -ALERT_EVERY) < ALERT_EVERY:
             return
@@ -399,10 +449,12 @@ class DhcpServer(Component):
             self._alerted.clear()
         self._alerted[(key, kind)] = now
         self.log.warning("%s: %s", kind, detail)
-        self.ctx.bus.publish(Alert(mac=key if mac is None else mac, kind=kind, detail=detail))
+        self.ctx.bus.publish(Alert(mac=key if mac is None else mac, kind=AlertKind(kind), detail=detail,
+                                   data=data or {}))
 
     def _discover(self, msg: m.DhcpMessage, in_port: int) -> list:
         now = self.ctx.now()
+        self._returned(msg.mac)        # a forgotten device starting over: its old block if it is free
         preferred = None
         requested = msg.requested_ip
         if requested:
@@ -445,7 +497,8 @@ class DhcpServer(Component):
             if requested != block.device:
                 return [self._nak(msg, in_port, "requested address is not the one offered")]
         elif requested is not None:
-            # INIT-REBOOT: the client remembers an address.
+            # INIT-REBOOT: the client remembers an address (a forgotten device: its old block).
+            block = block or self._returned(msg.mac)
             wanted = self.alloc.block_of_address(requested)
             if wanted is None or requested != wanted.device:
                 return [self._nak(msg, in_port, f"{requested} is not a valid address here")]
@@ -460,7 +513,11 @@ class DhcpServer(Component):
             if block.index != wanted.index:
                 return [self._nak(msg, in_port, f"{requested} is not your address")]
         elif msg.ciaddr != "0.0.0.0":
-            # RENEWING / REBINDING
+            # RENEWING / REBINDING (a forgotten device: NAKed, it starts over as a new one)
+            if block is None and msg.mac in self.returning:
+                self._returned(msg.mac)        # its old block kept for its DISCOVER
+                self.ctx.count("dhcp.forgotten_renewal_naks")
+                return [self._nak(msg, in_port, "this device was forgotten: start over")]
             if block is None or msg.ciaddr != block.device:
                 return [self._nak(msg, in_port, f"{msg.ciaddr} is not your address")]
         else:
@@ -473,13 +530,17 @@ class DhcpServer(Component):
         lease_time = self._grant(msg.mac, in_port, msg.hostname, relay)
         return [self._reply(m.ACK, msg, block, in_port, lease_time)]
 
-    def _grant(self, mac: str, in_port: int, hostname: str, relay: str) -> int:
-        """The lease runs from now (an ACK, ours or homework-dhcpd's); its lease time."""
+    def _grant(self, mac: str, in_port: int, hostname: str, relay: str, until: float = 0.0) -> int:
+        """The lease runs from now (an ACK, ours or homework-dhcpd's), or to `until` if that
+        is later (a forgotten device back, believing in its old lease); its lease time."""
         now = self.ctx.now()
         device = self.ctx.devices.seen(mac, hostname)
         lease_time = self.lease_time_for(mac)
         renewal = mac in self.live
-        self.alloc.set_expiry(mac, now + lease_time)
+        self.alloc.set_expiry(mac, max(now + lease_time, until))
+        self.believed[mac] = max(now + lease_time, until)
+        if mac in self.returning:             # a forgotten device leased anew (homework-dhcpd's offer)
+            self.ctx.send(returning.unwatch(self.returning.pop(mac)))
         if renewal and self.ports.get(mac) not in (None, in_port):
             self._moved = True          # a live lease changed port: fast_request orders its ACK
         self.ports[mac] = in_port
@@ -490,13 +551,13 @@ class DhcpServer(Component):
             self.relays[mac] = relay
         else:
             self.relays.pop(mac, None)
-        self.ctx.state.save_lease(self.get(mac))
+        self.ctx.state.save_lease(self._held(mac))
         self._install_router_address(mac)
         self.ctx.count("dhcp.acks")
         # The core holds the lease event until this handler's decisions are sent, so the
         # ACK reaches the switch ahead of the flows the event brings (routing): in a burst
         # of new devices it does not queue behind everyone's flow-mods.
-        self._publish_lease("renewed" if renewal else "granted", self.get(mac), device.state, lease_time)
+        self._publish_lease("renewed" if renewal else "granted", self._held(mac), device.state, lease_time)
         if not renewal:
             self.log.info("lease %s -> %s/30 for %ds (%s)", mac, self.alloc.block_for(mac).device, lease_time,
                           device.state)
@@ -513,8 +574,12 @@ class DhcpServer(Component):
         if held == in_port:
             return True
         self.ctx.count("dhcp.wrong_port")
+        who = wording.name_of(self.ctx.state, msg.mac)
+        verb = "give up" if what == "release" else "refuse"
         self._alert(msg.mac, f"dhcp-{what}-forged",
-                    f"DHCP{what.upper()} for {msg.mac} from port {in_port}, but its lease is on port {held}: ignored")
+                    wording.sentence(f"something on port {in_port} tried to {verb} the address of {who}, "
+                                     f"but {who} is on port {held}: ignored"),
+                    data={"port": in_port, "lease_port": held, "message": what.upper()})
         return False
 
     def _release(self, msg: m.DhcpMessage, in_port: int) -> list:
@@ -559,6 +624,8 @@ class DhcpServer(Component):
             self.forget(ev.mac)
             return
         self.new_devices.know(ev.mac)       # seen, or decided on (pre-approval too): ours to answer
+        if ev.reason == "decision" and ev.mac in self.returning and ev.state != "blacklisted":
+            self.came_back(ev.mac, self.returning[ev.mac].port, decided=True)   # let back in by its MAC
         if ev.reason == "decision":      # the lease time, or blacklisted: no answers
             self._dhcpd_sync(ev.mac)
 
@@ -570,14 +637,14 @@ class DhcpServer(Component):
         radio to radio only, so a wired device's lease is never taken this way."""
         mac, port = ev.mac, self.ctx.radio_port(ev.ifname)
         old = self.ports.get(mac)
-        if port is None or mac not in self.live or mac in self.relays or old in (None, port):
+        if port is None or old is None or mac not in self.live or mac in self.relays or old == port:
             return
         if not self.ctx.is_radio_port(old) or not self.ctx.is_radio_port(port):
             return
         self.ctx.count("dhcp.roamed_by_radio")
         self.log.info("%s roamed to %s (router port %d, was %d)", mac, ev.ifname, port, old)
         self.ports[mac] = port
-        lease = self.get(mac)
+        lease = self._held(mac)
         self.ctx.state.save_lease(lease)
         device = self.ctx.state.get_device(mac)
         # "renewed": for every listener it is the same lease, now on another port (routing
@@ -586,7 +653,12 @@ class DhcpServer(Component):
         self._dhcpd_sync(mac)
 
     def forget(self, mac: str) -> None:
-        lease_end = self.alloc.expiry(mac)      # the device may believe it holds its block till then
+        # the device may believe it holds its block till then
+        lease_end = max(self.alloc.expiry(mac), self.believed.pop(mac, 0.0))
+        block, port = self.alloc.block_for(mac), self.ports.get(mac, 0)
+        if block is not None and mac in self.live and mac not in self.relays and port and \
+                lease_end > self.ctx.now():
+            self._watch(returning.Returning(mac, block.index, port, block.device, block.router, lease_end))
         if mac in self.live:
             self._end_lease(mac, "forgotten")
         self.alloc.forget(mac, hold_until=lease_end)
@@ -596,6 +668,73 @@ class DhcpServer(Component):
         self._dhcpd_forget(mac)
         if self.dhcpd is not None and self.ctx.config.daemon_new_offers:
             self.dhcpd.unknown(mac)         # new again: the daemon may offer it a block
+
+    # -- forgotten devices that may still believe in their lease (returning.py) ---------------
+    def _watch(self, r: returning.Returning) -> None:
+        self.returning[r.mac] = r
+        self.ctx.send(returning.watch(r) + [returning.forcerenew(r, self._router_mac(),
+                                                                 int(self.ctx.now() * 1000) & 0xFFFFFFFF)])
+        self.ctx.count("dhcp.forgotten_watched")
+
+    def _returned(self, mac: str) -> Block | None:
+        """A watched device is heard from: the watch ends, and its old block is its own
+        again if nobody has taken it meanwhile."""
+        r = self.returning.pop(mac, None)
+        if r is None:
+            return None
+        self.ctx.send(returning.unwatch(r))
+        block = self.alloc.block_for(mac)       # its lapsed lease's block, if it still holds it
+        if block is None or block.index != r.index:
+            block = None if block is not None else self.alloc.take(mac, r.index)
+        if block is not None:
+            self.ports[mac] = r.port
+        return block
+
+    def came_back(self, mac: str, in_port: int, decided: bool = False) -> None:
+        """A forgotten device sent something other than DHCP (or the household decided on
+        its MAC again, `decided`): it gets its old address back, as the device it now is
+        (pending, unless a household member permitted it again), until the lease it
+        believes in would have ended, and is asked to renew."""
+        r = self.returning.get(mac)
+        if r is None or in_port != r.port:
+            return
+        if not decided and self.ctx.state.device_state(mac) is None \
+                and not self.gate.admit(in_port, mac, self.ctx.now()):
+            self.ctx.count("dhcp.new_mac_limited")
+            return
+        block = self._returned(mac)
+        if block is None:
+            return
+        self.ctx.count("dhcp.forgotten_came_back")
+        self._grant(mac, in_port, "", "")
+        self.believed[mac] = max(self.believed[mac], r.until)     # it still believes in its old lease
+        self.log.info("device %s (%s) is back: %s again", mac, block.device, self.ctx.state.device_state(mac))
+        self.ctx.send([returning.forcerenew(r, self._router_mac(), int(self.ctx.now() * 1000) & 0xFFFFFFFF)])
+
+    def _cut_short(self, mac: str, now: float) -> None:
+        """A device that is not permitted (a restore made it pending, or it was denied while
+        the controller was down) holds a pending lease, not the hour it was given: our side
+        ends it at the pending lease, it is asked to renew (FORCERENEW), and if it still
+        believes in the hour when ours ends, its next packet brings it back (_end_lease)."""
+        if self.ctx.state.device_state(mac) == "permitted" or mac in self.relays:
+            return
+        short = now + self.ctx.config.pending_lease
+        if self.alloc.expiry(mac) > short:
+            self.alloc.set_expiry(mac, short)
+            self.ctx.state.save_lease(self._held(mac))
+            self._ask_to_renew.add(mac)
+            self.ctx.count("dhcp.leases_cut_short")
+
+    def _forcerenew(self, mac: str) -> PacketOut:
+        block = self.alloc.block_for(mac)
+        r = returning.Returning(mac, block.index, self.ports.get(mac, 0), block.device, block.router,
+                                self.believed.get(mac, 0.0))
+        return returning.forcerenew(r, self._router_mac(), int(self.ctx.now() * 1000) & 0xFFFFFFFF)
+
+    def _expire_watches(self, now: float) -> None:
+        for r in [r for r in self.returning.values() if r.until <= now]:
+            del self.returning[r.mac]
+            self.ctx.send(returning.unwatch(r))
 
     def _inform(self, msg: m.DhcpMessage, in_port: int) -> list:
         block = self.alloc.block_for(msg.mac)
@@ -623,6 +762,9 @@ class DhcpServer(Component):
         if lease_time is not None:
             options += [(m.OPT_LEASE_TIME, m.u32(lease_time)), (m.OPT_T1, m.u32(lease_time // 2)),
                         (m.OPT_T2, m.u32(lease_time * 7 // 8))]
+        # where the device learns whether it is cut off, and the page saying why (RFC 8910;
+        # homework-dhcpd sends the same, dhcpd/src/dhcp.rs)
+        options.append((m.OPT_CAPTIVE_PORTAL, captive_api_uri(block.router).encode()))
         hostname = msg.hostname or self.hostnames.get(msg.mac, "")
         if hostname:
             options.append((m.OPT_HOSTNAME, hostname.encode()))
@@ -674,9 +816,12 @@ class DhcpServer(Component):
     def top_up_spares(self) -> None:
         """Put the next free blocks' router addresses on the bridge, once new devices have
         stopped coming: during a burst the changes would cost Open vSwitch a routing-table
-        reload each while the devices start."""
+        reload each while the devices start. A crowd that keeps coming and has taken half
+        of them gets them topped up all at once too (one reload for the lot), rather than
+        an address change for each device beyond them."""
         now = self.ctx.now()
-        if now - self._addressed_at >= SPARES_QUIET_SECONDS:
+        low = len(self.ctx.host.spare_router_addresses()) < self.ctx.config.spare_router_addresses / 2
+        if now - self._addressed_at >= SPARES_QUIET_SECONDS or low:
             self.ctx.host.reserve_router_addresses(self._upcoming_routers(now))
 
     def _add_router_addresses(self, mac: str, block) -> None:
@@ -715,15 +860,32 @@ class DhcpServer(Component):
         self.alloc.set_expiry(mac, 0.0)
         self.live.discard(mac)
         self._dhcpd_forget(mac)
-        self.ctx.state.save_lease(self.get(mac))
+        self.ctx.state.save_lease(self._held(mac))
         if mac in self.addressed:
             self.addressed.discard(mac)
             self._remove_router_addresses(block)
         self.log.info("lease of %s (%s) %s", mac, block.device, action)
-        self._publish_lease(action, self.get(mac), None, 0)
+        self._publish_lease(action, self._held(mac), None, 0)
+        now = self.ctx.now()
+        port = self.ports.get(mac, 0)
+        if action == "expired" and self.believed.get(mac, 0.0) > now + 1 and port and mac not in self.relays:
+            # ours ended, but it was told longer: its next packet brings it back (returning.py)
+            self.returning[mac] = returning.Returning(mac, block.index, port, block.device, block.router,
+                                                      self.believed[mac])
+            self.ctx.send(returning.watch(self.returning[mac]))
 
     def expire_leases(self) -> None:
         now = self.ctx.now()
         for mac in [mac for mac in self.live if self.alloc.expiry(mac) <= now]:
             self._end_lease(mac, "expired")
+        if self.returning:
+            self._expire_watches(now)
         self.top_up_spares()
+
+
+def _is_dhcp_request(frame) -> bool:
+    """UDP to port 67 (the DHCP intercept sits above the watch; a packet-in of it is DHCP's
+    own business)."""
+    p = frame.payload
+    return frame.ethertype == ETH_IP and len(p) >= 24 and p[9] == PROTO_UDP and \
+        int.from_bytes(p[(p[0] & 0x0F) * 4 + 2:(p[0] & 0x0F) * 4 + 4], "big") == SERVER_PORT

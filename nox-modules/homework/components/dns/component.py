@@ -3,14 +3,16 @@
 The query path itself is homework-dnsd (Rust, dnsd/): OVS sends every device's port-53
 traffic, to any address, to the router's stack (priority 50000), nftables hands it to
 dnsd, dnsd answers from the policy this component pushes and forwards allowed queries to
-the upstream resolvers (dnsmasq for the household's own names and as the fallback). No query goes through Python; this component
+the upstream resolvers (dnsmasq for the household's own names and as the fallback). No
+query goes through Python; this component
 
   - stores the rules (SQLite) and serves the commands (CLI, ws.v1 API);
   - tells dnsd which address is which device, its state and mode, and every rule change;
   - turns dnsd's events into `dns_query` / `dns_answer` bus events;
   - runs the reverse check (drop flows at priority 40000 to addresses of blocked names);
   - blocks DNS-over-TLS/QUIC (853) for restricted devices;
-  - keeps pending devices' port 80 on the captive "waiting for approval" page;
+  - keeps cut-off devices' web traffic (pending, denied, paused, at bedtime, over their
+    allowance: cutoff.py) on the router's page saying why, and their DNS on the router;
   - keeps the validating resolver (unbound, resolver.py) in line with the household's
     settings: DNSSEC on or off, the domains whose validation is off.
 """
@@ -28,7 +30,9 @@ from ...worker import offload
 from ...pipeline import (COOKIE_DNS, COOKIE_DNS_DOT as COOKIE_DOT, COOKIE_DNS_ENCRYPTED, COOKIE_DNS_INTERCEPT as
                          COOKIE_INTERCEPT, COOKIE_MASK_ALL, COOKIE_MASK_OWNER, PRIO_DNS_ENCRYPTED,
                          PRIO_DNS_INTERCEPT as PRIO_INTERCEPT)
+from ...interfaces import DnsdReady, DnsLists
 from .dnsd_link import DnsdLink
+from .lists import DnsListsOffer
 from .names import normalize_domain
 from .netfilter import DnsNet
 from .policy import HOUSEHOLD, MODES, Policy, owner_of
@@ -36,7 +40,6 @@ from ... import unbound
 from . import probe
 from .resolver import Resolver
 from .reverse import ReverseCheck
-from ..schedules.component import STRICT_TOPIC
 from ..usage.periods import zone
 
 EXPIRE_SECONDS = 60
@@ -46,7 +49,12 @@ PROBE_SECONDS = 30           # how often the upstreams are looked at (reachable 
 # finds data never yields, so the handler yields itself every EVENT_SLICE lines or a burst
 # of new names would hold DHCP, the control socket and the API until it ends.
 EVENT_SLICE = 200
-CAPTIVE_STATES = ("pending", "denied")
+CAPTIVE_STATES = ("pending", "denied", "cutoff")     # dnsd answers them with the router, the page says why
+
+
+def _captive_key(key: str) -> str:
+    """A device key (its IPv4 address, or its /64's first address) as a captive set member."""
+    return f"{key}/64" if ":" in key else key
 
 
 def dot_matches(mac: str) -> list[dict]:
@@ -97,6 +105,17 @@ class DnsComponent(Component):
         # other components' dnsd lines (blocklists, safe-search), resent on reconnect
         self.snapshot_sources: list = []
 
+    def offer(self, interface: type) -> object:
+        if interface is DnsLists:
+            return DnsListsOffer(self)
+        if interface is DnsdReady:
+            return self
+        return super().offer(interface)
+
+    def ready(self) -> bool:
+        """DnsdReady: homework-dnsd has the policy (connected), or none is used."""
+        return self.link is None or self.link.connected.is_set()
+
     # -- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
         for device in self.ctx.state.devices():
@@ -104,8 +123,10 @@ class DnsComponent(Component):
         self.ctx.bus.subscribe("device", self._on_device)
         self.ctx.health["dnsd"] = lambda: self.link is not None and self.link.connected.is_set()
         self.ctx.bus.subscribe("lease", self._on_lease)
+        self.ctx.bus.subscribe("cutoff", self._on_cutoff)
         self.ctx.bus.subscribe("ipv6_plan", self._on_ipv6_plan)
         self._register_commands()
+        self.ctx.commands.settlers.append(self.settle)
         if self.net is not None:
             self.net.setup()
         for lease in self.ctx.leases.active():
@@ -123,7 +144,7 @@ class DnsComponent(Component):
             self._probe_soon()
         # scheduled rules come and go with their windows; dns-strict windows
         self.ctx.every(self.ctx.config.schedules_check_interval, self._refresh_schedules)
-        self.ctx.bus.subscribe(STRICT_TOPIC, self._on_strict)
+        self.ctx.bus.subscribe("schedule_strict", self._on_strict)
 
     def stop(self) -> None:
         if self.link is not None:
@@ -166,32 +187,39 @@ class DnsComponent(Component):
         prefix = self._prefix(lease)
         return [lease.ip] + ([str(prefix.network_address)] if prefix is not None else [])
 
-    def _device_line(self, lease: Lease, key: str) -> str:
-        """dnsd's line for the device: its gateways are where its names for the router (its
-        encrypted DNS, the router's own name) point: the /30's .1, the /64's ::1."""
-        mac = lease.mac
+    def _dnsd_state(self, mac: str) -> str:
+        """The state dnsd answers by: the household's decision, or "cutoff" for a permitted
+        device that is paused, at bedtime or over its allowance (cutoff.py)."""
         state = self.states.get(mac, "pending")
-        prefix = self._prefix(lease)
-        router6 = f" {prefix.network_address + 1}" if prefix is not None else ""
-        return f"device {key} {mac} {state} {self.policy.mode(mac)} {lease.router}{router6}"
+        if state == "permitted" and self.ctx.cutoffs.of(mac) is not None:
+            return "cutoff"
+        return state
+
+    def _device_line(self, lease: Lease, key: str, state: str) -> str:
+        """dnsd's line for one of the device's keys; with IPv6, its router address in its
+        /64 too (where a cut-off device's AAAA answers point)."""
+        line = f"device {key} {lease.mac} {state} {self.policy.mode(lease.mac)} {lease.router}"
+        router6 = self.ctx.ipv6.router_address(lease.index) if self.ctx.ipv6 is not None and lease.local else None
+        return f"{line} {router6}" if router6 is not None else line
 
     def _sync_device(self, mac: str, push: bool = True, wait: bool = True) -> None:
-        """Bring dnsd's device table and the captive set in line for one device."""
+        """Bring dnsd's device table and the captive sets in line for one device."""
         lease = self.ctx.leases.get(mac)
         lines = []
         with self._lock:
             if lease and lease.active:
+                state = self._dnsd_state(mac)
                 for key in self._device_keys(lease):
-                    line = self._device_line(lease, key)
+                    line = self._device_line(lease, key, state)
                     if self.device_lines.get(key) != line:
                         self.device_lines[key] = line
                         lines.append(line)
-                self._set_captive(lease.ip, self.states.get(mac, "pending") in CAPTIVE_STATES)
+                    self._set_captive(_captive_key(key), state in CAPTIVE_STATES)
             elif lease:
                 for key in self._device_keys(lease):
                     if self.device_lines.pop(key, None) is not None:
                         lines.append(f"nodevice {key}")
-                self._set_captive(lease.ip, False)
+                    self._set_captive(_captive_key(key), False)
         if push:
             self._push(lines, wait)
 
@@ -201,6 +229,7 @@ class DnsComponent(Component):
         with self._lock:
             for key in old_keys:
                 self.device_lines.pop(key, None)
+                self._set_captive(_captive_key(key), False)
         self._push([f"nodevice {key}" for key in old_keys], wait=False)
         for lease in self.ctx.leases.active():
             self._sync_device(lease.mac, wait=False)
@@ -214,6 +243,9 @@ class DnsComponent(Component):
             self.net.captive(ip, on)
 
     def _on_device(self, topic: str, ev) -> None:
+        """A device seen or decided on: dnsd hears of it without this handler waiting (a
+        new device's comes from DHCP's path, where a round trip each held a crowd's leases
+        back); a command waits for dnsd once, when it is done (settle)."""
         mac = ev.mac
         if self.states.get(mac) == ev.state and ev.reason != "seen":
             return
@@ -221,9 +253,18 @@ class DnsComponent(Component):
             self.states.pop(mac, None)
             return
         self.states[mac] = ev.state
-        self._sync_device(mac)
+        self._sync_device(mac, wait=False)
         with self._lock:
-            self.ctx.send(self._sync_dot())
+            self.ctx.send(self._sync_dot(only=mac))
+
+    def settle(self) -> None:
+        """After a command: every change it made applies to dnsd's next query."""
+        if self.link is not None and not self.link.settle():
+            self.log.warning("homework-dnsd did not confirm the change; it will get it on reconnect")
+
+    def _on_cutoff(self, topic: str, ev) -> None:
+        """A permitted device was paused, reached bedtime or its allowance, or came back."""
+        self._sync_device(ev.mac, wait=False)
 
     def _on_lease(self, topic: str, ev) -> None:
         # Runs inside the DHCP packet-in: tell dnsd about the device without waiting for
@@ -317,10 +358,16 @@ class DnsComponent(Component):
         self.ctx.send(decisions)
 
     # -- flows that follow the policy -------------------------------------------------------
-    def _sync_dot(self) -> list:
-        """DNS-over-TLS/QUIC drops for every restricted device (caller holds the lock)."""
-        want = {mac for mac, state in self.states.items()
-                if state != "blacklisted" and self.policy.restricted(mac)}
+    def _sync_dot(self, only: str | None = None) -> list:
+        """DNS-over-TLS/QUIC drops for every restricted device, or for `only` this one when
+        nothing but its state changed (caller holds the lock)."""
+        def wanted(mac: str) -> bool:
+            state = self.states.get(mac)
+            return state is not None and state != "blacklisted" and self.policy.restricted(mac)
+        if only is not None:
+            want = (self.dot_blocked - {only}) | ({only} if wanted(only) else set())
+        else:
+            want = {mac for mac in self.states if wanted(mac)}
         decisions: list = []
         for mac in sorted(want - self.dot_blocked):
             decisions += [FlowMod(match=m, actions=(), priority=PRIO_INTERCEPT, cookie=COOKIE_DOT)

@@ -4,6 +4,7 @@ reverse check (not), its query events and counters."""
 from __future__ import annotations
 
 from ... import events, rowcheck
+from ...interfaces import DnsdReady, DnsLists
 from ...manifest import Manifest, NotBackedUp, Settings
 from ..schedules.windows import WindowError, parse_spec
 from .names import normalize_domain
@@ -41,8 +42,9 @@ MANIFEST = Manifest(
         NotBackedUp("dns_learned", (1,), "the reverse check learns addresses again from answers"),
     ),
     routes=("querylog", "resolver"),
+    offers=(DnsLists, DnsdReady),
     publishes=(events.DnsQuery, events.DnsAnswer),
-    hears=(events.Device, events.Lease, events.Ipv6Plan, events.ScheduleStrict),
+    hears=(events.Device, events.Lease, events.Ipv6Plan, events.ScheduleStrict, events.CutOffChanged),
     counters={
         "dns.queries": "queries homework-dnsd answered",
         "dns.answers": "upstream answers homework-dnsd reported (for the reverse check)",

@@ -1,51 +1,70 @@
 """The router's Linux side of interception: an nftables table of our own that sends every
 port-53 packet arriving from the bridge to homework-dnsd (DNAT to its address on `lo`, so
 dnsd's replies leave from that address and conntrack turns them back into replies "from"
-whatever address the device asked), and sends port 80 of pending devices to the captive
-"waiting for approval" page. Applied in batches by one worker (`nft -f -`)."""
+whatever address the device asked), and sends the web traffic (ports 80 and 443) of
+cut-off devices (pending, denied, paused, at bedtime, over their allowance) to the
+router's page saying why, over IPv4 and IPv6. Applied in batches by one worker
+(`nft -f -`)."""
 from __future__ import annotations
 
 import logging
 import subprocess
 import threading
 
+from ... import nftplan
 from ...counters import Counters
 from ...worker import BatchWorker
 
 log = logging.getLogger("homework.dns.net")
 
-TABLE = "homework_dns"
+TABLE = nftplan.DNS.name          # the nftables plan (nftplan.py) names it and its hook
 CAPTIVE_PORT = 8088   # not 80: the Guest Board's lighttpd holds *:80 (redirect to HTTPS)
+CAPTIVE_TLS_PORT = 8443   # HTTPS of cut-off devices (the RFC 8908 API; any https:// URL gets the page)
 
 
 def ruleset(bridge: str, listen_addr: str, listen_port: int, listen6: tuple[str, int] | None = None,
             dot: tuple[str, int] | None = None, dot6: tuple[str, int] | None = None) -> str:
     """`listen6`: dnsd's IPv6 address and port, when devices have IPv6 (their port 53
-    over IPv6 goes there; without it the router drops it, scripts/router-net.sh).
+    over IPv6 goes there; without it the router drops it, scripts/router-net.sh). The
+    captive pages' server listens on the same addresses (CAPTIVE_PORT, CAPTIVE_TLS_PORT):
+    a cut-off device's web traffic goes there, over either family.
     `dot`, `dot6`: dnsd's DNS over TLS; a device's TCP 853 to any of the router's own
     addresses (its gateway, whatever address it was told) goes there, keeping its source
     address, which names the device. 853 to anywhere else is the switch's business (a
     restricted device's is dropped: component.py)."""
-    v6 = (f"""
-    iifname "{bridge}" meta nfproto ipv6 meta l4proto {{ udp, tcp }} th dport 53 dnat ip6 to [{listen6[0]}]:{listen6[1]}"""
-          if listen6 else "")
+    dns = "meta l4proto { udp, tcp } th dport 53"
+    v6 = ""
+    if listen6:
+        addr6 = f"[{listen6[0]}]"
+        v6 = (f"""
+    iifname "{bridge}" meta nfproto ipv6 {dns} dnat ip6 to {addr6}:{listen6[1]}
+    iifname "{bridge}" ip6 saddr @captive6 tcp dport 80 dnat ip6 to {addr6}:{CAPTIVE_PORT}
+    iifname "{bridge}" ip6 saddr @captive6 tcp dport 443 dnat ip6 to {addr6}:{CAPTIVE_TLS_PORT}""")
     if dot:
         v6 += f"""
     iifname "{bridge}" meta nfproto ipv4 tcp dport 853 fib daddr type local dnat ip to {dot[0]}:{dot[1]}"""
     if dot6:
         v6 += f"""
     iifname "{bridge}" meta nfproto ipv6 tcp dport 853 fib daddr type local dnat ip6 to [{dot6[0]}]:{dot6[1]}"""
-    return f"""table inet {TABLE}
-delete table inet {TABLE}
-table inet {TABLE} {{
+    family, prerouting = nftplan.DNS.family, nftplan.DNS.chain("prerouting")
+    return f"""table {family} {TABLE}
+delete table {family} {TABLE}
+table {family} {TABLE} {{
   set captive4 {{ type ipv4_addr; }}
-  chain prerouting {{
-    type nat hook prerouting priority dstnat; policy accept;
-    iifname "{bridge}" meta nfproto ipv4 meta l4proto {{ udp, tcp }} th dport 53 dnat ip to {listen_addr}:{listen_port}{v6}
+  set captive6 {{ type ipv6_addr; flags interval; }}
+  chain {prerouting.name} {{
+    {prerouting.header()}
+    iifname "{bridge}" meta nfproto ipv4 {dns} dnat ip to {listen_addr}:{listen_port}
     iifname "{bridge}" ip saddr @captive4 tcp dport 80 dnat ip to {listen_addr}:{CAPTIVE_PORT}
+    iifname "{bridge}" ip saddr @captive4 tcp dport 443 dnat ip to {listen_addr}:{CAPTIVE_TLS_PORT}{v6}
   }}
 }}
 """
+
+
+def _set_of(member: str) -> str:
+    """Which captive set holds a member: an IPv4 address, or a device's /64."""
+    return "captive6" if ":" in member else "captive4"
 
 
 def split_host_port(value: str) -> tuple[str, int]:
@@ -55,11 +74,12 @@ def split_host_port(value: str) -> tuple[str, int]:
 
 
 class DnsNet:
-    """Keeps the nftables captive set equal to the controller's wish. Every batch writes
-    the whole set in one nft transaction (flush + add), so a failed or partial batch can
-    never leave it wrong: the next attempt rewrites it all. A failure is counted and
-    retried after RETRY_SECONDS until it succeeds (a flood once left 730 changes
-    unapplied). The set holds pending devices only, which the device registry caps."""
+    """Keeps the nftables captive set equal to the controller's wish. Every batch is one
+    nft transaction of the addresses it changed; a failed batch is counted and retried
+    after RETRY_SECONDS, writing the whole set (flush + add) until that succeeds, so a
+    failed or partial batch can never leave it wrong (a flood once left 730 changes
+    unapplied). The sets hold cut-off devices only (their IPv4 address in captive4, their
+    /64 in captive6), which the device registry caps."""
 
     RETRY_SECONDS = 2.0
 
@@ -70,10 +90,16 @@ class DnsNet:
         self.dot = split_host_port(dot) if dot else None
         self.dot6 = split_host_port(dot6) if dot6 else None
         self._wanted: set[str] = set()
+        self._resync = False            # the last batch failed: the next writes the whole set
         self._lock = threading.Lock()
-        self.counters = None if count else Counters()     # own registry only when used alone (tests)
-        self.count = count or self.counters.count
-        self._nft = BatchWorker("dns-nft", self._apply)
+        self.counters: Counters | None = None
+        if count is None:               # used alone (tests): a registry of its own
+            self.counters = Counters()
+            count = self.counters.count
+        self.count = count
+        # 50 ms for a batch to gather: permitting a list of devices is then a few nft runs
+        # rather than one for each (a pending device meets the captive page that much later)
+        self._nft = BatchWorker("dns-nft", self._apply, gather=0.05)
 
     def setup(self) -> None:
         """Install the table and dnsd's address (idempotent; replaces an old table)."""
@@ -102,39 +128,46 @@ class DnsNet:
     def flush(self) -> None:
         self._nft.flush()
 
-    def script(self) -> str:
-        """The nft transaction that makes the set what we want."""
+    def script(self, changed: list[str] | None = None) -> str:
+        """The nft transaction that makes the sets what we want (IPv4 addresses in
+        captive4, IPv6 /64s in captive6): the whole sets, or (`changed`) only those
+        members, each added or removed (added first, so removing one the set does not hold
+        is no error). A crowd of a thousand pending devices wrote the whole set once for
+        each of them."""
         with self._lock:
-            wanted = sorted(self._wanted)
-        lines = [f"flush set inet {TABLE} captive4"]
-        if wanted:
-            lines.append(f"add element inet {TABLE} captive4 {{ {', '.join(wanted)} }}")
+            wanted = set(self._wanted)
+        if changed is None:
+            lines = []
+            for name in ("captive4", "captive6") if self.listen6 else ("captive4",):
+                members = sorted(w for w in wanted if _set_of(w) == name)
+                lines.append(f"flush set inet {TABLE} {name}")
+                if members:
+                    lines.append(f"add element inet {TABLE} {name} {{ {', '.join(members)} }}")
+            return "\n".join(lines) + "\n"
+        lines = []
+        for member in sorted(set(changed)):
+            name = _set_of(member)
+            if name == "captive6" and not self.listen6:
+                continue
+            lines.append(f"add element inet {TABLE} {name} {{ {member} }}")
+            if member not in wanted:
+                lines.append(f"delete element inet {TABLE} {name} {{ {member} }}")
         return "\n".join(lines) + "\n"
 
-    def _apply(self, _changed: list[str]) -> None:
+    def _apply(self, changed: list[str]) -> None:
+        """One nft run for the batch: its addresses only, or the whole set after a
+        failure (a change that failed must not be lost)."""
         self.count("dns.nft_batches")
+        whole = self._resync or "retry" in changed
         try:
-            res = subprocess.run(["nft", "-f", "-"], input=self.script(), capture_output=True,
-                                 text=True, timeout=10)
+            res = subprocess.run(["nft", "-f", "-"], input=self.script(None if whole else changed),
+                                 capture_output=True, text=True, timeout=10)
             failed = res.returncode != 0
             why = res.stderr.strip()
         except (OSError, subprocess.SubprocessError) as exc:
             failed, why = True, str(exc)
+        self._resync = failed
         if failed:
             self.count("dns.nft_failures")
             log.error("captive set update failed (retrying in %.0f s): %s", self.RETRY_SECONDS, why)
             threading.Timer(self.RETRY_SECONDS, self._nft.put, args=("retry",)).start()
-
-
-class FakeDnsNet:
-    """Unit tests: remembers what would be in the captive set."""
-
-    def __init__(self, *args, **kw):
-        self.captive_ips: set[str] = set()
-        self.set_up = False
-
-    def setup(self) -> None:
-        self.set_up = True
-
-    def captive(self, ip: str, on: bool) -> None:
-        (self.captive_ips.add if on else self.captive_ips.discard)(ip)

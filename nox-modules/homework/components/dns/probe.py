@@ -11,7 +11,6 @@ component runs them off the event loop), with dnspython (Debian's python3-dnspyt
 from __future__ import annotations
 
 import errno
-import socket
 import ssl
 import time
 from dataclasses import dataclass
@@ -64,7 +63,7 @@ def tls_reach(server: TlsServer, ca_file: str, timeout: float = TIMEOUT) -> Reac
         else:
             why = f"presents a certificate this router does not trust ({exc.verify_message})"
         return Reach(server.text(), False, why=why)
-    except (dns.exception.Timeout, socket.timeout, TimeoutError):
+    except (dns.exception.Timeout, TimeoutError):
         return Reach(server.text(), False, why=f"does not answer on port {server.port} within {timeout:.0f} s")
     except ConnectionRefusedError:
         return Reach(server.text(), False, why=f"refuses connections on port {server.port}")

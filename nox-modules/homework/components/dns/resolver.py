@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 from ... import rowcheck
 from ...worker import os_lock
@@ -180,8 +180,9 @@ class Resolver:
         out = {"enabled": self.dnssec, "validating": self.validating, "insecure": list(self.insecure),
                "validator": "unbound", "running": self.running}
         if self.dnssec and self.stripped:
+            asked = self.upstream.label() if not self.plain else "your internet provider's"
             out["message"] = ("DNSSEC validation is paused: the resolvers this router asks now ("
-                              f"{self.upstream.label() if not self.plain else 'your internet provider' + chr(39) + 's'})"
+                              f"{asked})"
                               " do not pass DNSSEC signatures on, so every answer would fail. Choose an encrypted "
                               "resolver to have it back.")
         if self.last_error:
@@ -269,7 +270,7 @@ class Resolver:
             down = not any(r.ok for r in reach)
             if down != self.fallen_back:
                 log.warning("encrypted upstream %s: %s", self.upstream.label(),
-                            "none answers; the fallback (%s) applies" % self.upstream.fallback if down
+                            f"none answers; the fallback ({self.upstream.fallback}) applies" if down
                             else "answering again")
             self.fallen_back = down
         elif not self.upstream.encrypted:

@@ -4,6 +4,9 @@ Each builder returns [(table, values, upsert)]; a malformed payload (missing key
 type) raises and the sink counts it instead of writing half a row."""
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from ... import events as E
 
 
@@ -24,8 +27,8 @@ def lease_rows(ev: E.Lease) -> list:
 def device_rows(ev: E.Device) -> list:
     device = ev.device or {}
     mac = _text(ev.mac, 17)
-    rows = [("Devices", (mac, _text(ev.state, 16), _text(ev.reason, 32),
-                         _text(device.get("hostname"), 64)), True)]
+    rows: list[tuple[str, tuple, bool]] = [("Devices", (mac, _text(ev.state, 16), _text(ev.reason, 32),
+                                                        _text(device.get("hostname"), 64)), True)]
     for table, key, limit in (("DeviceNames", "name", 64), ("DeviceTypes", "type", 32), ("Users", "owner", 64)):
         if device.get(key):
             rows.append((table, (mac, _text(device[key], limit)), True))
@@ -82,7 +85,8 @@ def qos_device_rows(ev: E.QosDevice) -> list:
     return [("DevicePriorities", (_text(ev.mac, 17), _text(ev.class_, 8)), True)]
 
 
-ROW_BUILDERS = {
+# topic -> rows(event of that topic)
+ROW_BUILDERS: dict[str, Callable[[Any], list]] = {
     "lease": lease_rows,
     "device": device_rows,
     "flow": flow_rows,

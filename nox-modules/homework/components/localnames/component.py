@@ -4,10 +4,12 @@ Only permitted devices with a live lease are named: a pending device's DHCP host
 cannot squat a name (say "nas") before anyone has let it in, and pending devices get the
 gateway's address from dnsd for every name anyway. The file is rewritten after lease and
 device events (permit, deny, name change, forget), at start, and every RECONCILE_SECONDS
-as a safety net (a lease that ends while nothing else happens).
+as a safety net. A renewal that changes nothing named (same address and hostname, or a
+device that is not named) is not a change: a home of a thousand devices renews about
+one lease a second, and each pass looks at every device.
 
 Events only mark the names stale; one pass every SETTLE_SECONDS works them out again. A
-DHCP flood brings thousands of lease events a second, and each pass looks at every device.
+DHCP flood brings thousands of lease events a second.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from ...component import Component
 from .hostsfile import domains_of, fqdn, render, write_atomically
 from .labels import assign, candidate
 
-RECONCILE_SECONDS = 30.0
+RECONCILE_SECONDS = 600.0
 SETTLE_SECONDS = 0.5
 
 
@@ -31,6 +33,7 @@ class LocalNamesComponent(Component):
         self.domains = domains_of(ctx.config.dns_local_domains)
         self.names: dict[str, tuple[str, str]] = {}     # mac -> (label, IPv4 address)
         self._written: str | None = None
+        self._leased: dict[str, tuple[str, str]] = {}   # mac -> (address, DHCP hostname) at the last pass
         self._stale = False
         self._refreshed_at = 0.0
 
@@ -41,8 +44,16 @@ class LocalNamesComponent(Component):
         self.ctx.commands.register("local-names", self.table)
         self.ctx.every(SETTLE_SECONDS, self.tick)
         self.refresh()
+        self._stale = True        # again once every component has started (DHCP's leases)
 
-    def _on_event(self, topic: str, payload: dict) -> None:
+    def _on_event(self, topic: str, ev) -> None:
+        lease = ev.lease if topic == "lease" and ev.action == "renewed" else None
+        if lease is not None:
+            known = self._leased.get(lease.mac)
+            if known == (lease.ip, lease.hostname):
+                return                       # renewed as it was
+            if known is None and self.ctx.state.device_state(lease.mac) != "permitted":
+                return                       # not named, and no decision came with it
         self._stale = True
 
     def tick(self) -> None:
@@ -54,18 +65,20 @@ class LocalNamesComponent(Component):
         self._stale = False
         self._refreshed_at = self.ctx.now()
         leases = self.ctx.leases
-        claims, addresses = [], {}
+        claims, addresses, leased = [], {}, {}
         for device in self.ctx.state.devices():
             if device.state != "permitted":
                 continue
             lease = leases.get(device.mac)
             if lease is None or not lease.active or not lease.ip:
                 continue
+            leased[device.mac] = (lease.ip, lease.hostname)
             claim = candidate(device.mac, device.name, device.hostname or lease.hostname, device.first_seen)
             if claim is not None:
                 claims.append(claim)
                 addresses[device.mac] = lease.ip
         labels = assign(claims)
+        self._leased = leased
         with self._lock:
             self.names = {mac: (label, addresses[mac]) for mac, label in labels.items()}
             text = render({ip: label for label, ip in self.names.values()}, self.domains)

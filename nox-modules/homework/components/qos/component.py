@@ -33,8 +33,6 @@ LEARNED_SECONDS = 1800       # how long a learned address of an app's domain cou
 MAX_LEARNED = 4096           # addresses per app (a CDN answers with many; the oldest expire)
 ALERT_EVERY = 60.0
 RETRY_SECONDS = 10.0         # a plan that failed is tried again this often
-DEVICE_TOPIC = "qos_device"  # payload: mac, class = a device whose priority changed (the board's label, hwdb)
-APP_TOPIC = "qos_app"        # payload: an app's view as set now; class "" = removed (hwdb's AppPriorities)
 
 
 class Qos(Component):
@@ -255,8 +253,10 @@ class Qos(Component):
         self._alerted_at = now
         self.ctx.count("qos.high_drop_alerts")
         self.ctx.bus.publish(Alert(mac="", kind=AlertKind.QOS_HIGH_DROPS,
-                                   detail=f"the high-priority class dropped {drops - before} packets: "
-                                          "its share of the line is too small for what is in it"))
+                                   detail=f"High-priority traffic lost {drops - before} packets while the line was "
+                                          "busy: more is set to High than its share of the line holds. Set fewer "
+                                          "devices or applications to High, or give High a larger share.",
+                                   data={"dropped_packets": drops - before}))
 
     # -- device views ---------------------------------------------------------------------------
     def _facts(self, mac: str) -> dict:
@@ -281,7 +281,7 @@ class Qos(Component):
 
     def set_link(self, enabled=None, down_kbit=None, up_kbit=None, high_share=None) -> dict:
         """Any subset; everything is checked before anything is stored."""
-        values = {}
+        values: dict[str, int | bool] = {}
         if enabled is not None:
             values["enabled"] = parse_bool(enabled, "enabled")
         if down_kbit is not None:

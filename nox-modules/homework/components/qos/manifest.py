@@ -7,6 +7,7 @@ from ... import events, rowcheck
 from ...manifest import Manifest, Settings
 from ..schedules.windows import WindowError
 from . import rules
+from .store import link_value
 
 
 def _rule(r: dict, classes: tuple[str, ...]) -> None:
@@ -43,6 +44,7 @@ MANIFEST = Manifest(
         Settings("qos_apps", (10,), ("id", "name", "class", "ports", "domains", "window"), app_row),  # id: the ct mark
     ),
     routes=("qos",),
+    settings_keys={"qos.": lambda key, value: link_value(key[len("qos."):], value)},   # the link's rates
     publishes=(events.QosRate, events.QosAppRate, events.QosDevice, events.QosApp, events.Alert),
     hears=(events.Lease, events.Ipv6Plan, events.DnsAnswer),
     alerts=(events.AlertKind.QOS_HIGH_DROPS,),

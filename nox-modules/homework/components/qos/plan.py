@@ -6,15 +6,21 @@ packets from the internet leave the router's stack post-NAT) gets one HTB tree:
 
     1:    htb root, default 1:3fff
     1:1   the link: rate = ceil = shape_percent% of the line (download: down_percent%)
-    1:10  high:    rate = ceil = high_share% of the link (it cannot starve the rest), prio 0
+    1:10  high:    rate = high_share% of the link, ceil = the link, prio 0
     1:20  medium:  60% of the rest, ceil = the link, prio 1
     1:30  default: 40% of the rest, ceil = the link, prio 2
+
+Every class may use the whole link when nobody else wants it (ceil = the link): a High
+device on an idle line is never capped below a Normal one. When the line is busy, each
+class first gets its rate (so High cannot starve the rest), and what is left over goes to
+the class with the lowest prio first: High is served first.
           1:3fff   the router's own and unknown traffic (under default)
           1:XXXX   one leaf per (class, device): minor = class bits << 14 | the lease's
                    index, each with its own leaf qdisc (fq_codel, else a bfifo of
                    LEAF_QUEUE_MS at the class's ceil), so devices share a class fairly.
 
-nftables (table inet homework_qos, a filter chain in postrouting before masquerade)
+nftables (table inet homework_qos, a filter chain in postrouting before masquerade; the
+nftables plan, nftplan.py, names the table, its hook and priority, and the ct mark)
 sets `meta priority` to the leaf's classid: first from the device's own class (maps
 keyed by its /30 and /64), then, when the connection's ct mark names an application,
 from (mark . address) maps whose value is the higher of the device's and the app's
@@ -23,6 +29,8 @@ class. Classes change by rewriting maps: a running flow moves with its next pack
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from ... import nftplan
 
 CLASSES = ("high", "medium", "default")
 RANK = {name: i for i, name in enumerate(CLASSES)}          # lower = more important
@@ -39,7 +47,7 @@ MIN_LEAF_KBIT = 8
 # room for a few data frames only (the bulk upload got about half the line).
 LEAF_QUEUE_MS = 100
 MIN_LEAF_BYTES = 4 * 1514
-TABLE = "homework_qos"
+TABLE = nftplan.QOS.name
 
 
 @dataclass(frozen=True)
@@ -103,7 +111,7 @@ def class_rates(kbit: int, shape_percent: int, high_share: int) -> dict[str, tup
     high = max(MIN_LEAF_KBIT, link * high_share // 100)
     rest = max(2 * MIN_LEAF_KBIT, link - high)
     medium = max(MIN_LEAF_KBIT, int(rest * MEDIUM_OF_REST))
-    return {"link": (link, link), "high": (high, high), "medium": (medium, link),
+    return {"link": (link, link), "high": (high, link), "medium": (medium, link),
             "default": (max(MIN_LEAF_KBIT, rest - medium), link)}
 
 
@@ -141,7 +149,9 @@ def tc_lines(side: Side, members: list[Member], shape_percent: int, high_share: 
     add_leaf("default", OTHER_LEAF, None)
     for m in sorted(members, key=lambda m: m.index):
         for cls in CLASSES:
-            add_leaf(cls, leaf_minor(cls, m.index), m.mac)
+            minor = leaf_minor(cls, m.index)
+            assert minor is not None     # members were kept to the indexes that fit
+            add_leaf(cls, minor, m.mac)
     return lines, leaves
 
 
@@ -206,8 +216,8 @@ def nft_text(wan: str | None, lan: str | None, members: list[Member], device_cla
     counters = [f"  counter {app_counter(app.id, d)} {{ }}" for app in apps
                 for d, dev in (("up", wan), ("down", lan)) if dev is not None]
     hooks = [f'    oifname "{dev}" goto {d}' for d, dev in (("up", wan), ("down", lan)) if dev is not None]
-    post = ("  chain postrouting {\n    type filter hook postrouting priority mangle; policy accept;\n"
-            + "\n".join(hooks) + "\n  }")
+    postrouting = nftplan.QOS.chain("postrouting")
+    post = (f"  chain {postrouting.name} {{\n    {postrouting.header()}\n" + "\n".join(hooks) + "\n  }")
     body = "\n".join(maps + sets + counters + [post] + chains)
     return f"table inet {TABLE}\ndelete table inet {TABLE}\ntable inet {TABLE} {{\n{body}\n}}\n"
 

@@ -2,8 +2,10 @@
 
 Every `[radio] interval` seconds it runs `[radio] station_dump_command` (by default
 `iw dev {ifname} station dump`) for each interface in `[radio] interfaces` and publishes
-one `link` event per associated station, shaped like linksim's, so hwdb's Links rows, the
-Guest Board and metrics take it unchanged.
+a `link` event for each associated station that has news (frames since the last one, and
+once when they stop; a signal change of RSSI_STEP dB; or LINK_HEARTBEAT seconds of
+silence), shaped like linksim's, so hwdb's Links rows, the Guest Board and metrics take it
+unchanged.
 
 hostapd's AP-STA-CONNECTED / AP-STA-DISCONNECTED events (read with the nearby listener's
 control sockets, every NEARBY_TICK) make it read that radio at once: a station roaming
@@ -31,9 +33,11 @@ import shlex
 import subprocess
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 from ...component import Component
 from ...events import Link, StationAt
+from ...interfaces import RadioStations
 from .ifinfo import parse_band
 from .nearby import NearbyListener, NearbyTracker
 from .stationdump import Station, parse
@@ -44,6 +48,11 @@ BAND_REFRESH = 60.0     # seconds between `iw dev IF info` reads (the channel ca
 FRESH = 2.0             # seconds: a station not heard for longer does not move to that radio
 ROAM_MARGIN = 0.5       # seconds a new radio must have heard it later than its current one
 NEARBY_TICK = 0.25      # seconds between reads of hostapd's sockets (their queue holds few datagrams)
+# A station's `link` event goes out when it moved frames (and once more when it stops), when
+# its signal moved by RSSI_STEP dB, and at least every LINK_HEARTBEAT seconds: an idle
+# station costs the bus, hwdb and the board one event a minute, not one a poll.
+RSSI_STEP = 3.0
+LINK_HEARTBEAT = 60.0
 
 
 @dataclass
@@ -83,6 +92,8 @@ class RadioMonitor(Component):
         self.interfaces = tuple(cfg.radio_interfaces)
         self.command = cfg.radio_station_dump_command
         self.last: dict[tuple[str, str], Station] = {}     # (ifname, mac) -> last poll's record
+        # MAC -> (packets, bytes, signal, moved, when) of the last `link` event published for it
+        self._told: dict[str, tuple] = {}
         self.totals: dict[str, Totals] = {}
         self.failing: set[str] = set()
         self.bands: dict[str, str | None] = {}
@@ -132,7 +143,8 @@ class RadioMonitor(Component):
     def read_dump(self, ifname: str) -> str | None:
         res = run(self.command, ifname)
         if isinstance(res, Exception):
-            return self._failed(ifname, str(res))
+            self._failed(ifname, str(res))
+            return None
         if ifname in self.failing:
             self.failing.discard(ifname)
             self.log.info("station dump of %s works again", ifname)
@@ -143,7 +155,6 @@ class RadioMonitor(Component):
         if ifname not in self.failing:      # once per episode, not every second
             self.failing.add(ifname)
             self.log.warning("station dump of %s failed: %s", ifname, why)
-        return None
 
     def tick(self) -> None:
         for ifname in self.interfaces:
@@ -201,7 +212,17 @@ class RadioMonitor(Component):
             totals.seen_at = now - (station.inactive_ms or 0) / 1000.0
             totals.ifname = ifname
             retry_rate = step["tx_retries"] / step["tx_packets"] if step["tx_packets"] else 0.0
-            event = {"mac": station.mac, "rssi": station.signal, "retries": totals.tx_retries,
+            told = self._told.get(station.mac)
+            moved = told is None or (told[0], told[1]) != (totals.tx_packets, totals.bytes)
+            if told is not None and not (
+                    moved or told[3] or now - told[4] >= LINK_HEARTBEAT
+                    or (station.signal is not None
+                        and (told[2] is None or abs(station.signal - told[2]) >= RSSI_STEP))):
+                continue     # nothing new about it: no event this poll
+            if len(self._told) > MAX_KNOWN:
+                self._told.clear()
+            self._told[station.mac] = (totals.tx_packets, totals.bytes, station.signal, moved, now)
+            event: dict[str, Any] = {"mac": station.mac, "rssi": station.signal, "retries": totals.tx_retries,
                      "packets": totals.tx_packets, "bytes": totals.bytes, "retry_rate": round(retry_rate, 4),
                      "tx_failed": totals.tx_failed, "tx_bitrate": station.tx_bitrate,
                      "rx_bitrate": station.rx_bitrate, "inactive_ms": station.inactive_ms,
@@ -243,6 +264,11 @@ class RadioMonitor(Component):
                 del self.totals[min(self.totals, key=lambda m: self.totals[m].seen_at)]
             totals = self.totals[mac] = Totals()
         return totals
+
+    def offer(self, interface: type) -> object:
+        if interface is RadioStations:
+            return self
+        return super().offer(interface)
 
     def associated(self, mac: str) -> bool:
         """In the last station dump of any radio."""

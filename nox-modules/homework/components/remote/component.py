@@ -27,6 +27,7 @@ from . import clientconf
 from .away import Away, host_address, run
 from .store import NAME_LIMIT, RemoteStore
 from .tunnel import PeerState, Tunnel
+from ... import nftplan
 
 log = logging.getLogger("homework.remote")
 
@@ -99,9 +100,11 @@ class Remote(Component):
             self.away.stop()
 
     def _open_port(self, on: bool) -> None:
-        text = "add table inet homework\nadd chain inet homework remote_input\nflush chain inet homework remote_input\n"
+        where = f"{nftplan.ROUTER.family} {nftplan.ROUTER.name}"
+        chain = nftplan.ROUTER.chain("remote_input").name
+        text = f"add table {where}\nadd chain {where} {chain}\nflush chain {where} {chain}\n"
         if on:
-            text += f'add rule inet homework remote_input udp dport {self.port} accept comment "remote access"\n'
+            text += f'add rule {where} {chain} udp dport {self.port} accept comment "remote access"\n'
         rc, out = run(["nft", "-f", "-"], text)
         if rc != 0:
             log.error("cannot %s the WireGuard port: %s", "open" if on else "close", out.strip()[:300])

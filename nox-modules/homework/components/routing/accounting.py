@@ -3,8 +3,12 @@
 Every report is a delta: a `flow` event carries the packets and bytes since the last
 report of that flow (from periodic flow-stats polling of long-lived flows, and a final
 one from the flow-removed message), so summing a flow's rows gives its total. Per-device
-byte totals (`bandwidth`) are published once per polling interval, with `up` (bytes of
-entries whose source is the device) and `down` (the rest) that sum to `bytes`.
+byte totals (`bandwidth`) are published once per polling interval for each device that
+moved bytes in it, with `up` (bytes of entries whose source is the device) and `down`
+(the rest) that sum to `bytes`, and `seconds`, the interval's length; a device that
+stops gets one event of zero bytes, then none until it moves bytes again. An idle
+household therefore publishes nothing (the consumers, usage, hwdb, metrics, MQTT and the
+board, each took a per-device event every interval before).
 
 After a controller restart the switch still holds learned flows whose earlier traffic
 the previous process already reported: the first poll after the switch connects only
@@ -13,7 +17,7 @@ sets the baseline (traffic since the previous process's last poll is not reporte
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Callable
+from collections.abc import Callable
 
 from ...flows import FlowRemoved, FlowStats
 from ...events import Bandwidth, Flow
@@ -22,7 +26,7 @@ from ... import pipeline as L
 PORT_FIELDS = {6: ("tcp_src", "tcp_dst"), 17: ("udp_src", "udp_dst")}
 
 
-def flow_key(match: dict) -> tuple:
+def flow_key(match: dict) -> tuple[int, str, int, str, int]:
     """(proto, saddr, sport, daddr, dport) of a learned flow's match."""
     proto = int(match.get("ip_proto", 0) or 0)
     sport_f, dport_f = PORT_FIELDS.get(proto, (None, None))
@@ -59,6 +63,8 @@ class Accounting:
         # (block index, ipv4_src of the entry) -> bytes this interval: the up/down split is
         # made at the interval's end, when the device's address is looked up once
         self._by_src: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))  # index -> source -> bytes
+        self._moving: set[int] = set()      # devices whose entries grew since the last take_moving()
+        self._was_moving: set[int] = set()  # devices that had bytes in the last published interval
         self.priming = False
 
     def start_priming(self) -> None:
@@ -79,6 +85,7 @@ class Accounting:
             dp, db = self._delta(key, s.packet_count, s.byte_count)
             if self.priming or (dp == 0 and db == 0):
                 continue
+            self._moving.add(index)
             self._bytes[index] += db
             self._by_src[index][_address(s.match, "src")] += db
             if kind == L.KIND_LEARNED:
@@ -101,15 +108,19 @@ class Accounting:
         self.count("routing.flows_removed")
         if dp == 0 and db == 0:
             return
+        self._moving.add(index)
         self._bytes[index] += db
         self._by_src[index][_address(ev.match, "src")] += db
         if L.kind_of(ev.cookie) == L.KIND_LEARNED:
             self._flow_event(index, ev.match, dp, db)
 
-    def end_interval(self, active_indexes: list[int]) -> None:
-        """Publish one `bandwidth` event per device that moved bytes or is active."""
+    def end_interval(self, seconds: float) -> None:
+        """Publish one `bandwidth` event per device that moved bytes in the interval just
+        ended (`seconds` long), and one of zero bytes for each that moved some in the one
+        before and none since."""
         self.priming = False
-        for index in sorted(set(active_indexes) | set(self._bytes)):
+        moved = {index for index, total in self._bytes.items() if total}
+        for index in sorted(moved | self._was_moving):
             device = self.device_for_index(index)
             if device is None:
                 continue
@@ -119,9 +130,16 @@ class Accounting:
             # of its /64: the per-host entries match the whole /64 and carry no source).
             sources = self._by_src.get(index, {})
             up = min(total, sum(n for src, n in sources.items() if src == str(ip) or self.owns(index, src)))
-            self.publish(Bandwidth(mac=mac, ip=ip, bytes=total, up=up, down=total - up))
+            self.publish(Bandwidth(mac=mac, ip=ip, bytes=total, up=up, down=total - up,
+                                   seconds=round(seconds, 3)))
+        self._was_moving = moved
         self._bytes.clear()
         self._by_src.clear()
+
+    def take_moving(self) -> set[int]:
+        """The devices whose entries grew since the last call (worth asking about again)."""
+        moving, self._moving = self._moving, set()
+        return moving
 
     def learned_counts(self) -> dict[int, int]:
         """Block index -> learned entries it holds, for the devices that hold any."""

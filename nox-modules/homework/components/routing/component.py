@@ -15,14 +15,18 @@ every live device is re-synchronised from the persisted state.
 """
 from __future__ import annotations
 
+import bisect
 import ipaddress
 import logging
+from collections import Counter
 
 from ... import dnr
 from ...component import Component
 from ...events import Alert, AlertKind
-from ...flows import (ETH_IP, ETH_IPV6, PROTO_IGMP, AggregateStats, AggregateStatsRequest, Datapath,
+from ...flows import (ETH_IP, ETH_IPV6, PROTO_IGMP, Datapath,
                       FlowDelete, FlowRemoved, FlowStats, FlowStatsRequest, LOCAL, Output, PacketIn, PacketOut)
+from ... import wording
+from ...cutoff import captive_api_uri
 from ...leases import Lease
 from ...pipeline import COOKIE_MASK_OWNER
 from ...macaddr import to_bytes
@@ -40,10 +44,9 @@ from ...ipv6plan import ROUTER_LINK_LOCAL
 from ...satellites import attachment
 
 QUERY_INTERVAL = 60.0          # IGMP general queries to permitted devices
-FLOW_COUNT_INTERVAL = 1.0      # how often the learned flows are counted (one request, table-wide)
-NAT_COUNT_INTERVAL = 3.0       # at most this often a conntrack dump to count NATed flows per device
 MEMBERSHIP_LIFETIME = 3 * QUERY_INTERVAL + 10
-RA_INTERVAL = 60.0             # unsolicited Router Advertisements to each device (IPv6 on)
+RA_SPARE = 120                 # an RA's lifetimes outlast the lease by this many seconds
+SWEEP_PER_POLL = 16            # idle devices whose counters each poll reads, in turn
 
 
 class Routing(Component):
@@ -59,7 +62,11 @@ class Routing(Component):
         self.conntrack = None
         self.nat_flows = ConntrackFlows(self._index_of_address, self.accounting.record, self.per_host.__contains__,
                                         self._inside)
-        self._nat_counted_at = float("-inf")
+        self._polled_at = float("-inf")
+        self._swept = -1                     # the block index the last poll's sweep ended at
+        self._advertised: dict[str, tuple[float, float]] = {}   # mac -> (when, until) of its last RA
+        self._permitted_ports_count: Counter[int] = Counter()     # port -> permitted devices on it
+        self._shared_ports: list[int] | None = None               # the ports the shared flows were sent for
         self.router_mac = "02:00:00:00:00:01"
 
     # -- life cycle ----------------------------------------------------------------------
@@ -75,11 +82,12 @@ class Routing(Component):
             else:
                 self.conntrack.enable_accounting()
                 self.conntrack.follow(self.nat_flows.ended)
+                # The baseline now (what an earlier run reported already), not at the first
+                # poll: the connections of the first interval after a start are new, and a
+                # baseline taken then would leave them unrecorded.
+                self.nat_flows.snapshot(self.conntrack.dump())
         self.ctx.every(self.ctx.config.flow_stats_interval, self.poll_flow_stats)
         self.ctx.every(QUERY_INTERVAL, self.query_members)
-        self.ctx.every(FLOW_COUNT_INTERVAL, self.count_flows)
-        if self.ctx.ipv6 is not None:
-            self.ctx.every(RA_INTERVAL, self.advertise_all)
         self.ctx.commands.register("routing-status", self.status)
         # Device views say whether the device is counted per host (over the flow limit).
         self.ctx.device_facts.append(self._facts)
@@ -90,14 +98,16 @@ class Routing(Component):
 
     def datapath_up(self, dp: Datapath) -> list:
         self.router_mac = self.ctx.host.local_mac() or self.router_mac
-        decisions = fs.base_flows(self.ctx.config.pool)
+        decisions: list = list(fs.base_flows(self.ctx.config.pool, self._captive_https()))
         if self.ctx.ipv6 is not None:
-            decisions += fs6.base_flows(self.ctx.ipv6.site)
+            decisions += fs6.base_flows(self.ctx.ipv6.site, self._captive_https())
         # Memberships are rebuilt from the devices' answers to an immediate query.
         decisions.append(FlowDelete(cookie=L.routing_cookie(L.KIND_MCAST), cookie_mask=L.MASK_ONE_KIND))
         self.memberships.clear()
         decisions += self._group_flows(sorted(self.ctx.router_groups))
         self.installed.clear()
+        self._permitted_ports_count.clear()
+        self._shared_ports = None          # the switch may have none of them: send them again
         self.per_host.clear()
         live = set()
         for lease in self.ctx.leases.active():
@@ -187,8 +197,8 @@ class Routing(Component):
         mode = self._mode(mac) if dev else None
         old = self.installed.get(mac)
         if old is not None and dev is not None and old[1] == mode and old[0].same_place(dev):
-            self.installed[mac] = (dev, mode)   # a renewal: the flows stay as they are
-            return []
+            self._install(mac, dev, mode)   # a renewal: the flows stay as they are
+            return self._readvertise(dev)
         if old is None and mode is None and dev is None:
             return []
         self.ctx.count("routing.syncs")
@@ -207,7 +217,8 @@ class Routing(Component):
             self.per_host.discard(old[0].index)
             self.accounting.forget_learned(old[0].index)
         if dev is None or mode is None:
-            self.installed.pop(mac, None)
+            self._uninstall(mac)
+            self._advertised.pop(mac, None)
             if dev is not None:   # blacklisted with a live lease
                 decisions.append(FlowDelete(cookie=L.routing_cookie(L.KIND_SHARED, dev.index),
                                             cookie_mask=L.MASK_ALL_KINDS_ONE_DEVICE))
@@ -224,7 +235,7 @@ class Routing(Component):
             if prefix is not None:
                 decisions += (fs6.punt_meter(dev) if new_place else []) + fs6.nd_flows(dev, prefix)
                 decisions += fs6.gateway_flows(dev, prefix)
-            self.installed[mac] = (dev, mode)
+            self._install(mac, dev, mode)
         else:
             delete(L.KIND_GATEWAY, dev.index)
             decisions += fs.arp_flows(dev) + fs.forward_flows(dev, self.router_mac)
@@ -233,11 +244,11 @@ class Routing(Component):
             prefix = self._prefix6(dev)
             if prefix is not None:
                 decisions += (fs6.punt_meter(dev) if new_place else []) + fs6.nd_flows(dev, prefix)
-                decisions += fs6.forward_flows(dev, prefix, self.router_mac)
+                decisions += fs6.forward_flows(dev, prefix, self.router_mac) + fs6.mld_flows(dev)
                 decisions += (fs6.per_host_flows(dev, prefix) if dev.index in self.per_host
                               else fs6.account_flows(dev, prefix, self.ctx.config.flow_idle_timeout,
                                                      self._learned_within6()))
-            self.installed[mac] = (dev, mode)
+            self._install(mac, dev, mode)
         if dev is not None and mode is not None and (old is None or not old[0].same_place(dev)):
             decisions += self._advertisement(dev)      # its /64 without waiting for a solicitation
         is_permitted = mode == "permitted"
@@ -253,16 +264,35 @@ class Routing(Component):
                 decisions += self._queries(max_resp_tenths=10, only=dev)
         return decisions
 
+    def _install(self, mac: str, dev: Lease, mode: str) -> None:
+        self._uninstall(mac)
+        self.installed[mac] = (dev, mode)
+        if mode == "permitted":
+            self._permitted_ports_count[dev.port] += 1
+
+    def _uninstall(self, mac: str) -> None:
+        old = self.installed.pop(mac, None)
+        if old is not None and old[1] == "permitted":
+            self._permitted_ports_count[old[0].port] -= 1
+            if not self._permitted_ports_count[old[0].port]:
+                del self._permitted_ports_count[old[0].port]
+
     def _permitted(self) -> list[Lease]:
         return [dev for dev, mode in self.installed.values() if mode == "permitted"]
 
     def _permitted_ports(self) -> list[int]:
-        return [dev.port for dev in self._permitted()]
+        """The ports with a permitted device (kept as devices come and go: a thousand
+        permits looked at every device each)."""
+        return sorted(self._permitted_ports_count)
 
     def _shared_flows(self) -> list:
         """The flows that fan out to every permitted device: broadcast, and over IPv6 the
-        router's neighbour solicitations."""
+        router's neighbour solicitations. Sent when the ports with a permitted device
+        change, not for every decision (a crowd behind one access point changes none)."""
         ports = self._permitted_ports()
+        if ports == self._shared_ports:
+            return []
+        self._shared_ports = ports
         flows = [fs.broadcast_flow(ports)]
         if self.ctx.ipv6 is not None:
             flows.append(fs6.solicitation_flow(ports))
@@ -303,17 +333,30 @@ class Routing(Component):
     def _owns6(self, index: int, address: str) -> bool:
         return ":" in address and self.ctx.ipv6 is not None and self.ctx.ipv6.index_of(address) == index
 
+    def _captive_https(self) -> bool:
+        """Cut-off devices' port 443 is the captive pages' (the dns component's nftables
+        sends it there): open in the gateway table only then, never to the board."""
+        return "dns" in self.ctx.config.components and self.ctx.config.dns_intercept
+
     def _advertisement(self, dev: Lease, to=ndp.ALL_NODES, deprecated=()) -> list:
+        """The device's RA: its /64 and the router for as long as its lease (and a little
+        more). Sent when it gets a place, when it asks (RS), and when a renewal of its
+        lease outlives the last one (_readvertise): never on a timer for every device, so
+        an idle household sends none."""
         prefix = self._prefix6(dev)
         if prefix is None:
             return []
-        lifetime = max(0, int(dev.expires - self.ctx.now())) + int(2 * RA_INTERVAL)
+        now = self.ctx.now()
+        lifetime = max(0, int(dev.expires - now)) + RA_SPARE
+        self._advertised[dev.mac] = (now, now + lifetime)
         # The router's ::1 as DNS server (RFC 8106) only when homework-dnsd answers there:
         # a device told of a resolver nobody answers waits for it on every lookup.
         dns = self._dns6(prefix)
         endpoints = dnr.Endpoints.of(self.ctx.config) if dns is not None else None
+        # and where it learns whether it is cut off and why (RFC 8910), as DHCP tells it
         frame = ndp.router_advertisement(to_bytes(self.router_mac), to_bytes(dev.mac), prefix, lifetime, dns=dns,
                                          to=to, deprecated=deprecated, search=self._search_domains(),
+                                         captive=captive_api_uri(str(prefix.network_address + 1)),
                                          extra=endpoints.ra_options(dns, lifetime) if endpoints else b"")
         self.ctx.count("routing.ra_sent")
         return [PacketOut(data=frame, actions=(Output(dev.port),))]
@@ -371,6 +414,7 @@ class Routing(Component):
         endpoints = dnr.Endpoints.of(self.ctx.config) if dnr.OPT_V6_DNR in asked else None
         reply = dhcpv6.reply_frame(to_bytes(self.router_mac), frame.src, ip.src, xid, client, dns,
                                    ndp.dns_names(self._search_domains()),
+                                   captive=captive_api_uri(str(prefix.network_address + 1)),
                                    extra=endpoints.v6_options(dns) if endpoints else b"")
         return [PacketOut(data=reply, actions=(Output(pkt.in_port),))]
 
@@ -406,15 +450,15 @@ class Routing(Component):
         changed += [g for g in left if self.memberships.leave(g, dev.mac)]
         return self._group_flows(changed)
 
-    def advertise_all(self) -> None:
-        """Refresh every device's prefix before its lifetime runs out."""
-        if self.ctx.datapath is None:
-            return
-        decisions: list = []
-        for dev, _ in list(self.installed.values()):
-            decisions += self._advertisement(dev)
-        if decisions:
-            self.ctx.send(decisions)
+    def _readvertise(self, dev: Lease) -> list:
+        """A renewed lease: a new RA once the lease would outlive the last one (whose
+        lifetimes ran RA_SPARE past the lease it was sent with), so the prefix never lapses
+        while the lease lives. A permitted device (one-hour leases, renewed every half
+        hour) hears one a renewal; a pending one (30 s leases) one every two minutes."""
+        told = self._advertised.get(dev.mac)
+        if told is not None and dev.expires <= told[1]:
+            return []
+        return self._advertisement(dev)
 
     # -- multicast ------------------------------------------------------------------------------
     def _permitted_sender(self, pkt: PacketIn, frame, src_ip: str) -> Lease | None:
@@ -439,7 +483,7 @@ class Routing(Component):
         return self._group_flows(changed)
 
     def _group_flows(self, groups: list[str]) -> list:
-        decisions = []
+        decisions: list = []
         for group in groups:
             ports = [self.installed[m][0].port for m in self.memberships.members(group)
                      if m in self.installed and self.installed[m][1] == "permitted"]
@@ -453,9 +497,14 @@ class Routing(Component):
                                             table_id=flow.table_id, strict=True, priority=flow.priority))
         return decisions
 
-    def _queries(self, max_resp_tenths: int, only: Lease | None = None) -> list:
+    def _queries(self, max_resp_tenths: int, only: Lease | None = None, members: bool = False) -> list:
+        """General queries to one device, to every permitted device, or (`members`) to the
+        permitted devices that are members of some group."""
         router = to_bytes(self.router_mac)
         devices = [only] if only else self._permitted()
+        if members and only is None:
+            joined = self.memberships.devices()
+            devices = [dev for dev in devices if dev.mac in joined]
         queries = [PacketOut(data=general_query(router, dev.router, max_resp_tenths), actions=(Output(dev.port),))
                    for dev in devices]
         if self.ctx.ipv6 is not None:        # and MLD's, so IPv6 memberships are refreshed too
@@ -464,8 +513,12 @@ class Routing(Component):
         return queries
 
     def query_members(self) -> None:
+        """Refresh the memberships: queries go to the devices that joined a group (whose
+        membership would otherwise lapse), not to every device. A device that joins sends
+        its report unasked (IGMP and MLD both do); every device is asked once when it is
+        permitted and when the switch connects."""
         changed = self.memberships.expire(self.ctx.now())
-        self.ctx.send(self._group_flows(changed) + self._queries(max_resp_tenths=100))
+        self.ctx.send(self._group_flows(changed) + self._queries(max_resp_tenths=100, members=True))
 
     # -- TTL and flow limit ------------------------------------------------------------------------
     def _ttl_exceeded(self, pkt: PacketIn, frame) -> list:
@@ -476,34 +529,6 @@ class Routing(Component):
         self.ctx.count("routing.ttl_exceeded")
         reply = time_exceeded(to_bytes(self.router_mac), frame.src, dev.router, frame.payload)
         return [PacketOut(data=reply, actions=(Output(dev.port),))]
-
-    def count_flows(self) -> None:
-        """Flow protection, as cheap as the household is quiet: one request for the number
-        of learned entries in the whole table (not one per device: 1,000 devices made that
-        a third of a core for the controller and as much for the switch)."""
-        if self.conntrack is not None:
-            self._count_nat_flows()
-        if self.ctx.datapath is None:
-            return
-        self.ctx.send([AggregateStatsRequest(table_id=L.TABLE_ACCOUNT, cookie=L.routing_cookie(L.KIND_LEARNED),
-                                             cookie_mask=L.MASK_ONE_KIND)])
-
-    def aggregate_stats(self, ev: AggregateStats) -> list:
-        """The table-wide count. At most `limit` entries in all: no device can be over it.
-        Otherwise the per-device counts come from the entries the accounting has seen; if
-        the switch holds entries it has not seen yet, one table-wide dump of the learned
-        entries fills them in (answered through flow_stats)."""
-        request = ev.request
-        if (not L.is_routing(request.cookie) or L.kind_of(request.cookie) != L.KIND_LEARNED
-                or L.device_of(request.cookie) is not None):
-            return []
-        if ev.flow_count <= self.ctx.config.per_host_flow_limit:
-            return []
-        decisions = self._over_limit()
-        if sum(self.accounting.learned_counts().values()) < ev.flow_count:
-            decisions.append(FlowStatsRequest(table_id=L.TABLE_ACCOUNT, cookie=L.routing_cookie(L.KIND_LEARNED),
-                                              cookie_mask=L.MASK_ONE_KIND))
-        return decisions
 
     def _over_limit(self) -> list:
         """Collapse every permitted device holding more learned entries than the limit
@@ -520,18 +545,16 @@ class Routing(Component):
             decisions += self._collapse(entry[0], count)
         return decisions
 
-    def _count_nat_flows(self) -> None:
-        """The flow limit for NATed flows: the kernel's entry count is a file read; only
-        when it is over the limit (and not more often than NAT_COUNT_INTERVAL) are the
-        NATed connections dumped and counted per device."""
+    def _nat_over_limit(self, entries: list) -> list:
+        """The flow limit for NATed connections, from the poll's own conntrack dump (no
+        dump of its own): a device holding more entries than the limit (connections
+        open, and closed ones in their last two minutes) is counted per host."""
         limit = self.ctx.config.per_host_flow_limit
-        now = self.ctx.now()
-        if self.conntrack.count() <= limit or now - self._nat_counted_at < NAT_COUNT_INTERVAL:
-            return
-        self._nat_counted_at = now
+        if len(entries) <= limit:
+            return []
         decisions: list = []
         counts: dict[int, int] = {}
-        for address, count in per_source_counts(self.conntrack.dump()).items():
+        for address, count in per_source_counts(entries).items():
             index = self._index_of_address(address)
             if index is not None:
                 counts[index] = counts.get(index, 0) + count
@@ -541,13 +564,12 @@ class Routing(Component):
             if entry is None or entry[1] != "permitted" or entry[0].index in self.per_host:
                 continue
             decisions += self._collapse(entry[0], count)
-        if decisions:
-            self.ctx.send(decisions)
+        return decisions
 
     def _facts(self, mac: str) -> dict:
         """What routing adds to a device's view: per-host counting, its IPv6 /64, and where
         it is plugged in (a router port or a satellite's port)."""
-        facts = {"flow_limited": self.flow_limited(mac), "attached": self._attached(mac)}
+        facts: dict[str, object] = {"flow_limited": self.flow_limited(mac), "attached": self._attached(mac)}
         if self.ctx.ipv6 is not None:
             lease = self.ctx.leases.get(mac)
             prefix = self._prefix6(lease) if lease is not None and lease.active and lease.local else None
@@ -575,24 +597,63 @@ class Routing(Component):
         limit = self.ctx.config.per_host_flow_limit
         self.log.warning("device %s (%s) has %d flows (limit %d): per-flow entries replaced by a per-host entry",
                          dev.mac, dev.ip, flows, limit)
-        self.ctx.bus.publish(Alert(mac=dev.mac, kind=AlertKind.FLOW_LIMIT,
-                                   detail=f"{dev.ip} opened {flows} flows (limit {limit}); now counted per host"))
+        self.ctx.bus.publish(Alert(
+            mac=dev.mac, kind=AlertKind.FLOW_LIMIT,
+            detail=wording.sentence(f"{wording.name_of(self.ctx.state, dev.mac)} opened {flows} connections at once "
+                                    f"(more than {limit}): the router now counts its traffic per address it "
+                                    "talks to, not per connection"),
+            data={"ip": dev.ip, "flows": flows, "limit": limit}))
         return ([FlowDelete(cookie=L.routing_cookie(L.KIND_ACCOUNT, dev.index), cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE)]
                 + fs.per_host_flows(dev)
                 + (fs6.per_host_flows(dev, prefix) if (prefix := self._prefix6(dev)) is not None else [])
-                + [FlowDelete(cookie=L.routing_cookie(L.KIND_LEARNED, dev.index), cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE)])
+                + [FlowDelete(cookie=L.routing_cookie(L.KIND_LEARNED, dev.index),
+                              cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE)])
 
     # -- accounting ---------------------------------------------------------------------------------
     def _stats_request(self) -> FlowStatsRequest:
+        """Every accounting entry of the table: the baseline when the switch connects."""
         return FlowStatsRequest(table_id=L.TABLE_ACCOUNT, cookie=L.routing_cookie(L.KIND_SHARED),
                                 cookie_mask=COOKIE_MASK_OWNER)
 
     def poll_flow_stats(self) -> None:
-        self.accounting.end_interval([dev.index for dev in self._permitted()])
+        """One accounting interval. What is read follows the traffic, not the number of
+        devices: the learned entries (pairs within the household, one request whatever
+        holds them), the NATed connections (conntrack), and the per-device entries of only
+        the devices that moved bytes (their connections grew or ended, or their entries
+        grew at the last reading), plus SWEEP_PER_POLL others in turn, which catches what
+        neither saw (say, packets the router's stack dropped). Counters are cumulative,
+        so a device read late loses nothing; its bytes come an interval or so later."""
+        self.ctx.count("routing.polls")
+        now = self.ctx.now()
+        interval = self.ctx.config.flow_stats_interval
+        seconds = now - self._polled_at if interval / 2 < now - self._polled_at < interval * 3 else interval
+        self._polled_at = now
+        self.accounting.end_interval(seconds)
+        busy = self.accounting.take_moving()
+        decisions: list = []
         if self.conntrack is not None:
-            self.nat_flows.snapshot(self.conntrack.dump())
-        if self.ctx.datapath is not None:
-            self.ctx.send([self._stats_request()])
+            entries = self.conntrack.dump()
+            self.nat_flows.snapshot(entries)
+            busy |= self.nat_flows.take_touched()
+            decisions = self._nat_over_limit(entries)
+        if self.ctx.datapath is None:
+            return
+        permitted = sorted(dev.index for dev in self._permitted())
+        wanted = (busy & set(permitted)) | set(self._sweep(permitted))
+        self.ctx.count("routing.devices_polled", len(wanted))
+        self.ctx.send(decisions + [FlowStatsRequest(table_id=L.TABLE_ACCOUNT, cookie=L.routing_cookie(L.KIND_LEARNED),
+                                                    cookie_mask=L.MASK_ONE_KIND)]
+                      + [FlowStatsRequest(table_id=L.TABLE_ACCOUNT, cookie=L.routing_cookie(L.KIND_ACCOUNT, index),
+                                          cookie_mask=L.COOKIE_MASK_ALL) for index in sorted(wanted)])
+
+    def _sweep(self, permitted: list[int]) -> list[int]:
+        """The next SWEEP_PER_POLL permitted devices after the last one swept, in turn."""
+        if not permitted:
+            return []
+        start = bisect.bisect_right(permitted, self._swept)
+        turn = (permitted[start:] + permitted[:start])[:SWEEP_PER_POLL]
+        self._swept = turn[-1]
+        return turn
 
     # -- command ------------------------------------------------------------------------------------
     def status(self) -> dict:

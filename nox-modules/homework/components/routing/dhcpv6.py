@@ -13,6 +13,7 @@ from ...ipv6plan import ROUTER_LINK_LOCAL
 PORT_CLIENT, PORT_SERVER = 546, 547
 INFORMATION_REQUEST, REPLY = 11, 7
 OPT_CLIENTID, OPT_SERVERID, OPT_ORO, OPT_DNS_SERVERS, OPT_DOMAIN_LIST = 1, 2, 6, 23, 24
+OPT_CAPTIVE_PORTAL = 103        # RFC 8910: the captive portal API's URL
 DUID_LL, HW_ETHERNET = 3, 1
 
 
@@ -22,7 +23,8 @@ def parse_information_request(udp_payload: bytes) -> tuple[bytes, bytes, frozens
     must fit exactly)."""
     if len(udp_payload) < 4 or udp_payload[0] != INFORMATION_REQUEST:
         raise PacketError("not a DHCPv6 INFORMATION-REQUEST")
-    xid, client, oro, i = udp_payload[1:4], b"", frozenset(), 4
+    xid, client, i = udp_payload[1:4], b"", 4
+    oro: frozenset[int] = frozenset()
     while i < len(udp_payload):
         if i + 4 > len(udp_payload):
             raise PacketError("truncated DHCPv6 option")
@@ -43,10 +45,12 @@ def _option(code: int, body: bytes) -> bytes:
 
 
 def reply_frame(router_mac: bytes, device_mac: bytes, device_ll: ipaddress.IPv6Address, xid: bytes,
-                client_id: bytes, dns: ipaddress.IPv6Address, search: bytes = b"", extra: bytes = b"") -> bytes:
+                client_id: bytes, dns: ipaddress.IPv6Address, search: bytes = b"", captive: str = "",
+                extra: bytes = b"") -> bytes:
     """The Ethernet frame of the REPLY, from fe80::1:547 to the asking address :546.
-    `search`: the domain search list in DNS wire format (ndp.dns_names); `extra`: more
-    options, whole (the encrypted DNS announcement, homework/dnr.py)."""
+    `search`: the domain search list in DNS wire format (ndp.dns_names); `captive`: the
+    captive portal API's URL (RFC 8910, option 103), as the RA and DHCPv4 give it;
+    `extra`: more options, whole (the encrypted DNS announcement, homework/dnr.py)."""
     body = bytes([REPLY]) + xid
     if client_id:
         body += _option(OPT_CLIENTID, client_id)
@@ -54,6 +58,8 @@ def reply_frame(router_mac: bytes, device_mac: bytes, device_ll: ipaddress.IPv6A
     body += _option(OPT_DNS_SERVERS, dns.packed)
     if search:
         body += _option(OPT_DOMAIN_LIST, search)
+    if captive:
+        body += _option(OPT_CAPTIVE_PORTAL, captive.encode())
     body += extra
     length = 8 + len(body)
     pseudo = ROUTER_LINK_LOCAL.packed + device_ll.packed + struct.pack("!IxxxB", length, 17)

@@ -15,10 +15,13 @@ from ... import pipeline as L
 BROADCAST_MAC = "ff:ff:ff:ff:ff:ff"
 ALL_ONES = "255.255.255.255"
 MULTICAST = ("224.0.0.0", "240.0.0.0")
-# What a pending or denied device may still send to its own gateway: DNS (the DNS
-# component steers it; over TLS too, port 853), the captive "waiting for approval" page on
-# port 80, and ping.
+# What a cut-off device may still send to its own gateway: DNS (the DNS component steers
+# it; over TLS too, port 853), the page saying why it is cut off on port 80, and ping; and
+# port 443 (HTTPS: the captive portal API of RFC 8908 and any https:// address it tries)
+# where the DNS component sends it to the captive pages' server (CAPTIVE_HTTPS), never to
+# the board.
 GATEWAY_SERVICES = ((PROTO_UDP, "udp", 53), (PROTO_TCP, "tcp", 53), (PROTO_TCP, "tcp", 853), (PROTO_TCP, "tcp", 80))
+CAPTIVE_HTTPS = (PROTO_TCP, "tcp", 443)
 
 
 # -- table 0: ARP and gateway access --------------------------------------------------------
@@ -36,43 +39,53 @@ def arp_flows(d: Lease) -> list[FlowMod]:
 
 
 def gateway_flows(d: Lease) -> list[FlowMod]:
-    """Pending or denied: DNS, HTTP (port 80) and ICMP with the own .1 and nothing else;
-    the router's HTTPS API and every other port stay out of reach."""
+    """Pending or denied: DNS, the page saying why (ports 80 and 443, which the router
+    steers to its captive server: the Guest Board and the API stay out of reach) and ICMP
+    with the own .1 and nothing else; and DNS answers from any address (a query the
+    device sent to an outside resolver is answered by dnsd, "from" that resolver)."""
     out = {"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_IP, "ipv4_src": d.ip, "ipv4_dst": d.router}
     back = {"in_port": LOCAL, "eth_type": ETH_IP, "ipv4_src": d.router, "ipv4_dst": d.ip}
-    return gateway_service_flows(d, out, back)
+    return gateway_service_flows(d, out, back, ("ipv4_src",))
 
 
-def gateway_service_flows(d: Lease, out: dict, back: dict) -> list[FlowMod]:
+def gateway_service_flows(d: Lease, out: dict, back: dict, source: tuple[str, ...]) -> list[FlowMod]:
     """A device and its router address, for either family: `out` (the device's packets
     to it) and `back` (the router's stack's packets from it, with the device's port in
     a register) go on to the shared gateway table, which lets through only the services
-    and their answers. Two flows a device instead of one per service and direction: 60 %
-    fewer flows for a home full of pending devices, and the list of services in one
-    place (flowsets6.gateway_flows gives the IPv6 matches)."""
+    and their answers; what the stack sends it from elsewhere (`back` without its
+    `source` fields) goes there marked, where only a DNS answer passes. Three flows a
+    device instead of one per service and direction: fewer flows for a home full of
+    pending devices, and the list of services in one place (flowsets6.gateway_flows gives
+    the IPv6 matches)."""
     c = L.routing_cookie(L.KIND_GATEWAY, d.index)
+    elsewhere = {k: v for k, v in back.items() if k not in source}
     return [FlowMod(match=out, actions=(Resubmit(L.TABLE_GATEWAY),), priority=L.PRIO_GATEWAY, cookie=c),
             FlowMod(match=back, actions=(SetField(L.REG_GATEWAY_PORT, d.port), Resubmit(L.TABLE_GATEWAY)),
-                    priority=L.PRIO_GATEWAY, cookie=c)]
+                    priority=L.PRIO_GATEWAY, cookie=c),
+            FlowMod(match=elsewhere,
+                    actions=(SetField(L.REG_GATEWAY_PORT, d.port | L.GATEWAY_ELSEWHERE), Resubmit(L.TABLE_GATEWAY)),
+                    priority=L.PRIO_GATEWAY_ELSEWHERE, cookie=c)]
 
 
-def gateway_table_flows(eth_type: int = ETH_IP, icmp: int = PROTO_ICMP) -> list[FlowMod]:
+def gateway_table_flows(eth_type: int = ETH_IP, icmp: int = PROTO_ICMP, https: bool = False) -> list[FlowMod]:
     """Table 5, shared, for one family: a device's ICMP (ICMPv6: the router's neighbour
     discovery sits above, in table 0) or GATEWAY_SERVICES packet to its gateway address
     reaches the router's stack, and the stack's answers from them reach the device's
-    port. The rest meets table 5's drops (gateway_table_drops)."""
+    port; a DNS answer from any address too (dnsd answered a query to an outside
+    resolver). The rest meets table 5's drops (gateway_table_drops)."""
     shared = L.routing_cookie(L.KIND_SHARED)
     answer = (OutputReg(L.REG_GATEWAY_PORT, 16),)
 
     def flow(match: dict, actions: tuple, priority: int) -> FlowMod:
         return FlowMod(match={"eth_type": eth_type, **match}, actions=actions, priority=priority,
                        table_id=L.TABLE_GATEWAY, cookie=shared)
+    from_gateway = {L.REG_GATEWAY_PORT: (0, L.GATEWAY_ELSEWHERE)}     # not marked: from its gateway address
     flows = [flow({"ip_proto": icmp}, (Output(LOCAL),), L.PRIO_GATEWAY_SERVICE),
-             flow({"in_port": LOCAL, "ip_proto": icmp}, answer, L.PRIO_GATEWAY_ANSWER)]
-    for proto, name, port in GATEWAY_SERVICES:
+             flow({"in_port": LOCAL, "ip_proto": icmp, **from_gateway}, answer, L.PRIO_GATEWAY_ANSWER)]
+    for proto, name, port in GATEWAY_SERVICES + ((CAPTIVE_HTTPS,) if https else ()):
         flows.append(flow({"ip_proto": proto, f"{name}_dst": port}, (Output(LOCAL),), L.PRIO_GATEWAY_SERVICE))
-        flows.append(flow({"in_port": LOCAL, "ip_proto": proto, f"{name}_src": port}, answer,
-                          L.PRIO_GATEWAY_ANSWER))
+        flows.append(flow({"in_port": LOCAL, "ip_proto": proto, f"{name}_src": port,
+                           **({} if port == 53 else from_gateway)}, answer, L.PRIO_GATEWAY_ANSWER))
     return flows
 
 
@@ -116,7 +129,7 @@ def forward_flows(d: Lease, router_mac: str) -> list[FlowMod]:
 
 
 def _learn(d: Lease, proto: int | None, ports: str | None, idle: int) -> Learn:
-    fields = [("eth_type", ETH_IP)]
+    fields: list[tuple[str, int | None]] = [("eth_type", ETH_IP)]
     fields.append(("ip_proto", proto) if proto is not None else ("ip_proto", None))
     fields += [("ipv4_src", None), ("ipv4_dst", None)]
     if ports:
@@ -126,6 +139,17 @@ def _learn(d: Lease, proto: int | None, ports: str | None, idle: int) -> Learn:
                  cookie=L.routing_cookie(L.KIND_LEARNED, d.index), send_flow_removed=True)
 
 
+def pair_learn(d: Lease, eth_type: int, idle: int) -> Learn:
+    """The learned entry of a pair within the household: protocol, source and destination
+    address, no ports (so the switch's flow cache covers every connection of the pair);
+    idle timeout and flow-removed as for a flow."""
+    src, dst = ("ipv4_src", "ipv4_dst") if eth_type == ETH_IP else ("ipv6_src", "ipv6_dst")
+    return Learn(table_id=L.TABLE_ACCOUNT, fields=(("eth_type", eth_type), ("ip_proto", None), (src, None),
+                                                   (dst, None)),
+                 priority=L.PRIO_LEARNED, idle_timeout=idle, cookie=L.routing_cookie(L.KIND_LEARNED, d.index),
+                 send_flow_removed=True)
+
+
 def account_flows(d: Lease, idle: int, lan: ipaddress.IPv4Network | None = None) -> list[FlowMod]:
     """Per-flow accounting: the first packet of each flow, either way, makes the switch
     learn an exact-match entry (idle timeout, flow-removed to us) with the device's
@@ -133,10 +157,15 @@ def account_flows(d: Lease, idle: int, lan: ipaddress.IPv4Network | None = None)
     table on every learn, which cost 40 % of the new-connection rate; the component
     polls each device's count instead.)
 
-    With `lan` (the pool), only flows whose other end is in it are learned: device to
-    device and device to the router's own addresses. The rest, NATed to the internet,
-    is counted by one per-host entry each way and recorded per flow from conntrack
-    (conntrack.py says why), so a new connection to the internet changes no table."""
+    With `lan` (the pool), the internet's flows, NATed, are counted by one per-host entry
+    each way and recorded per flow from conntrack (conntrack.py says why), so a new
+    connection to the internet changes no table. Flows whose other end is in the pool
+    (another device, the router's own addresses) are counted per pair: the switch learns
+    one entry per protocol, source and destination (pair_learn), so a new connection
+    between two devices that talked before changes no table either and costs what it
+    costs under NORMAL (a learned entry per connection held device-to-device connections
+    at a quarter of NORMAL's rate: each one changed the table, and the switch revalidated
+    its whole flow cache)."""
     c = L.routing_cookie(L.KIND_ACCOUNT, d.index)
     flows = []
     for outbound in (True, False):
@@ -144,10 +173,12 @@ def account_flows(d: Lease, idle: int, lan: ipaddress.IPv4Network | None = None)
         # stack sends with a device's source address is not counted as that device's upload).
         side = {"in_port": d.port, "ipv4_src": d.ip} if outbound else {"in_port": LOCAL, "ipv4_dst": d.ip}
         if lan is not None:
-            flows.append(FlowMod(match={"eth_type": ETH_IP, **side}, actions=(),
-                                 priority=L.PRIO_ACCOUNT_HOST, table_id=L.TABLE_ACCOUNT, cookie=c))
-            side = {**side, ("ipv4_dst" if outbound else "ipv4_src"):
-                    (str(lan.network_address), str(lan.netmask))}
+            inside = {**side, ("ipv4_dst" if outbound else "ipv4_src"): (str(lan.network_address), str(lan.netmask))}
+            flows += [FlowMod(match={"eth_type": ETH_IP, **side}, actions=(),
+                              priority=L.PRIO_ACCOUNT_HOST, table_id=L.TABLE_ACCOUNT, cookie=c),
+                      FlowMod(match={"eth_type": ETH_IP, **inside}, actions=(pair_learn(d, ETH_IP, idle),),
+                              priority=L.PRIO_ACCOUNT, table_id=L.TABLE_ACCOUNT, cookie=c)]
+            continue
         # A TCP flow is learned from its SYN (or SYN-ACK) in an entry of its own: the
         # switch caches the first translation per packet header, and packets that share
         # it keep being counted on the learning entry, not on the learned one, until the
@@ -177,7 +208,7 @@ def per_host_flows(d: Lease) -> list[FlowMod]:
 
 
 # -- shared ------------------------------------------------------------------------------------
-def base_flows(pool: ipaddress.IPv4Network) -> list[FlowMod]:
+def base_flows(pool: ipaddress.IPv4Network, https: bool = False) -> list[FlowMod]:
     """Installed when the switch connects: default drop everywhere, the gateway
     services of pending devices (table 5), IGMP to us, TTL-1
     towards devices to us, unjoined multicast dropped, the pool closed, the rest upstream."""
@@ -187,7 +218,7 @@ def base_flows(pool: ipaddress.IPv4Network) -> list[FlowMod]:
         FlowMod(match={}, actions=(), priority=0, table_id=L.TABLE_ACCOUNT, cookie=shared),
         FlowMod(match={}, actions=(), priority=0, table_id=L.TABLE_FORWARD, cookie=shared),
         *gateway_table_drops(),
-        *gateway_table_flows(),
+        *gateway_table_flows(https=https),
         FlowMod(match={"eth_type": ETH_IP, "ip_proto": PROTO_IGMP}, actions=(Output(CONTROLLER),),
                 priority=L.PRIO_IGMP, cookie=shared),
         # Open vSwitch does not send dec_ttl's invalid-TTL packet-ins to an OpenFlow 1.3

@@ -15,7 +15,7 @@ from ...flows import (CONTROLLER, ETH_IPV6, LOCAL, PROTO_ICMPV6, PROTO_TCP, PROT
 from ...ipv6plan import ROUTER_LINK_LOCAL
 from ...leases import Lease
 from ... import pipeline as L
-from .flowsets import gateway_service_flows, gateway_table_flows
+from .flowsets import gateway_service_flows, gateway_table_flows, pair_learn
 
 ICMPV6_RS, ICMPV6_RA, ICMPV6_NS, ICMPV6_NA = 133, 134, 135, 136
 IPV6_MULTICAST_MAC = ("33:33:00:00:00:00", "ff:ff:00:00:00:00")     # 33:33:xx:xx:xx:xx
@@ -47,9 +47,6 @@ def nd_flows(d: Lease, prefix: ipaddress.IPv6Network) -> list[FlowMod]:
              FlowMod(match={"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_IPV6, "ip_proto": PROTO_UDP,
                             "udp_dst": 547}, actions=(Output(CONTROLLER, 512),), priority=L.PRIO_ND, cookie=c,
                      meter=punt)]
-    # MLD reports (multicast.py keeps the memberships of permitted devices), above ND
-    flows += [FlowMod(match={**me, "icmpv6_type": t}, actions=(Output(CONTROLLER),), priority=L.PRIO_IGMP,
-                      cookie=c, meter=punt) for t in MLD_REPORTS]
     for target in (ROUTER_LL, router):
         flows.append(FlowMod(match={**me, "icmpv6_type": ICMPV6_NS, "ipv6_nd_target": target},
                              actions=(Output(LOCAL),), priority=L.PRIO_ND, cookie=c))
@@ -62,13 +59,26 @@ def nd_flows(d: Lease, prefix: ipaddress.IPv6Network) -> list[FlowMod]:
     return flows
 
 
+def mld_flows(d: Lease) -> list[FlowMod]:
+    """A permitted device's MLD reports to the controller (multicast.py keeps the
+    memberships of permitted devices only), above ND, through its punt meter. With the
+    forward flows' cookie kind, so a deny takes them with those: a pending device's
+    reports are no one's business, and a crowd of pending devices costs three flows less
+    each."""
+    me = {"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_IPV6, "ip_proto": PROTO_ICMPV6}
+    return [FlowMod(match={**me, "icmpv6_type": t}, actions=(Output(CONTROLLER),), priority=L.PRIO_IGMP,
+                    cookie=L.routing_cookie(L.KIND_FORWARD, d.index), meter=L.punt_meter_id(d.index))
+            for t in MLD_REPORTS]
+
+
 def gateway_flows(d: Lease, prefix: ipaddress.IPv6Network) -> list[FlowMod]:
-    """Pending or denied: DNS, HTTP(80) and ICMPv6 with the router's ::1 of its own /64."""
+    """Pending or denied: DNS, the page (80, 443) and ICMPv6 with the router's ::1 of its
+    own /64."""
     router = str(prefix.network_address + 1)
     out = {"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_IPV6, "ipv6_src": _net(prefix),
            "ipv6_dst": router}
     back = {"in_port": LOCAL, "eth_type": ETH_IPV6, "ipv6_src": router, "ipv6_dst": _net(prefix)}
-    return gateway_service_flows(d, out, back)
+    return gateway_service_flows(d, out, back, ("ipv6_src",))
 
 
 def forward_flows(d: Lease, prefix: ipaddress.IPv6Network, router_mac: str) -> list[FlowMod]:
@@ -110,17 +120,20 @@ def _learn(d: Lease, proto: int | None, ports: str | None, idle: int) -> Learn:
 def account_flows(d: Lease, prefix: ipaddress.IPv6Network, idle: int,
                   site: ipaddress.IPv6Network | None = None) -> list[FlowMod]:
     """Per-flow accounting as for IPv4 (flowsets.account_flows says why TCP learns from
-    SYN, and why with `site` only flows within the household are learned: the rest is
-    counted per host and read per flow from conntrack)."""
+    SYN, and why with `site` the internet's flows are counted per host and read per flow
+    from conntrack while the household's own are learned per pair)."""
     c = L.routing_cookie(L.KIND_ACCOUNT, d.index)
     net = _net(prefix)
     flows = []
     for outbound in (True, False):
         side = {"in_port": d.port, "ipv6_src": net} if outbound else {"in_port": LOCAL, "ipv6_dst": net}
         if site is not None:
-            flows.append(FlowMod(match={"eth_type": ETH_IPV6, **side}, actions=(),
-                                 priority=L.PRIO_ACCOUNT_HOST, table_id=L.TABLE_ACCOUNT, cookie=c))
-            side = {**side, ("ipv6_dst" if outbound else "ipv6_src"): (str(site.network_address), str(site.netmask))}
+            inside = {**side, ("ipv6_dst" if outbound else "ipv6_src"): (str(site.network_address), str(site.netmask))}
+            flows += [FlowMod(match={"eth_type": ETH_IPV6, **side}, actions=(),
+                              priority=L.PRIO_ACCOUNT_HOST, table_id=L.TABLE_ACCOUNT, cookie=c),
+                      FlowMod(match={"eth_type": ETH_IPV6, **inside}, actions=(pair_learn(d, ETH_IPV6, idle),),
+                              priority=L.PRIO_ACCOUNT, table_id=L.TABLE_ACCOUNT, cookie=c)]
+            continue
         flows.append(FlowMod(match={"eth_type": ETH_IPV6, "ip_proto": PROTO_TCP, "tcp_flags_nxm": (0x002, 0x002),
                                     **side},
                              actions=(_learn(d, PROTO_TCP, "tcp", idle),),
@@ -154,14 +167,14 @@ def solicitation_flow(ports: list[int]) -> FlowMod:
                    cookie=L.routing_cookie(L.KIND_SHARED))
 
 
-def base_flows(site: ipaddress.IPv6Network) -> list[FlowMod]:
+def base_flows(site: ipaddress.IPv6Network, https: bool = False) -> list[FlowMod]:
     """Shared: the gateway services of pending devices over IPv6 (table 5); the household's
     site prefix is closed except for the /64s of permitted devices (their own entries are
     above), the rest of IPv6 goes to the router's stack."""
     shared = L.routing_cookie(L.KIND_SHARED)
     site_match = (str(site.network_address), str(site.netmask))
     return [
-        *gateway_table_flows(ETH_IPV6, PROTO_ICMPV6),
+        *gateway_table_flows(ETH_IPV6, PROTO_ICMPV6, https),
         # Hop limit 1 towards a device dies here: the controller answers time exceeded
         # (the router's ::1 addresses, above, take theirs).
         FlowMod(match={"eth_type": ETH_IPV6, "nw_ttl": 1, "ipv6_dst": site_match},

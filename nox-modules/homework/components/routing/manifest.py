@@ -22,5 +22,7 @@ MANIFEST = Manifest(
         "routing.flow_limit": "times a device went over the per-host flow limit",
         "routing.flows_removed": "learned per-flow entries the switch removed and reported",
         "routing.flows_reported": "flow events published",
+        "routing.polls": "accounting polls (one every flow_stats_interval)",
+        "routing.devices_polled": "devices whose counters a poll read (those that moved bytes, and a few in turn)",
     },
 )

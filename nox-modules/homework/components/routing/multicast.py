@@ -121,6 +121,10 @@ class Memberships:
     def groups(self) -> list[str]:
         return sorted(self._groups)
 
+    def devices(self) -> set[str]:
+        """The MACs that are members of some group."""
+        return {mac for members in self._groups.values() for mac in members}
+
     def clear(self) -> None:
         self._groups.clear()
 

@@ -1,4 +1,5 @@
-"""Router Solicitations in, Router Advertisements out (RFC 4861, RDNSS of RFC 8106).
+"""Router Solicitations in, Router Advertisements out (RFC 4861, RDNSS of RFC 8106, the
+captive portal option of RFC 8910).
 
 Each device hears only its own prefix, sent to its MAC alone: with the on-link flag off
 it sends everything, even to a neighbour, through the router, and the switch routes it.
@@ -17,8 +18,8 @@ ETH_IPV6 = 0x86DD
 ICMPV6_RS = 133
 ICMPV6_RA = 134
 ALL_NODES = ipaddress.IPv6Address("ff02::1")
-ROUTER_LIFETIME = 1800          # seconds the device keeps the router as its default route
-OPT_SOURCE_LL, OPT_PREFIX, OPT_MTU, OPT_RDNSS, OPT_DNSSL = 1, 3, 5, 25, 31
+ROUTER_LIFETIME_MAX = 9000      # RFC 4861 §6.2.1: the largest router lifetime
+OPT_SOURCE_LL, OPT_PREFIX, OPT_MTU, OPT_RDNSS, OPT_DNSSL, OPT_CAPTIVE_PORTAL = 1, 3, 5, 25, 31, 37
 PREFIX_AUTONOMOUS = 0x40        # SLAAC on; the on-link flag (0x80) stays off
 
 
@@ -54,7 +55,7 @@ def _icmpv6_checksum(src: ipaddress.IPv6Address, dst: ipaddress.IPv6Address, bod
     return checksum(pseudo + body)
 
 
-def dns_names(domains: "list[str] | tuple") -> bytes:
+def dns_names(domains: list[str] | tuple) -> bytes:
     """Domain names in DNS wire format (labels, each with its length; a zero at the end)."""
     out = b""
     for domain in domains:
@@ -70,12 +71,13 @@ def dns_names(domains: "list[str] | tuple") -> bytes:
 def router_advertisement(router_mac: bytes, device_mac: bytes, prefix: ipaddress.IPv6Network,
                          lifetime: int, dns: ipaddress.IPv6Address | None = None,
                          to: ipaddress.IPv6Address = ALL_NODES, mtu: int = 1500,
-                         deprecated: "list[ipaddress.IPv6Network] | tuple" = (),
-                         search: "list[str] | tuple" = (), extra: bytes = b"") -> bytes:
+                         deprecated: list[ipaddress.IPv6Network] | tuple = (),
+                         search: list[str] | tuple = (), captive: str = "", extra: bytes = b"") -> bytes:
     """The Ethernet frame of an RA for one device: its /64 (autonomous, not on-link) valid
-    for `lifetime` seconds, from fe80::1, `dns` as its DNS server if given, and the
-    prefixes it had before a renumbering with lifetime 0. `extra`: more options, whole
-    (the encrypted DNS announcement, homework/dnr.py)."""
+    for `lifetime` seconds, from fe80::1, `dns` as its DNS server if given, the prefixes
+    it had before a renumbering with lifetime 0, and `captive`, the captive portal API's
+    URL, if given. `extra`: more options, whole (the encrypted DNS announcement,
+    homework/dnr.py)."""
     lifetime = max(0, int(lifetime))
     options = struct.pack("!BB6s", OPT_SOURCE_LL, 1, router_mac)
     options += struct.pack("!BBHI", OPT_MTU, 1, 0, mtu)
@@ -90,11 +92,18 @@ def router_advertisement(router_mac: bytes, device_mac: bytes, prefix: ipaddress
             names = dns_names(search)
             names += b"\0" * (-(8 + len(names)) % 8)
             options += struct.pack("!BBHI", OPT_DNSSL, (8 + len(names)) // 8, 0, lifetime) + names
+    if captive:          # RFC 8910: the URI, padded with NULs to a multiple of 8 octets
+        uri = captive.encode()
+        uri += b"\0" * (-(2 + len(uri)) % 8)
+        options += struct.pack("!BB", OPT_CAPTIVE_PORTAL, (2 + len(uri)) // 8) + uri
     options += extra
     # "Other configuration" (O flag) when there is a DNS server: DHCPv6-only clients then
     # ask for it by INFORMATION-REQUEST (dhcpv6.py).
     flags = 0x40 if dns is not None else 0
-    body = struct.pack("!BBHBBHII", ICMPV6_RA, 0, 0, 64, flags, ROUTER_LIFETIME if lifetime else 0, 0, 0) + options
+    # The router is the default route for as long as the prefix lives (RAs come when the
+    # lease is renewed, not on a timer), at most RFC 4861's 9000 s.
+    router_lifetime = min(lifetime, ROUTER_LIFETIME_MAX)
+    body = struct.pack("!BBHBBHII", ICMPV6_RA, 0, 0, 64, flags, router_lifetime, 0, 0) + options
     csum = _icmpv6_checksum(ROUTER_LINK_LOCAL, to, body)
     body = body[:2] + struct.pack("!H", csum) + body[4:]
     header = struct.pack("!IHBB16s16s", 6 << 28, len(body), PROTO_ICMPV6, 255, ROUTER_LINK_LOCAL.packed, to.packed)

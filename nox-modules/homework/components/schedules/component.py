@@ -18,6 +18,7 @@ import threading
 
 from ...commands import CommandError, seen_device
 from ...component import Component
+from ...cutoff import BEDTIME, PAUSED, Cut
 from ...events import Schedule as ScheduleEvent, ScheduleStrict
 from ...leases import Lease
 from ...macaddr import BadMac, normalize
@@ -28,8 +29,6 @@ from .store import ACTIONS, OWNER, Pause, Schedule, ScheduleStore
 from .windows import Window, WindowError
 
 MAX_PAUSE_MINUTES = 7 * 24 * 60
-STRICT_TOPIC = "schedule_strict"     # payload: macs = the devices in a dns-strict window now
-CHANGE_TOPIC = "schedule"            # payload: mac = a device whose pause or window began or ended
 
 
 def parse_target(mac=None, owner=None) -> str:
@@ -76,6 +75,7 @@ class Schedules(Component):
         self.ctx.bus.subscribe("device", self._on_change)
         self.ctx.bus.subscribe("ipv6_plan", self._on_ipv6_plan)
         self.ctx.device_facts.append(self._facts)
+        self.ctx.cutoffs.add_source(self._cut_off)     # the page and DNS of a paused device
         # the first look runs after every component has started (and so subscribed)
         self.ctx.every(self.ctx.config.schedules_check_interval, self.check)
 
@@ -148,7 +148,7 @@ class Schedules(Component):
             self.paused[mac] = lease
             prefix6 = self.ctx.ipv6.device_prefix(lease.index) if self.ctx.ipv6 is not None else None
             decisions += block_flows(lease, prefix6, SCHEDULE)
-        if self.strict != strict:
+        if self.strict != frozenset(strict):
             changed = strict ^ (self.strict or frozenset())
             self.strict = frozenset(strict)
             self.ctx.bus.publish(ScheduleStrict(macs=sorted(strict)))
@@ -157,6 +157,9 @@ class Schedules(Component):
         # the board's labels ("paused until ...", "bedtime") follow
         for mac in sorted((paused ^ before) | changed):
             self.ctx.bus.publish(ScheduleEvent(mac=mac))
+        # why they are cut off (a pause made longer moves its end): the page and DNS follow
+        for mac in sorted(paused | before):
+            self.ctx.cutoffs.changed(mac)
         return decisions
 
     def _apply(self) -> None:
@@ -185,6 +188,16 @@ class Schedules(Component):
         in_schedule = "pause" if any(s.action == "pause" for s in open_now) else \
             (open_now[0].action if open_now else "")
         return {"paused": bool(by), "paused_by": by, "paused_until": until, "in_schedule": in_schedule}
+
+    def _cut_off(self, mac: str) -> Cut | None:
+        """Why the device is cut off, as far as this component is concerned (the clock's
+        answer, as the device view's)."""
+        facts = self._facts(mac)
+        if facts["paused_by"] == "pause":
+            return Cut(PAUSED, facts["paused_until"])
+        if facts["paused_by"] == "schedule":
+            return Cut(BEDTIME, facts["paused_until"])
+        return None
 
     def _open_for(self, mac: str, now: float) -> list[Schedule]:
         """The windows of the device and of its owner open at `now`."""

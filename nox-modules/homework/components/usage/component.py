@@ -11,7 +11,10 @@ write-behind batching, the backup and the upgrade path that keeps the data parti
 from __future__ import annotations
 
 from ...commands import CommandError
+from ... import wording
 from ...component import Component
+from ...cutoff_pages import back_at
+from ...cutoff import ALLOWANCE, Cut
 from ...events import Alert, AlertKind
 from . import export, periods, report
 from .book import UsageBook
@@ -21,10 +24,10 @@ from ...leases import Lease
 from .slowflows import forget_all, slow_flows, unslow
 from .cap import Cap, parse_day, parse_size
 from .limits import OWNER, Limit, Limits, parse_limit, parse_target
+from .bursts import Bursts, minutes_text, parse as parse_burst, size_text
 from .recent import RecentMinutes
 
 
-ACTION_NOTE = {"block": ": blocked until the next", "slow": ": slowed down until the next"}
 
 
 class Usage(Component):
@@ -46,6 +49,7 @@ class Usage(Component):
         self._short: dict[tuple[str, int], int] = {}
         self._limit_used: dict[str, tuple[int, int]] = {}   # target -> (period start, bytes)
         self.recent = RecentMinutes()        # the panel's "last hour" chart, per minute
+        self.bursts = Bursts(ctx.state)     # per-device "more than X in Y minutes" alerts
 
     @property
     def billing_day(self) -> int:
@@ -62,9 +66,14 @@ class Usage(Component):
         self.ctx.commands.register("usage-limit-remove", self.remove_limit)
         self.ctx.commands.register("usage-limits", lambda: [lim.as_dict() for lim in self.limits.by_target.values()])
         self.ctx.commands.register("usage-lift", self.lift)
+        self.ctx.commands.register("usage-burst", self.set_burst)
+        self.ctx.commands.register("usage-burst-remove", self.remove_burst)
+        self.ctx.commands.register("usage-bursts", lambda: [b.as_dict() for b in self.bursts.by_mac.values()])
+        self.ctx.bus.subscribe("device", self._on_device)
         self.ctx.bus.subscribe("lease", self._on_lease)
         self.ctx.bus.subscribe("ipv6_plan", self._on_ipv6_plan)
         self.ctx.device_facts.append(self._facts)
+        self.ctx.cutoffs.add_source(self._cut_off)     # the page and DNS of a blocked device
 
     def stop(self) -> None:
         self.flush()
@@ -97,6 +106,7 @@ class Usage(Component):
         start, _end = self._period_so_far(now)     # before adding: a re-read must not count it twice
         self.book.add(ev.mac, up, down, now)
         self.recent.add(ev.mac, up, down, now)
+        self._check_burst(ev.mac, now)
         if self.ctx.config.usage_test_period_seconds:
             key = (ev.mac, self.limit_window("day", now)[0])
             self._short = {k: v for k, v in self._short.items() if k[1] == key[1]}
@@ -104,9 +114,12 @@ class Usage(Component):
         self._period_used += max(up, 0) + max(down, 0)
         for level in self.cap.due_alerts(start, self._period_used):
             self.ctx.count(f"usage.alerts_{level}")
-            self.ctx.bus.publish(Alert(mac="", kind=AlertKind(f"usage-{level}"),
-                                       detail=f"the household has used {level}% of its {self.cap.cap} byte cap "
-                                              f"({self._period_used} bytes) this billing period"))
+            part = "all" if level >= 100 else f"{level}%"
+            self.ctx.bus.publish(Alert(
+                mac="", kind=AlertKind(f"usage-{level}"),
+                detail=wording.sentence(f"the household has used {part} of its data for this billing period "
+                                        f"({wording.size(self._period_used)} of {wording.size(self.cap.cap)})"),
+                data={"used_bytes": self._period_used, "cap_bytes": self.cap.cap, "percent": level}))
         return self._check_limits(ev.mac, max(up, 0) + max(down, 0), now)
 
     def _period_so_far(self, now: float) -> tuple[int, int]:
@@ -171,10 +184,40 @@ class Usage(Component):
         """One local calendar month (YYYY-MM; '' = this one) as CSV: a row per day and device."""
         now = self.ctx.now()
         if not month:
-            month = periods.label(now, self.tz, "month")
+            month = periods.label(int(now), self.tz, "month")
         start, end = periods.calendar_month(month, self.tz)
         devices = {d.mac: d for d in self.ctx.state.devices()}
         return export.month_csv(self.book.rows(start, end), devices, self.tz)
+
+    # -- burst alerts ----------------------------------------------------------------------------
+    def set_burst(self, mac, size, minutes) -> dict:
+        """Tell the household when this device moves more than `size` (bytes, or 500M, 2G)
+        within `minutes` (1-60)."""
+        burst = parse_burst(mac, size, minutes)
+        self.ctx.devices.get(burst.mac)        # a device the router has seen (UnknownDevice: 404)
+        self.bursts.set(burst)
+        return burst.as_dict()
+
+    def remove_burst(self, mac) -> dict:
+        mac = self.ctx.devices.get(mac).mac
+        return {"mac": mac, "removed": self.bursts.remove(mac)}
+
+    def _check_burst(self, mac: str, now: float) -> None:
+        over = self.bursts.went_over(mac, self.recent, now)
+        if over is None:
+            return
+        burst, total = over
+        self.ctx.count("usage.burst_alerts")
+        self.ctx.bus.publish(Alert(mac=mac, kind=AlertKind.USAGE_BURST,
+                                   detail=wording.sentence(f"{wording.name_of(self.ctx.state, mac)} moved "
+                                                           f"{size_text(total)} in the last "
+                                                           f"{minutes_text(burst.minutes)}: its alert is for "
+                                                           f"{burst.text()}"),
+                                   data={"bytes": total, "limit_bytes": burst.bytes, "minutes": burst.minutes}))
+
+    def _on_device(self, topic: str, ev) -> None:
+        if ev.reason == "forgotten":         # forgetting a device forgets its alert too
+            self.bursts.remove(ev.mac)
 
     # -- per-device / per-owner limits --------------------------------------------------------
     def limit_window(self, period: str, now: float) -> tuple[int, int]:
@@ -226,9 +269,26 @@ class Usage(Component):
                 decisions += self._slow(self._should_slow(now))
             for m in self._macs(limit.target):
                 self.ctx.bus.publish(Alert(mac=m, kind=AlertKind.USAGE_LIMIT,
-                                           detail=f"{limit.target} used {used} of its {limit.allowance} bytes this "
-                                                  f"{limit.period}" + ACTION_NOTE.get(limit.action, "")))
+                                           detail=self._limit_words(limit, m, used, end, now),
+                                           data={"target": limit.target, "used_bytes": used,
+                                                 "allowance_bytes": limit.allowance, "period": limit.period,
+                                                 "action": limit.action, "rate_kbit": limit.rate or None,
+                                                 "until": end}))
         return decisions
+
+    def _limit_words(self, limit: Limit, mac: str, used: int, end: float, now: float) -> str:
+        """"Tom's laptop has used up today's allowance (27.3 MB of 24.8 MB). Its internet is
+        off and comes back at midnight." """
+        owner = limit.target.startswith(OWNER)
+        who = wording.owner_devices(limit.target[len(OWNER):]) if owner else wording.name_of(self.ctx.state, mac)
+        span = "today's" if limit.period == "day" else "this month's"
+        back = back_at(end, now, self.tz)
+        its = "Their" if owner else "Its"
+        then = {"block": f"{its} internet is off and comes back {back}.",
+                "slow": f"{its} internet is slowed to {wording.rate(limit.rate)}, back to full speed {back}.",
+                "notify": "Nothing is cut: the household only wanted to know."}[limit.action]
+        return wording.sentence(f"{who} {'have' if owner else 'has'} used up {span} allowance "
+                                f"({wording.size(used)} of {wording.size(limit.allowance)})") + " " + then
 
     def _in_force(self, action: str, now: float) -> list[Limit]:
         """The limits with this action reached this period and not lifted."""
@@ -258,7 +318,18 @@ class Usage(Component):
                 continue
             self.blocked[mac] = lease.index
             decisions += block_flows(lease, self._prefix6(lease))
+            self.ctx.cutoffs.changed(mac)
         return decisions
+
+    def _cut_off(self, mac: str) -> Cut | None:
+        """A device blocked over its allowance: until its period ends."""
+        if mac not in self.blocked:
+            return None
+        now = self.ctx.now()
+        for limit in self._in_force("block", now):
+            if mac in self._macs(limit.target):
+                return Cut(ALLOWANCE, self.limit_window(limit.period, now)[1], limit.period)
+        return None
 
     def _slow(self, rates: dict[str, int]) -> list:
         decisions = []
@@ -279,6 +350,8 @@ class Usage(Component):
         gone = [mac for mac in self.blocked if mac not in keep]
         if gone:
             self.ctx.send([unblock(self.blocked.pop(mac)) for mac in gone])
+        for mac in gone:
+            self.ctx.cutoffs.changed(mac)
 
     def _unslow(self, keep: set[str]) -> None:
         gone = [mac for mac in self.slowed if mac not in keep]
@@ -299,6 +372,7 @@ class Usage(Component):
         decisions = []
         if lease.mac in self.blocked:
             decisions += [unblock(self.blocked.pop(lease.mac)), *self._block([lease.mac])]
+            self.ctx.cutoffs.changed(lease.mac)
         # the meter and flows move with the lease, go when it ends, and come when a device
         # of an owner over a slow limit gets one
         rate = self._should_slow(self.ctx.now()).get(lease.mac)
@@ -313,7 +387,8 @@ class Usage(Component):
         return {"usage_blocked": mac in self.blocked,
                 "usage_slowed": mac in self.slowed,
                 "usage_slow_kbps": self.slowed[mac][1] if mac in self.slowed else 0,
-                "usage_limit": limits[0].as_dict() if limits else None}
+                "usage_limit": limits[0].as_dict() if limits else None,
+                "usage_burst": burst.as_dict() if (burst := self.bursts.by_mac.get(mac)) else None}
 
     def set_limit(self, allowance=None, mac=None, owner=None, period="day", action="block", rate=None) -> dict:
         """Set a device's (mac) or an owner's allowance per day or month (bytes, or e.g. 2G);

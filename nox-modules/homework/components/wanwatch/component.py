@@ -4,6 +4,7 @@ Registers ctx.health["wan"] (so metrics exports `homework_wan_up`) and the `wan-
 command."""
 from __future__ import annotations
 
+from ... import wording
 from ...component import Component
 from ...events import Alert, AlertKind
 from .hysteresis import Hysteresis
@@ -37,12 +38,14 @@ class WanWatch(Component):
         now, down_since = self.ctx.now(), self.since
         self.since = now
         self.ctx.count(f"wanwatch.{change}")
-        detail = self.last.reason
+        detail = wording.sentence(self.last.reason)
+        data = {"interface": self.ifname, "reason": self.last.reason}
         if change == "up" and down_since is not None:
             # A webhook in the internet may have missed wan-down: say how long it lasted.
-            detail += f"; it was down for {_duration(now - down_since)}"
+            detail += f" It was down for {_duration(now - down_since)}."
+            data["down_seconds"] = round(now - down_since)
         self.log.warning("WAN %s: %s", change, detail)
-        self.ctx.bus.publish(Alert(mac="", kind=AlertKind(f"wan-{change}"), detail=detail))
+        self.ctx.bus.publish(Alert(mac="", kind=AlertKind(f"wan-{change}"), detail=detail, data=data))
 
     def status(self) -> dict:
         state = {True: "up", False: "down", None: "unknown"}[self.state.up]

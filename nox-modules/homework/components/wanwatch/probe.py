@@ -44,12 +44,14 @@ def has_default_route(ifname: str, route4: Path = ROUTE4, route6: Path = ROUTE6)
 def look(ifname: str, sys_net: Path = SYS_NET, route4: Path = ROUTE4, route6: Path = ROUTE6) -> Look:
     dev = sys_net / ifname
     if not dev.exists():
-        return Look(False, f"the WAN interface {ifname} does not exist")
+        return Look(False, f"the router's internet port ({ifname}) is not there")
     operstate = _read(dev / "operstate")
     if operstate not in ("up", "unknown"):      # "unknown": drivers that do not report it
-        return Look(False, f"{ifname} is {operstate or 'down'}")
+        return Look(False, f"the router's internet port ({ifname}) is {operstate or 'down'}")
     if _read(dev / "carrier") != "1":
-        return Look(False, f"{ifname} has no carrier (cable or modem)")
+        return Look(False, f"the router's internet port ({ifname}) has no link: check the cable to the modem, "
+                           "and the modem")
     if not has_default_route(ifname, route4, route6):
-        return Look(False, f"no default route via {ifname} (no lease from the ISP?)")
-    return Look(True, f"{ifname} is up with a default route")
+        return Look(False, f"the router has no way out through its internet port ({ifname}): the internet "
+                           "provider gave it no address")
+    return Look(True, f"the router's internet port ({ifname}) is connected")

@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# `make bench` section "kernel": the image's kernel datapath measured, inside the image's VM.
+#
+# The image runs Open vSwitch's kernel datapath, which these machines cannot load; its VM
+# can. One VM (QEMU, TCG where KVM does not work), booted from the image as it is built
+# (image/build.sh, reused from its cache), with a device namespace on its LAN NIC and an
+# "ISP" namespace on its WAN NIC (DHCP for the WAN, a web server, an iperf3 server). The
+# device is let in, then the same traffic goes through the same VM two ways, in
+# alternating rounds:
+#   homework  the image as it runs: the LAN NIC on br0 (kernel datapath, the controller's
+#             pipeline), the router's stack and its nftables NAT to the WAN
+#   kernel    the same VM with the LAN NIC taken off the bridge and the controller stopped:
+#             the device's gateway address on the NIC, plain kernel forwarding, the same
+#             nftables NAT (table inet homework) to the WAN
+# Measured from the host: bulk TCP (iperf3, device -> ISP) and new connections/s (wrk, one
+# request per connection, a server port of its own for every run). Under TCG the guest is
+# tens of times slower than the hardware it stands for, so only the ratio within this one
+# VM means anything.
+#
+# The image build runs under flock /tmp/hw-image.lock, the VM under flock /tmp/hw-boot.lock
+# (the boot test's locks: one heavy VM at a time on a shared machine).
+# Environment: BENCH_KERNEL_ROUNDS (3), BENCH_KERNEL_SECONDS (10), HOMEWORK_IMAGE (an image
+# to use instead of building), HOMEWORK_ACCEL (kvm|tcg; default: probe KVM as the boot test
+# does, else TCG). JSON in out/bench-kernel.json, logs in test-artifacts/bench-kernel/.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+TOP=$PWD
+ROUNDS=${BENCH_KERNEL_ROUNDS:-3}
+RUN_S=${BENCH_KERNEL_SECONDS:-10}
+ART=$TOP/test-artifacts/bench-kernel
+
+say() { echo "[bench-kernel +$(( $(date +%s) - T0 ))s] $*" >&2; }
+T0=$(date +%s)
+
+if [ "$(id -u)" != 0 ] || [ ! -c /dev/net/tun ]; then
+  echo "kernel: skipped (needs root and /dev/net/tun)"; exit 0
+fi
+for t in qemu-system-x86_64 iperf3 wrk lighttpd dnsmasq udhcpc python3; do
+  command -v "$t" >/dev/null || { echo "kernel: $t not installed (make deps)"; exit 1; }
+done
+
+# ------------------------------------------------------------------ the image (its own lock)
+if [ -z "${BENCH_KERNEL_LOCKED:-}" ]; then
+  mkdir -p "$ART"
+  if [ -z "${HOMEWORK_IMAGE:-}" ]; then
+    say "building the image (reused from cache when its inputs are unchanged), under /tmp/hw-image.lock"
+    export HOMEWORK_SIGNING_KEY=${HOMEWORK_SIGNING_KEY:-${HOMEWORK_IMAGE_WORK:-$TOP/image/work}/boottest-signing-key}
+    if ! HOMEWORK_IMAGE_NOCOMPRESS=1 flock /tmp/hw-image.lock bash image/build.sh >"$ART/build.log" 2>&1; then
+      echo "kernel: the image build failed (see $ART/build.log)"; exit 1
+    fi
+    HOMEWORK_IMAGE=$(readlink -f out/homework-latest-amd64.img)
+  fi
+  say "waiting for /tmp/hw-boot.lock (one VM at a time)"
+  BENCH_KERNEL_LOCKED=1 HOMEWORK_IMAGE=$HOMEWORK_IMAGE exec flock /tmp/hw-boot.lock bash "$0"
+fi
+IMG=$HOMEWORK_IMAGE
+[ -f "$IMG" ] || { echo "kernel: no image at $IMG"; exit 1; }
+rm -rf "$ART"/*.log "$ART"/*.pid "$ART"/www; mkdir -p "$ART/www"
+say "image ${IMG##*/}"
+
+# ------------------------------------------------------------------ names, clean-up
+SUF=$(printf '%04x' $(( $$ % 65536 )))
+NS_ISP=hwbk-isp-$SUF NS_DEV=hwbk-dev-$SUF
+ISP_IP=198.51.100.1
+WAN_MAC=52:54:00:48:4b:01 LAN_MAC=52:54:00:48:4b:02
+FIRST_PORT=8300
+QEMU_PID=""
+cleanup() {
+  set +e
+  if [ -n "$QEMU_PID" ] && kill -0 "$QEMU_PID" 2>/dev/null; then
+    kill "$QEMU_PID"; for _ in $(seq 1 20); do kill -0 "$QEMU_PID" 2>/dev/null || break; sleep 0.5; done
+    kill -9 "$QEMU_PID" 2>/dev/null
+  fi
+  for ns in "$NS_ISP" "$NS_DEV"; do ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null; done
+  sleep 0.2
+  ip netns del "$NS_ISP" 2>/dev/null; ip netns del "$NS_DEV" 2>/dev/null
+  for side in w l; do for l in "hk$side$SUF-tap" "hk$side$SUF-v" "hk$side$SUF-br"; do ip link del "$l" 2>/dev/null; done; done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ------------------------------------------------------------------ the links: tap + veth on a host bridge
+link() {  # link PREFIX NS: the VM's NIC (tap PREFIX-tap) and eth0 of NS on bridge PREFIX-br
+  local br=$1-br tap=$1-tap veth=$1-v
+  ip link add "$br" type bridge && ip link set "$br" type bridge stp_state 0 forward_delay 0
+  ip link set "$br" type bridge nf_call_iptables 0 nf_call_ip6tables 0 nf_call_arptables 0 2>/dev/null
+  ip tuntap add dev "$tap" mode tap && ip link set "$tap" master "$br"
+  ip link add "$veth" type veth peer name "${1}p" && ip link set "$veth" master "$br"
+  ip link set "${1}p" netns "$2" && ip -n "$2" link set "${1}p" name eth0
+  for l in "$br" "$tap" "$veth"; do ip link set "$l" up; done
+  ip -n "$2" link set lo up && ip -n "$2" link set eth0 up
+}
+set -e
+ip netns add "$NS_ISP"; ip netns add "$NS_DEV"
+link "hkw$SUF" "$NS_ISP"; link "hkl$SUF" "$NS_DEV"
+ip -n "$NS_ISP" addr add "$ISP_IP/24" dev eth0
+ip netns exec "$NS_ISP" dnsmasq --conf-file=/dev/null --keep-in-foreground --user=root --interface=eth0 \
+  --bind-interfaces --no-resolv --no-hosts --dhcp-range=198.51.100.50,198.51.100.99,255.255.255.0,1h \
+  --dhcp-option=3,$ISP_IP --dhcp-leasefile="$ART/isp.leases" --pid-file="$ART/isp-dnsmasq.pid" \
+  --log-facility="$ART/isp-dnsmasq.log" >/dev/null 2>&1 &
+echo "<html><body>the ISP's server</body></html>" > "$ART/www/index.html"
+{
+  echo "server.document-root = \"$ART/www\""; echo "server.bind = \"$ISP_IP\""; echo "server.port = $FIRST_PORT"
+  echo "server.max-connections = 4096"; echo "server.max-keep-alive-requests = 0"; echo 'server.errorlog = "/dev/null"'
+  echo 'mimetype.assign = (".html" => "text/html")'
+  for p in $(seq $((FIRST_PORT + 1)) $((FIRST_PORT + 4 * ROUNDS + 2))); do echo "\$SERVER[\"socket\"] == \"$ISP_IP:$p\" { }"; done
+} > "$ART/lighttpd.conf"
+ip netns exec "$NS_ISP" lighttpd -D -f "$ART/lighttpd.conf" >"$ART/lighttpd.log" 2>&1 &
+ip netns exec "$NS_ISP" iperf3 -s -B "$ISP_IP" >"$ART/iperf3-server.log" 2>&1 &
+set +e
+
+# ------------------------------------------------------------------ the VM
+probe_kvm() {
+  [ -w /dev/kvm ] || return 1
+  MTOOLS_SKIP_CHECK=1 mcopy -n -i "$IMG@@1M" ::/homework/a/vmlinuz "$ART/vmlinuz" 2>/dev/null || return 1
+  ( timeout 15 qemu-system-x86_64 -accel kvm -cpu host -m 256 -display none -no-reboot -nodefaults \
+    -kernel "$ART/vmlinuz" -append "console=ttyS0 panic=-1" -serial "file:$ART/kvm-probe.log" ) >/dev/null 2>&1
+  grep -q -e "Kernel panic" -e "VFS:" "$ART/kvm-probe.log" 2>/dev/null
+}
+case "${HOMEWORK_ACCEL:-auto}" in
+  kvm) ACCEL=kvm ;; tcg) ACCEL=tcg ;;
+  *) if { probe_kvm; } 2>/dev/null; then ACCEL=kvm; else ACCEL=tcg; fi ;;
+esac
+if [ "$ACCEL" = kvm ]; then ACCEL_ARGS=(-accel kvm -cpu host); BOOT_TIMEOUT=180
+else ACCEL_ARGS=(-accel "tcg,thread=multi" -cpu "max,avx=off,avx2=off"); BOOT_TIMEOUT=1800; fi   # a first boot (its keys) under a loaded TCG
+say "booting the image in QEMU ($ACCEL, 2 vCPUs, 1 GiB; the disk as a snapshot)"
+qemu-system-x86_64 -machine q35 "${ACCEL_ARGS[@]}" -smp 2 -m 1024 -display none -no-reboot -snapshot \
+  -drive "file=$IMG,if=virtio,format=raw" \
+  -netdev "tap,id=lan,ifname=hkl$SUF-tap,script=no,downscript=no" -device "virtio-net-pci,netdev=lan,mac=$LAN_MAC" \
+  -netdev "tap,id=wan,ifname=hkw$SUF-tap,script=no,downscript=no" -device "virtio-net-pci,netdev=wan,mac=$WAN_MAC" \
+  -serial "file:$ART/ttyS0.log" -serial "file:$ART/ttyS1.log" \
+  -device virtio-serial-pci -chardev "socket,id=agent,path=$ART/agent.sock,server=on,wait=off" \
+  -device virtserialport,chardev=agent,name=org.homework.test -fw_cfg name=opt/org.homework.test,string=1 \
+  -pidfile "$ART/qemu.pid" -daemonize >"$ART/qemu.log" 2>&1 || { echo "kernel: QEMU did not start (see $ART/qemu.log)"; exit 1; }
+QEMU_PID=$(cat "$ART/qemu.pid")
+t=0
+until grep -q '^HOMEWORK-READY' "$ART/ttyS1.log" 2>/dev/null && grep -q '^HOMEWORK-AGENT ready' "$ART/ttyS1.log" 2>/dev/null; do
+  kill -0 "$QEMU_PID" 2>/dev/null || { echo "kernel: the VM stopped (see $ART/ttyS0.log)"; exit 1; }
+  [ $t -lt "$BOOT_TIMEOUT" ] || { echo "kernel: the VM was not ready in ${BOOT_TIMEOUT}s (see $ART/ttyS0.log)"; exit 1; }
+  sleep 1; t=$((t + 1))
+done
+say "the router is up ($(grep '^HOMEWORK-READY' "$ART/ttyS1.log" | tail -1 | tr -d '\r'))"
+g() { python3 "$TOP/image/boot-test-agent.py" "$ART/agent.sock" "${GT:-120}" "$*"; }
+dev() { ip netns exec "$NS_DEV" "$@"; }
+
+# ------------------------------------------------------------------ the device, let in
+cat > "$ART/dhcp-hook.sh" <<EOF
+#!/bin/sh
+case "\$1" in
+  deconfig) ip -4 addr flush dev "\$interface"; ip link set "\$interface" up ;;
+  bound|renew) ip -4 addr flush dev "\$interface"; ip addr add "\$ip/\$mask" dev "\$interface"
+    ip route replace default via \${router%% *} dev "\$interface"
+    printf 'IP=%s\nROUTER=%s\n' "\$ip" "\${router%% *}" > "$ART/lease.env" ;;
+esac
+EOF
+chmod +x "$ART/dhcp-hook.sh"
+dev sysctl -q -w net.ipv6.conf.all.disable_ipv6=1
+DEV_MAC=$(ip -n "$NS_DEV" link show eth0 | awk '/link\/ether/{print $2}')
+dev timeout 120 udhcpc -i eth0 -f -q -n -t 20 -T 3 -A 2 -s "$ART/dhcp-hook.sh" >"$ART/udhcpc.log" 2>&1 \
+  || { echo "kernel: the device got no lease (see $ART/udhcpc.log)"; exit 1; }
+. "$ART/lease.env"
+g "homework permit $DEV_MAC" >"$ART/permit.log" 2>&1 || { echo "kernel: permit failed (see $ART/permit.log)"; exit 1; }
+# the permitted lease (an hour) instead of the pending one's 30 s, which this client would not renew
+dev timeout 120 udhcpc -i eth0 -f -q -n -t 20 -T 3 -A 2 -s "$ART/dhcp-hook.sh" >>"$ART/udhcpc.log" 2>&1 \
+  || { echo "kernel: the device got no permitted lease (see $ART/udhcpc.log)"; exit 1; }
+. "$ART/lease.env"
+reaches() {  # the device reaches the ISP's web server within 90 s
+  local _
+  for _ in $(seq 1 90); do
+    dev curl -s -o /dev/null -m 2 "http://$ISP_IP:$FIRST_PORT/" && return 0
+    sleep 1
+  done
+  return 1
+}
+reaches || { echo "kernel: the permitted device ($IP) does not reach the ISP"; exit 1; }
+say "device $DEV_MAC: $IP, gateway $ROUTER, permitted; it reaches the ISP"
+
+# ------------------------------------------------------------------ the two ways through the VM
+# kernel: the LAN NIC off the bridge, the controller stopped, the device's gateway on the NIC;
+# the image's own nftables NAT stays (table inet homework).
+to_kernel() {
+  GT=180 g ". /run/homework/interfaces.env; L=\${LAN_PORTS%% *}; systemctl stop homework-controller &&
+    ovs-vsctl del-port br0 \$L && ip addr del $ROUTER/30 dev br0; ip addr add $ROUTER/30 dev \$L && ip link set \$L up" \
+    >>"$ART/switch.log" 2>&1
+}
+to_homework() {
+  GT=180 g ". /run/homework/interfaces.env; L=\${LAN_PORTS%% *}; ip addr del $ROUTER/30 dev \$L;
+    ovs-vsctl add-port br0 \$L && systemctl start homework-controller" >>"$ART/switch.log" 2>&1
+}
+guest_cpu() {  # the guest's busy jiffies (all CPUs) so far
+  g "awk '/^cpu /{print \$2+\$3+\$4+\$7+\$8}' /proc/stat" 2>/dev/null | tr -d '\r\n'
+}
+port=$FIRST_PORT
+measure() {  # measure MODE: one round of iperf3 and wrk; appends a JSON line
+  local mode=$1 mbps cps c0 c1
+  port=$((port + 1))
+  c0=$(guest_cpu)
+  mbps=$(dev iperf3 -c "$ISP_IP" -t "$RUN_S" -J 2>/dev/null | python3 -c 'import json,sys
+try: print(round(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e6, 1))
+except Exception: print("null")')
+  cps=$(dev wrk -t 1 -c 16 -d "${RUN_S}s" -H "Connection: close" "http://$ISP_IP:$port/index.html" 2>/dev/null \
+        | awk '/Requests\/sec/{print $2}')
+  c1=$(guest_cpu)
+  echo "{\"mode\": \"$mode\", \"iperf_mbps\": ${mbps:-null}, \"conn_per_s\": ${cps:-null}, \"guest_cpu_jiffies\": $(( ${c1:-0} - ${c0:-0} ))}" \
+    >> "$ART/rounds.jsonl"
+  say "$mode: bulk TCP ${mbps} Mb/s, ${cps} new connections/s"
+}
+: > "$ART/rounds.jsonl"
+for _ in $(seq 1 "$ROUNDS"); do
+  measure homework
+  to_kernel && reaches || { echo "kernel: the plain kernel router does not forward (see $ART/switch.log)"; exit 1; }
+  measure kernel
+  to_homework && reaches || { echo "kernel: Homework did not come back (see $ART/switch.log)"; exit 1; }
+done
+g "cat /etc/homework/version; uname -r; ovs-vsctl --version | head -1; nft --version" > "$ART/guest.txt" 2>&1
+python3 - "$ART/rounds.jsonl" "$ACCEL" "$RUN_S" "$ART/guest.txt" "$TOP/out/bench-kernel.json" <<'EOF'
+import json, statistics, sys
+rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+accel, secs, guest = sys.argv[2], sys.argv[3], open(sys.argv[4]).read().split("\n")
+def med(mode, key):
+    vals = [r[key] for r in rows if r["mode"] == mode and r[key] is not None]
+    return statistics.median(vals) if vals else None
+out = {m: {k: med(m, k) for k in ("iperf_mbps", "conn_per_s", "guest_cpu_jiffies")} for m in ("homework", "kernel")}
+out["rounds"] = rows
+print(f"\nthe image in one VM ({accel}, 2 vCPUs; guest {guest[0].strip()}, kernel {guest[1].strip() if len(guest) > 1 else '?'}): "
+      f"{len(rows) // 2} alternating rounds of {secs} s each, medians")
+print(f"{'way through the VM':44} {'bulk TCP Mb/s':>14} {'new conn/s':>11}")
+labels = {"homework": "Homework: OVS kernel datapath + pipeline, NAT", "kernel": "plain kernel forwarding + the same NAT"}
+for m in ("homework", "kernel"):
+    print(f"{labels[m]:44} {out[m]['iperf_mbps'] or 0:14.1f} {out[m]['conn_per_s'] or 0:11.1f}")
+def ratio(k):
+    h, p = out["homework"][k], out["kernel"][k]
+    return round(h / p, 2) if h and p else None
+print(f"Homework / plain kernel: bulk TCP {ratio('iperf_mbps')}x, new connections/s {ratio('conn_per_s')}x (aim: at least 0.8x)")
+print("under TCG only these ratios mean anything: the guest runs tens of times slower than real hardware")
+out["ratios"] = {"iperf": ratio("iperf_mbps"), "conn_per_s": ratio("conn_per_s")}
+out["accel"] = accel
+json.dump(out, open(sys.argv[5], "w"), indent=2)
+EOF
