@@ -33,9 +33,9 @@ class Reach:
 
 
 def tls_context(ca_file: str) -> ssl.SSLContext:
-    ctx = ssl.create_default_context(cafile=ca_file or None)
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-    return ctx
+    context = ssl.create_default_context(cafile=ca_file or None)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    return context
 
 
 def _dns():
