@@ -90,6 +90,19 @@ def test_a_certificate_for_another_name_is_refused_and_the_fallback_decides(lab)
     assert any(f"{UPSTREAM}.53" in line for line in cap.lines), "the WAN lease's resolver, in plain DNS"
 
 
+def test_mending_a_mistyped_name_works_at_once(lab):
+    """unbound backs off an upstream whose handshakes failed and keeps that across a
+    reload; the household's corrected choice must not wait it out."""
+    dev = lab.join("desktop")
+    choose(lab, [f"{DOT_UPSTREAM}#wrong.{DOT_NAME}"], fallback="none")
+    assert lab.upstream_status("unreachable")["state"] == "unreachable"
+    for _i in range(6):      # enough failed handshakes for unbound to put the address on hold
+        assert lab.dig(dev, new_name("typo"), timeout=5, tries=1)[0] in ("SERVFAIL", "TIMEOUT")
+    choose(lab, [f"{DOT_UPSTREAM}#{DOT_NAME}"], fallback="none")
+    assert lab.upstream_status("encrypted")["state"] == "encrypted"
+    assert lab.dig(dev, new_name("mended")) == ("NOERROR", [NEW_ADDR]), lab.debug()
+
+
 def test_a_bad_choice_is_a_400_and_changes_nothing(lab):
     before = json.loads(lab.homework("--json", "dns-upstream"))
     for body, why in (({"provider": "custom", "servers": ["203.0.113.54"]}, "ADDRESS#NAME"),

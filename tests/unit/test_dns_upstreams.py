@@ -108,6 +108,24 @@ def test_unreachable_with_the_plain_fallback_goes_plain_and_back(resolver):
     assert "in plain DNS until it can, as you chose" in view["message"]
     change = resolver.observe((OK,), None, 130.0)
     assert change is not None and "forward-tls-upstream: yes" in change.household
+    assert change.commands == ("reload-if-changed", "flush_infra all"), "unbound asks it again at once"
+
+
+def test_a_new_choice_makes_unbound_forget_the_old_one_s_failures(resolver):
+    resolver.apply(resolver.set_upstream({"provider": "custom", "servers": ["192.0.2.99#wrong.example"],
+                                          "fallback": "none"}))
+    resolver.apply(resolver.set_upstream({"provider": "custom", "servers": ["192.0.2.99#dns.example"],
+                                          "fallback": "none"}))
+    # the same address: unbound's back-off from the wrong name's failed handshakes would hold it
+    assert resolver._control.commands[-2:] == ["reload", "flush_infra all"]
+
+
+def test_an_encrypted_upstream_answering_again_is_asked_at_once(resolver):
+    resolver.apply(resolver.set_upstream({"provider": "quad9", "fallback": "none"}))
+    assert resolver.observe((DOWN,), None, 1.0) is None
+    change = resolver.observe((OK,), None, 31.0)
+    assert change is not None and change.commands[-1] == "flush_infra all"
+    assert resolver.observe((OK,), None, 61.0) is None, "only once, when it comes back"
 
 
 def test_unreachable_without_a_fallback_stays_encrypted_and_says_names_fail(resolver):

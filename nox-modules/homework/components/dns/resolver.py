@@ -48,6 +48,12 @@ log = logging.getLogger("homework.dns.resolver")
 KEY_DNSSEC = "dnssec"
 KEY_INSECURE = "dnssec_insecure"
 MAX_INSECURE = 200
+# unbound remembers an upstream that failed (its infrastructure cache: timeouts, a TLS
+# handshake refused) across a reload and waits out its back-off before asking it again:
+# a household that mends a mistyped name, or an upstream that answers again, would see
+# names fail for up to 15 minutes more. So a new choice, or a recovery the controller's
+# own look saw, forgets those failures.
+FORGET_FAILURES = "flush_infra all"
 
 
 class SettingError(ValueError):
@@ -259,12 +265,13 @@ class Resolver:
         self.upstream = upstream
         self.fallen_back, self.reach, self.checked = False, (), 0.0
         log.info("resolver upstream: %s (fallback %s)", upstream.label(), upstream.fallback)
-        return Change(self._household(), ("reload-if-changed",))
+        return Change(self._household(), ("reload-if-changed", FORGET_FAILURES))
 
     def observe(self, reach: tuple[Reach, ...] | None, signed: bool | None, now: float) -> Change | None:
         """What the looks found (probe.py): reach is None when the upstream is not
         encrypted (nothing to reach over TLS); signed is None when nothing answered."""
         before = self._household()
+        recovered = False
         if reach is not None and self.upstream.encrypted:
             self.reach, self.checked = reach, now
             down = not any(r.ok for r in reach)
@@ -272,6 +279,7 @@ class Resolver:
                 log.warning("encrypted upstream %s: %s", self.upstream.label(),
                             f"none answers; the fallback ({self.upstream.fallback}) applies" if down
                             else "answering again")
+            recovered = self.fallen_back and not down
             self.fallen_back = down
         elif not self.upstream.encrypted:
             self.reach, self.checked, self.fallen_back = (), now, False
@@ -284,6 +292,8 @@ class Resolver:
             log.warning("DNSSEC: the upstreams %s", "strip signatures: validation paused" if self.stripped
                         else "pass signatures on: validating")
         after = self._household()
+        if recovered:        # answering again: unbound is to try it now, not after its back-off
+            return Change(after, ("reload-if-changed", FORGET_FAILURES))
         return None if after == before else Change(after, ("reload-if-changed",))
 
     def wan_resolvers(self, servers: tuple[str, ...]) -> Change | None:
