@@ -3,9 +3,9 @@ SHELL := /bin/bash
 VENV  := .venv
 PY    := $(VENV)/bin/python
 PYTEST := $(VENV)/bin/pytest
-export PYTHONPATH := $(CURDIR)/nox-modules:$(CURDIR)/hwdb/python:$(CURDIR)/tests
+export PYTHONPATH := $(CURDIR)/nox-modules:$(CURDIR)/hwdb/python:$(CURDIR)/tests:$(CURDIR)/ispedge
 
-.PHONY: all deps build run test test-hwdb test-dnsd test-dhcpd test-unit test-e2e test-ui image image-test bench clean \
+.PHONY: all deps build run test test-hwdb test-dnsd test-dhcpd test-unit test-e2e test-ui image image-test image-test-powercut bench clean \
         lint lint-python lint-rust lint-shell
 
 all: build
@@ -48,6 +48,11 @@ image: deps
 
 image-test: deps
 	bash image/boot-test.sh
+
+# The wide matrix of power cuts at boot (image/README.md, "Power cuts at boot"): a cut every
+# few seconds of two boots and in every marking step, each booted again; longer than make test's budget.
+image-test-powercut: deps
+	HOMEWORK_POWERCUT=wide bash image/boot-test.sh
 
 # Static checks: ruff (pyflakes, pycodestyle errors, bugbear, pyupgrade: ruff.toml) on the
 # Python and mypy over the controller (mypy.ini), clippy with warnings as errors on the Rust

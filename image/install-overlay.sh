@@ -89,11 +89,14 @@ cat > "$R/etc/hosts" <<'EOF'
 EOF
 # No "/" line: both system slots carry the label hw-root; the kernel command line names the
 # slot (root=PARTLABEL=hw-root-a|b) and mounts it rw. The ESP is mounted on first access (the
-# update code, mark-good) and unmounted when idle, so it is rarely mounted at a power cut.
+# update code, mark-good) and unmounted when idle, so it is rarely mounted at a power cut;
+# homework-esp-check.service checks and repairs it (fsck.fat -a) before its automount exists.
+# Read-only: reading it writes nothing (a read-write FAT mount sets its dirty flag); the update
+# code remounts it read-write only for a change (homework.update.slots.writable).
 cat > "$R/etc/fstab" <<'EOF'
 # Homework router. Partitions: 1 BIOS boot, 2 ESP (HWBOOT), 3-4 system slots (hw-root-a, -b), 5 state (hw-data).
 LABEL=hw-data  /var/lib/homework  ext4  defaults,noatime,nofail,x-systemd.device-timeout=90s  0 2
-LABEL=HWBOOT   /boot/efi          vfat  nofail,x-systemd.automount,x-systemd.idle-timeout=30s,umask=0077  0 0
+LABEL=HWBOOT   /boot/efi          vfat  ro,nofail,x-systemd.automount,x-systemd.idle-timeout=30s,umask=0077  0 0
 EOF
 mkdir -p "$R/var/lib/homework" "$R/boot/efi"
 # (dnsmasq listens on 127.0.0.1:5353 only, so the router uses the ISP's resolvers directly.)
@@ -117,7 +120,7 @@ sed -i 's/^root:[^:]*:/root:*:/' "$R/etc/shadow"   # root locked: no login passw
 rm -rf "$R/var/cache/apt/archives/"*.deb "$R/var/lib/apt/lists/"* 2>/dev/null || true
 
 # --- units: ours on, Debian's own instances of the same daemons off (ours replace them)
-systemctl --root="$R" enable homework.target homework-firstboot.service homework-net.service \
+systemctl --root="$R" enable homework.target homework-esp-check.service homework-firstboot.service homework-net.service \
   homework-wan.service homework-wan6.service homework-hwdbd.service homework-controller.service homework-dns.service \
   homework-resolver.service homework-dnsd.service homework-captive.service homework-web.service homework-ready.service homework-mark-good.service homework-satellite.service homework-test-agent.service \
   homework-test-hwsim.service openvswitch-switch.service

@@ -55,7 +55,7 @@ HW.api = (function ($) {
   /* EventSource reconnects by itself; `handlers.closed` runs when it gives up (e.g. 401). */
   function stream(handlers) {
     var es = new EventSource(BASE + "events");
-    ["snapshot", "device", "lease", "link", "bandwidth", "alert"].forEach(function (name) {
+    ["snapshot", "device", "lease", "link", "bandwidth", "alert", "restart"].forEach(function (name) {
       es.addEventListener(name, function (ev) {
         var data;
         try { data = JSON.parse(ev.data); } catch (e) { return; }

@@ -56,9 +56,11 @@ jQuery(function ($) {
         if (HW.panel.current() === d.mac) HW.panel.refresh();
         if (HW.usageBanner) HW.usageBanner.alert(d);
       },
+      restart: function (d) { HW.restart.show(d.why, d.back_in, { reset: d.why === "factory reset" }); },
       state: setLive,
       closed: function () {
         // The stream ended: expired session (-> log in) or a restart (-> reconnect).
+        if (HW.restart.active()) return;          // the banner brings the page back
         HW.api.session().done(function () { setTimeout(start, 1000); })
           .fail(function () { showLogin("Your session ended; please log in again."); });
       }

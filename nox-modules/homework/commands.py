@@ -8,6 +8,7 @@ from .devices import CannotForget, UnknownDevice
 from .pairing import PairingError
 from .state import StorageError
 from .macaddr import BadMac, normalize
+from .restart import back_in
 
 
 class CommandError(Exception):
@@ -115,7 +116,7 @@ def register_core_commands(core) -> None:
                         core.give_back_port(sat, core.config.bridge)
                 ctx.restart(f"satellite {answer.get('dpid', '')} {answer.get('state', 'forgotten')}: its cable "
                             "changes", then=give_back if gone else None)
-                answer = {**answer, "restarting": True}
+                answer = {**answer, "restarting": True, "back_in": back_in(ctx.restart)}
             return answer
         return satellites(call)
 

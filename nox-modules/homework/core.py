@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import cast
 
-from . import factory_reset, system
+from . import bootalerts, factory_reset, system
 from . import events, manifest
 from .update import service as update_service
 from .bus import EventBus
@@ -102,6 +102,7 @@ class Core:
         factory_reset.register(self)
         system.register(self)               # system-info, set-timezone
         update_service.register(self)       # update-start, update-status, reboot
+        bootalerts.register(self)           # alerts the image's boot scripts leave
         self.components: list[Component] = []
         self._dispatch: list[Component] = []
 

@@ -64,9 +64,11 @@ MANIFEST = Manifest(
     ),
     settings_keys={system.TIMEZONE_KEY: lambda key, value: system.check_zone(value)},
     routes=("satellites", "system", "update", "wifi"),
-    publishes=(events.Device, events.Alert, events.Ipv6Plan, events.Satellite, events.Wifi, events.CutOffChanged),
+    publishes=(events.Device, events.Alert, events.Ipv6Plan, events.Satellite, events.Wifi, events.CutOffChanged,
+               events.Timezone, events.Restart),
     hears=(events.Satellite,),
-    alerts=(events.AlertKind.LAN_PORT_MISSING, events.AlertKind.SWITCH_REFUSED, events.AlertKind.PREAPPROVAL_MOVED),
+    alerts=(events.AlertKind.LAN_PORT_MISSING, events.AlertKind.SWITCH_REFUSED, events.AlertKind.PREAPPROVAL_MOVED,
+            events.AlertKind.ROUTER_BOOT),       # bootalerts.py: the image's boot scripts' alerts
     counters={
         "core.packet_in": "packet-ins from the switch",
         "core.malformed_frames": "packet-ins whose Ethernet frame could not be parsed (dropped)",

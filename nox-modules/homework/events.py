@@ -36,6 +36,8 @@ class AlertKind(StrEnum):
     LAN_PORT_MISSING = "lan-port-missing"       # a configured LAN port is not on the bridge
     SWITCH_REFUSED = "switch-refused"           # a second switch connected to the controller
     PREAPPROVAL_MOVED = "preapproval-moved"     # a pre-approved MAC asked from another port than it was first seen on
+    ROUTER_BOOT = "router-boot"                 # the router's start-up: its boot partition repaired or
+                                                # unusable, its system not marked good (bootalerts.py)
 
 
 @dataclass(frozen=True, eq=False)
@@ -283,6 +285,23 @@ class Ipv6Plan(Event):
     TOPIC: ClassVar[str] = "ipv6_plan"
     old: Any                    # ipv6plan.AddressPlan or None
     new: Any
+
+
+@dataclass(frozen=True, eq=False)
+class Restart(Event):
+    """The controller restarts in place now (restart.py: a restore, a factory reset, a
+    satellite's cable): the board tells the household, and when it expects it back."""
+    TOPIC: ClassVar[str] = "restart"
+    why: str
+    back_in: int                # seconds, an estimate (0: not known)
+
+
+@dataclass(frozen=True, eq=False)
+class Timezone(Event):
+    """The household set the router's time zone (system.py): whoever reads local time
+    (schedules, usage periods, DNS rule windows) takes it now, without a restart."""
+    TOPIC: ClassVar[str] = "timezone"
+    zone: str
 
 
 @dataclass(frozen=True, eq=False)

@@ -65,6 +65,9 @@ class LeaseReader(Protocol):
     def is_router_address(self, address: str) -> bool:
         """Is this a .1 of any block of the pool (the router itself)?"""
 
+    def settle(self) -> None:
+        """Book every lease already given out (homework-dhcpd's ACKs not told yet)."""
+
 
 class NoLeases:
     """The reader when no DHCP component is loaded."""
@@ -89,3 +92,6 @@ class NoLeases:
 
     def is_router_address(self, address: str) -> bool:
         return False
+
+    def settle(self) -> None:
+        return None

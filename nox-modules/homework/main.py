@@ -50,7 +50,8 @@ def main(argv: list[str] | None = None) -> None:
     from . import control, gcwatch
     from .adapter import osken_app, router_ports
     from .core import Core
-    from .restart import InPlace
+    from .events import Restart
+    from .restart import REQUESTED_ENV, Estimate, InPlace, process_age
 
     def spawn_periodic(seconds, fn):
         def loop():
@@ -65,7 +66,11 @@ def main(argv: list[str] | None = None) -> None:
     def stop_for_restart() -> None:
         core.stop()
         control_server.close()
-    restart = InPlace(stop_for_restart, hub.spawn_after)
+    # The board says so and when it expects the controller back (a `restart` event, the
+    # answers' back_in).
+    estimate = Estimate(config.state_dir)
+    restart = InPlace(stop_for_restart, hub.spawn_after, estimate=estimate,
+                      announce=lambda why, back_in: core.bus.publish(Restart(why=why, back_in=back_in)))
     try:
         core = Core(config, spawn_periodic=spawn_periodic, restart=restart, switch_is_real=True,
                     give_back_port=router_ports.give_back)
@@ -88,6 +93,10 @@ def main(argv: list[str] | None = None) -> None:
     gcwatch.FullCollections(core.ctx.count).install()
     log.info("controller listening on %s:%d (OpenFlow 1.3); control socket %s",
              config.of_listen, config.of_port, config.control_socket)
+    estimate.started_in = process_age()
+    took = estimate.back(os.environ.pop(REQUESTED_ENV, None))
+    if took is not None:
+        log.info("back %.1f s after the restart in place was asked for", took)
 
     def stop_and_exit():
         try:

@@ -491,3 +491,32 @@ def test_the_daemon_is_told_the_routers_encrypted_dns_for_option_162(core):
     from homework import dnr
     args = link(core).extra_args
     assert list(args) == dnr.Endpoints.of(core.ctx.config).dhcpd_args() and args[0] == "--dnr"
+def test_settle_books_every_answer_the_daemon_gave_before_the_device_list_is_read():
+    """A device that has its ACK is on the board: what the daemon sent, read or not yet read
+    by the link's thread, is booked before the list is made (Board.all_views settles)."""
+    import json
+    import socket
+    booked = []
+    link = dhcpd_link.DhcpdLink("homework-dhcpd", "br0", on_punt=lambda f: None, on_note=booked.append,
+                                table=list, count=lambda *a, **k: None)
+    ours, daemon = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    link.sock = ours
+    try:
+        for mac, op, first in (("02:00:00:00:00:21", "offered", False), ("02:00:00:00:00:22", "acked", True),
+                               ("02:00:00:00:00:23", "acked", False)):
+            daemon.send(json.dumps({"op": op, "mac": mac, "port": 1, "first": first}).encode())
+        assert booked == []                       # sent, not read: the link's thread is busy elsewhere
+        assert link.settle() == 3
+        assert [n["mac"] for n in booked] == ["02:00:00:00:00:22", "02:00:00:00:00:21", "02:00:00:00:00:23"]
+        assert link.settle() == 0 and len(booked) == 3       # nothing twice
+    finally:
+        ours.close()
+        daemon.close()
+
+
+def test_the_board_settles_the_leases_before_listing(core):
+    settled = []
+    core.ctx.leases.settle = lambda: settled.append(True)
+    from homework.components.api.board import Board
+    Board(core.ctx).all_views()
+    assert settled == [True]

@@ -194,23 +194,27 @@ def withdraw_offers(target: Target) -> None:
     entries go (even a blessed one of the build it held) and GRUB's try_slot if it was
     this slot. A power cut during the write then leaves only the running slot bootable."""
     slots.ensure_mounted(target.esp, target.esp_mount_command)
-    slots.remove_entries(target.esp, target.slot)
-    if slots.read_grubenv(target.esp).get("try_slot") == target.slot:
-        slots.update_grubenv(target.esp, try_slot="")
+    if not slots.entries(target.esp, target.slot) and slots.read_grubenv(target.esp).get("try_slot") != target.slot:
+        return                              # nothing points at it: the ESP stays untouched
+    with slots.writable(target.esp):
+        slots.remove_entries(target.esp, target.slot)
+        if slots.read_grubenv(target.esp).get("try_slot") == target.slot:
+            slots.update_grubenv(target.esp, try_slot="")
 
 
 def point_boot_at(bundle: Bundle, target: Target) -> None:
     """The ESP: the slot's kernel and initrd, its try-once entry, GRUB's one-shot try_slot."""
     slots.ensure_mounted(target.esp, target.esp_mount_command)
-    # The slot's old entries first: none may point at a half-copied kernel.
-    slots.remove_entries(target.esp, target.slot)
-    kernel_dir = Path(target.esp) / "homework" / target.slot
-    with open(bundle.path, "rb") as src:
-        for name in ("vmlinuz", "initrd.img"):
-            m = bundle.members[name]
-            slots.copy_atomic(src, m.offset, m.size, kernel_dir / name)
-    slots.add_try_entry(target.esp, target.slot, bundle.version, bundle.sequence)
-    slots.update_grubenv(target.esp, try_slot=target.slot)
+    with slots.writable(target.esp):
+        # The slot's old entries first: none may point at a half-copied kernel.
+        slots.remove_entries(target.esp, target.slot)
+        kernel_dir = Path(target.esp) / "homework" / target.slot
+        with open(bundle.path, "rb") as src:
+            for name in ("vmlinuz", "initrd.img"):
+                m = bundle.members[name]
+                slots.copy_atomic(src, m.offset, m.size, kernel_dir / name)
+        slots.add_try_entry(target.esp, target.slot, bundle.version, bundle.sequence)
+        slots.update_grubenv(target.esp, try_slot=target.slot)
 
 
 def apply(bundle: Bundle, target: Target, state_db: Path | None, progress: Progress) -> dict:

@@ -180,6 +180,8 @@ class Board:
         return out
 
     def all_views(self) -> list[dict]:
+        # A device that has its lease is on the board: the daemon's ACKs not booked yet first.
+        self.ctx.leases.settle()
         devices = self.ctx.devices.all()
         views = [self.view(d) for d in devices]
         views += self.link_only_views({d.mac for d in devices})

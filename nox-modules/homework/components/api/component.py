@@ -60,6 +60,7 @@ class ApiComponent(Component):
             bus.subscribe(topic, self._on_event)
         bus.subscribe("schedule", self._on_schedule)     # a pause began or ended
         bus.subscribe("qos_device", self._on_schedule)   # a device's priority changed
+        bus.subscribe("restart", self._on_restart)       # every open board says so, and when back
         self.ctx.state.watch_storage(self._on_storage)
         if _under_eventlet():
             self._listen()
@@ -164,6 +165,9 @@ class ApiComponent(Component):
         data = {k: v for k, v in payload.as_dict().items() if k not in ("device", "lease")}
         data["view"] = self.board.view(device) if device else None
         self.stream.publish(topic, data)
+
+    def _on_restart(self, topic: str, ev) -> None:
+        self.stream.publish("restart", {"why": ev.why, "back_in": ev.back_in, "at": self.ctx.now()})
 
     def _on_schedule(self, topic: str, payload) -> None:
         """The label shows "paused until ..." / "bedtime": the board gets the device's view."""

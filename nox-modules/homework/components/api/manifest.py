@@ -38,7 +38,7 @@ MANIFEST = Manifest(
     ),
     routes=("app", "parity", "setup", "captive"),
     publishes=(events.Alert,),
-    hears=(events.Device, events.Lease, events.Link, events.Bandwidth, events.Alert, events.Schedule,
+    hears=(events.Device, events.Lease, events.Link, events.Bandwidth, events.Alert, events.Schedule, events.Restart,
            events.QosDevice, events.Nearby, events.Satellite),
     alerts=(events.AlertKind.STORAGE_FULL, events.AlertKind.STORAGE_ERROR),
 )

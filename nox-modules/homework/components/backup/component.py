@@ -30,6 +30,7 @@ from ... import __version__, migrations, wifi
 from ...commands import CommandError
 from ...component import Component
 from ...interfaces import DnsdReady, RestoredLists
+from ...restart import back_in
 from ...worker import offload
 from .apply import apply
 from .contents import collect
@@ -38,7 +39,7 @@ from .validate import validate
 
 log = logging.getLogger(__name__)
 RESTART_NOTE = "Restart the controller (systemctl restart homework-controller) to use the restored settings."
-RESTARTING_NOTE = "The router restarts now to apply the restored settings; it is back in a few seconds."
+RESTARTING_NOTE = "The router restarts now to apply the restored settings; it is back {back}."
 MARKER = "restore.json"          # in the state directory: what the last restore wrote, and whether it is in force
 APPLIED_CHECK_SECONDS = 0.5
 
@@ -133,6 +134,7 @@ class Backup(Component):
                     doc.get("created"), doc.get("schema"), doc.get("software"), written)
         restart = self.ctx.restart
         restarting = restart is not None
+        seconds = back_in(restart) if restart is not None else None
         self.restored = {"created": doc.get("created"), "restored": written, "problems": problems,
                          "applied": False, "at": self.ctx.now()}
         _write_json(self._marker(), self.restored)
@@ -140,8 +142,9 @@ class Backup(Component):
             restart("settings restored from a backup")
         return {"restored": written, "created": doc.get("created"), "schema": doc.get("schema"),
                 "software": doc.get("software"), "restarting": restarting, "applied": False,
-                "problems": problems, "at": self.restored["at"],
-                "note": RESTARTING_NOTE if restarting else RESTART_NOTE}
+                "problems": problems, "at": self.restored["at"], "back_in": seconds,
+                "note": RESTARTING_NOTE.format(back=f"in about {seconds} s" if seconds else "in a few seconds")
+                if restarting else RESTART_NOTE}
 
 
 def _read_json(path: Path) -> dict | None:

@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import shutil
+import select
 import signal
 import socket
 import subprocess
@@ -93,6 +94,9 @@ class DhcpdLink:
         # it, so booking one sends nothing back
         self._held: dict[str, dict] = {}
         self._booked_at = time.monotonic()
+        # One reader at a time, so the daemon's answers are dispatched in the order it sent
+        # them: the link's own thread, or settle() for whoever must see every answer given.
+        self._reading = threading.Lock()
 
     # -- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -123,21 +127,22 @@ class DhcpdLink:
     def _run(self) -> None:
         while not self._closed:
             sock = self.sock
-            try:
-                if sock is not None:
-                    sock.settimeout(BOOK_EVERY)
-                data = sock.recv(MAX_MESSAGE) if sock else b""
-            except TimeoutError:
-                self.book()
-                continue
-            except OSError:
-                data = b""
-            if data:
-                self._dispatch(data)
-                if time.monotonic() - self._booked_at >= BOOK_EVERY:
+            with self._reading:
+                try:
+                    if sock is not None:
+                        sock.settimeout(BOOK_EVERY)
+                    data = sock.recv(MAX_MESSAGE) if sock else b""
+                except TimeoutError:
                     self.book()
-                continue
-            self.book()
+                    continue
+                except OSError:
+                    data = b""
+                if data:
+                    self._dispatch(data)
+                    if time.monotonic() - self._booked_at >= BOOK_EVERY:
+                        self.book()
+                    continue
+                self.book()
             if self._closed:
                 return
             # EOF: the daemon exited. Start it again with the whole table.
@@ -196,6 +201,26 @@ class DhcpdLink:
             self._book_one(prev)
             return
         self._unbooked[mac] = prev
+
+    def settle(self) -> int:
+        """Book every answer the daemon has given so far, now: those in the socket not read
+        yet and the batch waiting (up to BOOK_EVERY). The board's device list asks for this
+        first, so a device that has its ACK is listed, however busy the controller is.
+        Returns how many messages were read."""
+        read = 0
+        with self._reading:
+            sock = self.sock
+            while sock is not None and select.select([sock], [], [], 0)[0]:
+                try:
+                    data = sock.recv(MAX_MESSAGE)
+                except OSError:
+                    break
+                if not data:
+                    break           # EOF: the link's thread restarts the daemon
+                self._dispatch(data)
+                read += 1
+            self.book()
+        return read
 
     def book(self) -> None:
         """Hand the batch of the daemon's answers to the server."""

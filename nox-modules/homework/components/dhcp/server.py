@@ -188,6 +188,11 @@ class DhcpServer(Component):
         else:
             self.dhcpd.set(entry)
 
+    def settle(self) -> None:
+        """Every lease homework-dhcpd has ACKed is booked (LeaseReader.settle)."""
+        if self.dhcpd is not None:
+            self.dhcpd.settle()
+
     def _dhcpd_forget(self, mac: str) -> None:
         """homework-dhcpd answers nothing more for `mac`, offer or lease: its lease ended,
         it was forgotten, it took another server's offer, or the allocator gave its lapsed

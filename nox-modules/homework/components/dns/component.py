@@ -145,6 +145,7 @@ class DnsComponent(Component):
         # scheduled rules come and go with their windows; dns-strict windows
         self.ctx.every(self.ctx.config.schedules_check_interval, self._refresh_schedules)
         self.ctx.bus.subscribe("schedule_strict", self._on_strict)
+        self.ctx.bus.subscribe("timezone", self._on_timezone)
 
     def stop(self) -> None:
         if self.link is not None:
@@ -387,6 +388,12 @@ class DnsComponent(Component):
             for mac in macs:
                 decisions += self.reverse.sync(mac, self.policy)
         self.ctx.send(decisions)
+
+    def _on_timezone(self, topic: str, ev) -> None:
+        """Rule windows by the new zone from now."""
+        with self._lock:
+            self.policy.tz = zone(ev.zone)
+        self._refresh_schedules()
 
     def _refresh_schedules(self) -> None:
         """Push the scheduled rules whose window opened or closed (dnsd gets rule/unrule)."""

@@ -44,7 +44,8 @@ MANIFEST = Manifest(
     routes=("querylog", "resolver"),
     offers=(DnsLists, DnsdReady),
     publishes=(events.DnsQuery, events.DnsAnswer),
-    hears=(events.Device, events.Lease, events.Ipv6Plan, events.ScheduleStrict, events.CutOffChanged),
+    hears=(events.Device, events.Lease, events.Ipv6Plan, events.ScheduleStrict, events.CutOffChanged,
+           events.Timezone),
     counters={
         "dns.queries": "queries homework-dnsd answered",
         "dns.answers": "upstream answers homework-dnsd reported (for the reverse check)",

@@ -9,8 +9,11 @@ from collections.abc import Callable
 from ... import wording
 from ...events import Alert, Device, Event, of
 
-# wanwatch's alerts; its hysteresis already makes one per change, so they are not deduplicated.
-WAN_TITLES = {"wan-down": "The internet connection is down.", "wan-up": "The internet connection is back."}
+# wanwatch's alerts (its hysteresis already makes one per change) and the router's own
+# start-up's: not deduplicated.
+WAN_TITLES = {"wan-down": "The internet connection is down.", "wan-up": "The internet connection is back.",
+              # the router's own start-up (bootalerts.py): the detail says what and what to do
+              "router-boot": "The router's start-up needs your attention."}
 
 # An alert's title by its kind; {who} is the device, as the household names it.
 ALERT_TITLES = {
@@ -64,7 +67,7 @@ def from_event(topic: str, event: Event | dict, name_of: Callable[[str], str] | 
     title = wording.sentence(ALERT_TITLES.get(kind, "The router has something to tell the household.")
                              .format(who=who))
     data = dict(ev.data or {})
-    if kind in WAN_TITLES:       # about the router's uplink: its own kinds
+    if kind in WAN_TITLES:       # about the router itself: its own kinds
         return {"kind": kind, "mac": "", "title": title, "detail": str(ev.detail or "")[:500], "data": data}
     return {"kind": f"alert-{kind}", "mac": mac, "title": title, "detail": str(ev.detail or "")[:500],
             "data": data}

@@ -74,6 +74,7 @@ class Schedules(Component):
         self.ctx.bus.subscribe("lease", self._on_change)
         self.ctx.bus.subscribe("device", self._on_change)
         self.ctx.bus.subscribe("ipv6_plan", self._on_ipv6_plan)
+        self.ctx.bus.subscribe("timezone", self._on_timezone)
         self.ctx.device_facts.append(self._facts)
         self.ctx.cutoffs.add_source(self._cut_off)     # the page and DNS of a paused device
         # the first look runs after every component has started (and so subscribed)
@@ -87,6 +88,12 @@ class Schedules(Component):
 
     def _on_ipv6_plan(self, topic: str, ev) -> list:
         return self.datapath_up(self.ctx.datapath) if self.ctx.datapath is not None else []
+
+    def _on_timezone(self, topic: str, ev) -> list:
+        """The household set another zone: windows open and close by its clock from now."""
+        with self._lock:
+            self.tz = zone(ev.zone)
+            return self._reconcile(self.ctx.now())
 
     def _on_change(self, topic: str, ev) -> list:
         """A lease moved or ended, a device was permitted or denied, an owner renamed."""

@@ -72,6 +72,7 @@ class Usage(Component):
         self.ctx.bus.subscribe("device", self._on_device)
         self.ctx.bus.subscribe("lease", self._on_lease)
         self.ctx.bus.subscribe("ipv6_plan", self._on_ipv6_plan)
+        self.ctx.bus.subscribe("timezone", self._on_timezone)
         self.ctx.device_facts.append(self._facts)
         self.ctx.cutoffs.add_source(self._cut_off)     # the page and DNS of a blocked device
 
@@ -121,6 +122,14 @@ class Usage(Component):
                                         f"({wording.size(self._period_used)} of {wording.size(self.cap.cap)})"),
                 data={"used_bytes": self._period_used, "cap_bytes": self.cap.cap, "percent": level}))
         return self._check_limits(ev.mac, max(up, 0) + max(down, 0), now)
+
+    def _on_timezone(self, topic: str, ev) -> None:
+        """Hours, days and billing periods by the new zone from now ([usage] timezone, when
+        set, still wins)."""
+        if self.ctx.config.usage_timezone:
+            return
+        self.tz = self.book.tz = periods.zone(ev.zone)
+        self._period = (0, 0)           # the billing period is read again by the new zone
 
     def _period_so_far(self, now: float) -> tuple[int, int]:
         """The current billing period; its bytes are re-read when it changes."""

@@ -38,7 +38,7 @@ MANIFEST = Manifest(
         Settings("usage_bursts", (18,), ("mac", "bytes", "minutes"), burst_row),
     ),
     publishes=(events.Alert,),
-    hears=(events.Bandwidth, events.Lease, events.Ipv6Plan, events.Device),
+    hears=(events.Bandwidth, events.Lease, events.Ipv6Plan, events.Device, events.Timezone),
     alerts=(K.USAGE_80, K.USAGE_100, K.USAGE_LIMIT, K.USAGE_BURST),
     counters={
         "usage.rows_written": "hourly usage rows written to state.db",
