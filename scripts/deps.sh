@@ -28,8 +28,8 @@ APT_PACKAGES=(
   # image build and boot test
   mmdebstrap qemu-system-x86 qemu-utils ovmf grub-pc-bin grub-efi-amd64-bin systemd-boot-efi
   dosfstools mtools fdisk e2fsprogs zstd
-  # browser tests
-  chromium
+  # browser tests (zbar-tools: the panels test reads the pairing QR code as a tablet's camera would)
+  chromium zbar-tools
 )
 
 missing=()

@@ -415,6 +415,9 @@ KEYS: tuple[Key, ...] = (
     Key("router.wan_lease_file", "wan_lease_file", str, "",
         "the WAN's DHCP lease as KEY='value' lines (the image's udhcpc hook writes it) for the settings "
         "page's WAN status; '' = not shown"),
+    Key("router.interfaces_file", "interfaces_file", str, "",
+        "the bring-up's record of the ports (WAN= and why, LAN_PORTS=, WIFI_IFACES=; the image's "
+        "/run/homework/interfaces.env) for the hardware report; '' = [lan] ports and [wanwatch] interface"),
     Key("router.timezone", "timezone", str, "",
         "IANA zone of the household's clock (schedules' windows; usage's hours and months unless "
         "usage.timezone says otherwise); '' = /etc/localtime", timezone_name),

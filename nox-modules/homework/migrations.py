@@ -320,6 +320,12 @@ CREATE TABLE IF NOT EXISTS preapprovals (
     port TEXT NOT NULL DEFAULT ''       -- the port it was first seen on; '': not seen yet
 );
 """),
+    Step(20, "panels: a session of the panel role (the router's own screen, a wall tablet) says which "
+             "it is, its name and the device it was paired from", sql="""
+ALTER TABLE api_sessions ADD COLUMN kind TEXT NOT NULL DEFAULT '';    -- '' (a login), 'screen' or 'tablet'
+ALTER TABLE api_sessions ADD COLUMN label TEXT NOT NULL DEFAULT '';   -- the panel's name on the settings page
+ALTER TABLE api_sessions ADD COLUMN mac TEXT NOT NULL DEFAULT '';     -- the tablet's device ('' for the screen)
+"""),
 )
 LATEST = STEPS[-1].number
 assert [s.number for s in STEPS] == list(range(1, LATEST + 1))

@@ -1,6 +1,7 @@
 """The router's own facts and settings: what the Guest Board's "Router" section shows.
 
-    system-info                      -> {version, uptime, timezone, timezone_source, schema, update_slot, wan}
+    system-info                      -> {version, uptime, timezone, timezone_source, schema, update_slot, wan,
+                                         hardware}
     set-timezone {timezone}          -> {timezone, restarting}
 
 The time zone chosen on the board is kept in state.db (`settings`, migration 9) and
@@ -19,6 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from . import __version__, migrations, wifi
 from .commands import CommandError
 from .events import Timezone
+from .hardware.cache import HardwareReport, config_roles
 
 VERSION_FILE = Path("/etc/homework/version")   # the image's stamp (install-overlay.sh): git describe
 UPDATE_SLOT = "single (A/B updates not built yet)"
@@ -78,13 +80,21 @@ def register(core, version_file: Path = VERSION_FILE) -> None:
     from_file = core.config.timezone
     if zone:
         core.config = ctx.config = dataclasses.replace(core.config, timezone=zone)
+    # ports, Wi-Fi cards, firmware: gathered in a thread (hardware/cache.py), at most every 15 s
+    def router_ports() -> tuple[str, ...]:
+        """The configured LAN ports, every port on the router's switch but its own, the WAN."""
+        dp = ctx.datapath
+        on_switch = [name for name in (dp.ports if dp else {}) if name != core.config.bridge]
+        wan = [core.config.wanwatch_interface] if "wanwatch" in core.config.components else []
+        return tuple(dict.fromkeys((*core.config.lan_ports, *on_switch, *wan)))
+    hardware = HardwareReport(config_roles(core.config, core.config.interfaces_file), extra_ports=router_ports)
 
     def system_info() -> dict:
         return {"version": software_version(version_file), "uptime": int(time.monotonic() - started),
                 "timezone": ctx.config.timezone or "", "timezone_source": "board" if zone else "config",
                 "timezone_config": from_file or "", "schema": migrations.LATEST,
                 "update_slot": ctx.updater.slot_text() if ctx.updater else UPDATE_SLOT,
-                "wan": wan_status(ctx.config.wan_lease_file)}
+                "wan": wan_status(ctx.config.wan_lease_file), "hardware": hardware.get()}
 
     def set_timezone(timezone=None) -> dict:
         nonlocal zone

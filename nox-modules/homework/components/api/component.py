@@ -21,6 +21,8 @@ from ...component import Component
 from ...events import Alert, AlertKind
 from .app import ApiApp
 from .auth import Auth
+from . import panels
+from .paneldisplay import CHECK_EVERY, PanelDisplay, register_commands as display_commands
 from .board import Board
 from .ratelimit import LoginLimiter
 from .stream import MAX_STREAMS, EventStream
@@ -41,6 +43,7 @@ class ApiComponent(Component):
         self.limiter = LoginLimiter(ctx.now)
         self.board = Board(ctx)
         self.stream = EventStream()
+        self.display = PanelDisplay(ctx)              # panels' screens at night (paneldisplay.py)
         self.app = ApiApp(ctx, self.auth, self.limiter, self.board, self.stream,
                           hwdb_client_factory=self._hwdb_client if cfg.hwdb_enabled else None)
         self._sock = None
@@ -120,6 +123,9 @@ class ApiComponent(Component):
         cmd.register("token-list", auth.tokens)
         cmd.register("token-revoke", token_revoke)
         cmd.register("set-password", set_password)
+        panels.register_commands(self.ctx, auth, self.app.panel_pairing, self.board.label)   # panel pair/list/revoke
+        display_commands(self.ctx, self.display)                                            # panel night / display
+        self.ctx.every(CHECK_EVERY, self.display.tick)
 
     # -- storage health -> Alert -------------------------------------------------------------
     def _on_storage(self, status: dict) -> None:

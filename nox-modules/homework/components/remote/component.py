@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ...commands import CommandError, seen_device
 from ...component import Component
+from ...qrsvg import qr_svg
 from ..reach.wan import ipv4_addresses, is_public
 from . import clientconf
 from .away import Away, host_address, run
@@ -286,7 +287,7 @@ class Remote(Component):
             dns=[lease.router] + ([host_address(prefix, 1)] if prefix else []),
             router_public_key=public_of(self.store.router_key), preshared_key=peer.preshared_key,
             endpoint=clientconf.endpoint_text(host, self.port))
-        return {**self._view(peer), "config": text, "qr_svg": clientconf.qr_svg(text)}
+        return {**self._view(peer), "config": text, "qr_svg": qr_svg(text)}
 
     def status(self) -> dict:
         return {"backend": self.tunnel.kind, "listen_port": self.port, "endpoint": self._endpoint_host(),
