@@ -42,6 +42,25 @@ def test_mediatek_and_qualcomm_access_points():
     assert wcn.modes == ["managed", "monitor"]      # the software modes list is not its modes
 
 
+def test_hwsim_radios_recorded_in_the_vm():
+    phys = parse.iw_list(text("qemu-iw-list-hwsim.txt"))
+    assert sorted(p.name for p in phys) == ["phy0", "phy1", "phy2"]
+    for phy in phys:
+        assert phy.ap_mode and [b.name for b in phy.bands][:2] == ["2.4 GHz", "5 GHz"]
+        assert {b.name: b.ap for b in phy.bands}["2.4 GHz"]
+        assert phy.max_ap_stations is None          # hwsim states no limit
+
+
+def test_qemu_nics_recorded_in_the_vm():
+    """The boot test's NIC models: QEMU's rtl8139 is driven by 8139cp (C+ mode), a 100 Mb/s
+    port; e1000e reports the NVM's version as its firmware and links at 1 Gb/s."""
+    assert parse.ethtool_info(text("qemu-ethtool-i-8139cp.txt"))["driver"] == "8139cp"
+    e1000e = parse.ethtool_info(text("qemu-ethtool-i-e1000e.txt"))
+    assert (e1000e["driver"], e1000e["firmware-version"], e1000e["bus-info"]) == ("e1000e", "2.1-0", "0000:00:03.0")
+    assert parse.ethtool_link(text("qemu-ethtool-8139cp.txt")) == {"max_speed": 100, "speed": 100, "link": True}
+    assert parse.ethtool_link(text("qemu-ethtool-e1000e.txt")) == {"max_speed": 1000, "speed": 1000, "link": True}
+
+
 def test_iw_list_garbage_and_empty():
     assert parse.iw_list("") == []
     assert parse.iw_list("command failed: No such file or directory (-2)\n") == []
