@@ -73,6 +73,7 @@ HW.panel = (function ($) {
     fillPause(d);
     fillPriority(d);
     fillBurst(d);
+    if (HW.identify) HW.identify.fill(d);   // what it is, why the router thinks so (identify.js)
     if (HW.reach) HW.reach.fill(d);      // open from the internet (reach.js)
     if (HW.remote) HW.remote.fill(d);    // away from home: where it connects from (remote.js)
   }
@@ -368,6 +369,7 @@ HW.panel = (function ($) {
     addSchedules();
     addPriority();
     addBurst();
+    if (HW.identify) HW.identify.add();
     if (HW.reach) HW.reach.add();
     var d = HW.board.get(mac);
     if (d) fill($.extend({ dns_rules: undefined }, d));

@@ -17,6 +17,7 @@ from . import cli_qos
 from . import cli_satellites
 from . import cli_dns
 from . import cli_reach
+from . import cli_identify
 from . import cli_remote
 from . import cli_panels
 
@@ -179,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     cli_satellites.add_parsers(sub)      # satellite-pair
     cli_dns.add_parsers(sub)             # the resolver: dnssec, dnssec insecure, dns-upstream
     cli_reach.add_parsers(sub)           # forward, open-ports, may-open-ports, upnp
+    cli_identify.add_parsers(sub)        # identity, identify-correct, identify-clear
     cli_remote.add_parsers(sub)          # remote add/list/config (WireGuard)
     cli_panels.add_parsers(sub)          # panel pair/list/revoke (the router's screen, wall tablets)
     raw = sub.add_parser("call", help="call any controller command with key=value arguments")
@@ -197,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         backed = cli_satellites.run(args, call, args.socket) if args.cmd == "satellite-pair" else backed
         backed = cli_dns.run(args, call, args.socket) or backed
         backed = cli_reach.run(args, call, args.socket) if args.cmd in cli_reach.COMMANDS else backed
+        backed = cli_identify.run(args, call, args.socket) if args.cmd in cli_identify.COMMANDS else backed
         backed = cli_remote.run(args, call, args.socket) if args.cmd in cli_remote.COMMANDS else backed
         backed = cli_panels.run(args, call, args.socket) if args.cmd in cli_panels.COMMANDS else backed
         if backed is not None:

@@ -36,6 +36,7 @@ KNOWN_COMPONENTS += ("qos",)           # priorities and shaping
 KNOWN_COMPONENTS += ("satlink",)       # the satellite agents' channel
 KNOWN_COMPONENTS += ("reach",)         # port forwards, UPnP/NAT-PMP/PCP per device
 KNOWN_COMPONENTS += ("remote",)        # remote access over WireGuard
+KNOWN_COMPONENTS += ("identify",)      # what each device is, from what it says about itself
 IFNAME = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
 CURRENT_VERSION = 2
 

@@ -326,6 +326,21 @@ ALTER TABLE api_sessions ADD COLUMN kind TEXT NOT NULL DEFAULT '';    -- '' (a l
 ALTER TABLE api_sessions ADD COLUMN label TEXT NOT NULL DEFAULT '';   -- the panel's name on the settings page
 ALTER TABLE api_sessions ADD COLUMN mac TEXT NOT NULL DEFAULT '';     -- the tablet's device ('' for the screen)
 """),
+    Step(21, "what each device says about itself (its DHCP fingerprint, announcements) and the household's "
+             "corrections of what the router made of it", sql="""
+CREATE TABLE IF NOT EXISTS device_evidence (
+    mac TEXT PRIMARY KEY,
+    evidence TEXT NOT NULL,             -- JSON: evidence field -> text (components/identify)
+    updated REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS device_identity (
+    mac TEXT PRIMARY KEY,
+    type TEXT NOT NULL DEFAULT '',      -- phone, laptop, ... ('' : keep the guess's)
+    os TEXT NOT NULL DEFAULT '',
+    label TEXT NOT NULL DEFAULT '',     -- what it is, in the household's words
+    corrected REAL NOT NULL             -- when the household said so
+);
+"""),
 )
 LATEST = STEPS[-1].number
 assert [s.number for s in STEPS] == list(range(1, LATEST + 1))

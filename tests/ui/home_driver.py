@@ -46,7 +46,7 @@ import sys
 import time
 import traceback
 
-from homelab import WEB_ADDR
+from homelab import REPO, WEB_ADDR
 from homelab.web import Web, web_home
 from homework.state import StateStore
 
@@ -198,6 +198,15 @@ class Driver:
         t = time.time()   # the client sends its DISCOVER as soon as it starts
         dev.start_dhcp(req.get("client", "udhcpc"))
         return {"t": t}
+
+    def op_imitate(self, req):
+        """A device's DHCP imitated with scapy (tests/homelab/imitate.py): {"dev", "kind":
+        "dhcp4"|"dhcp6", "spec": the options, "count"}."""
+        dev = self.dev(req)
+        script = str(REPO / "tests" / "homelab" / "imitate.py")
+        out = dev.run([sys.executable, script, dev.ifname, req.get("kind", "dhcp4"), json.dumps(req["spec"]),
+                       str(int(req.get("count", 2)))], timeout=60)
+        return {"stdout": out.stdout}
 
     def op_wait_ipv4(self, req):
         addr, prefix = self.dev(req).wait_for_ipv4(req.get("timeout", 20))

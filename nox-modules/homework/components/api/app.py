@@ -50,6 +50,7 @@ from . import resolver as resolver_routes
 from . import setup as setup_routes
 from . import reach as reach_routes
 from . import remote as remote_routes
+from . import identify as identify_routes
 from . import captive as captive_routes
 from . import panels as panel_routes
 from .stream import StreamLimit
@@ -185,6 +186,7 @@ class ApiApp:
         reach_routes.add_routes(self)      # port forwards, UPnP mappings, may open ports (reach.py)
         remote_routes.add_routes(self)     # remote access over WireGuard (remote.py)
         captive_routes.add_routes(self)    # a cut-off device told why, RFC 8908's API (captive.py)
+        identify_routes.add_routes(self)   # what each device is, the household's corrections (identify.py)
         panel_routes.add_routes(self)      # the router's screen and wall tablets as panels (panels.py)
 
     def _add(self, method: str, path: str, handler: Callable, access: str, max_body: int = MAX_BODY) -> None:
