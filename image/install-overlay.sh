@@ -15,8 +15,8 @@ copytree() {   # copytree SRC DEST: copy without caches, tests' node_modules, by
 if [ -d nox-modules ] && [ -n "$(ls -A nox-modules)" ]; then
   copytree nox-modules /usr/lib/homework/nox-modules
   [ -d hwdb/python ] && copytree hwdb/python /usr/lib/homework/nox-modules   # hwdb_client, for hwdb_sync
-  # The link simulator is for the emulated home only; the image reads the real radio (radio).
-  rm -rf "$R/usr/lib/homework/nox-modules/homework/components/linksim"
+  # The link simulator (components/linksim) stays although the image never loads it (it reads
+  # the real radio): the manifests import every known component's (tests/unit/test_image_modules.py).
   # Bytecode, made once here by the image's own python3: the services and the CLI run with
   # PYTHONDONTWRITEBYTECODE (the system slot is not theirs to write), so without it every
   # controller start and every `homework` command compiled 20,000 lines again (seconds on

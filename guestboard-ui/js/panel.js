@@ -322,12 +322,19 @@ HW.panel = (function ($) {
   }
 
   /* The shown device's radio or traffic changed (a link event): its signal, band and access
-     point come with its view, so read it again, at most every LIVE_REFRESH_MS. */
+     point come with its view, so read it again, at most every LIVE_REFRESH_MS. A change
+     inside that window is read at its end, not dropped: a station's link events come only
+     with news (or once a minute), so the one just after the panel opened may be the last
+     for a while. */
   var LIVE_REFRESH_MS = 3000;
-  var lastRefresh = 0;
+  var lastRefresh = 0, refreshTimer = null;
   function liveRefresh() {
-    var mac = current;
-    if (!mac || Date.now() - lastRefresh < LIVE_REFRESH_MS) return;
+    var mac = current, wait = lastRefresh + LIVE_REFRESH_MS - Date.now();
+    if (!mac || refreshTimer) return;
+    if (wait > 0) {
+      refreshTimer = setTimeout(function () { refreshTimer = null; liveRefresh(); }, wait);
+      return;
+    }
     lastRefresh = Date.now();
     HW.api.device(mac).done(function (d) { if (current === mac) fill(d); });
   }

@@ -26,7 +26,7 @@ def print_qos(result: dict) -> None:
     state = "on" if result.get("enabled") else "off"
     print(f"shaping {state} ({'active' if result.get('active') else 'not active'}, leaves {result.get('leaf')}): "
           f"down {result.get('down_kbit') or 'unset'} kbit/s, up {result.get('up_kbit') or 'unset'} kbit/s, "
-          f"high at most {result.get('high_share')}%")
+          f"high sure of {result.get('high_share')}% when the line is busy, all of it when idle")
     for mac, rule in sorted((result.get("devices") or {}).items()):
         print(f"device {mac}  {rule['class']}{_window_text(rule.get('window'))}")
     for app in result.get("apps") or []:
@@ -52,7 +52,9 @@ def add_parsers(sub) -> None:
     link = qsub.add_parser("link", help="the line's rates (kbit/s) and shaping on or off")
     link.add_argument("--down", type=int, help="download kbit/s")
     link.add_argument("--up", type=int, help="upload kbit/s")
-    link.add_argument("--high-share", type=int, help="percent of the line the high class may use at most")
+    link.add_argument("--high-share", type=int,
+                      help="percent of the line the high class is sure of when the line is busy "
+                           "(on an idle line every class may use all of it)")
     onoff = link.add_mutually_exclusive_group()
     onoff.add_argument("--on", dest="enabled", action="store_const", const=True)
     onoff.add_argument("--off", dest="enabled", action="store_const", const=False)
