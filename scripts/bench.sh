@@ -105,3 +105,8 @@ if want radio; then
   section "Radio monitor: CPU with 50 stations, signal change -> label opacity (scripts/bench_radio.py)"
   "$PY" scripts/bench_radio.py
 fi
+
+if want identify; then
+  section "Identification: the controller's DHCP handling with it off and on, in one run; memory per device (scripts/bench_identify.py; homework-dhcpd's side is the DHCP section's homework-dhcpd+identify column)"
+  "$PY" scripts/bench_identify.py
+fi

@@ -2,7 +2,9 @@
    identify component's `identity` in the device view): an icon and the guess on the
    board's label, and in the panel the guess, how sure, why ("calls itself “Toms-iPhone”;
    asked for an address as iOS 15 and later do"), and the household's correction. A guess
-   never lets anything in: the Let in / Refuse decision stays the household's. */
+   never lets anything in: the Let in / Refuse decision stays the household's. A device back
+   with a new private address that looks like one already let in is labelled so, and the
+   panel offers to let it in as that device: a person's tap, never the router's. */
 window.HW = window.HW || {};
 HW.identify = (function ($) {
   "use strict";
@@ -17,6 +19,7 @@ HW.identify = (function ($) {
   /* The label's line: "📱 iPhone (iOS 15 or later)", "?" when the router is unsure; "" without a guess. */
   function text(d) {
     var id = d.identity;
+    if (id && id.looks_like) return icon(id.type) + " " + id.looks_like.text;
     if (!id || !id.label) return "";
     return icon(id.type) + " " + (id.corrected ? "" : "looks like ") + id.label + (id.corrected ? "" : LEVELS[id.level] || "");
   }
@@ -34,6 +37,9 @@ HW.identify = (function ($) {
       $("<h3>").text("What it is"),
       $('<p class="identity-guess">').append($('<span class="identity-label">'), " ", $('<span class="identity-level hint">')),
       $('<p class="identity-why">'),
+      $('<p class="identity-twin" hidden>').append(
+        $('<span class="identity-twin-text">'), " ",
+        $('<button type="button" class="identity-join">')),
       $('<form class="identity-form">').append(
         $type,
         $('<input name="label" maxlength="60" aria-label="What it is, in your words">').attr("placeholder", "what it is, e.g. Tom's laptop"),
@@ -48,6 +54,10 @@ HW.identify = (function ($) {
       if (this.elements.label.value.trim()) body.label = this.elements.label.value.trim();
       var f = this;
       call("POST", "identity/" + encodeURIComponent(mac), body, function () { f.reset(); });
+    });
+    /* Only this tap makes the two addresses one device: the router never does it by itself. */
+    $box.on("click", ".identity-join", function () {
+      call("POST", "identity/" + encodeURIComponent(mac) + "/join", { as: this.dataset.twin });
     });
     $box.on("click", ".identity-clear", function () {
       call("POST", "identity/" + encodeURIComponent(mac) + "/clear", {});
@@ -76,6 +86,10 @@ HW.identify = (function ($) {
     $box.find(".identity-level").text(id && id.label ? "(" + levelText(id) + ")" : "");
     $box.find(".identity-why").text(id && id.why && id.why.length ? "Why: " + id.why.join("; ") + "." : "");
     $box.find(".identity-clear").prop("hidden", !(id && id.corrected));
+    var twin = id && id.looks_like;
+    $box.find(".identity-twin").prop("hidden", !twin);
+    $box.find(".identity-twin-text").text(twin ? "It " + twin.text + "." : "");
+    $box.find(".identity-join").text(twin ? "Let it in as " + twin.name : "").attr("data-twin", twin ? twin.mac : "");
   }
 
   return { add: add, fill: fill, text: text, icon: icon };

@@ -341,6 +341,15 @@ CREATE TABLE IF NOT EXISTS device_identity (
     corrected REAL NOT NULL             -- when the household said so
 );
 """),
+    Step(22, "a device that came back with a new private address, let in as the device it was: one device, "
+             "both addresses' history", sql="""
+CREATE TABLE IF NOT EXISTS device_joins (
+    mac TEXT NOT NULL,                  -- the device's address now
+    was TEXT NOT NULL,                  -- an address it had before
+    joined REAL NOT NULL,
+    PRIMARY KEY (mac, was)
+);
+"""),
 )
 LATEST = STEPS[-1].number
 assert [s.number for s in STEPS] == list(range(1, LATEST + 1))

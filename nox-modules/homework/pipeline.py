@@ -160,6 +160,8 @@ PRIO_ND = 30200            # IPv6 neighbour discovery with the router (the v6 AR
 PRIO_GATEWAY = 30000       # ARP with the gateway; pending/denied: DNS, HTTP, ICMP to .1
 PRIO_GATEWAY_ELSEWHERE = 29000  # pending/denied: the router's stack from another source: marked
 PRIO_DEVICE = 20000        # a permitted device's traffic (and traffic to it from LOCAL)
+PRIO_ANNOUNCEMENT = 15000  # below a permitted device's own flows: any other device's mDNS or SSDP
+                           # announcement to the router's stack (ctx.announcement_groups: identify)
 PRIO_DROP = 0
 # routing, table 5 (shared by every pending/denied device)
 PRIO_GATEWAY_ANSWER = 110   # the router's answer from a service: to the port in reg7
@@ -200,7 +202,8 @@ PRIORITIES = {
     "schedules": (PRIO_SCHEDULE_ND, PRIO_SCHEDULE_GATEWAY, PRIO_SCHEDULE_ELSEWHERE, PRIO_SCHEDULE_BLOCK),
     "usage": (PRIO_USAGE_SLOW_FROM, PRIO_USAGE_SLOW_TO, PRIO_USAGE_ND, PRIO_USAGE_GATEWAY, PRIO_USAGE_ELSEWHERE,
               PRIO_USAGE_BLOCK),
-    "routing": (PRIO_IGMP, PRIO_ND, PRIO_GATEWAY, PRIO_GATEWAY_ELSEWHERE, PRIO_DEVICE, PRIO_DROP),
+    "routing": (PRIO_IGMP, PRIO_ND, PRIO_GATEWAY, PRIO_GATEWAY_ELSEWHERE, PRIO_DEVICE, PRIO_ANNOUNCEMENT,
+                PRIO_DROP),
     "routing-gateway": (PRIO_GATEWAY_ANSWER, PRIO_GATEWAY_FROM_ROUTER, PRIO_GATEWAY_SERVICE, PRIO_DROP),
     "routing-account": (PRIO_LEARNED, PRIO_ACCOUNT_SYN, PRIO_ACCOUNT, PRIO_ACCOUNT_OTHER, PRIO_ACCOUNT_HOST),
     "routing-forward": (PRIO_MCAST_GROUP, PRIO_BROADCAST, PRIO_MCAST_OTHER, PRIO_TO_ROUTER6, PRIO_TTL_EXPIRED,

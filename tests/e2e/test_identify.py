@@ -148,3 +148,105 @@ def test_the_households_correction_survives_a_restart(home: Home):
     home.restart_controller()
     seen = identity(home, mac)
     assert (seen["label"], seen["corrected"], seen["guess"]["label"]) == ("Sam's PlayStation", True, "PlayStation 5")
+
+
+ANNOUNCE = str(REPO / "tests" / "homelab" / "announce_tool.py")
+
+
+def quiet_device(home: Home, name: str):
+    """A device that holds a (pending) lease but says nothing of itself over DHCP (udhcpc
+    with no request list and no vendor class): what it is comes from what it announces."""
+    dev = home.add_device(name=name)
+    dev.start_udhcpc(extra=["-o", "-V", "''"])
+    dev.wait_for_ipv4(30)
+    return dev
+
+
+ANNOUNCED = [
+    ("printer", ["mdns", "_ipp._tcp", "Brother HL-L2350DW", "ty=Brother HL-L2350DW series", "usb_MFG=Brother"],
+     "printer", "Brother printer", "offers printing over mDNS"),
+    ("speaker", ["mdns", "_googlecast._tcp", "Google-Home-Mini-4a3f", "md=Google Home Mini", "fn=Kitchen speaker"],
+     "speaker", "Google Home Mini speaker", "announces a Google Cast speaker, Google Home Mini, over mDNS"),
+    ("sonos", ["ssdp", "Linux UPnP/1.0 Sonos/70.3-88200 (ZPS27)"],
+     "speaker", "Sonos speaker", "announces a Sonos speaker over SSDP"),
+]
+
+
+@pytest.mark.parametrize("name, how, type_, label, why", ANNOUNCED, ids=[a[0] for a in ANNOUNCED])
+def test_a_pending_device_is_recognised_by_what_it_announces(home: Home, name, how, type_, label, why):
+    from homelab import _python
+    dev = quiet_device(home, f"ann-{name}")
+    assert identity(home, dev.mac)["label"] == ""           # DHCP said nothing of it
+    if how[0] == "mdns":
+        address = dev.ipv4()[0]
+        proc = dev.popen([_python(), ANNOUNCE, "mdns", how[1], how[2], address, "20", *how[3:]])
+    else:
+        proc = dev.popen([_python(), ANNOUNCE, "ssdp", how[1], "6"])
+    try:
+        seen = wait_for_label(home, dev.mac, label, timeout=30)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert seen["type"] == type_ and why in seen["why"], seen
+    [view] = [d for d in json.loads(home.homework("--json", "devices").stdout) if d["mac"] == dev.mac]
+    assert view["state"] == "pending"
+
+
+IPHONE = IMITATED[2][2]
+
+
+def test_a_phone_back_with_a_new_private_address_is_recognised_and_joined_only_by_a_tap(home: Home):
+    first = home.add_device(name="toms-phone", mac="5a:2b:3c:4d:5e:01")
+    imitate(first, "dhcp4", IPHONE)
+    wait_for_label(home, first.mac, "iPhone (iOS 15 or later)")
+    for args in (("name", first.mac, "--name", "Tom's iPhone", "--owner", "Tom", "--type", "phone"),
+                 ("permit", first.mac)):
+        out = home.homework(*args)
+        assert out.returncode == 0, out.stderr + out.stdout
+    # the same phone on another day: a new private address, the same options and host name
+    back = home.add_device(name="toms-phone-2", mac="6e:11:22:33:44:02")
+    imitate(back, "dhcp4", IPHONE)
+    deadline = time.monotonic() + 30
+    seen: dict = {}
+    while time.monotonic() < deadline and not seen.get("looks_like"):
+        try:
+            seen = identity(home, back.mac)
+        except RuntimeError:
+            pass
+        time.sleep(0.2)
+    assert seen.get("looks_like", {}).get("text") == "looks like Tom's iPhone with a new private address", seen
+    status = json.loads(home.homework("--json", "status", back.mac).stdout)
+    assert status["state"] == "pending"                       # nothing by itself
+    out = home.homework("--json", "identify-join", back.mac, first.mac)
+    assert out.returncode == 0, out.stderr + out.stdout
+    devices = {d["mac"]: d for d in json.loads(home.homework("--json", "devices").stdout)}
+    assert devices[back.mac]["state"] == "permitted" and devices[back.mac]["name"] == "Tom's iPhone"
+    assert first.mac not in devices
+
+
+def test_with_the_router_listening_mdns_still_reaches_permitted_devices_and_not_a_pending_one(home: Home):
+    """The router hears every device's mDNS (announcement flows, router groups): that must
+    not change who else hears it."""
+    import subprocess
+    from homelab import _python
+    tool = str(REPO / "tests" / "homelab" / "mdns_tool.py")
+    a, b = quiet_device(home, "mdns-a"), quiet_device(home, "mdns-b")
+    pending = quiet_device(home, "mdns-p")
+    for dev in (a, b):
+        assert home.homework("permit", dev.mac).returncode == 0
+    deadline = time.monotonic() + 60          # the permitted lease (their next renewal, 15 s at most)
+    while time.monotonic() < deadline and not all(dev.lease() and dev.lease().lease_time > 30 for dev in (a, b)):
+        time.sleep(0.5)
+    publisher = b.popen([_python(), tool, "publish", "printer-id", b.ipv4()[0], "40"], stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT, text=True)
+    outsider = pending.popen([_python(), tool, "browse", "15"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)
+    try:
+        found = a.run([_python(), tool, "browse", "12"], timeout=60).stdout
+        assert "found printer-id._homework._tcp.local." in found, found
+        out, _ = outsider.communicate(timeout=30)
+        assert "found" not in out, out
+    finally:
+        publisher.kill()
+    # and the router heard b's announcement, as evidence about b
+    assert "_homework._tcp" in identity(home, b.mac)["evidence"].get("mdns_services", "")

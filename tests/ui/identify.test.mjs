@@ -54,4 +54,43 @@ test('a printer asking to join is labelled as one; the panel says why; a correct
     await box.locator('.identity-clear').click();
     await guess.filter({ hasText: 'looks like Brother printer' }).waitFor({ timeout: 10000 });
     await screenshot(page, 'identify-03-corrected-and-back');
+    await page.locator('#panel .close').click();
+    await page.locator('#panel').waitFor({ state: 'hidden' });
+  });
+
+const IPHONE = { 55: [1, 121, 3, 6, 15, 108, 114, 119, 252], 57: [5, 220], 12: 'Toms-iPhone' };
+
+test('a phone back with a new private address is labelled as the one let in before; only the tap joins them',
+  { timeout: 240000 }, async () => {
+    const first = await home.call({ op: 'add_device', name: 'toms-phone', mac: '5a:2b:3c:4d:5e:11' });
+    await home.call({ op: 'imitate', dev: first.name, kind: 'dhcp4', spec: IPHONE });
+    await label(page, first.mac).locator('.guess').filter({ hasText: 'iPhone' }).waitFor({ timeout: 30000 });
+    for (const args of [['name', first.mac, '--name', "Tom's iPhone", '--owner', 'Tom', '--type', 'phone'],
+      ['permit', first.mac]]) {
+      const res = await home.call({ op: 'cli', args });
+      assert.equal(res.rc, 0, res.stderr);
+    }
+    const back = await home.call({ op: 'add_device', name: 'toms-phone-2', mac: '6e:11:22:33:44:12' });
+    await home.call({ op: 'imitate', dev: back.name, kind: 'dhcp4', spec: IPHONE });
+    const guess = label(page, back.mac).locator('.guess');
+    await guess.filter({ hasText: "looks like Tom's iPhone with a new private address" }).waitFor({ timeout: 30000 });
+    const before = await home.call({ op: 'cli', args: ['--json', 'status', back.mac] });
+    assert.equal(JSON.parse(before.stdout).state, 'pending');     // nothing by itself
+    await screenshot(page, 'identify-04-looks-like');
+
+    await label(page, back.mac).click();
+    const box = page.locator('#panel .identity');
+    const join = box.locator('button.identity-join', { hasText: "Let it in as Tom's iPhone" });
+    await join.waitFor();
+    await join.click();
+    await page.waitForFunction(async (mac) => {
+      const r = await fetch(`/ws.v1/devices/${mac}`, { credentials: 'same-origin' });
+      return r.ok && (await r.json()).state === 'permitted';
+    }, back.mac, { timeout: 20000, polling: 500 });
+    const after = JSON.parse((await home.call({ op: 'cli', args: ['--json', 'status', back.mac] })).stdout);
+    assert.equal(after.state, 'permitted');
+    const devices = JSON.parse((await home.call({ op: 'cli', args: ['--json', 'devices'] })).stdout);
+    assert.ok(!devices.some((d) => d.mac === first.mac), 'the old address is forgotten: one device');
+    assert.equal(devices.find((d) => d.mac === back.mac).name, "Tom's iPhone");
+    await screenshot(page, 'identify-05-joined');
   });

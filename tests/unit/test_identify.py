@@ -114,3 +114,43 @@ def test_the_names_a_device_looks_up_in_its_first_minute_are_evidence(core, cloc
     clock.advance(61)
     core.ctx.bus.publish("dns_query", mac="02:00:00:00:00:0a", name="title.mgt.xboxlive.com")
     assert "xboxlive" not in core.commands.call("identity", mac="02:00:00:00:00:0a")["evidence"]["names"]
+
+
+TOMS = "02:00:00:00:00:51"          # Tom's iPhone as it was let in
+BACK = "3e:00:00:00:00:52"          # ... back with a new private address
+IPHONE_OPTIONS = [(12, b"Toms-iPhone"), (55, IOS_PRL)]
+
+
+def test_a_phone_back_with_a_new_private_address_looks_like_itself_and_joins_only_by_a_tap(core):
+    from test_dhcp_server import join
+    join(core, TOMS, 1, hostname=b"Toms-iPhone")
+    send(core, dhcp_frame(TOMS, m.DISCOVER, options=IPHONE_OPTIONS))
+    core.commands.call("set-meta", mac=TOMS, name="Tom's iPhone", owner="Tom", type="phone")
+    core.commands.call("permit", mac=TOMS)
+    send(core, dhcp_frame(BACK, m.DISCOVER, options=IPHONE_OPTIONS), port=2)
+    view = identity(core, BACK)
+    assert view["looks_like"] == {"mac": TOMS, "name": "Tom's iPhone",
+                                  "text": "looks like Tom's iPhone with a new private address"}
+    assert core.ctx.state.device_state(BACK) == "pending"        # nothing happens by itself
+    core.commands.call("identify-join", mac=BACK, as_mac=TOMS)
+    back = core.ctx.state.get_device(BACK)
+    assert (back.state, back.name, back.owner, back.type) == ("permitted", "Tom's iPhone", "Tom", "phone")
+    assert core.ctx.state.get_device(TOMS) is None                # one device
+    assert core.ctx.state.execute("SELECT mac, was FROM device_joins")[0][:] == (BACK, TOMS)
+    assert "looks_like" not in identity(core, BACK)
+
+
+def test_a_device_that_only_resembles_cannot_be_joined(core):
+    from test_dhcp_server import join
+    join(core, TOMS, 1, hostname=b"Toms-iPhone")
+    send(core, dhcp_frame(TOMS, m.DISCOVER, options=IPHONE_OPTIONS))
+    core.commands.call("permit", mac=TOMS)
+    # the same kind of phone under another name, and one with a MAC that is not private
+    send(core, dhcp_frame(BACK, m.DISCOVER, options=[(12, b"Annas-iPhone"), (55, IOS_PRL)]), port=2)
+    send(core, dhcp_frame("00:25:00:00:00:53", m.DISCOVER, options=IPHONE_OPTIONS), port=2)
+    for mac in (BACK, "00:25:00:00:00:53"):
+        assert "looks_like" not in identity(core, mac)
+        with pytest.raises(CommandError, match="does not look like") as exc:
+            core.commands.call("identify-join", mac=mac, as_mac=TOMS)
+        assert exc.value.status == 409 and core.ctx.state.device_state(mac) == "pending"
+    assert core.ctx.state.device_state(TOMS) == "permitted"

@@ -4,6 +4,9 @@
                                             level, why) or the household's correction, and the evidence
     POST /ws.v1/identity/{mac}              {"type"?, "os"?, "label"?}: the household says what it is
     POST /ws.v1/identity/{mac}/clear        back to the router's guess
+    POST /ws.v1/identity/{mac}/join         {"as": MAC}: a pending device with a new private address that
+                                            looks like that permitted device is let in as it (409 when it
+                                            does not look like it)
     GET  /ws.v1/identity-catalog            how many fingerprint rules, and their sources
 
 A correction changes what the board calls the device, never its access: a guess decides
@@ -43,6 +46,17 @@ def add_routes(app) -> None:
         app.not_self(call, mac)
         return json_response(app.command("identify-clear", mac=mac))
 
+    def join(call, mac):
+        need()
+        mac = app.known_mac(mac)
+        app.not_self(call, mac)
+        data = app.fields(call, {"as"})
+        if not isinstance(data.get("as"), str):
+            raise ApiError(400, "as is required: the MAC of the device it looks like")
+        twin = app.known_mac(data["as"])
+        app.not_self(call, twin)
+        return json_response(app.command("identify-join", mac=mac, as_mac=twin))
+
     def catalog(call):
         need()
         return json_response(app.command("identify-catalog"))
@@ -51,4 +65,5 @@ def add_routes(app) -> None:
     app._add("GET", f"/identity/{mac}/?", identity, "read")
     app._add("POST", f"/identity/{mac}/?", correct, "admin")
     app._add("POST", f"/identity/{mac}/clear/?", clear, "admin")
+    app._add("POST", f"/identity/{mac}/join/?", join, "admin")
     app._add("GET", "/identity-catalog/?", catalog, "read")

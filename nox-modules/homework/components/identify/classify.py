@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from .catalog import Rule
 
 SURE, LIKELY = 0.8, 0.5
+# A type's own words, for a guess of a type that no clue names more closely.
+TYPE_WORDS = {"phone": "phone", "laptop": "computer", "tablet": "tablet", "TV": "TV", "console": "game console",
+              "speaker": "speaker", "printer": "printer", "camera": "camera", "IoT": "smart-home device"}
 
 
 @dataclass
@@ -75,7 +78,7 @@ def classify(evidence: dict[str, str], rules: list[Rule]) -> Guess:
     agree_os = [h for h in agree if h[1].get("os") in (None, out.os)]
     out.os_version = next((h[1]["os_version"] for h in agree_os if h[1].get("os_version") and out.os), "")
     out.model = next((h[1]["model"] for h in agree if h[1].get("model")), "")
-    label = next((h[1]["label"] for h in agree if h[1].get("label")), "")
+    label = next((h[1]["label"] for h in agree if h[1].get("label")), "") or TYPE_WORDS.get(out.type, "")
     if out.os and out.os.split()[0].lower() not in label.lower():
         os_text = f"{out.os} {out.os_version}".strip()
         label = f"{label} ({os_text})" if label else f"{os_text} device"

@@ -11,16 +11,20 @@ expressions, microseconds) and queued for the state db (`defer`, written behind)
 """
 from __future__ import annotations
 
+import collections
 import json
 
 from ...commands import CommandError
+from ... import wording
 from ...component import Component
 from ...events import Identity
 from ...macaddr import BadMac, normalize
 from ...oui import default_table, is_private
-from . import catalog, correction
+from . import announce, catalog, correction
 from .classify import Guess, classify
 
+DRAIN_SECONDS = 0.25         # what devices said is taken and classified this often
+HEARD_MAX = 1024             # ... at most this many waiting (the listener drops the rest)
 FIRST_MINUTE = 60.0          # the names a device looks up this long after it is first seen
 NAMES_MAX = 24               # ... at most this many
 TEXT_MAX = 64
@@ -37,6 +41,11 @@ class IdentifyComponent(Component):
         self.guesses: dict[str, Guess] = {}
         self.fixes: dict[str, dict] = {}
         self._first_seen: dict[str, float] = {}      # devices still in their first minute
+        # (address, source, evidence) the announcement listener heard, for the hub to take
+        self._heard: collections.deque = collections.deque(maxlen=HEARD_MAX)
+        self.listener: announce.Listener | None = None
+        self._dirty: set[str] = set()                # said something new, not classified yet
+        self._by_mark: dict[tuple[str, ...], set[str]] = {}   # looks_like's index: mark -> MACs
 
     # -- start and stop --------------------------------------------------------------------
     def start(self) -> None:
@@ -50,6 +59,8 @@ class IdentifyComponent(Component):
         for row in self.ctx.state.execute("SELECT mac, type, os, label, corrected FROM device_identity"):
             self.fixes[row["mac"]] = dict(row)
         self.guesses = {mac: classify(ev, self.rules) for mac, ev in self.evidence.items()}
+        for mac, ev in self.evidence.items():
+            self._index(mac, None, ev)
         bus = self.ctx.bus
         bus.subscribe("fingerprint", self._on_fingerprint)
         bus.subscribe("device", self._on_device)
@@ -60,6 +71,42 @@ class IdentifyComponent(Component):
         cmd.register("identify-correct", self.correct)
         cmd.register("identify-clear", self.clear)
         cmd.register("identify-catalog", self.catalog)
+        cmd.register("identify-join", self.join)
+        # mDNS and SSDP announcements, pending devices' too, reach the router's stack
+        # (routing's announcement flows); a real switch's bridge only (not the unit tests')
+        groups = {announce.MDNS[0], announce.SSDP[0]}
+        self.ctx.announcement_groups.update(groups)
+        self.ctx.router_groups.update(groups)
+        if self.ctx.switch_is_real:
+            self.listener = announce.Listener(self.ctx.config.bridge, self._heard_one)
+            try:
+                self.listener.start()
+            except OSError as exc:
+                self.log.error("cannot hear mDNS/SSDP announcements on %s (%s): devices are identified "
+                               "by their DHCP only", self.ctx.config.bridge, exc)
+                self.listener = None
+        self.ctx.every(DRAIN_SECONDS, self.drain)
+
+    def stop(self) -> None:
+        if self.listener is not None:
+            self.listener.stop()
+
+    # -- announcements (the listener's thread queues, the hub takes) ------------------------
+    def _heard_one(self, address: str, source: str, evidence: dict) -> None:
+        self._heard.append((address, source, evidence))
+
+    def drain(self) -> None:
+        """The announcements heard since the last time, each to the device holding its address;
+        then every device that said something new is classified (settle)."""
+        while self._heard:
+            address, source, evidence = self._heard.popleft()
+            lease = self.ctx.leases.by_address(address)
+            if lease is None:
+                self.ctx.count("identify.unknown_announcer")
+                continue
+            self.ctx.count(f"identify.{source}")
+            self.add(lease.mac, evidence)
+        self.settle()
 
     # -- evidence in -----------------------------------------------------------------------
     def _on_fingerprint(self, topic: str, ev) -> None:
@@ -77,11 +124,23 @@ class IdentifyComponent(Component):
         merged = {**known, **{k: str(v)[:TEXT_MAX * 4] for k, v in evidence.items() if v}}
         if merged == self.evidence.get(mac):
             return
+        self._index(mac, self.evidence.get(mac), merged)
         self.evidence[mac] = merged
         self.ctx.count("identify.evidence")
-        self.ctx.state.defer("INSERT OR REPLACE INTO device_evidence (mac, evidence, updated) VALUES (?, ?, ?)",
-                             (mac, json.dumps(merged, sort_keys=True), self.ctx.now()))
-        self._classify(mac)
+        self._dirty.add(mac)
+
+    def settle(self) -> None:
+        """Classify the devices that said something new since the last pass, and keep what
+        they said: on a timer, not in the handler of the packet that said it (a DHCP
+        request's handler only merges a dict)."""
+        dirty, self._dirty = self._dirty, set()
+        for mac in dirty:
+            evidence = self.evidence.get(mac)
+            if evidence is None:            # forgotten meanwhile
+                continue
+            self.ctx.state.defer("INSERT OR REPLACE INTO device_evidence (mac, evidence, updated) VALUES (?, ?, ?)",
+                                 (mac, json.dumps(evidence, sort_keys=True), self.ctx.now()))
+            self._classify(mac)
 
     def _classify(self, mac: str) -> None:
         before = self.guesses.get(mac)
@@ -92,7 +151,8 @@ class IdentifyComponent(Component):
             self._tell(mac)
 
     def _tell(self, mac: str) -> None:
-        self.ctx.bus.publish(Identity(mac=mac, identity=self.view(mac)))
+        if self.ctx.bus.heard("identity"):       # the board's stream (api); a view costs a lookup or two
+            self.ctx.bus.publish(Identity(mac=mac, identity=self.view(mac)))
 
     def _on_query(self, topic: str, ev) -> None:
         """The names a device looks up in its first minute (a console's own service, a
@@ -112,12 +172,14 @@ class IdentifyComponent(Component):
 
     def _on_device(self, topic: str, ev) -> None:
         if ev.state is None:                 # forgotten: if it comes back, it is new
-            self.evidence.pop(ev.mac, None)
+            self._index(ev.mac, self.evidence.pop(ev.mac, None), None)
             self.guesses.pop(ev.mac, None)
             self.fixes.pop(ev.mac, None)
             self._first_seen.pop(ev.mac, None)
+            self._dirty.discard(ev.mac)
             self.ctx.state.defer("DELETE FROM device_evidence WHERE mac=?", (ev.mac,))
             self.ctx.state.defer("DELETE FROM device_identity WHERE mac=?", (ev.mac,))
+            self.ctx.state.defer("DELETE FROM device_joins WHERE mac=?", (ev.mac,))
         elif ev.reason == "seen" and ev.mac not in self._first_seen and ev.mac not in self.evidence:
             self._first_seen[ev.mac] = self.ctx.now()
 
@@ -127,6 +189,11 @@ class IdentifyComponent(Component):
         guess = self.guesses.get(mac) or Guess()
         out = guess.as_dict()
         out["corrected"] = False
+        twin = self.looks_like(mac)
+        if twin is not None:
+            name = wording.name_of(self.ctx.state, twin)
+            out["looks_like"] = {"mac": twin, "name": name,
+                                 "text": f"looks like {name} with a new private address"}
         fix = self.fixes.get(mac)
         if fix:
             out["guess"] = guess.as_dict()
@@ -139,14 +206,79 @@ class IdentifyComponent(Component):
         return out
 
     def _facts(self, mac: str) -> dict:
+        if mac in self._dirty:          # a view is never behind what the device said
+            self.settle()
         if mac not in self.guesses and mac not in self.fixes:
             return {"identity": None}
         return {"identity": self.view(mac)}
+
+    # -- a randomised MAC's return ---------------------------------------------------------
+    @staticmethod
+    def _marks(evidence: dict[str, str]) -> set[tuple[str, ...]]:
+        """What makes two devices one: the same DHCP fingerprint and host name, or the same
+        mDNS name."""
+        marks: set[tuple[str, ...]] = set()
+        if evidence.get("prl") and evidence.get("hostname"):
+            marks.add(("dhcp", evidence["prl"], evidence.get("vendor", ""), evidence["hostname"]))
+        if evidence.get("mdns_name"):
+            marks.add(("mdns", evidence["mdns_name"]))
+        return marks
+
+    def looks_like(self, mac: str) -> str | None:
+        """The permitted device a pending device with a private (randomised) MAC looks like,
+        if one does: a phone that came back with a new private address. Only a person's tap
+        makes them one device (`identify-join`). An index of the marks (`_by_mark`) keeps
+        it a few lookups whatever the number of devices."""
+        if not is_private(mac) or self.ctx.state.device_state(mac) != "pending":
+            return None
+        for mark in self._marks(self.evidence.get(mac, {})):
+            for other in sorted(self._by_mark.get(mark, ())):
+                if other != mac and self.ctx.state.device_state(other) == "permitted":
+                    return other
+        return None
+
+    def _index(self, mac: str, before: dict[str, str] | None, after: dict[str, str] | None) -> None:
+        for mark in self._marks(before or {}):
+            macs = self._by_mark.get(mark)
+            if macs is not None:
+                macs.discard(mac)
+                if not macs:
+                    del self._by_mark[mark]
+        for mark in self._marks(after or {}):
+            self._by_mark.setdefault(mark, set()).add(mac)
+
+    def join(self, mac: str, as_mac: str) -> dict:
+        """`identify-join`: the household taps "let it in as Tom's iPhone": the new address
+        becomes that device (its name, owner, type, what the household said it is, and its
+        decision: permitted), the old address is forgotten, and the join is kept
+        (device_joins) so the device's story reads both addresses' history as one."""
+        mac, as_mac = self._known(mac), self._known(as_mac)
+        if self.looks_like(mac) != as_mac:
+            raise CommandError(f"{wording.name_of(self.ctx.state, mac)} does not look like "
+                               f"{wording.name_of(self.ctx.state, as_mac)}: nothing was changed", 409)
+        old = self.ctx.state.get_device(as_mac)
+        assert old is not None
+        self.ctx.devices.set_meta(mac, name=old.name or old.hostname, owner=old.owner, type=old.type)
+        fix = self.fixes.get(as_mac)
+        if fix:
+            self.ctx.state.execute("INSERT OR REPLACE INTO device_identity (mac, type, os, label, corrected) "
+                                   "VALUES (?, ?, ?, ?, ?)", (mac, fix["type"], fix["os"], fix["label"],
+                                                              fix["corrected"]))
+            self.fixes[mac] = {**fix, "mac": mac}
+        self.ctx.state.execute("INSERT OR REPLACE INTO device_joins (mac, was, joined) VALUES (?, ?, ?)",
+                               (mac, as_mac, self.ctx.now()))
+        self.ctx.devices.permit(mac)
+        self.ctx.devices.forget(as_mac)
+        self.ctx.count("identify.joins")
+        self._tell(mac)
+        return self.identity(mac)
 
     # -- commands --------------------------------------------------------------------------
     def identity(self, mac: str) -> dict:
         """`identity`: what the device is, why, and everything it said about itself."""
         mac = self._known(mac)
+        if mac in self._dirty:
+            self.settle()
         return {"mac": mac, **self.view(mac), "evidence": dict(self.evidence.get(mac, {}))}
 
     def correct(self, mac: str, type: str = "", os: str = "", label: str = "") -> dict:

@@ -9,6 +9,12 @@ from ...manifest import Manifest, NotBackedUp, Settings
 from . import correction
 
 
+def join_row(r: dict) -> None:
+    rowcheck.mac(r["mac"])
+    rowcheck.mac(r["was"])
+    rowcheck.number(r.get("joined", 0), "joined")
+
+
 def identity_row(r: dict) -> None:
     rowcheck.mac(r["mac"])
     stored = correction.check(r.get("type", ""), r.get("os", ""), r.get("label", ""))
@@ -23,6 +29,7 @@ MANIFEST = Manifest(
         NotBackedUp("device_evidence", (21,), "devices say it again the next time they ask for an address "
                                               "or announce themselves"),
         Settings("device_identity", (21,), ("mac", "type", "os", "label", "corrected"), identity_row),
+        Settings("device_joins", (22,), ("mac", "was", "joined"), join_row),
     ),
     routes=("identify",),
     publishes=(events.Identity,),
@@ -31,5 +38,9 @@ MANIFEST = Manifest(
         "identify.evidence": "times a device said something new about itself (a DHCP fingerprint, an announcement)",
         "identify.classified": "classifications made (each new piece of evidence)",
         "identify.corrections": "corrections the household made",
+        "identify.joins": "devices back with a new private address let in as the device they were",
+        "identify.mdns": "mDNS announcements heard from a device holding a lease",
+        "identify.ssdp": "SSDP announcements heard from a device holding a lease",
+        "identify.unknown_announcer": "announcements from an address no lease holds (left unread)",
     },
 )

@@ -107,6 +107,7 @@ class Routing(Component):
         decisions.append(FlowDelete(cookie=L.routing_cookie(L.KIND_MCAST), cookie_mask=L.MASK_ONE_KIND))
         self.memberships.clear()
         decisions += self._group_flows(sorted(self.ctx.router_groups))
+        decisions += [fs.announcement_flow(group) for group in sorted(self.ctx.announcement_groups)]
         self.installed.clear()
         self._permitted_ports_count.clear()
         self._shared_ports = None          # the switch may have none of them: send them again

@@ -244,6 +244,15 @@ def broadcast_flow(ports: list[int]) -> FlowMod:
                    table_id=L.TABLE_FORWARD, cookie=L.routing_cookie(L.KIND_SHARED))
 
 
+def announcement_flow(group: str) -> FlowMod:
+    """Any device's UDP to `group` (mDNS, SSDP) that no flow of its own takes (a pending,
+    denied or unknown device's) reaches the router's stack and nothing else: what the
+    device announces says what it is (components/identify). A permitted device's own
+    flows, above, send its multicast on to the group's members as before."""
+    return FlowMod(match={"eth_type": ETH_IP, "ip_proto": PROTO_UDP, "ipv4_dst": group}, actions=(Output(LOCAL),),
+                   priority=L.PRIO_ANNOUNCEMENT, cookie=L.routing_cookie(L.KIND_SHARED))
+
+
 def multicast_flow(group: str, ports: list[int]) -> FlowMod:
     """A joined group's members (an IPv4 group, or an IPv6 one learned by MLD)."""
     match = {"eth_type": ETH_IPV6, "ipv6_dst": group} if ":" in group else {"eth_type": ETH_IP, "ipv4_dst": group}
