@@ -122,12 +122,12 @@ rm -rf "$R/var/cache/apt/archives/"*.deb "$R/var/lib/apt/lists/"* 2>/dev/null ||
 # --- units: ours on, Debian's own instances of the same daemons off (ours replace them)
 systemctl --root="$R" enable homework.target homework-esp-check.service homework-firstboot.service homework-net.service \
   homework-wan.service homework-wan6.service homework-hwdbd.service homework-controller.service homework-dns.service \
-  homework-dnsd.service homework-captive.service homework-web.service homework-ready.service homework-mark-good.service homework-satellite.service homework-test-agent.service \
+  homework-resolver.service homework-dnsd.service homework-captive.service homework-web.service homework-ready.service homework-mark-good.service homework-satellite.service homework-test-agent.service \
   homework-test-hwsim.service openvswitch-switch.service
-for u in hostapd.service lighttpd.service radvd.service wpa_supplicant.service systemd-networkd.service \
+for u in hostapd.service lighttpd.service unbound.service unbound-resolvconf.service radvd.service wpa_supplicant.service systemd-networkd.service \
          apt-daily.timer apt-daily-upgrade.timer e2scrub_reap.service; do
   systemctl --root="$R" disable "$u" 2>/dev/null || true
 done
-systemctl --root="$R" mask hostapd.service lighttpd.service 2>/dev/null || true
+systemctl --root="$R" mask hostapd.service lighttpd.service unbound.service 2>/dev/null || true
 systemctl --root="$R" set-default multi-user.target
 echo "overlay done: $(du -sh "$R" | cut -f1)"

@@ -26,6 +26,11 @@ if want dns; then
   "$PY" scripts/bench_dns.py
 fi
 
+if want resolver; then
+  section "The resolver: DNSSEC validation, DNS over TLS upstream, DoT/DoH to the router (scripts/bench_resolver.py)"
+  "$PY" scripts/bench_resolver.py
+fi
+
 if want blocklists; then
   section "Blocklists: dnsperf with a 1,000,000-name list vs none, list load time (scripts/bench_blocklists.py)"
   "$PY" scripts/bench_blocklists.py

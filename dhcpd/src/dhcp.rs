@@ -22,6 +22,7 @@ const OPT_HOSTNAME: u8 = 12;
 const OPT_REQUESTED_IP: u8 = 50;
 const OPT_MESSAGE_TYPE: u8 = 53;
 const OPT_SERVER_ID: u8 = 54;
+const OPT_V4_DNR: u8 = 162;     // RFC 9463: the router's encrypted DNS, asked for in 55
 const OPT_CAPTIVE_PORTAL: u8 = 114;
 // What a new device's DISCOVER says about it (the controller's fingerprint.py): its
 // parameter request list, vendor class, maximum message size and client identifier.
@@ -164,7 +165,17 @@ pub struct Request {
     /// The codes of the options sent, in order (53 left out), the first ORDER_MAX.
     order: [u8; ORDER_MAX],
     norder: usize,
+    /// Option 162 is in its parameter request list (55): it wants the router's encrypted DNS.
+    wants_dnr: bool,
 }
+
+/// The router's encrypted DNS endpoints for option 162 (RFC 9463), from the controller
+/// (homework/dnr.py; `--dnr PRIORITY:ADN:PARAMS`, hex): each instance gets the device's
+/// gateway as its address. Empty: none announced.
+pub static DNR: std::sync::OnceLock<Vec<DnrInstance>> = std::sync::OnceLock::new();
+
+/// (service priority, the name in wire format, SvcParams) of one endpoint.
+pub type DnrInstance = (u16, Vec<u8>, Vec<u8>);
 
 impl Request {
     /// A new device asking for any address, for itself: a DISCOVER, not relayed, from its
@@ -292,6 +303,7 @@ pub fn parse(frame: &[u8]) -> Result<Request, Why> {
         client_id: Opt::NONE,
         order: [0; ORDER_MAX],
         norder: 0,
+        wants_dnr: false,
     };
     let end = p.len();
     let mut at = FIXED + 4;
@@ -317,7 +329,10 @@ pub fn parse(frame: &[u8]) -> Result<Request, Why> {
             OPT_REQUESTED_IP => req.requested.push(value),
             OPT_SERVER_ID => req.server_id.push(value),
             OPT_HOSTNAME => req.hostname.push(value),
-            OPT_PRL => req.prl.push(value),
+            OPT_PRL => {
+                req.prl.push(value);
+                req.wants_dnr |= value.contains(&OPT_V4_DNR);
+            }
             OPT_VENDOR => req.vendor.push(value),
             OPT_MAX_SIZE => req.max_size.push(value),
             OPT_CLIENT_ID => req.client_id.push(value),
@@ -455,10 +470,35 @@ fn build_payload(req: &Request, entry: &Entry, kind: Kind, hostname: &str, out: 
         out.push(chunk.len() as u8);
         out.extend_from_slice(chunk);
     }
+    if req.wants_dnr {
+        let dnr = dnr_value(entry.router);
+        for chunk in dnr.chunks(255) {
+            out.push(OPT_V4_DNR);
+            out.push(chunk.len() as u8);
+            out.extend_from_slice(chunk);
+        }
+    }
     out.push(OPT_END);
     if out.len() - start < 300 {
         out.resize(start + 300, 0);
     }
+}
+
+/// Option 162's value (RFC 9463 5.1): an instance per endpoint, each with `router` as its
+/// address (`dnr.Endpoints.v4_option`, byte for byte).
+fn dnr_value(router: [u8; 4]) -> Vec<u8> {
+    let mut value = Vec::new();
+    for (priority, adn, params) in DNR.get().map(|v| v.as_slice()).unwrap_or(&[]) {
+        let length = 2 + 1 + adn.len() + 1 + 4 + params.len();
+        value.extend_from_slice(&(length as u16).to_be_bytes());
+        value.extend_from_slice(&priority.to_be_bytes());
+        value.push(adn.len() as u8);
+        value.extend_from_slice(adn);
+        value.push(4);
+        value.extend_from_slice(&router);
+        value.extend_from_slice(params);
+    }
+    value
 }
 
 fn sum16(data: &[u8], mut total: u32) -> u32 {

@@ -16,6 +16,7 @@ sends one JSON request per line on stdin and reads one JSON answer per line on s
     {"op": "link_bytes", "dev": "dev1"}  -> {"ok": true, "bytes": sent + received on its interface}
     {"op": "linksim", "dev": "dev1", "rssi": -92, "retry_rate": 0.3}
     {"op": "cli", "args": ["--json", "devices"]}     -> {"ok": true, "stdout": ..}
+    {"op": "start_dot_upstream"}          -> {"ok": true, "server": "ADDRESS#NAME"} (dns_lab homes)
     {"op": "udp_flood", "dev": "dev1", "count": 3000, "size": 1}  (one datagram to each of COUNT ports)
     {"op": "seed_devices", "pending": 900, "permitted": 50, "denied": 50}
                                        -> {"ok": true, "pending": [macs, oldest first], ..}
@@ -349,6 +350,13 @@ class Driver:
         from homelab.dns import BLOCKED_WEB
         (self.dns_lab.dir / "blocked-www" / req["name"]).write_text(req["text"])
         return {"url": f"http://{BLOCKED_WEB}/{req['name']}"}
+
+    def op_start_dot_upstream(self, req):
+        """{"op": "start_dot_upstream"} -> {"server": "ADDRESS#NAME"}: the emulated internet's
+        resolver over TLS too, with a certificate the router's test CA file trusts."""
+        from homelab.dns import DOT_NAME, DOT_UPSTREAM
+        self.dns_lab.start_dot_upstream()
+        return {"server": f"{DOT_UPSTREAM}#{DOT_NAME}"}
 
     def op_cli(self, req):
         r = self.home.homework(*req["args"])

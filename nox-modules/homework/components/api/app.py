@@ -46,6 +46,7 @@ from . import nearby as nearby_routes
 from . import wifi as wifi_routes
 from . import update as update_routes
 from . import satellites as satellite_routes
+from . import resolver as resolver_routes
 from . import setup as setup_routes
 from . import reach as reach_routes
 from . import remote as remote_routes
@@ -181,6 +182,7 @@ class ApiApp:
         update_routes.add_routes(self)     # .hwup upload, update status, reboot (update.py)
         satellite_routes.add_routes(self)  # satellites asking to pair, decisions (satellites.py)
         setup_routes.add_routes(self)      # the first hour: a pending device sets the router up (setup.py)
+        resolver_routes.add_routes(self)   # DNSSEC and the resolver's upstreams (resolver.py)
         reach_routes.add_routes(self)      # port forwards, UPnP mappings, may open ports (reach.py)
         remote_routes.add_routes(self)     # remote access over WireGuard (remote.py)
         captive_routes.add_routes(self)    # a cut-off device told why, RFC 8908's API (captive.py)

@@ -10,6 +10,7 @@ LOCAL interface.
 from __future__ import annotations
 
 
+from ... import dnr
 from ...component import Component
 from ... import fingerprint
 from ...events import Alert, AlertKind, Fingerprint, Lease as LeaseEvent
@@ -150,8 +151,10 @@ class DhcpServer(Component):
             return False
         self.fast = fastpath.FastPath(sock, self.fast_request, self.ctx.count)
         if binary:
+            endpoints = dnr.Endpoints.of(self.ctx.config)
             self.dhcpd = DhcpdLink(binary, self.ctx.config.bridge, self._punted, self._dhcpd_note,
-                                   self._dhcpd_table, self.ctx.count, setup=self.new_devices.setup)
+                                   self._dhcpd_table, self.ctx.count, setup=self.new_devices.setup,
+                                   extra_args=endpoints.dhcpd_args() if endpoints else ())
             self.dhcpd.start()
             self.log.info("DHCP fast path: requests read from %s by homework-dhcpd", self.ctx.config.bridge)
         else:
@@ -790,6 +793,8 @@ class DhcpServer(Component):
         hostname = msg.hostname or self.hostnames.get(msg.mac, "")
         if hostname:
             options.append((m.OPT_HOSTNAME, hostname.encode()))
+        if dnr.OPT_V4_DNR in msg.requested_options and (endpoints := dnr.Endpoints.of(self.ctx.config)):
+            options += endpoints.v4_option(block.router)      # the router's encrypted DNS (RFC 9463)
         payload = m.build(msg_type=msg_type, request=msg, yiaddr=yiaddr or block.device,
                           server_id=block.router, options=options)
         if msg.giaddr != "0.0.0.0":

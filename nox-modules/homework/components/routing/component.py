@@ -20,6 +20,7 @@ import ipaddress
 import logging
 from collections import Counter
 
+from ... import dnr
 from ... import fingerprint
 from ...component import Component
 from ...events import Alert, AlertKind, Fingerprint
@@ -355,10 +356,12 @@ class Routing(Component):
         # The router's ::1 as DNS server (RFC 8106) only when homework-dnsd answers there:
         # a device told of a resolver nobody answers waits for it on every lookup.
         dns = self._dns6(prefix)
+        endpoints = dnr.Endpoints.of(self.ctx.config) if dns is not None else None
         # and where it learns whether it is cut off and why (RFC 8910), as DHCP tells it
         frame = ndp.router_advertisement(to_bytes(self.router_mac), to_bytes(dev.mac), prefix, lifetime, dns=dns,
                                          to=to, deprecated=deprecated, search=self._search_domains(),
-                                         captive=captive_api_uri(str(prefix.network_address + 1)))
+                                         captive=captive_api_uri(str(prefix.network_address + 1)),
+                                         extra=endpoints.ra_options(dns, lifetime) if endpoints else b"")
         self.ctx.count("routing.ra_sent")
         return [PacketOut(data=frame, actions=(Output(dev.port),))]
 
@@ -416,16 +419,18 @@ class Routing(Component):
             if not ip.src.is_link_local or len(ip.payload) < 8:
                 raise PacketError("not from a link-local address")
             self._fingerprint6(frame.src_mac, ip.payload[8:])
-            xid, client = dhcpv6.parse_information_request(ip.payload[8:])
+            xid, client, asked = dhcpv6.parse_information_request(ip.payload[8:])
         except ValueError:
             self.ctx.count("routing.ignored")
             return []
         if dns is None:
             return []
         self.ctx.count("routing.dhcpv6_info")
+        endpoints = dnr.Endpoints.of(self.ctx.config) if dnr.OPT_V6_DNR in asked else None
         reply = dhcpv6.reply_frame(to_bytes(self.router_mac), frame.src, ip.src, xid, client, dns,
                                    ndp.dns_names(self._search_domains()),
-                                   captive_api_uri(str(prefix.network_address + 1)))
+                                   captive=captive_api_uri(str(prefix.network_address + 1)),
+                                   extra=endpoints.v6_options(dns) if endpoints else b"")
         return [PacketOut(data=reply, actions=(Output(pkt.in_port),))]
 
     def _hop_limit_exceeded(self, pkt: PacketIn, frame) -> list:

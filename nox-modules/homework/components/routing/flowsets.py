@@ -16,10 +16,11 @@ BROADCAST_MAC = "ff:ff:ff:ff:ff:ff"
 ALL_ONES = "255.255.255.255"
 MULTICAST = ("224.0.0.0", "240.0.0.0")
 # What a cut-off device may still send to its own gateway: DNS (the DNS component steers
-# it), the page saying why it is cut off on port 80, and ping; and port 443 (HTTPS: the
-# captive portal API of RFC 8908 and any https:// address it tries) where the DNS
-# component sends it to the captive pages' server (CAPTIVE_HTTPS), never to the board.
-GATEWAY_SERVICES = ((PROTO_UDP, "udp", 53), (PROTO_TCP, "tcp", 53), (PROTO_TCP, "tcp", 80))
+# it; over TLS too, port 853), the page saying why it is cut off on port 80, and ping; and
+# port 443 (HTTPS: the captive portal API of RFC 8908 and any https:// address it tries)
+# where the DNS component sends it to the captive pages' server (CAPTIVE_HTTPS), never to
+# the board.
+GATEWAY_SERVICES = ((PROTO_UDP, "udp", 53), (PROTO_TCP, "tcp", 53), (PROTO_TCP, "tcp", 853), (PROTO_TCP, "tcp", 80))
 CAPTIVE_HTTPS = (PROTO_TCP, "tcp", 443)
 
 
