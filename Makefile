@@ -5,7 +5,7 @@ PY    := $(VENV)/bin/python
 PYTEST := $(VENV)/bin/pytest
 export PYTHONPATH := $(CURDIR)/nox-modules:$(CURDIR)/hwdb/python:$(CURDIR)/tests:$(CURDIR)/ispedge
 
-.PHONY: all deps build run test test-hwdb test-dnsd test-dhcpd test-unit test-e2e test-ui image image-test image-test-powercut bench \
+.PHONY: agent-deb all deps build run test test-hwdb test-dnsd test-dhcpd test-unit test-e2e test-ui image image-test image-test-powercut bench \
         clean openapi lint lint-python lint-rust lint-shell lint-js
 
 all: build
@@ -13,7 +13,11 @@ all: build
 deps:
 	@bash scripts/deps.sh
 
-build: deps
+build: deps agent-deb
+
+# The end-host agent's Debian package (hostagent/): out/homework-agent_<version>_all.deb
+agent-deb:
+	@bash hostagent/build-deb.sh out
 
 # The router on this machine with an emulated home; Ctrl-C tears it down.
 run: deps
@@ -72,7 +76,7 @@ lint-rust:
 	cd dnsd && cargo clippy --release -q --all-targets -- -D warnings
 	cd dhcpd && cargo clippy --release -q --all-targets -- -D warnings
 
-SHELL_SCRIPTS = $(wildcard scripts/*.sh image/*.sh tests/homelab/*.sh) $(shell grep -lsE '^\#!/(usr/)?bin/(env )?(ba)?sh' image/guest/* 2>/dev/null)
+SHELL_SCRIPTS = $(wildcard scripts/*.sh image/*.sh tests/homelab/*.sh hostagent/*.sh) $(shell grep -lsE '^\#!/(usr/)?bin/(env )?(ba)?sh' image/guest/* 2>/dev/null)
 lint-shell:
 	shellcheck -x --severity=warning $(SHELL_SCRIPTS)
 

@@ -74,7 +74,7 @@ summary() {
 if [ "$(id -u)" != 0 ]; then
   skip_all "image boot test" "needs root (network namespaces, taps)"
 fi
-for t in qemu-system-x86_64 qemu-img ip dnsmasq udhcpc curl python3 mcopy radvd kea-dhcp6; do
+for t in qemu-system-x86_64 qemu-img ip dnsmasq udhcpc curl python3 mcopy radvd kea-dhcp6 kdig; do
   command -v "$t" >/dev/null || { fail "preflight" "$t not installed (make deps)"; summary; exit 1; }
 done
 [ -c /dev/net/tun ] || skip_all "image boot test" "no /dev/net/tun on this machine"
@@ -357,9 +357,16 @@ wait_ready() {  # wait_ready N: seconds from QEMU's start to HOMEWORK-READY + ag
       echo $(( $(date +%s) - t0 )); return 0
     fi
     kill -0 "$QEMU_PID" 2>/dev/null || { echo "qemu exited"; return 1; }
-    [ $(( $(date +%s) - t0 )) -lt "$BOOT_TIMEOUT" ] || { echo "timeout ${BOOT_TIMEOUT}s"; return 1; }
+    [ $(( $(date +%s) - t0 )) -lt "$BOOT_TIMEOUT" ] || { boot_diag "$n"; echo "timeout ${BOOT_TIMEOUT}s; see $ART/boot$n-diag.log"; return 1; }
     sleep 1
   done
+}
+boot_diag() {  # boot_diag N: why boot N is not ready, from the guest's agent when it runs (-> bootN-diag.log)
+  grep -q '^HOMEWORK-AGENT ready' "$ART/ttyS1-boot$1.log" 2>/dev/null || { echo "no agent in boot $1" >"$ART/boot$1-diag.log"; return; }
+  GT=90 g "cat /proc/uptime /proc/loadavg; systemctl --failed --no-pager; systemctl list-jobs --no-pager | head -20
+    for u in \$(systemctl --failed --plain --no-legend | awk '{print \$1}') homework-dnsd.service homework-controller.service; do
+      echo \"== \$u\"; systemctl status --no-pager -n 0 \$u | head -12; journalctl -b -u \$u --no-pager | tail -25; done
+    systemd-analyze blame --no-pager | head -20" >"$ART/boot$1-diag.log" 2>&1
 }
 wait_line() {  # wait_line PATTERN FILE [INTERVAL]: 0 once PATTERN is in FILE; 1 if QEMU exits or BOOT_TIMEOUT passes
   local t0; t0=$(date +%s)
@@ -527,6 +534,14 @@ g() {  # run a shell command in the guest (the router's VM, or AGENT_SOCK's); ou
   python3 "$TOP/image/boot-test-agent.py" "${AGENT_SOCK:-$ART/agent.sock}" "${GT:-60}" "$*"
 }
 gq() { g "$@" >>"$ART/checks.log" 2>&1; }
+controller_diag() {  # controller_diag WHEN: the controller's state now (answering? busy or stuck? restarted?) -> controller-diag.log
+  { echo "== $1 (+$(( $(date +%s) - T_START ))s)"
+    GT=60 g "p=\$(systemctl show -p MainPID --value homework-controller); echo \"MainPID \$p\"; systemctl show homework-controller -p ActiveState -p SubState -p NRestarts -p ActiveEnterTimestampMonotonic
+      ps -o pid,stat,pcpu,rss,etime,wchan:20,args -p \$p; for t in /proc/\$p/task/*; do echo \"\$(cat \$t/comm) \$(cut -d' ' -f3 \$t/stat) \$(cat \$t/wchan)\"; done | sort | uniq -c
+      timeout 20 homework devices >/dev/null 2>&1 && echo 'control socket answers' || echo 'control socket: no answer in 20 s'
+      free -m; dmesg | grep -iE 'out of memory|killed process' | tail -3; journalctl -u homework-controller --no-pager | tail -25"
+  } >>"$ART/controller-diag.log" 2>&1
+}
 cred() { sed -n "s/^HOMEWORK-CRED $1=//p" "$ART/ttyS1-boot$2.log" | tr -d '\r' | tail -1; }
 dev() { ip netns exec "$NS_DEV" "$@"; }
 v6_in() {  # v6_in NET_OR_ADDR NET: inside it?
@@ -679,7 +694,7 @@ check "no shared secrets: credentials differ from the image (generated at first 
 # Units
 units_check() {  # units_check BOOT
   local bad="" u s
-  local list="homework-firstboot homework-net homework-wan homework-wan6 homework-controller homework-dns homework-web openvswitch-switch homework-hwdbd homework-dnsd homework-captive"
+  local list="homework-firstboot homework-net homework-wan homework-wan6 homework-controller homework-dns homework-resolver homework-web openvswitch-switch homework-hwdbd homework-dnsd homework-captive"
   for u in $list; do
     s=$(g "systemctl is-active $u.service" | tr -d '\r\n')
     [ "$s" = active ] || bad="$bad $u=$s"
@@ -687,7 +702,7 @@ units_check() {  # units_check BOOT
   [ -z "$bad" ] || { echo "not active:$bad"; g "systemctl --no-pager status 'homework-*' | tail -60"; return 1; }
 }
 if units_check 1 >>"$ART/checks.log" 2>&1; then
-  pass "units active: homework-firstboot, -net, -wan, -wan6, -dns, -web, openvswitch, -controller, -hwdbd, -dnsd, -captive"
+  pass "units active: homework-firstboot, -net, -wan, -wan6, -dns, -resolver, -web, openvswitch, -controller, -hwdbd, -dnsd, -captive"
 else fail "all Homework units active" "$(grep 'not active' "$ART/checks.log" | tail -1)"; fi
 # the fresh image runs slot A, blessed, with its build sequence and the update key
 if [ -n "$V1" ]; then
@@ -794,6 +809,12 @@ if [ "$DEV_OK" = yes ]; then
       sh -c "ip netns exec $NS_DEV curl -s -m 10 -o /dev/null -w '%{http_code} %{redirect_url}' http://$ROUTER/ | grep -q '^30[18] https://'"
     check "approved device resolves names through the router" \
       sh -c "ip netns exec $NS_DEV dig +short +time=3 +tries=2 @$ROUTER isp.example | grep -q $ISP_IP"
+    # The ISP's dnsmasq here knows no DNSSEC (it refuses the root's keys): the router's
+    # validating resolver says so and pauses validation rather than fail every answer.
+    check "the router's resolver (unbound) asks the ISP in plain DNS and says validation is paused there" \
+      g "homework dns-upstream | grep -q 'plain DNS' && homework dnssec | grep -q 'paused'"
+    check "approved device resolves names over TLS (853, homework-dnsd) and HTTPS (/dns-query, lighttpd -> dnsd)" \
+      sh -c "ip netns exec $NS_DEV kdig @$ROUTER +tls +time=5 +retry=1 +short isp.example | grep -q $ISP_IP && ip netns exec $NS_DEV kdig @$ROUTER +https +time=5 +retry=1 +short isp.example | grep -q $ISP_IP"
     if [ -n "$DEV6" ]; then
       ok=no
       for _ in 1 2 3; do
@@ -944,7 +965,7 @@ if [ "$WIFI_OK" = yes ]; then
   if decide permit "$STA_MAC" >/dev/null && GT=60 g "$sta_dhcp; ip netns exec sta true" >"$ART/wifi-dhcp.log" 2>&1 \
      && grep -q 'lease of 10\.2\.' "$ART/wifi-dhcp.log" && [ "$(device_state "$STA_MAC")" = permitted ]; then
     pass "Wi-Fi station gets a /30 after approval ($(grep -o '10\.2\.[0-9.]*' "$ART/wifi-dhcp.log" | head -1), state permitted)"
-  else fail "Wi-Fi station gets a /30 after approval" "see $ART/wifi-dhcp.log"; fi
+  else fail "Wi-Fi station gets a /30 after approval" "see $ART/wifi-dhcp.log, $ART/controller-diag.log"; controller_diag "the Wi-Fi station was not let in"; fi
   # the radio component reads the kernel's station dump into hwdb's Links
   sta_view() {  # sta_view MAC FIELD: one field of the device view (homework --json status)
     g "homework --json status $1" 2>/dev/null | python3 -c 'import json,sys
@@ -1195,7 +1216,7 @@ full_update() {  # full_update FILE SLOT SEQUENCE: install the downloaded FILE i
       return 0
     fi
     fail "$1 written: the ESP points at slot $2 once" "ESP: $e"
-  else fail "$1 installs (ready-to-reboot)" "$(ustatus 0 0); see $ART/update.log"; fi
+  else fail "$1 installs (ready-to-reboot)" "$(ustatus 0 0); see $ART/update.log, $ART/controller-diag.log"; controller_diag "$1 did not install"; fi
   g "journalctl -u homework-controller --no-pager | grep -i update | tail -20" >>"$ART/update.log" 2>&1
   return 1
 }

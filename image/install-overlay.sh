@@ -15,8 +15,8 @@ copytree() {   # copytree SRC DEST: copy without caches, tests' node_modules, by
 if [ -d nox-modules ] && [ -n "$(ls -A nox-modules)" ]; then
   copytree nox-modules /usr/lib/homework/nox-modules
   [ -d hwdb/python ] && copytree hwdb/python /usr/lib/homework/nox-modules   # hwdb_client, for hwdb_sync
-  # The link simulator is for the emulated home only; the image reads the real radio (radio).
-  rm -rf "$R/usr/lib/homework/nox-modules/homework/components/linksim"
+  # The link simulator (components/linksim) stays although the image never loads it (it reads
+  # the real radio): the manifests import every known component's (tests/unit/test_image_modules.py).
   # Bytecode, made once here by the image's own python3: the services and the CLI run with
   # PYTHONDONTWRITEBYTECODE (the system slot is not theirs to write), so without it every
   # controller start and every `homework` command compiled 20,000 lines again (seconds on
@@ -122,12 +122,12 @@ rm -rf "$R/var/cache/apt/archives/"*.deb "$R/var/lib/apt/lists/"* 2>/dev/null ||
 # --- units: ours on, Debian's own instances of the same daemons off (ours replace them)
 systemctl --root="$R" enable homework.target homework-esp-check.service homework-firstboot.service homework-net.service \
   homework-wan.service homework-wan6.service homework-hwdbd.service homework-controller.service homework-dns.service \
-  homework-dnsd.service homework-captive.service homework-web.service homework-ready.service homework-mark-good.service homework-satellite.service homework-test-agent.service \
+  homework-resolver.service homework-dnsd.service homework-captive.service homework-web.service homework-ready.service homework-mark-good.service homework-satellite.service homework-test-agent.service \
   homework-test-hwsim.service openvswitch-switch.service
-for u in hostapd.service lighttpd.service radvd.service wpa_supplicant.service systemd-networkd.service \
+for u in hostapd.service lighttpd.service unbound.service unbound-resolvconf.service radvd.service wpa_supplicant.service systemd-networkd.service \
          apt-daily.timer apt-daily-upgrade.timer e2scrub_reap.service; do
   systemctl --root="$R" disable "$u" 2>/dev/null || true
 done
-systemctl --root="$R" mask hostapd.service lighttpd.service 2>/dev/null || true
+systemctl --root="$R" mask hostapd.service lighttpd.service unbound.service 2>/dev/null || true
 systemctl --root="$R" set-default multi-user.target
 echo "overlay done: $(du -sh "$R" | cut -f1)"

@@ -127,7 +127,8 @@ HW.board = (function ($) {
       el = document.createElement("div");
       el.className = "label";
       el.dataset.mac = mac;
-      el.innerHTML = '<button type="button" class="open"><span class="name"></span><span class="sub"></span></button>' +
+      el.innerHTML = '<button type="button" class="open"><span class="name"></span><span class="guess"></span>' +
+                     '<span class="sub"></span></button>' +
                      '<span class="decide" hidden><button type="button" class="let-in">Let in</button>' +
                      '<button type="button" class="refuse">Refuse</button></span>';
       labels.set(mac, el);
@@ -153,7 +154,12 @@ HW.board = (function ($) {
     el.classList.toggle("flow-limited", !!d.flow_limited);
     var sub = HW.labels.subtitle(d);
     open.lastChild.textContent = sub;
-    open.setAttribute("aria-label", text + ", " + HW.labels.stateWords(d.state) + ": " + sub);
+    // What the router guesses it is (identify.js): an icon and the guess, never a decision.
+    var guess = HW.identify ? HW.identify.text(d) : "", guessEl = open.querySelector(".guess");
+    guessEl.textContent = guess;
+    guessEl.hidden = !guess;
+    open.setAttribute("aria-label", text + ", " + HW.labels.stateWords(d.state) + (guess ? ", " + guess : "") +
+                      ": " + sub);
     // A group of randomised MACs stands for many devices: it has no panel.
     open.disabled = d.state === "group";
     el.classList.toggle("private", !!d["private"]);

@@ -28,6 +28,7 @@
   }
 
   function access(r) {
+    if (r.ap_mode === null) return "not known (the router could not read it)";
     if (!r.ap_mode) return "cannot be an access point";
     return $.map(r.bands, function (b) { return b.band + (b.ap ? " yes" : " no"); }).join(", ") || "no bands";
   }

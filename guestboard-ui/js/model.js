@@ -28,8 +28,10 @@ HW.model = (function () {
       usage_burst: "UsageBurst",
       dns_name: true, paused: true, paused_by: true, paused_until: true, in_schedule: true, priority: true,
       wired: true, radio: true, band: true, leave_after: true, may_open_ports: true, open_ports: "OpenPorts",
-      away: "Away"
+      away: "Away", identity: "IdentityView"
     },
+    LooksLike: { mac: true, name: true, text: true },
+    IdentityView: { type: true, label: true, level: true, why: true, corrected: true, looks_like: "LooksLike" },
     Device: { _extends: "DeviceFacts", mac: true, state: true, name: true, owner: true, type: true,
               hostname: true, first_seen: true, last_seen: true, lease: "Lease" },
     BoardDevice: {
@@ -56,7 +58,12 @@ HW.model = (function () {
     DeviceClass: { "class": true, window: "Window" },
     App: { name: true, "class": true, ports: true, domains: true, window: "Window" },
     QosView: { enabled: true, down_kbit: true, up_kbit: true, high_share: true, devices: { "*": "DeviceClass" },
-               apps: ["App"], active: true, leaf: true },
+               apps: ["App"], active: true, leaf: true, agents: true },
+    EdgeStatus: { configured: true, reachable: true, error: true, wanted: true, placed: true, honoured: true,
+                  refused: true, queues: true, placed_at: true },
+    AgentSecret: { token: true },
+    HostApp: { name: true, "class": true, connections: true },
+    HostApps: { reporting: true, apps: ["HostApp"] },
     ClassStats: { direction: true, "class": true, rate_bps: true, drops: true },
     DeviceStats: { mac: true, direction: true, rate_bps: true },
     AppStats: { name: true, direction: true, rate_bps: true },
@@ -80,6 +87,10 @@ HW.model = (function () {
     DeviceQueries: { mac: true, device: true, total: true, blocked: true },
     BlockedName: { name: true, count: true },
     QuerySummary: { devices: ["DeviceQueries"], top_blocked: ["BlockedName"] },
+    ServerStatus: { server: true, reachable: true, rtt_ms: true, why: true },
+    Upstream: { provider: true, servers: true, fallback: true, state: true, message: true,
+                servers_status: ["ServerStatus"] },
+    Dnssec: { enabled: true, validating: true, message: true, insecure: true },
 
     WanLease: { up: true, "interface": true, address: true, gateway: true, dns: true, up_for: true },
     SystemInfo: { version: true, uptime: true, timezone: true, timezone_source: true, schema: true, update_slot: true,

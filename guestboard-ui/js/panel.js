@@ -66,6 +66,7 @@ HW.panel = (function ($) {
     fillPause(d);
     fillPriority(d);
     fillBurst(d);
+    if (HW.identify) HW.identify.fill(d);   // what it is, why the router thinks so (identify.js)
     if (HW.reach) HW.reach.fill(d);      // open from the internet (reach.js)
     if (HW.remote) HW.remote.fill(d);    // away from home: where it connects from (remote.js)
   }
@@ -246,10 +247,18 @@ HW.panel = (function ($) {
   }
 
   /* The shown device's radio or traffic changed (a link event): its signal, band and access
-     point come with its view, so read it again, at most every LIVE_REFRESH_MS. */
+     point come with its view, so read it again, at most every LIVE_REFRESH_MS. A change
+     inside that window is read at its end, not dropped: a station's link events come only
+     with news (or once a minute), so the one just after the panel opened may be the last
+     for a while. */
+  var refreshTimer = null;
   function liveRefresh() {
-    var mac = current;
-    if (!mac || Date.now() - lastRefresh < LIVE_REFRESH_MS) return;
+    var mac = current, wait = lastRefresh + LIVE_REFRESH_MS - Date.now();
+    if (!mac || refreshTimer) return;
+    if (wait > 0) {
+      refreshTimer = setTimeout(function () { refreshTimer = null; liveRefresh(); }, wait);
+      return;
+    }
     lastRefresh = Date.now();
     HW.api.request("device", { mac: mac }).done(function (d) { if (current === mac) fill(d); });
   }
@@ -288,6 +297,7 @@ HW.panel = (function ($) {
     current = mac;
     disarmForget();
     $("#panel .error").text("");
+    if (HW.identify) HW.identify.add();
     if (HW.reach) HW.reach.add();
     var d = HW.board.get(mac);
     if (d) fill($.extend({ dns_rules: undefined }, d));

@@ -35,6 +35,19 @@ class Household:
 class Port:
     name: str
     rate_kbit: int                   # what the edge sends on it at most: the shaped backhaul
+    # '' : the queues are the port's own (OVS QoS linux-htb on what the bridge sends out of
+    # it). Another interface's name: the queues are built with tc on it. The userspace
+    # datapath sends out of a system port through a packet socket, whose send buffer
+    # (~140 full-size packets for every class together) caps any queue on that port and
+    # drops whatever class overflows it; so there the port is a tap (`tap = true`) joined
+    # by a kernel bridge to the backhaul's interface, which holds the queues: the kernel
+    # forwards into them with no socket in the way.
+    queue_device: str = ""
+    tap: bool = False
+
+    @property
+    def queues_on(self) -> str:
+        return self.queue_device or self.name
 
 
 @dataclass
@@ -100,7 +113,13 @@ def parse(doc: dict) -> EdgeConfig:
         name = str(p.get("name", ""))
         if not IFNAME.match(name):
             raise ConfigError(f"[[port]] name is not an interface name: {name!r}")
-        cfg.ports.append(Port(name, _int("port", "rate_kbit", p.get("rate_kbit"), 64, 100_000_000)))
+        qdev = str(p.get("queue_device", ""))
+        if qdev and not IFNAME.match(qdev):
+            raise ConfigError(f"[[port]] {name}: queue_device is not an interface name: {qdev!r}")
+        tap = p.get("tap", False)
+        if not isinstance(tap, bool):
+            raise ConfigError(f"[[port]] {name}: tap must be true or false")
+        cfg.ports.append(Port(name, _int("port", "rate_kbit", p.get("rate_kbit"), 64, 100_000_000), qdev, tap))
     if not cfg.ports:
         raise ConfigError("at least one [[port]] (a backhaul the edge shapes) is needed")
     seen: list[IPNetwork] = []

@@ -58,18 +58,38 @@ def household_flows(h: Household) -> list[str]:
     return out
 
 
+def queues(cfg: EdgeConfig, port: Port) -> list[tuple[int, dict[str, int]]]:
+    """(queue number, its min-rate, max-rate in bit/s and priority) of every queue on a port."""
+    bps = port.rate_kbit * 1000
+    out: list[tuple[int, dict[str, int]]] = [(0, {"min-rate": 8000, "max-rate": bps, "priority": 3})]
+    for h in cfg.households:
+        line, g = min(h.line_kbit * 1000, bps), min(h.guaranteed_kbit * 1000, bps)
+        out += [(queue_id(h, "high"), {"min-rate": g, "max-rate": g, "priority": 0}),
+                (queue_id(h, "medium"), {"min-rate": max(8000, g // 4), "max-rate": line, "priority": 1}),
+                (queue_id(h, "default"), {"min-rate": max(8000, g // 4), "max-rate": line, "priority": 2})]
+    return out
+
+
+def tc_tree(cfg: EdgeConfig, port: Port) -> list[str]:
+    """The same HTB tree OVS's linux-htb makes (root 1:fffe, queue N as class 1:N+1, a
+    1000-packet FIFO each), with tc, on a port's queue_device."""
+    dev, bps = port.queues_on, port.rate_kbit * 1000
+    lines = [f"qdisc replace dev {dev} root handle 1: htb default 1",
+             f"class replace dev {dev} parent 1: classid 1:fffe htb rate {bps}bit ceil {bps}bit"]
+    for q, oc in queues(cfg, port):
+        lines.append(f"class replace dev {dev} parent 1:fffe classid {classid(q)} htb rate {oc['min-rate']}bit "
+                     f"ceil {oc['max-rate']}bit prio {oc['priority']}")
+        lines.append(f"qdisc replace dev {dev} parent {classid(q)} handle {q + 0x1000:x}: pfifo limit 1000")
+    return lines
+
+
 def qos_command(cfg: EdgeConfig, port: Port) -> list[str]:
     """One ovs-vsctl transaction: the port's linux-htb QoS and all its queues."""
     bps = port.rate_kbit * 1000
-    queues: list[tuple[int, dict[str, int]]] = [(0, {"min-rate": 8000, "max-rate": bps, "priority": 3})]
-    for h in cfg.households:
-        line, g = min(h.line_kbit * 1000, bps), min(h.guaranteed_kbit * 1000, bps)
-        queues += [(queue_id(h, "high"), {"min-rate": g, "max-rate": g, "priority": 0}),
-                   (queue_id(h, "medium"), {"min-rate": max(8000, g // 4), "max-rate": line, "priority": 1}),
-                   (queue_id(h, "default"), {"min-rate": max(8000, g // 4), "max-rate": line, "priority": 2})]
+    queues_ = queues(cfg, port)
     cmd = ["--", "set", "port", port.name, "qos=@q", "--", "--id=@q", "create", "qos", "type=linux-htb",
-           f"other-config:max-rate={bps}"] + [f"queues:{q}=@q{q}" for q, _ in queues]
-    for q, oc in queues:
+           f"other-config:max-rate={bps}"] + [f"queues:{q}=@q{q}" for q, _ in queues_]
+    for q, oc in queues_:
         cmd += ["--", f"--id=@q{q}", "create", "queue"] + [f"other-config:{k}={v}" for k, v in oc.items()]
     return cmd
 
@@ -108,29 +128,37 @@ class Switch:
         self.vsctl("--may-exist", "add-br", c.bridge, "--", "set", "bridge", c.bridge,
                    f"datapath_type={c.datapath}", "fail_mode=secure", "protocols=OpenFlow13")
         for port in c.ports:
-            self.vsctl("--may-exist", "add-port", c.bridge, port.name)
+            self.vsctl("--may-exist", "add-port", c.bridge, port.name,
+                       *(["--", "set", "interface", port.name, "type=tap"] if port.tap else []))
         for port in c.ports:
             self.vsctl("clear", "port", port.name, "qos")
         self.vsctl("--", "--all", "destroy", "qos", "--", "--all", "destroy", "queue")
         for port in c.ports:
-            self.vsctl(*qos_command(c, port))
+            if port.queue_device:
+                try:        # an earlier run's tree and filters go
+                    self.run(["tc", "qdisc", "del", "dev", port.queue_device, "root"], None)
+                except RuntimeError:
+                    pass
+                self.run(["tc", "-batch", "-"], "\n".join(tc_tree(c, port)) + "\n")
+            else:
+                self.vsctl(*qos_command(c, port))
         lines = ["priority=0,actions=NORMAL"]
         for h in c.households:
             lines += household_flows(h)
         self.ofctl("del-flows", c.bridge)
         self.ofctl("add-flows", c.bridge, "-", stdin="\n".join(lines) + "\n")
-        if c.tc_classifies:
+        if c.tc_classifies or any(p.queue_device for p in c.ports):
             self._wait_for_htb()
             for h in c.households:
                 self._tc_household(h)
 
     def _wait_for_htb(self) -> None:
         """ovs-vswitchd writes the HTB tree after the transaction returns: wait for it."""
-        self.vsctl("--", "wait-until", "port", self.cfg.ports[-1].name, "qos!=[]")
+        last = classid(queue_id(self.cfg.households[-1], "default")) if self.cfg.households else classid(0)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            if all(f"class htb {classid(queue_id(self.cfg.households[-1], 'default'))} " in
-                   self.run(["tc", "class", "show", "dev", p.name], None) for p in self.cfg.ports):
+            if all(f"class htb {last} " in
+                   self.run(["tc", "class", "show", "dev", p.queues_on], None) for p in self.cfg.ports):
                 return
             time.sleep(0.05)
         raise RuntimeError("ovs-vswitchd did not make the HTB queues in 20 s")
@@ -142,7 +170,8 @@ class Switch:
                 v = net.version
                 proto, kw = ("ip", "ip") if v == 4 else ("ipv6", "ip6")
                 for side in ("src", "dst"):
-                    batch.append(f"filter add dev {port.name} parent 1: protocol {proto} prio {tc_prio(h, v, False)} "
+                    batch.append(f"filter add dev {port.queues_on} parent 1: protocol {proto} "
+                                 f"prio {tc_prio(h, v, False)} "
                                  f"u32 match {kw} {side} {net} classid {classid(queue_id(h, 'default'))}")
         self.run(["tc", "-batch", "-"], "\n".join(batch) + "\n")
 
@@ -155,11 +184,11 @@ class Switch:
         if changed:
             self.ofctl("add-flows", self.cfg.bridge, "-",
                        stdin="\n".join(line for p in changed for line in placement_flows(h, p)) + "\n")
-        if self.cfg.tc_classifies:
+        if self.cfg.tc_classifies or any(p.queue_device for p in self.cfg.ports):
             batch = []
             for port in self.cfg.ports:
                 for v in (4, 6):
-                    batch.append(f"filter del dev {port.name} parent 1: prio {tc_prio(h, v, True)}")
+                    batch.append(f"filter del dev {port.queues_on} parent 1: prio {tc_prio(h, v, True)}")
             try:
                 self.run(["tc", "-force", "-batch", "-"], "\n".join(batch) + "\n")
             except RuntimeError as exc:     # none there yet: the household's first placement
@@ -170,7 +199,7 @@ class Switch:
                 for p in placements:
                     proto = "ip" if p.flow.src.version == 4 else "ipv6"
                     for f in (p.flow, p.flow.reverse()):
-                        batch.append(f"filter add dev {port.name} parent 1: protocol {proto} "
+                        batch.append(f"filter add dev {port.queues_on} parent 1: protocol {proto} "
                                      f"prio {tc_prio(h, f.src.version, True)} u32 {_u32(f)} "
                                      f"classid {classid(queue_id(h, p.queue))}")
             if batch:
@@ -192,7 +221,7 @@ class Switch:
         want = {classid(queue_id(h, q)): q for q in QUEUES}
         stats = {q: {"packets": 0, "bytes": 0, "drops": 0} for q in QUEUES}
         for port in self.cfg.ports:
-            for m in CLASS_STATS.finditer(self.run(["tc", "-s", "class", "show", "dev", port.name], None)):
+            for m in CLASS_STATS.finditer(self.run(["tc", "-s", "class", "show", "dev", port.queues_on], None)):
                 q = want.get(m.group(1))
                 if q:
                     stats[q]["bytes"] += int(m.group(2))

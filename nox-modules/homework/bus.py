@@ -45,6 +45,11 @@ class EventBus:
                 handlers.remove(handler)
                 self._handlers[topic] = tuple(handlers)
 
+    def heard(self, topic: str) -> bool:
+        """Does anyone subscribe to `topic` itself? A publisher may skip building an event
+        nobody hears (DHCP's fingerprints without the identify component)."""
+        return bool(self._handlers.get(topic))
+
     def held(self) -> _Held:
         """Within `with bus.held():` events published from this thread wait, in order, until
         the block ends. The core holds events while a packet-in handler runs, so the

@@ -15,7 +15,9 @@ from . import cli_wifi
 from . import cli_update
 from . import cli_qos
 from . import cli_satellites
+from . import cli_dns
 from . import cli_reach
+from . import cli_identify
 from . import cli_remote
 from . import cli_panels
 
@@ -176,7 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     cli_qos.add_parsers(sub)             # qos (priorities and shaping)
     cli_update.add_parsers(sub)          # update, update-status, reboot
     cli_satellites.add_parsers(sub)      # satellite-pair
+    cli_dns.add_parsers(sub)             # the resolver: dnssec, dnssec insecure, dns-upstream
     cli_reach.add_parsers(sub)           # forward, open-ports, may-open-ports, upnp
+    cli_identify.add_parsers(sub)        # identity, identify-correct, identify-clear
     cli_remote.add_parsers(sub)          # remote add/list/config (WireGuard)
     cli_panels.add_parsers(sub)          # panel pair/list/revoke (the router's screen, wall tablets)
     raw = sub.add_parser("call", help="call any controller command with key=value arguments")
@@ -193,7 +197,9 @@ def main(argv: list[str] | None = None) -> int:
         backed = cli_qos.run(args, call, args.socket) if args.cmd == "qos" else backed
         backed = cli_update.run(args, call, args.socket) if args.cmd in cli_update.COMMANDS else backed
         backed = cli_satellites.run(args, call, args.socket) if args.cmd == "satellite-pair" else backed
+        backed = cli_dns.run(args, call, args.socket) or backed
         backed = cli_reach.run(args, call, args.socket) if args.cmd in cli_reach.COMMANDS else backed
+        backed = cli_identify.run(args, call, args.socket) if args.cmd in cli_identify.COMMANDS else backed
         backed = cli_remote.run(args, call, args.socket) if args.cmd in cli_remote.COMMANDS else backed
         backed = cli_panels.run(args, call, args.socket) if args.cmd in cli_panels.COMMANDS else backed
         if backed is not None:

@@ -49,9 +49,10 @@ class Context:
     - switch_is_real, is_radio_port(port), radio_port(ifname): facts about the switch the
       adapter works with (main.py says it is real; the satellites' patch links answer for
       radio ports). The unit tests' fake switch keeps the defaults;
-    - device_facts, health, wan_services and router_groups: registries components add to
-      (facts each adds to a device's view; the health of the daemons each talks to; the
-      router's own services on the WAN; the multicast groups its own stack serves);
+    - device_facts, health, wan_services, router_groups and announcement_groups: registries
+      components add to (facts each adds to a device's view; the health of the daemons each
+      talks to; the router's own services on the WAN; the multicast groups its own stack
+      serves; those it hears from every device, pending ones too);
     - callers: which device an address belongs to (callers.py); cutoffs: why a device is
       cut off, from the sources components add (cutoff.py).
     """
@@ -96,6 +97,9 @@ class Context:
         # Multicast groups the router's own stack serves on the LAN (reach: SSDP for UPnP);
         # routing sends permitted devices' packets to them to the router as well as to members.
         self.router_groups: set[str] = set()
+        # Groups whose packets the router's stack hears from every device, pending ones too
+        # (identify: mDNS and SSDP announcements say what a device asking to join is).
+        self.announcement_groups: set[str] = set()
         # Which device (or satellite, or the router) an address belongs to: the one answer
         # every per-device rule uses, over IPv4 and IPv6 alike (callers.py).
         self.callers = Callers(self)

@@ -66,6 +66,40 @@ def parse_entry(line: str) -> CtEntry | None:
                    reply_packets=int(rpackets), reply_bytes=int(rbytes))
 
 
+@dataclass(frozen=True)
+class Translated:
+    """A connection's two tuples: as the device sent it (original) and as the far end
+    answers it (reply: after NAT, addressed to the router's public address), with its ct
+    mark. The ISP sees the connection as the reply tuple turned round."""
+    proto: str          # "tcp" or "udp"
+    src: str            # original direction
+    sport: int
+    dst: str
+    dport: int
+    reply_src: str
+    reply_sport: int
+    reply_dst: str
+    reply_dport: int
+    mark: int
+
+    def outside(self) -> tuple[str, str, int, str, int]:
+        """(proto, src, sport, dst, dport) as the line beyond the router carries it upstream."""
+        return (self.proto, self.reply_dst, self.reply_dport, self.reply_src, self.reply_sport)
+
+
+TRANSLATED = re.compile(r"^(?:\[\w+\]\s+)?ipv[46]\s+\d+\s+(tcp|udp)\s.*?src=(\S+) dst=(\S+) sport=(\d+) dport=(\d+) "
+                        r".*?src=(\S+) dst=(\S+) sport=(\d+) dport=(\d+) .*?mark=(\d+)")
+
+
+def parse_translated(line: str) -> Translated | None:
+    """One TCP or UDP line of `conntrack -L -o extended`; None for anything else."""
+    m = TRANSLATED.match(line)
+    if m is None:
+        return None
+    proto, src, dst, sport, dport, rsrc, rdst, rsport, rdport, mark = m.groups()
+    return Translated(proto, src, int(sport), dst, int(dport), rsrc, int(rsport), rdst, int(rdport), int(mark))
+
+
 class ConntrackReader:
     """The kernel side: the `conntrack` tool (Debian's conntrack-tools: a maintained
     netlink client, rather than our own) for dumps and DESTROY events."""
@@ -113,6 +147,20 @@ class ConntrackReader:
                 continue
             entries += [e for line in out.splitlines() if (e := parse_entry(line)) is not None]
         return entries
+
+    def dump_translated(self) -> list[Translated]:
+        """Every TCP and UDP connection through NAT (IPv4) or routed (IPv6), both tuples."""
+        out: list[Translated] = []
+        for selection in SELECTIONS:
+            assert self.binary is not None      # callers check `available`
+            try:
+                text = subprocess.run([self.binary, "-L", *selection, "-o", "extended"],
+                                      capture_output=True, text=True, timeout=30, check=False).stdout
+            except (OSError, subprocess.SubprocessError) as exc:
+                log.warning("conntrack dump failed: %s", exc)
+                continue
+            out += [t for line in text.splitlines() if (t := parse_translated(line)) is not None]
+        return out
 
     def follow(self, on_end: Callable[[CtEntry], None]) -> None:
         """Start reading DESTROY events in the background (green threads under the

@@ -31,6 +31,7 @@ class AlertKind(StrEnum):
     STORAGE_FULL = "storage-full"               # the state disk is full: changes are refused
     STORAGE_ERROR = "storage-error"             # the state disk cannot be written for another reason
     QOS_HIGH_DROPS = "qos-high-drops"           # the high-priority class dropped packets
+    ISP_HIGH_DROPS = "isp-high-drops"           # the ISP edge's high queue for this home dropped packets
     WAN_DOWN = "wan-down"
     WAN_UP = "wan-up"
     LAN_PORT_MISSING = "lan-port-missing"       # a configured LAN port is not on the bridge
@@ -82,6 +83,25 @@ class Device(Event):
     old_state: str | None = None
     device: dict | None = None  # its row as the state store has it ({"mac"} when forgotten)
     reason: str = ""            # "seen", "decision", "meta" or "forgotten"
+
+
+@dataclass(frozen=True, eq=False)
+class Fingerprint(Event):
+    """What a device said about itself: its DHCP options, mDNS or SSDP announcements, the
+    names it resolved first (fingerprint.py); components/identify classifies them."""
+    TOPIC: ClassVar[str] = "fingerprint"
+    mac: str
+    source: str                 # "dhcp", "dhcp6", "mdns", "ssdp", "dns"
+    evidence: dict              # field -> text (docs/identify.md lists the fields)
+
+
+@dataclass(frozen=True, eq=False)
+class Identity(Event):
+    """What a device looks like changed: its guessed type, OS and label, why, or the
+    household's correction (components/identify)."""
+    TOPIC: ClassVar[str] = "identity"
+    mac: str
+    identity: dict              # type, os, os_version, model, label, confidence, why, corrected, looks_like
 
 
 @dataclass(frozen=True, eq=False)
@@ -205,6 +225,20 @@ class QosRate(Event):
     packets: int
     drops: int
     rate_bps: int
+
+
+@dataclass(frozen=True, eq=False)
+class AppTuple(Event):
+    """A computer's agent says an application owns one of its connections (the seed's
+    Application tuple: the 5-tuple as that computer sees it)."""
+    TOPIC: ClassVar[str] = "app_tuple"
+    mac: str
+    app: str
+    proto: str
+    src: str
+    sport: int
+    dst: str
+    dport: int
 
 
 @dataclass(frozen=True, eq=False)

@@ -326,6 +326,44 @@ ALTER TABLE api_sessions ADD COLUMN kind TEXT NOT NULL DEFAULT '';    -- '' (a l
 ALTER TABLE api_sessions ADD COLUMN label TEXT NOT NULL DEFAULT '';   -- the panel's name on the settings page
 ALTER TABLE api_sessions ADD COLUMN mac TEXT NOT NULL DEFAULT '';     -- the tablet's device ('' for the screen)
 """),
+    Step(21, "what each device says about itself (its DHCP fingerprint, announcements) and the household's "
+             "corrections of what the router made of it", sql="""
+CREATE TABLE IF NOT EXISTS device_evidence (
+    mac TEXT PRIMARY KEY,
+    evidence TEXT NOT NULL,             -- JSON: evidence field -> text (components/identify)
+    updated REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS device_identity (
+    mac TEXT PRIMARY KEY,
+    type TEXT NOT NULL DEFAULT '',      -- phone, laptop, ... ('' : keep the guess's)
+    os TEXT NOT NULL DEFAULT '',
+    label TEXT NOT NULL DEFAULT '',     -- what it is, in the household's words
+    corrected REAL NOT NULL             -- when the household said so
+);
+"""),
+    Step(22, "a device that came back with a new private address, let in as the device it was: one device, "
+             "both addresses' history", sql="""
+CREATE TABLE IF NOT EXISTS device_joins (
+    mac TEXT NOT NULL,                  -- the device's address now
+    was TEXT NOT NULL,                  -- an address it had before
+    joined REAL NOT NULL,
+    PRIMARY KEY (mac, was)
+);
+"""),
+    Step(23, "the end-host agent: a computer that says which application owns each of its connections, and "
+             "priorities per application on that computer", sql="""
+CREATE TABLE IF NOT EXISTS qos_agents (
+    mac TEXT PRIMARY KEY,               -- the computer the agent speaks for (and only it)
+    token_hash TEXT NOT NULL,           -- SHA-256 of its secret, shown once when made
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS qos_host_apps (
+    mac TEXT NOT NULL,                  -- the computer
+    name TEXT NOT NULL,                 -- the application as its agent names it ("zoom")
+    class TEXT NOT NULL,                -- high | medium
+    PRIMARY KEY (mac, name)
+);
+"""),
 )
 LATEST = STEPS[-1].number
 assert [s.number for s in STEPS] == list(range(1, LATEST + 1))

@@ -72,3 +72,14 @@ def offload(fn, *args):
     if patcher.is_monkey_patched("thread"):
         return tpool.execute(fn, *args)
     return fn(*args)
+
+
+def os_lock():
+    """A lock that works between real OS threads (offload's) even under eventlet, whose
+    monkey-patched threading.Lock is a green lock meant for green threads only."""
+    try:
+        from eventlet import patcher
+    except ImportError:
+        import threading
+        return threading.Lock()
+    return patcher.original("threading").Lock()

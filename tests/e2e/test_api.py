@@ -271,7 +271,10 @@ def test_tokens_sessions_and_password_survive_a_controller_restart(home, web):
 
 
 # -- conformance with the OpenAPI document ---------------------------------------------------------
-@pytest.mark.timeout(900)     # hypothesis over every operation: minutes on a loaded 2-core machine
+# Hundreds of operations with up to 25 generated requests each: on a loaded machine over 5
+# minutes (Hypothesis's start-up alone, parsing the modules it loads, took minutes here), more
+# than the suite's 300 s per test allows. A bound against a hang, not a measure.
+@pytest.mark.timeout(1500)
 def test_openapi_conformance_with_schemathesis(home, web, tmp_path):
     """Run against the API server itself (127.0.0.1:8080 in the router namespace): through
     lighttpd, requests malformed at the HTTP level (control characters in the URL, odd
@@ -285,11 +288,13 @@ def test_openapi_conformance_with_schemathesis(home, web, tmp_path):
     skip = "events|login|logout"
     components = home.config_overrides["controller"]["components"]
     if "dns" not in components:
-        skip += "|permit-dns|deny-dns|remove-dns-rule|dns-rules|dns-mode"
+        skip += "|permit-dns|deny-dns|remove-dns-rule|dns-rules|dns-mode|dns/dnssec|dns/upstream"
     if "reach" not in components:         # port forwards and UPnP: 503 without it, by design
         skip += "|forwards|open-ports|upnp"
     if "remote" not in components:        # remote access: likewise
         skip += "|remote"
+    if "identify" not in components:      # device identification: likewise
+        skip += "|identity"
     env = dict(os.environ, PYTHONWARNINGS="ignore")
     proc = subprocess.run(
         ["ip", "netns", "exec", home.router_ns, str(st), "run", f"{base}/openapi.json", "--base-url", base,
@@ -309,7 +314,7 @@ def test_openapi_conformance_with_schemathesis(home, web, tmp_path):
          # tests/unit/test_update_api.py covers it
          "--exclude-name", "POST /ws.v1/system/reboot",
          "--no-color"],
-        capture_output=True, text=True, timeout=840, env=env, cwd=tmp_path)
+        capture_output=True, text=True, timeout=1200, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-8000:] + proc.stderr[-2000:]
 
 

@@ -126,7 +126,9 @@ def test_a_flood_is_still_collapsed_and_the_household_told(home: Home):
     wait_until(lambda: limited(home, dev.mac), 25, "the flooding device collapsed to per-host counting")
     assert routing_status(home)["stats"]["flow_limit"] == before + 1
     [alert] = wait_until(lambda: flow_limit_alerts(home, dev.mac), 20, "the flow-limit alert in hwdb")
-    assert "now counted per host" in alert["detail"]
+    # in the household's words: the device by name, what it did, what the router does now
+    assert f"{dev.name.lower()} opened " in alert["detail"].lower(), alert
+    assert "the router now counts its traffic per address it talks to" in alert["detail"], alert
     # and the device still works
     out = dev.run([PY, "-c", BURST, WEB_ADDR, str(SERVER_PORT), "1", "10", str(REQUEST), "0"], timeout=30)
     assert len(json.loads(out.stdout)) == 1

@@ -28,6 +28,7 @@ from . import REPO, RUN_ROOT, _kill_pid, _python, _read_pid, new_run_id, ns_cmd,
 
 EDGE_ADDR = "100.64.0.254"
 EDGE_PORT = 6700
+HOME_EDGE_ADDR = "198.51.100.254"      # an emulated home's edge: on its WAN link's network
 INTERNET_ADDR = "100.64.0.1"
 INTERNET6_ADDR = "2001:db8:f0::1"
 SERVER_ADDR = "203.0.113.10"
@@ -52,6 +53,17 @@ def in_netns(name: str):
             libc.setns(own.fileno(), CLONE_NEWNET)
 
 
+def home_edge(budget: int = 8, guaranteed_kbit: int = 1000, **edge) -> tuple[EdgeLab, dict]:
+    """An edge for one emulated home (homelab.Home), whose WAN line it takes over once the
+    home runs (EdgeLab.splice): the lab, and the home's [isp] section (its certificate
+    issued before the router starts)."""
+    from . import LAN6_SITE, ROUTER_WAN_ADDR
+    lab = EdgeLab({"home": {"addresses": [f"{ROUTER_WAN_ADDR}/32", LAN6_SITE], "budget": budget,
+                            "guaranteed_kbit": guaranteed_kbit}},
+                  namespaces=False, edge_addr=HOME_EDGE_ADDR, edge={"messages_per_second": 20, "burst": 40, **edge})
+    return lab, {"edge": f"https://{HOME_EDGE_ADDR}:{EDGE_PORT}", **lab.issue_direct("home")}
+
+
 def household_public(n: int) -> str:
     return f"100.64.0.{10 + n}"
 
@@ -62,17 +74,27 @@ def household_prefix(n: int) -> str:
 
 class EdgeLab:
     def __init__(self, households: dict[str, dict], backhaul_kbit: int = 20000, edge: dict | None = None,
-                 namespaces: bool = True):
-        """households: name -> {line_kbit, guaranteed_kbit, budget?}, in order (a=1, b=2...).
-        namespaces=False: no household namespaces (a test attaches its own routers)."""
+                 namespaces: bool = True, internet: dict | None = None, edge_addr: str = EDGE_ADDR,
+                 tap_ports: bool = False):
+        """households: name -> {line_kbit, guaranteed_kbit, budget?, addresses?}, in order
+        (a=1, b=2...). namespaces=False: no household namespaces (a test attaches its own
+        routers: splice_home). internet: an existing namespace to put behind the edge
+        instead of making one: {"ns", "ifname", "addrs": [...], "routes6": [(prefix, via)]}."""
         self.run_id = "ie" + new_run_id()[2:]
+        self.internet_spec = internet
+        # tap_ports: the edge's ports are taps (t-up0, t-bh0), each joined to its veth by a
+        # kernel bridge; the queues are on the veths (ispedge's [[port]] tap, queue_device)
+        self.tap_ports = tap_ports
+        self.edge_addr = edge_addr
         self.dir = RUN_ROOT / f"homework-{self.run_id}"
-        self.edge_ns, self.dslam_ns, self.internet_ns = (f"{self.run_id}-e", f"{self.run_id}-d", f"{self.run_id}-i")
+        self.edge_ns, self.dslam_ns = f"{self.run_id}-e", f"{self.run_id}-d"
+        self.internet_ns = internet["ns"] if internet else f"{self.run_id}-i"
         self.households = households
         self.index = {name: i for i, name in enumerate(households, start=1)}
         self.backhaul_kbit = backhaul_kbit
         self.edge_overrides = edge or {}
         self.with_namespaces = namespaces
+        self.serving = True             # False: the edge serves no household (one queue: today's ISP)
         self.ovs_dir = self.dir / "ovs"
         self.pki = self.dir / "pki"
         self.config_path = self.dir / "ispedge.toml"
@@ -129,33 +151,71 @@ class EdgeLab:
         self._namespaces.append(name)
         sh(["ip", "-n", name, "link", "set", "lo", "up"])
 
+    def splice(self, home) -> EdgeLab:
+        """Start, with `home`'s WAN line running through the edge: the home's internet
+        namespace goes behind the edge and the router's link becomes a line on the DSLAM."""
+        from . import ISP6_ADDR, ISP_ADDR, LAN6_SITE, ROUTER_WAN6_ADDR
+        self.internet_spec = {"ns": home.internet_ns, "ifname": "isp0",
+                              "addrs": [f"{ISP_ADDR}/24", f"{ISP6_ADDR}/64"],
+                              "routes6": [(LAN6_SITE, ROUTER_WAN6_ADDR)]}
+        self.internet_ns = home.internet_ns
+        return self.start()
+
+    def prepare_pki(self) -> None:
+        """The ISP's CA, before the edge runs (a router's certificate can be issued first)."""
+        from ispedge.pki import EdgeCA
+        self.dir.mkdir(parents=True, exist_ok=True)
+        EdgeCA(self.pki).ensure()
+
     def start(self) -> EdgeLab:
-        self.dir.mkdir(parents=True)
+        self.dir.mkdir(parents=True, exist_ok=True)
         for d in ("run", "log", "db", "etc"):
             (self.ovs_dir / d).mkdir(parents=True)
-        for ns in (self.edge_ns, self.dslam_ns, self.internet_ns):
+        for ns in (self.edge_ns, self.dslam_ns) + (() if self.internet_spec else (self.internet_ns,)):
             self._netns(ns)
         start_ovs(self.ovs_dir, lambda cmd: self.edge(cmd, timeout=60))
         e, d, i = self.edge_ns, self.dslam_ns, self.internet_ns
-        sh(["ip", "-n", e, "link", "add", "up0", "type", "veth", "peer", "name", "eth0", "netns", i])
+        ifname = self.internet_spec["ifname"] if self.internet_spec else "eth0"
+        if self.internet_spec:      # the household's old link to it becomes its line on the DSLAM
+            sh(["ip", "-n", i, "link", "set", ifname, "netns", d])
+            sh(["ip", "-n", d, "link", "set", ifname, "name", "lhome"])
+        sh(["ip", "-n", e, "link", "add", "up0", "type", "veth", "peer", "name", ifname, "netns", i])
         sh(["ip", "-n", e, "link", "add", "bh0", "type", "veth", "peer", "name", "bh0", "netns", d])
         sh(["ip", "-n", d, "link", "add", "name", "dslam", "type", "bridge"])
         sh(["ip", "-n", d, "link", "set", "bh0", "master", "dslam"])
-        for ns, dev in ((e, "up0"), (e, "bh0"), (d, "bh0"), (d, "dslam"), (i, "eth0")):
+        if self.internet_spec:
+            sh(["ip", "-n", d, "link", "set", "lhome", "master", "dslam"])
+            sh(["ip", "-n", d, "link", "set", "lhome", "up"])
+        for ns, dev in ((e, "up0"), (e, "bh0"), (d, "bh0"), (d, "dslam"), (i, ifname)):
             sh(["ip", "-n", ns, "link", "set", dev, "up"])
             # HTB and TBF must see wire-sized packets, not GSO aggregates
             sh(ns_cmd(ns, ["ethtool", "-K", dev, "tx", "off", "gso", "off", "tso", "off", "gro", "off"]), check=False)
-        sh(["ip", "-n", i, "addr", "add", f"{INTERNET_ADDR}/24", "dev", "eth0"])
-        sh(["ip", "-n", i, "addr", "add", f"{INTERNET6_ADDR}/64", "dev", "eth0", "nodad"])
-        sh(["ip", "-n", i, "addr", "add", f"{SERVER_ADDR}/32", "dev", "lo"])
-        sh(["ip", "-n", i, "addr", "add", f"{SERVER6_ADDR}/128", "dev", "lo"])
-        for name, n in self.index.items():
-            if self.with_namespaces:
-                self.add_household_ns(name)
-            sh(["ip", "-n", i, "-6", "route", "add", household_prefix(n), "via", f"2001:db8:f0::{10 + n}"])
-        self.pki.mkdir()
+        if self.internet_spec:
+            for addr in self.internet_spec["addrs"]:
+                sh(["ip", "-n", i, "addr", "add", addr, "dev", ifname] + (["nodad"] if ":" in addr else []))
+            for prefix, via in self.internet_spec.get("routes6", []):
+                sh(["ip", "-n", i, "-6", "route", "replace", prefix, "via", via, "dev", ifname])
+        else:
+            sh(["ip", "-n", i, "addr", "add", f"{INTERNET_ADDR}/24", "dev", "eth0"])
+            sh(["ip", "-n", i, "addr", "add", f"{INTERNET6_ADDR}/64", "dev", "eth0", "nodad"])
+            sh(["ip", "-n", i, "addr", "add", f"{SERVER_ADDR}/32", "dev", "lo"])
+            sh(["ip", "-n", i, "addr", "add", f"{SERVER6_ADDR}/128", "dev", "lo"])
+            for name, n in self.index.items():
+                if self.with_namespaces:
+                    self.add_household_ns(name)
+                sh(["ip", "-n", i, "-6", "route", "add", household_prefix(n), "via", f"2001:db8:f0::{10 + n}"])
+        self.pki.mkdir(exist_ok=True)
         self.config_path.write_text(self.config_text())
         self.start_edge()
+        if self.tap_ports:           # the taps exist once the edge added them to its bridge
+            for port in ("up0", "bh0"):
+                self.edge(["ip", "link", "add", "name", f"k-{port}", "type", "bridge"])
+                for dev in (f"t-{port}", port):
+                    self.edge(["ip", "link", "set", dev, "master", f"k-{port}"])
+                    self.edge(["ethtool", "-K", dev, "tx", "off", "gso", "off", "tso", "off", "gro", "off"],
+                              check=False)
+                self.edge(["ip", "link", "set", f"t-{port}", "up"])
+                self.edge(["ip", "link", "set", f"k-{port}", "up"])
         return self
 
     def add_household_ns(self, name: str) -> None:
@@ -179,8 +239,11 @@ class EdgeLab:
         edge.update(self.edge_overrides)
         text = to_toml({"edge": edge})
         for port in ("up0", "bh0"):
-            text += to_toml({"[port]": {"name": port, "rate_kbit": self.backhaul_kbit}})
-        for name, n in self.index.items():
+            spec = {"name": port, "rate_kbit": self.backhaul_kbit}
+            if self.tap_ports:
+                spec.update(name=f"t-{port}", tap=True, queue_device=port)
+            text += to_toml({"[port]": spec})
+        for name, n in (self.index.items() if self.serving else ()):
             h = {"name": name, "addresses": [f"{household_public(n)}/32", household_prefix(n)],
                  "line_kbit": 20000, "guaranteed_kbit": 2000}
             h.update(self.households[name])
@@ -200,14 +263,21 @@ class EdgeLab:
             if self._edge.poll() is not None:
                 raise RuntimeError(f"ispedge exited: {self.edge_log()[-2000:]}")
             up = self.edge(["ip", "link", "show", "edge0"], check=False).returncode == 0
-            if up and self.edge(["ip", "-br", "addr", "show", "edge0"]).stdout.find(EDGE_ADDR) < 0:
-                self.edge(["ip", "addr", "add", f"{EDGE_ADDR}/24", "dev", "edge0"])
+            if up and self.edge(["ip", "-br", "addr", "show", "edge0"]).stdout.find(self.edge_addr) < 0:
+                self.edge(["ip", "addr", "add", f"{self.edge_addr}/24", "dev", "edge0"])
                 self.edge(["ip", "link", "set", "edge0", "up"])
             if up and self.edge(["ss", "-Hltn", f"sport = :{EDGE_PORT}"]).stdout.strip():
                 return
             if time.monotonic() > deadline:
                 raise RuntimeError(f"ispedge did not come up in 60 s: {self.edge_log()[-2000:]}")
             time.sleep(0.05)
+
+    def reconfigure(self, serving: bool) -> None:
+        """Restart the edge serving the households (three queues each) or none (every
+        packet in one queue at the backhaul's rate: a plain ISP's shared buffer)."""
+        self.serving = serving
+        self.config_path.write_text(self.config_text())
+        self.restart_edge()
 
     def stop_edge(self) -> None:
         if self._edge is not None:
@@ -223,6 +293,17 @@ class EdgeLab:
             return (self.dir / "ispedge.log").read_text()
         except OSError:
             return ""
+
+    def issue_direct(self, name: str) -> dict:
+        """As issue(), signed in this process (before the edge runs: a router configured
+        with its certificate from its first start)."""
+        from ispedge.pki import EdgeCA, make_request
+        self.prepare_pki()
+        d = self.dir / f"router-{name}"
+        d.mkdir(exist_ok=True)
+        (d / "edge.crt").write_text(EdgeCA(self.pki).sign_household(make_request(d / "edge.key"), name))
+        shutil.copy(self.pki / "ca.crt", d / "isp-ca.crt")
+        return {"ca": str(d / "isp-ca.crt"), "cert": str(d / "edge.crt"), "key": str(d / "edge.key")}
 
     def issue(self, name: str, household: str | None = None) -> dict:
         """Household `name`'s router makes a key and request; the ISP signs it for

@@ -102,6 +102,17 @@ class BulkLoad:
         for reader in self._readers:
             reader.join(10)
 
+    def running(self) -> bool:
+        """Whether both clients are still moving data (the load is still on)."""
+        return bool(self._clients) and all(proc.poll() is None for proc in self._clients.values())
+
+    def finish(self) -> None:
+        """End the load now (a test that has measured what it needs): the clients go and
+        the intervals so far are read to the end."""
+        self.stop()
+        for reader in self._readers:
+            reader.join(10)
+
     def window(self, start: float, end: float, average=statistics.fmean) -> dict[str, float | None]:
         """kbit/s per direction of the 1 s intervals that lay between `start` and `end`
         seconds after start(): their mean (the throughput), or with

@@ -105,6 +105,9 @@ class Web:
         env = dict(os.environ)
         env.update(HOMEWORK_UI_DIR=str(UI_DIR), HOMEWORK_TLS_DIR=str(self.tls),
                    HOMEWORK_WEB_DIR=str(self.dir), HOMEWORK_API_PORT=str(API_PORT),
+                   # this home's dnsd (homelab.dns): DNS over HTTPS at /dns-query
+                   HOMEWORK_DOH_SOCKET=self.home.config_overrides.get("dns", {}).get("doh_socket",
+                                                                                     str(self.dir / "no-dnsd.sock")),
                    HOMEWORK_JQUERY_DIR=f"{JQUERY_DIR}/")
         return env
 

@@ -117,7 +117,11 @@ def test_dnsd_arguments_come_from_the_dns_table(tmp_path):
                          capture_output=True, text=True, check=True).stdout.split()
     assert out == ["--listen", "127.0.0.9:5399", "--upstream", "127.0.0.1:53", "--control", "/x.sock",
                    "--resolv-file", "/run/homework/resolv.upstream", "--local-domains", "lan,home.arpa",
-                   "--listen6", "[fd00:53::53]:5300"]      # IPv6 is on by default
+                   "--listen6", "[fd00:53::53]:5300",      # IPv6 is on by default
+                   "--resolver", "127.0.0.1:5335",
+                   "--dot-listen", "169.254.53.53:853", "--dot-listen6", "[fd00:53::53]:853",
+                   "--tls-cert", "/var/lib/homework/tls/server.crt", "--tls-key", "/var/lib/homework/tls/server.key",
+                   "--doh-socket", "/run/homework/dnsd-doh.sock", "--resolver-name", "homework.home.arpa"]
     addr = subprocess.run([sys.executable, "-m", "homework.config", "--dnsd-address", str(conf)],
                           capture_output=True, text=True, check=True).stdout.strip()
     assert addr == "127.0.0.9"

@@ -23,8 +23,9 @@ class FakeLink:
     to decide, and the blocks it reserves for the daemon's offers to never-seen devices."""
     instances: list["FakeLink"] = []
 
-    def __init__(self, binary, interface, on_punt, on_note, table, count, setup=list):
+    def __init__(self, binary, interface, on_punt, on_note, table, count, setup=list, extra_args=()):
         self.on_punt, self.on_note, self.table_fn, self.setup_fn = on_punt, on_note, table, setup
+        self.extra_args = extra_args
         self.table: dict[str, dict] = {}
         self.setup: list[dict] = []
         self.known: set[str] = set()
@@ -486,6 +487,10 @@ def test_a_reserved_block_stays_named_when_answers_are_merged():
     assert [(b["op"], b.get("reserved")) for b in booked] == [("acked", "10.2.0.6")]
 
 
+def test_the_daemon_is_told_the_routers_encrypted_dns_for_option_162(core):
+    from homework import dnr
+    args = link(core).extra_args
+    assert list(args) == dnr.Endpoints.of(core.ctx.config).dhcpd_args() and args[0] == "--dnr"
 def test_settle_books_every_answer_the_daemon_gave_before_the_device_list_is_read():
     """A device that has its ACK is on the board: what the daemon sent, read or not yet read
     by the link's thread, is booked before the list is made (Board.all_views settles)."""

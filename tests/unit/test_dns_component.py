@@ -54,9 +54,9 @@ class FakeLink:
         pass
 
 
-def make(tmp_path, clock=None):
+def make(tmp_path, clock=None, **config):
     core = make_core(tmp_path, components=("dhcp", "routing", "dns"), clock=clock,
-                     dns_control="", dns_intercept=False)
+                     dns_control="", dns_intercept=False, **config)
     dns = core.ctx.component("dns")
     dns.link, dns.net = FakeLink(), FakeDnsNet()
     core.datapath_up(DP)
@@ -135,6 +135,22 @@ def test_rules_commands_push_to_dnsd_and_block_dot(tmp_path):
     call(core, "dns-mode", mac=B, mode="denylist")
     assert dns.link.take()[:3] == [f"unrule {A} example.com", f"unrule {A} ok.example.com", "unrule * blocked.test"]
     assert prio(core, dot(A)) != 50000 and prio(core, dot(B)) != 50000
+
+
+def test_a_restricted_devices_dns_over_tls_reaches_the_router_and_nothing_else(tmp_path):
+    core, dns, _ = make(tmp_path, ipv6_enabled=True, ipv6_prefix="2001:db8:100::/48")
+    join(core, A, port=1)
+    core.devices.permit(A)
+    call(core, "deny-dns", mac=A, domain="example.com")
+    assert core.switch.lookup(dot(A)).priority == 50000 and core.switch.outputs(dot(A)) == []
+    for gateway in ("10.2.0.1", "10.2.0.5", "10.2.255.253"):          # the .1 of any /30 of the pool
+        assert core.switch.outputs({**dot(A), "ipv4_dst": gateway}) == [LOCAL], gateway
+    for other in ("10.2.0.2", "10.2.0.7"):                          # a device's address, a broadcast
+        assert core.switch.outputs({**dot(A), "ipv4_dst": other}) == [], other
+    dot6 = {"in_port": 1, "eth_src": A, "eth_type": 0x86DD, "ip_proto": 6, "tcp_dst": 853}
+    assert core.switch.outputs({**dot6, "ipv6_dst": "2001:db8:100:7::1"}) == [LOCAL]     # any /64's ::1
+    assert core.switch.outputs({**dot6, "ipv6_dst": "2001:db8:100:7::2"}) == []
+    assert core.switch.outputs({**dot6, "ipv6_dst": "2606:4700:4700::1111"}) == []
 
 
 @pytest.mark.parametrize("name,kwargs,status", [
@@ -294,7 +310,8 @@ def test_with_ipv6_dnsd_also_knows_the_device_by_its_64_and_follows_a_renumberin
     ip = join(core, A, 1)[1].yiaddr
     net = str(core.ctx.ipv6.device_prefix(core.ctx.leases.get(A).index).network_address)
     lines = dns.link.take()
-    # both keys carry the router's address in the /64 too (a cut-off device's AAAA answer)
+    # both keys carry the router's address in the /64 too (a cut-off device's AAAA answer,
+    # the router's name, its encrypted DNS)
     assert f"device {ip} {A} pending denylist 10.2.0.1 2001:db8:200::1" in lines
     assert f"device {net} {A} pending denylist 10.2.0.1 2001:db8:200::1" in lines
     assert dns.net.captive_ips == {ip, f"{net}/64"}      # its web traffic goes to the page, both families

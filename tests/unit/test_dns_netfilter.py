@@ -54,6 +54,13 @@ def test_failed_batches_are_retried_until_the_set_is_right(monkeypatch):
     assert net.counters.get("dns.nft_failures") == 3
 
 
+def test_dns_over_tls_to_the_routers_own_addresses_goes_to_dnsd():
+    rules = netfilter.ruleset("br0", "169.254.53.53", 5300, ("fd00:53::53", 5300),
+                              dot=("169.254.53.53", 853), dot6=("fd00:53::53", 853))
+    assert ('iifname "br0" meta nfproto ipv4 tcp dport 853 fib daddr type local dnat ip to 169.254.53.53:853'
+            in rules)
+    assert 'iifname "br0" meta nfproto ipv6 tcp dport 853 fib daddr type local dnat ip6 to [fd00:53::53]:853' in rules
+    assert "853" not in netfilter.ruleset("br0", "169.254.53.53", 5300), "no DoT configured, no rule"
 def test_a_batch_writes_only_its_addresses_removing_without_error_what_is_not_there(monkeypatch):
     nft = FlakyNft(failures=0)
     monkeypatch.setattr(netfilter.subprocess, "run", nft)

@@ -251,6 +251,22 @@ def test_a_card_without_ap_mode_and_no_wan(tmp_path):
         "into a free port and restart the router."]
 
 
+def test_a_radio_iw_did_not_describe_is_unknown_not_refused(tmp_path):
+    """Seen in the image's VM under load: `iw list` gave nothing in time. The card is not
+    called unable to be an access point; the report says it could not tell, and hwsim's
+    firmware-version "N/A" is no firmware version."""
+    box = Box(tmp_path)
+    box.radio(box.pci("0000:02:00.0", "0x8086", "0x2723", "0x028000", "mac80211_hwsim"), "phy0", "wlan0")
+    box.outputs[("ethtool", "-i", "wlan0")] = text("qemu-ethtool-i-hwsim.txt")
+    rep = report.build(collect.gather(box.sources()), report.Roles(wan="enp1s0", wifi=("wlan0",)))
+    [radio] = rep["radios"]
+    assert radio["ap_mode"] is None and radio["firmware_version"] == "" and radio["firmware"] == "not needed"
+    assert messages(rep, "error") == []
+    assert messages(rep, "warning") == ["The router could not read what this Wi-Fi card (Wi-Fi 6 AX200, wlan0) can "
+                                        "do (`iw list` did not answer in time); the next report tries again."]
+    assert "access point: unknown (none)" in "\n".join(report.lines(rep))
+
+
 def test_roles_from_the_bring_ups_files(tmp_path):
     env = tmp_path / "interfaces.env"
     env.write_text('WAN=enp1s0\nWAN_REASON="configured in router.conf"\nLAN_PORTS="enp2s0 enp3s0"\n'

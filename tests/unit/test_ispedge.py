@@ -119,6 +119,8 @@ class RecordingSwitch(Switch):
 
     def record(self, cmd, stdin):
         self.commands.append((list(cmd), stdin))
+        if list(cmd[:3]) == ["tc", "class", "show"]:      # the tree is there (household b's last queue)
+            return "class htb 1:c parent 1:fffe leaf 100c: prio 2 rate 250Kbit ceil 10Mbit\n"
         return ""
 
 
@@ -133,3 +135,17 @@ def test_a_placement_is_mirrored_into_u32_filters_on_the_userspace_datapath():
                and "classid 1:6" in b for b in batches)
     with pytest.raises(PlacementError):
         edge.place(a, req(src="100.64.0.12"))
+
+
+def test_on_the_userspace_datapath_the_queues_can_be_built_on_the_backhauls_interface():
+    doc = {**DOC, "port": [{"name": "t-bh0", "rate_kbit": 20000, "tap": True, "queue_device": "bh0"}]}
+    c = config.parse(doc)
+    sw = RecordingSwitch(c)
+    sw.setup()
+    added = [cmd for cmd, _ in sw.commands if cmd[:2] == ["ovs-vsctl", "--timeout=20"] and "add-port" in cmd]
+    assert added and added[0][-3:] == ["interface", "t-bh0", "type=tap"]
+    tree = "\n".join(stdin or "" for cmd, stdin in sw.commands if cmd[:2] == ["tc", "-batch"])
+    # the HTB tree OVS would make, on bh0: household a's high queue (5) is class 1:6, first priority
+    assert "class replace dev bh0 parent 1:fffe classid 1:6 htb rate 2000000bit ceil 2000000bit prio 0" in tree
+    assert "filter add dev bh0 parent 1: protocol ip" in tree
+    assert not any("qos=@q" in " ".join(cmd) for cmd, _ in sw.commands)     # no OVS QoS on the tap

@@ -19,7 +19,7 @@ from . import parse
 PCI_IDS = ("/usr/share/misc/pci.ids", "/usr/share/hwdata/pci.ids")
 USB_IDS = ("/usr/share/misc/usb.ids", "/var/lib/usbutils/usb.ids", "/usr/share/hwdata/usb.ids")
 NETWORK_CLASS = "0x02"         # PCI class 02xxxx: network controllers (Ethernet 0200, other 0280 = Wi-Fi)
-TOOL_TIMEOUT = 10.0
+TOOL_TIMEOUT = 30.0            # `iw list` of three radios took over 10 s in a loaded VM
 
 
 def run_tool(argv: list[str]) -> str:

@@ -120,12 +120,13 @@ def _frequency(line: str, phy: Phy, bands: dict[str, Band]) -> None:
 
 # -- ethtool ---------------------------------------------------------------------------------
 def ethtool_info(text: str) -> dict[str, str]:
-    """`ethtool -i IF`: driver, version, firmware-version, bus-info, ... ('' when empty)."""
+    """`ethtool -i IF`: driver, version, firmware-version, bus-info, ... ('' when empty, and
+    for the "N/A" of drivers that load no firmware, like mac80211_hwsim)."""
     out: dict[str, str] = {}
     for line in (text or "").splitlines():
         key, sep, value = line.partition(":")
         if sep and key and not key.startswith((" ", "\t")):
-            out[key.strip()] = value.strip()
+            out[key.strip()] = "" if value.strip() == "N/A" else value.strip()
     return out
 
 

@@ -167,7 +167,8 @@ def _radio(r: RadioFacts, facts: Facts, roles: Roles, problems: _Problems) -> di
     out = {"phy": r.phy, "interfaces": r.interfaces, "driver": r.device.driver, "chip": chip_name(r.device),
            "bus_id": r.device.bus_id, "serving": any(i in roles.wifi for i in r.interfaces),
            "firmware": firmware, "firmware_version": version or ", ".join(loaded), "firmware_missing": missing,
-           "ap_mode": bool(r.iw and r.iw.ap_mode), "bands": bands,
+           "ap_mode": r.iw.ap_mode if r.iw else None,            # None: `iw list` did not say
+           "bands": bands,
            "max_stations": r.iw.max_ap_stations if r.iw else None}
     if not r.phy:
         why = (f"no firmware for {chip} ({', '.join(missing)})" if missing
@@ -175,6 +176,8 @@ def _radio(r: RadioFacts, facts: Facts, roles: Roles, problems: _Problems) -> di
         problems.add("error", chip, f"This Wi-Fi card cannot be used: {why}.")
         return out
     if r.iw is None:
+        problems.add("warning", r.phy, f"The router could not read what this Wi-Fi card ({where}) can do "
+                                       "(`iw list` did not answer in time); the next report tries again.")
         return out
     if not r.iw.ap_mode:
         problems.add("error", r.phy, f"This Wi-Fi card ({where}) cannot act as an access point: devices cannot "
@@ -239,7 +242,7 @@ def lines(report: dict) -> list[str]:
         stations = r["max_stations"] if r["max_stations"] is not None else "not stated by the driver"
         out.append(f"HOMEWORK-HW radio {r['phy'] or '-'} ({', '.join(r['interfaces']) or 'no interface'}): driver "
                    f"{r['driver'] or 'none'}{', ' + r['chip'] if r['chip'] else ''}; firmware {fw}; access point: "
-                   f"{'yes' if r['ap_mode'] else 'no'} ({bands}); max stations {stations}"
+                   f"{ {True: 'yes', False: 'no', None: 'unknown'}[r['ap_mode']]} ({bands}); max stations {stations}"
                    f"{'; serving' if r['serving'] else ''}")
     for u in report["unusable"]:
         out.append(f"HOMEWORK-HW unusable {u['bus_id']}: {u['chip']} (driver {u['driver'] or 'none'})")

@@ -65,6 +65,7 @@ class ApiComponent(Component):
             bus.subscribe(topic, self._on_event)
         bus.subscribe("schedule", self._on_schedule)     # a pause began or ended
         bus.subscribe("qos_device", self._on_schedule)   # a device's priority changed
+        bus.subscribe("identity", self._on_schedule)     # what it looks like (components/identify)
         bus.subscribe("restart", self._on_restart)       # every open board says so, and when back
         self.ctx.state.watch_storage(self._on_storage)
         if _under_eventlet():
@@ -182,7 +183,8 @@ class ApiComponent(Component):
         """The label shows "paused until ..." / "bedtime": the board gets the device's view."""
         device = self.ctx.state.get_device(payload.mac or "")
         if device is not None:
-            self.stream.publish("device", {"mac": device.mac, "state": device.state, "reason": "schedule",
+            reason = "identity" if topic == "identity" else "schedule"
+            self.stream.publish("device", {"mac": device.mac, "state": device.state, "reason": reason,
                                            "view": self.board.view(device)})
 
     def _hwdb_client(self):

@@ -40,7 +40,8 @@ MANIFEST = Manifest(
     settings_keys={PANEL_NIGHT: lambda key, value: check_night(value)},     # panels' screens at night
     routes=("sessions", "devices", "setup", "captive", "panels"),
     publishes=(events.Alert,),
-    hears=(events.Device, events.Lease, events.Link, events.Bandwidth, events.Alert, events.Schedule, events.Restart,
+    hears=(events.Device, events.Identity, events.Lease, events.Link, events.Bandwidth, events.Alert,
+           events.Schedule, events.Restart,
            events.QosDevice, events.Nearby, events.Satellite),
     alerts=(events.AlertKind.STORAGE_FULL, events.AlertKind.STORAGE_ERROR),
 )

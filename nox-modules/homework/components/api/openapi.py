@@ -28,8 +28,9 @@ VERSION = "1.1"
 SURFACE = Path(__file__).with_name("surface.txt")
 TITLE = "Homework ws.v1"
 DESCRIPTION = ("The Homework router's control API (seed Table 4.1 plus what the Guest Board needs). Changes are "
-               "POST (one DELETE); answers and errors are JSON. Every method calls the same controller commands as "
-               "the `homework` CLI. LAN devices that are not permitted cannot use it at all. Generated from the "
+               "POST (and DELETE to remove an application or an agent); answers and errors are JSON. Every "
+               "method calls the same controller commands as the `homework` CLI. LAN devices that are not "
+               "permitted cannot use it at all. Generated from the "
                "route declarations: x-access says who may call an operation (public, asking: public and a pending "
                "LAN device too, read, admin), x-csrf that a session's call carries X-CSRF-Token, x-own-access "
                "which parameter names the device a LAN device may not change itself.")

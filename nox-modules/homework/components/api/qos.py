@@ -6,13 +6,19 @@
     POST   /ws.v1/qos/apps            {"name", "class", "ports", "domains", "window"?}: create or replace by name
     DELETE /ws.v1/qos/apps/{name}
     GET    /ws.v1/qos/stats           the last second's per class and per device counters
+    GET    /ws.v1/qos/edge            the priorities at the ISP's edge ([isp] edge): placed, honoured, drops
+    POST   /ws.v1/qos/agents/{mac}    add a computer's agent: its secret, shown once; DELETE removes it
+    GET    /ws.v1/qos/devices/{mac}/apps   the applications that computer's agent reported, their priorities
+    POST   /ws.v1/qos/devices/{mac}/apps   {"name", "class"}: an application's priority on that computer
+    POST   /ws.v1/agent/report        a computer's agent: {"flows": [{proto, src, sport, dst, dport, app}]},
+                                      its secret in X-Homework-Agent, from that computer's own address
 
 Every change answers with the GET body. Bad input (an unknown class, a rate of 0 or over
 10,000,000 kbit/s, a malformed port) is a 400 naming the problem; nothing is stored.
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import unquote
 
 from .http import ApiError
@@ -67,6 +73,8 @@ class QosView(Model):
     down_percent: int
     wan_interface: str
     lan_interface: str
+    agents: list[str] = field(optional=True, doc="the computers (MACs) whose agents say which application owns "
+                                                 "each connection")
 
 
 class LinkBody(Model):
@@ -119,6 +127,73 @@ class QosStats(Model):
     devices: list[DeviceStats]
 
 
+class EdgeStatus(Model):
+    """The household's priorities at the ISP's edge ([isp] edge): whether an edge is configured and answers,
+    connections wanted and placed there, how many carried traffic (honoured), refusals, the edge queues."""
+    configured: bool
+    edge: str = field(doc="the edge's URL ('' when none is configured)")
+    error: str = field(doc="why the edge cannot be used; '' when it can")
+    reachable: bool | None = field(optional=True, doc="null: not asked yet")
+    epoch: str = field(optional=True)
+    wanted: int = field(optional=True, doc="prioritised connections now")
+    placed: int = field(optional=True, doc="connections placed at the edge")
+    honoured: int = field(optional=True, doc="placed connections that carried traffic")
+    refused: list[str] = field(optional=True)
+    budget: int = field(optional=True, doc="how many connections the edge lets this home place")
+    queues: dict[str, Any] = field(optional=True, doc="the edge queues' packets and drops, by class")
+    placed_at: dict[str, str] = field(optional=True, doc="'proto src:port dst:port' -> the queue it is in")
+    at: float = field(optional=True, doc="epoch seconds of the last round")
+
+
+class AgentSecret(Model):
+    """A computer's agent: its secret, shown only now."""
+    mac: str
+    token: str = field(doc="the agent's secret, for /etc/homework-agent.conf on that computer")
+    note: str
+
+
+class HostApp(Model):
+    name: str
+    class_: Class = field(key="class")
+    last_seen: float | None = field(doc="epoch seconds the agent last reported it; null: never")
+    connections: int = field(doc="its connections in the agent's last report")
+
+
+class HostApps(Model):
+    """The applications a computer's agent reported, and their priorities on it."""
+    mac: str
+    agent: bool = field(doc="the computer has an agent")
+    reported_at: float | None = field(doc="epoch seconds of its agent's last report; null: none yet")
+    reporting: bool = field(doc="its agent reported recently")
+    apps: list[HostApp]
+
+
+class HostAppBody(Model):
+    usage = '{"name": "an application", "class": "high" | "medium" | "default"}'
+    name: str = field(example="zoom")
+    class_: str = field(key="class", doc="high, medium or default (default removes it)")
+
+
+class AgentFlow(Model):
+    """One connection and the application that owns it."""
+    proto: str = field(doc="tcp or udp")
+    src: str = field(doc="the computer's own address")
+    sport: int
+    dst: str = field(doc="the peer's address, or * (with dport 0) for an unconnected UDP socket")
+    dport: int
+    app: str
+
+
+class AgentReport(Model):
+    usage = '{"flows": [{"proto", "src", "sport", "dst", "dport", "app"}]}'
+    flows: list[AgentFlow]
+
+
+class ReportTaken(Model):
+    mac: str
+    connections: int
+
+
 class QosRoutes(RouteGroup):
     tag = "qos"
 
@@ -164,3 +239,41 @@ class QosRoutes(RouteGroup):
             needs=QOS, params={"name": APP_NAME}, errors={404: "no application of that name"})
     def app_delete(self, call, name):
         return self.api.command("qos-app-delete", name=unquote(name))
+
+    @get("/qos/edge", Access.READ, "The household's priorities at the ISP's edge: whether an edge is configured "
+         "and answers, connections wanted and placed there, how many carried traffic (honoured), refusals, and the "
+         "edge queues' packets and drops (read)", name="getQosEdge", answer=EdgeStatus, needs=QOS)
+    def edge(self, call):
+        return self.api.command("qos-edge")
+
+    @post("/qos/agents/{mac}", Access.ADMIN, "Add the agent of a computer: its secret, shown only now (admin)",
+          name="addQosAgent", answer=AgentSecret, needs=QOS, params={"mac": KNOWN_MAC}, errors={404: NOT_SEEN})
+    def agent_add(self, call, mac):
+        return self.api.command("qos-agent-add", mac=mac)
+
+    @delete("/qos/agents/{mac}", Access.ADMIN, "Remove a computer's agent (admin)", name="removeQosAgent",
+            answer=HostApps, needs=QOS, params={"mac": KNOWN_MAC}, errors={404: NOT_SEEN})
+    def agent_remove(self, call, mac):
+        return self.api.command("qos-agent-remove", mac=mac)
+
+    @get("/qos/devices/{mac}/apps", Access.READ, "The applications a computer's agent reported and their "
+         "priorities on it (read)", name="getQosHostApps", answer=HostApps, needs=QOS, params={"mac": KNOWN_MAC},
+         errors={404: NOT_SEEN})
+    def host_apps(self, call, mac):
+        return self.api.command("qos-host-apps", mac=mac)
+
+    @post("/qos/devices/{mac}/apps", Access.ADMIN, "An application's priority on that computer; default removes "
+          "it (admin)", name="setQosHostApp", body=HostAppBody, body_required=True, answer=HostApps, needs=QOS,
+          params={"mac": KNOWN_MAC}, own_access="mac", errors={400: "unknown class or a bad name", 404: NOT_SEEN})
+    def host_app_set(self, call, mac, body):
+        return self.api.command("qos-host-app", mac=mac, name=body.name, cls=body.class_)
+
+    # a computer's agent: no session or token, its own secret (hostapps.py), from its own address
+    @post("/agent/report", Access.PUBLIC, "A computer's agent reports which application owns each of its "
+          "connections; its secret in X-Homework-Agent, sent from that computer's own address (public)",
+          name="agentReport", body=AgentReport, body_required=True, answer=ReportTaken, needs=QOS,
+          max_body=1024 * 1024, errors={400: "a connection that is not the computer's own, or malformed",
+                                         403: "an unknown agent, or a report not from the agent's own computer"})
+    def agent_report(self, call, body):
+        return self.api.command("qos-agent-report", token=call.req.headers.get("X-Homework-Agent", ""),
+                                caller_mac=call.caller.mac, flows=[f.given_items() for f in body.flows])

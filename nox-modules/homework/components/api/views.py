@@ -99,6 +99,33 @@ class Away(Model):
     sent: int
 
 
+class LooksLike(Model):
+    """A pending device with a new private address that looks like a permitted device."""
+    mac: str = field(doc="the permitted device it looks like")
+    name: str
+    text: str = field(doc="the board's words, e.g. 'looks like Tom's iPhone with a new private address'")
+
+
+class Guess(Model):
+    """The router's own guess of what a device is (components/identify)."""
+    type: str = field(doc="phone, laptop, tablet, TV, console, speaker, printer, camera, IoT, or '' when not known")
+    os: str
+    os_version: str
+    model: str
+    label: str = field(doc="what it is in plain words, e.g. 'iPhone (iOS 15 or later)'; '' when not known")
+    confidence: float = field(minimum=0, maximum=1)
+    level: Literal["sure", "likely", "maybe", "household"]
+    why: list[str] = field(doc="the reasons, as phrases for the panel")
+    rules: list[str] = field(doc="the fingerprint rules that matched")
+
+
+class IdentityView(Guess):
+    """What a device is, as the board shows it: the router's guess, or the household's word."""
+    corrected: bool = field(doc="the household said what it is")
+    guess: Guess = field(optional=True, doc="the router's own guess, when the household corrected it")
+    looks_like: LooksLike = field(optional=True)
+
+
 class DeviceFacts(Model):
     """What the loaded components add to a device's view."""
     # routing
@@ -133,6 +160,8 @@ class DeviceFacts(Model):
     away: Away = field(optional=True, doc="a device away from home: where it connects from")
     private: bool = field(optional=True, doc="false for a device away from home: its MAC is the router's making, "
                                              "not a randomised one")
+    # identify
+    identity: IdentityView | None = field(optional=True, doc="what it is (null: nothing known yet)")
 
 
 class Lease(Model):

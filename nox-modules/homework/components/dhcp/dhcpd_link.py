@@ -37,7 +37,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 log = logging.getLogger("homework.dhcp.dhcpd")
 
@@ -75,8 +75,9 @@ class DhcpdLink:
 
     def __init__(self, binary: str, interface: str, on_punt: Callable[[bytes], None],
                  on_note: Callable[[dict], None], table: Callable[[], list[dict]],
-                 count: Callable[..., None], setup: Callable[[], list[dict]] = list):
+                 count: Callable[..., None], setup: Callable[[], list[dict]] = list, extra_args: Sequence[str] = ()):
         self.binary = binary
+        self.extra_args = tuple(extra_args)   # e.g. the encrypted DNS it announces (--dnr, homework/dnr.py)
         self.interface = interface
         self.on_punt = on_punt
         self.on_note = on_note
@@ -106,7 +107,7 @@ class DhcpdLink:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.proc = subprocess.Popen(
-                [self.binary, "--interface", self.interface, "--control-fd", str(theirs.fileno())],
+                [self.binary, "--interface", self.interface, "--control-fd", str(theirs.fileno()), *self.extra_args],
                 pass_fds=(theirs.fileno(),), preexec_fn=_die_with_parent, stdin=subprocess.DEVNULL)
         finally:
             theirs.close()

@@ -15,7 +15,7 @@ MANIFEST = Manifest(
         NotBackedUp("quarantine", (3,), "holds on address blocks end with the leases they guard"),
     ),
     offers=(LeaseReader,),
-    publishes=(events.Lease, events.Alert),
+    publishes=(events.Lease, events.Alert, events.Fingerprint),
     hears=(events.Device, events.Ipv6Plan, events.StationAt),
     alerts=(K.DHCP_FLOOD, K.DHCP_RELAY, K.DHCP_PORT_MISMATCH, K.DHCP_RELEASE_FORGED, K.DHCP_DECLINE_FORGED),
     counters={

@@ -22,11 +22,16 @@ CAPTIVE_PORT = 8088   # not 80: the Guest Board's lighttpd holds *:80 (redirect 
 CAPTIVE_TLS_PORT = 8443   # HTTPS of cut-off devices (the RFC 8908 API; any https:// URL gets the page)
 
 
-def ruleset(bridge: str, listen_addr: str, listen_port: int, listen6: tuple[str, int] | None = None) -> str:
+def ruleset(bridge: str, listen_addr: str, listen_port: int, listen6: tuple[str, int] | None = None,
+            dot: tuple[str, int] | None = None, dot6: tuple[str, int] | None = None) -> str:
     """`listen6`: dnsd's IPv6 address and port, when devices have IPv6 (their port 53
     over IPv6 goes there; without it the router drops it, scripts/router-net.sh). The
     captive pages' server listens on the same addresses (CAPTIVE_PORT, CAPTIVE_TLS_PORT):
-    a cut-off device's web traffic goes there, over either family."""
+    a cut-off device's web traffic goes there, over either family.
+    `dot`, `dot6`: dnsd's DNS over TLS; a device's TCP 853 to any of the router's own
+    addresses (its gateway, whatever address it was told) goes there, keeping its source
+    address, which names the device. 853 to anywhere else is the switch's business (a
+    restricted device's is dropped: component.py)."""
     dns = "meta l4proto { udp, tcp } th dport 53"
     v6 = ""
     if listen6:
@@ -35,6 +40,12 @@ def ruleset(bridge: str, listen_addr: str, listen_port: int, listen6: tuple[str,
     iifname "{bridge}" meta nfproto ipv6 {dns} dnat ip6 to {addr6}:{listen6[1]}
     iifname "{bridge}" ip6 saddr @captive6 tcp dport 80 dnat ip6 to {addr6}:{CAPTIVE_PORT}
     iifname "{bridge}" ip6 saddr @captive6 tcp dport 443 dnat ip6 to {addr6}:{CAPTIVE_TLS_PORT}""")
+    if dot:
+        v6 += f"""
+    iifname "{bridge}" meta nfproto ipv4 tcp dport 853 fib daddr type local dnat ip to {dot[0]}:{dot[1]}"""
+    if dot6:
+        v6 += f"""
+    iifname "{bridge}" meta nfproto ipv6 tcp dport 853 fib daddr type local dnat ip6 to [{dot6[0]}]:{dot6[1]}"""
     family, prerouting = nftplan.DNS.family, nftplan.DNS.chain("prerouting")
     return f"""table {family} {TABLE}
 delete table {family} {TABLE}
@@ -72,10 +83,12 @@ class DnsNet:
 
     RETRY_SECONDS = 2.0
 
-    def __init__(self, bridge: str, listen: str, count=None, listen6: str = ""):
+    def __init__(self, bridge: str, listen: str, count=None, listen6: str = "", dot: str = "", dot6: str = ""):
         self.bridge = bridge
         self.addr, self.port = split_host_port(listen)
         self.listen6 = split_host_port(listen6) if listen6 else None
+        self.dot = split_host_port(dot) if dot else None
+        self.dot6 = split_host_port(dot6) if dot6 else None
         self._wanted: set[str] = set()
         self._resync = False            # the last batch failed: the next writes the whole set
         self._lock = threading.Lock()
@@ -94,12 +107,13 @@ class DnsNet:
                              capture_output=True, text=True, timeout=10)
         if res.returncode != 0:
             log.error("cannot add %s to lo: %s", self.addr, res.stderr.strip())
-        if self.listen6:
-            res = subprocess.run(["ip", "addr", "replace", f"{self.listen6[0]}/128", "dev", "lo", "nodad"],
+        for addr in {a for a, _ in filter(None, (self.listen6, self.dot6))}:
+            res = subprocess.run(["ip", "addr", "replace", f"{addr}/128", "dev", "lo", "nodad"],
                                  capture_output=True, text=True, timeout=10)
             if res.returncode != 0:
-                log.error("cannot add %s to lo: %s", self.listen6[0], res.stderr.strip())
-        res = subprocess.run(["nft", "-f", "-"], input=ruleset(self.bridge, self.addr, self.port, self.listen6),
+                log.error("cannot add %s to lo: %s", addr, res.stderr.strip())
+        res = subprocess.run(["nft", "-f", "-"], input=ruleset(self.bridge, self.addr, self.port, self.listen6,
+                                                                self.dot, self.dot6),
                              capture_output=True, text=True, timeout=10)
         if res.returncode != 0:
             log.error("nftables interception rules failed: %s", res.stderr.strip())

@@ -80,6 +80,12 @@ def qos_app_rows(ev: E.QosApp) -> list:
                                _text(",".join(ev.domains or []), 255)), True)]
 
 
+def app_tuple_rows(ev: E.AppTuple) -> list:
+    # seed 4.5's application tuple: which application owns a computer's connection
+    return [("AppTuples", (_text(ev.mac, 17), _text(ev.app, 40), _text(ev.proto, 4), _text(ev.src, 45),
+                           _int(ev.sport), _text(ev.dst, 45), _int(ev.dport)), False)]
+
+
 def qos_device_rows(ev: E.QosDevice) -> list:
     # a device's priority as set now ("default" = no rule)
     return [("DevicePriorities", (_text(ev.mac, 17), _text(ev.class_, 8)), True)]
@@ -98,5 +104,6 @@ ROW_BUILDERS: dict[str, Callable[[Any], list]] = {
     "qos_app": qos_app_rows,
     "qos_app_rate": qos_app_rate_rows,
     "qos_device": qos_device_rows,
+    "app_tuple": app_tuple_rows,
 }
 TOPICS = tuple(ROW_BUILDERS)

@@ -50,7 +50,10 @@ ROAM_MARGIN = 0.5       # seconds a new radio must have heard it later than its 
 NEARBY_TICK = 0.25      # seconds between reads of hostapd's sockets (their queue holds few datagrams)
 # A station's `link` event goes out when it moved frames (and once more when it stops), when
 # its signal moved by RSSI_STEP dB, and at least every LINK_HEARTBEAT seconds: an idle
-# station costs the bus, hwdb and the board one event a minute, not one a poll.
+# station costs the bus, hwdb and the board one event a minute, not one a poll. With a
+# [radio] leave_after shorter than two heartbeats, every leave_after / 2 instead: the board
+# takes a label whose seen_at is leave_after old for a departed one, so a station still
+# heard (its inactive time small) must be told before then.
 RSSI_STEP = 3.0
 LINK_HEARTBEAT = 60.0
 
@@ -198,6 +201,7 @@ class RadioMonitor(Component):
         for station in dump.stations:
             self._locate(station.mac, ifname, now - (station.inactive_ms or 0) / 1000.0)
         events = []
+        heartbeat = min(LINK_HEARTBEAT, self.ctx.config.radio_leave_after / 2)
         for station in dump.stations:
             key = (ifname, station.mac)
             step = deltas(self.last.get(key), station)
@@ -215,7 +219,7 @@ class RadioMonitor(Component):
             told = self._told.get(station.mac)
             moved = told is None or (told[0], told[1]) != (totals.tx_packets, totals.bytes)
             if told is not None and not (
-                    moved or told[3] or now - told[4] >= LINK_HEARTBEAT
+                    moved or told[3] or now - told[4] >= heartbeat
                     or (station.signal is not None
                         and (told[2] is None or abs(station.signal - told[2]) >= RSSI_STEP))):
                 continue     # nothing new about it: no event this poll

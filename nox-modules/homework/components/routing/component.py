@@ -20,8 +20,10 @@ import ipaddress
 import logging
 from collections import Counter
 
+from ... import dnr
+from ... import fingerprint
 from ...component import Component
-from ...events import Alert, AlertKind
+from ...events import Alert, AlertKind, Fingerprint
 from ...flows import (ETH_IP, ETH_IPV6, PROTO_IGMP, Datapath,
                       FlowDelete, FlowRemoved, FlowStats, FlowStatsRequest, LOCAL, Output, PacketIn, PacketOut)
 from ... import wording
@@ -54,6 +56,7 @@ class Routing(Component):
     def __init__(self, ctx):
         super().__init__(ctx)
         self.installed: dict[str, tuple[Lease, str]] = {}   # mac -> (device, "permitted"|"gateway")
+        self._printed6: dict[str, dict] = {}                  # mac -> its DHCPv6 fingerprint last published
         self.per_host: set[int] = set()                       # block indexes collapsed to per-host
         self.memberships = Memberships(MEMBERSHIP_LIFETIME)
         self.accounting = Accounting(self.ctx.bus.publish, self._device_for_index, self.ctx.count, self._owns6)
@@ -104,6 +107,7 @@ class Routing(Component):
         decisions.append(FlowDelete(cookie=L.routing_cookie(L.KIND_MCAST), cookie_mask=L.MASK_ONE_KIND))
         self.memberships.clear()
         decisions += self._group_flows(sorted(self.ctx.router_groups))
+        decisions += [fs.announcement_flow(group) for group in sorted(self.ctx.announcement_groups)]
         self.installed.clear()
         self._permitted_ports_count.clear()
         self._shared_ports = None          # the switch may have none of them: send them again
@@ -271,6 +275,7 @@ class Routing(Component):
 
     def _uninstall(self, mac: str) -> None:
         old = self.installed.pop(mac, None)
+        self._printed6.pop(mac, None)
         if old is not None and old[1] == "permitted":
             self._permitted_ports_count[old[0].port] -= 1
             if not self._permitted_ports_count[old[0].port]:
@@ -351,10 +356,12 @@ class Routing(Component):
         # The router's ::1 as DNS server (RFC 8106) only when homework-dnsd answers there:
         # a device told of a resolver nobody answers waits for it on every lookup.
         dns = self._dns6(prefix)
+        endpoints = dnr.Endpoints.of(self.ctx.config) if dns is not None else None
         # and where it learns whether it is cut off and why (RFC 8910), as DHCP tells it
         frame = ndp.router_advertisement(to_bytes(self.router_mac), to_bytes(dev.mac), prefix, lifetime, dns=dns,
                                          to=to, deprecated=deprecated, search=self._search_domains(),
-                                         captive=captive_api_uri(str(prefix.network_address + 1)))
+                                         captive=captive_api_uri(str(prefix.network_address + 1)),
+                                         extra=endpoints.ra_options(dns, lifetime) if endpoints else b"")
         self.ctx.count("routing.ra_sent")
         return [PacketOut(data=frame, actions=(Output(dev.port),))]
 
@@ -390,6 +397,16 @@ class Routing(Component):
         cfg = self.ctx.config
         return prefix.network_address + 1 if "dns" in cfg.components and cfg.dns_intercept else None
 
+    def _fingerprint6(self, mac: str, payload: bytes) -> None:
+        """What a DHCPv6 message says about its device (fingerprint.py), for whoever hears it
+        (components/identify); once per device and content."""
+        if not self.ctx.bus.heard("fingerprint"):
+            return
+        evidence = fingerprint.dhcp6(payload)
+        if evidence and self._printed6.get(mac) != evidence:
+            self._printed6[mac] = evidence
+            self.ctx.bus.publish(Fingerprint(mac=mac, source="dhcp6", evidence=evidence))
+
     def _information_request(self, pkt: PacketIn, frame) -> list:
         """Stateless DHCPv6 from a leased device on its own port, from its link-local."""
         entry = self.installed.get(frame.src_mac)
@@ -401,16 +418,19 @@ class Routing(Component):
             ip = ndp.parse_ipv6(frame.payload)
             if not ip.src.is_link_local or len(ip.payload) < 8:
                 raise PacketError("not from a link-local address")
-            xid, client = dhcpv6.parse_information_request(ip.payload[8:])
+            self._fingerprint6(frame.src_mac, ip.payload[8:])
+            xid, client, asked = dhcpv6.parse_information_request(ip.payload[8:])
         except ValueError:
             self.ctx.count("routing.ignored")
             return []
         if dns is None:
             return []
         self.ctx.count("routing.dhcpv6_info")
+        endpoints = dnr.Endpoints.of(self.ctx.config) if dnr.OPT_V6_DNR in asked else None
         reply = dhcpv6.reply_frame(to_bytes(self.router_mac), frame.src, ip.src, xid, client, dns,
                                    ndp.dns_names(self._search_domains()),
-                                   captive_api_uri(str(prefix.network_address + 1)))
+                                   captive=captive_api_uri(str(prefix.network_address + 1)),
+                                   extra=endpoints.v6_options(dns) if endpoints else b"")
         return [PacketOut(data=reply, actions=(Output(pkt.in_port),))]
 
     def _hop_limit_exceeded(self, pkt: PacketIn, frame) -> list:
