@@ -103,7 +103,9 @@ def test_changes_are_admin_only_except_the_few_that_say_why():
     assert open_changes == {("POST", "/login"), ("POST", "/logout"), ("POST", "/satellites/pair"),
                             ("POST", "/setup"), ("POST", "/setup/session"), ("POST", "/panels/session"),
                             # a panel (the router's screen, a wall tablet) lets devices in or out and names them
-                            ("POST", "/permit/{mac}"), ("POST", "/deny/{mac}"), ("POST", "/meta/{mac}")}
+                            ("POST", "/permit/{mac}"), ("POST", "/deny/{mac}"), ("POST", "/meta/{mac}"),
+                            # a computer's agent: its own secret, from its own address (qos/hostapps.py)
+                            ("POST", "/agent/report")}
 
 
 def test_every_route_that_changes_a_device_declares_the_own_access_rule():

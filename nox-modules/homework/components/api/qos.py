@@ -247,12 +247,14 @@ class QosRoutes(RouteGroup):
         return self.api.command("qos-edge")
 
     @post("/qos/agents/{mac}", Access.ADMIN, "Add the agent of a computer: its secret, shown only now (admin)",
-          name="addQosAgent", answer=AgentSecret, needs=QOS, params={"mac": KNOWN_MAC}, errors={404: NOT_SEEN})
+          name="addQosAgent", answer=AgentSecret, needs=QOS, params={"mac": KNOWN_MAC}, own_access="mac",
+          errors={404: NOT_SEEN})
     def agent_add(self, call, mac):
         return self.api.command("qos-agent-add", mac=mac)
 
     @delete("/qos/agents/{mac}", Access.ADMIN, "Remove a computer's agent (admin)", name="removeQosAgent",
-            answer=HostApps, needs=QOS, params={"mac": KNOWN_MAC}, errors={404: NOT_SEEN})
+            answer=HostApps, needs=QOS, params={"mac": KNOWN_MAC}, own_access="mac",
+            errors={404: NOT_SEEN})
     def agent_remove(self, call, mac):
         return self.api.command("qos-agent-remove", mac=mac)
 
