@@ -106,7 +106,7 @@ def test_mending_a_mistyped_name_works_at_once(lab):
 def test_a_bad_choice_is_a_400_and_changes_nothing(lab):
     before = json.loads(lab.homework("--json", "dns-upstream"))
     for body, why in (({"provider": "custom", "servers": ["203.0.113.54"]}, "ADDRESS#NAME"),
-                      ({"provider": "opendns"}, "provider must be"), ({"fallback": "plain"}, "missing field")):
+                      ({"provider": "opendns"}, "provider must be"), ({"fallback": "plain"}, "provider is required")):
         r = api(lab.home.web, "POST", "dns/upstream", json=body)
         assert r.status_code == 400 and why in r.json()["error"], r.text
     assert json.loads(lab.homework("--json", "dns-upstream"))["provider"] == before["provider"]
