@@ -200,9 +200,9 @@ test('one Settings entry, sections a household can find, and every page passes a
   assert.equal(await page.title(), 'Homework · Settings');
   const index = await page.locator('.section-index a').allInnerTexts();
   assert.deepEqual(index, ['Wi-Fi', 'Admin password', 'Time zone', 'Software update', 'Backup and restore',
-                           'Notifications', 'Filters', 'Internet connection', 'About this router', 'Panels',
-                           'Hardware', 'Factory reset']);
-  for (const name of ['Admin password', 'Factory reset', 'Wi-Fi']) {
+                           'Notifications', 'Filters', 'Internet connection', 'Name lookups (DNS)',
+                           'About this router', 'Panels', 'Hardware', 'Factory reset']);
+  for (const name of ['Admin password', 'Name lookups (DNS)', 'Factory reset', 'Wi-Fi']) {
     await page.locator('.section-index a', { hasText: name }).click();
     const target = page.locator(await page.locator('.section-index a', { hasText: name }).getAttribute('href'));
     await target.locator('h2').first().waitFor({ state: 'visible' });
