@@ -118,8 +118,10 @@ export async function login(page, url, password) {
       await page.goto(url);
       await page.locator('#login input[name=password]').fill(password, { timeout: 30000 });
       await page.locator('#login button[type=submit]').click();
-      await page.locator('#board').waitFor({ state: 'visible', timeout: 30000 });
-      await page.locator('#live.on').waitFor({ timeout: 30000 });
+      // bounds against a hang: just after a factory reset, on a loaded machine, the restarted
+      // controller has taken over 30 s to open the board and its live stream
+      await page.locator('#board').waitFor({ state: 'visible', timeout: 90000 });
+      await page.locator('#live.on').waitFor({ timeout: 90000 });
       return;
     } catch (err) {
       if (attempt >= 3) throw err;
@@ -194,8 +196,10 @@ export async function setUpRouter(page, boardUrl, password, proof) {
       if (proof !== undefined) await form.locator('input[name=proof]').fill(proof);
       await form.locator('button[type=submit]').click();
       await page.waitForURL((url) => url.protocol === 'https:', { timeout: 60000 });
-      await page.locator('#board').waitFor({ state: 'visible', timeout: 30000 });
-      await page.locator('#live.on').waitFor({ timeout: 30000 });
+      // bounds against a hang: just after a factory reset, on a loaded machine, the restarted
+      // controller has taken over 30 s to open the board and its live stream
+      await page.locator('#board').waitFor({ state: 'visible', timeout: 90000 });
+      await page.locator('#live.on').waitFor({ timeout: 90000 });
       return;
     } catch (err) {
       if (attempt >= 3) throw err;

@@ -125,7 +125,10 @@ test('the usage page: cap and projection, per owner, per day; set from its form'
     new RegExp(`^Projected .* \\(${cap.projected_percent}%\\) by the billing day`));
   const capChart = await chartData('#cap-chart');
   const [used, projected, allowance] = capChart.datasets[0].data;
-  assert.deepEqual([used, allowance], [cap.used, cap.cap]);
+  assert.equal(allowance, cap.cap);
+  // the browser runs on the household's laptop, a device of the home: its own requests
+  // between the page's read and ours count too (a few kB), never less
+  assert.ok(used <= cap.used && cap.used - used <= 64 * 1024, `the chart's ${used} vs the API's ${cap.used}`);
   // the projection moves with the clock between the page's request and ours
   assert.ok(Math.abs(projected - cap.projected) <= cap.projected * 0.001, `${projected} vs ${cap.projected}`);
   assert.ok(cap.used >= 4 * MB);
