@@ -45,12 +45,15 @@ export async function startHome({ config } = {}) {
   }
   async function close() {
     if (child.exitCode !== null) return;
-    await checkAnswers(call);
-    child.stdin.write(JSON.stringify({ op: 'quit' }) + '\n');
-    child.stdin.end();
-    const timer = setTimeout(() => child.kill('SIGTERM'), 30000);
-    await exited;
-    clearTimeout(timer);
+    try {
+      await checkAnswers(call);
+    } finally {          // the home goes whatever the answers were: a failing check leaks nothing
+      child.stdin.write(JSON.stringify({ op: 'quit' }) + '\n');
+      child.stdin.end();
+      const timer = setTimeout(() => child.kill('SIGTERM'), 30000);
+      await exited;
+      clearTimeout(timer);
+    }
   }
   return { info, call, close, stderr };
 }
@@ -202,8 +205,12 @@ export async function setUpRouter(page, boardUrl, password, proof) {
       await page.locator('#live.on').waitFor({ timeout: 90000 });
       return;
     } catch (err) {
+      // what the page showed, for a failing run: its address, its words and a screenshot
+      const shown = await page.evaluate(() => document.body.innerText.slice(0, 300)).catch(() => '');
+      await screenshot(page, `setup-attempt-${attempt}`).catch(() => null);
       if (attempt >= 3) throw err;
-      console.error(`set-up attempt ${attempt} failed (${String(err.message || err).split('\n')[0]}); again`);
+      console.error(`set-up attempt ${attempt} failed (${String(err.message || err).split('\n')[0]}) at ` +
+                    `${page.url()}, showing ${JSON.stringify(shown)}; again`);
     }
   }
 }
