@@ -222,8 +222,9 @@ class Driver:
     def op_fetch(self, req):
         dev = self.dev(req)
         url = req.get("url", f"http://{WEB_ADDR}/")
+        max_time = req.get("max_time", 2)
         r = dev.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time",
-                     str(req.get("max_time", 2)), url], check=False, timeout=10)
+                     str(max_time), url], check=False, timeout=max_time + 10)
         return {"code": r.stdout.strip(), "success": r.returncode == 0 and r.stdout.strip() == "200"}
 
     def op_get(self, req):
@@ -310,7 +311,9 @@ class Driver:
         size = int(req["bytes"])
         name = f"{req['dev']}-{size}.bin"
         (self.home.dir / "www" / name).write_bytes(os.urandom(size))
-        got = self.op_fetch({**req, "url": f"http://{WEB_ADDR}/{name}", "max_time": 8})
+        # a bound against a hang, not a measure: a loaded machine's userspace switch (and an
+        # ISP edge's bridge) may take many seconds over a few megabytes
+        got = self.op_fetch({**req, "url": f"http://{WEB_ADDR}/{name}", "max_time": req.get("max_time", 60)})
         if not got["success"]:
             raise RuntimeError(f"download of {name} failed (HTTP {got['code']})")
         return {"bytes": size}
