@@ -652,6 +652,13 @@ decide() {  # decide permit|blacklist|whitelist MAC: the board's drag (its API c
   local verb=$1 mac=$2 out
   [ -n "$API_CSRF" ] || api_login || return 1
   out=$(api POST "/$verb/$mac"); echo "$verb $mac: $out" >>"$ART/checks.log"
+  # no answer, or lighttpd's 502/503/504: the controller is restarting (a satellite's permit
+  # restarts it; under TCG that takes minutes). The board waits for it; so does the test.
+  local tries=0
+  while echo "$out" | grep -q '^HTTP \(000\|502\|503\|504\)' && [ $tries -lt 8 ]; do
+    tries=$((tries + 1)); sleep 10
+    out=$(api POST "/$verb/$mac"); echo "$verb $mac (again, the controller was restarting): $out" >>"$ART/checks.log"
+  done
   if echo "$out" | grep -q '^HTTP 401'; then   # the session ended: log in again
     api_login || return 1
     out=$(api POST "/$verb/$mac"); echo "$verb $mac (after a new login): $out" >>"$ART/checks.log"

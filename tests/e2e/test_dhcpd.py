@@ -98,7 +98,10 @@ def test_a_never_seen_device_is_offered_a_reserved_block_by_the_daemon(home: Hom
     assert dev.wait_for_ipv4(20)[0] == addr
     released = stats(home)
     dev.stop_dhcp()
-    wait_until(lambda: not lease_of(home, dev.mac)["active"], 10, "the released lease stayed active")
+    # its one DHCPRELEASE may be lost on a loaded userspace datapath (UDP, sent once): then
+    # the pending lease (30 s) ends by itself; either way the device asks again from scratch
+    wait_until(lambda: not lease_of(home, dev.mac)["active"], 60,
+               "the released lease stayed active past the end of its pending lease")
     dev.run(["ip", "addr", "flush", "dev", dev.ifname])
     dev.start_udhcpc()
     assert dev.wait_for_ipv4(20)[0] == addr

@@ -229,11 +229,16 @@ def test_an_application_by_port_puts_its_connections_in_its_class(home, dev):
         assert leaf_bytes(home, ifname, default(index)) - defaults[ifname] < 50_000, ifname
     # the application's own rates (seed 4.5's application time series): counted both ways,
     # read every second
+    seen: dict = {}
+
     def counted() -> bool:
-        apps = api(home.web, "GET", "qos/stats", role="read-only").json()["apps"]
+        apps = seen["apps"] = api(home.web, "GET", "qos/stats", role="read-only").json()["apps"]
         return all(any(r["name"] == "iperf" and r["direction"] == direction and r["bytes"] > 500_000
                        for r in apps) for direction in ("up", "down"))
-    wait_until(counted, 30, "the application's bytes in GET qos/stats both ways")
+    try:
+        wait_until(counted, 60, "the application's bytes in GET qos/stats both ways")
+    except AssertionError as exc:       # what the router counted instead, for the record
+        raise AssertionError(f"{exc}; GET qos/stats apps: {seen.get('apps')}") from None
 
 
 def test_priorities_survive_a_controller_restart(home, dev):

@@ -86,12 +86,12 @@ test('a wall tablet paired by a QR code is a panel: it lets devices in, dims at 
       // night: the panel's page darkens itself
       await cli('panel', 'night', '--from', '00:00', '--to', '23:59', '--brightness', '20');
       await tp.reload();
-      await tp.waitForFunction(() => Number(getComputedStyle(document.querySelector('#night-shade')).opacity) > 0.7,
+      await tp.waitForFunction(() => { const shade = document.querySelector('#night-shade'); return shade !== null && Number(getComputedStyle(shade).opacity) > 0.7; },
         null, { timeout: 90000 });
       await screenshot(tp, 'panels-03-night');
       // a tap lights the dimmed screen, and presses nothing behind the shade
       await tp.locator('#night-shade').click();
-      await tp.waitForFunction(() => Number(getComputedStyle(document.querySelector('#night-shade')).opacity) < 0.1);
+      await tp.waitForFunction(() => { const shade = document.querySelector('#night-shade'); return shade !== null && Number(getComputedStyle(shade).opacity) < 0.1; });
       assert.equal(await tp.locator('#decide-dialog[open]').count(), 0, 'the waking tap opened nothing');
       await cli('panel', 'night', '--off');
 
