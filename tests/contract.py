@@ -23,6 +23,10 @@ import jsonschema
 
 DOCUMENT = Path(__file__).resolve().parents[1] / "nox-modules" / "homework" / "components" / "api" / "openapi.json"
 PREFIX = "/ws.v1"
+# The page saying why a device is cut off (homework/cutoff_pages.py): the captive pages'
+# server (conf/lighttpd-captive.conf) answers every URL of a cut-off device with it, the
+# API's paths too, so the request never reached the operation it names.
+CAPTIVE_PAGE = re.compile(r'<main data-reason="[\w-]*">')
 
 
 def json_schema(schema):
@@ -77,9 +81,13 @@ class Contract:
 
     def check(self, method: str, url: str, status: int, content_type: str, body: bytes | str) -> str | None:
         """Answers that do not come from the API itself are not its contract's: lighttpd's
-        redirects and its own error pages (the API answers every error in JSON)."""
+        redirects and its own error pages (the API answers every error in JSON), and the
+        captive pages' server's page for a cut-off device."""
         if 300 <= status < 400 or (status >= 400 and "json" not in (content_type or "")):
             return None
+        if status == 200 and (content_type or "").startswith("text/html") and CAPTIVE_PAGE.search(
+                body.decode(errors="replace") if isinstance(body, bytes) else body):
+            return None     # the captive pages' server's, for a cut-off device
         method = method.upper()
         if method == "HEAD":
             method = "GET"
@@ -136,7 +144,7 @@ class Contract:
         kind = resp.headers.get("Content-Type", "")
         if PREFIX + "/" not in urlsplit(req.url).path:
             return None
-        body = resp.content if "json" in kind else b""
+        body = resp.content if "json" in kind or kind.startswith("text/html") else b""
         return self.check(req.method, req.url, resp.status_code, kind, body)
 
 

@@ -28,18 +28,26 @@ class BatchWorker(Generic[Job]):
         self._queue: queue.Queue[Job] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
+        self._counted = threading.Condition()
+        self._queued = 0                # jobs put so far
+        self._applied = 0               # jobs whose batch has been applied (or failed)
 
     def put(self, job: Job) -> None:
         with self._start_lock:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, daemon=True, name=self.name)
                 self._thread.start()
+        with self._counted:
+            self._queued += 1
         self._queue.put(job)
 
-    def flush(self) -> None:
-        """Wait until every job queued so far has been applied (tests, shutdown)."""
-        if self._thread is not None:
-            self._queue.join()
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every job queued so far has been applied (a command before it answers,
+        tests, shutdown); False if `timeout` seconds passed first. Jobs put meanwhile are
+        not waited for, so a steady stream cannot hold the caller."""
+        with self._counted:
+            target = self._queued
+            return self._counted.wait_for(lambda: self._applied >= target, timeout)
 
     def _loop(self) -> None:
         while True:
@@ -56,8 +64,9 @@ class BatchWorker(Generic[Job]):
             except Exception:   # a failed batch is logged; the worker lives on
                 log.exception("%s: applying %d queued changes failed", self.name, len(batch))
             finally:
-                for _ in batch:
-                    self._queue.task_done()
+                with self._counted:
+                    self._applied += len(batch)
+                    self._counted.notify_all()
 
 
 def offload(fn, *args):

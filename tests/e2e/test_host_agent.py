@@ -4,7 +4,8 @@ API behind lighttpd, hwdb) whose WAN line runs through a real ISP edge. Its repo
 hwdb (AppTuples) and the router's view of that computer's applications; a priority set for
 one application moves that application's running connection to the household's high queue
 at the edge (the time it takes is printed: make bench's isp section reports it); unknown
-agents, and an agent speaking from another computer, are refused."""
+agents, and an agent speaking from another computer, are refused; a computer does not add or
+remove its own agent (another device does, as for every change naming a device)."""
 from __future__ import annotations
 
 import hashlib
@@ -119,6 +120,14 @@ def test_an_applications_priority_follows_its_connection_to_the_edges_high_queue
 
 def test_unknown_agents_and_agents_of_another_computer_are_refused(lab):
     laptop, phone = permitted_device(lab), permitted_device(lab)
+    # a computer does not add or remove its own agent, even with the household's admin
+    # token (as for every change a device would make about itself): another device does
+    for method in ("POST", "DELETE"):
+        out = laptop.run(["curl", "-sk", "-m", "60", "-o", "-", "-w", "\n%{http_code}", "-X", method,
+                          "-H", f"Authorization: Bearer {lab.web.token('admin')}",
+                          f"https://{gateway(laptop)}/ws.v1/qos/agents/{laptop.mac}"], check=False, timeout=90).stdout
+        body, _, code = out.rpartition("\n")
+        assert code == "403" and "own access" in body, (method, out)
     secret = api(lab.web, "POST", f"qos/agents/{laptop.mac}").json()["token"]
     flow = {"proto": "udp", "src": laptop.ipv4()[0], "sport": 40400, "dst": WEB_ADDR, "dport": PORT, "app": "zoom"}
     for who, key, want in ((laptop, "hwa_not-a-secret", "unknown agent"),

@@ -189,30 +189,44 @@ export async function axeViolations(page, include) {
     its one-time ticket. Resolves once the board is live. */
 export async function setUpRouter(page, boardUrl, password, proof) {
   const gateway = new URL(boardUrl).hostname;
+  // Until the offer is on the page, trying again is the household reloading the waiting
+  // page: after a factory reset the laptop's DHCP client may be between two leases a while
+  // (its renewal NAKed, its DISCOVER answered with its old block: ERR_INTERNET_DISCONNECTED
+  // meanwhile). Once the form is sent the offer is used up, so a later failure is the test's.
+  const offerBy = Date.now() + 120000;
   for (let attempt = 1; ; attempt++) {
     try {
-      await page.goto(`http://${gateway}/`);
+      await page.goto(`http://${gateway}/`, { timeout: 30000 });
       await page.locator('#setup-start').click({ timeout: 30000 });
-      const form = page.locator('#setup-form');
-      await form.locator('input[name=password]').fill(password);
-      await form.locator('input[name=again]').fill(password);
-      if (proof !== undefined) await form.locator('input[name=proof]').fill(proof);
-      await form.locator('button[type=submit]').click();
-      await page.waitForURL((url) => url.protocol === 'https:', { timeout: 60000 });
-      // bounds against a hang: just after a factory reset, on a loaded machine, the restarted
-      // controller has taken over 30 s to open the board and its live stream
-      await page.locator('#board').waitFor({ state: 'visible', timeout: 90000 });
-      await page.locator('#live.on').waitFor({ timeout: 90000 });
-      return;
+      break;
     } catch (err) {
-      // what the page showed, for a failing run: its address, its words and a screenshot
-      const shown = await page.evaluate(() => document.body.innerText.slice(0, 300)).catch(() => '');
-      await screenshot(page, `setup-attempt-${attempt}`).catch(() => null);
-      if (attempt >= 3) throw err;
-      console.error(`set-up attempt ${attempt} failed (${String(err.message || err).split('\n')[0]}) at ` +
-                    `${page.url()}, showing ${JSON.stringify(shown)}; again`);
+      if (Date.now() > offerBy) throw await withWhatWasShown(page, 'setup-offer', err);
+      console.error(`the waiting page's set-up offer, attempt ${attempt}: ${String(err.message || err).split('\n')[0]}; again`);
+      await new Promise((r) => setTimeout(r, 1000));
     }
   }
+  try {
+    const form = page.locator('#setup-form');
+    await form.locator('input[name=password]').fill(password);
+    await form.locator('input[name=again]').fill(password);
+    if (proof !== undefined) await form.locator('input[name=proof]').fill(proof);
+    await form.locator('button[type=submit]').click();
+    await page.waitForURL((url) => url.protocol === 'https:', { timeout: 60000 });
+    // bounds against a hang: just after a factory reset, on a loaded machine, the restarted
+    // controller has taken over 30 s to open the board and its live stream
+    await page.locator('#board').waitFor({ state: 'visible', timeout: 90000 });
+    await page.locator('#live.on').waitFor({ timeout: 90000 });
+  } catch (err) {
+    throw await withWhatWasShown(page, 'setup', err);
+  }
+}
+
+/** `err` with the page's address and first words, and a screenshot, for a failing run. */
+async function withWhatWasShown(page, name, err) {
+  const shown = await page.evaluate(() => document.body.innerText.slice(0, 300)).catch(() => '');
+  await screenshot(page, `${name}-failed`).catch(() => null);
+  err.message = `${err.message}\n(at ${page.url()}, showing ${JSON.stringify(shown)})`;
+  return err;
 }
 
 export function label(page, mac) {

@@ -54,6 +54,12 @@ async function submit(id, fields) {
   }
 }
 
+/** Where the test is, with the seconds since it began: a run that times out says which step took the time. */
+let began = Date.now();
+function step(what) {
+  console.error(`router settings, ${((Date.now() - began) / 1000).toFixed(1)} s: ${what}`);
+}
+
 /** The devices the router knows, but the browser's own laptop: {mac: state}. */
 async function devices() {
   return Object.fromEntries(JSON.parse(await cli('--json', 'devices'))
@@ -61,8 +67,11 @@ async function devices() {
 }
 
 test('router facts, time zone, password change and factory reset', { timeout: 300000 }, async () => {
+  began = Date.now();
   await cli('permit', MAC);
+  step('logging in');
   await openSettings(home.info.password);
+  step('the settings page is open');
   const router = page.locator('#router');
   assert.match(await router.locator('.slot').innerText(), /single \(not booted from an A\/B slot\)/);
   assert.match(await router.locator('.schema').innerText(), /^\d+$/);
@@ -82,7 +91,9 @@ test('router facts, time zone, password change and factory reset', { timeout: 30
   got = await submit('#router-password', { old: home.info.password, new: NEW_PASSWORD });
   assert.equal(got.error, '');
   assert.match(got.status, /Password changed/);
+  step('logging in with the new password');
   await openSettings(NEW_PASSWORD);                      // the new password logs in
+  step('factory reset');
 
   got = await submit('#router-reset', { confirm: 'erase' });
   assert.match(got.error, /Type erase everything exactly/);
@@ -97,10 +108,14 @@ test('router facts, time zone, password change and factory reset', { timeout: 30
   // the page says when the router is back, and that this device will be a stranger too
   await page.locator('#restart-banner').filter({ hasText: /Factory reset: the router is restarting and should be back in about \d+ s/ }).waitFor();
   await screenshot(page, 'router-02-reset');
+  step('waiting for the reset controller');
   await waitFor('the reset controller without devices', async () => Object.keys(await devices()).length === 0);
   const laptop = JSON.parse(await cli('--json', 'status', home.info.laptop_mac));
   assert.equal(laptop.state, 'pending');                 // the browser's own device too
+  step('setting the router up again from the waiting page');
   await setUpRouter(page, home.info.url, home.info.password);   // its waiting page offers the set-up again
+  step('set up; logging in');
   await openSettings(home.info.password);
+  step('done');
   assert.match(await router.locator('.timezone').innerText(), /from the configuration file/);
 });

@@ -198,3 +198,13 @@ def test_the_contract_checker_names_the_field_that_does_not_fit(tmp_path):
     assert problem and "GET /dns-rules/{mac}" in problem
     assert "which the document does not list" in contract.check("GET", "/ws.v1/status", 418, "application/json", "{}")
     assert contract.check("GET", "/ws.v1/nothing-here", 404, "application/json", "{}") is None
+
+
+def test_the_captive_page_a_cut_off_device_gets_for_an_api_path_is_not_the_operations_answer():
+    from homework import cutoff_pages
+    contract = Contract()
+    page = cutoff_pages.render_not_cut("household-laptop")
+    assert contract.check("GET", "/ws.v1/webhooks/deliveries", 200, "text/html; charset=utf-8", page) is None
+    # any other HTML where JSON is declared is still a problem
+    assert "the document says application/json" in contract.check(
+        "GET", "/ws.v1/webhooks/deliveries", 200, "text/html", "<html><main>hello</main></html>")

@@ -18,7 +18,8 @@ class FakeDnsNet:
     """Unit tests: remembers what would be in the captive set."""
 
     def __init__(self, *args, **kw):
-        self.captive_ips: set[str] = set()
+        self.captive_ips: set[str] = set()      # what was asked for
+        self.applied: set[str] = set()          # what nft holds: the asked-for set at the last flush
         self.set_up = False
 
     def setup(self) -> None:
@@ -27,6 +28,9 @@ class FakeDnsNet:
     def captive(self, ip: str, on: bool) -> None:
         (self.captive_ips.add if on else self.captive_ips.discard)(ip)
 
+    def flush(self, timeout=None) -> bool:
+        self.applied = set(self.captive_ips)
+        return True
 
 
 class FakeLink:
@@ -103,6 +107,19 @@ def test_devices_reach_dnsd_with_their_state_and_pending_ones_are_captive(tmp_pa
     assert dns.link.take()[0].split()[3] == "denied" and dns.net.captive_ips == {"10.2.0.2"}
     snapshot = dns._snapshot()
     assert snapshot[0] == "blocked nxdomain" and f"device 10.2.0.2 {A} denied denylist 10.2.0.1" in snapshot
+
+
+def test_a_command_answers_once_the_captive_sets_hold_its_change(tmp_path):
+    # the set-up and the board's Let in: the device's next web request must reach the
+    # router's board, not its waiting page's server
+    core, dns, _ = make(tmp_path)
+    join(core, A, port=1)
+    dns.net.flush()
+    assert dns.net.applied == {"10.2.0.2"}
+    call(core, "permit", mac=A)
+    assert dns.net.applied == set()
+    call(core, "deny", mac=A)
+    assert dns.net.applied == {"10.2.0.2"}
 
 
 def test_rules_commands_push_to_dnsd_and_block_dot(tmp_path):

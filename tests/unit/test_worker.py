@@ -35,3 +35,21 @@ def test_a_failing_batch_does_not_stop_the_worker():
     w.put(7)
     w.flush()
     assert seen == [7]
+
+
+def test_flush_waits_for_the_jobs_queued_so_far_and_gives_up_after_its_timeout():
+    gate = threading.Event()
+    applied = []
+
+    def apply(batch):
+        gate.wait(10)          # a slow nft run
+        applied.extend(batch)
+
+    w = BatchWorker("t", apply)
+    assert w.flush(timeout=0.1)             # nothing queued: nothing to wait for
+    w.put(1)
+    assert not w.flush(timeout=0.2)         # still being applied: the caller is not held
+    assert applied == []
+    gate.set()
+    assert w.flush(timeout=10)
+    assert applied == [1]
