@@ -9,6 +9,7 @@ LOCAL interface.
 """
 from __future__ import annotations
 
+import contextlib
 
 from ... import dnr
 from ...component import Component
@@ -96,6 +97,7 @@ class DhcpServer(Component):
         self.ctx.bus.subscribe("device", self._on_device)
         self.ctx.bus.subscribe("ipv6_plan", self._on_ipv6_plan)
         self.ctx.bus.subscribe("station_at", self._on_station_at)
+        self.ctx.commands.scopes.append(self._gathered)
         # Remove router addresses of leases that expired while we were down (the spares stay).
         installed = self.ctx.host.router_addresses()
         spares = self._upcoming_routers(now)
@@ -196,6 +198,10 @@ class DhcpServer(Component):
         """Every lease homework-dhcpd has ACKed is booked (LeaseReader.settle)."""
         if self.dhcpd is not None:
             self.dhcpd.settle()
+
+    def _gathered(self) -> contextlib.AbstractContextManager:
+        """A command's changes to homework-dhcpd's table go out together at its end."""
+        return self.dhcpd.gathered() if self.dhcpd is not None else contextlib.nullcontext()
 
     def _dhcpd_forget(self, mac: str) -> None:
         """homework-dhcpd answers nothing more for `mac`, offer or lease: its lease ended,
