@@ -15,8 +15,8 @@
 //! Anything else (bad JSON, unknown op, a bad field): ignored and counted as bad_control.
 //! A JSON array of such objects in one message is applied in order (`apply_all`): the
 //! controller gathers the messages of a burst (a group decision's hundreds of entries)
-//! into one packet, where one each made it wait for this daemon every ten (the socket's
-//! queue is that short).
+//! into one packet: one each woke this daemon each time, and on a busy machine the
+//! controller then waited for the daemon's turn on the CPU.
 //!
 //! Out: `{"op":"offered"|"acked","mac":..,"port":P,"hostname":..,"xid":N,"counts":{"offered":N,"acked":N}}`
 //! for each device answered in the last batch (main.rs: TELL_EVERY), with `"first":true`

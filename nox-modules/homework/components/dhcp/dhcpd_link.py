@@ -56,11 +56,12 @@ REPO_BINARY = Path(__file__).resolve().parents[4] / "dhcpd" / "target" / "releas
 PR_SET_PDEATHSIG = 1
 _COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))   # one encoder: json.dumps with options builds one a call
 KNOWN_PER_MESSAGE = 512      # MACs in one "known" message (about 10 kB)
-# Messages gathered into one packet, at most this many bytes (the daemon reads 64 kB). The
-# socket queues only net.unix.max_dgram_qlen (10) packets: past that each send waits for
-# the daemon to be scheduled, which on a busy machine was a quarter of the controller's
-# time while it let a crowd in (one message per device, each decision).
+# Messages gathered into one packet, at most this many bytes (the daemon reads 64 kB). Each
+# packet wakes the daemon, and on a busy machine the send then waited for the daemon's turn
+# on the CPU: a packet per message (one per device and decision) was a quarter of the
+# controller's time while it let a crowd in.
 GATHER_BYTES = 32 * 1024
+DRAIN = 64                   # the daemon's messages read at once, their answers gathered
 
 
 def known_messages(macs: list[str]) -> list[dict]:
@@ -153,9 +154,11 @@ class DhcpdLink:
                 except OSError:
                     data = b""
                 if data:
-                    self._dispatch(data)
-                    if time.monotonic() - self._booked_at >= BOOK_EVERY:
-                        self.book()
+                    with self.gathered():
+                        self._dispatch(data)
+                        self._drain(sock)
+                        if time.monotonic() - self._booked_at >= BOOK_EVERY:
+                            self.book()
                     continue
                 self.book()
             if self._closed:
@@ -173,12 +176,27 @@ class DhcpdLink:
                 log.error("homework-dhcpd cannot start (%s)", exc)
                 time.sleep(5)
 
+    def _drain(self, sock: socket.socket) -> None:
+        """What else the daemon has said by now, up to DRAIN messages (a crowd's first
+        ACKs): dispatched in the caller's gathering. EOF is left for the next read."""
+        for _ in range(DRAIN):
+            if not select.select([sock], [], [], 0)[0]:
+                return
+            try:
+                data = sock.recv(MAX_MESSAGE)
+            except OSError:
+                return
+            if not data:
+                return
+            self._dispatch(data)
+
     def _dispatch(self, data: bytes) -> None:
         if data[:1] == b"P":
             # not gathered: a reply of ours may need its entry in the daemon before it leaves
             # (an OFFER: the REQUEST that takes it is the daemon's to answer)
             self.count("dhcp.dhcpd_punted")
-            self.on_punt(data[1:])
+            with self._ungathered():
+                self.on_punt(data[1:])
             return
         with self.gathered():
             self._dispatch_note(data)
@@ -312,6 +330,18 @@ class DhcpdLink:
                 self._gathering[ident] = depth
             else:
                 self.flush()
+
+    @contextlib.contextmanager
+    def _ungathered(self):
+        """Within it, this thread's messages go out at once (after those gathered so far)."""
+        ident = threading.get_ident()
+        depth = self._gathering.pop(ident, 0)
+        self.flush()
+        try:
+            yield
+        finally:
+            if depth:
+                self._gathering[ident] = depth
 
     def _send(self, message: dict) -> None:
         if self.sock is None:

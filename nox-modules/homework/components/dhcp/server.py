@@ -520,6 +520,13 @@ class DhcpServer(Component):
         server_id, requested = msg.server_id, msg.requested_ip
         if server_id is not None:
             # SELECTING: the client answers an OFFER; is it ours?
+            if block is not None and server_id != block.router and self.is_router_address(server_id):
+                # Ours all the same (every /30's router is this server): homework-dhcpd's
+                # offer of a reserved block that the controller did not keep, having offered
+                # the device a block of its own meanwhile. Ignored, the client would ask for
+                # it until it gave up; a NAK sends it back to DISCOVER, which gets its block.
+                self.ctx.count("dhcp.withdrawn_offer_naks")
+                return [self._nak(msg, in_port, "that offer was withdrawn: ask again", server_id)]
             if block is None or server_id != block.router:
                 if block is not None and self.alloc.expiry(msg.mac) <= now and msg.mac not in self.live:
                     self.alloc.forget(msg.mac)  # it chose another server
@@ -774,11 +781,13 @@ class DhcpServer(Component):
         self.ctx.count("dhcp.informs")
         return [self._reply(m.ACK, msg, block, in_port, lease_time=None, yiaddr="0.0.0.0")]
 
-    def _nak(self, msg: m.DhcpMessage, in_port: int, why: str) -> PacketOut:
+    def _nak(self, msg: m.DhcpMessage, in_port: int, why: str, server_id: str | None = None) -> PacketOut:
+        """`server_id`: the one the client chose, where that is not its block's router."""
         self.ctx.count("dhcp.naks")
         self.log.info("NAK to %s: %s", msg.mac, why)
         block = self.alloc.block_for(msg.mac)
-        server_id = block.router if block else str(self.ctx.config.pool.network_address + 1)
+        if server_id is None:
+            server_id = block.router if block else str(self.ctx.config.pool.network_address + 1)
         payload = m.build(msg_type=m.NAK, request=msg, yiaddr="0.0.0.0", server_id=server_id,
                           options=[(m.OPT_MESSAGE, why.encode()[:200])])
         return self._packet_out(payload, server_id, "255.255.255.255", BROADCAST_MAC, in_port)
