@@ -153,7 +153,7 @@ class DhcpdLink:
                     continue
                 except OSError:
                     data = b""
-                if data:
+                if data and sock is not None:
                     with self.gathered():
                         self._dispatch(data)
                         self._drain(sock)
