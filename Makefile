@@ -3,9 +3,9 @@ SHELL := /bin/bash
 VENV  := .venv
 PY    := $(VENV)/bin/python
 PYTEST := $(VENV)/bin/pytest
-export PYTHONPATH := $(CURDIR)/nox-modules:$(CURDIR)/hwdb/python:$(CURDIR)/tests
+export PYTHONPATH := $(CURDIR)/nox-modules:$(CURDIR)/hwdb/python:$(CURDIR)/tests:$(CURDIR)/ispedge
 
-.PHONY: all deps build run test test-hwdb test-dnsd test-dhcpd test-unit test-e2e test-ui image image-test bench clean \
+.PHONY: agent-deb all deps build run test test-hwdb test-dnsd test-dhcpd test-unit test-e2e test-ui image image-test image-test-powercut bench clean \
         lint lint-python lint-rust lint-shell
 
 all: build
@@ -13,7 +13,11 @@ all: build
 deps:
 	@bash scripts/deps.sh
 
-build: deps
+build: deps agent-deb
+
+# The end-host agent's Debian package (hostagent/): out/homework-agent_<version>_all.deb
+agent-deb:
+	@bash hostagent/build-deb.sh out
 
 # The router on this machine with an emulated home; Ctrl-C tears it down.
 run: deps
@@ -49,19 +53,26 @@ image: deps
 image-test: deps
 	bash image/boot-test.sh
 
-# Static checks: ruff (pyflakes rules, ruff.toml) on the Python, clippy with warnings as
-# errors on both Rust crates, shellcheck on the shell scripts. The first step of `make test`.
+# The wide matrix of power cuts at boot (image/README.md, "Power cuts at boot"): a cut every
+# few seconds of two boots and in every marking step, each booted again; longer than make test's budget.
+image-test-powercut: deps
+	HOMEWORK_POWERCUT=wide bash image/boot-test.sh
+
+# Static checks: ruff (pyflakes, pycodestyle errors, bugbear, pyupgrade: ruff.toml) on the
+# Python and mypy over the controller (mypy.ini), clippy with warnings as errors on the Rust
+# crates, shellcheck on the shell scripts. The first step of `make test`.
 lint: lint-python lint-rust lint-shell
 
 lint-python:
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 lint-rust:
 	cd hwdb && cargo clippy --release -q --all-targets -- -D warnings
 	cd dnsd && cargo clippy --release -q --all-targets -- -D warnings
 	cd dhcpd && cargo clippy --release -q --all-targets -- -D warnings
 
-SHELL_SCRIPTS = $(wildcard scripts/*.sh image/*.sh tests/homelab/*.sh) $(shell grep -lsE '^\#!/(usr/)?bin/(env )?(ba)?sh' image/guest/* 2>/dev/null)
+SHELL_SCRIPTS = $(wildcard scripts/*.sh image/*.sh tests/homelab/*.sh hostagent/*.sh) $(shell grep -lsE '^\#!/(usr/)?bin/(env )?(ba)?sh' image/guest/* 2>/dev/null)
 lint-shell:
 	shellcheck -x --severity=warning $(SHELL_SCRIPTS)
 

@@ -32,7 +32,7 @@ def main() -> int:
         s.settimeout(max(0.1, deadline - time.monotonic()))
         try:
             chunk = s.recv(65536)
-        except socket.timeout:
+        except TimeoutError:
             break
         if not chunk:
             break

@@ -172,6 +172,10 @@ for d in json.load(sys.stdin):
   # session, it drops its certificate and asks to pair again as a device on that port (its
   # key kept: the same code); permitted, it is whole again
   out=$(api POST "/satellites/$dpid/forget"); echo "forget $dpid: $out" >>"$ART/checks.log"
+  for _ in 1 2 3 4 5 6 7 8; do    # a controller still restarting (after a satellite decision) answers nothing
+    echo "$out" | grep -q '^HTTP \(000\|502\|503\|504\)' || break
+    sleep 10; out=$(api POST "/satellites/$dpid/forget"); echo "forget $dpid (again): $out" >>"$ART/checks.log"
+  done
   st=""
   if sat_line 'no longer admits this access point (forgotten)' 180 >/dev/null; then
     for _ in $(seq 1 120); do st=$(sat_state "$dpid"); [ "$st" = "pending $code True $SATCABLE_PORT" ] && break; sleep 2; done

@@ -15,8 +15,8 @@ copytree() {   # copytree SRC DEST: copy without caches, tests' node_modules, by
 if [ -d nox-modules ] && [ -n "$(ls -A nox-modules)" ]; then
   copytree nox-modules /usr/lib/homework/nox-modules
   [ -d hwdb/python ] && copytree hwdb/python /usr/lib/homework/nox-modules   # hwdb_client, for hwdb_sync
-  # The link simulator is for the emulated home only; the image reads the real radio (radio).
-  rm -rf "$R/usr/lib/homework/nox-modules/homework/components/linksim"
+  # The link simulator (components/linksim) stays although the image never loads it (it reads
+  # the real radio): the manifests import every known component's (tests/unit/test_image_modules.py).
   # Bytecode, made once here by the image's own python3: the services and the CLI run with
   # PYTHONDONTWRITEBYTECODE (the system slot is not theirs to write), so without it every
   # controller start and every `homework` command compiled 20,000 lines again (seconds on
@@ -89,11 +89,14 @@ cat > "$R/etc/hosts" <<'EOF'
 EOF
 # No "/" line: both system slots carry the label hw-root; the kernel command line names the
 # slot (root=PARTLABEL=hw-root-a|b) and mounts it rw. The ESP is mounted on first access (the
-# update code, mark-good) and unmounted when idle, so it is rarely mounted at a power cut.
+# update code, mark-good) and unmounted when idle, so it is rarely mounted at a power cut;
+# homework-esp-check.service checks and repairs it (fsck.fat -a) before its automount exists.
+# Read-only: reading it writes nothing (a read-write FAT mount sets its dirty flag); the update
+# code remounts it read-write only for a change (homework.update.slots.writable).
 cat > "$R/etc/fstab" <<'EOF'
 # Homework router. Partitions: 1 BIOS boot, 2 ESP (HWBOOT), 3-4 system slots (hw-root-a, -b), 5 state (hw-data).
 LABEL=hw-data  /var/lib/homework  ext4  defaults,noatime,nofail,x-systemd.device-timeout=90s  0 2
-LABEL=HWBOOT   /boot/efi          vfat  nofail,x-systemd.automount,x-systemd.idle-timeout=30s,umask=0077  0 0
+LABEL=HWBOOT   /boot/efi          vfat  ro,nofail,x-systemd.automount,x-systemd.idle-timeout=30s,umask=0077  0 0
 EOF
 mkdir -p "$R/var/lib/homework" "$R/boot/efi"
 # (dnsmasq listens on 127.0.0.1:5353 only, so the router uses the ISP's resolvers directly.)
@@ -117,14 +120,14 @@ sed -i 's/^root:[^:]*:/root:*:/' "$R/etc/shadow"   # root locked: no login passw
 rm -rf "$R/var/cache/apt/archives/"*.deb "$R/var/lib/apt/lists/"* 2>/dev/null || true
 
 # --- units: ours on, Debian's own instances of the same daemons off (ours replace them)
-systemctl --root="$R" enable homework.target homework-firstboot.service homework-net.service \
+systemctl --root="$R" enable homework.target homework-esp-check.service homework-firstboot.service homework-net.service \
   homework-wan.service homework-wan6.service homework-hwdbd.service homework-controller.service homework-dns.service \
-  homework-dnsd.service homework-captive.service homework-web.service homework-ready.service homework-mark-good.service homework-satellite.service homework-test-agent.service \
+  homework-resolver.service homework-dnsd.service homework-captive.service homework-web.service homework-ready.service homework-mark-good.service homework-satellite.service homework-test-agent.service \
   homework-test-hwsim.service openvswitch-switch.service
-for u in hostapd.service lighttpd.service radvd.service wpa_supplicant.service systemd-networkd.service \
+for u in hostapd.service lighttpd.service unbound.service unbound-resolvconf.service radvd.service wpa_supplicant.service systemd-networkd.service \
          apt-daily.timer apt-daily-upgrade.timer e2scrub_reap.service; do
   systemctl --root="$R" disable "$u" 2>/dev/null || true
 done
-systemctl --root="$R" mask hostapd.service lighttpd.service 2>/dev/null || true
+systemctl --root="$R" mask hostapd.service lighttpd.service unbound.service 2>/dev/null || true
 systemctl --root="$R" set-default multi-user.target
 echo "overlay done: $(du -sh "$R" | cut -f1)"

@@ -26,6 +26,11 @@ if want dns; then
   "$PY" scripts/bench_dns.py
 fi
 
+if want resolver; then
+  section "The resolver: DNSSEC validation, DNS over TLS upstream, DoT/DoH to the router (scripts/bench_resolver.py)"
+  "$PY" scripts/bench_resolver.py
+fi
+
 if want blocklists; then
   section "Blocklists: dnsperf with a 1,000,000-name list vs none, list load time (scripts/bench_blocklists.py)"
   "$PY" scripts/bench_blocklists.py
@@ -81,9 +86,19 @@ if want update; then
   "$PY" scripts/bench_update.py
 fi
 
+if want security; then
+  section "Security: twelve devices guessing the admin password, checks off the event loop vs on it (scripts/bench_security.py)"
+  "$PY" scripts/bench_security.py
+fi
+
 if want reach; then
   section "Reaching in: a port forward vs plain Linux DNAT, WireGuard vs plain wireguard-go (scripts/bench_reach.py)"
   "$PY" scripts/bench_reach.py
+fi
+
+if want isp; then
+  section "ISP edge: three households on a backhaul below their lines; A's call with and without placement at the edge (scripts/bench_isp.py)"
+  "$PY" scripts/bench_isp.py
 fi
 
 if want qos; then
@@ -94,4 +109,9 @@ fi
 if want radio; then
   section "Radio monitor: CPU with 50 stations, signal change -> label opacity (scripts/bench_radio.py)"
   "$PY" scripts/bench_radio.py
+fi
+
+if want identify; then
+  section "Identification: the controller's DHCP handling with it off and on, in one run; memory per device (scripts/bench_identify.py; homework-dhcpd's side is the DHCP section's homework-dhcpd+identify column)"
+  "$PY" scripts/bench_identify.py
 fi

@@ -78,7 +78,7 @@ def main() -> None:
                 t = time.monotonic()
                 lab.homework("blocklist", "add", url)
                 adds.append(time.monotonic() - t)
-                rss.extend(after - b for after, b in zip(dnsd_rss(), before))
+                rss.extend(after - b for after, b in zip(dnsd_rss(), before, strict=True))
                 list_id = max(int(i) for i in re.findall(r'"id": (\d+)', lab.homework("--json", "blocklist", "list")))
             elif list_id is not None:
                 lab.homework("blocklist", "remove", str(list_id))

@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "scripts"))
 
-from homelab import BARE, Home, cpu_seconds  # noqa: E402
+from homelab import BARE, Home, _read_pid, cpu_seconds  # noqa: E402
 from homelab.household import describe  # noqa: E402
 
 CROWD = int(os.environ.get("BENCH_CROWD_DEVICES", "1000"))
@@ -110,9 +110,11 @@ def one_round(kind: str, grouped: bool, first: int, results: dict) -> None:
                                     str(int(CROWD / RATE) + 20), "--rate", "100", "--format", "raw", "--output",
                                     str(REPO / "out" / "bench-crowd-controller.pyspy"), "--nonblocking"],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        cpu = cpu_seconds(ctl)
+        ovs = _read_pid(home.ovs_dir / "run" / "ovs-vswitchd.pid")
+        cpu, ovs_cpu = cpu_seconds(ctl), cpu_seconds(ovs)
         lease = arrive(home, crowd, first)
         lease["controller_cpu_s"] = round(cpu_seconds(ctl) - cpu, 2)
+        lease["ovs_cpu_s"] = round(cpu_seconds(ovs) - ovs_cpu, 2)
         macs = lease.pop("macs")
         lease["dhcp"] = json.loads(home.homework("--json", "stats").stdout or "{}").get("dhcp", {})
         cpu = cpu_seconds(ctl)
@@ -122,7 +124,8 @@ def one_round(kind: str, grouped: bool, first: int, results: dict) -> None:
         say(json.dumps(row))
         results.setdefault(kind, []).append(row)
         if spy is not None:
-            spy.wait(60)
+            from bench_scale import stop_profiler
+            stop_profiler(spy, 60)
         if kind == "image":
             results["image_router"] = describe(home)
     finally:
@@ -141,18 +144,18 @@ def main() -> int:
     print(f"\n{CROWD} devices through one port, a new one every {1000 / RATE:.0f} ms; then all permitted at once "
           f"({ROUNDS} rounds, alternating; medians)")
     print(f"{'router':7} {'leased':>7} {'first lease p50 s':>18} {'p99 s':>7} {'max s':>7} {'controller CPU s':>17} "
-          f"{'permit: answered s':>19} {'in switch s':>12}")
+          f"{'OVS CPU s':>10} {'permit: answered s':>19} {'in switch s':>12}")
     for kind in ("image", "light"):
         rows = results.get(kind, [])
         if not rows:
             continue
         med = {k: statistics.median(r[k] for r in rows if r[k] is not None) for k in
-               ("leased", "p50_s", "p99_s", "max_s", "controller_cpu_s", "answered_s", "in_switch_s")}
+               ("leased", "p50_s", "p99_s", "max_s", "controller_cpu_s", "ovs_cpu_s", "answered_s", "in_switch_s")}
         print(f"{kind:7} {med['leased']:7.0f} {med['p50_s']:18.3f} {med['p99_s']:7.3f} {med['max_s']:7.2f} "
-              f"{med['controller_cpu_s']:17.1f} {med['answered_s']:19.2f} {med['in_switch_s']:12.2f}")
+              f"{med['controller_cpu_s']:17.1f} {med['ovs_cpu_s']:10.1f} {med['answered_s']:19.2f} {med['in_switch_s']:12.2f}")
         for r in rows:
             print(f"    round: {r['calls']}: answered {r['answered_s']} s, in the switch {r['in_switch_s']} s; "
-                  f"first lease p99 {r['p99_s']} s")
+                  f"first lease p99 {r['p99_s']} s, {r['resent']} frames re-sent")
     print("image: the image's components on a box without Wi-Fi: " + results.get("image_router", "")
           + "; the crowd's limits lifted: " + json.dumps(CROWD_CONFIG))
     print("light: the controller with dhcp and routing only, IPv4, no hwdb; the same limits lifted")

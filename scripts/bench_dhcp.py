@@ -38,7 +38,7 @@ Environment: BENCH_DHCP_RUNS (3), BENCH_DHCP_BURST_ROUNDS (6: a burst's median m
 BENCH_DHCP_MAX_DROPS (2 %), BENCH_DHCP_SAME_RATE (400/s: the rate at which every server's
 latency is also measured, within dnsmasq's reach at 1000 clients), BENCH_DHCP_HIGH_RATE (8000/s:
 the same at 100 clients, near the top of both), BENCH_DHCP_DEVICES (100),
-BENCH_DHCP_SERVERS ("homework,homework-dhcpd,dnsmasq"), BENCH_DHCP_FAST_PATH (1; 0: the controller's
+BENCH_DHCP_SERVERS ("homework,homework-dhcpd,homework-dhcpd+identify,dnsmasq"; also homework+identify), BENCH_DHCP_FAST_PATH (1; 0: the controller's
 packet-in path, for comparison).
 """
 from __future__ import annotations
@@ -74,7 +74,8 @@ SAME_RATE = int(os.environ.get("BENCH_DHCP_SAME_RATE", "400"))   # within every 
 # at 100 clients also a high rate for all: the top rates differ, so latencies at them do not compare
 HIGH_RATE = int(os.environ.get("BENCH_DHCP_HIGH_RATE", "8000"))
 N_DEVICES = int(os.environ.get("BENCH_DHCP_DEVICES", "100"))
-SERVERS = [s for s in os.environ.get("BENCH_DHCP_SERVERS", "homework,homework-dhcpd,dnsmasq").split(",") if s]
+SERVERS = [s for s in os.environ.get("BENCH_DHCP_SERVERS",
+                                    "homework,homework-dhcpd,homework-dhcpd+identify,dnsmasq").split(",") if s]
 DHCPD = REPO / "dhcpd" / "target" / "release" / "homework-dhcpd"
 T0 = time.monotonic()
 
@@ -104,6 +105,13 @@ HOMEWORK_CONFIG = {"controller": {"components": list(BARE)},
 # reserved blocks; the controller decides the rest (the perf relay's clients among them)
 HOMEWORK_DHCPD_CONFIG = {**HOMEWORK_CONFIG, "dhcp": {**HOMEWORK_CONFIG["dhcp"], "answerer": "dhcpd",
                                                         "dhcpd_binary": str(DHCPD)}}
+# The same two with device identification on (components/identify: the DHCP options of what
+# the controller and homework-dhcpd already parse become fingerprints, classified): the
+# "+identify" columns against their twins show what identification costs the DHCP path.
+IDENTIFY = {"controller": {"components": [*BARE, "identify"]}}
+CONFIGS = {"homework": HOMEWORK_CONFIG, "homework-dhcpd": HOMEWORK_DHCPD_CONFIG,
+           "homework+identify": {**HOMEWORK_CONFIG, **IDENTIFY},
+           "homework-dhcpd+identify": {**HOMEWORK_DHCPD_CONFIG, **IDENTIFY}}
 
 
 def ns_packet_socket(ns: str, ifname: str) -> socket.socket:
@@ -162,7 +170,7 @@ class WireTimes:
         # On a flooding (NORMAL) bridge every interface also sees the others' broadcasts:
         # only a device's own exchange on its own interface counts.
         self.socks = [ns_packet_socket(d.ns, d.ifname) for d in devs]
-        self.owner = {sock: d.mac for sock, d in zip(self.socks, devs)}
+        self.owner = {sock: d.mac for sock, d in zip(self.socks, devs, strict=True)}
         for sock in self.socks:
             sock.setblocking(False)
         self.discover: dict[str, float] = {}
@@ -234,7 +242,7 @@ class Server:
     def __init__(self, kind: str):
         self.kind = kind
         self.homework = kind.startswith("homework")
-        config = {"homework": HOMEWORK_CONFIG, "homework-dhcpd": HOMEWORK_DHCPD_CONFIG}.get(kind)
+        config = CONFIGS.get(kind)
         self.home = Home(controller=self.homework, internet=False, hwdb=False, config=config,
                          log=lambda m: say(f"{kind}: {m}"))
         self.leasefile = None
@@ -437,7 +445,7 @@ class Server:
                 "machine": (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")}
 
 
-def perf_scenario(srv: "Server", dev: Device, clients: int) -> dict:
+def perf_scenario(srv: Server, dev: Device, clients: int) -> dict:
     """Ramp the offered rate until the server drops more than MAX_DROPS %, then measure
     RUNS runs at the highest rate it kept up with. Past its capacity a server's queue
     grows until replies come later than perfdhcp waits (1 s) and everything counts as
@@ -585,13 +593,16 @@ def table(results: dict) -> str:
     """One column per server, then each Homework variant's ratio to dnsmasq."""
     kinds = [k for k in SERVERS if k in results]
     ours = [k for k in kinds if k != "dnsmasq"]
+    # identification on against off, in the same run
+    twins = [k for k in kinds if k.endswith("+identify") and k.removesuffix("+identify") in kinds]
     dm = results.get("dnsmasq")
     rows = []
 
     def row(scenario, label, values, better, unit):
         base = values.get("dnsmasq")
         rows.append((scenario, label, *(fmt(values.get(k), unit) for k in kinds),
-                     *(ratio(values.get(k), base) if dm else "n/a" for k in ours), better))
+                     *(ratio(values.get(k), base) if dm else "n/a" for k in ours),
+                     *(ratio(values.get(k), values.get(k.removesuffix("+identify"))) for k in twins), better))
 
     for clients in CLIENTS:
         for key, label, unit, better in (("sustained_offered", f"highest offered rate with <={MAX_DROPS:g}% drops", "/s", "higher"),
@@ -623,9 +634,10 @@ def table(results: dict) -> str:
                              ("bound", "devices bound", "")):
         row(f"{N_DEVICES} devices start udhcpc at once", label, {k: results[k]["burst"][key] for k in kinds},
             "lower" if key != "bound" else "higher", unit)
-    head = ("scenario", "metric", *kinds, *(f"{k}/dnsmasq" for k in ours), "better")
+    head = ("scenario", "metric", *kinds, *(f"{k}/dnsmasq" for k in ours),
+            *(f"{k}/{k.removesuffix('+identify')}" for k in twins), "better")
     widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
-    line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+    line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()  # noqa: E731
     out = [line(head), line(["-" * w for w in widths])]
     prev = None
     for r in rows:

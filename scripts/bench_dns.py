@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """DNS benchmark: dnsperf from a device namespace through the interception
-path (OVS -> nftables -> homework-dnsd -> the upstream resolver) against dnsperf from the
-same namespace straight at the router's dnsmasq (OVS -> dnsmasq on the gateway address,
-port 5353, which forwards to the same upstream), in the same run, rounds alternating which
-side goes first; then the same with 10,000 policy rules loaded.
+path (OVS -> nftables -> homework-dnsd -> the validating resolver, unbound -> the upstream
+resolver) against dnsperf from the same namespace straight at the router's dnsmasq (OVS ->
+dnsmasq on the gateway address, port 5353, which forwards to the same upstream), in the same
+run, rounds alternating which side goes first; then the same with 10,000 policy rules
+loaded. A third side, "direct", is dnsd without the resolver ([dns] resolver = "": it asks
+the upstream itself and nothing is validated), restarted for its turns: what the
+resolver's hop costs. The upstream's names are not signed, so no side checks a signature
+here (scripts/bench_resolver.py measures validation).
 
 Two workloads, each a file played once (dnsperf -n 1):
   distinct: DISTINCT names nobody asked before (no cache can help; the controller learns each);
@@ -57,9 +61,11 @@ class QueryFiles:
         return path
 
 
-def dnsperf(run, server: str, port: int, qfile: Path, seconds: int, qps: int | None = None) -> dict:
-    cmd = ["dnsperf", "-s", server, "-p", str(port), "-d", str(qfile), "-n", "1", "-c", "10",
-           "-l", str(seconds), "-t", "2"]
+def dnsperf(run, server: str, port: int, qfile: Path, seconds: int, qps: int | None = None,
+            mode: str = "udp", extra: tuple = ()) -> dict:
+    """mode: udp, tcp, dot or doh (dnsperf's -m); extra: more arguments (-O doh-uri=...)."""
+    cmd = ["dnsperf", "-m", mode, "-s", server, "-p", str(port), "-d", str(qfile), "-n", "1", "-c", "10",
+           "-l", str(seconds), "-t", "2", *extra]
     if qps:
         cmd += ["-Q", str(qps), "-v"]
     out = run(cmd).stdout
@@ -107,7 +113,13 @@ def main() -> None:
         thr: dict[tuple, list[dict]] = {}
         lat: dict[tuple, list[dict]] = {}
 
+        mode = {"dnsd": "ours"}
+
         def measure(side: str, workload: str, rules: int):
+            if side in ("ours", "direct") and mode["dnsd"] != side:
+                lab.restart_dnsd(**({"resolver": ""} if side == "direct" else {}))
+                mode["dnsd"] = side
+                assert lab.dig(dev, f"check.{NEW_DOMAIN}") == ("NOERROR", [NEW_ADDR])
             port = 5353 if side == "peer" else 53
             key = (side, workload, rules)
             thr.setdefault(key, []).append(dnsperf(in_dev, gateway, port, files.file(workload, DISTINCT), MAX_RUN_S))
@@ -117,7 +129,7 @@ def main() -> None:
         def rounds(rules: int):
             for r in range(ROUNDS):
                 for workload in ("distinct", "mix"):
-                    for side in (("peer", "ours") if r % 2 == 0 else ("ours", "peer")):
+                    for side in (("peer", "ours", "direct") if r % 2 == 0 else ("direct", "ours", "peer")):
                         measure(side, workload, rules)
 
         rounds(0)
@@ -133,22 +145,25 @@ def main() -> None:
 
     print(f"dnsperf -c 10 -n 1: {DISTINCT:,} queries per throughput run; latency at {LATENCY_QPS} qps for "
           f"{LATENCY_S} s; medians of {ROUNDS} rounds, peer and ours alternating")
-    print("peer: device -> OVS -> dnsmasq (-> upstream); ours: device -> OVS -> nft -> dnsd (-> upstream)")
-    print(f"{'workload':44} {'side':5} {'qps':>8} {'mean ms':>8} {'p50 ms':>7} {'p99 ms':>7} {'lost':>5} "
+    print("peer: device -> OVS -> dnsmasq (-> upstream); ours: device -> OVS -> nft -> dnsd -> unbound (-> upstream);"
+          " direct: dnsd without the resolver (-> upstream)")
+    print(f"{'workload':44} {'side':6} {'qps':>8} {'mean ms':>8} {'p50 ms':>7} {'p99 ms':>7} {'lost':>5} "
           f"{'ratio':>6} {'added p99':>10}")
     worst_ratio, worst_added = float("inf"), float("-inf")
     for rules in (0, RULES):
         for workload, title in (("distinct", f"{DISTINCT:,} distinct new names"),
                                 ("mix", f"mix {POPULAR_SHARE:.0%} of {POPULAR} popular / new")):
             label = title + (f", {rules:,} rules" if rules else "")
-            peer, ours = ("peer", workload, rules), ("ours", workload, rules)
+            peer, ours, direct = ("peer", workload, rules), ("ours", workload, rules), ("direct", workload, rules)
             ratio = med(thr[ours], "qps") / med(thr[peer], "qps")
             added = (med(lat[ours], "p99_ms") - med(lat[peer], "p99_ms")) * 1000
             worst_ratio, worst_added = min(worst_ratio, ratio), max(worst_added, added)
-            for key in (peer, ours):
-                print(f"{label:44} {key[0]:5} {med(thr[key], 'qps'):8.0f} {med(thr[key], 'mean_ms'):8.3f} "
+            for key in (peer, ours, direct):
+                r = med(thr[key], "qps") / med(thr[peer], "qps")
+                a = (med(lat[key], "p99_ms") - med(lat[peer], "p99_ms")) * 1000
+                print(f"{label:44} {key[0]:6} {med(thr[key], 'qps'):8.0f} {med(thr[key], 'mean_ms'):8.3f} "
                       f"{med(lat[key], 'p50_ms'):7.3f} {med(lat[key], 'p99_ms'):7.3f} {int(med(thr[key], 'lost')):5d}"
-                      + (f" {ratio:6.2f} {added:+8.0f} us" if key is ours else ""))
+                      + (f" {r:6.2f} {a:+8.0f} us" if key is not peer else ""))
     print(f"worst ratio ours/peer: {worst_ratio:.2f} (aim >= 0.9); worst added p99: {worst_added:+.0f} us (aim <= 1000)")
     print(f"dnsd/controller counters: {' '.join(stats.split())[:600]}")
     print(f"bench_dns: {time.monotonic() - t0:.0f} s")

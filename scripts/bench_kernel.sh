@@ -122,7 +122,7 @@ case "${HOMEWORK_ACCEL:-auto}" in
   *) if { probe_kvm; } 2>/dev/null; then ACCEL=kvm; else ACCEL=tcg; fi ;;
 esac
 if [ "$ACCEL" = kvm ]; then ACCEL_ARGS=(-accel kvm -cpu host); BOOT_TIMEOUT=180
-else ACCEL_ARGS=(-accel "tcg,thread=multi" -cpu "max,avx=off,avx2=off"); BOOT_TIMEOUT=600; fi
+else ACCEL_ARGS=(-accel "tcg,thread=multi" -cpu "max,avx=off,avx2=off"); BOOT_TIMEOUT=1800; fi   # a first boot (its keys) under a loaded TCG
 say "booting the image in QEMU ($ACCEL, 2 vCPUs, 1 GiB; the disk as a snapshot)"
 qemu-system-x86_64 -machine q35 "${ACCEL_ARGS[@]}" -smp 2 -m 1024 -display none -no-reboot -snapshot \
   -drive "file=$IMG,if=virtio,format=raw" \

@@ -166,7 +166,7 @@ def measure(devs, label: str, results: dict, iperf_d2d: bool = True) -> None:
     a, b = devs
     out = {}
     url = f"http://{WEB_ADDR}:{HTTP_PORT}/index.html"
-    for tries in range(20):
+    for _try in range(20):
         if a.run(["curl", "-s", "-o", "/dev/null", "-m", "2", url], check=False).returncode == 0:
             break
         time.sleep(0.25)

@@ -365,7 +365,7 @@ def wifi_roams() -> dict:
             secret.write_text("correct horse battery\n")
             home.homework("wifi", "--ssid", "Bench home", "--passphrase-file", str(secret), check=True)
             for sat in sats:
-                wait_until(lambda: "ssid[0]=Bench home" in sat.hostapd_cli(RADIO_PORT, "status"), 20,
+                wait_until(lambda sat=sat: "ssid[0]=Bench home" in sat.hostapd_cli(RADIO_PORT, "status"), 20,
                            f"{sat.bridge}'s access point never served the household's Wi-Fi")
                 sat.stop_agent(access_points=False)
                 sat.start_agent(radios=(RADIO_PORT,), interval=60)
@@ -443,7 +443,7 @@ def run_setup(setup: str) -> dict:
             say(f"permitted {len(burst['leases'])} leased MACs in {time.monotonic() - t:.1f} s")
 
             permit_router, permit_sat = [], []
-            for a, b in zip(on_router, on_sat):
+            for a, b in zip(on_router, on_sat, strict=True):
                 for dev, into in ((a, permit_router), (b, permit_sat if on_sats else permit_router)):
                     took = time_permit(home, dev)
                     say(f"  permit {dev.name} ({dev.bridge}): {took}")

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -130,6 +131,20 @@ def profile_controller(pid: int, seconds: float, out: Path) -> subprocess.Popen 
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def stop_profiler(spy: subprocess.Popen, timeout: float) -> None:
+    """py-spy ends by itself after its duration; one that does not (a loaded machine) is
+    asked to write what it has (SIGINT), then stopped."""
+    try:
+        spy.wait(timeout)
+    except subprocess.TimeoutExpired:
+        spy.send_signal(signal.SIGINT)
+        try:
+            spy.wait(15)
+        except subprocess.TimeoutExpired:
+            spy.kill()
+            spy.wait()
+
+
 def flame_summary(collapsed: Path, top: int = 15) -> dict:
     """Hottest functions of a py-spy collapsed-stack file: own samples (the frame at the
     top of the stack) and total (anywhere in the stack), as shares of all samples."""
@@ -199,7 +214,7 @@ def main() -> int:
             say(json.dumps(row))
             results.append(row)
         if profile is not None and spy is not None:
-            spy.wait(WINDOW + 30)
+            stop_profiler(spy, WINDOW + 30)
         described = describe(home)
     print(f"\nrouter: the image's components on a box without Wi-Fi: {described}; the herd's limits lifted: "
           f"{json.dumps(HERD_CONFIG)}")

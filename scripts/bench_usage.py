@@ -26,7 +26,7 @@ import json
 import os
 import sys
 import tempfile
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -86,8 +86,8 @@ def storage(devices: int) -> dict:
         store.close()
         empty = path.stat().st_size
         store = StateStore(path)
-        book = UsageBook(store, timezone.utc)
-        start = datetime(2026, 1, 1, tzinfo=timezone.utc).timestamp()
+        book = UsageBook(store, UTC)
+        start = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
         hours = 31 * 24
         for h in range(hours):
             now = start + h * 3600 + 1800

@@ -9,15 +9,17 @@ APT_PACKAGES=(
   # data plane and controller
   openvswitch-switch python3-os-ken python3-venv iproute2 iputils-ping ethtool nftables iptables conntrack
   # router services
-  dnsmasq-base hostapd wpasupplicant lighttpd lighttpd-mod-openssl libjs-jquery ieee-data radvd sqlite3 openssl
+  dnsmasq-base unbound dns-root-data hostapd wpasupplicant lighttpd lighttpd-mod-openssl libjs-jquery ieee-data radvd sqlite3 openssl
   libjs-chart.js  # Guest Board charts, served by lighttpd at /lib/chart.js/
   # real DHCP clients used by the emulated home and tests
   isc-dhcp-client udhcpc dhcpcd-base
   # test and benchmark tools
   python3-scapy python3-zeroconf kea-admin kea-dhcp6-server bind9-dnsutils dnsperf iperf3 hping3 wrk curl procps psmisc
+  nsd ldnsutils knot-dnsutils tcpdump   # signed zones in the emulated internet, kdig (DoT/DoH), sniffing the WAN
   # integrations: Prometheus exposition format, and Prometheus itself for its test
   python3-prometheus-client prometheus python3-paho-mqtt mosquitto mosquitto-clients
   python3-cryptography    # settings backup: scrypt + AES-GCM
+  python3-dnspython       # the resolver's looks at its upstreams (components/dns/probe.py)
   # reaching in: miniupnpd (the router's), its clients for the tests (upnpc, natpmpc), nmap for what the
   # internet sees; remote access: WireGuard's tools, wireguard-go (no kernel module here), qrencode
   miniupnpd-nftables miniupnpc natpmpc nmap wireguard-tools wireguard-go qrencode
@@ -26,8 +28,8 @@ APT_PACKAGES=(
   # image build and boot test
   mmdebstrap qemu-system-x86 qemu-utils ovmf grub-pc-bin grub-efi-amd64-bin systemd-boot-efi
   dosfstools mtools fdisk e2fsprogs zstd
-  # browser tests
-  chromium
+  # browser tests (zbar-tools: the panels test reads the pairing QR code as a tablet's camera would)
+  chromium zbar-tools
 )
 
 missing=()

@@ -3,6 +3,6 @@
 # put the controller, the hwdb client and the emulated home on PYTHONPATH, pick the venv.
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || return 1
 REPO=$PWD
-export PYTHONPATH="$REPO/nox-modules:$REPO/hwdb/python:$REPO/tests${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$REPO/nox-modules:$REPO/hwdb/python:$REPO/tests:$REPO/ispedge${PYTHONPATH:+:$PYTHONPATH}"
 PY=$REPO/.venv/bin/python
 [ -x "$PY" ] || PY=/usr/bin/python3

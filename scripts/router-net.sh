@@ -147,7 +147,9 @@ up() {
     fi
   fi
 
-  # 4. NAT in our own nftables table: never touches anyone else's rules.
+  # 4. NAT in our own nftables table: never touches anyone else's rules. Its chains, hooks
+  # and priorities are in the nftables plan (nox-modules/homework/nftplan.py), with every
+  # other table's; tests/unit/test_nftplan.py checks this script against it.
   if [ -n "$WAN_IF" ]; then
     nft -f - <<EOF
 table inet $NFT_TABLE
@@ -223,8 +225,9 @@ table inet $NFT_TABLE {
     iifname "$WAN_IF" drop
     # A device's DNS goes to the router (the switch steers port 53 there); over IPv4 it is
     # answered by homework-dnsd, and IPv6 DNS must not slip past the rules by being
-    # routed to the internet instead.
-    iifname "$BRIDGE" meta nfproto ipv6 meta l4proto { udp, tcp } th dport { 53, 853 } drop
+    # routed to the internet instead. (DNS over TLS elsewhere, 853, is the switch's
+    # business, as over IPv4: dropped for a device with rules, the router's own allowed.)
+    iifname "$BRIDGE" meta nfproto ipv6 meta l4proto { udp, tcp } th dport 53 drop
     # Unique local addresses (no prefix from the ISP) stay inside the home (RFC 4193); a
     # reject, so the device falls back to IPv4 at once.
     oifname "$WAN_IF" ip6 saddr fc00::/7 reject with icmpv6 type admin-prohibited

@@ -9,7 +9,7 @@
 # to a file and is printed at the end. Exit status: non-zero if any part failed.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-export PYTHONPATH="${PYTHONPATH:-$PWD/nox-modules:$PWD/hwdb/python:$PWD/tests}"
+export PYTHONPATH="${PYTHONPATH:-$PWD/nox-modules:$PWD/hwdb/python:$PWD/tests:$PWD/ispedge}"
 mkdir -p test-artifacts
 LOG=test-artifacts/image-test.log
 # At the lowest CPU priority (and best-effort IO, lowest level): the end-to-end tests that

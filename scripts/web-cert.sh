@@ -2,7 +2,8 @@
 # Make the Guest Board's self-signed TLS certificate on first start (idempotent):
 #   scripts/web-cert.sh DIR [NAME-OR-ADDRESS...]
 # writes DIR/server.key (0600) and DIR/server.crt (EC P-256, 10 years, subjectAltName
-# = homework.home + the given names/addresses). An existing pair is kept.
+# = homework.home, homework.home.arpa (the name of the router's encrypted DNS) + the given
+# names/addresses). An existing pair is kept.
 set -euo pipefail
 dir=${1:?usage: web-cert.sh DIR [NAME-OR-ADDRESS...]}
 shift
@@ -11,7 +12,7 @@ if [ -s "$dir/server.key" ] && [ -s "$dir/server.crt" ]; then
 fi
 mkdir -p "$dir"
 chmod 700 "$dir"
-san="DNS:homework.home,DNS:localhost,IP:127.0.0.1"
+san="DNS:homework.home,DNS:homework.home.arpa,DNS:localhost,IP:127.0.0.1"
 for n in "$@"; do
   if [[ $n =~ ^[0-9.]+$ || $n == *:* ]]; then san+=",IP:$n"; else san+=",DNS:$n"; fi
 done

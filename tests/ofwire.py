@@ -265,7 +265,8 @@ def _meter_mod(buf: bytes) -> F.MeterMod:
         return F.MeterMod(meter_id, "delete")
     kbps, pps = bool(flags & ofp.OFPMF_KBPS), bool(flags & ofp.OFPMF_PKTPS)
     if len(bands) != 1 or kbps == pps:
-        raise AdapterMismatch(f"meter {meter_id}: {len(bands)} bands, flags {flags:#x} (want one kbps or pktps drop band)")
+        raise AdapterMismatch(f"meter {meter_id}: {len(bands)} bands, flags {flags:#x} "
+                              "(want one kbps or pktps drop band)")
     rate, burst = bands[0]
     if bool(flags & ofp.OFPMF_BURST) != bool(burst):
         raise AdapterMismatch(f"meter {meter_id}: burst {burst} but flags {flags:#x}")

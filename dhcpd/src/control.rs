@@ -100,6 +100,11 @@ pub fn parse_mac(text: &str) -> Option<Mac> {
     Some(mac)
 }
 
+/// A JSON string of `text` (quotes and escapes).
+pub fn json_string(text: &str) -> String {
+    Json::from(text).to_string()
+}
+
 pub fn format_mac(mac: &Mac) -> String {
     mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
 }
@@ -211,10 +216,12 @@ impl Answered {
         self.count(note.kind);
         // the block a reserved offer gave stays named until the controller has claimed it
         note.reserved = note.reserved.or(self.note.reserved);
+        note.fp = note.fp.or(self.note.fp.take());
         if note.kind == Kind::Acked || self.note.kind != Kind::Acked {
             self.note = note;
         } else {
             self.note.reserved = note.reserved;
+            self.note.fp = note.fp;
         }
     }
 
@@ -285,6 +292,10 @@ pub fn note_json(note: &Note) -> String {
     out.push_str(&format!(",\"xid\":{}", note.xid));
     if let Some(ip) = note.reserved {
         out.push_str(&format!(",\"reserved\":\"{}\"", std::net::Ipv4Addr::from(ip)));
+    }
+    if let Some(fp) = &note.fp {
+        out.push_str(",\"fp\":");
+        out.push_str(fp);
     }
     out.push('}');
     out
@@ -368,7 +379,7 @@ mod tests {
 
     #[test]
     fn a_batch_keeps_the_latest_ack_and_counts_every_answer() {
-        let offer = Note { kind: Kind::Offered, mac: MAC, port: 3, hostname: String::new(), xid: 1, reserved: None };
+        let offer = Note { kind: Kind::Offered, mac: MAC, port: 3, hostname: String::new(), xid: 1, reserved: None, fp: None };
         let ack = Note { kind: Kind::Acked, xid: 2, ..offer.clone() };
         let mut a = Answered::new(offer.clone());
         a.add(ack.clone());
@@ -387,7 +398,7 @@ mod tests {
         let mut new = NewDevices::default();
         apply(SET.replace("}", ",\"offer\":true}").as_bytes(), &mut table, &mut new, &mut stats);
         assert!(table[&MAC].offer);
-        let offer = Note { kind: Kind::Offered, mac: MAC, port: 3, hostname: String::new(), xid: 1, reserved: None };
+        let offer = Note { kind: Kind::Offered, mac: MAC, port: 3, hostname: String::new(), xid: 1, reserved: None, fp: None };
         let ack = Note { kind: Kind::Acked, xid: 2, ..offer.clone() };
         let mut batch = Batch::default();
         assert_eq!(batch.add(offer.clone(), &table), None, "an OFFER waits for the batch");
@@ -448,7 +459,7 @@ mod tests {
     #[test]
     fn a_reserved_block_stays_named_in_the_batch_until_the_controller_claims_it() {
         let table = Table::new();
-        let offer = Note { kind: Kind::Offered, mac: MAC, port: 3, hostname: String::new(), xid: 1, reserved: Some([10, 2, 0, 10]) };
+        let offer = Note { kind: Kind::Offered, mac: MAC, port: 3, hostname: String::new(), xid: 1, reserved: Some([10, 2, 0, 10]), fp: None };
         let mut batch = Batch::default();
         batch.add(offer.clone(), &table);
         batch.add(Note { kind: Kind::Acked, xid: 2, reserved: None, ..offer.clone() }, &table);
@@ -461,7 +472,7 @@ mod tests {
 
     #[test]
     fn notes_are_json() {
-        let note = Note { kind: Kind::Acked, mac: MAC, port: 3, hostname: "a\"b".into(), xid: 0x12345678, reserved: None };
+        let note = Note { kind: Kind::Acked, mac: MAC, port: 3, hostname: "a\"b".into(), xid: 0x12345678, reserved: None, fp: None };
         let text = note_json(&note);
         assert_eq!(text, r#"{"op":"acked","mac":"02:00:00:00:00:05","port":3,"hostname":"a\"b","xid":305419896}"#);
         assert!(serde_json::from_str::<Json>(&text).is_ok());

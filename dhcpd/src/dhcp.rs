@@ -22,7 +22,15 @@ const OPT_HOSTNAME: u8 = 12;
 const OPT_REQUESTED_IP: u8 = 50;
 const OPT_MESSAGE_TYPE: u8 = 53;
 const OPT_SERVER_ID: u8 = 54;
+const OPT_V4_DNR: u8 = 162;     // RFC 9463: the router's encrypted DNS, asked for in 55
 const OPT_CAPTIVE_PORTAL: u8 = 114;
+// What a new device's DISCOVER says about it (the controller's fingerprint.py): its
+// parameter request list, vendor class, maximum message size and client identifier.
+const OPT_MAX_SIZE: u8 = 57;
+const OPT_PRL: u8 = 55;
+const OPT_VENDOR: u8 = 60;
+const OPT_CLIENT_ID: u8 = 61;
+const ORDER_MAX: usize = 64;
 const HOSTNAME_MAX: usize = 63;
 
 pub type Mac = [u8; 6];
@@ -66,6 +74,9 @@ pub struct Note {
     /// The device address of a reserved block this answer gave (Entry::reserved), which
     /// the controller claims for the device.
     pub reserved: Option<[u8; 4]>,
+    /// A new device's fingerprint (`Request::fingerprint`), on the offer of a reserved
+    /// block only: the controller never saw that DISCOVER.
+    pub fp: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,7 +158,24 @@ pub struct Request {
     requested: Opt,
     server_id: Opt,
     hostname: Opt,
+    prl: Opt,
+    vendor: Opt,
+    max_size: Opt,
+    client_id: Opt,
+    /// The codes of the options sent, in order (53 left out), the first ORDER_MAX.
+    order: [u8; ORDER_MAX],
+    norder: usize,
+    /// Option 162 is in its parameter request list (55): it wants the router's encrypted DNS.
+    wants_dnr: bool,
 }
+
+/// The router's encrypted DNS endpoints for option 162 (RFC 9463), from the controller
+/// (homework/dnr.py; `--dnr PRIORITY:ADN:PARAMS`, hex): each instance gets the device's
+/// gateway as its address. Empty: none announced.
+pub static DNR: std::sync::OnceLock<Vec<DnrInstance>> = std::sync::OnceLock::new();
+
+/// (service priority, the name in wire format, SvcParams) of one endpoint.
+pub type DnrInstance = (u16, Vec<u8>, Vec<u8>);
 
 impl Request {
     /// A new device asking for any address, for itself: a DISCOVER, not relayed, from its
@@ -163,6 +191,37 @@ impl Request {
 
     pub fn chaddr(&self) -> Mac {
         self.chaddr
+    }
+
+    /// `fingerprint.dhcp4` of the request as JSON text: the fields it has.
+    pub fn fingerprint(&self) -> String {
+        fn list(codes: &[u8]) -> String {
+            codes.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
+        }
+        let mut fields: Vec<(&str, String)> = Vec::with_capacity(6);
+        if self.prl.len > 0 {
+            fields.push(("prl", list(self.prl.bytes())));
+        }
+        if self.norder > 0 {
+            fields.push(("options", list(&self.order[..self.norder])));
+        }
+        let vendor: String = self.vendor.bytes().iter().filter(|&&b| (0x20..0x7F).contains(&b)).map(|&b| b as char).collect();
+        if !vendor.trim().is_empty() {
+            fields.push(("vendor", vendor.trim().to_string()));
+        }
+        if self.max_size.len == 2 {
+            fields.push(("max_size", u16::from_be_bytes([self.max_size.buf[0], self.max_size.buf[1]]).to_string()));
+        }
+        if self.client_id.len > 0 {
+            fields.push(("client_id", self.client_id.buf[0].to_string()));
+        }
+        let hostname = self.hostname();
+        if !hostname.is_empty() {
+            fields.push(("hostname", hostname));
+        }
+        let body: Vec<String> =
+            fields.iter().map(|(k, v)| format!("\"{}\":{}", k, crate::control::json_string(v))).collect();
+        format!("{{{}}}", body.join(","))
     }
 
     /// `DhcpMessage.hostname`: the first 63 bytes, printable ASCII without space only.
@@ -238,6 +297,13 @@ pub fn parse(frame: &[u8]) -> Result<Request, Why> {
         requested: Opt::NONE,
         server_id: Opt::NONE,
         hostname: Opt::NONE,
+        prl: Opt::NONE,
+        vendor: Opt::NONE,
+        max_size: Opt::NONE,
+        client_id: Opt::NONE,
+        order: [0; ORDER_MAX],
+        norder: 0,
+        wants_dnr: false,
     };
     let end = p.len();
     let mut at = FIXED + 4;
@@ -263,7 +329,18 @@ pub fn parse(frame: &[u8]) -> Result<Request, Why> {
             OPT_REQUESTED_IP => req.requested.push(value),
             OPT_SERVER_ID => req.server_id.push(value),
             OPT_HOSTNAME => req.hostname.push(value),
+            OPT_PRL => {
+                req.prl.push(value);
+                req.wants_dnr |= value.contains(&OPT_V4_DNR);
+            }
+            OPT_VENDOR => req.vendor.push(value),
+            OPT_MAX_SIZE => req.max_size.push(value),
+            OPT_CLIENT_ID => req.client_id.push(value),
             _ => {}
+        }
+        if code != OPT_MESSAGE_TYPE && req.norder < ORDER_MAX {
+            req.order[req.norder] = code;
+            req.norder += 1;
         }
         at += 2 + len;
     }
@@ -336,7 +413,10 @@ pub fn decide_request(req: &Request, port: u16, table: &Table) -> Action {
     let hostname = req.hostname();
     let reply = build_reply(req, entry, kind, port, &hostname);
     let reserved = entry.reserved.then_some(entry.ip);
-    Action::Answer(reply, Note { kind, mac: req.chaddr, port, hostname, xid: req.xid, reserved })
+    // Only a new device's offer carries its fingerprint: every other answer is to a device
+    // the controller has heard already (and the renewals are the hot path).
+    let fp = (reserved.is_some() && kind == Kind::Offered).then(|| req.fingerprint());
+    Action::Answer(reply, Note { kind, mac: req.chaddr, port, hostname, xid: req.xid, reserved, fp })
 }
 
 /// The BOOTREPLY payload (`message.build` with `_reply`'s options).
@@ -390,10 +470,35 @@ fn build_payload(req: &Request, entry: &Entry, kind: Kind, hostname: &str, out: 
         out.push(chunk.len() as u8);
         out.extend_from_slice(chunk);
     }
+    if req.wants_dnr {
+        let dnr = dnr_value(entry.router);
+        for chunk in dnr.chunks(255) {
+            out.push(OPT_V4_DNR);
+            out.push(chunk.len() as u8);
+            out.extend_from_slice(chunk);
+        }
+    }
     out.push(OPT_END);
     if out.len() - start < 300 {
         out.resize(start + 300, 0);
     }
+}
+
+/// Option 162's value (RFC 9463 5.1): an instance per endpoint, each with `router` as its
+/// address (`dnr.Endpoints.v4_option`, byte for byte).
+fn dnr_value(router: [u8; 4]) -> Vec<u8> {
+    let mut value = Vec::new();
+    for (priority, adn, params) in DNR.get().map(|v| v.as_slice()).unwrap_or(&[]) {
+        let length = 2 + 1 + adn.len() + 1 + 4 + params.len();
+        value.extend_from_slice(&(length as u16).to_be_bytes());
+        value.extend_from_slice(&priority.to_be_bytes());
+        value.push(adn.len() as u8);
+        value.extend_from_slice(adn);
+        value.push(4);
+        value.extend_from_slice(&router);
+        value.extend_from_slice(params);
+    }
+    value
 }
 
 fn sum16(data: &[u8], mut total: u32) -> u32 {

@@ -339,3 +339,40 @@ fn relayed_requests_go_to_the_controller_unless_they_come_through_the_leases_rel
     let direct = hex(FIXTURES.iter().find(|f| f.0 == "selecting_unicast").unwrap().2);
     assert!(matches!(decide(&direct, &relayed_table("", Some(RELAY))), Action::Punt(_)));
 }
+
+/// Option 162 as the controller builds it (homework/dnr.py, tests/unit/test_dnr.py has the
+/// same bytes): DoT and DoH as homework.home.arpa, at the device's gateway 10.2.0.5.
+const DNR_162: &str = "002a00011408686f6d65776f726b04686f6d65046172706100040a0200050001000403646f74000300020355003d00021408686f6d65776f726b04686f6d65046172706100040a020005000100030268320003000201bb000700102f646e732d71756572797b3f646e737d";
+
+/// The options of a reply frame's DHCP payload, in order (value per occurrence).
+fn reply_options(reply: &[u8]) -> Vec<(u8, Vec<u8>)> {
+    let payload = &reply[14 + 20 + 8..];
+    let mut at = 236 + 4;
+    let mut out = Vec::new();
+    while at < payload.len() && payload[at] != 255 {
+        if payload[at] == 0 {
+            at += 1;
+            continue;
+        }
+        let len = payload[at + 1] as usize;
+        out.push((payload[at], payload[at + 2..at + 2 + len].to_vec()));
+        at += 2 + len;
+    }
+    out
+}
+
+#[test]
+fn the_routers_encrypted_dns_is_in_option_162_when_asked_for() {
+    let adn = hex("08686f6d65776f726b04686f6d65046172706100");
+    let _ = DNR.set(vec![(1, adn.clone(), hex("0001000403646f74000300020355")),
+                         (2, adn, hex("000100030268320003000201bb000700102f646e732d71756572797b3f646e737d"))]);
+    let t = table("laptop");
+    let asked = |prl: &[u8]| match decide(&discover(&[(55, prl)]), &t) {
+        Action::Answer(reply, _) => reply_options(&reply),
+        other => panic!("expected an answer, got {other:?}"),
+    };
+    let with = asked(&[1, 3, 6, 162]);
+    let dnr: Vec<u8> = with.iter().filter(|(c, _)| *c == 162).flat_map(|(_, v)| v.clone()).collect();
+    assert_eq!(to_hex(&dnr), DNR_162);
+    assert!(asked(&[1, 3, 6]).iter().all(|(c, _)| *c != 162), "only for a client that asks");
+}

@@ -35,21 +35,40 @@ const TELL_EVERY: Duration = Duration::from_millis(500);
 const TELL_AT_MOST: usize = 4096; // devices in one batch before it goes early
 
 fn usage() -> ! {
-    eprintln!("usage: homework-dhcpd --interface IFNAME --control-fd N");
+    eprintln!("usage: homework-dhcpd --interface IFNAME --control-fd N [--dnr PRIORITY:ADN_HEX:PARAMS_HEX ...]");
     exit(2)
+}
+
+fn hex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len()).step_by(2).map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok()).collect()
+}
+
+/// `--dnr PRIORITY:ADN:PARAMS` (the wire-format name and SvcParams in hex): one encrypted
+/// DNS endpoint announced in option 162.
+fn dnr_instance(text: &str) -> Option<dhcp::DnrInstance> {
+    let mut parts = text.split(':');
+    let priority = parts.next()?.parse().ok()?;
+    let (adn, params) = (hex(parts.next()?)?, hex(parts.next()?)?);
+    (parts.next().is_none() && !adn.is_empty() && adn.len() < 256).then_some((priority, adn, params))
 }
 
 fn args() -> (String, c_int) {
     let mut interface = None;
     let mut fd = None;
+    let mut dnr = Vec::new();
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
             "--interface" => interface = it.next(),
             "--control-fd" => fd = it.next().and_then(|v| v.parse::<c_int>().ok()).filter(|&n| n >= 0),
+            "--dnr" => dnr.push(it.next().as_deref().and_then(dnr_instance).unwrap_or_else(|| usage())),
             _ => usage(),
         }
     }
+    let _ = dhcp::DNR.set(dnr);
     match (interface, fd) {
         (Some(i), Some(f)) => (i, f),
         _ => usage(),

@@ -182,6 +182,29 @@ mod tests {
     }
 
     #[test]
+    fn a_new_devices_offer_carries_its_fingerprint_and_a_known_devices_does_not() {
+        let mut n = ready(16);
+        let mut table = Table::new();
+        // Windows 10/11's DISCOVER: client id, host name, vendor class, request list
+        let prl: &[u8] = &[1, 3, 6, 15, 31, 33, 43, 44, 46, 47, 119, 121, 249, 252];
+        let opts: &[(u8, &[u8])] = &[(61, &[1, 2, 0, 0, 0, 0, 9]), (57, &[5, 220]), (12, b"DESKTOP-4K2J7QF"), (60, b"MSFT 5.0"), (55, prl)];
+        let frame = discover(4, NEW, NEW, [0; 4], opts);
+        let entry = offer(&mut n, &frame, &table, Instant::now()).expect("an offer");
+        table.insert(NEW, entry);
+        let Action::Answer(_, note) = decide_request(&parse(&frame).unwrap(), 4, &table) else { panic!("no answer") };
+        let fp: serde_json::Value = serde_json::from_str(note.fp.as_deref().expect("a fingerprint")).unwrap();
+        assert_eq!(fp["prl"], "1,3,6,15,31,33,43,44,46,47,119,121,249,252");
+        assert_eq!(fp["options"], "61,57,12,60,55");
+        assert_eq!((fp["vendor"].as_str(), fp["max_size"].as_str(), fp["client_id"].as_str()), (Some("MSFT 5.0"), Some("1500"), Some("1")));
+        assert_eq!(fp["hostname"], "DESKTOP-4K2J7QF");
+        assert!(crate::control::note_json(&note).contains(r#""fp":{"prl":"1,3,6,15"#));
+        // the same device once the controller has set its entry: no fingerprint
+        table.get_mut(&NEW).unwrap().reserved = false;
+        let Action::Answer(_, note) = decide_request(&parse(&frame).unwrap(), 4, &table) else { panic!("no answer") };
+        assert_eq!(note.fp, None);
+    }
+
+    #[test]
     fn a_new_device_gets_the_next_reserved_block_and_the_note_names_it() {
         let mut n = ready(16);
         let mut table = Table::new();

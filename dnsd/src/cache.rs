@@ -77,6 +77,12 @@ impl Cache {
         Cache { entries: HashMap::new(), order: VecDeque::new(), capacity: capacity.max(1), seq: 0 }
     }
 
+    /// Forget every answer (the resolver's settings changed: they may not hold any more).
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.order.clear();
+    }
+
     #[cfg(test)]
     pub fn len(&self) -> usize {
         self.entries.len()

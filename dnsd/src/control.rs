@@ -4,8 +4,9 @@
 //!
 //!   reset                                       forget every device and rule
 //!   blocked nxdomain|drop                       how blocked names are answered
-//!   device IP MAC STATE denylist|allowlist ROUTER   IP: an IPv4 address, or any address of
-//!                                               the device's IPv6 /64 (ROUTER: its IPv4 .1)
+//!   device IP MAC STATE denylist|allowlist ROUTER [ROUTER6]   IP: an IPv4 address, or any
+//!                                               address of the device's IPv6 /64 (ROUTER: its
+//!                                               IPv4 .1; ROUTER6: the ::1 of its /64)
 //!   nodevice IP
 //!   rule OWNER DOMAIN allow|deny                OWNER is a MAC or * (household)
 //!   unrule OWNER DOMAIN
@@ -19,6 +20,8 @@
 //!                                               parsed: `error` at sync, the list in force stays.
 //!   unlist ID
 //!   safesearch on|off                           answer search engines with their safe hosts
+//!   flushcache                                  forget every cached answer (the resolver's DNSSEC
+//!                                               settings changed; cached answers may not hold)
 //!   sync TOKEN                                  -> "ok TOKEN devices=N rules=M" (or "error TOKEN ...")
 //!   stats                                       -> "stats k=v ..." (list_blocked.ID=N: queries each
 //!                                               blocklist blocked since dnsd started; list_names.ID=N)
@@ -83,6 +86,7 @@ enum Change {
     List(Arc<Blocklist>),
     Unlist(String),
     SafeSearch(bool),
+    FlushCache,
 }
 
 /// Lists read so far, so a list sent again (controller reconnect, an owner's devices
@@ -167,6 +171,7 @@ fn parse_line(line: &str, loaded: &Mutex<Loaded>) -> Result<Change, String> {
         }
         ["safesearch", "on"] => Ok(Change::SafeSearch(true)),
         ["safesearch", "off"] => Ok(Change::SafeSearch(false)),
+        ["flushcache"] => Ok(Change::FlushCache),
         _ => Err(bad()),
     }
 }
@@ -193,6 +198,7 @@ fn apply(shared: &Shared, batch: Vec<Change>) -> (usize, usize) {
             }
             Change::Unlist(id) => p.set_list(&id, None),
             Change::SafeSearch(on) => p.safe_search = on,
+            Change::FlushCache => shared.flush_cache(),
         }
     }
     (p.devices.len(), p.rule_count())

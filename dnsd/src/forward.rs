@@ -2,7 +2,10 @@
 //! in flight.
 //!
 //! Names of the household (single labels, the local domains, reverse names of private
-//! address ranges) go to dnsmasq, the only one that knows them. Every other name goes
+//! address ranges) go to dnsmasq, the only one that knows them. Every other name goes to
+//! the validating resolver (unbound, `--resolver`) when there is one: it checks DNSSEC and
+//! speaks to the household's chosen upstreams (plain or over TLS), so nothing may go around
+//! it; a query it does not answer in time gets SERVFAIL. Without one, every other name goes
 //! straight to the upstream resolvers: the ones in the resolv file the WAN's DHCP lease
 //! writes, the same file dnsmasq reads, so the two never disagree. An upstream that does
 //! not answer in time is skipped for a while and the query moves on to the next one, then
@@ -26,6 +29,9 @@ use crate::wire;
 pub const RESOLVER_TIMEOUT: Duration = Duration::from_millis(700);
 /// dnsmasq (local names, and the last try) may itself be waiting on an upstream.
 pub const FALLBACK_TIMEOUT: Duration = Duration::from_millis(1500);
+/// The validating resolver may be fetching a chain of keys, or opening a TLS connection
+/// upstream; it is the only way out, so it gets as long as a stub resolver waits.
+pub const VALIDATOR_TIMEOUT: Duration = Duration::from_millis(4000);
 /// A resolver that let a query time out is not tried first for this long.
 pub const DOWN_FOR: Duration = Duration::from_secs(10);
 const MAX_RESOLVERS: usize = 8;
@@ -37,13 +43,43 @@ pub struct Resolver {
     down_until: Option<Instant>,
 }
 
-/// The upstream resolvers (from the resolv file) and dnsmasq, the fallback.
+/// The upstream resolvers (from the resolv file, or the one validating resolver) and
+/// dnsmasq, the fallback.
 pub struct Upstreams {
     pub fallback: SocketAddr,
     pub resolvers: Vec<Resolver>,
     resolv_file: Option<PathBuf>,
     seen: Option<SystemTime>,
+    route: Route,
+}
+
+/// Where a query over TCP goes (one connection per client, no retries): the household's
+/// names to dnsmasq, the rest to the validating resolver, or to dnsmasq without one.
+#[derive(Clone, Debug)]
+pub struct Route {
+    pub fallback: SocketAddr,
+    pub validator: Option<SocketAddr>,
     local_domains: Vec<String>,
+}
+
+impl Route {
+    pub fn new(fallback: SocketAddr, validator: Option<SocketAddr>, local_domains: Vec<String>) -> Route {
+        Route { fallback, validator, local_domains }
+    }
+
+    pub fn tcp_target(&self, name: &str) -> SocketAddr {
+        match self.validator {
+            Some(v) if !self.local(name) => v,
+            _ => self.fallback,
+        }
+    }
+
+    /// Names only dnsmasq can answer: the household's own.
+    pub fn local(&self, name: &str) -> bool {
+        !name.contains('.')
+            || self.local_domains.iter().any(|d| name == d || (name.ends_with(d.as_str()) && name.as_bytes()[name.len() - d.len() - 1] == b'.'))
+            || private_reverse(name)
+    }
 }
 
 /// Step `i` of a query's route: resolver i, or dnsmasq when i == resolvers.len().
@@ -51,9 +87,25 @@ pub type Step = usize;
 
 impl Upstreams {
     pub fn new(fallback: SocketAddr, resolv_file: Option<PathBuf>, local_domains: Vec<String>) -> Upstreams {
-        let mut u = Upstreams { fallback, resolvers: Vec::new(), resolv_file, seen: None, local_domains };
+        let route = Route::new(fallback, None, local_domains);
+        let mut u = Upstreams { fallback, resolvers: Vec::new(), resolv_file, seen: None, route };
         u.reload();
         u
+    }
+
+    /// Every name but the household's own goes to `validator`, and only there.
+    pub fn validating(fallback: SocketAddr, validator: SocketAddr, local_domains: Vec<String>) -> Upstreams {
+        Upstreams { fallback, resolvers: vec![Resolver { addr: validator, down_until: None }], resolv_file: None,
+                    seen: None, route: Route::new(fallback, Some(validator), local_domains) }
+    }
+
+    /// The validating resolver, if answers must pass it.
+    pub fn validator(&self) -> Option<SocketAddr> {
+        self.route.validator
+    }
+
+    pub fn route(&self) -> Route {
+        self.route.clone()
     }
 
     /// Re-read the resolv file if it changed (the WAN lease renewed with new servers).
@@ -88,7 +140,11 @@ impl Upstreams {
     }
 
     pub fn timeout(&self, step: Step) -> Duration {
-        if step < self.resolvers.len() { RESOLVER_TIMEOUT } else { FALLBACK_TIMEOUT }
+        match (step < self.resolvers.len(), self.route.validator.is_some()) {
+            (true, true) => VALIDATOR_TIMEOUT,
+            (true, false) => RESOLVER_TIMEOUT,
+            (false, _) => FALLBACK_TIMEOUT,
+        }
     }
 
     pub fn is_fallback(&self, step: Step) -> bool {
@@ -100,12 +156,15 @@ impl Upstreams {
         if self.local(name) {
             return self.resolvers.len();
         }
+        if self.route.validator.is_some() {
+            return 0; // never around it, even while it is slow
+        }
         self.next_up(0, now)
     }
 
     /// After `step` timed out: mark its resolver down, return the next step (None: give up).
     pub fn after_timeout(&mut self, step: Step, now: Instant) -> Option<Step> {
-        if step >= self.resolvers.len() {
+        if step >= self.resolvers.len() || self.route.validator.is_some() {
             return None;
         }
         self.resolvers[step].down_until = Some(now + DOWN_FOR);
@@ -127,9 +186,7 @@ impl Upstreams {
 
     /// Names only dnsmasq can answer: the household's own.
     pub fn local(&self, name: &str) -> bool {
-        !name.contains('.')
-            || self.local_domains.iter().any(|d| name == d || (name.ends_with(d.as_str()) && name.as_bytes()[name.len() - d.len() - 1] == b'.'))
-            || private_reverse(name)
+        self.route.local(name)
     }
 }
 
@@ -214,12 +271,15 @@ pub enum Reject {
     Mismatch,
 }
 
+/// (deadline, upstream id, generation) of the queries sent with one timeout, oldest first.
+type Deadlines = VecDeque<(Instant, u16, u32)>;
+
 /// Queries sent upstream and not yet answered, by upstream id (random), with a FIFO of
-/// deadlines (every step's timeout is one of two constants, so a queue per timeout keeps
+/// deadlines (every step's timeout is one of a few constants, so a queue per timeout keeps
 /// them in order without a heap).
 pub struct Table<T> {
     slots: Vec<Option<InFlight<T>>>,
-    deadlines: [VecDeque<(Instant, u16, u32)>; 2],
+    deadlines: Vec<(Duration, Deadlines)>,
     rng: u64,
     gen: u32,
     pub len: usize,
@@ -235,7 +295,7 @@ impl<T> Table<T> {
     pub fn new() -> Table<T> {
         let mut h = RandomState::new().build_hasher();
         h.write_u128(SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
-        Table { slots: (0..65536).map(|_| None).collect(), deadlines: [VecDeque::new(), VecDeque::new()],
+        Table { slots: (0..65536).map(|_| None).collect(), deadlines: Vec::new(),
                 rng: h.finish() | 1, gen: 0, len: 0 }
     }
 
@@ -261,8 +321,14 @@ impl<T> Table<T> {
             q.step = step;
             q.target = target;
             q.query[..2].copy_from_slice(&id.to_be_bytes());
-            let queue = usize::from(timeout > RESOLVER_TIMEOUT);
-            self.deadlines[queue].push_back((now + timeout, id, self.gen));
+            let queue = match self.deadlines.iter().position(|(t, _)| *t == timeout) {
+                Some(i) => i,
+                None => {
+                    self.deadlines.push((timeout, VecDeque::new()));
+                    self.deadlines.len() - 1
+                }
+            };
+            self.deadlines[queue].1.push_back((now + timeout, id, self.gen));
             self.slots[id as usize] = Some(q);
             self.len += 1;
             return Ok(id);
@@ -293,7 +359,7 @@ impl<T> Table<T> {
     /// Queries whose step timed out by `now`, taken out of the table.
     pub fn expired(&mut self, now: Instant) -> Vec<InFlight<T>> {
         let mut out = Vec::new();
-        for queue in self.deadlines.iter_mut() {
+        for (_, queue) in self.deadlines.iter_mut() {
             while let Some(&(deadline, id, gen)) = queue.front() {
                 if deadline > now {
                     break;

@@ -142,3 +142,33 @@ fn resolv_file_lines_become_upstreams() {
     assert!(u.resolvers.is_empty());
     let _ = std::fs::remove_dir(&dir);
 }
+
+#[test]
+fn with_a_validating_resolver_nothing_goes_around_it() {
+    let validator = addr("127.0.0.1:5335");
+    let mut u = Upstreams::validating(addr(DNSMASQ), validator, vec!["lan".into()]);
+    let now = Instant::now();
+    assert!(u.is_fallback(u.first("printer.lan", now)), "the household's names still go to dnsmasq");
+    let step = u.first("example.com", now);
+    assert_eq!((u.addr(step), u.timeout(step)), (Some(validator), VALIDATOR_TIMEOUT));
+    // Silent: SERVFAIL, never dnsmasq (which would answer without validating) ...
+    assert_eq!(u.after_timeout(step, now), None);
+    // ... and it stays the only way out while it is slow.
+    assert_eq!(u.addr(u.first("example.org", now)), Some(validator));
+    assert!(!u.reload(), "no resolv file is read");
+    let route = u.route();
+    assert_eq!((route.tcp_target("example.com"), route.tcp_target("nas.lan")), (validator, addr(DNSMASQ)));
+}
+
+#[test]
+fn deadlines_of_different_lengths_expire_in_their_own_order() {
+    let mut t: Table<()> = Table::new();
+    let up = addr("127.0.0.1:5335");
+    let t0 = Instant::now();
+    let slow = t.insert(in_flight(1, "slow.example"), 0, up, VALIDATOR_TIMEOUT, t0).ok().unwrap();
+    let fast = t.insert(in_flight(2, "fast.lan"), 1, addr(DNSMASQ), FALLBACK_TIMEOUT, t0).ok().unwrap();
+    let gone: Vec<u16> = t.expired(t0 + FALLBACK_TIMEOUT).iter().map(|q| q.orig_id).collect();
+    assert_eq!(gone, vec![2], "the shorter deadline is not held up behind the longer one ({slow} {fast})");
+    let gone: Vec<u16> = t.expired(t0 + VALIDATOR_TIMEOUT).iter().map(|q| q.orig_id).collect();
+    assert_eq!(gone, vec![1]);
+}

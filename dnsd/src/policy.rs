@@ -46,7 +46,8 @@ pub struct Device {
     pub allowlist: bool,
     /// The device's gateway (.1 of its /30): where pending devices' names point.
     pub router: Ipv4Addr,
-    /// The router's address in the device's /64 (IPv6 on): where their AAAA answers point.
+    /// The router's address in the device's /64 (IPv6 on): where their AAAA answers point,
+    /// the router's name and encrypted DNS over IPv6 (ddr.rs).
     pub router6: Option<Ipv6Addr>,
 }
 

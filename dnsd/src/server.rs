@@ -2,8 +2,8 @@
 //! itself, answers from the cache, and sends the rest upstream (forward.rs: the upstream
 //! resolvers directly, dnsmasq for the household's own names) under a random id; a second
 //! thread relays the answers back (so the two halves run on both cores); a timer thread
-//! moves silent queries on to the next upstream, then dnsmasq, then SERVFAIL. TCP: a thread
-//! per client connection (bounded), forwarding to dnsmasq over its own connection.
+//! moves silent queries on to the next upstream, then dnsmasq, then SERVFAIL. TCP, DNS over
+//! TLS and DNS over HTTPS: stream.rs and doh.rs, through the same `handle` and `finish`.
 //!
 //! Allowed queries answered a moment ago are answered from a small cache (cache.rs) after
 //! the policy check, without any upstream round trip.
@@ -12,12 +12,11 @@
 //! yield `a` lines (deduplicated) so the controller can learn name -> address mappings.
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -26,11 +25,8 @@ use crate::forward::{InFlight, Reject, Table, Upstreams};
 use crate::policy::{Device, Policy, Verdict};
 use crate::wire;
 
-const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(5);
 const TIMER_TICK: Duration = Duration::from_millis(10);
 const RELOAD_EVERY: Duration = Duration::from_secs(1);
-const TCP_IDLE: Duration = Duration::from_secs(10);
-const MAX_TCP_CLIENTS: usize = 128;
 const RELEARN_AFTER: Duration = Duration::from_secs(60);
 const LEARNED_CAP: usize = 100_000;
 
@@ -56,17 +52,21 @@ pub struct Stats {
     pub events_dropped: AtomicU64,
     pub panics: AtomicU64,
     pub safe_search: AtomicU64,
+    pub bogus: AtomicU64,
+    pub dot_queries: AtomicU64,
+    pub doh_queries: AtomicU64,
 }
 
 impl Stats {
     pub fn line(&self) -> String {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         format!(
-            "queries={} forwarded={} direct={} via_dnsmasq={} retries={} servfail={} mismatched={} late={} cache_hits={} answered={} blocked={} pending={} cutoff={} refused={} malformed={} timeouts={} tcp_queries={} events_dropped={} panics={} safe_search={}",
+            "queries={} forwarded={} direct={} via_dnsmasq={} retries={} servfail={} mismatched={} late={} cache_hits={} answered={} blocked={} pending={} cutoff={} refused={} malformed={} timeouts={} tcp_queries={} events_dropped={} panics={} safe_search={} bogus={} dot_queries={} doh_queries={}",
             g(&self.queries), g(&self.forwarded), g(&self.direct), g(&self.via_dnsmasq), g(&self.retries),
             g(&self.servfail), g(&self.mismatched), g(&self.late), g(&self.cache_hits), g(&self.answered), g(&self.blocked), g(&self.pending),
             g(&self.cutoff), g(&self.refused), g(&self.malformed), g(&self.timeouts), g(&self.tcp_queries),
-            g(&self.events_dropped), g(&self.panics), g(&self.safe_search)
+            g(&self.events_dropped), g(&self.panics), g(&self.safe_search), g(&self.bogus), g(&self.dot_queries),
+            g(&self.doh_queries)
         )
     }
 }
@@ -77,12 +77,20 @@ pub struct Shared {
     pub stats: Stats,
     learned: Mutex<HashMap<String, (Instant, u64)>>,
     cache: Mutex<Cache>,
+    /// With a validating resolver: where its SERVFAILs go to be told apart (bogus.rs).
+    pub bogus: OnceLock<crate::bogus::Prober>,
+    /// The router's encrypted DNS, announced to devices that ask (ddr.rs).
+    pub endpoints: OnceLock<crate::ddr::Endpoints>,
 }
 
 impl Shared {
     pub fn new(events: SyncSender<String>) -> Arc<Shared> {
         Arc::new(Shared { policy: RwLock::new(Policy::default()), events, stats: Stats::default(), learned: Mutex::new(HashMap::new()),
-                    cache: Mutex::new(Cache::new(crate::cache::CAPACITY)) })
+                    cache: Mutex::new(Cache::new(crate::cache::CAPACITY)), bogus: OnceLock::new(), endpoints: OnceLock::new() })
+    }
+
+    pub fn flush_cache(&self) {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 
     /// Events are best effort: if the controller falls behind, drop and count.
@@ -92,16 +100,16 @@ impl Shared {
         }
     }
 
-    fn query_event(&self, mac: &str, qtype: u16, verdict: &str, latency_us: u64, name: &str) {
+    pub fn query_event(&self, mac: &str, qtype: u16, verdict: &str, latency_us: u64, name: &str) {
         self.emit(format!("q {} {} {} {} {}\n", mac, qtype, verdict, latency_us, if name.is_empty() { "." } else { name }));
     }
 }
 
 /// An allowed query on its way upstream.
 pub struct Forward {
-    mac: Arc<str>,
-    name: String,
-    qtype: u16,
+    pub mac: Arc<str>,
+    pub name: String,
+    pub qtype: u16,
     /// Set for restricted devices: their answers' CNAME targets are checked too.
     check: Option<Device>,
     /// None for queries the cache does not handle.
@@ -109,6 +117,9 @@ pub struct Forward {
     question_end: usize,
     /// Safe-search: the query goes upstream for the engine's safe host instead.
     pub safe: Option<Box<SafeSearch>>,
+    /// The client set "checking disabled": cleared on the way to a validating resolver
+    /// (every answer a device gets is validated), set again in the answer it gets.
+    pub cd: bool,
 }
 
 /// A query answered with a CNAME to a search engine's safe host (safesearch.rs).
@@ -162,6 +173,16 @@ pub fn handle(shared: &Shared, src: IpAddr, buf: &[u8], tcp: bool) -> Outcome {
             return Outcome::Reply(wire::reply(buf, &q, wire::RCODE_REFUSED));
         }
     };
+    if let (Some(endpoints), false) = (shared.endpoints.get(), dev.state == crate::policy::State::Blacklisted) {
+        // Discovery of the router's encrypted DNS, and the router's own name: every device
+        // may know them (a pending one then gets its waiting-page answers over TLS too).
+        let gateways = crate::ddr::Gateways { v4: dev.router, v6: dev.router6 };
+        if let Some(answer) = endpoints.answer(buf, &q, &gateways) {
+            shared.stats.answered.fetch_add(1, Ordering::Relaxed);
+            shared.query_event(&dev.mac, q.qtype, "allowed", 0, &q.name);
+            return Outcome::Reply(answer);
+        }
+    }
     let verdict = policy.decide(dev, &q.name);
     let outcome = match verdict {
         Verdict::Allowed => {
@@ -173,11 +194,11 @@ pub fn handle(shared: &Shared, src: IpAddr, buf: &[u8], tcp: bool) -> Outcome {
                 let safe = SafeSearch { original: buf[..q.end].to_vec(), question: q.clone(), target, upstream_query };
                 let question_end = safe.upstream_query.len();
                 return Outcome::Forward(Forward { mac: dev.mac.clone(), name: q.name, qtype: q.qtype, check, key: None,
-                                                  question_end, safe: Some(Box::new(safe)) });
+                                                  question_end, safe: Some(Box::new(safe)), cd: false });
             }
             let key = Key::of(buf, &q, tcp);
             return Outcome::Forward(Forward { mac: dev.mac.clone(), name: q.name, qtype: q.qtype, check, key, question_end: q.end,
-                                              safe: None });
+                                              safe: None, cd: false });
         }
         Verdict::Blocked if policy.drop_blocked => Outcome::Drop,
         Verdict::Blocked | Verdict::Bypass => Outcome::Reply(wire::reply(buf, &q, wire::RCODE_NXDOMAIN)),
@@ -196,7 +217,7 @@ pub fn handle(shared: &Shared, src: IpAddr, buf: &[u8], tcp: bool) -> Outcome {
 
 /// Post-process an upstream's answer: CNAME check for restricted devices, learning, logging.
 /// Returns a replacement answer when the original must not reach the device.
-fn finish(shared: &Shared, fwd: &Forward, answer_buf: &[u8], latency_us: u64) -> Option<Vec<u8>> {
+pub fn finish(shared: &Shared, fwd: &Forward, answer_buf: &[u8], latency_us: u64) -> Option<Vec<u8>> {
     let answer = wire::parse_answer(answer_buf);
     let mut verdict = "allowed";
     let mut replacement = None;
@@ -215,7 +236,11 @@ fn finish(shared: &Shared, fwd: &Forward, answer_buf: &[u8], latency_us: u64) ->
         }
     }
     shared.stats.answered.fetch_add(1, Ordering::Relaxed);
-    shared.query_event(&fwd.mac, fwd.qtype, verdict, latency_us, &fwd.name);
+    match (answer.as_ref().map(|a| a.rcode), shared.bogus.get()) {
+        // Was it DNSSEC? The prober asks again with checking disabled, then logs the query.
+        (Some(wire::RCODE_SERVFAIL), Some(prober)) => prober.check(shared, fwd, latency_us),
+        _ => shared.query_event(&fwd.mac, fwd.qtype, verdict, latency_us, &fwd.name),
+    }
     if let (None, Some(safe), Some(ans)) = (&replacement, &fwd.safe, &answer) {
         shared.stats.safe_search.fetch_add(1, Ordering::Relaxed);
         return Some(wire::alias_answer(&safe.original, &safe.question, safe.target, ans));
@@ -239,7 +264,7 @@ fn cname_check(shared: &Shared, fwd: &Forward, cnames: &[String], answer_buf: &[
 
 /// The answer to an allowed query from the cache, if it has a fresh one; an empty
 /// reply means "send nothing". `t0`: when the query arrived (for the latency logged).
-fn from_cache(shared: &Shared, fwd: &Forward, query: &[u8], t0: Instant) -> Option<Vec<u8>> {
+pub fn from_cache(shared: &Shared, fwd: &Forward, query: &[u8], t0: Instant) -> Option<Vec<u8>> {
     let key = fwd.key.as_ref()?;
     let hit = shared.cache.lock().unwrap_or_else(|e| e.into_inner()).get(key, query, fwd.question_end, Instant::now())?;
     shared.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
@@ -274,7 +299,25 @@ fn learn(shared: &Shared, fwd: &Forward, ans: &wire::Answer) {
                         addrs.join(","), chain));
 }
 
-fn guard<F: FnOnce()>(shared: &Shared, f: F) {
+/// Before a query goes to a validating resolver: clear its CD bit (every answer a device
+/// gets is validated; the cache then holds validated answers only) and say whether it was
+/// set. `query` is the client's message.
+pub fn take_cd(query: &mut [u8], validating: bool) -> bool {
+    let cd = validating && query.len() > 3 && query[3] & wire::FLAG_CD as u8 != 0;
+    if cd {
+        query[3] &= !(wire::FLAG_CD as u8);
+    }
+    cd
+}
+
+/// The answer to a client that set CD says so again (RFC 4035 3.2.2 copies the bit).
+pub fn give_cd(answer: &mut [u8], cd: bool) {
+    if cd && answer.len() > 3 {
+        answer[3] |= wire::FLAG_CD as u8;
+    }
+}
+
+pub fn guard<F: FnOnce()>(shared: &Shared, f: F) {
     if catch_unwind(AssertUnwindSafe(f)).is_err() {
         shared.stats.panics.fetch_add(1, Ordering::Relaxed);
     }
@@ -308,7 +351,7 @@ fn give_up(shared: &Shared, sock: &UdpSocket, mut q: InFlight<Forward>, timed_ou
 }
 
 /// Sends upstream, by destination (a query that is retried counts once per try).
-fn count_step(shared: &Shared, fallback: bool) {
+pub fn count_step(shared: &Shared, fallback: bool) {
     let counter = if fallback { &shared.stats.via_dnsmasq } else { &shared.stats.direct };
     counter.fetch_add(1, Ordering::Relaxed);
 }
@@ -317,6 +360,7 @@ pub fn serve_udp(shared: Arc<Shared>, listen: SocketAddr, upstreams: Upstreams) 
     let sock = UdpSocket::bind(listen)?;
     // One socket for every upstream, unconnected: answers are matched by sender, id and question.
     let up = UdpSocket::bind(if upstreams.fallback.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" })?;
+    let validating = upstreams.validator().is_some();
     let flight = Arc::new(Mutex::new(Flight { upstreams, table: Table::new() }));
     let mut threads = Vec::new();
 
@@ -330,14 +374,17 @@ pub fn serve_udp(shared: Arc<Shared>, listen: SocketAddr, upstreams: Upstreams) 
                     Err(_) => continue,
                 };
                 let t0 = Instant::now();
+                let cd = take_cd(&mut buf[..n], validating);
                 guard(&shared, || match handle(&shared, client.ip(), &buf[..n], false) {
                     Outcome::Reply(r) => {
                         let _ = sock.send_to(&r, client);
                     }
                     Outcome::Drop => {}
-                    Outcome::Forward(fwd) => {
-                        if let Some(reply) = from_cache(&shared, &fwd, &buf[..n], t0) {
+                    Outcome::Forward(mut fwd) => {
+                        fwd.cd = cd;
+                        if let Some(mut reply) = from_cache(&shared, &fwd, &buf[..n], t0) {
                             if !reply.is_empty() {
+                                give_cd(&mut reply, cd);
                                 let _ = sock.send_to(&reply, client);
                             }
                             return;
@@ -401,9 +448,11 @@ pub fn serve_udp(shared: Arc<Shared>, listen: SocketAddr, upstreams: Upstreams) 
                     let latency = q.t0.elapsed().as_micros() as u64;
                     match finish(&shared, &q.data, &buf[..n], latency) {
                         None => {
+                            give_cd(&mut buf[..n], q.data.cd);
                             let _ = sock.send_to(&buf[..n], q.client);
                         }
-                        Some(r) if !r.is_empty() => {
+                        Some(mut r) if !r.is_empty() => {
+                            give_cd(&mut r, q.data.cd);
                             let _ = sock.send_to(&r, q.client);
                         }
                         Some(_) => {}
@@ -463,116 +512,6 @@ pub fn sweep(shared: &Shared, flight: &Mutex<Flight>, sock: &UdpSocket, up: &Udp
     for q in failed {
         give_up(shared, sock, q, true);
     }
-}
-
-// ---------------------------------------------------------------------------- TCP
-
-pub fn serve_tcp(shared: Arc<Shared>, listen: SocketAddr, upstream: SocketAddr) -> std::io::Result<thread::JoinHandle<()>> {
-    let listener = TcpListener::bind(listen)?;
-    let active = Arc::new(AtomicUsize::new(0));
-    thread::Builder::new().name("tcp-accept".into()).spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(conn) = conn else { continue };
-            if active.fetch_add(1, Ordering::SeqCst) >= MAX_TCP_CLIENTS {
-                active.fetch_sub(1, Ordering::SeqCst);
-                continue; // dropping `conn` closes it
-            }
-            let (shared, active) = (shared.clone(), active.clone());
-            let spawned = thread::Builder::new().name("tcp-client".into()).spawn(move || {
-                guard(&shared, || tcp_client(&shared, conn, upstream));
-                active.fetch_sub(1, Ordering::SeqCst);
-            });
-            if spawned.is_err() {
-                // could not start a thread: the closure (and the connection) is gone
-            }
-        }
-    })
-}
-
-fn read_frame(stream: &mut TcpStream) -> Option<Vec<u8>> {
-    let mut len = [0u8; 2];
-    stream.read_exact(&mut len).ok()?;
-    let len = u16::from_be_bytes(len) as usize;
-    if len == 0 {
-        return None;
-    }
-    let mut msg = vec![0u8; len];
-    stream.read_exact(&mut msg).ok()?;
-    Some(msg)
-}
-
-fn write_frame(stream: &mut TcpStream, msg: &[u8]) -> bool {
-    let mut out = Vec::with_capacity(msg.len() + 2);
-    out.extend_from_slice(&(msg.len() as u16).to_be_bytes());
-    out.extend_from_slice(msg);
-    stream.write_all(&out).is_ok()
-}
-
-fn tcp_client(shared: &Shared, mut conn: TcpStream, upstream: SocketAddr) {
-    let Ok(peer) = conn.peer_addr() else { return };
-    let _ = conn.set_read_timeout(Some(TCP_IDLE));
-    let _ = conn.set_write_timeout(Some(TCP_IDLE));
-    let mut up: Option<TcpStream> = None;
-    while let Some(msg) = read_frame(&mut conn) {
-        shared.stats.tcp_queries.fetch_add(1, Ordering::Relaxed);
-        let t0 = Instant::now();
-        match handle(shared, peer.ip(), &msg, true) {
-            Outcome::Reply(r) => {
-                if !write_frame(&mut conn, &r) {
-                    return;
-                }
-            }
-            Outcome::Drop => {}
-            Outcome::Forward(fwd) => {
-                if let Some(reply) = from_cache(shared, &fwd, &msg, t0) {
-                    if !reply.is_empty() && !write_frame(&mut conn, &reply) {
-                        return;
-                    }
-                    continue;
-                }
-                shared.stats.forwarded.fetch_add(1, Ordering::Relaxed);
-                count_step(shared, true);
-                let answer = tcp_upstream(&mut up, upstream, fwd.upstream_query(&msg));
-                let reply = match answer {
-                    Some(ans) => match finish(shared, &fwd, &ans, t0.elapsed().as_micros() as u64) {
-                        None => ans,
-                        Some(r) => r,
-                    },
-                    None => {
-                        up = None;
-                        shared.stats.timeouts.fetch_add(1, Ordering::Relaxed);
-                        shared.query_event(&fwd.mac, fwd.qtype, "timeout", t0.elapsed().as_micros() as u64, &fwd.name);
-                        match wire::parse_query(&msg) {
-                            Ok(q) => wire::reply(&msg, &q, wire::RCODE_SERVFAIL),
-                            Err(_) => Vec::new(),
-                        }
-                    }
-                };
-                if !reply.is_empty() && !write_frame(&mut conn, &reply) {
-                    return;
-                }
-            }
-        }
-    }
-}
-
-fn tcp_upstream(up: &mut Option<TcpStream>, upstream: SocketAddr, msg: &[u8]) -> Option<Vec<u8>> {
-    for _attempt in 0..2 {
-        if up.is_none() {
-            let s = TcpStream::connect_timeout(&upstream, Duration::from_secs(2)).ok()?;
-            let _ = s.set_read_timeout(Some(UPSTREAM_TIMEOUT));
-            let _ = s.set_nodelay(true);
-            *up = Some(s);
-        }
-        let s = up.as_mut().unwrap();
-        if write_frame(s, msg) {
-            if let Some(ans) = read_frame(s) {
-                return Some(ans);
-            }
-        }
-        *up = None; // dnsmasq closed an idle connection: reconnect once
-    }
-    None
 }
 
 #[cfg(test)]

@@ -291,22 +291,22 @@ fn dnsd_agrees_with_the_shared_policy_vectors() {
     assert!(failures.is_empty(), "dnsd disagrees with tests/vectors/dns_policy.json:\n{}", failures.join("\n"));
 }
 
-/// The UDP path end to end on loopback: dnsd with a silent resolver, an answering one
-/// and a fake dnsmasq, each a socket of this test.
-mod udp {
-    use std::net::{SocketAddr, UdpSocket};
-    use std::time::{Duration, Instant};
+/// Sockets standing in for the resolvers, dnsmasq and devices around a dnsd on loopback.
+mod udp_helpers {
+    pub use std::net::{SocketAddr, UdpSocket};
+    pub use std::sync::Mutex;
+    pub use std::time::{Duration, Instant};
 
     use super::*;
     use crate::forward::Upstreams;
 
-    fn free_port() -> u16 {
+    pub fn free_port() -> u16 {
         UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
     }
 
     /// A fake upstream answering every query with 192.0.2.10 (unless `silent`); returns
     /// its address and the count of queries it saw.
-    fn fake_upstream(silent: bool) -> (SocketAddr, Arc<AtomicU64>) {
+    pub fn fake_upstream(silent: bool) -> (SocketAddr, Arc<AtomicU64>) {
         let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
         let seen = Arc::new(AtomicU64::new(0));
         let (addr, counter) = (sock.local_addr().unwrap(), seen.clone());
@@ -322,7 +322,7 @@ mod udp {
         (addr, seen)
     }
 
-    fn start(resolvers: Vec<SocketAddr>, dnsmasq: SocketAddr) -> (Arc<Shared>, SocketAddr) {
+    pub fn start(resolvers: Vec<SocketAddr>, dnsmasq: SocketAddr) -> (Arc<Shared>, SocketAddr) {
         let (s, rx) = shared();
         std::mem::forget(rx);
         add_device(&s, "127.0.0.1".parse().unwrap(), "02:00:00:00:00:01", State::Permitted, false);
@@ -333,15 +333,78 @@ mod udp {
         (s, listen)
     }
 
-    fn ask(server: SocketAddr, id: u16, name: &str) -> (Option<Vec<u8>>, Duration) {
+    /// dnsd with a validating resolver (and its prober), the query events kept.
+    pub fn start_validating(validator: SocketAddr, dnsmasq: SocketAddr) -> (Arc<Shared>, SocketAddr, Receiver<String>) {
+        let (s, rx) = shared();
+        add_device(&s, "127.0.0.1".parse().unwrap(), "02:00:00:00:00:01", State::Permitted, false);
+        let _ = s.bogus.set(crate::bogus::Prober::start(s.clone(), validator).unwrap());
+        let listen: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        serve_udp(s.clone(), listen, Upstreams::validating(dnsmasq, validator, vec!["lan".into()])).unwrap();
+        (s, listen, rx)
+    }
+
+    /// A fake validating resolver: names starting "forged" fail validation (SERVFAIL,
+    /// but answered when checking is disabled), "down" ones cannot be resolved at all
+    /// (SERVFAIL either way), "slow" ones never get an answer. Returns its address and
+    /// the CD bit of every query it saw.
+    pub fn fake_validator() -> (SocketAddr, Arc<Mutex<Vec<bool>>>) {
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let (addr, cds) = (sock.local_addr().unwrap(), seen.clone());
+        thread::spawn(move || {
+            let mut buf = [0u8; 512];
+            while let Ok((n, from)) = sock.recv_from(&mut buf) {
+                let q = wire::parse_query(&buf[..n]).unwrap();
+                let cd = q.flags & wire::FLAG_CD != 0;
+                cds.lock().unwrap().push(cd);
+                let answer = if q.name.starts_with("slow") {
+                    continue;
+                } else if q.name.starts_with("down") || (q.name.starts_with("forged") && !cd) {
+                    wire::reply(&buf[..n], &q, wire::RCODE_SERVFAIL)
+                } else {
+                    upstream_answer(&buf[..n], &[])
+                };
+                let _ = sock.send_to(&answer, from);
+            }
+        });
+        (addr, seen)
+    }
+
+    /// The verdict of the query event for `name`, waiting for it (the prober logs late).
+    pub fn verdict_of(rx: &Receiver<String>, name: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(line) = rx.recv_timeout(Duration::from_millis(100)) {
+                let parts: Vec<&str> = line.trim_end().split(' ').collect();
+                if parts[0] == "q" && parts[5] == name {
+                    return parts[3].to_string();
+                }
+            }
+        }
+        panic!("no query event for {name}")
+    }
+
+    pub fn ask(server: SocketAddr, id: u16, name: &str) -> (Option<Vec<u8>>, Duration) {
+        ask_with(server, wire::build_query(id, name, wire::TYPE_A))
+    }
+
+    pub fn ask_with(server: SocketAddr, query: Vec<u8>) -> (Option<Vec<u8>>, Duration) {
         let c = UdpSocket::bind("127.0.0.1:0").unwrap();
         c.set_read_timeout(Some(Duration::from_secs(6))).unwrap();
         let t0 = Instant::now();
-        c.send_to(&wire::build_query(id, name, wire::TYPE_A), server).unwrap();
+        c.send_to(&query, server).unwrap();
         let mut buf = [0u8; 512];
         let r = c.recv(&mut buf).ok().map(|n| buf[..n].to_vec());
         (r, t0.elapsed())
     }
+
+}
+
+/// The UDP path end to end on loopback: dnsd with a silent resolver, an answering one
+/// and a fake dnsmasq, each a socket of this test.
+mod udp {
+    use super::udp_helpers::*;
+    use super::*;
 
     #[test]
     fn a_silent_resolver_is_skipped_and_the_answer_fills_the_cache() {
@@ -401,5 +464,60 @@ mod udp {
         let r = r.expect("the genuine answer");
         assert_eq!(*r.last().unwrap(), 10, "the spoofed address must not reach the device");
         assert_eq!(s.stats.mismatched.load(Ordering::Relaxed), 1);
+    }
+}
+
+/// The path through a validating resolver: what a DNSSEC failure looks like to the device
+/// and in the query log, and the CD bit.
+mod validating {
+    use super::udp_helpers::*;
+    use super::*;
+
+    #[test]
+    fn a_bogus_answer_is_servfail_and_logged_bogus() {
+        let (validator, cds) = fake_validator();
+        let (dnsmasq, _) = fake_upstream(false);
+        let (s, server, rx) = start_validating(validator, dnsmasq);
+        let (r, _) = ask(server, 31, "forged.signed.test");
+        assert_eq!(r.map(|r| rcode(&r)), Some(wire::RCODE_SERVFAIL), "the device never sees the forged data");
+        assert_eq!(verdict_of(&rx, "forged.signed.test"), "bogus");
+        assert_eq!(*cds.lock().unwrap(), vec![false, true], "asked once as the device did, once with CD by the prober");
+        // An upstream that cannot be reached is a SERVFAIL too, but not a DNSSEC verdict.
+        let (r, _) = ask(server, 32, "down.example");
+        assert_eq!(r.map(|r| rcode(&r)), Some(wire::RCODE_SERVFAIL));
+        assert_eq!(verdict_of(&rx, "down.example"), "allowed");
+        assert_eq!(s.stats.bogus.load(Ordering::Relaxed), 1);
+        let (r, _) = ask(server, 33, "www.signed.test");
+        assert_eq!(r.map(|r| rcode(&r)), Some(0));
+        assert_eq!(verdict_of(&rx, "www.signed.test"), "allowed");
+    }
+
+    #[test]
+    fn checking_disabled_is_not_passed_on_but_comes_back() {
+        let (validator, cds) = fake_validator();
+        let (dnsmasq, _) = fake_upstream(false);
+        let (_s, server, _rx) = start_validating(validator, dnsmasq);
+        let mut q = wire::build_query(41, "forged.cd.test", wire::TYPE_A);
+        q[3] |= wire::FLAG_CD as u8;
+        let (r, _) = ask_with(server, q);
+        let r = r.expect("an answer");
+        assert_eq!(rcode(&r), wire::RCODE_SERVFAIL, "a device asking with CD still gets validated answers only");
+        assert_ne!(r[3] & wire::FLAG_CD as u8, 0, "the CD bit is echoed");
+        assert!(!cds.lock().unwrap()[0], "the device's CD never reaches the resolver");
+    }
+
+    #[test]
+    fn a_silent_validator_means_servfail_never_dnsmasq() {
+        let (validator, _) = fake_validator();
+        let (dnsmasq, dnsmasq_seen) = fake_upstream(false);
+        let (s, server, _rx) = start_validating(validator, dnsmasq);
+        let (r, took) = ask(server, 51, "slow.example");
+        assert_eq!(r.map(|r| rcode(&r)), Some(wire::RCODE_SERVFAIL));
+        assert!(took >= crate::forward::VALIDATOR_TIMEOUT);
+        assert_eq!(dnsmasq_seen.load(Ordering::Relaxed), 0, "no unvalidated way around the resolver");
+        assert_eq!(s.stats.timeouts.load(Ordering::Relaxed), 1);
+        let (r, _) = ask(server, 52, "nas.lan");
+        assert_eq!(r.map(|r| rcode(&r)), Some(0));
+        assert_eq!(dnsmasq_seen.load(Ordering::Relaxed), 1, "the household's names still go to dnsmasq");
     }
 }

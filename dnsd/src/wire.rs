@@ -18,6 +18,9 @@ pub const RCODE_SERVFAIL: u8 = 2;
 pub const RCODE_NXDOMAIN: u8 = 3;
 pub const RCODE_NOTIMP: u8 = 4;
 pub const RCODE_REFUSED: u8 = 5;
+/// Header flags (the second 16-bit word): recursion desired, checking disabled.
+pub const FLAG_RD: u16 = 0x0100;
+pub const FLAG_CD: u16 = 0x0010;
 const MAX_NAME: usize = 255;
 const MAX_JUMPS: usize = 16;
 const MAX_RECORDS: usize = 256;
@@ -321,7 +324,7 @@ pub fn nxdomain_from_answer(answer_buf: &[u8], question_end: usize) -> Option<Ve
     Some(out)
 }
 
-fn push_name(out: &mut Vec<u8>, name: &str) {
+pub fn push_name(out: &mut Vec<u8>, name: &str) {
     for label in name.split('.').filter(|l| !l.is_empty()) {
         out.push(label.len() as u8);
         out.extend_from_slice(label.as_bytes());
@@ -373,21 +376,23 @@ pub fn alias_answer(original: &[u8], q: &Question, target: &str, upstream: &Answ
     out
 }
 
-/// Build a plain query (tests).
-#[cfg(test)]
-pub fn build_query(id: u16, name: &str, qtype: u16) -> Vec<u8> {
-    let mut out = Vec::new();
-    for v in [id, 0x0100, 1, 0, 0, 0] {
+/// A query of our own (class IN, no other sections) with these header flags. `name` is
+/// one a client's question carried (parse_query checked its labels).
+pub fn query(id: u16, name: &str, qtype: u16, flags: u16) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER + name.len() + 6);
+    for v in [id, flags, 1, 0, 0, 0] {
         out.extend_from_slice(&v.to_be_bytes());
     }
-    for label in name.split('.').filter(|l| !l.is_empty()) {
-        out.push(label.len() as u8);
-        out.extend_from_slice(label.as_bytes());
-    }
-    out.push(0);
+    push_name(&mut out, name);
     out.extend_from_slice(&qtype.to_be_bytes());
     out.extend_from_slice(&1u16.to_be_bytes());
     out
+}
+
+/// Build a plain query (tests).
+#[cfg(test)]
+pub fn build_query(id: u16, name: &str, qtype: u16) -> Vec<u8> {
+    query(id, name, qtype, FLAG_RD)
 }
 
 #[cfg(test)]

@@ -22,10 +22,16 @@ HW.api = (function ($) {
   }
 
   function session() {
-    var ticket = setupTicket();
+    var ticket = setupTicket(), panelCode = fromAddress("panel-code");
     var check = function () {
       return $.ajax({ url: BASE + "session", dataType: "json" }).done(function (s) { csrf = s.csrf || null; });
     };
+    if (panelCode) {
+      // A panel's pairing code (a wall tablet's QR code, the router's screen's kiosk): a panel session.
+      return $.ajax({ url: BASE + "panels/session", method: "POST", dataType: "json", contentType: "application/json",
+                      data: JSON.stringify({ code: panelCode }) })
+        .then(function (s) { csrf = s.csrf; return s; }, check);
+    }
     if (!ticket) return check();
     // Just set up from the waiting page: its one-time ticket opens the household's session.
     return $.ajax({ url: BASE + "setup/session", method: "POST", dataType: "json", contentType: "application/json",
@@ -35,8 +41,10 @@ HW.api = (function ($) {
 
   /* The ticket the waiting page's set-up passes in the address (#setup-ticket=...), taken
      out of it at once so it is never bookmarked or shared. */
-  function setupTicket() {
-    var m = /(?:^#|&)setup-ticket=([^&]+)/.exec(window.location.hash);
+  function setupTicket() { return fromAddress("setup-ticket"); }
+
+  function fromAddress(name) {
+    var m = new RegExp("(?:^#|&)" + name + "=([^&]+)").exec(window.location.hash);
     if (!m) return null;
     window.history.replaceState(null, "", window.location.pathname + window.location.search);
     return decodeURIComponent(m[1]);
@@ -55,7 +63,7 @@ HW.api = (function ($) {
   /* EventSource reconnects by itself; `handlers.closed` runs when it gives up (e.g. 401). */
   function stream(handlers) {
     var es = new EventSource(BASE + "events");
-    ["snapshot", "device", "lease", "link", "bandwidth", "alert"].forEach(function (name) {
+    ["snapshot", "device", "lease", "link", "bandwidth", "alert", "restart"].forEach(function (name) {
       es.addEventListener(name, function (ev) {
         var data;
         try { data = JSON.parse(ev.data); } catch (e) { return; }

@@ -62,8 +62,11 @@
           return;
         }
         /* "Restored" only once the restarted router has every setting in force. */
-        say($form, "status", "Applying " + what + ": the router restarts and is back in a few seconds …");
-        var deadline = Date.now() + 180000;
+        say($form, "status", "Applying " + what + ": the router restarts and is back in " +
+            (r.back_in ? "about " + r.back_in + " s" : "a few seconds") + " …");
+        /* the banner counts down; this form says "Restored" once the router is back */
+        HW.restart.show("settings restored", r.back_in, { stay: true });
+        var deadline = Date.now() + Math.max(180, 3 * (r.back_in || 0)) * 1000;
         (function poll() {
           $.ajax({ url: "ws.v1/restore/status", dataType: "json", cache: false }).done(function (s) {
             var done = s.restore && s.restore.applied && s.restore.at === r.at;

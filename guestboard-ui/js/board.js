@@ -127,7 +127,7 @@ HW.board = (function ($) {
       el.setAttribute("role", "button");
       el.tabIndex = 0;
       el.dataset.mac = mac;
-      el.innerHTML = '<span class="name"></span><span class="sub"></span>';
+      el.innerHTML = '<span class="name"></span><span class="guess"></span><span class="sub"></span>';
       labels.set(mac, el);
     }
     fill(el, v);
@@ -148,6 +148,10 @@ HW.board = (function ($) {
     // Set by the routing component when the device hit the per-host flow limit.
     if (d.flow_limited) name.appendChild(badge("badge flow-mark", "limited"));
     el.classList.toggle("flow-limited", !!d.flow_limited);
+    // What the router guesses it is (identify.js): an icon and the guess, never a decision.
+    var guess = HW.identify ? HW.identify.text(d) : "";
+    el.querySelector(".guess").textContent = guess;
+    el.querySelector(".guess").hidden = !guess;
     el.lastChild.textContent = HW.labels.subtitle(d);
     el.classList.toggle("private", !!d.private);
     el.title = d.private ? "This device uses a private (randomised) address, so it may look new on each network."

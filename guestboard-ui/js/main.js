@@ -8,6 +8,7 @@ jQuery(function ($) {
 
   function showLogin(message) {
     if (es) { es.close(); es = null; }
+    if (HW.panelMode && HW.panelMode.unpaired()) return;      // a panel's session ended (panelmode.js)
     if (pollTimer) { clearInterval(pollTimer); pollTimer = null; }
     $("#board, #logout").prop("hidden", true);
     $("#login").prop("hidden", false).find(".error").text(message || "");
@@ -19,7 +20,8 @@ jQuery(function ($) {
     $("#live").toggleClass("on", on).toggleClass("off", !on).text(on ? "live" : "offline");
   }
 
-  function start() {
+  function start(session) {
+    if (HW.panelMode) HW.panelMode.start(session);           // the router's screen, a wall tablet
     if (HW.usageBanner) HW.usageBanner.refresh();
     if (HW.remote) HW.remote.init();       // the "Away from home" button (remote.js)
     $("#login").prop("hidden", true);
@@ -56,9 +58,11 @@ jQuery(function ($) {
         if (HW.panel.current() === d.mac) HW.panel.refresh();
         if (HW.usageBanner) HW.usageBanner.alert(d);
       },
+      restart: function (d) { HW.restart.show(d.why, d.back_in, { reset: d.why === "factory reset" }); },
       state: setLive,
       closed: function () {
         // The stream ended: expired session (-> log in) or a restart (-> reconnect).
+        if (HW.restart.active()) return;          // the banner brings the page back
         HW.api.session().done(function () { setTimeout(start, 1000); })
           .fail(function () { showLogin("Your session ended; please log in again."); });
       }
@@ -81,6 +85,7 @@ jQuery(function ($) {
     }).fail(function (xhr) { window.alert(HW.api.errorText(xhr)); });
   });
   HW.board.on("open", function (mac) {
+    if (HW.panelMode && HW.panelMode.active()) { HW.panelMode.open(mac); return; }   // Let in / Keep out
     if (mac.indexOf("ap-") !== 0) HW.panel.open(mac);     // an access point has no device panel
   });
   HW.panel.init();

@@ -72,6 +72,8 @@ HW.panel = (function ($) {
     if (!(d.alerts || []).length) $alerts.append($("<li>").text("none"));
     fillPause(d);
     fillPriority(d);
+    fillBurst(d);
+    if (HW.identify) HW.identify.fill(d);   // what it is, why the router thinks so (identify.js)
     if (HW.reach) HW.reach.fill(d);      // open from the internet (reach.js)
     if (HW.remote) HW.remote.fill(d);    // away from home: where it connects from (remote.js)
   }
@@ -187,6 +189,64 @@ HW.panel = (function ($) {
     });
   }
 
+  /* Usage alert: "tell us when it uses more than X in Y minutes", set with
+     POST usage/bursts {mac, size, minutes} and turned off with POST usage/bursts/remove.
+     Markup added once; hidden without the usage component (no `usage_burst` in the view)
+     and for devices not let in. */
+  function addBurst() {
+    if ($("#panel .burst").length) return;
+    var $box = $('<section class="burst">').append(
+      $("<h3>").text("Usage alert"),
+      $('<p class="burst-note">').css({ fontSize: "13px", margin: "0 0 6px" }),
+      $('<form class="burst-form">').append(
+        $("<span>").text("Tell me when it uses more than"),
+        $('<input name="size" required maxlength="12" aria-label="amount, e.g. 500M or 2G">')
+          .attr("placeholder", "500M").css({ width: "6em" }),
+        $("<span>").text("in"),
+        $('<input name="minutes" type="number" min="1" max="60" required aria-label="minutes">').val(10)
+          .css({ width: "4.5em" }),
+        $("<span>").text("minutes"),
+        $('<button type="submit">').text("Set"),
+        $('<button type="button" class="secondary burst-off">').text("Turn off"))
+        .css({ display: "flex", flexWrap: "wrap", gap: "0.4em", alignItems: "center" }),
+      $('<p class="burst-error" role="alert">').css({ color: "var(--danger)", fontSize: "13px", margin: "4px 0" }));
+    $("#panel .actions").first().after($box);
+    $box.on("submit", ".burst-form", function (e) {
+      e.preventDefault();
+      var f = this, mac = current;
+      HW.api.call("POST", "usage/bursts", { mac: mac, size: f.elements.size.value.trim(),
+                                            minutes: Number(f.elements.minutes.value) })
+        .done(function () { burstChanged(mac); }).fail(fail($box.find(".burst-error")));
+    });
+    $box.on("click", ".burst-off", function () {
+      var mac = current;
+      HW.api.call("POST", "usage/bursts/remove", { mac: mac })
+        .done(function () { burstChanged(mac); }).fail(fail($box.find(".burst-error")));
+    });
+  }
+
+  function fillBurst(d) {
+    var $box = $("#panel .burst");
+    if (!$box.length) return;
+    $box.prop("hidden", d.usage_burst === undefined || d.state !== "permitted");
+    $box.find(".burst-note").text(d.usage_burst ? "You are told when it uses " + d.usage_burst.text + "."
+                                                : "No usage alert: you are not told how fast it uses data.");
+    $box.find(".burst-off").prop("hidden", !d.usage_burst);
+    if (d.mac !== $box.attr("data-mac")) {       // another device: its own setting in the form
+      $box.attr("data-mac", d.mac).find(".burst-error").text("");
+      var f = $box.find(".burst-form")[0];
+      f.elements.size.value = d.usage_burst ? Math.round(d.usage_burst.bytes / 1e6) + "M" : "";
+      f.elements.minutes.value = d.usage_burst ? d.usage_burst.minutes : 10;
+    }
+  }
+
+  function burstChanged(mac) {
+    $("#panel .burst-error").text("");
+    HW.api.device(mac).done(function (d) {
+      if (current === mac) { $("#panel .burst").removeAttr("data-mac"); fill(d); }
+    });
+  }
+
   /* The traffic chart's markup, added once: index.html stays as it is, and Chart.js, its
      helpers and usage.css load only when a panel first opens. */
   function addChart() {
@@ -262,12 +322,19 @@ HW.panel = (function ($) {
   }
 
   /* The shown device's radio or traffic changed (a link event): its signal, band and access
-     point come with its view, so read it again, at most every LIVE_REFRESH_MS. */
+     point come with its view, so read it again, at most every LIVE_REFRESH_MS. A change
+     inside that window is read at its end, not dropped: a station's link events come only
+     with news (or once a minute), so the one just after the panel opened may be the last
+     for a while. */
   var LIVE_REFRESH_MS = 3000;
-  var lastRefresh = 0;
+  var lastRefresh = 0, refreshTimer = null;
   function liveRefresh() {
-    var mac = current;
-    if (!mac || Date.now() - lastRefresh < LIVE_REFRESH_MS) return;
+    var mac = current, wait = lastRefresh + LIVE_REFRESH_MS - Date.now();
+    if (!mac || refreshTimer) return;
+    if (wait > 0) {
+      refreshTimer = setTimeout(function () { refreshTimer = null; liveRefresh(); }, wait);
+      return;
+    }
     lastRefresh = Date.now();
     HW.api.device(mac).done(function (d) { if (current === mac) fill(d); });
   }
@@ -308,6 +375,8 @@ HW.panel = (function ($) {
     $("#panel .error").text("");
     addSchedules();
     addPriority();
+    addBurst();
+    if (HW.identify) HW.identify.add();
     if (HW.reach) HW.reach.add();
     var d = HW.board.get(mac);
     if (d) fill($.extend({ dns_rules: undefined }, d));

@@ -85,10 +85,35 @@ jQuery(function ($) {
       $body.append($("<tr>").attr("data-mac", v.mac).append(
         $('<td class="name">').text(v.label || v.mac).attr("title", v.mac),
         $("<td>").append(classSelect(rule["class"] || v.priority),
-                         rule.window ? $('<small class="when">').text(" " + windowText(rule.window)) : null),
+                         rule.window ? $('<small class="when">').text(" " + windowText(rule.window)) : null,
+                         (q.agents || []).indexOf(v.mac) < 0 && v.state === "permitted"
+                           ? $('<button type="button" class="secondary add-agent">').text("Add its agent") : null),
         $('<td class="error" role="alert">')));
+      if ((q.agents || []).indexOf(v.mac) >= 0) showHostApps(v.mac);
     });
     if (!rows.length) $body.append($('<tr class="none">').append($('<td colspan="3">').text("No devices on the network.")));
+  }
+
+  /* A computer with the Homework agent: its applications by name, each with a priority
+     that follows the application's connections (GET/POST qos/devices/{mac}/apps). */
+  function showHostApps(mac) {
+    HW.api.call("GET", "qos/devices/" + encodeURIComponent(mac) + "/apps").done(function (h) {
+      var $row = $("#device-classes tbody tr[data-mac='" + mac + "']");
+      $row.nextAll("tr.host-apps[data-mac='" + mac + "']").remove();
+      var $list = $('<ul class="host-app-list">');
+      (h.apps || []).forEach(function (a) {
+        $list.append($("<li>").attr("data-app", a.name).append(
+          $('<span class="app-name">').text(a.name),
+          a.connections ? $("<small>").text(" " + a.connections + (a.connections === 1 ? " connection " : " connections "))
+                        : " ",
+          classSelect(a["class"]).removeClass("class").addClass("host-app")));
+      });
+      var said = h.reporting ? "Applications on this computer (its agent reports them):"
+        : "Applications on this computer (its agent has not reported for a while):";
+      $row.after($('<tr class="host-apps">').attr("data-mac", mac).append($('<td colspan="3">').append(
+        $('<span class="hint">').text(h.apps && h.apps.length ? said : "The agent on this computer has reported no "
+          + "applications yet."), $list, $('<p class="error" role="alert">'))));
+    });
   }
 
   function showApps(q) {
@@ -237,6 +262,36 @@ jQuery(function ($) {
     HW.api.call("GET", "qos/stats").done(addSample).fail(function (xhr) {
       if (xhr.status !== 401) $("#priorities .chart-note").text(HW.api.errorText(xhr));
     });
+    HW.api.call("GET", "qos/edge").done(showEdge);
+  }
+
+  /* GET qos/edge: whether the provider's edge honours the household's priorities ([isp] edge). */
+  function connections(n) { return n === 1 ? "1 connection" : n + " connections"; }
+
+  function showEdge(e) {
+    var $card = $("#priorities .card.edge");
+    $card.prop("hidden", !e.configured);
+    if (!e.configured) return;
+    var state, drops = "";
+    if (e.reachable === null || e.reachable === undefined) {
+      state = "Asking your provider's equipment...";
+    } else if (!e.reachable || e.error) {
+      state = "Your provider's equipment does not answer: " + e.error +
+        " Your priorities still hold on this router.";
+    } else {
+      state = "Your provider honours your priorities: " + connections(e.placed) + " of " + e.wanted +
+        " placed in its queues for this home, " + e.honoured + " carrying traffic now.";
+      if (e.refused && e.refused.length) state += " It refused some: " + e.refused[0];
+    }
+    var high = (e.queues || {}).high;
+    if (high) {
+      drops = high.drops
+        ? "Its fast lane for this home has lost " + high.drops + " packets: more is set to First than the " +
+          rate(high.ceil_kbit * 1000) + " your provider guarantees carries."
+        : "Its fast lane for this home (" + rate(high.ceil_kbit * 1000) + " guaranteed) has lost no packets.";
+    }
+    $card.find(".edge-state").text(state);
+    $card.find(".edge-drops").text(drops).toggleClass("error", !!(high && high.drops));
   }
 
   /* -- changes ------------------------------------------------------------------------------ */
@@ -273,6 +328,25 @@ jQuery(function ($) {
     var $row = $(this).closest("tr"), $error = $row.find(".error");
     HW.api.call("POST", "qos/devices/" + encodeURIComponent($row.attr("data-mac")), { "class": this.value })
       .done(function () { $(document.activeElement).trigger("blur"); changed($error)(); }).fail(failed($error));
+  });
+
+  /* The agent of a computer: its secret is shown once, to put in /etc/homework-agent.conf there. */
+  $("#device-classes").on("click", "button.add-agent", function () {
+    var $tr = $(this).closest("tr"), mac = $tr.attr("data-mac"), $error = $tr.find(".error");
+    HW.api.call("POST", "qos/agents/" + encodeURIComponent(mac)).done(function (r) {
+      $tr.after($('<tr class="agent-secret">').attr("data-mac", mac).append($('<td colspan="3">').append(
+        $("<p>").text("Install homework-agent on this computer and put this in its /etc/homework-agent.conf " +
+                      "(shown only now):"),
+        $("<code>").text("secret = " + r.token))));
+      $tr.find("button.add-agent").remove();
+    }).fail(failed($error));
+  });
+
+  $("#device-classes").on("change", "select.host-app", function () {
+    var $tr = $(this).closest("tr"), mac = $tr.attr("data-mac"), name = $(this).closest("li").attr("data-app");
+    var $error = $tr.find(".error");
+    HW.api.call("POST", "qos/devices/" + encodeURIComponent(mac) + "/apps", { name: name, "class": this.value })
+      .done(function () { $error.text(""); showHostApps(mac); }).fail(failed($error));
   });
 
   $("#app-classes").on("click", "button.delete", function () {

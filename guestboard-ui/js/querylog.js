@@ -69,7 +69,8 @@ jQuery(function ($) {
         $("<td>", { "class": "device", text: who(r.mac, r.device) }),
         $("<td>", { "class": "name", text: r.name + (r.count > 1 ? " ×" + r.count : "") }),
         $("<td>", { text: r.type }),
-        $("<td>", { "class": "verdict", text: r.verdict }),
+        $("<td>", { "class": "verdict", text: r.verdict,
+                    title: r.verdict === "bogus" ? "The answer failed its DNSSEC check (forged or broken): the device got an error" : "" }),
         ruleCell(r)).appendTo($body);
     });
     $("#querylog .status").text(result.queries.length ? result.queries.length + " most recent queries" +

@@ -7,6 +7,9 @@ window.HW = window.HW || {};
 HW.reach = (function ($) {
   "use strict";
   var mac = null;
+  // The tick the household just changed, while its request is on its way: a panel refresh
+  // that left before it (a device event, the read after another change) must not undo it.
+  var ticking = null;     // {mac, allowed}
 
   function until(expires) {
     if (!expires) return "until closed";
@@ -53,8 +56,9 @@ HW.reach = (function ($) {
     $("#panel .grid").after($box);
 
     $box.on("change", "input[name=may_open_ports]", function () {
-      var allowed = this.checked;
-      call("POST", "open-ports/" + encodeURIComponent(mac), { allowed: allowed });
+      var allowed = this.checked, tick = ticking = { mac: mac, allowed: allowed };
+      call("POST", "open-ports/" + encodeURIComponent(mac), { allowed: allowed }, null,
+           function () { if (ticking === tick) ticking = null; });
     });
     $box.on("submit", ".forward-form", function (e) {
       e.preventDefault();
@@ -71,16 +75,19 @@ HW.reach = (function ($) {
     });
   }
 
-  /* A change, then the panel and the board's label read the device again. */
-  function call(method, path, body, done) {
+  /* A change, then the panel and the board's label read the device again (`settled`: the
+     change has its answer, whichever it was, before that read). */
+  function call(method, path, body, done, settled) {
     var shown = mac, $error = $("#panel .reach-error").text("");
     HW.api.call(method, path, body).done(function () {
+      if (settled) settled();
       if (done) done();
       HW.api.device(shown).done(function (d) {
         HW.board.upsert(d);
         if (mac === shown) fill(d);
       });
     }).fail(function (xhr) {
+      if (settled) settled();
       $error.text(HW.api.errorText(xhr));
       HW.api.device(shown).done(function (d) { if (mac === shown) fill(d); });
     });
@@ -94,7 +101,8 @@ HW.reach = (function ($) {
     $box.prop("hidden", op === undefined || d.state === "unknown");
     if (op === undefined) return;
     var let_in = d.state === "permitted";
-    $box.find("input[name=may_open_ports]").prop("checked", !!d.may_open_ports).prop("disabled", !let_in && !d.may_open_ports);
+    var tick = ticking && ticking.mac === d.mac ? ticking.allowed : !!d.may_open_ports;
+    $box.find("input[name=may_open_ports]").prop("checked", tick).prop("disabled", !let_in && !tick);
     $box.find(".may-open-note").text(let_in ? "" : "Only a device let into the home may open ports.");
     var $fw = $box.find(".forwards").empty();
     (op.forwards || []).forEach(function (f) {

@@ -1,14 +1,12 @@
 /* The settings page's "Router" section: the software version, uptime, time
-   zone, state schema and update slot (GET /ws.v1/system); set the time zone (the
-   controller restarts in place to use it), change the admin password (every session
+   zone, state schema and update slot (GET /ws.v1/system); set the time zone (used at
+   once, no restart), change the admin password (every session
    ends: log in again), and a factory reset behind a typed confirmation. Runs on its own:
    the section is inside #settings, shown after login (js/settings.js). */
 (function ($) {
   "use strict";
 
   var CONFIRM = "erase everything";
-  var BACK_AFTER_MS = 2000;        // the in-place restart takes a few seconds (more on a busy router)
-  var GIVE_UP_AFTER_MS = 120000;
 
   function say($form, which, text) { $form.find("." + which).text(text || ""); }
 
@@ -39,19 +37,6 @@
     });
   }
 
-  // Read the router's facts again until the restarted controller answers with the new
-  // zone: one read a fixed time later showed the old zone (or nothing) whenever the
-  // restart took longer than that.
-  function untilRestarted(zone, giveUpAt) {
-    setTimeout(function () {
-      load().done(function (s) {
-        if ((s.timezone !== zone || s.timezone_source !== "board") && Date.now() < giveUpAt) untilRestarted(zone, giveUpAt);
-      }).fail(function () {
-        if (Date.now() < giveUpAt) untilRestarted(zone, giveUpAt);
-      });
-    }, BACK_AFTER_MS);
-  }
-
   function submitter(handler) {
     return function (e) {
       e.preventDefault();
@@ -69,7 +54,7 @@
   var setTimezone = submitter(function ($form, f) {
     return HW.api.call("POST", "system/timezone", { timezone: f.timezone.value.trim() }).done(function (r) {
       say($form, "status", "Time zone set to " + r.timezone + ". " + (r.note || ""));
-      untilRestarted(r.timezone, Date.now() + GIVE_UP_AFTER_MS);
+      load();
     });
   });
 
@@ -90,6 +75,7 @@
       say($form, "status", "Factory reset: " + r.note + ". Every device is a stranger now, this one too: open " +
           "any web page on it and choose \u201cThis is my router: set it up\u201d. On the Wi-Fi, give this set-up code " +
           "there (write it down): " + r.setup_code + ". A computer plugged into the router needs no code.");
+      HW.restart.show("factory reset", r.back_in, { reset: true });
     });
   });
 

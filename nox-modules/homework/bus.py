@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 from .events import TOPICS, Event
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[[str, Event], None]
+# handler(topic, event): the event is the topic's class of events.py; what it returns (a
+# list of decisions, or None) goes to the switch
+Handler = Callable[[str, Any], Any]
 
 
 class EventBus:
@@ -42,7 +45,12 @@ class EventBus:
                 handlers.remove(handler)
                 self._handlers[topic] = tuple(handlers)
 
-    def held(self) -> "_Held":
+    def heard(self, topic: str) -> bool:
+        """Does anyone subscribe to `topic` itself? A publisher may skip building an event
+        nobody hears (DHCP's fingerprints without the identify component)."""
+        return bool(self._handlers.get(topic))
+
+    def held(self) -> _Held:
         """Within `with bus.held():` events published from this thread wait, in order, until
         the block ends. The core holds events while a packet-in handler runs, so the
         handler's own decisions (say a DHCP ACK) reach the switch before anything its
@@ -56,7 +64,7 @@ class EventBus:
             if event not in TOPICS:
                 raise ValueError(f"no event topic {event!r} is declared in homework/events.py")
             event = TOPICS[event](**{("class_" if k == "class" else k): v for k, v in fields.items()})
-        topic = getattr(event, "TOPIC", None)
+        topic = getattr(event, "TOPIC", "")
         if TOPICS.get(topic) is not type(event):
             raise TypeError(f"not an event declared in homework/events.py: {event!r}")
         held = self._held.get(threading.get_ident())

@@ -35,7 +35,7 @@ import logging
 import re
 import subprocess
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ class Callers:
     def _v6(self, text: str, addr: ipaddress.IPv6Address) -> Caller:
         net64 = ipaddress.IPv6Network((int(addr) >> 64 << 64, 64))
         if addr.is_link_local:
-            dev = self.link_interface(str(addr)) if self.link_interface else None
+            dev = self.link_interface(str(addr))
             m = _MANAGEMENT_PORT.match(dev or "")
             if m:
                 return Caller(text, SATELLITE, f"satellite:{int(m.group(1))}", satellite=int(m.group(1)))

@@ -15,8 +15,11 @@ from . import cli_wifi
 from . import cli_update
 from . import cli_qos
 from . import cli_satellites
+from . import cli_dns
 from . import cli_reach
+from . import cli_identify
 from . import cli_remote
+from . import cli_panels
 
 DEFAULT_SOCKET = os.environ.get("HOMEWORK_SOCKET", "/run/homework/control.sock")
 
@@ -108,6 +111,9 @@ SIMPLE = {
     # rate (slow only) e.g. 1mbit
     "usage-limit": (("mac", "allowance", "period?", "action?", "rate?"), None), "usage-limits": ((), None),
     "usage-limit-remove": (("mac",), None), "usage-lift": (("mac",), None),
+    # usage alerts: tell the household when a device moves more than SIZE (e.g. 500M) in MINUTES (1-60)
+    "usage-burst": (("mac", "size", "minutes"), None), "usage-burst-remove": (("mac",), None),
+    "usage-bursts": ((), None),
     # satellite switches (pairing.py); satellite-pair is cli_satellites
     "restore-status": ((), None),     # components/backup: the last restore, and whether it is in force
     "satellites": ((), None), "satellite-permit": (("dpid", "code?"), None), "satellite-deny": (("dpid",), None),
@@ -172,8 +178,11 @@ def main(argv: list[str] | None = None) -> int:
     cli_qos.add_parsers(sub)             # qos (priorities and shaping)
     cli_update.add_parsers(sub)          # update, update-status, reboot
     cli_satellites.add_parsers(sub)      # satellite-pair
+    cli_dns.add_parsers(sub)             # the resolver: dnssec, dnssec insecure, dns-upstream
     cli_reach.add_parsers(sub)           # forward, open-ports, may-open-ports, upnp
+    cli_identify.add_parsers(sub)        # identity, identify-correct, identify-clear
     cli_remote.add_parsers(sub)          # remote add/list/config (WireGuard)
+    cli_panels.add_parsers(sub)          # panel pair/list/revoke (the router's screen, wall tablets)
     raw = sub.add_parser("call", help="call any controller command with key=value arguments")
     raw.add_argument("command")
     raw.add_argument("args", nargs="*")
@@ -188,8 +197,11 @@ def main(argv: list[str] | None = None) -> int:
         backed = cli_qos.run(args, call, args.socket) if args.cmd == "qos" else backed
         backed = cli_update.run(args, call, args.socket) if args.cmd in cli_update.COMMANDS else backed
         backed = cli_satellites.run(args, call, args.socket) if args.cmd == "satellite-pair" else backed
+        backed = cli_dns.run(args, call, args.socket) or backed
         backed = cli_reach.run(args, call, args.socket) if args.cmd in cli_reach.COMMANDS else backed
+        backed = cli_identify.run(args, call, args.socket) if args.cmd in cli_identify.COMMANDS else backed
         backed = cli_remote.run(args, call, args.socket) if args.cmd in cli_remote.COMMANDS else backed
+        backed = cli_panels.run(args, call, args.socket) if args.cmd in cli_panels.COMMANDS else backed
         if backed is not None:
             scheduled = backed
         if scheduled is not None:

@@ -2,11 +2,13 @@
 the control socket) and the ws.v1 API may call. Components add theirs at start()."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .devices import CannotForget, UnknownDevice
+from .pairing import PairingError
 from .state import StorageError
 from .macaddr import BadMac, normalize
+from .restart import back_in
 
 
 class CommandError(Exception):
@@ -70,7 +72,7 @@ def register_core_commands(core) -> None:
     devices = core.devices
     cmd = core.commands
 
-    ctx = core.ctx     # read ctx.leases at call time: DHCP installs its reader at start
+    ctx = core.ctx     # read ctx.leases at call time: the core puts dhcp's reader there as it loads the components
 
     def lease_view(lease) -> dict:
         """A lease as the CLI and API show it, with its IPv6 /64 when devices have IPv6."""
@@ -89,8 +91,6 @@ def register_core_commands(core) -> None:
 
     def satellites(fn):
         """A pairing call (pairing.py) with its own status codes kept."""
-        from .pairing import PairingError
-
         def call(**kwargs):
             try:
                 return fn(**kwargs)
@@ -112,12 +112,11 @@ def register_core_commands(core) -> None:
                 gone = [s for s in core.config.satellites if s.found and s.dpid not in wanted]
 
                 def give_back():
-                    from .adapter import router_ports
                     for sat in gone:
-                        router_ports.give_back(sat, core.config.bridge)
+                        core.give_back_port(sat, core.config.bridge)
                 ctx.restart(f"satellite {answer.get('dpid', '')} {answer.get('state', 'forgotten')}: its cable "
                             "changes", then=give_back if gone else None)
-                answer = {**answer, "restarting": True}
+                answer = {**answer, "restarting": True, "back_in": back_in(ctx.restart)}
             return answer
         return satellites(call)
 

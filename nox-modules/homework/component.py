@@ -7,7 +7,8 @@ host networking and a `send` for decisions made outside an event (API calls, tim
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
 
 from .flows import AggregateStats, Datapath, Decision, FlowRemoved, FlowStats, PacketIn
 from .callers import Callers
@@ -18,18 +19,51 @@ from .packets import Frame
 
 if TYPE_CHECKING:
     from .bus import EventBus
+    from .commands import Commands
     from .config import Config
+    from .devices import DeviceRegistry
     from .hostnet import HostNet
     from .ipv6plan import AddressPlan
+    from .pairing import SatellitePairing
     from .state import StateStore
+    from .update.service import Updater
 
 
 class Context:
-    """What the core gives every component."""
+    """What the core shares with every component. Everything here is given at construction
+    and has one owner; a component gets the services of another through an interface it
+    declares (interfaces.py, its manifest's `needs`), never through the context.
 
-    def __init__(self, config: "Config", state: "StateStore", bus: "EventBus", host: "HostNet",
+    - config, state (the state store), bus, host (the router's own networking), commands
+      (the command table), counters and count, devices (the device registry), pairing
+      (satellite pairing), updater (system updates): the core's own, made before the
+      components;
+    - send(decisions) for decisions made outside an event, every(seconds, fn) for timers,
+      now() for the time;
+    - leases: the lease reader that dhcp offers (leases.NoLeases without it), put here by
+      the core before any other component is constructed;
+    - datapath: the connected switch (None while none is); ipv6: the address plan (None:
+      IPv4 only), which the core replaces when the ISP delegates another prefix;
+    - restart(why, then=None): restart the controller in place (main.py gives it; None in
+      unit tests);
+    - switch_is_real, is_radio_port(port), radio_port(ifname): facts about the switch the
+      adapter works with (main.py says it is real; the satellites' patch links answer for
+      radio ports). The unit tests' fake switch keeps the defaults;
+    - device_facts, health, wan_services, router_groups and announcement_groups: registries
+      components add to (facts each adds to a device's view; the health of the daemons each
+      talks to; the router's own services on the WAN; the multicast groups its own stack
+      serves; those it hears from every device, pending ones too);
+    - callers: which device an address belongs to (callers.py); cutoffs: why a device is
+      cut off, from the sources components add (cutoff.py).
+    """
+
+    def __init__(self, config: Config, state: StateStore, bus: EventBus, host: HostNet,
                  send: Callable[[Iterable[Decision]], None], schedule: Callable[[float, Callable], None],
-                 clock: Callable[[], float]):
+                 clock: Callable[[], float], *, counters: Counters, commands: Commands,
+                 devices: DeviceRegistry, pairing: SatellitePairing, updater: Updater,
+                 ipv6: AddressPlan | None = None, restart: Callable[..., None] | None = None,
+                 switch_is_real: bool = False, is_radio_port: Callable[[int], bool] = lambda port: False,
+                 radio_port: Callable[[str], int | None] = lambda ifname: None):
         self.config = config
         self.state = state
         self.bus = bus
@@ -37,31 +71,23 @@ class Context:
         self.send = send
         self.every = schedule        # every(seconds, fn): run fn periodically (exceptions logged)
         self.now = clock
-        self.components: dict[str, Component] = {}
+        self.counters = counters       # the core's registry (one for the whole controller)
+        self.count = self.counters.count
+        self.commands = commands
+        self.devices = devices
+        self.pairing = pairing
+        self.updater = updater
+        self.leases: LeaseReader = NoLeases()
         self.datapath: Datapath | None = None
-        self.leases: LeaseReader = NoLeases()   # DHCP puts itself here at start
-        self.ipv6: AddressPlan | None = None  # the /64 of each block index; None: IPv4 only
-        self.counters = Counters()     # the core's registry (one for the whole controller)
+        self.ipv6 = ipv6
+        self.restart = restart
+        self.switch_is_real = switch_is_real
+        self.is_radio_port = is_radio_port
+        self.radio_port = radio_port
         # Facts components add to every device view (CLI, API, board): fn(mac) -> dict.
         self.device_facts: list[Callable[[str], dict]] = []
         # Health of the daemons components talk to: name -> fn() -> up? (metrics shows them).
         self.health: dict[str, Callable[[], bool]] = {}
-        self.count = self.counters.count
-        # restart(why): restart the controller in place soon (main.py wires it; None in tests).
-        self.restart: Callable[[str], None] | None = None
-        self.devices = None            # the core's DeviceRegistry (core.py puts it here)
-        # The update service (update/service.py wires it when [update] is on); None otherwise.
-        self.updater = None
-        # True when a real OpenFlow switch is behind the adapter (osken_app.py); the fake
-        # switch of the unit tests leaves it False, so nothing opens raw sockets there.
-        self.switch_is_real = False
-        # Is this router port a radio of a satellite? Stations roam between
-        # radios, whose ports never lose link; the adapter answers from PatchLinks.
-        self.is_radio_port: Callable[[int], bool] = lambda port: False
-        # The router port of a satellite radio named "wlan0@sat1" (None: not one, or down);
-        # a station its agent hears there has roamed there (the adapter answers).
-        self.radio_port: Callable[[str], int | None] = lambda ifname: None
-        self.pairing = None            # the core's SatellitePairing (core.py puts it here)
         # Why a device is cut off (pending, denied, paused, bedtime, over its allowance):
         # schedules and usage add their sources, dns and the API ask (cutoff.py).
         self.cutoffs = Cutoffs(state, bus)
@@ -71,12 +97,18 @@ class Context:
         # Multicast groups the router's own stack serves on the LAN (reach: SSDP for UPnP);
         # routing sends permitted devices' packets to them to the router as well as to members.
         self.router_groups: set[str] = set()
+        # Groups whose packets the router's stack hears from every device, pending ones too
+        # (identify: mDNS and SSDP announcements say what a device asking to join is).
+        self.announcement_groups: set[str] = set()
         # Which device (or satellite, or the router) an address belongs to: the one answer
         # every per-device rule uses, over IPv4 and IPv6 alike (callers.py).
         self.callers = Callers(self)
+        self._components: dict[str, Component] = {}
 
-    def component(self, name: str) -> "Component | None":
-        return self.components.get(name)
+    def component(self, name: str) -> Component | None:
+        """A loaded component, for tests and the core's own use. Components never call it:
+        they take what they use at construction (tests/unit/test_dependencies.py)."""
+        return self._components.get(name)
 
     def facts_about(self, mac: str) -> dict:
         """What the components say about a device, for its view (e.g. routing: flow_limited)."""
@@ -94,6 +126,11 @@ class Component:
     def __init__(self, ctx: Context):
         self.ctx = ctx
         self.log = logging.getLogger(f"homework.{self.name}")
+
+    def offer(self, interface: type) -> object:
+        """The object by which this component serves `interface` (interfaces.py), one of
+        its manifest's `offers`. The core asks once, right after constructing it."""
+        raise LookupError(f"{self.name} offers no {interface.__name__}")
 
     def start(self) -> None:
         """Called once, after every component is constructed."""

@@ -21,12 +21,13 @@ import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Callable
 
 log = logging.getLogger("homework.config")
 
-KNOWN_COMPONENTS = ("dhcp", "routing", "dns", "eapol", "hwdb_sync", "api", "linksim", "usage", "metrics", "notify", "mqtt",
-                    "wanwatch", "localnames")
+KNOWN_COMPONENTS: tuple[str, ...] = ("dhcp", "routing", "dns", "eapol", "hwdb_sync", "api", "linksim", "usage",
+                                     "metrics", "notify", "mqtt", "wanwatch", "localnames")
 KNOWN_COMPONENTS += ("schedules",)     # bedtime windows and pauses
 KNOWN_COMPONENTS += ("blocklists",)    # blocklist subscriptions and safe-search
 KNOWN_COMPONENTS += ("backup",)        # settings backup and restore
@@ -35,6 +36,7 @@ KNOWN_COMPONENTS += ("qos",)           # priorities and shaping
 KNOWN_COMPONENTS += ("satlink",)       # the satellite agents' channel
 KNOWN_COMPONENTS += ("reach",)         # port forwards, UPnP/NAT-PMP/PCP per device
 KNOWN_COMPONENTS += ("remote",)        # remote access over WireGuard
+KNOWN_COMPONENTS += ("identify",)      # what each device is, from what it says about itself
 IFNAME = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
 CURRENT_VERSION = 2
 
@@ -48,12 +50,16 @@ class ConfigError(ValueError):
 
 
 # -- checks: each takes (key, value already of the right TOML type) and returns the value --------
+# What a made check accepts, in words (the docs' "allowed" column): check -> words.
+ALLOWED: dict[Callable, str] = {}
+
+
 def int_range(low: int, high: int) -> Callable[[str, int], int]:
     def check(key: str, value: int) -> int:
         if not low <= value <= high:
             raise ConfigError(key, f"must be between {low} and {high}, got {value}")
         return value
-    check.range = (low, high)
+    ALLOWED[check] = f"{low} to {high}"
     return check
 
 
@@ -62,7 +68,7 @@ def one_of(*choices: str) -> Callable[[str, str], str]:
         if value not in choices:
             raise ConfigError(key, f"must be {' or '.join(repr(c) for c in choices)}, got {value!r}")
         return value
-    check.choices = choices
+    ALLOWED[check] = " or ".join(f"`{c}`" for c in choices)
     return check
 
 
@@ -100,6 +106,10 @@ def host_port(key: str, value: str) -> str:
     except ValueError:
         raise ConfigError(key, f"expected ADDRESS:PORT, got {value!r}") from None
     return value
+
+
+def host_port_or_empty(key: str, value: str) -> str:
+    return host_port(key, value) if value else ""
 
 
 def pool(key: str, value: str) -> ipaddress.IPv4Network:
@@ -169,11 +179,25 @@ def domain_list(key: str, value: str) -> str:
     return value
 
 
+def domain_names(key: str, value: list) -> tuple[str, ...]:
+    return tuple(domain_list(key, name) for name in value)
+
+
+def edge_url(key: str, value: str) -> str:
+    """'' or https://ADDRESS:PORT: an ISP edge's control interface."""
+    if value and not re.fullmatch(r"https://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}/?", value):
+        raise ConfigError(key, f"{value!r} is not https://HOST:PORT (e.g. https://100.64.0.254:6700)")
+    return value
+
+
+ALLOWED[edge_url] = "'' (none) or https://HOST:PORT"
+
+
 def _zero_or_rate(key: str, value: int) -> int:
     return value if value == 0 else int_range(64, 10_000_000)(key, value)
 
 
-_zero_or_rate.range_words = "0 (unset) or 64 to 10000000"
+ALLOWED[_zero_or_rate] = "0 (unset) or 64 to 10000000"
 
 
 def path(key: str, value: str) -> Path:
@@ -295,6 +319,38 @@ KEYS: tuple[Key, ...] = (
     Key("dns.local_domains", "dns_local_domains", str, "lan,home.arpa",
         "names under these (and single labels, private PTR) go to dnsmasq, not upstream", domain_list),
     Key("dns.intercept", "dns_intercept", bool, True, "install the nftables redirect"),
+    Key("dns.resolver", "dns_resolver", str, "127.0.0.1:5335",
+        "the validating resolver (unbound) homework-dnsd sends every name but the household's own to: "
+        "DNSSEC, and the upstreams the household chose, plain or over TLS; '' = none (dnsd asks "
+        "resolv_file's servers itself and nothing is validated)", host_port_or_empty),
+    Key("dns.resolver_control", "dns_resolver_control", str, "/run/homework/unbound.ctl",
+        "the resolver's control socket (unbound's remote-control, a Unix socket)"),
+    Key("dns.resolver_user", "dns_resolver_user", str, "unbound",
+        "the user unbound drops to after start; '' = stay root (the emulated home)"),
+    Key("dns.dnssec", "dns_dnssec", bool, True,
+        "validate DNSSEC (a forged or broken answer becomes SERVFAIL), until set on the board/API/CLI"),
+    Key("dns.trust_anchor", "dns_trust_anchor", str, "",
+        "a file of DNSKEY or DS records to trust instead of the root's keys ('' = the root's, from "
+        "dns-root-data, kept current by RFC 5011); the emulated internet's signed zones use it"),
+    Key("dns.resolver_special_zones", "dns_resolver_special_zones", list, [],
+        "special-use zones (RFC 6761) the resolver normally answers NXDOMAIN itself, sent upstream like any "
+        "other name instead (the emulated internet's 'test')", domain_names),
+    Key("dns.dot_listen", "dns_dot_listen", str, "169.254.53.53:853",
+        "homework-dnsd's DNS over TLS for devices; nftables steers TCP 853 to the router's own addresses "
+        "here; '' = no DNS over TLS", host_port_or_empty),
+    Key("dns.dot_listen6", "dns_dot_listen6", str, "[fd00:53::53]:853",
+        "the same over IPv6 ([ipv6] enabled)", host_port_or_empty),
+    Key("dns.tls_cert", "dns_tls_cert", str, "/var/lib/homework/tls/server.crt",
+        "the certificate (PEM) dnsd presents to devices over TLS: the Guest Board's own"),
+    Key("dns.tls_key", "dns_tls_key", str, "/var/lib/homework/tls/server.key", "its private key (PEM)"),
+    Key("dns.doh_socket", "dns_doh_socket", str, "/run/homework/dnsd-doh.sock",
+        "where homework-dnsd takes DNS over HTTPS from the web server (SCGI: lighttpd's /dns-query); "
+        "'' = no DNS over HTTPS"),
+    Key("dns.resolver_name", "dns_resolver_name", str, "homework.home.arpa",
+        "the router's name in the announcements of its encrypted DNS (DDR, DHCP/RA); dnsd answers it with "
+        "the asking device's own gateway", domain_list),
+    Key("dns.tls_ca_file", "dns_tls_ca_file", str, "/etc/ssl/certs/ca-certificates.crt",
+        "the certificate authorities an encrypted upstream's certificate must chain to"),
     Key("dns.safe_search", "dns_safe_search", bool, False,
         "answer Google, Bing, DuckDuckGo and YouTube with their safe-search hosts, until set on the "
         "board/API/CLI (the blocklists component)"),
@@ -317,6 +373,8 @@ KEYS: tuple[Key, ...] = (
         "first start: the admin password is read from here"),
     Key("api.session_lifetime", "api_session_lifetime", int, 43200, "seconds a Guest Board login lasts",
         int_range(60, 30 * 86400)),
+    Key("api.hash_off_loop", "api_hash_off_loop", bool, True,
+        "check passwords in a worker thread, never on the event loop; false only for the benchmark's peer"),
     Key("linksim.interval", "linksim_interval", int, 2, "seconds between simulated link reports",
         int_range(1, 3600)),
     Key("radio.interfaces", "radio_interfaces", list, [], "Wi-Fi interfaces whose stations are read; [] = none",
@@ -368,6 +426,9 @@ KEYS: tuple[Key, ...] = (
     Key("router.wan_lease_file", "wan_lease_file", str, "",
         "the WAN's DHCP lease as KEY='value' lines (the image's udhcpc hook writes it) for the settings "
         "page's WAN status; '' = not shown"),
+    Key("router.interfaces_file", "interfaces_file", str, "",
+        "the bring-up's record of the ports (WAN= and why, LAN_PORTS=, WIFI_IFACES=; the image's "
+        "/run/homework/interfaces.env) for the hardware report; '' = [lan] ports and [wanwatch] interface"),
     Key("router.timezone", "timezone", str, "",
         "IANA zone of the household's clock (schedules' windows; usage's hours and months unless "
         "usage.timezone says otherwise); '' = /etc/localtime", timezone_name),
@@ -426,6 +487,13 @@ KEYS: tuple[Key, ...] = (
         ifname_or_empty),
     Key("qos.wan_interface", "qos_wan_interface", str, "", "where upload is shaped; '' = wanwatch.interface",
         ifname_or_empty),
+    Key("isp.edge", "isp_edge", str, "",
+        "the ISP edge's control interface (ispedge/), where the household's priorities are placed too; "
+        "'' = none", edge_url),
+    Key("isp.ca", "isp_ca", str, "/var/lib/homework/isp/isp-ca.crt", "the ISP's CA certificate (PEM)"),
+    Key("isp.cert", "isp_cert", str, "/var/lib/homework/isp/edge.crt",
+        "the household's certificate the ISP issued for the edge (PEM)"),
+    Key("isp.key", "isp_key", str, "/var/lib/homework/isp/edge.key", "its key (PEM; made on the router)"),
     Key("mqtt.host", "mqtt_host", str, "", "the MQTT broker's host name or address; '' = no MQTT"),
     Key("mqtt.port", "mqtt_port", int, 1883, "the broker's port", int_range(1, 65535)),
     Key("mqtt.username", "mqtt_username", str, "", "the controller's MQTT user; '' = anonymous"),
@@ -496,14 +564,31 @@ def _pki_dir(self) -> Path:
 
 
 # The dataclass the rest of the controller reads (config.pool, config.pending_lease, ...).
-Config = dataclasses.make_dataclass(
-    "Config",
-    [(k.attr, Any, dataclasses.field(default=_typed(k, k.default))) for k in KEYS]
-    + [("version", int, dataclasses.field(default=CURRENT_VERSION))],
-    namespace={"state_db": property(_state_db), "pki_dir": property(_pki_dir), "__module__": __name__,
-               "__doc__": "The validated configuration; built from KEYS."},
-    frozen=True,
-)
+if TYPE_CHECKING:
+    class Config:
+        """What the type checker sees: the attributes are made from KEYS at import, so each
+        is Any to it; KEYS' types and checks hold them at load (and the tests, every name)."""
+        __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+        version: int
+
+        def __init__(self, **values: Any) -> None: ...
+
+        def __getattr__(self, name: str) -> Any: ...
+
+        @property
+        def state_db(self) -> Path: ...
+
+        @property
+        def pki_dir(self) -> Path: ...
+else:
+    Config = dataclasses.make_dataclass(
+        "Config",
+        [(k.attr, Any, dataclasses.field(default=_typed(k, k.default))) for k in KEYS]
+        + [("version", int, dataclasses.field(default=CURRENT_VERSION))],
+        namespace={"state_db": property(_state_db), "pki_dir": property(_pki_dir), "__module__": __name__,
+                   "__doc__": "The validated configuration; built from KEYS."},
+        frozen=True,
+    )
 
 
 # -- migrations ---------------------------------------------------------------------------------
@@ -583,6 +668,17 @@ def dnsd_args(config: Config) -> list[str]:
         args += ["--local-domains", local]
     if config.ipv6_enabled:
         args += ["--listen6", config.dns_listen6]
+    if config.dns_resolver:
+        args += ["--resolver", config.dns_resolver]
+    if config.dns_dot_listen and config.dns_tls_cert and config.dns_tls_key:
+        args += ["--dot-listen", config.dns_dot_listen]
+        if config.ipv6_enabled and config.dns_dot_listen6:
+            args += ["--dot-listen6", config.dns_dot_listen6]
+        args += ["--tls-cert", config.dns_tls_cert, "--tls-key", config.dns_tls_key]
+    if config.dns_doh_socket:
+        args += ["--doh-socket", config.dns_doh_socket]
+    if config.dns_dot_listen or config.dns_doh_socket:
+        args += ["--resolver-name", config.dns_resolver_name.strip(".")]
     return args
 
 
@@ -605,13 +701,8 @@ def _allowed(key: Key) -> str:
     """What a key accepts, in words, from its check (the docs' "allowed" column)."""
     if key.check is None:
         return {bool: "true or false", int: "a whole number", str: "text", list: "a list"}[key.kind]
-    if hasattr(key.check, "range_words"):
-        return key.check.range_words
-    if hasattr(key.check, "range"):
-        low, high = key.check.range
-        return f"{low} to {high}"
-    if hasattr(key.check, "choices"):
-        return " or ".join(f"`{c}`" for c in key.check.choices)
+    if key.check in ALLOWED:
+        return ALLOWED[key.check]
     return _CHECK_WORDS.get(key.check.__name__, "see what")
 
 

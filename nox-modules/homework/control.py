@@ -59,7 +59,7 @@ class ControlServer:
                     while b"\n" in buf:
                         line, buf = buf.split(b"\n", 1)
                         conn.sendall(_encode(self.handle(line)))
-            except (OSError, socket.timeout):
+            except (TimeoutError, OSError):
                 return
 
     def handle(self, line: bytes) -> dict:

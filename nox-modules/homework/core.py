@@ -11,10 +11,11 @@ import importlib
 import logging
 import threading
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import cast
 
-from . import factory_reset, system
-from . import events
+from . import bootalerts, factory_reset, system
+from . import events, manifest
 from .update import service as update_service
 from .bus import EventBus
 from .commands import Commands, register_core_commands
@@ -25,8 +26,9 @@ from .devices import DeviceRegistry
 from .ipv6plan import AddressPlan, PrefixSource
 from .flows import AggregateStats, Datapath, Decision, FlowRemoved, FlowStats, PacketIn
 from .hostnet import HostNet
+from .leases import LeaseReader
 from .pairing import SatellitePairing
-from .satellites import with_found
+from .satellites import PatchLinks, with_found
 from .packets import PacketError, parse_ethernet
 from .state import WRITE_BEHIND_SECONDS, StateStore
 
@@ -51,11 +53,21 @@ FORGET_CHECK_SECONDS = 60.0     # how often never-approved devices unseen for lo
 PREFIX_CHECK_SECONDS = 5.0      # how often the ISP's delegated prefix is looked at (IPv6)
 
 
+def _no_port_to_give_back(sat, bridge: str) -> None:
+    """Without the adapter (unit tests) no satellite holds a router port."""
+
+
 class Core:
+    """`restart`, `switch_is_real` and `give_back_port` come from main.py, which runs the
+    controller with a real switch: restart.InPlace, True and adapter/router_ports.give_back
+    (so that no lower layer imports the adapter). A unit test's core keeps the defaults."""
+
     def __init__(self, config: Config, *, state: StateStore | None = None, host: HostNet | None = None,
                  send: Callable[[list[Decision]], None] | None = None,
                  spawn_periodic: Callable[[float, Callable], None] | None = None,
-                 clock: Callable[[], float] = time.time, bus: EventBus | None = None):
+                 clock: Callable[[], float] = time.time, bus: EventBus | None = None,
+                 restart: Callable[..., None] | None = None, switch_is_real: bool = False,
+                 give_back_port: Callable = _no_port_to_give_back):
         self.counters = Counters()
         self._send = send or (lambda decisions: None)
         self._spawn_periodic = spawn_periodic or _thread_periodic
@@ -64,42 +76,59 @@ class Core:
         # listed ones for the whole life of this process; a change restarts it (commands.py)
         config = with_found_satellites(config, self.state)
         self.config = config
+        self.give_back_port = give_back_port
         self.bus = bus or EventBus()
         self.bus.decisions_to = self.send
-        self.ctx = Context(config, self.state, self.bus, host or HostNet(config.bridge),
-                           self.send, self.every, clock)
         self.devices = DeviceRegistry(self.state, self.bus, max_pending=config.max_pending,
-                                      forget_after=config.forget_unapproved_after, clock=clock)
-        self.ctx.devices = self.devices
+                                      forget_after=config.forget_unapproved_after, clock=clock,
+                                      has_live_lease=lambda mac: self.ctx.leases.is_active(mac))
         self.prefix_source = None
+        ipv6 = None
         if config.ipv6_enabled:
             self.prefix_source = PrefixSource(config.ipv6_prefix, config.ipv6_prefix_file, config.state_dir)
-            self.ctx.ipv6 = AddressPlan(self.prefix_source.site())
-            log.info("IPv6: a /64 per device from %s", self.ctx.ipv6.site)
-        self.ctx.counters = self.counters
-        self.ctx.count = self.counters.count
+            ipv6 = AddressPlan(self.prefix_source.site())
+            log.info("IPv6: a /64 per device from %s", ipv6.site)
         self.pairing = SatellitePairing(self.state, config, self.bus, clock)
-        self.ctx.pairing = self.pairing
         self.commands = Commands()
-        self.ctx.commands = self.commands
+        # What the satellites' patch ports say about their links (the adapter keeps it up to date).
+        self.patch_links = PatchLinks(config.satellites_radio_ports)
+        self.ctx = Context(config, self.state, self.bus, host or HostNet(config.bridge), self.send, self.every,
+                           clock, counters=self.counters, commands=self.commands, devices=self.devices,
+                           pairing=self.pairing, updater=update_service.Updater(config, config.state_db),
+                           ipv6=ipv6, restart=restart, switch_is_real=switch_is_real,
+                           is_radio_port=self.patch_links.is_radio_port,
+                           radio_port=self.patch_links.radio_router_port)
         register_core_commands(self)
         factory_reset.register(self)
         system.register(self)               # system-info, set-timezone
         update_service.register(self)       # update-start, update-status, reboot
+        bootalerts.register(self)           # alerts the image's boot scripts leave
         self.components: list[Component] = []
         self._dispatch: list[Component] = []
 
     # -- set-up --------------------------------------------------------------------
     def load_components(self) -> None:
+        """Construct the configured components, each after those that offer what it needs
+        (manifest.py), handing it those interfaces; then start them in the configured order."""
         names = tuple(self.config.components)
         if self.config.qos_enabled and "qos" not in names:
             names += ("qos",)       # [qos] enabled = true loads it
-        for name in names:
+        manifests = {name: manifest.of(name) for name in names}
+        offered: dict[type, object] = {}
+        loaded: dict[str, Component] = {}
+        for name in construction_order(manifests):
+            wanted = {arg: offered.get(interface) for arg, interface in manifests[name].needs.items()}
             module = importlib.import_module(f"homework.components.{name}")
-            component = module.COMPONENT(self.ctx)
-            self.components.append(component)
-            self.ctx.components[name] = component
-        ordered = [self.ctx.components[n] for n in DISPATCH_ORDER if n in self.ctx.components]
+            component = module.COMPONENT(self.ctx, **wanted)
+            for interface in manifests[name].offers:
+                offered[interface] = component.offer(interface)
+            if LeaseReader in manifests[name].offers:
+                self.ctx.leases = cast(LeaseReader, offered[LeaseReader])     # before any other is made
+            loaded[name] = component
+        for name in names:
+            self.components.append(loaded[name])
+            self.ctx._components[name] = loaded[name]
+        ordered = [loaded[n] for n in DISPATCH_ORDER if n in loaded]
         self._dispatch = ordered + [c for c in self.components if c not in ordered]
         for component in self.components:
             self._safe(f"{component.name}.start", component.start)
@@ -112,6 +141,8 @@ class Core:
     def check_site_prefix(self) -> None:
         """The ISP delegated another prefix (or none any more): every device moves to its
         /64 of the new one. DHCP and routing do their part on the `ipv6_plan` event."""
+        if self.prefix_source is None:
+            return
         site = self.prefix_source.site()
         old = self.ctx.ipv6
         if old is not None and site == old.site:
@@ -215,6 +246,27 @@ class Core:
             self.counters.count("core.errors")
             log.exception("%s failed", what)
             return None
+
+
+def construction_order(manifests: dict[str, manifest.Manifest]) -> list[str]:
+    """The names in their order, except that a component comes after every one that offers
+    an interface it needs (a stable topological order; the manifests test refuses cycles)."""
+    order: list[str] = []
+
+    def place(name: str, path: tuple[str, ...]) -> None:
+        if name in order:
+            return
+        if name in path:
+            raise ValueError(f"components need each other in a circle: {' -> '.join(path + (name,))}")
+        for interface in manifests[name].needs.values():
+            for other, m in manifests.items():
+                if interface in m.offers and other != name:
+                    place(other, path + (name,))
+        order.append(name)
+
+    for name in manifests:
+        place(name, ())
+    return order
 
 
 def _thread_periodic(seconds: float, fn: Callable) -> None:

@@ -4,9 +4,8 @@ link rates there under "qos." keys), satellite pairing (pairing.py), the Wi-Fi n
 (wifi.py), and the counters of dispatch, the adapter and the garbage collector."""
 from __future__ import annotations
 
-from . import events, rowcheck, system, wifi
+from . import events, manifest, rowcheck, system, wifi
 from .commands import CommandError
-from .components.qos.store import link_value
 from .manifest import Manifest, NotBackedUp, Secrets, Settings
 from .state import DEVICE_STATES
 
@@ -25,15 +24,18 @@ def setting_row(r: dict) -> None:
     restored `qos.down_kbit` of "²" once made the shaper fail every second)."""
     rowcheck.option(r)
     key = r["key"]
+    check = manifest.settings_key_check(key)       # the manifest that keeps the key says how
+    if check is None:
+        raise ValueError(f"unknown setting {key!r}")
     try:
-        if key == system.TIMEZONE_KEY:
-            system.check_zone(r["value"])
-        elif key.startswith("qos."):
-            link_value(key[4:], r["value"])
-        else:
-            raise ValueError(f"unknown setting {key!r}")
+        check(key, r["value"])
     except CommandError as exc:
         raise ValueError(str(exc)) from None
+
+
+def preapproval_row(r: dict) -> None:
+    rowcheck.mac(r["mac"])
+    rowcheck.text(r.get("port", ""), "port")
 
 
 def wifi_row(r: dict) -> None:
@@ -49,7 +51,8 @@ MANIFEST = Manifest(
     tables=(
         Settings("devices", (1,), ("mac", "state", "hostname", "name", "owner", "type", "first_seen", "last_seen"),
                  device_row),
-        Settings("settings", (9,), ("key", "value"), setting_row),     # the time zone; qos's link rates
+        Settings("settings", (9,), ("key", "value"), setting_row),     # keys: the manifests' settings_keys
+        Settings("preapprovals", (19,), ("mac", "port"), preapproval_row),    # a pre-approval's first port
         NotBackedUp("satellites", (11, 12, 14),
                     "pairings are bound to this router's household CA (pki/), which a backup does not carry: "
                     "satellites pair again with the restored router"),
@@ -59,10 +62,13 @@ MANIFEST = Manifest(
         # added by the backup component and restored through the set-wifi command
         Secrets("wifi", (), ("ssid", "passphrase"), wifi_row, in_state_db=False),
     ),
+    settings_keys={system.TIMEZONE_KEY: lambda key, value: system.check_zone(value)},
     routes=("satellites", "system", "update", "wifi"),
-    publishes=(events.Device, events.Alert, events.Ipv6Plan, events.Satellite, events.Wifi, events.CutOffChanged),
+    publishes=(events.Device, events.Alert, events.Ipv6Plan, events.Satellite, events.Wifi, events.CutOffChanged,
+               events.Timezone, events.Restart),
     hears=(events.Satellite,),
-    alerts=(events.AlertKind.LAN_PORT_MISSING, events.AlertKind.SWITCH_REFUSED),
+    alerts=(events.AlertKind.LAN_PORT_MISSING, events.AlertKind.SWITCH_REFUSED, events.AlertKind.PREAPPROVAL_MOVED,
+            events.AlertKind.ROUTER_BOOT),       # bootalerts.py: the image's boot scripts' alerts
     counters={
         "core.packet_in": "packet-ins from the switch",
         "core.malformed_frames": "packet-ins whose Ethernet frame could not be parsed (dropped)",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
-from typing import Callable
+from collections.abc import Callable
 
 from .cutoff import ALLOWANCE, BEDTIME, DENIED, PAUSED, PENDING, Cut
 
@@ -110,7 +110,8 @@ PAGE = """<!doctype html>
   #setup {{ margin-top: 2rem; padding-top: 1rem; border-top: 1px solid #d8d2c4; text-align: left; }}
   #setup h2 {{ font-size: 1.2rem; text-align: center; }}
   #setup label {{ display: block; margin: .8rem 0; }}
-  #setup input {{ display: block; width: 100%; box-sizing: border-box; font-size: 1rem; padding: .5rem; margin-top: .3rem; }}
+  #setup input {{ display: block; width: 100%; box-sizing: border-box; font-size: 1rem; padding: .5rem;
+                 margin-top: .3rem; }}
   #setup button {{ font-size: 1rem; padding: .6rem 1rem; width: 100%; }}
   #setup .error {{ color: #a02020; }}
   #setup .hint {{ font-size: .9rem; color: #555; }}

@@ -7,10 +7,10 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from typing import Callable
+from collections.abc import Callable
 
 from .bus import EventBus
-from . import events, routernames
+from . import events, routernames, wording
 from .macaddr import BadMac, normalize
 from .state import Device, StateStore
 
@@ -55,7 +55,8 @@ class DeviceRegistry:
     reason='forgotten' tells the components (DHCP ends the lease, routing drops flows)."""
 
     def __init__(self, state: StateStore, bus: EventBus, *, max_pending: int = 256,
-                 forget_after: float = 86400, clock=time.time):
+                 forget_after: float = 86400, clock=time.time,
+                 has_live_lease: Callable[[str], bool] = lambda mac: False):
         self.state = state
         self.bus = bus
         self.max_pending = max_pending
@@ -65,8 +66,7 @@ class DeviceRegistry:
         self._pending: OrderedDict[str, None] = OrderedDict(
             (d.mac, None) for d in state.devices() if d.state == "pending")
         self.forgotten = 0
-        # Set by the DHCP component: does this MAC hold a live lease?
-        self.has_live_lease: Callable[[str], bool] = lambda mac: False
+        self.has_live_lease = has_live_lease    # does this MAC hold a live lease (the lease reader's)?
 
     def get(self, mac: str) -> Device:
         mac = normalize(mac)
@@ -131,6 +131,7 @@ class DeviceRegistry:
         self._pending.pop(mac, None)
         old = self.state.get_device(mac)
         self.state.forget_device(mac)
+        self.state.execute("DELETE FROM preapprovals WHERE mac = ?", (mac,))
         self.forgotten += 1
         log.info("device %s forgotten (%s)", mac, why)
         self.bus.publish(events.Device(mac=mac, state=None, old_state=old.state if old else None,
@@ -145,6 +146,13 @@ class DeviceRegistry:
         # its first DHCP request, which then meets the decision at once (no pending stage).
         device = self.state.set_device_state(assignable(mac) if old is None else mac, state,
                                              now=0 if old is None else None)
+        if old is None or never_seen(old):
+            # a pre-approval trusts the MAC alone: it holds on the first port it is seen on
+            self.state.execute("INSERT INTO preapprovals (mac, port) VALUES (?, '') ON CONFLICT(mac) DO NOTHING"
+                               if state == "permitted" else "DELETE FROM preapprovals WHERE mac = ?", (mac,))
+        else:
+            # the household decided about a device it has seen: no pre-approval is left
+            self.state.execute("DELETE FROM preapprovals WHERE mac = ?", (mac,))
         if state == "pending":
             self._pending.setdefault(mac, None)
         else:
@@ -154,6 +162,38 @@ class DeviceRegistry:
         self.bus.publish(events.Device(mac=mac, state=state, old_state=old_state,
                                        device=device.as_dict(), reason="decision"))
         return device
+
+    def preapproval_port(self, mac: str) -> str | None:
+        """The port a pre-approved device was first seen on ('' not yet); None: no
+        pre-approval stands (the household has decided about it since it was seen)."""
+        rows = self.state.execute("SELECT port FROM preapprovals WHERE mac = ?", (mac,))
+        return rows[0]["port"] if rows else None
+
+    def check_preapproval(self, mac: str, port: str, same_place: Callable[[str, str], bool]) -> bool:
+        """A pre-approved device asks for an address on `port`. The first port it is seen on
+        is the one its pre-approval holds on; from another one (`same_place` says which
+        count as one: the radios a station roams between) the pre-approval ends: the
+        device is pending and asks the household again. False in that case."""
+        bound = self.preapproval_port(mac)
+        if bound is None or not port:
+            return True
+        if not bound:
+            self.state.execute("UPDATE preapprovals SET port = ? WHERE mac = ?", (port, mac))
+            log.info("pre-approved device %s first seen on %s: its pre-approval holds there", mac, port)
+            return True
+        if bound == port or same_place(bound, port):
+            return True
+        log.warning("pre-approved device %s asks from %s, not %s where it was first seen: it waits for the "
+                    "household", mac, port, bound)
+        self._decide(mac, "pending")
+        who = wording.name_of(self.state, mac)
+        self.bus.publish(events.Alert(mac=mac, kind=events.AlertKind.PREAPPROVAL_MOVED,
+                                      detail=wording.sentence(f"{who}, let in before it first joined, asked from "
+                                                              f"port {port}, not {bound} where it first joined: it "
+                                                              "waits for your decision (another device may be "
+                                                              "using its address)"),
+                                      data={"port": port, "first_port": bound}))
+        return False
 
     def permit(self, mac: str, allow_unknown: bool = False) -> Device:
         return self._decide(mac, "permitted", allow_unknown)
@@ -172,9 +212,9 @@ class DeviceRegistry:
             return device
         return self._decide(mac, "pending")
 
-    def set_meta(self, mac: str, **fields: str) -> Device:
+    def set_meta(self, mac: str, **fields: str | None) -> Device:
         device = self.get(mac)
-        clean = {}
+        clean: dict[str, str] = {}
         for key, value in fields.items():
             if value is None:
                 continue
@@ -183,7 +223,10 @@ class DeviceRegistry:
             if key == "name":
                 routernames.check_device_name(value)
             clean[key] = value.strip()
-        device = self.state.set_device_meta(device.mac, **clean)
+        changed = self.state.set_device_meta(device.mac, **clean)
+        if changed is None:
+            raise UnknownDevice(f"{device.mac} was forgotten meanwhile")
+        device = changed
         self.bus.publish(events.Device(mac=device.mac, state=device.state, old_state=device.state,
                                        device=device.as_dict(), reason="meta"))
         return device
@@ -215,5 +258,6 @@ class DeviceRegistry:
         if decision == "forget":
             return [self.forget(mac) for mac in wanted]
         state = GROUP_DECISIONS[decision]
+        assert state is not None        # every decision but forget sets one
         return [self._decide(mac, state, allow_unknown=True) for mac in wanted]
 

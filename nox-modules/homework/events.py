@@ -31,12 +31,17 @@ class AlertKind(StrEnum):
     STORAGE_FULL = "storage-full"               # the state disk is full: changes are refused
     STORAGE_ERROR = "storage-error"             # the state disk cannot be written for another reason
     QOS_HIGH_DROPS = "qos-high-drops"           # the high-priority class dropped packets
+    ISP_HIGH_DROPS = "isp-high-drops"           # the ISP edge's high queue for this home dropped packets
     WAN_DOWN = "wan-down"
     WAN_UP = "wan-up"
     LAN_PORT_MISSING = "lan-port-missing"       # a configured LAN port is not on the bridge
     SWITCH_REFUSED = "switch-refused"           # a second switch connected to the controller
+    PREAPPROVAL_MOVED = "preapproval-moved"     # a pre-approved MAC asked from another port than it was first seen on
+    ROUTER_BOOT = "router-boot"                 # the router's start-up: its boot partition repaired or
+                                                # unusable, its system not marked good (bootalerts.py)
 
 
+@dataclass(frozen=True, eq=False)
 class Event:
     """The base of every event: its topic, and its payload as a dict."""
     TOPIC: ClassVar[str]
@@ -78,6 +83,25 @@ class Device(Event):
     old_state: str | None = None
     device: dict | None = None  # its row as the state store has it ({"mac"} when forgotten)
     reason: str = ""            # "seen", "decision", "meta" or "forgotten"
+
+
+@dataclass(frozen=True, eq=False)
+class Fingerprint(Event):
+    """What a device said about itself: its DHCP options, mDNS or SSDP announcements, the
+    names it resolved first (fingerprint.py); components/identify classifies them."""
+    TOPIC: ClassVar[str] = "fingerprint"
+    mac: str
+    source: str                 # "dhcp", "dhcp6", "mdns", "ssdp", "dns"
+    evidence: dict              # field -> text (docs/identify.md lists the fields)
+
+
+@dataclass(frozen=True, eq=False)
+class Identity(Event):
+    """What a device looks like changed: its guessed type, OS and label, why, or the
+    household's correction (components/identify)."""
+    TOPIC: ClassVar[str] = "identity"
+    mac: str
+    identity: dict              # type, os, os_version, model, label, confidence, why, corrected, looks_like
 
 
 @dataclass(frozen=True, eq=False)
@@ -204,6 +228,20 @@ class QosRate(Event):
 
 
 @dataclass(frozen=True, eq=False)
+class AppTuple(Event):
+    """A computer's agent says an application owns one of its connections (the seed's
+    Application tuple: the 5-tuple as that computer sees it)."""
+    TOPIC: ClassVar[str] = "app_tuple"
+    mac: str
+    app: str
+    proto: str
+    src: str
+    sport: int
+    dst: str
+    dport: int
+
+
+@dataclass(frozen=True, eq=False)
 class QosAppRate(Event):
     """An application's rate in one direction, every second."""
     TOPIC: ClassVar[str] = "qos_app_rate"
@@ -281,6 +319,23 @@ class Ipv6Plan(Event):
     TOPIC: ClassVar[str] = "ipv6_plan"
     old: Any                    # ipv6plan.AddressPlan or None
     new: Any
+
+
+@dataclass(frozen=True, eq=False)
+class Restart(Event):
+    """The controller restarts in place now (restart.py: a restore, a factory reset, a
+    satellite's cable): the board tells the household, and when it expects it back."""
+    TOPIC: ClassVar[str] = "restart"
+    why: str
+    back_in: int                # seconds, an estimate (0: not known)
+
+
+@dataclass(frozen=True, eq=False)
+class Timezone(Event):
+    """The household set the router's time zone (system.py): whoever reads local time
+    (schedules, usage periods, DNS rule windows) takes it now, without a restart."""
+    TOPIC: ClassVar[str] = "timezone"
+    zone: str
 
 
 @dataclass(frozen=True, eq=False)

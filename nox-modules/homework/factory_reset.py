@@ -33,13 +33,14 @@ from pathlib import Path
 from . import firsthour
 from .commands import CommandError
 from .flows import FlowDelete
+from .restart import back_in
 
 log = logging.getLogger(__name__)
 CONFIRM = "erase everything"
 WIPED_FILES = ("state.db", "state.db-wal", "state.db-shm", "state.db-journal")
 WIPED_DIRS = ("blocklists",)
 FLUSH_SECONDS = 0.3      # lets the flow delete leave the send queue before the exec
-NOTE = "restarting: the controller erases its state and restarts now (back in a few seconds)"
+NOTE = "restarting: the controller erases its state and restarts now"
 
 
 def check_confirmation(confirm) -> None:
@@ -63,7 +64,7 @@ def wipe(state_dir: Path, password_file: str = "") -> list[str]:
     if password_file:
         consumed = Path(password_file + ".consumed")
         if consumed.exists() and not os.path.exists(password_file):
-            consumed.rename(password_file)        # the label's password works again
+            consumed.rename(password_file)        # the console's first password works again
             gone.append(consumed.name + " -> " + Path(password_file).name)
     return gone
 
@@ -108,6 +109,8 @@ def register(core) -> None:
             keep_addresses(Path(config.state_db), kept, ctx.now())
         code = firsthour.new_setup_code(config.state_dir)
         ctx.restart("factory reset", then=erase)
-        return {"restarting": True, "note": NOTE, "setup_code": code}
+        seconds = back_in(ctx.restart)
+        note = NOTE + (f" (back in about {seconds} s)" if seconds else " (back in a few seconds)")
+        return {"restarting": True, "note": note, "setup_code": code, "back_in": seconds}
 
     core.commands.register("factory-reset", factory_reset)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import gc
 import time
-from typing import Callable
+from collections.abc import Callable
 
 
 def freeze_startup() -> int:
@@ -40,7 +40,7 @@ class FullCollections:
         self._count("controller.gc_full_collections")
         self._count("controller.gc_full_ms", round((self._clock() - self._started) * 1000))
 
-    def install(self) -> "FullCollections":
+    def install(self) -> FullCollections:
         gc.callbacks.append(self)
         return self
 

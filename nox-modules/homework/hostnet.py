@@ -2,13 +2,13 @@
 address of every live /30. Kept behind a small class so unit tests can use a fake."""
 from __future__ import annotations
 
-import ipaddress
 import logging
 import queue
 import subprocess
 import threading
 import time
 
+from .conntrack import ConntrackReader
 from .netguard import router_interfaces
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ class HostNet:
 
     def __init__(self, bridge: str):
         self.bridge = bridge
-        self._queue: "queue.Queue[str]" = queue.Queue()
+        self._queue: queue.Queue[str] = queue.Queue()
         self._worker: threading.Thread | None = None
         self._worker_lock = threading.Lock()
         self._mac: str | None = None
@@ -88,8 +88,10 @@ class HostNet:
                     try:
                         if self._proc is None or self._proc.poll() is not None:
                             self._proc = self._start_ip()
-                        self._proc.stdin.write("\n".join(lines) + "\n")
-                        self._proc.stdin.flush()
+                        stdin = self._proc.stdin
+                        assert stdin is not None        # stdin=PIPE
+                        stdin.write("\n".join(lines) + "\n")
+                        stdin.flush()
                         self._written_at = time.monotonic()
                         self.writes += 1
                         break
@@ -202,7 +204,6 @@ class HostNet:
     def conntrack_reader(self):
         """The kernel's conntrack (per-flow records of NATed traffic), or None without
         the `conntrack` tool."""
-        from .components.routing.conntrack import ConntrackReader
         reader = ConntrackReader()
         return reader if reader.available else None
 
@@ -223,56 +224,8 @@ def _close(proc: subprocess.Popen | None) -> None:
     if proc is None:
         return
     try:
-        proc.stdin.close()
+        if proc.stdin is not None:
+            proc.stdin.close()
         proc.wait(timeout=10)
     except Exception:
         proc.kill()
-
-
-class FakeHost(HostNet):
-    """Records address changes instead of running `ip` (unit tests)."""
-
-    def __init__(self, bridge: str = "br0", mac: str = "02:00:00:00:00:01"):
-        super().__init__(bridge)
-        self.flush = lambda timeout=0: None
-        self.addresses: set[str] = set()      # the leased devices' router addresses
-        self.prefixes6: dict[int, tuple[str, str, str]] = {}
-        self.mac = mac
-        self.fake_conntrack = None      # unit tests may set a fake ConntrackReader
-
-    def _enqueue(self, line: str) -> None:
-        """No `ip`: the spares' bookkeeping is HostNet's own, the addresses are recorded."""
-
-    @property
-    def spares(self) -> set[str]:
-        return self._spares
-
-    def add_router_address(self, address: str, prefixlen: int = 30) -> bool:
-        changed = super().add_router_address(address, prefixlen)
-        self.addresses.add(f"{address}/{prefixlen}")
-        return changed
-
-    def remove_router_address(self, address: str, prefixlen: int = 30) -> None:
-        super().remove_router_address(address, prefixlen)
-        self.addresses.discard(f"{address}/{prefixlen}")
-
-    def add_device_prefix6(self, index: int, prefix: str, router: str, mac: str) -> None:
-        self.prefixes6[index] = (prefix, router, mac)
-
-    def remove_device_prefix6(self, index: int, prefix: str, router: str) -> None:
-        self.prefixes6.pop(index, None)
-
-    def router_addresses(self) -> set[str]:
-        return set(self.addresses)
-
-    def interfaces(self):
-        """A router of the unit tests: loopback, its LAN addresses, a WAN of its own."""
-        own = {ipaddress.ip_address(a.split("/")[0]) for a in self.addresses}
-        own |= {ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("198.51.100.2")}
-        return own, {ipaddress.ip_network("198.51.100.0/24")}
-
-    def local_mac(self) -> str | None:
-        return self.mac
-
-    def conntrack_reader(self):
-        return self.fake_conntrack

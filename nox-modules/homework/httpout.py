@@ -48,7 +48,7 @@ class Deadline:
     def left(self) -> float:
         left = self.end - time.monotonic()
         if left <= 0:
-            raise socket.timeout("deadline passed")
+            raise TimeoutError("deadline passed")
         return left
 
     def watch(self, sock: socket.socket) -> None:

@@ -1,8 +1,10 @@
 """The lease: the one shape in which every part of the controller sees a device's /30.
 
-DHCP owns the leases and is the only writer; everyone else reads them through the
-context (`ctx.leases.get(mac)`, `.active()`, `.by_address(ip)`) and is told of changes
-by `lease` events that carry the Lease itself, so nobody asks DHCP again.
+DHCP owns the leases and is the only writer; it offers a LeaseReader (its manifest's
+`offers`), which the core puts on the context before it constructs any other component.
+Everyone else reads leases through it (`ctx.leases.get(mac)`, `.active()`,
+`.by_address(ip)`) and is told of changes by `lease` events that carry the Lease itself,
+so nobody asks DHCP again.
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ class Lease:
         """On one of our ports (not behind a relay), so it gets a router address and flows."""
         return not self.relay and bool(self.port)
 
-    def same_place(self, other: "Lease | None") -> bool:
+    def same_place(self, other: Lease | None) -> bool:
         """Same device on the same /30 and port: what its flows depend on. A renewal (new
         expiry, new hostname) is the same place, so nothing is reinstalled for it."""
         return other is not None and (self.mac, self.index, self.ip, self.router, self.port, self.relay) == (
@@ -49,6 +51,9 @@ class LeaseReader(Protocol):
 
     def active(self) -> list[Lease]: ...
 
+    def is_active(self, mac: str) -> bool:
+        """Does this MAC hold a live lease (cheaper than get(mac).active)?"""
+
     def all(self) -> list[Lease]: ...
 
     def by_address(self, address: str) -> Lease | None:
@@ -60,6 +65,9 @@ class LeaseReader(Protocol):
     def is_router_address(self, address: str) -> bool:
         """Is this a .1 of any block of the pool (the router itself)?"""
 
+    def settle(self) -> None:
+        """Book every lease already given out (homework-dhcpd's ACKs not told yet)."""
+
 
 class NoLeases:
     """The reader when no DHCP component is loaded."""
@@ -69,6 +77,9 @@ class NoLeases:
 
     def active(self) -> list[Lease]:
         return []
+
+    def is_active(self, mac: str) -> bool:
+        return False
 
     def all(self) -> list[Lease]:
         return []
@@ -81,3 +92,6 @@ class NoLeases:
 
     def is_router_address(self, address: str) -> bool:
         return False
+
+    def settle(self) -> None:
+        return None

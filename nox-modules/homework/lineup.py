@@ -44,6 +44,7 @@ LINEUP: tuple[Part, ...] = (
     Part("satlink"),        # satellite agents' channel: idle without satellites
     Part("reach", "wan"),   # port forwards, and UPnP/NAT-PMP/PCP for devices let open ports
     Part("remote", "wan"),  # remote access over WireGuard: devices away from home
+    Part("identify"),       # what each device is, from what it says about itself
 )
 assert all(p.needs in ("", *NEEDS) for p in LINEUP)
 

@@ -27,7 +27,7 @@ class SecondCachedFormatter(logging.Formatter):
         if second != self._second:
             self._text = time.strftime(self.default_time_format, self.converter(record.created))
             self._second = second
-        return self.default_msec_format % (self._text, record.msecs)
+        return f"{self._text},{int(record.msecs):03d}"
 
 
 def configure(level: int, stream) -> None:

@@ -48,9 +48,10 @@ def main(argv: list[str] | None = None) -> None:
     from os_ken.controller import controller as _registers_ofp_options  # noqa: F401
 
     from . import control, gcwatch
-    from .adapter import osken_app
+    from .adapter import osken_app, router_ports
     from .core import Core
-    from .restart import InPlace
+    from .events import Restart
+    from .restart import REQUESTED_ENV, Estimate, InPlace, process_age
 
     def spawn_periodic(seconds, fn):
         def loop():
@@ -59,8 +60,20 @@ def main(argv: list[str] | None = None) -> None:
                 fn()
         hub.spawn(loop)
 
+    # Restore and factory reset restart the controller in place (restart.py); a real switch
+    # and bridge (the DHCP fast path may read the bridge's LOCAL interface); a satellite's
+    # port goes back to the router's bridge between two processes (adapter/router_ports.py).
+    def stop_for_restart() -> None:
+        core.stop()
+        control_server.close()
+    # The board says so and when it expects the controller back (a `restart` event, the
+    # answers' back_in).
+    estimate = Estimate(config.state_dir)
+    restart = InPlace(stop_for_restart, hub.spawn_after, estimate=estimate,
+                      announce=lambda why, back_in: core.bus.publish(Restart(why=why, back_in=back_in)))
     try:
-        core = Core(config, spawn_periodic=spawn_periodic)
+        core = Core(config, spawn_periodic=spawn_periodic, restart=restart, switch_is_real=True,
+                    give_back_port=router_ports.give_back)
     except StateVersionError as exc:
         print(f"homework-controller: {exc}", file=sys.stderr)
         sys.exit(2)
@@ -68,8 +81,6 @@ def main(argv: list[str] | None = None) -> None:
     core.load_components()
     control_server = control.ControlServer(core, config.control_socket)
     hub.spawn(control_server.serve_forever)
-    # Restore and factory reset restart the controller in place (restart.py).
-    core.ctx.restart = InPlace(lambda: (core.stop(), control_server.close()), hub.spawn_after)
 
     cfg.CONF(args=["--ofp-listen-host", config.of_listen, "--ofp-tcp-listen-port", str(config.of_port)],
              project="os_ken", default_config_files=[])
@@ -82,6 +93,10 @@ def main(argv: list[str] | None = None) -> None:
     gcwatch.FullCollections(core.ctx.count).install()
     log.info("controller listening on %s:%d (OpenFlow 1.3); control socket %s",
              config.of_listen, config.of_port, config.control_socket)
+    estimate.started_in = process_age()
+    took = estimate.back(os.environ.pop(REQUESTED_ENV, None))
+    if took is not None:
+        log.info("back %.1f s after the restart in place was asked for", took)
 
     def stop_and_exit():
         try:

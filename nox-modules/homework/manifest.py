@@ -17,6 +17,12 @@ Every component package has a `manifest.py` with a `MANIFEST`, and the core has 
   and the alert kinds it raises; the test scans the package's code against them.
 - `counters`: every counter it counts (`ctx.count("dhcp.offers")`) with what it counts;
   the Prometheus metrics take their help text from here.
+- `settings_keys`: the keys it keeps in the core's `settings` table (a key, or a prefix
+  ending in "."), each with the check a restored value must pass (the command's own).
+- `offers` and `needs`: the interfaces (interfaces.py) it offers other components, and
+  those it takes as constructor keywords. The core constructs the components that offer
+  an interface before those that need it and hands it over at construction (None when no
+  loaded component offers it): see docs/architecture.md, "Declared dependencies".
 
 Manifests are plain data: importing one never starts anything.
 """
@@ -25,14 +31,14 @@ from __future__ import annotations
 import fnmatch
 import importlib
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from functools import cache
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from . import events
 
 
-class Backup(str, Enum):
+class Backup(StrEnum):
     SETTINGS = "settings"     # what the household chose: in the clear
     SECRETS = "secrets"       # what lets someone in or signs for the router: encrypted
     NONE = "none"             # not in a backup: `why` says why
@@ -74,6 +80,9 @@ class Manifest:
     hears: tuple[type[events.Event], ...] = ()
     alerts: tuple[events.AlertKind, ...] = ()
     counters: Mapping[str, str] = field(default_factory=dict)   # "dhcp.offers" -> what it counts
+    settings_keys: Mapping[str, Callable[[str, str], object]] = field(default_factory=dict)  # key -> check
+    offers: tuple[type, ...] = ()                # interfaces it offers (Component.offer)
+    needs: Mapping[str, type] = field(default_factory=dict)     # constructor keyword -> interface
 
 
 def component_names() -> tuple[str, ...]:
@@ -96,6 +105,15 @@ def every() -> tuple[Manifest, ...]:
 
 def tables() -> tuple[Table, ...]:
     return tuple(t for m in every() for t in m.tables)
+
+
+def settings_key_check(key: str) -> Callable[[str, str], object] | None:
+    """The check of a `settings` row's value, from the manifest that declares its key."""
+    for m in every():
+        for declared, check in m.settings_keys.items():
+            if key == declared or (declared.endswith(".") and key.startswith(declared)):
+                return check
+    return None
 
 
 def counter_help(name: str) -> str | None:

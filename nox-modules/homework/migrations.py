@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 
 class StateVersionError(RuntimeError):
@@ -303,6 +303,65 @@ CREATE TABLE IF NOT EXISTS remote_peers (
 CREATE TABLE IF NOT EXISTS remote_router (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     private_key TEXT NOT NULL           -- the router's WireGuard key (its public one is in every client's file)
+);
+"""),
+    Step(18, "burst alerts: tell the household when a device moves more than an amount within some minutes",
+         sql="""
+CREATE TABLE IF NOT EXISTS usage_bursts (
+    mac TEXT PRIMARY KEY,
+    bytes INTEGER NOT NULL,             -- more than this many bytes ...
+    minutes INTEGER NOT NULL CHECK (minutes BETWEEN 1 AND 60)   -- ... within this many minutes
+);
+"""),
+    Step(19, "a pre-approval (a MAC permitted before it was ever seen) is bound to the port it is first seen "
+             "on", sql="""
+CREATE TABLE IF NOT EXISTS preapprovals (
+    mac TEXT PRIMARY KEY,
+    port TEXT NOT NULL DEFAULT ''       -- the port it was first seen on; '': not seen yet
+);
+"""),
+    Step(20, "panels: a session of the panel role (the router's own screen, a wall tablet) says which "
+             "it is, its name and the device it was paired from", sql="""
+ALTER TABLE api_sessions ADD COLUMN kind TEXT NOT NULL DEFAULT '';    -- '' (a login), 'screen' or 'tablet'
+ALTER TABLE api_sessions ADD COLUMN label TEXT NOT NULL DEFAULT '';   -- the panel's name on the settings page
+ALTER TABLE api_sessions ADD COLUMN mac TEXT NOT NULL DEFAULT '';     -- the tablet's device ('' for the screen)
+"""),
+    Step(21, "what each device says about itself (its DHCP fingerprint, announcements) and the household's "
+             "corrections of what the router made of it", sql="""
+CREATE TABLE IF NOT EXISTS device_evidence (
+    mac TEXT PRIMARY KEY,
+    evidence TEXT NOT NULL,             -- JSON: evidence field -> text (components/identify)
+    updated REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS device_identity (
+    mac TEXT PRIMARY KEY,
+    type TEXT NOT NULL DEFAULT '',      -- phone, laptop, ... ('' : keep the guess's)
+    os TEXT NOT NULL DEFAULT '',
+    label TEXT NOT NULL DEFAULT '',     -- what it is, in the household's words
+    corrected REAL NOT NULL             -- when the household said so
+);
+"""),
+    Step(22, "a device that came back with a new private address, let in as the device it was: one device, "
+             "both addresses' history", sql="""
+CREATE TABLE IF NOT EXISTS device_joins (
+    mac TEXT NOT NULL,                  -- the device's address now
+    was TEXT NOT NULL,                  -- an address it had before
+    joined REAL NOT NULL,
+    PRIMARY KEY (mac, was)
+);
+"""),
+    Step(23, "the end-host agent: a computer that says which application owns each of its connections, and "
+             "priorities per application on that computer", sql="""
+CREATE TABLE IF NOT EXISTS qos_agents (
+    mac TEXT PRIMARY KEY,               -- the computer the agent speaks for (and only it)
+    token_hash TEXT NOT NULL,           -- SHA-256 of its secret, shown once when made
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS qos_host_apps (
+    mac TEXT NOT NULL,                  -- the computer
+    name TEXT NOT NULL,                 -- the application as its agent names it ("zoom")
+    class TEXT NOT NULL,                -- high | medium
+    PRIMARY KEY (mac, name)
 );
 """),
 )

@@ -23,7 +23,7 @@ import socket
 import subprocess
 import threading
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 log = logging.getLogger(__name__)
 

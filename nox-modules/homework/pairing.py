@@ -41,7 +41,7 @@ import hashlib
 import hmac
 import secrets
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from .pki import HouseholdCA, PkiError, certificate_serial, request_fingerprint
 from . import events
@@ -155,7 +155,7 @@ class SatellitePairing:
         if row is not None and row["state"] == "permitted":
             raise PairingError(f"satellite {dpid:016x} is already paired; forget it on the Guest Board "
                                "before it pairs again", 409)
-        port, mac = ("", "") if listed is not None else (origin["port"], origin["mac"])
+        port, mac = ("", "") if listed is not None or origin is None else (origin["port"], origin["mac"])
         if port in self.config.radio_interfaces:
             raise PairingError(f"{port} is a Wi-Fi port: a satellite's uplink is a cable, so plug it into a "
                                "wired LAN port", 409)

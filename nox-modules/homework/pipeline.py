@@ -12,6 +12,8 @@ Table 0 (CLASSIFY): first match wins, from the top
                           to LOCAL, its in_port in eth_dst (components/dhcp/fastpath.py)
     59000        dhcp     a forgotten device whose lease has not ended: the rest of what
                           it sends to the controller (metered); it is pending again
+    50001        dns      DNS over TLS (tcp 853) to any of the router's gateway addresses:
+                          to its stack (dnsd), above the drops below
     50000        dns      port 53 of every device to the router (dnsd); DoT/DoQ dropped
     40000        dns      reverse check: a device to an address of a name it may not use
     36999-36000  schedules a paused device (one-shot or a bedtime window): only its
@@ -95,7 +97,7 @@ class Band:
 BANDS = (
     Band("eapol", TABLE_CLASSIFY, 63000, 65000),
     Band("dhcp", TABLE_CLASSIFY, 59000, 60001),
-    Band("dns-intercept", TABLE_CLASSIFY, 50000, 50000),
+    Band("dns-intercept", TABLE_CLASSIFY, 50000, 50001),
     Band("dns-reverse", TABLE_CLASSIFY, 40000, 40000),
     Band("schedules", TABLE_CLASSIFY, 36000, 36999),
     Band("usage", TABLE_CLASSIFY, 35000, 35999),
@@ -124,10 +126,12 @@ COOKIE_DHCP_RETURNING = COOKIE_DHCP | (0x01 << 48)
 
 # dns (table 0)
 PRIO_DNS_INTERCEPT = 50000
+PRIO_DNS_ENCRYPTED = 50001   # the router's own DNS over TLS, above a restricted device's DoT drop
 PRIO_DNS_REVERSE = 40000
 COOKIE_DNS_INTERCEPT = COOKIE_DNS | 0x10_0000
 COOKIE_DNS_DOT = COOKIE_DNS | 0x20_0000
 COOKIE_DNS_REVERSE = COOKIE_DNS | 0x40_0000
+COOKIE_DNS_ENCRYPTED = COOKIE_DNS | 0x80_0000
 
 # usage (table 0): a device over its limit keeps its gateway's services (table 5) and
 # neighbour discovery with the router (ND, above: a solicitation may be unicast to the
@@ -156,6 +160,8 @@ PRIO_ND = 30200            # IPv6 neighbour discovery with the router (the v6 AR
 PRIO_GATEWAY = 30000       # ARP with the gateway; pending/denied: DNS, HTTP, ICMP to .1
 PRIO_GATEWAY_ELSEWHERE = 29000  # pending/denied: the router's stack from another source: marked
 PRIO_DEVICE = 20000        # a permitted device's traffic (and traffic to it from LOCAL)
+PRIO_ANNOUNCEMENT = 15000  # below a permitted device's own flows: any other device's mDNS or SSDP
+                           # announcement to the router's stack (ctx.announcement_groups: identify)
 PRIO_DROP = 0
 # routing, table 5 (shared by every pending/denied device)
 PRIO_GATEWAY_ANSWER = 110   # the router's answer from a service: to the port in reg7
@@ -191,12 +197,13 @@ PRIO_UPSTREAM = 100        # everything else: the router's stack (NAT to the WAN
 PRIORITIES = {
     "eapol": (PRIO_EAPOL_BLACKLIST, PRIO_EAPOL_TO_DEVICE, PRIO_EAPOL_FROM_HOSTAPD, PRIO_EAPOL_TO_HOSTAPD),
     "dhcp": (PRIO_DHCP, PRIO_DHCP_REPLY, PRIO_DHCP_RETURNING),
-    "dns-intercept": (PRIO_DNS_INTERCEPT,),
+    "dns-intercept": (PRIO_DNS_INTERCEPT, PRIO_DNS_ENCRYPTED),
     "dns-reverse": (PRIO_DNS_REVERSE,),
     "schedules": (PRIO_SCHEDULE_ND, PRIO_SCHEDULE_GATEWAY, PRIO_SCHEDULE_ELSEWHERE, PRIO_SCHEDULE_BLOCK),
     "usage": (PRIO_USAGE_SLOW_FROM, PRIO_USAGE_SLOW_TO, PRIO_USAGE_ND, PRIO_USAGE_GATEWAY, PRIO_USAGE_ELSEWHERE,
               PRIO_USAGE_BLOCK),
-    "routing": (PRIO_IGMP, PRIO_ND, PRIO_GATEWAY, PRIO_GATEWAY_ELSEWHERE, PRIO_DEVICE, PRIO_DROP),
+    "routing": (PRIO_IGMP, PRIO_ND, PRIO_GATEWAY, PRIO_GATEWAY_ELSEWHERE, PRIO_DEVICE, PRIO_ANNOUNCEMENT,
+                PRIO_DROP),
     "routing-gateway": (PRIO_GATEWAY_ANSWER, PRIO_GATEWAY_FROM_ROUTER, PRIO_GATEWAY_SERVICE, PRIO_DROP),
     "routing-account": (PRIO_LEARNED, PRIO_ACCOUNT_SYN, PRIO_ACCOUNT, PRIO_ACCOUNT_OTHER, PRIO_ACCOUNT_HOST),
     "routing-forward": (PRIO_MCAST_GROUP, PRIO_BROADCAST, PRIO_MCAST_OTHER, PRIO_TO_ROUTER6, PRIO_TTL_EXPIRED,

@@ -40,7 +40,7 @@ def _name(cn: str) -> x509.Name:
 
 
 def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.timezone.utc)
+    return datetime.datetime.now(datetime.UTC)
 
 
 def _write_private(path: Path, data: bytes) -> None:
@@ -67,7 +67,7 @@ class HouseholdCA:
         self.key_path = self.dir / "controller.key"
         self.cert_path = self.dir / "controller.crt"
 
-    def ensure(self) -> "HouseholdCA":
+    def ensure(self) -> HouseholdCA:
         self.dir.mkdir(parents=True, exist_ok=True)
         os.chmod(self.dir, 0o700)
         if not (self.ca_key_path.exists() and self.ca_cert_path.exists()):
@@ -115,6 +115,7 @@ class HouseholdCA:
 
     def _issue(self, public_key, cn: str, server: bool) -> x509.Certificate:
         ca_key = serialization.load_pem_private_key(self.ca_key_path.read_bytes(), password=None)
+        assert isinstance(ca_key, ec.EllipticCurvePrivateKey)      # the CA this module made
         ca_cert = x509.load_pem_x509_certificate(self.ca_cert_path.read_bytes())
         usage = x509.oid.ExtendedKeyUsageOID.SERVER_AUTH if server else x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH
         return (x509.CertificateBuilder().subject_name(_name(cn)).issuer_name(ca_cert.subject)
@@ -136,7 +137,7 @@ def satellite_dpid(cert_der: bytes | None) -> int | None:
     except ValueError:
         return None
     names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
-    m = SATELLITE_CN.match(names[0].value) if names else None
+    m = SATELLITE_CN.match(str(names[0].value)) if names else None
     return int(m.group(1), 16) if m else None
 
 
@@ -161,7 +162,7 @@ def peer_identity(cert_der: bytes | None) -> tuple[int | None, int | None]:
     """(datapath id, serial) of a peer certificate the TLS handshake verified; (None, None)
     for none or one that is not a satellite's."""
     dpid = satellite_dpid(cert_der)
-    if dpid is None:
+    if dpid is None or cert_der is None:
         return None, None
     return dpid, x509.load_der_x509_certificate(cert_der).serial_number
 

@@ -9,12 +9,60 @@ control socket again and the switch reconnects by itself."""
 from __future__ import annotations
 
 import logging
+import math
 import os
 import sys
-from typing import Callable
+import time
+from collections.abc import Callable
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 DELAY_SECONDS = 1.0      # lets the API/CLI answer reach the caller before the sockets close
+REQUESTED_ENV = "HOMEWORK_RESTART_REQUESTED"   # epoch seconds of the request, across the exec
+MEASURED_FILE = "restart-seconds"              # in the state dir: how long the last one took
+
+
+def process_age(stat: str = "/proc/self/stat", uptime: str = "/proc/uptime") -> float | None:
+    """Seconds since this process started (its imports included), from the kernel."""
+    try:
+        start_ticks = int(Path(stat).read_text().rsplit(")", 1)[1].split()[19])
+        now = float(Path(uptime).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(0.0, now - start_ticks / os.sysconf("SC_CLK_TCK"))
+
+
+class Estimate:
+    """How long an in-place restart takes on this router, for the household's "back in
+    about N s": the last one measured (kept in the state dir, which a factory reset keeps),
+    else this start's own time (the imports dominate both) plus the stop."""
+
+    def __init__(self, state_dir: Path | str, started_in: float | None = None):
+        self.path = Path(state_dir) / MEASURED_FILE
+        self.started_in = started_in
+
+    def seconds(self) -> int:
+        try:
+            last = float(self.path.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            last = (self.started_in or 10.0) + DELAY_SECONDS + 2.0
+        return max(5, math.ceil(last * 1.2))
+
+    def back(self, requested: str | None, now: float | None = None) -> float | None:
+        """At a start: if it was a restart in place, record how long it took."""
+        try:
+            took = (time.time() if now is None else now) - float(requested or "")
+        except ValueError:
+            return None
+        if not 0 < took < 3600:
+            return None
+        try:
+            tmp = self.path.with_name(self.path.name + ".tmp")
+            tmp.write_text(f"{took:.1f}\n")
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            log.warning("cannot record the restart's duration: %s", exc)
+        return took
 
 
 def command_line() -> list[str]:
@@ -25,12 +73,19 @@ def command_line() -> list[str]:
 
 class InPlace:
     def __init__(self, stop: Callable[[], None], later: Callable[[float, Callable], None],
-                 execv: Callable[[str, list[str]], None] = os.execv):
+                 execv: Callable[[str, list[str]], None] = os.execv, estimate: Estimate | None = None,
+                 announce: Callable[[str, int], None] | None = None):
         self._stop = stop
         self._later = later          # later(seconds, fn): run fn once, soon (eventlet hub)
         self._execv = execv
+        self.estimate = estimate
+        self._announce = announce    # announce(why, back_in): the board says so (a `restart` event)
         self.pending: str | None = None
         self._then: Callable[[], None] | None = None
+
+    def back_in(self) -> int | None:
+        """Seconds until the controller is expected to answer again (None: not known)."""
+        return self.estimate.seconds() if self.estimate is not None else None
 
     def __call__(self, why: str, then: Callable[[], None] | None = None) -> None:
         """Restart DELAY_SECONDS from now; `then` runs once the controller has stopped (the
@@ -40,7 +95,14 @@ class InPlace:
             return
         self.pending = why
         self._then = then
-        log.warning("restarting the controller in place: %s", why)
+        back_in = self.back_in()
+        log.warning("restarting the controller in place: %s (back in about %s s)", why, back_in or "?")
+        if self._announce is not None:
+            try:
+                self._announce(why, back_in or 0)
+            except Exception:    # noqa: BLE001 - telling the board must not stop the restart
+                log.exception("announcing the restart")
+        os.environ[REQUESTED_ENV] = f"{time.time():.3f}"
         self._later(DELAY_SECONDS, self._restart)
 
     def _restart(self) -> None:
@@ -59,3 +121,9 @@ class InPlace:
         sys.stderr.flush()
         argv = command_line()
         self._execv(sys.executable, argv)
+
+
+def back_in(restart) -> int | None:
+    """The expected seconds of `ctx.restart` (an InPlace, or a test's stand-in without one)."""
+    fn = getattr(restart, "back_in", None)
+    return fn() if callable(fn) else None

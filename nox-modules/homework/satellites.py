@@ -27,6 +27,7 @@ os-ken or Open vSwitch."""
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from . import flows as F
@@ -100,7 +101,7 @@ class Satellite:
         """What every patch port name of this satellite starts with (hws<index>p)."""
         return f"hws{self.index}p"
 
-    def patch_peers(self, existing: set[str]) -> list[str]:
+    def patch_peers(self, existing: AbstractSet[str]) -> list[str]:
         """Of a demux bridge's ports, this satellite's patch peers (hws<index>p<port>d)."""
         return sorted(p for p in existing if p.startswith(self.patch_prefix) and p.endswith("d"))
 
@@ -182,7 +183,7 @@ def _found_problem(sat: Satellite, taken: list[Satellite]) -> str:
     return ""
 
 
-def free_index(sats: tuple[Satellite, ...], taken: set[int] = frozenset()) -> int | None:
+def free_index(sats: tuple[Satellite, ...], taken: AbstractSet[int] = frozenset()) -> int | None:
     """The lowest index no satellite (nor `taken`) has: a newly found cable's."""
     used = {s.index for s in sats} | set(taken)
     return next((i for i in range(1, MAX_SATELLITES + 1) if i not in used), None)
@@ -212,7 +213,7 @@ def flows(sat: Satellite, ports: dict[str, int],
     out: list = [F.FlowDelete(cookie=0, cookie_mask=0)]
     out += management_flows(uplink)
     behind = behind or {}
-    for name, port_no in sorted(device_ports(sat, ports).items(), key=lambda kv: kv[1]):
+    for _name, port_no in sorted(device_ports(sat, ports).items(), key=lambda kv: kv[1]):
         if port_no in behind:
             child, satellites = behind[port_no]
             out += _tree_flows(port_no, uplink, child, () if child in locked else satellites)
@@ -327,7 +328,7 @@ def cable_up_command(sat: Satellite) -> list[str] | None:
 
 
 def router_commands(sat: Satellite, ports: dict[str, int], bridge: str, datapath_type: str,
-                    existing: set[str] = frozenset(), children: frozenset[int] = frozenset()) -> list[str]:
+                    existing: AbstractSet[str] = frozenset(), children: frozenset[int] = frozenset()) -> list[str]:
     """One ovs-vsctl transaction (its arguments) that gives every device port of the
     satellite its patch port on the router's bridge, through the satellite's demux
     bridge: the cable's router end is a trunk there, each patch peer an access port of

@@ -15,7 +15,8 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from . import migrations
 
@@ -359,9 +360,12 @@ class StateStore:
         with self._lock:
             self.execute("INSERT INTO devices (mac,state,first_seen,last_seen) VALUES (?,?,?,?) "
                          "ON CONFLICT(mac) DO UPDATE SET state=excluded.state", (mac, state, now, now))
-            return dataclasses.replace(self._reload_device(mac))
+            device = self._reload_device(mac)
+            assert device is not None       # just written
+            return dataclasses.replace(device)
 
-    def set_device_meta(self, mac: str, **fields: str) -> Device:
+    def set_device_meta(self, mac: str, **fields: str) -> Device | None:
+        """The device as it is now; None if it is gone (forgotten meanwhile)."""
         allowed = {"name", "owner", "type"}
         with self._lock:
             for key, value in fields.items():
@@ -377,7 +381,7 @@ class StateStore:
         Leases from them at start; nobody else reads them."""
         return [dict(r) for r in self.execute("SELECT mac, block, expires, port, hostname, relay FROM leases")]
 
-    def save_lease(self, lease: "Lease") -> None:
+    def save_lease(self, lease: Lease) -> None:
         self.defer("INSERT INTO leases (mac,block,expires,port,hostname,relay) VALUES (?,?,?,?,?,?) "
                    "ON CONFLICT(mac) DO UPDATE SET block=excluded.block, expires=excluded.expires, "
                    "port=excluded.port, hostname=excluded.hostname, relay=excluded.relay",

@@ -1,12 +1,14 @@
 """The router's own facts and settings: what the Guest Board's "Router" section shows.
 
-    system-info                      -> {version, uptime, timezone, timezone_source, schema, update_slot, wan}
+    system-info                      -> {version, uptime, timezone, timezone_source, schema, update_slot, wan,
+                                         hardware}
     set-timezone {timezone}          -> {timezone, restarting}
 
 The time zone chosen on the board is kept in state.db (`settings`, migration 9) and
-overrides [router] timezone. Schedules, usage periods and DNS rule windows read the zone
-when they start, so setting it restarts the controller in place (restart.py); at every
-start the stored zone replaces the config file's before any component starts.
+overrides [router] timezone. Setting it applies it at once: the config the components
+read is replaced and a `timezone` event tells those that keep a zone (schedules, usage
+periods, DNS rule windows), no restart. At every start the stored zone replaces the
+config file's before any component starts.
 """
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from . import __version__, migrations, wifi
 from .commands import CommandError
+from .events import Timezone
+from .hardware.cache import HardwareReport, config_roles
 
 VERSION_FILE = Path("/etc/homework/version")   # the image's stamp (install-overlay.sh): git describe
 UPDATE_SLOT = "single (A/B updates not built yet)"
@@ -76,25 +80,34 @@ def register(core, version_file: Path = VERSION_FILE) -> None:
     from_file = core.config.timezone
     if zone:
         core.config = ctx.config = dataclasses.replace(core.config, timezone=zone)
+    # ports, Wi-Fi cards, firmware: gathered in a thread (hardware/cache.py), at most every 15 s
+    def router_ports() -> tuple[str, ...]:
+        """The configured LAN ports, every port on the router's switch but its own, the WAN."""
+        dp = ctx.datapath
+        on_switch = [name for name in (dp.ports if dp else {}) if name != core.config.bridge]
+        wan = [core.config.wanwatch_interface] if "wanwatch" in core.config.components else []
+        return tuple(dict.fromkeys((*core.config.lan_ports, *on_switch, *wan)))
+    hardware = HardwareReport(config_roles(core.config, core.config.interfaces_file), extra_ports=router_ports)
 
     def system_info() -> dict:
         return {"version": software_version(version_file), "uptime": int(time.monotonic() - started),
                 "timezone": ctx.config.timezone or "", "timezone_source": "board" if zone else "config",
                 "timezone_config": from_file or "", "schema": migrations.LATEST,
                 "update_slot": ctx.updater.slot_text() if ctx.updater else UPDATE_SLOT,
-                "wan": wan_status(ctx.config.wan_lease_file)}
+                "wan": wan_status(ctx.config.wan_lease_file), "hardware": hardware.get()}
 
     def set_timezone(timezone=None) -> dict:
+        nonlocal zone
         check_zone(timezone)
         with core.state.transaction() as st:
             st.db.execute("INSERT INTO settings (key, value) VALUES (?, ?) "
                           "ON CONFLICT(key) DO UPDATE SET value=excluded.value", (TIMEZONE_KEY, timezone))
-        restarting = ctx.restart is not None
-        if restarting:
-            ctx.restart(f"time zone set to {timezone}")
-        return {"timezone": timezone, "restarting": restarting,
-                "note": "restarting: schedules and usage use the new zone in a few seconds" if restarting
-                else "used from the controller's next start"}
+        # Live: the config the components read, and the event for those that keep a zone.
+        zone = timezone
+        core.config = ctx.config = dataclasses.replace(ctx.config, timezone=timezone)
+        ctx.bus.publish(Timezone(zone=timezone))
+        return {"timezone": timezone, "restarting": False,
+                "note": "schedules, usage periods and website-rule windows use it now"}
 
     core.commands.register("system-info", system_info)
     core.commands.register("set-timezone", set_timezone)

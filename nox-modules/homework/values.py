@@ -15,6 +15,7 @@ it with 400, the CLI prints it, a restore names the row."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 
 MAX_NUMBER = 2 ** 62          # SQLite integers are 64-bit signed
 MAX_DEPTH = 32                # levels of JSON nesting: our documents use five at most
@@ -59,6 +60,7 @@ def depth(document) -> int:
     deepest, stack = 0, [(document, 1)]
     while stack:
         item, level = stack.pop()
+        children: Iterable
         if isinstance(item, dict):
             children = item.values()
         elif isinstance(item, list):

@@ -11,18 +11,25 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from . import routernames
+from .oui import default_table
+
 
 @lru_cache(maxsize=1)
 def _oui():
-    from .components.api.oui import default_table
-    return default_table()
+    return default_table()      # read when first needed: the registry files are large
 
 
 def label(mac: str, name: str = "", hostname: str = "", vendor: str | None = None) -> tuple[str, str]:
     """(what the household calls a device, which kind of name that is): its name, else
-    the host name it gave, else its maker's ("Apple device"), else its MAC."""
+    the host name it gave, else its maker's ("Apple device"), else its MAC. A host name
+    that is one of the router's own (routernames.py) is never shown as the router: "A
+    device calling itself “homework”"."""
     if name:
         return name, "name"
+    if hostname and routernames.reserved(routernames.label_of(hostname)):
+        vendor = _oui().vendor(mac) if vendor is None else vendor
+        return f"{vendor + ' device' if vendor else 'A device'} calling itself “{hostname[:40]}”", "hostname-reserved"
     if hostname:
         return hostname, "hostname"
     vendor = _oui().vendor(mac) if vendor is None else vendor
@@ -41,6 +48,8 @@ def name_of(state, mac: str) -> str:
         return f"an {text}" if text[:1].lower() in "aeiou" else f"a {text}"
     if source == "mac":
         return f"the device {mac}"
+    if source == "hostname-reserved":
+        return text[0].lower() + text[1:] if text.startswith("A device") else text
     return text
 
 

@@ -11,7 +11,8 @@ import logging
 import queue
 import threading
 import time
-from typing import Callable, Generic, TypeVar
+from typing import Generic, TypeVar
+from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 Job = TypeVar("Job")
@@ -24,7 +25,7 @@ class BatchWorker(Generic[Job]):
         self.name = name
         self._apply = apply
         self._gather = gather
-        self._queue: "queue.Queue[Job]" = queue.Queue()
+        self._queue: queue.Queue[Job] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
 
@@ -71,3 +72,14 @@ def offload(fn, *args):
     if patcher.is_monkey_patched("thread"):
         return tpool.execute(fn, *args)
     return fn(*args)
+
+
+def os_lock():
+    """A lock that works between real OS threads (offload's) even under eventlet, whose
+    monkey-patched threading.Lock is a green lock meant for green threads only."""
+    try:
+        from eventlet import patcher
+    except ImportError:
+        import threading
+        return threading.Lock()
+    return patcher.original("threading").Lock()

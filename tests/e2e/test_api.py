@@ -268,6 +268,10 @@ def test_tokens_sessions_and_password_survive_a_controller_restart(home, web):
 
 
 # -- conformance with the OpenAPI document ---------------------------------------------------------
+# Hundreds of operations with up to 25 generated requests each: on a loaded machine over 5
+# minutes (Hypothesis's start-up alone, parsing the modules it loads, took minutes here), more
+# than the suite's 300 s per test allows. A bound against a hang, not a measure.
+@pytest.mark.timeout(1500)
 def test_openapi_conformance_with_schemathesis(home, web, tmp_path):
     """Run against the API server itself (127.0.0.1:8080 in the router namespace): through
     lighttpd, requests malformed at the HTTP level (control characters in the URL, odd
@@ -279,13 +283,21 @@ def test_openapi_conformance_with_schemathesis(home, web, tmp_path):
     # The stream never ends; login would lock the address out; without the dns component
     # its methods answer 503 by design (checked in test_errors_name_the_problem).
     skip = "events|login|logout"
-    if "dns" not in home.config_overrides["controller"]["components"]:
-        skip += "|permit-dns|deny-dns|remove-dns-rule|dns-rules|dns-mode"
+    components = home.config_overrides["controller"]["components"]
+    if "dns" not in components:
+        skip += "|permit-dns|deny-dns|remove-dns-rule|dns-rules|dns-mode|dns/dnssec|dns/upstream"
+    if "reach" not in components:         # port forwards and UPnP: 503 without it, by design
+        skip += "|forwards|open-ports|upnp"
+    if "remote" not in components:        # remote access: likewise
+        skip += "|remote"
+    if "identify" not in components:      # device identification: likewise
+        skip += "|identity"
     env = dict(os.environ, PYTHONWARNINGS="ignore")
     proc = subprocess.run(
         ["ip", "netns", "exec", home.router_ns, str(st), "run", f"{base}/openapi.json", "--base-url", base,
          "-H", f"Authorization: Bearer {web.token('admin')}",
-         "--checks", "all", "--exclude-path-regex", f"^/ws\\.v1/({skip})", "--hypothesis-max-examples", "25", "--hypothesis-seed", "6",
+         "--checks", "all", "--exclude-path-regex", f"^/ws\\.v1/({skip})",
+         "--hypothesis-max-examples", "25", "--hypothesis-seed", "6",
          # subscribing fetches the URL: generated ones would be fetched from anywhere
          # (tests/e2e/test_blocklists.py covers it with lists on the emulated internet)
          "--exclude-name", "POST /ws.v1/blocklists",
@@ -299,7 +311,7 @@ def test_openapi_conformance_with_schemathesis(home, web, tmp_path):
          # tests/unit/test_update_api.py covers it
          "--exclude-name", "POST /ws.v1/system/reboot",
          "--no-color"],
-        capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
+        capture_output=True, text=True, timeout=1200, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-8000:] + proc.stderr[-2000:]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 
 import pytest
 
@@ -74,7 +74,7 @@ def test_backup_factory_reset_restore(lab, tmp_path):
     lab.homework("name", a.mac, "--name", "Laptop", "--owner", "Ana")
     lab.homework("name", b.mac, "--name", "Tablet", "--owner", "Ben")
     lab.homework("deny-dns", a.mac, "example.com")
-    tomorrow = DAYS[(datetime.now(timezone.utc) + timedelta(days=1)).weekday()]
+    tomorrow = DAYS[(datetime.now(UTC) + timedelta(days=1)).weekday()]
     lab.homework("schedule", "add", "--mac", b.mac, "--days", tomorrow, "--from", "03:00", "--to", "04:00")
     wait_until(lambda: web_ok(a) and web_ok(b), 10, "both permitted devices reach the internet")
     assert lab.dig(a, "example.com")[0] == "NXDOMAIN" and lab.dig(b, "example.com") == ("NOERROR", [WEB])

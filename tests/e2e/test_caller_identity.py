@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import time
 import threading
 
 import pytest
@@ -45,7 +46,7 @@ def v6_addresses(lab, dev, n: int) -> tuple[str, list[str]]:
     """(the router's ::1 in the device's /64, n addresses of that /64 on the device): its
     SLAAC address first, then more, as privacy addresses would be."""
     prefix = prefix_of(lab, dev)
-    slaac = wait_until(dev.ipv6_global, 20, f"{dev.name}: a SLAAC address")
+    slaac = wait_until(dev.ipv6_global, 60, f"{dev.name}: a SLAAC address")
     extra = [str(prefix.network_address + 0x5EC0000 + i) for i in range(n - 1)]
     for addr in extra:
         dev.run(["ip", "-6", "addr", "add", f"{addr}/64", "dev", "eth0", "nodad"])
@@ -56,13 +57,14 @@ def https(dev, method: str, host: str, path: str, source: str | None = None, tok
           body: dict | None = None) -> tuple[str, str]:
     """(HTTP status, body) of one API call from the device to the router, from `source`."""
     url = f"https://[{host}]/ws.v1/{path}" if ":" in host else f"https://{host}/ws.v1/{path}"
-    cmd = ["curl", "-sk", "-m", "20", "-o", "-", "-w", "\n%{http_code}", "-X", method,
+    # generous: on a loaded machine a login's TLS handshake and password hash take seconds
+    cmd = ["curl", "-sk", "-m", "60", "-o", "-", "-w", "\n%{http_code}", "-X", method,
            "-H", "Content-Type: application/json", "-d", json.dumps(body) if body is not None else ""]
     if source:
         cmd += ["--interface", source]
     if token:
         cmd += ["-H", f"Authorization: Bearer {token}"]
-    out = dev.run([*cmd, url], check=False, timeout=40).stdout
+    out = dev.run([*cmd, url], check=False, timeout=90).stdout
     text, _, code = out.rpartition("\n")
     return code, text
 
@@ -108,8 +110,15 @@ def test_guessing_the_password_from_twenty_addresses_of_one_64_is_one_guesser(la
     assert code == "429" and "this device" in text, (code, text)
     # and the household, from another device, logs in as ever
     household = lab.join("household")
-    code, text = https(household, "POST", household.default_gateway(), "login",
-                       body={"password": home.admin_password})
+    # just permitted: until the dns component's batched nftables change takes it out of the
+    # captive set, its HTTPS still reaches the captive server (405 to a POST); not a guess
+    deadline = time.monotonic() + 60
+    while True:
+        code, text = https(household, "POST", household.default_gateway(), "login",
+                           body={"password": home.admin_password})
+        if code != "405" or time.monotonic() > deadline:
+            break
+        time.sleep(1)
     assert code == "200", text
 
 

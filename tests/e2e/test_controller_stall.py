@@ -84,8 +84,8 @@ def test_a_burst_of_new_names_does_not_stall_dhcp_or_the_control_socket(lab):
     learned_before = json.loads(lab.homework("--json", "dns-stats"))["controller"]["learned"]
 
     perf = load.popen(["dnsperf", "-s", load.default_gateway(), "-d", str(queries), "-n", "1",
-                       "-l", "600", "-q", "500", "-Q", str(QPS), "-t", "5"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                      text=True)
+                       "-l", "600", "-q", "500", "-Q", str(QPS), "-t", "5"],
+                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     cli, dhcp = [], []
     next_renew = time.monotonic()
     try:

@@ -59,7 +59,7 @@ def test_client_gets_its_own_slash30(home: Home, client: str):
 
 def test_three_clients_at_once_get_distinct_blocks(home: Home):
     devs = [home.add_device() for _ in CLIENTS]
-    for dev, client in zip(devs, CLIENTS):
+    for dev, client in zip(devs, CLIENTS, strict=True):
         dev.start_dhcp(client)
     nets = [check_slash30(dev, home) for dev in devs]
     assert len(set(nets)) == 3
@@ -67,7 +67,7 @@ def test_three_clients_at_once_get_distinct_blocks(home: Home):
 
 def test_permit_gives_the_long_lease_at_next_renewal(home: Home):
     devs = [home.add_device() for _ in CLIENTS]
-    for dev, client in zip(devs, CLIENTS):
+    for dev, client in zip(devs, CLIENTS, strict=True):
         dev.start_dhcp(client)
     first = {}
     for dev in devs:

@@ -98,7 +98,10 @@ def test_a_never_seen_device_is_offered_a_reserved_block_by_the_daemon(home: Hom
     assert dev.wait_for_ipv4(20)[0] == addr
     released = stats(home)
     dev.stop_dhcp()
-    wait_until(lambda: not lease_of(home, dev.mac)["active"], 10, "the released lease stayed active")
+    # its one DHCPRELEASE may be lost on a loaded userspace datapath (UDP, sent once): then
+    # the pending lease (30 s) ends by itself; either way the device asks again from scratch
+    wait_until(lambda: not lease_of(home, dev.mac)["active"], 60,
+               "the released lease stayed active past the end of its pending lease")
     dev.run(["ip", "addr", "flush", "dev", dev.ifname])
     dev.start_udhcpc()
     assert dev.wait_for_ipv4(20)[0] == addr
@@ -158,7 +161,8 @@ def test_devices_joining_at_once_get_their_flows_in_shared_writes_and_reach_thei
     """A burst of new devices: their flows go to the switch in writes held a few ms to
     gather several devices (`[controller] flow_hold_ms`), and each still reaches its
     gateway (ARP, ICMP and the gateway services arrived)."""
-    counters = lambda: json.loads(home.homework("--json", "stats").stdout).get("controller", {})
+    def counters():
+        return json.loads(home.homework("--json", "stats").stdout).get("controller", {})
     held_before = counters().get("flow_writes_held", 0)
     devs = [home.add_device(name=f"crowd{i}") for i in range(8)]
     for dev in devs:
@@ -182,7 +186,7 @@ def test_a_blacklisted_device_gets_no_answer_from_either(home: Home):
     acks = settled_acks(home)
     sent = time.time()
     dev.renew()
-    with pytest.raises(Exception):
+    with pytest.raises(TimeoutError):
         dev.wait_for_lease(timeout=4, pred=lambda ls: ls.reason == "renew", after=sent)
     assert stats(home).get("acks", 0) == acks
 

@@ -267,25 +267,71 @@ def test_household_names_are_still_answered_by_the_routers_dnsmasq(lab):
     assert lab.router_dnsmasq_queries() - dnsmasq_before == 2
 
 
-def test_upstream_down_falls_back_to_dnsmasq_then_comes_back(lab):
+@pytest.fixture(scope="module")
+def direct_lab():
+    """A home without the validating resolver ([dns] resolver = ""): dnsd asks the WAN
+    lease's resolvers itself, with dnsmasq as its fallback."""
+    from conftest import _can_run_home
+    why = _can_run_home()
+    if why:
+        pytest.skip(why)
+    with dns_home(dns={"resolver": ""}) as home:
+        yield DnsLab(home).start(captive=False)
+
+
+def wait_for_resolver(lab, *servers):
+    """The controller has moved the resolver's forwarders to the new WAN lease's servers."""
+    household = lab.home.state_dir / "resolver" / "household.conf"
+    assert wait_until(lambda: all(f"forward-addr: {s}@53" in household.read_text() for s in servers)
+                      and household.read_text().count("forward-addr") == len(servers), timeout=10), \
+        household.read_text()
+
+
+def test_the_resolver_follows_the_wan_lease_and_never_goes_around(lab):
     a = lab.join("a")
     try:
-        lab.set_upstreams("203.0.113.254")                          # nobody answers there
-        time.sleep(1.5)                                             # dnsd re-reads the file every second
-        before = dnsd_stats(lab)
+        lab.set_upstreams("203.0.113.254", UPSTREAM)               # the first one never answers
+        wait_for_resolver(lab, "203.0.113.254", UPSTREAM)
+        for i in range(3):
+            assert lab.dig(a, new_name(f"half{i}"), timeout=5, tries=1) == ("NOERROR", [NEW_ADDR]), lab.debug()
+        lab.set_upstreams("203.0.113.254")                          # nobody answers
+        wait_for_resolver(lab, "203.0.113.254")
+        before, dnsmasq_before = dnsd_stats(lab), lab.router_dnsmasq_queries()
+        assert lab.dig(a, new_name("down"), timeout=6, tries=1)[0] in ("SERVFAIL", "TIMEOUT")
+        assert dnsd_stats(lab)["via_dnsmasq"] == before["via_dnsmasq"], "no unvalidated way around the resolver"
+        assert lab.router_dnsmasq_queries() == dnsmasq_before
+    finally:
+        lab.set_upstreams(UPSTREAM)
+    wait_for_resolver(lab, UPSTREAM)
+    assert wait_until(lambda: lab.dig(a, new_name("back")) == ("NOERROR", [NEW_ADDR]), timeout=10)
+
+
+def dnsd_uses(lab, servers: str) -> None:
+    """dnsd has re-read the resolv file (it looks every second) and says so in its log."""
+    log = lab.dir / "dnsd.log"
+    assert wait_until(lambda: log.read_text().rstrip().endswith(f"upstream resolvers: {servers}"), timeout=10), \
+        log.read_text()[-500:]
+
+
+def test_upstream_down_falls_back_to_dnsmasq_then_comes_back(direct_lab):
+    a = direct_lab.join("a")
+    try:
+        direct_lab.set_upstreams("203.0.113.254")                          # nobody answers there
+        dnsd_uses(direct_lab, "203.0.113.254:53")
+        before = dnsd_stats(direct_lab)
         t0 = time.monotonic()
-        assert lab.dig(a, new_name("down"), timeout=3, tries=1) == ("NOERROR", [NEW_ADDR]), lab.debug()
+        assert direct_lab.dig(a, new_name("down"), timeout=3, tries=1) == ("NOERROR", [NEW_ADDR]), direct_lab.debug()
         first = time.monotonic() - t0
-        after = dnsd_stats(lab)
+        after = dnsd_stats(direct_lab)
         assert after["retries"] - before["retries"] == 1 and after["via_dnsmasq"] > before["via_dnsmasq"], after
         # The silent resolver is now skipped: the next new name goes to dnsmasq at once.
         t0 = time.monotonic()
-        assert lab.dig(a, new_name("down2"), timeout=3, tries=1) == ("NOERROR", [NEW_ADDR])
+        assert direct_lab.dig(a, new_name("down2"), timeout=3, tries=1) == ("NOERROR", [NEW_ADDR])
         assert time.monotonic() - t0 < first
-        assert dnsd_stats(lab)["retries"] == after["retries"]
+        assert dnsd_stats(direct_lab)["retries"] == after["retries"]
     finally:
-        lab.set_upstreams(UPSTREAM)
-    time.sleep(1.5)
-    before = dnsd_stats(lab)
-    assert lab.dig(a, new_name("back")) == ("NOERROR", [NEW_ADDR])
-    assert dnsd_stats(lab)["direct"] - before["direct"] == 1        # a new resolv file: asked directly again
+        direct_lab.set_upstreams(UPSTREAM)
+    dnsd_uses(direct_lab, f"{UPSTREAM}:53")
+    before = dnsd_stats(direct_lab)
+    assert direct_lab.dig(a, new_name("back")) == ("NOERROR", [NEW_ADDR])
+    assert dnsd_stats(direct_lab)["direct"] - before["direct"] == 1        # a new resolv file: asked directly again

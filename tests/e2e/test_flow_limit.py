@@ -70,7 +70,7 @@ def home():
     # routing and its flow limit exactly as shipped; hwdb for the connections' records
     for h in emulated_home({"controller": {"components": ["dhcp", "routing", "hwdb_sync"]}}, hwdb=True):
         h.internet_popen([PY, "-c", SERVER, WEB_ADDR, str(SERVER_PORT), str(ANSWER)])
-        wait_until(lambda: h.internet(["ss", "-Hltn", f"sport = :{SERVER_PORT}"]).stdout.strip(), 10,
+        wait_until(lambda h=h: h.internet(["ss", "-Hltn", f"sport = :{SERVER_PORT}"]).stdout.strip(), 10,
                    "the internet's server listening")
         yield h
 
@@ -126,7 +126,9 @@ def test_a_flood_is_still_collapsed_and_the_household_told(home: Home):
     wait_until(lambda: limited(home, dev.mac), 25, "the flooding device collapsed to per-host counting")
     assert routing_status(home)["stats"]["flow_limit"] == before + 1
     [alert] = wait_until(lambda: flow_limit_alerts(home, dev.mac), 20, "the flow-limit alert in hwdb")
-    assert "now counted per host" in alert["detail"]
+    # in the household's words: the device by name, what it did, what the router does now
+    assert f"{dev.name.lower()} opened " in alert["detail"].lower(), alert
+    assert "the router now counts its traffic per address it talks to" in alert["detail"], alert
     # and the device still works
     out = dev.run([PY, "-c", BURST, WEB_ADDR, str(SERVER_PORT), "1", "10", str(REQUEST), "0"], timeout=30)
     assert len(json.loads(out.stdout)) == 1

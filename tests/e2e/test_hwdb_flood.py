@@ -56,16 +56,25 @@ def controller_queries(lab) -> int:
     return json.loads(lab.homework("--json", "dns-stats"))["controller"]["queries"]
 
 
-def settled_queries(lab) -> int:
-    """The controller's query count once it stops moving (the flood's tail is processed)."""
-    last = -1
-    for _ in range(60):
-        now = controller_queries(lab)
-        if now == last:
+def settled(what: str, read, quiet: float = 3.0):
+    """`read()` once it has not moved for `quiet` seconds (a loaded machine may hold the
+    controller or the sink still for a second or more, so one unchanged reading is not
+    enough)."""
+    last, still_since = read(), time.monotonic()
+    deadline = still_since + 120
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = read()
+        if now != last:
+            last, still_since = now, time.monotonic()
+        elif time.monotonic() - still_since >= quiet:
             return now
-        last = now
-        time.sleep(1)
-    return last
+    raise AssertionError(f"{what} never settled (last {last})")
+
+
+def settled_queries(lab) -> int:
+    """The controller's query count once the flood's tail is processed."""
+    return settled("the controller's DNS query count", lambda: controller_queries(lab))
 
 
 def rows_of(home, table, **match):
@@ -94,7 +103,9 @@ def test_a_dns_flood_from_a_pending_device_leaves_the_household_history_intact(l
     flooder = lab.join("flooder", permit=False)
     sent = flood(flooder, FLOOD_SECONDS, 10_000_000, "big")
     settled_queries(lab)
-    time.sleep(3)                                     # the sink writes count rows per 1 s interval
+    # the sink writes count rows per 1 s interval (a loaded machine may write them late)
+    settled("the flood's DnsQueries rows", lambda: sum(r["count"] for r in rows_of(home, "DnsQueries",
+                                                                                    mac=flooder.mac)))
 
     # 1. The household's history survived: every row from before the flood is still there.
     flows_after = {r["timestamp"] for r in rows_of(home, "Flows") if ip in (r["saddr"], r["daddr"])}
@@ -111,8 +122,14 @@ def test_a_dns_flood_from_a_pending_device_leaves_the_household_history_intact(l
     before = settled_queries(lab)
     flood(flooder, 2, 3000, "burst")
     received = settled_queries(lab) - before
-    time.sleep(3)
-    burst = [r for r in rows_of(home, "DnsQueries", mac=flooder.mac) if r["timestamp"] > since]
     assert received > ROWS_PER_DEVICE, f"only {received} queries reached the controller"
+
+    def burst_rows() -> list[dict]:
+        return [r for r in rows_of(home, "DnsQueries", mac=flooder.mac) if r["timestamp"] > since]
+    # the sink writes a count row per 1 s interval: within a few of them the rows add up
+    # to exactly what the controller received (more or fewer, and this times out)
+    wait_until(lambda: sum(r["count"] for r in burst_rows()) == received, 60,
+               f"DnsQueries count rows adding up to the {received} queries received")
+    burst = burst_rows()
     assert sum(r["count"] for r in burst) == received, (len(burst), received)
     assert len(burst) < received, "the burst was aggregated"

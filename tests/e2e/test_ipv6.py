@@ -246,7 +246,8 @@ mac = get_if_hwaddr("eth0")
 ll = sys.argv[1]
 ra = (Ether(src=mac, dst="33:33:00:00:00:01") / IPv6(src=ll, dst="ff02::1", hlim=255)
       / ICMPv6ND_RA(routerlifetime=1800) / ICMPv6NDOptSrcLLAddr(lladdr=mac)
-      / ICMPv6NDOptPrefixInfo(prefix="2001:db8:bad::", prefixlen=64, L=1, A=1, validlifetime=3600, preferredlifetime=3600))
+      / ICMPv6NDOptPrefixInfo(prefix="2001:db8:bad::", prefixlen=64, L=1, A=1, validlifetime=3600,
+                              preferredlifetime=3600))
 na = (Ether(src=mac, dst="33:33:00:00:00:01") / IPv6(src="fe80::1", dst="ff02::1", hlim=255)
       / ICMPv6ND_NA(tgt="fe80::1", R=1, S=0, O=1) / ICMPv6NDOptDstLLAddr(lladdr=mac))
 for _ in range(3):

@@ -63,7 +63,8 @@ from scapy.all import AsyncSniffer, Ether, IPv6, ICMPv6ND_RS, ICMPv6NDOptRDNSS, 
 sniffer = AsyncSniffer(iface="eth0", filter="icmp6 and ip6[40] == 134", count=1, timeout=5)
 sniffer.start()
 import time; time.sleep(0.3)
-sendp(Ether(dst="33:33:00:00:00:02") / IPv6(src=sys.argv[1], dst="ff02::2", hlim=255) / ICMPv6ND_RS(), iface="eth0", verbose=False)
+sendp(Ether(dst="33:33:00:00:00:02") / IPv6(src=sys.argv[1], dst="ff02::2", hlim=255) / ICMPv6ND_RS(),
+      iface="eth0", verbose=False)
 sniffer.join()
 for p in sniffer.results or []:
     if ICMPv6NDOptRDNSS in p:

@@ -1,7 +1,8 @@
 """End to end: Debian's mosquitto in the router namespace with a password file
 and an ACL; the real controller publishes Home Assistant discovery and each device's
-presence and state (checked with mosquitto_sub); a permit sent over MQTT works only with
-the admin role's credentials."""
+presence and state (checked with mosquitto_sub) and passes on the household's
+notifications in words; a permit sent over MQTT works only with the admin role's
+credentials."""
 from __future__ import annotations
 
 import json
@@ -44,7 +45,7 @@ def home(tmp_path_factory):
     (d / "mosquitto.conf").write_text(
         f"user root\nlistener {PORT} 127.0.0.1\nallow_anonymous false\npassword_file {pw}\n"
         f"acl_file {d / 'acl'}\npersistence false\nlog_dest file {d / 'mosquitto.log'}\n")
-    config = {"controller": {"components": ["dhcp", "routing", "mqtt"]},
+    config = {"controller": {"components": ["dhcp", "routing", "notify", "mqtt"]},
               "mqtt": {"host": "127.0.0.1", "port": PORT, "username": "homework",
                        "password_file": str(d / "controller-pw"), "accept_commands": True}}
     with Home(config=config) as h:
@@ -101,6 +102,13 @@ def test_discovery_presence_state_and_admin_only_commands(home):
     assert got[f"homework/device/{ident}/presence"] == "home"
     assert json.loads(got[attrs_topic])["state"] == "pending"
     assert got["homework/status"] == "online"
+    # the notification of a device asking, as the household reads it: whole sentences with
+    # the device's name and no MAC; the machine fields beside the words
+    wait_until(lambda: "homework/notification" in messages(sub), 20, "the device-joining notification")
+    note = json.loads(messages(sub)["homework/notification"])
+    assert note["kind"] == "device-joining" and note["mac"] == dev.mac, note
+    assert note["title"] == f"{dev.name[0].upper()}{dev.name[1:]} asks to join the home network.", note
+    assert note["detail"] == "Let it in or turn it away on the Guest Board." and dev.mac not in note["title"], note
 
     set_topic = f"homework/device/{ident}/set"
     assert publish(home, None, set_topic, "permit").returncode != 0       # no credentials: refused

@@ -37,7 +37,7 @@ class H(BaseHTTPRequestHandler):
     def log_message(self, *a):
         pass
 HTTPServer((addr, port), H).serve_forever()
-""" % PORT
+""" % PORT  # noqa: UP031 - a script with braces of its own: a %d is the one substitution
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +82,12 @@ def test_new_device_is_posted_signed_and_retried(home):
     assert (first["status"], second["status"]) == (500, 200)
     assert first["signature_ok"] and second["signature_ok"]
     assert second["body"]["kind"] == "device-joining" and second["body"]["mac"] == dev.mac
+    # what the household reads: whole sentences naming the device by the name it gave, no
+    # MAC in the words (the machine fields travel beside them)
+    body = second["body"]
+    assert body["title"] == f"{dev.name[0].upper()}{dev.name[1:]} asks to join the home network.", body
+    assert body["detail"] == "Let it in or turn it away on the Guest Board.", body
+    assert dev.mac not in body["title"] + body["detail"]
     log = cli_json(home, "webhook-deliveries")
     mine = [(d["attempt"], d["status"], d["ok"]) for d in log if d["notification"] == second["body"]["id"]]
     assert mine == [(2, "200", True), (1, "answered with an error", False)]     # not the receiver's own words

@@ -4,9 +4,11 @@ the restore writes anything, so its names block from the restored controller's f
 moment (never "names file missing", never a minute of blocked names resolving); the CLI
 says "restored" only once the restarted controller has every setting in force; and a
 device the backup has as pending that had been permitted meanwhile loses its hour: a
-pending device's lease, its DNS answered by the router. Real udhcpc and dig."""
+pending device's lease, its DNS answered by the router over IPv4 and IPv6. Real udhcpc,
+SLAAC and dig."""
 from __future__ import annotations
 
+import ipaddress
 import json
 import time
 
@@ -86,6 +88,11 @@ def test_a_restore_is_in_force_when_it_says_restored(home, tmp_path):
     assert seen["state"] == "pending" and seen["lease"]["expires"] - time.time() <= 31, seen["lease"]
     wait_until(lambda: lab.dig(kid, "example.com", timeout=1, tries=1) == ("NOERROR", [kid.default_gateway()]), 15,
                "the kid's DNS answered by the router")
+    # over IPv6 too: the router's address in its /64 answers every name with itself
+    r6 = str(ipaddress.IPv6Network(seen["ipv6_prefix"]).network_address + 1)
+    wait_until(kid.ipv6_global, 20, "the kid's SLAAC address")
+    wait_until(lambda: lab.dig(kid, "example.com", "AAAA", server=r6, timeout=1, tries=1) == ("NOERROR", [r6]), 15,
+               "the kid's DNS over IPv6 answered by the router")
     # and it is not stranded when our side of that lease ends, though it still believes in
     # its hour: its next packets bring it back, pending
     ends = seen["lease"]["expires"]

@@ -63,7 +63,8 @@ def test_wan_side_cannot_reach_router_services(bare_home: Home):
     try:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            if h.router(["curl", "-s", "-o", "/dev/null", "-m", "2", "http://127.0.0.1:8443/"], check=False).returncode == 0:
+            curl = ["curl", "-s", "-o", "/dev/null", "-m", "2", "http://127.0.0.1:8443/"]
+            if h.router(curl, check=False).returncode == 0:
                 break
             time.sleep(0.2)
         else:

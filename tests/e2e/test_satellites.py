@@ -179,7 +179,8 @@ def test_make_run_brings_up_satellites_with_a_device_on_each():
     assert proc.returncode == 0, out[-4000:]
     for index in (1, 2):
         assert re.search(rf"satellite sat{index} \(datapath 00000000000000a{index}, namespace hw[0-9a-f]+-s{index}, "
-                         rf"its own OVS\) cabled to router port sat{index}cable, paired, OpenFlow over TLS", out), out[-4000:]
+                         rf"its own OVS\) cabled to router port sat{index}cable, paired, OpenFlow over TLS",
+                         out), out[-4000:]
         assert re.search(rf"-sat{index} \((dhclient|udhcpc|dhcpcd)\) bound: 10\.2\.\d+\.\d+/30", out), out[-4000:]
     assert "5 of 5 devices hold a /30" in out, out[-4000:]
 
@@ -223,7 +224,7 @@ def air(home: Home, sats):
         air.radio(sat)
         sat.start_agent(radios=(RADIO_PORT,))
     for sat in sats:
-        wait_until(lambda: f"satellite {sat.index}'s agent connected" in home.controller_log(), 20,
+        wait_until(lambda sat=sat: f"satellite {sat.index}'s agent connected" in home.controller_log(), 20,
                    f"the agent of {sat.bridge} did not connect:\n{sat.agent_log()[-2000:]}")
     return air
 
@@ -294,7 +295,7 @@ def test_hostapds_event_places_a_station_that_authenticates_at_its_new_access_po
     secret.write_text("correct horse battery\n")
     assert home.homework("wifi", "--ssid", "Our home", "--passphrase-file", str(secret)).returncode == 0
     for sat in sats:
-        wait_until(lambda: "ssid[0]=Our home" in sat.hostapd_cli(RADIO_PORT, "status"), 20,
+        wait_until(lambda sat=sat: "ssid[0]=Our home" in sat.hostapd_cli(RADIO_PORT, "status"), 20,
                    f"{sat.bridge}'s hostapd never served the router's SSID:\n{sat.agent_log()[-2000:]}")
     try:
         for sat in sats:

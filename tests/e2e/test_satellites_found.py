@@ -4,7 +4,8 @@ The box is a namespace with its own ovsdb-server and ovs-vswitchd, cabled to an 
 port of the router's bridge. Its own stack takes a lease there like a device (pending),
 and its own joining code (homework.satellite_agent.join) asks to pair at its gateway
 through the captive page's server: the one API path a pending device may use. The board
-shows a pending access point with the port the router saw it on. Nothing changes on
+shows a pending access point with the port the router saw it on; another device asking
+under the same datapath id from another port is refused. Nothing changes on
 that port until the household permits it: then the controller restarts, the port
 becomes the satellite's cable (demux bridge, management link at fe80::1), the same join
 steps fetch the certificate there and the switch connects over TLS, and a device behind
@@ -18,8 +19,8 @@ import subprocess
 
 import pytest
 
-from homelab import WEB_ADDR, CommandError, Home
-from homelab.routing import wait_until
+from homelab import WEB_ADDR, CommandError, Home, sh
+from homelab.routing import pending_device, wait_until
 from homelab.satellite import Satellite
 from homelab.web import api
 
@@ -101,6 +102,20 @@ def test_a_satellite_on_a_lan_port_asks_as_a_pending_device_and_its_port_becomes
     assert bridge_of(home, box.router_port) == "br0", "the port changed before the household decided"
     code, body = box.poll()
     assert code == 3 and body["state"] == "pending", body
+    # a device on another port asking under the box's datapath id with a key of its own is
+    # refused (409, naming the code to compare): the request stays the box's, and so does
+    # the code on the board
+    intruder = pending_device(home, "intruder-found")
+    key, req = home.dir / "intruder-found.key", home.dir / "intruder-found.csr"
+    sh(["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+        "-keyout", str(key), "-out", str(req), "-subj", "/CN=x"])
+    out = intruder.run(["curl", "-s", "-m", "10", "-o", "-", "-w", "\n%{http_code}", "-H",
+                        "Content-Type: application/json", "--data-binary",
+                        json.dumps({"dpid": dpid, "csr": req.read_text(), "uplink": "eth0"}),
+                        f"http://{intruder.default_gateway()}/ws.v1/satellites/pair"], check=False, timeout=30).stdout
+    text, _, status = out.rpartition("\n")
+    assert status == "409" and asked["code"] in text, (status, text)
+    assert satellites(home)[dpid]["code"] == asked["code"] and box.poll()[0] == 3
 
     # the household permits it: the controller restarts and takes the port for its cable
     starts = home.controller_log().count("controller listening on")

@@ -2,8 +2,8 @@
 
 Each satellite here is a box of its own: its own namespace with its own ovsdb-server and
 ovs-vswitchd, cabled to the router, and reaching the router in band over its cable: its own stack,
-untagged, to the router's management port at fe80::1. Pairing is what a satellite does: it makes its key (openssl; the key
-never leaves it), the router signs its request for its datapath id (`homework
+untagged, to the router's management port at fe80::1. Pairing is what a satellite does: it
+makes its key (openssl; the key never leaves it), the router signs its request for its datapath id (`homework
 satellite-pair`, from the household CA the controller made), and it connects with
 `ssl:`. Then: its device gets a lease and the internet once permitted. A switch with a
 certificate the household CA did not sign never completes the handshake; a listed
@@ -434,7 +434,8 @@ def test_the_satellites_agent_runs_its_access_point_from_the_router_and_reports_
                "a certificate-less agent was not refused")
 
 
-def test_a_satellite_asks_the_household_permits_it_denying_it_cuts_it_off_and_forgotten_it_pairs_again(home: Home, asking):
+def test_a_satellite_asks_the_household_permits_it_denying_it_cuts_it_off_and_forgotten_it_pairs_again(  # noqa: E501
+        home: Home, asking):
     dpid = f"{ASKING[1]:016x}"
     asked = asking.ask()
     assert asked["dpid"] == dpid and len(asked["code"]) == 6

@@ -35,7 +35,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 REPO = Path(__file__).resolve().parents[2]
 HOOK = Path(__file__).resolve().parent / "dhcp-hook.sh"
@@ -250,7 +250,7 @@ class Device:
 
     guarded = True      # the switch end is kept from the IP stack of its namespace (router-net.sh guard)
 
-    def __init__(self, home: "Home", index: int, name: str, mac: str, switch=None):
+    def __init__(self, home: Home, index: int, name: str, mac: str, switch=None):
         self.home = home
         self.index = index
         self.name = name
@@ -643,14 +643,14 @@ class Home:
                 for a in link.get("addr_info", [])]
 
     # -- lifecycle -----------------------------------------------------------------------
-    def __enter__(self) -> "Home":
+    def __enter__(self) -> Home:
         self.start()
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def start(self) -> "Home":
+    def start(self) -> Home:
         if self._started:
             return self
         self._started = True

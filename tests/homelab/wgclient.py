@@ -40,7 +40,7 @@ class WgClient:
         argv = ["sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
         return sh(["ip", "netns", "exec", self.ns, *argv], check=check, input=input, timeout=timeout)
 
-    def up(self, text: str, routes: list[str]) -> "WgClient":
+    def up(self, text: str, routes: list[str]) -> WgClient:
         """wireguard-go with the file's configuration; `routes`: what goes through the
         tunnel (the app's AllowedIPs 0.0.0.0/0 would take the whole namespace, the emulated
         internet itself)."""

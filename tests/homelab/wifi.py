@@ -34,7 +34,7 @@ class Hostapd:
         self.port_name = f"{home.run_id}-ap"
         self.proc: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 15) -> "Hostapd":
+    def start(self, timeout: float = 15) -> Hostapd:
         h = self.home
         self.dir.mkdir(exist_ok=True)
         (self.dir / "ctrl").mkdir(exist_ok=True)
@@ -85,7 +85,7 @@ class Supplicant:
         self.identity, self.password = identity, password
         self.proc: subprocess.Popen | None = None
 
-    def start(self) -> "Supplicant":
+    def start(self) -> Supplicant:
         self.dir.mkdir(parents=True, exist_ok=True)
         conf = self.dir / "wpa.conf"
         conf.write_text(f"ctrl_interface={self.dir / 'ctrl'}\nap_scan=0\n"

@@ -44,7 +44,8 @@ datagrams = st.one_of(
               st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1), st.integers(0, 20),
               st.integers(0, 255), st.integers(0, 255), st.binary(max_size=64)),
     # extended data headers with absurd counts and lengths
-    st.builds(lambda seq, fnum, nfrags, tlen, flen: HEADER.pack(7, seq, 9, 0, 0) + struct.pack("!IIIH", fnum, nfrags, tlen, flen) + b"x" * min(flen, 1100),
+    st.builds(lambda seq, fnum, nfrags, tlen, flen: HEADER.pack(7, seq, 9, 0, 0)
+              + struct.pack("!IIIH", fnum, nfrags, tlen, flen) + b"x" * min(flen, 1100),
               st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1),
               st.integers(0, 2**32 - 1), st.integers(0, 65535)),
 )

@@ -79,11 +79,17 @@ test('download a backup, a wrong passphrase is refused, the right one restores',
   assert.equal(got.status, '');
   await screenshot(page, 'backup-02-wrong-passphrase');
 
+  // the page says the router restarts and when it expects it back (a banner that counts
+  // down), and only then, once the restarted router has every setting in force
+  // (GET /ws.v1/restore/status), that it restored
+  const banner = page.locator('#restart-banner')
+    .filter({ hasText: /restarting \(settings restored\) and should be back in about \d+ s/ }).waitFor({ timeout: 120000 }).then(() => null, (err) => err);
   got = await submitRestore(file, PASSPHRASE);
+  assert.equal(await banner, null);
   assert.equal(got.error, '');
   assert.match(got.status, /^Restored the backup/);
   assert.match(got.status, /devices: 2/);                  // the console and the browser's own laptop
-  // said only once the restarted router has every setting in force (GET /ws.v1/restore/status)
   assert.match(got.status, /every setting is in force/);
   await screenshot(page, 'backup-03-restored');
+  await page.locator('#restart-banner').waitFor({ state: 'detached', timeout: 120000 });   // gone once back
 });

@@ -136,3 +136,17 @@ test('fits a phone screen', { timeout: 60000 }, async () => {
   await screenshot(phone, '09-phone');
   await phone.context().close();
 });
+
+test('markup in a device name is shown as text, never run', { timeout: 60000 }, async () => {
+  const dev = await home.call({ op: 'add_device', name: 'xss1' });
+  await home.call({ op: 'start_dhcp', dev: dev.name, client: 'udhcpc' });
+  await label(page, dev.mac).waitFor({ timeout: 10000 });
+  const markup = '<img src=x onerror="window.__hwxss=1"><b>bold</b>';   // names: 64 characters at most
+  await home.call({ op: 'cli', args: ['name', dev.mac, '--name', markup] });
+  await label(page, dev.mac).filter({ hasText: '<img src=x' }).waitFor({ timeout: 10000 });
+  assert.equal(await label(page, dev.mac).locator('img, b').count(), 0);
+  await label(page, dev.mac).click();                   // the panel shows the name too
+  await page.locator('#panel').filter({ hasText: '<img src=x' }).waitFor({ timeout: 10000 });
+  assert.equal(await page.locator('#panel img[src=x], #panel script').count(), 0);
+  assert.equal(await page.evaluate(() => window.__hwxss), undefined);
+});

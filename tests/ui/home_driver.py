@@ -16,6 +16,7 @@ sends one JSON request per line on stdin and reads one JSON answer per line on s
     {"op": "link_bytes", "dev": "dev1"}  -> {"ok": true, "bytes": sent + received on its interface}
     {"op": "linksim", "dev": "dev1", "rssi": -92, "retry_rate": 0.3}
     {"op": "cli", "args": ["--json", "devices"]}     -> {"ok": true, "stdout": ..}
+    {"op": "start_dot_upstream"}          -> {"ok": true, "server": "ADDRESS#NAME"} (dns_lab homes)
     {"op": "udp_flood", "dev": "dev1", "count": 3000, "size": 1}  (one datagram to each of COUNT ports)
     {"op": "seed_devices", "pending": 900, "permitted": 50, "denied": 50}
                                        -> {"ok": true, "pending": [macs, oldest first], ..}
@@ -53,7 +54,7 @@ import sys
 import time
 import traceback
 
-from homelab import WEB_ADDR
+from homelab import REPO, WEB_ADDR
 from homelab.web import Web, web_home
 from homework.state import StateStore
 
@@ -72,6 +73,11 @@ class Driver:
         kw = {"public_wan": config.pop("public_wan", False)}      # UPnP mappings (homelab.PUBLIC_WAN_ADDR)
         if "isp_link" in config:        # {"isp_link": {"down_kbit", "up_kbit", "buffer_ms"}}: a slow line
             kw["isp_link"] = config.pop("isp_link")
+        # {"isp_edge": true}: the WAN line runs through an ISP edge (homelab/isp_edge.py)
+        self.edge = None
+        if config.pop("isp_edge", False):
+            from homelab.isp_edge import home_edge
+            self.edge, config["isp"] = home_edge()
         components = config.get("controller", {}).get("components")
         if components or self.dns_lab:
             # The browser's device gets in as a household's does: through the waiting page,
@@ -95,6 +101,8 @@ class Driver:
 
     def start(self) -> dict:
         self.home.start()
+        if self.edge is not None:
+            self.edge.splice(self.home)
         # a home that names no components runs the image's, the board and DNS included
         self.web = self.home.web or Web(self.home).start()
         if self.home.dns is not None:
@@ -209,6 +217,15 @@ class Driver:
         dev.start_dhcp(req.get("client", "udhcpc"))
         return {"t": t}
 
+    def op_imitate(self, req):
+        """A device's DHCP imitated with scapy (tests/homelab/imitate.py): {"dev", "kind":
+        "dhcp4"|"dhcp6", "spec": the options, "count"}."""
+        dev = self.dev(req)
+        script = str(REPO / "tests" / "homelab" / "imitate.py")
+        out = dev.run([sys.executable, script, dev.ifname, req.get("kind", "dhcp4"), json.dumps(req["spec"]),
+                       str(int(req.get("count", 2)))], timeout=60)
+        return {"stdout": out.stdout}
+
     def op_wait_ipv4(self, req):
         addr, prefix = self.dev(req).wait_for_ipv4(req.get("timeout", 20))
         return {"ip": addr, "prefix": prefix, "gateway": self.dev(req).wait_for_gateway(5)}
@@ -216,8 +233,9 @@ class Driver:
     def op_fetch(self, req):
         dev = self.dev(req)
         url = req.get("url", f"http://{WEB_ADDR}/")
+        max_time = req.get("max_time", 2)
         r = dev.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time",
-                     str(req.get("max_time", 2)), url], check=False, timeout=10)
+                     str(max_time), url], check=False, timeout=max_time + 10)
         return {"code": r.stdout.strip(), "success": r.returncode == 0 and r.stdout.strip() == "200"}
 
     def op_get(self, req):
@@ -278,12 +296,35 @@ class Driver:
         self.traffic.append(p)
         return {"gateway": gw}
 
+    def op_agent(self, req):
+        """{"op": "agent", "dev": "dev1", "secret": .., "app": "zoom", "sport": 40300}: the
+        computer runs homework-agent (hostagent/) with that secret, and a program called
+        `app` sending a call's media from `sport` to the internet's web address."""
+        import hashlib
+        import ssl
+        dev = self.dev(req)
+        gw = dev.default_gateway()
+        fp = hashlib.sha256(ssl.PEM_cert_to_DER_cert(open(self.web.ca).read())).hexdigest()
+        conf = self.home.dir / f"agent-{dev.name}.conf"
+        conf.write_text(f"router = https://{gw}/\nsecret = {req['secret']}\nfingerprint = {fp}\ninterval = 0.5\n")
+        exe = self.home.dir / req["app"]
+        if not exe.exists():
+            os.symlink("/usr/bin/python3", exe)
+        code = (f"import socket,time;s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM);"
+                f"s.bind(('0.0.0.0',{int(req['sport'])}))\n"
+                f"while True:\n s.sendto(b'x'*160,({WEB_ADDR!r},5004));time.sleep(0.02)")
+        self.traffic.append(dev.popen([str(exe), "-c", code]))
+        self.traffic.append(dev.popen(["python3", str(REPO / "hostagent" / "homework-agent"), "--config", str(conf)]))
+        return {}
+
     def op_download(self, req):
         """The device fetches a file of `bytes` random bytes from the internet namespace's web server."""
         size = int(req["bytes"])
         name = f"{req['dev']}-{size}.bin"
         (self.home.dir / "www" / name).write_bytes(os.urandom(size))
-        got = self.op_fetch({**req, "url": f"http://{WEB_ADDR}/{name}", "max_time": 8})
+        # a bound against a hang, not a measure: a loaded machine's userspace switch (and an
+        # ISP edge's bridge) may take many seconds over a few megabytes
+        got = self.op_fetch({**req, "url": f"http://{WEB_ADDR}/{name}", "max_time": req.get("max_time", 60)})
         if not got["success"]:
             raise RuntimeError(f"download of {name} failed (HTTP {got['code']})")
         return {"bytes": size}
@@ -323,6 +364,13 @@ class Driver:
         from homelab.dns import BLOCKED_WEB
         (self.dns_lab.dir / "blocked-www" / req["name"]).write_text(req["text"])
         return {"url": f"http://{BLOCKED_WEB}/{req['name']}"}
+
+    def op_start_dot_upstream(self, req):
+        """{"op": "start_dot_upstream"} -> {"server": "ADDRESS#NAME"}: the emulated internet's
+        resolver over TLS too, with a certificate the router's test CA file trusts."""
+        from homelab.dns import DOT_NAME, DOT_UPSTREAM
+        self.dns_lab.start_dot_upstream()
+        return {"server": f"{DOT_UPSTREAM}#{DOT_NAME}"}
 
     def op_cli(self, req):
         r = self.home.homework(*req["args"])
@@ -513,6 +561,8 @@ class Driver:
     def close(self):
         if getattr(self, "wg_client", None) is not None:
             self.wg_client.close()
+        if self.edge is not None:
+            self.edge.close()
         self.home.close()
 
 

@@ -17,6 +17,9 @@ test('a MAC added before it is seen joins without approval', { timeout: 240000 }
   const form = page.locator('#preapprove');
   await form.waitFor({ state: 'visible' });
 
+  // the form says what a pre-approval trusts: the address alone, then the first port
+  assert.match(await form.locator('.hint').innerText(), /trusts the address alone/);
+  assert.match(await form.locator('.hint').innerText(), /port it first joins from/);
   await form.locator('input[name=mac]').fill('not-a-mac');
   await form.locator('button[type=submit]').click();
   await form.locator('.status.error').filter({ hasText: 'not a MAC address' }).waitFor();

@@ -89,7 +89,7 @@ test('webhook added on the page gets the test notification; the log shows it', {
   // What the API says about MQTT (read-only) and the WAN watch; never a password.
   await page.locator('#mqtt dd', { hasText: '127.0.0.1:1883' }).waitFor();
   assert.match(await page.locator('#mqtt').innerText(), /homework/);
-  await page.locator('#wan dd', { hasText: 'wan0 is up with a default route' }).waitFor();
+  await page.locator('#wan dd', { hasText: "the router's internet port (wan0) is connected" }).waitFor();
   assert.match(await page.locator('#wan').innerText(), /Interface\s+wan0/);
 
   // Remove it (after confirming).

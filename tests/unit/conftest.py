@@ -5,7 +5,7 @@ import pytest
 
 from homework.config import Config
 from homework.core import Core
-from homework.hostnet import FakeHost
+from fakehost import FakeHost
 from homework.leases import Lease
 from homework.state import StateStore
 from fakeswitch import FakeSwitch
@@ -65,3 +65,8 @@ def on_disk(path, sql):
         return con.execute(sql).fetchall()
     finally:
         con.close()
+
+
+def quarantined(alloc, index: int, now: float) -> bool:
+    """Is this block held back (a DECLINE, a forgotten device's lease, a reserve) at `now`?"""
+    return alloc._quarantine.get(index, 0) > now

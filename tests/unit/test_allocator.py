@@ -3,6 +3,7 @@ import ipaddress
 import pytest
 
 from homework.components.dhcp.allocator import RESERVED, Allocator, PoolExhausted
+from conftest import quarantined
 
 
 def test_distinct_blocks_and_layout():
@@ -24,8 +25,10 @@ def test_same_mac_keeps_block():
 def test_exhaustion_then_reclaim_oldest_expired():
     reclaimed = []
     a = Allocator(ipaddress.IPv4Network("10.9.0.0/29"), on_reclaim=reclaimed.append)   # two blocks
-    a.allocate("m1", now=0); a.set_expiry("m1", 100)
-    a.allocate("m2", now=0); a.set_expiry("m2", 50)
+    a.allocate("m1", now=0)
+    a.set_expiry("m1", 100)
+    a.allocate("m2", now=0)
+    a.set_expiry("m2", 50)
     with pytest.raises(PoolExhausted):
         a.allocate("m3", now=10)
     block = a.allocate("m3", now=60)        # m2's lease ended first
@@ -73,8 +76,10 @@ def test_reserved_blocks_go_only_to_the_macs_that_claim_them():
 def test_a_forgotten_macs_block_comes_back_once_its_lease_would_have_ended():
     reclaimed = []
     a = Allocator(ipaddress.IPv4Network("10.9.0.0/29"), on_reclaim=reclaimed.append)   # two blocks
-    a.allocate("m1", now=0); a.set_expiry("m1", 100)
-    a.allocate("m2", now=0); a.set_expiry("m2", 500)
+    a.allocate("m1", now=0)
+    a.set_expiry("m1", 100)
+    a.allocate("m2", now=0)
+    a.set_expiry("m2", 500)
     a.forget("m1")                                          # e.g. forgotten on the Guest Board
     with pytest.raises(PoolExhausted):
         a.allocate("m3", now=99)                            # its lease runs till 100
@@ -93,8 +98,10 @@ def test_a_forgotten_macs_block_comes_back_once_its_lease_would_have_ended():
 def test_a_block_nobody_holds_is_reused_before_a_known_devices_lapsed_one():
     reclaimed = []
     a = Allocator(ipaddress.IPv4Network("10.9.0.0/29"), on_reclaim=reclaimed.append)   # two blocks
-    a.allocate("known", now=0); a.set_expiry("known", 10)      # lapsed at 10, keeps its block if it can
-    a.allocate("gone", now=0); a.set_expiry("gone", 20)
+    a.allocate("known", now=0)
+    a.set_expiry("known", 10)  # lapsed at 10, keeps its block if it can
+    a.allocate("gone", now=0)
+    a.set_expiry("gone", 20)
     a.forget("gone")
     assert a.allocate("new", now=50).index == 1 and reclaimed == []
     assert a.block_for("known").index == 0
@@ -112,13 +119,15 @@ def test_every_hold_and_its_end_is_told_for_persisting():
     a = Allocator(ipaddress.IPv4Network("10.9.0.0/28"), on_hold=on_hold)     # four blocks
     a.reserve(2, now=0)
     assert told == {0: RESERVED, 1: RESERVED}
-    a.claim("m1", 0); a.set_expiry("m1", 40)
+    a.claim("m1", 0)
+    a.set_expiry("m1", 40)
     a.unreserve(1, until=30)                                 # offered, not claimed
     assert told == {1: 30}
     a.forget("m1")                                           # held till its lease would have ended
     assert told == {0: 40, 1: 30}
     assert a.take("m2", 0).index == 0 and told == {1: 30}    # ACKed on it meanwhile: m2's
-    a.allocate("m3", now=0); a.allocate("m4", now=0)         # blocks 2 and 3
+    a.allocate("m3", now=0)
+    a.allocate("m4", now=0)  # blocks 2 and 3
     assert a.allocate("m5", now=31).index == 1 and told == {}   # the pool ran out: the ended hold
     a.set_expiry("m3", 50)
     a.decline("m3", now=10, quarantine_seconds=100)
@@ -126,5 +135,5 @@ def test_every_hold_and_its_end_is_told_for_persisting():
     # what a restart reloads is held again, but never over a restored assignment
     b = Allocator(ipaddress.IPv4Network("10.9.0.0/28"))
     b.restore("m2", 0, expires=60)
-    assert b.restore_hold(2, 110) and b.quarantined(2, now=20)
+    assert b.restore_hold(2, 110) and quarantined(b, 2, now=20)
     assert not b.restore_hold(0, 110) and not b.restore_hold(9, 110)

@@ -138,14 +138,17 @@ def test_dns_methods_say_503_without_the_dns_component(api):
 
 def test_dns_methods_call_the_dns_commands(api, core):
     rules = {}
-    core.commands.register("deny-dns", lambda mac, domain: rules.setdefault(mac, []).append(("deny", domain)) or {"ok": 1})
-    core.commands.register("permit-dns", lambda mac, domain: rules.setdefault(mac, []).append(("permit", domain)) or {"ok": 1})
+    core.commands.register("deny-dns",
+                           lambda mac, domain: rules.setdefault(mac, []).append(("deny", domain)) or {"ok": 1})
+    core.commands.register("permit-dns",
+                           lambda mac, domain: rules.setdefault(mac, []).append(("permit", domain)) or {"ok": 1})
     core.commands.register("remove-dns-rule", lambda mac, domain: {"removed": domain})
     core.commands.register("dns-rules", lambda mac: rules.get(mac, []))
     tok = api.token("admin")
     assert api.call("POST", f"deny-dns/{MAC}/Example.COM", token=tok).status_int == 200
     assert api.call("POST", f"permit-dns/{MAC}/school.example", token=tok).status_int == 200
-    assert api.call("GET", f"dns-rules/{MAC}", token=tok).json == [["deny", "example.com"], ["permit", "school.example"]]
+    assert api.call("GET", f"dns-rules/{MAC}", token=tok).json == [["deny", "example.com"],
+                                                                   ["permit", "school.example"]]
     assert api.call("POST", f"remove-dns-rule/{MAC}/example.com", token=tok).json == {"removed": "example.com"}
     for bad in ("exa mple.com", "-bad-.com", "a..b", "x" * 300):
         r = api.call("POST", f"deny-dns/{MAC}/{bad}", token=tok)
@@ -279,7 +282,8 @@ def test_openapi_is_public_and_matches_the_route_table_both_ways(api):
                   for path, ops in r.json["paths"].items() for method in ops if method != "parameters"}
     routes = api.app.routes
     for method, url in documented:
-        assert any(rt.method == method and rt.pattern.match(url) for rt in routes), f"documented, not served: {method} {url}"
+        assert any(rt.method == method and rt.pattern.match(url) for rt in routes), \
+            f"documented, not served: {method} {url}"
     for rt in routes:
         assert any(rt.method == method and rt.pattern.match(url) for method, url in documented), \
             f"served, not documented: {rt.method} {rt.pattern.pattern}"

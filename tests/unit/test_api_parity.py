@@ -96,8 +96,9 @@ def test_one_bad_mac_in_a_group_changes_nothing(api, core, tok, macs, status, wo
     assert state(core, MAC) == "pending" and state(core, MAC2) == "pending"
 
 
-@pytest.mark.parametrize("body,words", [(None, "send the MACs"), ({"macs": []}, "non-empty"), ({"mac": MAC}, "unknown field"),
-                                        (b"{oops", "not valid JSON"), ({"macs": "x"}, "non-empty list")])
+@pytest.mark.parametrize("body,words", [(None, "send the MACs"), ({"macs": []}, "non-empty"),
+                                        ({"mac": MAC}, "unknown field"), (b"{oops", "not valid JSON"),
+                                        ({"macs": "x"}, "non-empty list")])
 def test_group_body_errors_are_400(api, tok, body, words):
     r = api.call("POST", "permit", body, token=tok)
     assert r.status_int == 400 and words in r.json["error"], r.text

@@ -7,7 +7,7 @@ import pytest
 
 from conftest import Clock, make_core
 from homework.components.api.auth import Auth
-from homework.components.api.oui import OuiTable, is_private
+from homework.oui import OuiTable, is_private
 from homework.components.api.ratelimit import LoginLimiter
 from homework.flows import Datapath
 from homework.passwords import hash_password, verify_password
@@ -79,7 +79,8 @@ def test_limiter_locks_one_address_and_forgives_with_time():
 
 def test_oui_longest_assignment_wins(tmp_path):
     (tmp_path / "oui.csv").write_text("Registry,Assignment,Organization Name,Organization Address\n"
-                                      "MA-L,404E36,HTC Corporation,Taoyuan\nMA-L,70B3D5,IEEE Registration Authority,x\n")
+                                      "MA-L,404E36,HTC Corporation,Taoyuan\n"
+                                      "MA-L,70B3D5,IEEE Registration Authority,x\n")
     (tmp_path / "oui36.csv").write_text("Registry,Assignment,Organization Name,Organization Address\n"
                                         "MA-S,70B3D5F2F,TELEPLATFORMS,Moscow\n")
     t = OuiTable(tmp_path)

@@ -56,7 +56,8 @@ def test_hosts_files_are_read_and_odd_lines_counted(tmp_path):
 
 def test_abp_lists_keep_domain_rules_and_exceptions_and_skip_the_rest(tmp_path):
     result, out = compiled(tmp_path, ABP)
-    assert out.read_text().split() == ["@@ok.ads.test", "ads.test", "banners.test"]   # an exception to nothing is dropped
+    # an exception to nothing is dropped
+    assert out.read_text().split() == ["@@ok.ads.test", "ads.test", "banners.test"]
     assert (result.rules, result.exceptions, result.skipped) == (2, 1, 3)
 
 

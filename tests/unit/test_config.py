@@ -49,7 +49,8 @@ def test_unreadable_file(tmp_path):
 
 
 def test_controller_exits_with_message_on_bad_config(tmp_path):
-    import subprocess, sys
+    import subprocess
+    import sys
     bad = tmp_path / "c.toml"
     bad.write_text('[dhcp]\npermitted_lease = "long"\n')
     res = subprocess.run([sys.executable, "-m", "homework", "--config", str(bad)], capture_output=True, text=True)
@@ -108,14 +109,19 @@ def test_a_newer_or_bad_version_is_refused(version):
 
 
 def test_dnsd_arguments_come_from_the_dns_table(tmp_path):
-    import subprocess, sys
+    import subprocess
+    import sys
     conf = tmp_path / "c.toml"
     conf.write_text('version = 2\n[dns]\nlisten = "127.0.0.9:5399"\nupstream = "127.0.0.1:53"\ncontrol = "/x.sock"\n')
     out = subprocess.run([sys.executable, "-m", "homework.config", "--dnsd-args", str(conf)],
                          capture_output=True, text=True, check=True).stdout.split()
     assert out == ["--listen", "127.0.0.9:5399", "--upstream", "127.0.0.1:53", "--control", "/x.sock",
                    "--resolv-file", "/run/homework/resolv.upstream", "--local-domains", "lan,home.arpa",
-                   "--listen6", "[fd00:53::53]:5300"]      # IPv6 is on by default
+                   "--listen6", "[fd00:53::53]:5300",      # IPv6 is on by default
+                   "--resolver", "127.0.0.1:5335",
+                   "--dot-listen", "169.254.53.53:853", "--dot-listen6", "[fd00:53::53]:853",
+                   "--tls-cert", "/var/lib/homework/tls/server.crt", "--tls-key", "/var/lib/homework/tls/server.key",
+                   "--doh-socket", "/run/homework/dnsd-doh.sock", "--resolver-name", "homework.home.arpa"]
     addr = subprocess.run([sys.executable, "-m", "homework.config", "--dnsd-address", str(conf)],
                           capture_output=True, text=True, check=True).stdout.strip()
     assert addr == "127.0.0.9"

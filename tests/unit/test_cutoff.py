@@ -12,7 +12,7 @@ import pytest
 
 from homework import cutoff_pages
 from homework.components.dhcp import message as m
-from homework.components.dns.netfilter import FakeDnsNet
+from test_dns_component import FakeDnsNet
 from homework.cutoff import Cut, captive_api_uri
 from homework.flows import LOCAL, PacketIn
 from routingkit import from_router, ip_pkt, join, routing_core
@@ -70,7 +70,8 @@ def test_each_reason_is_named_with_its_end(home, clock):
     home.commands.call("usage-limit", mac=A, allowance="1M", period="month", action="block")
     home.bus.publish("bandwidth", mac=A, ip="", bytes=2_000_000, up=0, down=2_000_000)
     assert home.ctx.cutoffs.of(A) == Cut("allowance", at(2026, 6, 1, 0, 0), "month")
-    assert ("02:00:00:00:00:0a", "paused") in cuts(home) and (A, "allowance") in cuts(home) and (B, "bedtime") in cuts(home)
+    assert ("02:00:00:00:00:0a", "paused") in cuts(home) and (A, "allowance") in cuts(home) \
+        and (B, "bedtime") in cuts(home)
     home.commands.call("blacklist", mac=C)
     assert home.ctx.cutoffs.of(C) is None          # a blacklisted device is not answered at all
 

@@ -258,3 +258,42 @@ def test_a_station_a_satellite_hears_on_another_radio_takes_its_lease_along_with
         assert lease(core)["port"] == 3
     # and it survives a restart of the controller on its new port
     assert core.ctx.state.leases()[0]["port"] == 3
+
+
+# -- a pre-approved MAC is bound to the first port it is seen on --------------------------------
+def test_a_preapproval_holds_on_the_first_port_only(core, clock):
+    seen = alerts(core)
+    core.commands.call("permit", mac=MAC)                 # pre-approved: never seen
+    offer, ack = join(core, MAC, port=1)
+    assert lease_time(ack) == 3600 and core.devices.preapproval_port(MAC) == "d1"
+    # it comes back on its own port: still itself
+    clock.advance(3601)
+    core.ctx.component("dhcp").expire_leases()
+    [(ack, *_)] = send(core, dhcp_frame(MAC, m.REQUEST, options=[opt_ip(50, ack.yiaddr)]), 1)
+    assert lease_time(ack) == 3600 and core.ctx.state.device_state(MAC) == "permitted"
+    # the same MAC from another port, its lease over: the pre-approval does not follow it
+    clock.advance(3601)
+    core.ctx.component("dhcp").expire_leases()
+    [(offer, *_)] = send(core, dhcp_frame(MAC, m.DISCOVER), ATTACKER_PORT)
+    assert lease_time(offer) == 30 and core.ctx.state.device_state(MAC) == "pending"
+    assert [a["kind"] for a in seen] == ["preapproval-moved"] and "d2" in seen[0]["detail"]
+    assert core.devices.preapproval_port(MAC) is None
+
+
+def test_a_preapproval_that_someone_else_claimed_first_is_theirs_on_their_port_only(core):
+    core.commands.call("permit", mac=MAC)
+    join(core, MAC, port=ATTACKER_PORT)                   # the impostor, first
+    assert core.devices.preapproval_port(MAC) == "d2"
+    core.port_status("d2", ATTACKER_PORT, up=False)
+    [(offer, *_)] = send(core, dhcp_frame(MAC, m.DISCOVER), 1)    # the real device: the household is asked
+    assert lease_time(offer) == 30 and core.ctx.state.device_state(MAC) == "pending"
+
+
+def test_the_households_own_permit_of_a_seen_device_ends_the_binding(core, clock):
+    core.commands.call("permit", mac=MAC)
+    offer, ack = join(core, MAC, port=1)
+    core.commands.call("permit", mac=MAC)                 # seen now: the household's word about it
+    assert core.devices.preapproval_port(MAC) is None
+    core.port_status("d1", 1, up=False)
+    [(ack, *_)] = send(core, dhcp_frame(MAC, m.REQUEST, options=[opt_ip(50, ack.yiaddr)]), 3)
+    assert lease_time(ack) == 3600 and core.ctx.state.device_state(MAC) == "permitted"

@@ -11,7 +11,7 @@ from homework.components.dhcp import dhcpd_link
 from homework.components.dhcp import fastpath as fp
 from homework.components.dhcp import message as m
 from homework.flows import LOCAL, Datapath
-from conftest import make_core
+from conftest import make_core, quarantined
 from dhcpframes import dhcp_frame, opt_ip
 
 MAC = "02:00:00:00:00:0a"
@@ -23,8 +23,9 @@ class FakeLink:
     to decide, and the blocks it reserves for the daemon's offers to never-seen devices."""
     instances: list["FakeLink"] = []
 
-    def __init__(self, binary, interface, on_punt, on_note, table, count, setup=list):
+    def __init__(self, binary, interface, on_punt, on_note, table, count, setup=list, extra_args=()):
         self.on_punt, self.on_note, self.table_fn, self.setup_fn = on_punt, on_note, table, setup
+        self.extra_args = extra_args
         self.table: dict[str, dict] = {}
         self.setup: list[dict] = []
         self.known: set[str] = set()
@@ -424,9 +425,9 @@ def test_a_restarted_daemon_is_given_fresh_blocks_and_the_old_ones_are_held_back
     assert offering.ctx.leases.get(NEW).ip == old[0] and offering.ctx.leases.get(NEW).active
     alloc = offering.ctx.component("dhcp").alloc
     held = alloc.block_of_address(old[1]).index
-    assert alloc.owner(held) is None and alloc.quarantined(held, offering.ctx.now())
+    assert alloc.owner(held) is None and quarantined(alloc, held, offering.ctx.now())
     clock.advance(31)       # the pending lease it may have given has ended
-    assert not alloc.quarantined(held, offering.ctx.now())
+    assert not quarantined(alloc, held, offering.ctx.now())
 
 
 def test_a_restarted_controller_holds_the_reserve_of_the_run_before(tmp_path, clock, monkeypatch):
@@ -441,11 +442,11 @@ def test_a_restarted_controller_holds_the_reserve_of_the_run_before(tmp_path, cl
     assert len(link(core).reserved) == 4 and not set(link(core).reserved) & set(old)
     alloc = core.ctx.component("dhcp").alloc
     held = [alloc.block_of_address(ip).index for ip in old]
-    assert all(alloc.owner(i) is None and alloc.quarantined(i, core.ctx.now()) for i in held)
+    assert all(alloc.owner(i) is None and quarantined(alloc, i, core.ctx.now()) for i in held)
     punt(core, dhcp_frame("02:00:00:00:00:0d", m.DISCOVER), 2)     # the controller's own offer too
     assert link(core).table["02:00:00:00:00:0d"]["ip"] not in old
     clock.advance(31)           # such a lease would have ended
-    assert not any(alloc.quarantined(i, core.ctx.now()) for i in held)
+    assert not any(quarantined(alloc, i, core.ctx.now()) for i in held)
 
 
 def test_a_device_forgotten_between_its_offer_and_its_ack_keeps_the_block_it_was_acked(offering):
@@ -484,3 +485,38 @@ def test_a_reserved_block_stays_named_when_answers_are_merged():
     link._dispatch(json.dumps({**note, "op": "acked"}).encode())
     link.book()
     assert [(b["op"], b.get("reserved")) for b in booked] == [("acked", "10.2.0.6")]
+
+
+def test_the_daemon_is_told_the_routers_encrypted_dns_for_option_162(core):
+    from homework import dnr
+    args = link(core).extra_args
+    assert list(args) == dnr.Endpoints.of(core.ctx.config).dhcpd_args() and args[0] == "--dnr"
+def test_settle_books_every_answer_the_daemon_gave_before_the_device_list_is_read():
+    """A device that has its ACK is on the board: what the daemon sent, read or not yet read
+    by the link's thread, is booked before the list is made (Board.all_views settles)."""
+    import json
+    import socket
+    booked = []
+    link = dhcpd_link.DhcpdLink("homework-dhcpd", "br0", on_punt=lambda f: None, on_note=booked.append,
+                                table=list, count=lambda *a, **k: None)
+    ours, daemon = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    link.sock = ours
+    try:
+        for mac, op, first in (("02:00:00:00:00:21", "offered", False), ("02:00:00:00:00:22", "acked", True),
+                               ("02:00:00:00:00:23", "acked", False)):
+            daemon.send(json.dumps({"op": op, "mac": mac, "port": 1, "first": first}).encode())
+        assert booked == []                       # sent, not read: the link's thread is busy elsewhere
+        assert link.settle() == 3
+        assert [n["mac"] for n in booked] == ["02:00:00:00:00:22", "02:00:00:00:00:21", "02:00:00:00:00:23"]
+        assert link.settle() == 0 and len(booked) == 3       # nothing twice
+    finally:
+        ours.close()
+        daemon.close()
+
+
+def test_the_board_settles_the_leases_before_listing(core):
+    settled = []
+    core.ctx.leases.settle = lambda: settled.append(True)
+    from homework.components.api.board import Board
+    Board(core.ctx).all_views()
+    assert settled == [True]

@@ -32,7 +32,8 @@ def lease_time(msg):
 
 def join(core, mac=MAC, port=1, hostname=b"laptop"):
     [(offer, *_)] = send(core, dhcp_frame(mac, m.DISCOVER, options=[(12, hostname)]), port)
-    [(ack, *_)] = send(core, dhcp_frame(mac, m.REQUEST, options=[opt_ip(50, offer.yiaddr), opt_ip(54, offer.server_id)]), port)
+    request = dhcp_frame(mac, m.REQUEST, options=[opt_ip(50, offer.yiaddr), opt_ip(54, offer.server_id)])
+    [(ack, *_)] = send(core, request, port)
     return offer, ack
 
 
@@ -216,7 +217,8 @@ def test_leased_device_may_reach_only_its_gateway(core):
     arp = {"in_port": 1, "eth_src": MAC, "eth_type": 0x0806, "arp_spa": "10.2.0.2", "arp_tpa": "10.2.0.1"}
     assert sw.outputs(arp) == [LOCAL]
     assert sw.outputs(dict(arp, arp_tpa="10.2.0.5")) == []
-    ping = {"in_port": 1, "eth_src": MAC, "eth_type": 0x0800, "ipv4_src": "10.2.0.2", "ipv4_dst": "10.2.0.1", "ip_proto": 1}
+    ping = {"in_port": 1, "eth_src": MAC, "eth_type": 0x0800, "ipv4_src": "10.2.0.2", "ipv4_dst": "10.2.0.1",
+            "ip_proto": 1}
     assert sw.outputs(ping) == [LOCAL]
     assert sw.outputs(dict(ping, ipv4_dst="203.0.113.10")) == []
     assert sw.outputs(dict(ping, eth_src=MAC2)) == []

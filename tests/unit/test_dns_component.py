@@ -4,7 +4,6 @@ import pytest
 
 from homework.commands import CommandError
 from homework.components.dns import reverse
-from homework.components.dns.netfilter import FakeDnsNet
 from homework.components.dns.reverse import LearnedPairs
 from homework.flows import LOCAL, Datapath
 from conftest import Clock, make_core
@@ -13,6 +12,21 @@ from test_dhcp_server import join
 A = "02:00:00:00:00:0a"
 B = "02:00:00:00:00:0b"
 DP = Datapath(dpid=1, ports={"br0": LOCAL, "d1": 1, "d2": 2})
+
+
+class FakeDnsNet:
+    """Unit tests: remembers what would be in the captive set."""
+
+    def __init__(self, *args, **kw):
+        self.captive_ips: set[str] = set()
+        self.set_up = False
+
+    def setup(self) -> None:
+        self.set_up = True
+
+    def captive(self, ip: str, on: bool) -> None:
+        (self.captive_ips.add if on else self.captive_ips.discard)(ip)
+
 
 
 class FakeLink:
@@ -40,9 +54,9 @@ class FakeLink:
         pass
 
 
-def make(tmp_path, clock=None):
+def make(tmp_path, clock=None, **config):
     core = make_core(tmp_path, components=("dhcp", "routing", "dns"), clock=clock,
-                     dns_control="", dns_intercept=False)
+                     dns_control="", dns_intercept=False, **config)
     dns = core.ctx.component("dns")
     dns.link, dns.net = FakeLink(), FakeDnsNet()
     core.datapath_up(DP)
@@ -121,6 +135,22 @@ def test_rules_commands_push_to_dnsd_and_block_dot(tmp_path):
     call(core, "dns-mode", mac=B, mode="denylist")
     assert dns.link.take()[:3] == [f"unrule {A} example.com", f"unrule {A} ok.example.com", "unrule * blocked.test"]
     assert prio(core, dot(A)) != 50000 and prio(core, dot(B)) != 50000
+
+
+def test_a_restricted_devices_dns_over_tls_reaches_the_router_and_nothing_else(tmp_path):
+    core, dns, _ = make(tmp_path, ipv6_enabled=True, ipv6_prefix="2001:db8:100::/48")
+    join(core, A, port=1)
+    core.devices.permit(A)
+    call(core, "deny-dns", mac=A, domain="example.com")
+    assert core.switch.lookup(dot(A)).priority == 50000 and core.switch.outputs(dot(A)) == []
+    for gateway in ("10.2.0.1", "10.2.0.5", "10.2.255.253"):          # the .1 of any /30 of the pool
+        assert core.switch.outputs({**dot(A), "ipv4_dst": gateway}) == [LOCAL], gateway
+    for other in ("10.2.0.2", "10.2.0.7"):                          # a device's address, a broadcast
+        assert core.switch.outputs({**dot(A), "ipv4_dst": other}) == [], other
+    dot6 = {"in_port": 1, "eth_src": A, "eth_type": 0x86DD, "ip_proto": 6, "tcp_dst": 853}
+    assert core.switch.outputs({**dot6, "ipv6_dst": "2001:db8:100:7::1"}) == [LOCAL]     # any /64's ::1
+    assert core.switch.outputs({**dot6, "ipv6_dst": "2001:db8:100:7::2"}) == []
+    assert core.switch.outputs({**dot6, "ipv6_dst": "2606:4700:4700::1111"}) == []
 
 
 @pytest.mark.parametrize("name,kwargs,status", [
@@ -280,7 +310,8 @@ def test_with_ipv6_dnsd_also_knows_the_device_by_its_64_and_follows_a_renumberin
     ip = join(core, A, 1)[1].yiaddr
     net = str(core.ctx.ipv6.device_prefix(core.ctx.leases.get(A).index).network_address)
     lines = dns.link.take()
-    # both keys carry the router's address in the /64 too (a cut-off device's AAAA answer)
+    # both keys carry the router's address in the /64 too (a cut-off device's AAAA answer,
+    # the router's name, its encrypted DNS)
     assert f"device {ip} {A} pending denylist 10.2.0.1 2001:db8:200::1" in lines
     assert f"device {net} {A} pending denylist 10.2.0.1 2001:db8:200::1" in lines
     assert dns.net.captive_ips == {ip, f"{net}/64"}      # its web traffic goes to the page, both families
@@ -307,14 +338,16 @@ def test_a_group_decision_waits_for_dnsd_once_not_once_a_device(tmp_path):
     assert dns.link.waits == 1                 # one settle at the end of the command
 
 
-def test_the_link_settles_every_push_with_one_confirmation():
+def test_the_link_settles_every_push_with_one_write_and_one_confirmation(monkeypatch):
     import socket
     import threading
+    from homework.components.dns import dnsd_link
     from homework.components.dns.dnsd_link import DnsdLink
+    monkeypatch.setattr(dnsd_link, "FLUSH_AFTER", 30.0)     # only the settle sends them
     ours, theirs = socket.socketpair()
     link = DnsdLink("", snapshot=list, on_events=lambda lines: None)
     link._sock = ours
-    applied = []
+    applied, syncs = [], []
 
     def dnsd():          # applies lines in order and confirms each sync, as dnsd does
         buf = b""
@@ -330,6 +363,7 @@ def test_the_link_settles_every_push_with_one_confirmation():
                 line, buf = buf.split(b"\n", 1)
                 text = line.decode()
                 if text.startswith("sync "):
+                    syncs.append(text)
                     theirs.sendall(f"ok {text.split()[1]} devices=0 rules=0\n".encode())
                 else:
                     applied.append(text)
@@ -338,8 +372,8 @@ def test_the_link_settles_every_push_with_one_confirmation():
     reader.start()
     for i in range(3):
         assert link.push([f"device 10.2.0.{4 * i + 2} x pending default 10.2.0.1"], wait=False)
-    assert link.settle(timeout=5)
-    assert len(applied) == 3
+    assert applied == [] and link.settle(timeout=5)
+    assert len(applied) == 3 and len(syncs) == 1
     assert link.settle(timeout=0.01)          # nothing unconfirmed: no wait
     link._stopped = True
     theirs.shutdown(socket.SHUT_RDWR)

@@ -25,3 +25,12 @@ def test_a_bad_local_domain_is_a_clear_config_error():
     with pytest.raises(ConfigError) as exc:
         parse({"dns": {"local_domains": "lan,my home"}})
     assert exc.value.key == "dns.local_domains" and "'my home' is not a domain name" in str(exc.value)
+
+
+def test_dnsd_sends_names_to_the_validating_resolver_unless_there_is_none():
+    args = dnsd_args(parse({}))
+    assert args[args.index("--resolver") + 1] == "127.0.0.1:5335"
+    assert "--resolver" not in dnsd_args(parse({"dns": {"resolver": ""}}))
+    with pytest.raises(ConfigError) as exc:
+        parse({"dns": {"resolver": "localhost"}})
+    assert exc.value.key == "dns.resolver"

@@ -47,12 +47,20 @@ def test_failed_batches_are_retried_until_the_set_is_right(monkeypatch):
     for i in range(730):
         net.captive(f"10.2.{i // 64}.{(i % 64) * 4 + 2}", True)
     net.captive("10.2.0.2", False)
-    assert wait_for(lambda: nft.applied and "10.2.0.6," in nft.applied[-1] and net.counters.get("dns.nft_failures") >= 3)
+    assert wait_for(lambda: nft.applied and "10.2.0.6," in nft.applied[-1]
+                    and net.counters.get("dns.nft_failures") >= 3)
     last = nft.applied[-1]
     assert last.count(",") + 1 == 729 and " 10.2.0.2," not in last and "{ 10.2.0.2," not in last
     assert net.counters.get("dns.nft_failures") == 3
 
 
+def test_dns_over_tls_to_the_routers_own_addresses_goes_to_dnsd():
+    rules = netfilter.ruleset("br0", "169.254.53.53", 5300, ("fd00:53::53", 5300),
+                              dot=("169.254.53.53", 853), dot6=("fd00:53::53", 853))
+    assert ('iifname "br0" meta nfproto ipv4 tcp dport 853 fib daddr type local dnat ip to 169.254.53.53:853'
+            in rules)
+    assert 'iifname "br0" meta nfproto ipv6 tcp dport 853 fib daddr type local dnat ip6 to [fd00:53::53]:853' in rules
+    assert "853" not in netfilter.ruleset("br0", "169.254.53.53", 5300), "no DoT configured, no rule"
 def test_a_batch_writes_only_its_addresses_removing_without_error_what_is_not_there(monkeypatch):
     nft = FlakyNft(failures=0)
     monkeypatch.setattr(netfilter.subprocess, "run", nft)

@@ -14,7 +14,7 @@ ADDR = "192.0.2.10"
 
 
 def mac_of(device: str) -> str:
-    return HOUSEHOLD if device == "*" else "02:00:00:00:00:%02x" % ord(device)
+    return HOUSEHOLD if device == "*" else f"02:00:00:00:00:{ord(device):02x}"
 
 
 def checks():

@@ -36,7 +36,9 @@ def test_installed_it_sees_the_interpreters_own_collections():
 def test_start_up_objects_are_frozen_and_a_full_collection_skips_them():
     try:
         frozen = freeze_startup()
-        assert frozen == gc.get_freeze_count() > 1000
+        # as many as it froze, less any the test run's other threads freed meanwhile (a
+        # frozen object that is freed leaves the count: CI counted 3 fewer once)
+        assert frozen > 1000 and frozen - 1000 < gc.get_freeze_count() <= frozen
         tracked_before = len(gc.get_objects())
         assert tracked_before < frozen                # what a collection walks: not the frozen ones
         cycle = [[]]

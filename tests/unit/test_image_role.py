@@ -10,7 +10,8 @@ LIB = Path(__file__).resolve().parents[2] / "image" / "guest" / "lib.sh"
 
 
 def lib_sh(tmp_path: Path, call: str, cmdline: str = "BOOT_IMAGE=/homework/a/vmlinuz root=PARTLABEL=hw-root-a",
-           esp_file: str | None = None, recorded: str | None = None, satellites: str = "") -> subprocess.CompletedProcess:
+           esp_file: str | None = None, recorded: str | None = None,
+           satellites: str = "") -> subprocess.CompletedProcess:
     state, esp = tmp_path / "state", tmp_path / "esp"
     (state / "etc").mkdir(parents=True, exist_ok=True)
     esp.mkdir(exist_ok=True)
@@ -55,5 +56,6 @@ def test_an_unknown_role_boots_a_router_and_says_why(tmp_path):
 
 def test_the_routers_satellite_cables_are_its_own_ports_not_a_parents(tmp_path):
     out = lib_sh(tmp_path, "satellite_cables",
-                 satellites="0000525400485711:250:enp0s4 0000525400485799:250:hws1p3 00000000000000a1:250:enp3s0").stdout
+                 satellites="0000525400485711:250:enp0s4 0000525400485799:250:hws1p3 "
+                            "00000000000000a1:250:enp3s0").stdout
     assert out.split() == ["enp0s4", "enp3s0"]

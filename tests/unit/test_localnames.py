@@ -12,7 +12,8 @@ A, B, C = "02:00:00:00:00:01", "02:00:00:00:00:02", "02:00:00:00:00:03"
 
 
 @pytest.mark.parametrize("text, label", [
-    ("TV", "tv"), ("Tom's Laptop", "toms-laptop"), ("Zoë’s iPad", "zoes-ipad"), ("  living room  TV ", "living-room-tv"),
+    ("TV", "tv"), ("Tom's Laptop", "toms-laptop"), ("Zoë’s iPad", "zoes-ipad"),
+    ("  living room  TV ", "living-room-tv"),
     ("---nas---", "nas"), ("printer_2.lan", "printer-2-lan"), ("a" * 80, "a" * 63),
     ("x" * 62 + "-y", "x" * 62), ("😀", None), ("", None), ("---", None), ("日本", None),
     ("localhost", None), ("WPAD", None), ("isatap", None), (None, None),
@@ -29,7 +30,8 @@ def test_a_given_name_beats_a_hostname_and_hostnames_without_labels_give_nothing
 
 
 def test_conflicts_first_seen_keeps_the_name_then_the_mac_decides():
-    later, first, same_time = Candidate(A, "tv", GIVEN, 20), Candidate(C, "tv", GIVEN, 10), Candidate(B, "tv", GIVEN, 20)
+    later, first = Candidate(A, "tv", GIVEN, 20), Candidate(C, "tv", GIVEN, 10)
+    same_time = Candidate(B, "tv", GIVEN, 20)
     got = assign([later, first, same_time])
     assert got == {C: "tv", A: "tv-2", B: "tv-3"}
     assert assign([same_time, first, later]) == got          # the order of the input does not matter
@@ -117,7 +119,8 @@ def test_events_only_mark_names_stale_until_the_next_pass(core):
 
 def test_names_are_written_again_at_start(tmp_path, clock):
     hosts_dir = tmp_path / "hosts.d"
-    first = make_core(tmp_path, components=("dhcp", "routing", "localnames"), clock=clock, localnames_hosts_dir=hosts_dir)
+    first = make_core(tmp_path, components=("dhcp", "routing", "localnames"), clock=clock,
+                      localnames_hosts_dir=hosts_dir)
     first.datapath_up(Datapath(dpid=1, ports={"br0": 0xFFFFFFFE, "d1": 1}))
     join(first, A, 1, hostname=b"printer")
     first.commands.call("permit", mac=A)

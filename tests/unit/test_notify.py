@@ -19,6 +19,11 @@ A = "02:00:00:00:00:0a"
 COMPONENTS = ("dhcp", "routing", "api", "notify")
 
 
+def wait_idle(deliverer, timeout: float) -> bool:
+    """Wait until the deliverer sends nothing and nothing waits for a retry."""
+    return deliverer.quiet.wait(timeout)
+
+
 def make(tmp_path, clock, **over):
     over.setdefault("notify_webhook_backoff", 1)
     return make_core(tmp_path, components=COMPONENTS, clock=clock, **over)
@@ -123,7 +128,7 @@ def test_webhook_is_signed_retried_after_500_and_logged(core):
         secret = hook["secret"]
         assert all("secret" not in h for h in core.commands.call("webhooks"))    # never shown again
         note = core.commands.call("notify-test")
-        assert core.ctx.component("notify").deliverer.wait_idle(10)
+        assert wait_idle(core.ctx.component("notify").deliverer, 10)
         assert len(rx.got) == 2
         headers, body = rx.got[-1]
         expect = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
@@ -143,7 +148,7 @@ def test_delivery_gives_up_after_the_configured_attempts(tmp_path, clock):
     try:
         core.commands.call("webhook-add", url=rx.url, allow_local=True)
         core.commands.call("notify-test")
-        assert core.ctx.component("notify").deliverer.wait_idle(10)
+        assert wait_idle(core.ctx.component("notify").deliverer, 10)
         assert len(rx.got) == 2 and core.counters.get("notify.webhook_given_up") == 1
     finally:
         rx.close()
@@ -241,7 +246,7 @@ def test_a_slow_receiver_delays_no_other_webhook_and_is_cut_at_its_deadline(tmp_
                 break
             threading.Event().wait(0.05)
         assert got.is_set() and slow.accepted <= 2, (len(rx.got), slow.accepted)
-        assert deliverer.wait_idle(30)
+        assert wait_idle(deliverer, 30)
         log = core.commands.call("webhook-deliveries")
         slow_id = core.commands.call("webhooks")[0]["id"]
         mine = [d for d in log if d["webhook"] == slow_id]
@@ -261,7 +266,7 @@ def test_a_local_address_is_refused_unless_allowed_and_failures_say_nothing_of_t
     hook = core.commands.call("webhook-add", url="http://127.0.0.1:9/closed", allow_local=True)
     assert hook["allow_local"] is True
     core.commands.call("notify-test")
-    assert core.ctx.component("notify").deliverer.wait_idle(30)
+    assert wait_idle(core.ctx.component("notify").deliverer, 30)
     statuses = {d["status"] for d in core.commands.call("webhook-deliveries")}
     assert statuses == {"could not connect"}, statuses      # not "Connection refused" / errno 111
 
@@ -272,7 +277,7 @@ def test_a_name_that_resolves_inside_later_is_refused_at_delivery(core, monkeypa
     monkeypatch.setattr(notify.guard, "resolve",
                         lambda host, port, *a: [(2, 1, 6, "", ("127.0.0.1", port))])
     core.commands.call("notify-test")
-    assert notify.deliverer.wait_idle(30)
+    assert wait_idle(notify.deliverer, 30)
     log = [d for d in core.commands.call("webhook-deliveries") if d["webhook"] == hook["id"]]
     assert log and log[0]["status"].startswith("not sent: a local address"), log
 
@@ -298,7 +303,7 @@ def test_waiting_retries_survive_a_restart(tmp_path, clock):
         again.stop()
         again.state.close()
         third = make(tmp_path, clock)
-        assert third.ctx.component("notify").deliverer.wait_idle(30)
+        assert wait_idle(third.ctx.component("notify").deliverer, 30)
         assert len(rx.got) == 2 and json.loads(rx.got[1][1])["id"] == note["id"]
         log = third.commands.call("webhook-deliveries")
         assert [(d["attempt"], d["ok"]) for d in log] == [(2, True), (1, False)]
@@ -318,7 +323,7 @@ def test_removing_a_webhook_drops_what_waits_for_it(tmp_path, clock):
                 break
             threading.Event().wait(0.05)
         core.commands.call("webhook-remove", id=hook["id"])
-        assert core.ctx.component("notify").deliverer.wait_idle(10)
+        assert wait_idle(core.ctx.component("notify").deliverer, 10)
         assert core.state.execute("SELECT COUNT(*) FROM webhook_queue")[0][0] == 0
     finally:
         rx.close()

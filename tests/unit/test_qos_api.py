@@ -245,3 +245,13 @@ def test_disabled_removes_the_shaping(api, tools):
     assert qos(api.core).active is False
     assert (["tc", "qdisc", "del", "dev", "br0", "root"], "") in tools.calls
     assert any(a[:2] == ["nft", "-f"] and t.strip().endswith("delete table inet homework_qos") for a, t in tools.calls)
+
+
+def test_the_cli_says_what_high_gets_in_words(capsys):
+    """High is sure of its share when the line is busy and may take all of it when idle:
+    the CLI's summary and help say so, never that High is held to its share."""
+    from homework import cli_qos
+    cli_qos.print_qos({"enabled": True, "active": True, "leaf": "bfifo", "down_kbit": 20000, "up_kbit": 5000,
+                       "high_share": 30})
+    out = capsys.readouterr().out
+    assert "high sure of 30% when the line is busy, all of it when idle" in out and "at most" not in out

@@ -87,7 +87,8 @@ def test_devices_are_classified_by_their_addresses_before_masquerade():
     assert 'oifname "wan0" goto up' in p.nft and 'oifname "br0" goto down' in p.nft
     assert "map dev_up4 { type ipv4_addr : classid; flags interval; elements = { 10.2.0.4/30 : 1:4001, " \
            "10.2.0.8/30 : 1:c002 }; }" in p.nft
-    assert "map dev_down6 { type ipv6_addr : classid; flags interval; elements = { fd00:0:0:1::/64 : 1:4001 }; }" in p.nft
+    assert ("map dev_down6 { type ipv6_addr : classid; flags interval; elements = { fd00:0:0:1::/64 : 1:4001 }; }"
+            in p.nft)
     assert "meta priority set ip saddr map @dev_up4" in p.nft
     assert "meta priority set ip daddr map @dev_down4" in p.nft
     assert p.nft.startswith("table inet homework_qos\ndelete table inet homework_qos\n")   # one atomic replace
@@ -185,7 +186,8 @@ def test_app_rates_from_nft_counters_and_garbage_is_left_out():
     def listing(up_bytes):
         return json.dumps({"nftables": [
             {"metainfo": {"version": "1.0.6"}},
-            {"counter": {"family": "inet", "name": "app7_up", "table": "homework_qos", "packets": 3, "bytes": up_bytes}},
+            {"counter": {"family": "inet", "name": "app7_up", "table": "homework_qos", "packets": 3,
+                         "bytes": up_bytes}},
             {"counter": {"family": "inet", "name": "app7_down", "table": "homework_qos", "packets": 1, "bytes": 100}},
             {"counter": {"family": "inet", "name": "other", "table": "homework_qos", "packets": 1, "bytes": 1}}]})
     assert stats.parse_app_counters("not json") == {} and stats.parse_app_counters("") == {}

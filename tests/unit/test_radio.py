@@ -83,11 +83,11 @@ def lease(mac, port):
                  port=port, active=True)
 
 
-def radio_core(tmp_path, clock):
+def radio_core(tmp_path, clock, leave_after=300):
     live = tmp_path / "dump.txt"
     core = make_core(tmp_path, components=("dhcp", "routing", "api", "radio"), clock=clock,
                      radio_interfaces=("wlan0",), radio_station_dump_command=f"cat {live}",
-                     radio_leave_after=300)
+                     radio_leave_after=leave_after)
     core.datapath_up(Datapath(dpid=1, ports={"br0": 0xFFFFFFFE, "eth1": 1, "wlan0": 3}))
     events = []
     core.ctx.bus.subscribe("link", lambda topic, payload: events.append(payload))
@@ -110,7 +110,8 @@ def test_link_events_follow_the_dumps_across_vanishing_new_and_reset_stations(tm
 
     ev = poll("poll1.txt")
     assert set(ev) == {one, two}
-    assert (ev[one]["rssi"], ev[one]["packets"], ev[one]["retries"], ev[one]["bytes"]) == (-48.0, 300, 12, 52341 + 88213)
+    assert (ev[one]["rssi"], ev[one]["packets"], ev[one]["retries"], ev[one]["bytes"]) == \
+        (-48.0, 300, 12, 52341 + 88213)
     assert ev[one]["ifname"] == "wlan0" and ev[one]["tx_bitrate"] == 144.4
 
     clock.advance(1)
@@ -237,6 +238,25 @@ def test_the_old_radios_report_can_be_what_moves_a_station_and_its_view_follows_
     report("wlan0@sat1", 1500)        # sat1 has not heard it for 1.5 s: it is on sat2
     assert moves == ["wlan0@sat1", "wlan0@sat2"]
     assert radio._facts("02:00:00:00:01:00")["radio"] == "wlan0@sat2"   # before sat2 reports again
+
+
+def test_with_a_short_leave_after_a_quiet_station_is_told_before_the_board_would_let_it_go(tmp_path, clock):
+    """The board departs a label whose seen_at is leave_after old: a station still heard
+    (small inactive time) but moving no frames is told every leave_after / 2, not once a
+    minute, when leave_after is shorter than two heartbeats."""
+    core, poll = radio_core(tmp_path, clock, leave_after=10)
+    one = "02:00:00:00:01:00"
+    quiet = dump("poll2.txt")
+    assert one in poll(None, quiet)
+    clock.advance(1)
+    poll(None, quiet)                                    # (told once more: its first report counted as news)
+    seen = []
+    for _ in range(20):
+        clock.advance(1)
+        event = poll(None, quiet).get(one)
+        if event:
+            seen.append(event["seen_at"])
+    assert len(seen) >= 4 and all(b - a <= 5 for a, b in zip(seen, seen[1:], strict=False)), seen
 
 
 def test_an_idle_station_is_told_once_after_it_stops_then_once_a_minute(tmp_path, clock):

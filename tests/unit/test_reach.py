@@ -41,7 +41,7 @@ class Tools:
 class FakeDaemon:
     """miniupnpd as the component sees it: mappings, and remove() that ends some."""
 
-    made: list["FakeDaemon"] = []
+    made: list[FakeDaemon] = []
 
     def __init__(self, *args, **kw):
         self.maps: list[Mapping] = []
@@ -339,7 +339,8 @@ def test_losing_the_permission_or_access_ends_the_devices_mappings(upnp_home, to
     upnp_home.commands.call("permit", mac=B)
     for mac in (A, B):
         upnp_home.commands.call("may-open-ports", mac=mac, allowed=True)
-    mine = [Mapping(4, "tcp", 9100, "10.2.0.2", 8080, "game", 0), Mapping(6, "udp", 8081, "2001:db8:100::5", 8081, "", 0)]
+    mine = [Mapping(4, "tcp", 9100, "10.2.0.2", 8080, "game", 0),
+            Mapping(6, "udp", 8081, "2001:db8:100::5", 8081, "", 0)]
     theirs = Mapping(4, "udp", 3074, "10.2.0.6", 3074, "", 0)
     daemon.maps = [*mine, theirs]
     upnp_home.commands.call("may-open-ports", mac=A, allowed=False)
@@ -357,7 +358,8 @@ def test_losing_the_permission_or_access_ends_the_devices_mappings(upnp_home, to
 def test_the_household_closes_one_mapping(upnp_home, tools):
     daemon = FakeDaemon.made[-1]
     upnp_home.commands.call("may-open-ports", mac=A, allowed=True)
-    daemon.maps = [Mapping(4, "tcp", 9100, "10.2.0.2", 8080, "game", 0), Mapping(4, "udp", 9200, "10.2.0.2", 9200, "", 0)]
+    daemon.maps = [Mapping(4, "tcp", 9100, "10.2.0.2", 8080, "game", 0),
+                   Mapping(4, "udp", 9200, "10.2.0.2", 9200, "", 0)]
     listed = upnp_home.commands.call("open-ports")
     assert [m["key"] for m in listed[0]["mappings"]] == ["4/tcp/9100/10.2.0.2", "4/udp/9200/10.2.0.2"]
     assert listed[0]["mappings"][0]["mac"] == A

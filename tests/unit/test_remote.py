@@ -23,7 +23,8 @@ SITE = "2001:db8:100::/48"
 
 def test_keys_are_curve25519_as_wireguard_makes_them():
     # RFC 7748, 6.1: Alice's private scalar and public key
-    private = base64.b64encode(bytes.fromhex("77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a")).decode()
+    private = base64.b64encode(bytes.fromhex(
+        "77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a")).decode()
     assert base64.b64decode(keys.public_of(private)).hex() == \
         "8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a"
     k = keys.new_private()
@@ -172,7 +173,7 @@ def test_forgetting_it_removes_its_peer_veth_and_keys(home):
     comp = home.ctx.component("remote")
     home.commands.call("forget", mac=view["mac"])
     for t in threading.enumerate():          # removal runs off the event's path
-        if t is not threading.current_thread() and not t.daemon is False and t.name.startswith("Thread"):
+        if t is not threading.current_thread() and t.daemon is not False and t.name.startswith("Thread"):
             t.join(5)
     assert home.commands.call("remote-list") == []
     assert comp.tunnel.peers_set == {} and comp.away.devices == {}

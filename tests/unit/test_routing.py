@@ -32,11 +32,12 @@ def test_pending_device_reaches_only_dns_the_page_and_ping_on_its_gateway(core):
     gw = "10.2.0.1"
     sw = core.switch
     assert sw.outputs(arp_pkt(1, A, ip, gw)) == [LOCAL]
-    for proto, dport in ((17, 53), (6, 53), (6, 80), (1, 0)):
+    # DNS over TLS too (853): dnsd gives a pending device the same captive answers over it
+    for proto, dport in ((17, 53), (6, 53), (6, 853), (6, 80), (1, 0)):
         assert sw.outputs(ip_pkt(1, A, ip, gw, proto=proto, dport=dport)) == [LOCAL], (proto, dport)
         assert sw.outputs(from_router(gw, ip, proto=proto, sport=dport)) == [1], (proto, dport)
     # 443 only where the dns component sends it to the captive pages (test_cutoff.py), never the board
-    for dport in (443, 8080, 22, 853):
+    for dport in (443, 8080, 22):
         assert sw.outputs(ip_pkt(1, A, ip, gw, dport=dport)) == [], dport
     assert sw.outputs(ip_pkt(1, A, ip, WEB)) == []
     assert sw.outputs(from_router(WEB, ip)) == []                 # nothing from the internet...
@@ -54,12 +55,14 @@ def test_pending_devices_share_the_service_table_and_each_gets_only_its_own_answ
     sw = core.switch
     # the services are one shared set of flows in table 5, not a set per device
     shared = [f for f in sw.flows if f.table_id == L.TABLE_GATEWAY and f.priority == L.PRIO_GATEWAY_SERVICE]
-    assert len(shared) == 4
+    assert len(shared) == 5     # ICMP, DNS over UDP, TCP and TLS, HTTP
     # each answer from a gateway goes to that device's port (its own reg7), never the other's
     assert sw.outputs(from_router(gw_a, a, proto=17, sport=53)) == [1]
     assert sw.outputs(from_router(gw_b, b, proto=17, sport=53)) == [2]
     assert sw.outputs(from_router(gw_a, b, proto=6, sport=80)) == []    # b's address from a's gateway
     assert sw.outputs(from_router(gw_a, b, proto=17, sport=53)) == [2]  # a DNS answer: to b, whoever sent it
+    assert sw.outputs(ip_pkt(1, A, a, gw_a, proto=6, dport=853)) == [LOCAL]   # the router's DNS over TLS
+    assert sw.outputs(from_router(gw_a, a, proto=6, sport=853)) == [1]
     # another device's gateway address is not its own: nothing
     assert sw.outputs(ip_pkt(1, A, a, gw_b, proto=17, dport=53)) == []
     # a service port as the destination of the router's packet does not let it through

@@ -6,7 +6,8 @@ import pytest
 
 from homework import pipeline as L
 from homework.components.routing import flowsets as fs
-from homework.components.routing.conntrack import ConntrackFlows, parse_entry, per_source_counts
+from homework.components.routing.conntrack import ConntrackFlows, per_source_counts
+from homework.conntrack import parse_entry
 from homework.flows import Learn
 from homework.leases import Lease
 

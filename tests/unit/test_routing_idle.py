@@ -6,7 +6,7 @@ from homework import pipeline as L
 from homework.components.routing.component import SWEEP_PER_POLL
 from homework.components.routing.conntrack import CtEntry
 from homework.flows import LOCAL, FlowStats, FlowStatsRequest
-from homework.hostnet import FakeHost
+from fakehost import FakeHost
 from routingkit import FakeConntrack, ip_pkt, join, routing_core
 
 WEB = "203.0.113.10"
@@ -91,7 +91,8 @@ def test_a_device_moving_bytes_is_read_until_it_stops_then_told_once_as_zero(tmp
     counted = {"bytes": 0}
 
     def counts(f):
-        mine = L.device_of(f.cookie) == lease.index and f.priority == L.PRIO_ACCOUNT_HOST and f.match["in_port"] != LOCAL
+        mine = (L.device_of(f.cookie) == lease.index and f.priority == L.PRIO_ACCOUNT_HOST
+                and f.match["in_port"] != LOCAL)
         return (1, counted["bytes"]) if mine else (0, 0)
     for step, nbytes in enumerate((1000, 5000, 5000, 5000)):
         clock.advance(10)
@@ -143,3 +144,23 @@ def test_connections_made_after_a_start_are_recorded_from_the_first_poll(tmp_pat
     poll(core)                                     # the first poll after the start
     flows = [p for t, p in core.events if t == "flow"]
     assert [(f["sport"], f["nbytes"]) for f in flows] == [(40001, 300), (443, 700)]
+
+
+def test_the_broadcast_fan_out_is_sent_only_when_the_ports_with_permitted_devices_change(tmp_path, clock):
+    from homework import pipeline as P
+    core = routing_core(tmp_path, clock)
+    sent = []
+    send = core.switch.apply
+
+    def counting(decisions):
+        decisions = list(decisions)
+        sent.extend(d for d in decisions if getattr(d, "priority", None) == P.PRIO_BROADCAST)
+        return send(decisions)
+    core._send = counting
+    for i, port in enumerate((1, 1, 1, 2)):          # three behind one access point, then another port
+        mac = f"02:00:00:00:03:{i:02x}"
+        join(core, mac, port)
+        core.commands.call("permit", mac=mac)
+    assert [tuple(a.port for a in f.actions) for f in sent] == [(1,), (1, 2)]
+    flow = [f for f in core.switch.flows if f.priority == P.PRIO_BROADCAST and f.table_id == P.TABLE_FORWARD]
+    assert [tuple(a.port for a in f.actions) for f in flow] == [(1, 2)]

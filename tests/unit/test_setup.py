@@ -197,3 +197,35 @@ def test_a_factory_reset_offers_the_set_up_again_with_a_code(tmp_path, clock):
     again = make_core(tmp_path, components=("dhcp", "routing", "api"), clock=clock,
                       api_admin_password_file=str(pwfile))
     assert not again.ctx.component("api").auth.password_chosen()      # offered again
+
+
+def test_the_set_up_over_ipv6_knows_the_device_limits_it_and_keeps_the_own_access_rule(tmp_path, clock):
+    """From an address of the device's /64 the set-up is the device's as over IPv4: offered,
+    wrong proofs counted against the device whichever address it uses, and once it is the
+    household's device it cannot change its own access from any address of its /64."""
+    pwfile = tmp_path / "admin-password"
+    pwfile.write_text(FIRST + "\n")
+    core = make_core(tmp_path, components=("dhcp", "routing", "api"), clock=clock, ipv6_enabled=True,
+                     ipv6_prefix="2001:db8:5::/48", api_admin_password_file=str(pwfile), radio_interfaces=("wlan0",))
+    core.datapath_up(Datapath(dpid=1, ports={"br0": 0xFFFFFFFE, "d1": 1, "wlan0": 2}))
+    join(core, WIRED, 1)
+    join(core, WIFI, 2, hostname=b"phone")
+    api = Api(core)
+
+    def v6(mac, n):
+        return str(core.ctx.ipv6.device_prefix(core.ctx.leases.get(mac).index).network_address + 0x100 + n)
+    offer = api.call("GET", "setup", client=v6(WIFI, 1), cookies=False).json
+    assert offer["open"] and offer["device"] and offer["needs"] == "console-password-or-setup-code"
+    for n in range(5):           # five guesses, each from another address of the same /64
+        assert api.call("POST", "setup", {"password": NEW, "proof": "guess"}, client=v6(WIFI, n),
+                        cookies=False).status_int == 401
+    assert api.call("POST", "setup", {"password": NEW, "proof": FIRST}, client="10.2.0.6",
+                    cookies=False).status_int == 429       # the device is locked out on IPv4 too
+    r = api.call("POST", "setup", {"password": NEW}, client=v6(WIRED, 7), cookies=False)
+    assert r.status_int == 200 and r.json["permitted"] == WIRED, r.text
+    session = api.call("POST", "setup/session", {"ticket": r.json["ticket"]}, client=v6(WIRED, 8), cookies=False)
+    assert session.status_int == 200
+    cookie = session.headers["Set-Cookie"].split(";")[0]
+    own = api.call("POST", f"deny/{WIRED}", {}, client=v6(WIRED, 9), cookies=False,
+                   headers={"Cookie": cookie, "X-CSRF-Token": session.json["csrf"]})
+    assert own.status_int == 403 and state(core, WIRED) == "permitted"

@@ -26,7 +26,8 @@ def api(tmp_path, clock):
     clock.now = at(2026, 5, 20, 12)
     pwfile = tmp_path / "admin-password"
     pwfile.write_text(PASSWORD + "\n")
-    core = new_core(tmp_path, clock, components=("dhcp", "routing", "api", "usage"), api_admin_password_file=str(pwfile))
+    core = new_core(tmp_path, clock, components=("dhcp", "routing", "api", "usage"),
+                    api_admin_password_file=str(pwfile))
     core.datapath_up(Datapath(dpid=1, ports={"br0": 0xFFFFFFFE, "d1": 1}))
     core.state.touch_device(A, now=clock.now)
     return Api(core)
@@ -50,7 +51,8 @@ def test_edges_end_with_the_bucket_holding_now():
 
 def test_a_month_across_the_spring_change_has_a_23_hour_day():
     month = report.range_edges("month", at(2026, 4, 10, 8), LONDON)
-    lengths = {datetime.fromtimestamp(s, LONDON).date().isoformat(): e - s for s, e in zip(month, month[1:])}
+    lengths = {datetime.fromtimestamp(s, LONDON).date().isoformat(): e - s
+               for s, e in zip(month, month[1:], strict=False)}
     assert lengths["2026-03-29"] == 23 * 3600
     assert {v for k, v in lengths.items() if k != "2026-03-29"} == {24 * 3600}
 

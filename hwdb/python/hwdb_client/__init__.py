@@ -22,7 +22,8 @@ import socket
 import struct
 import threading
 import time
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
+from collections.abc import Callable, Iterable, Sequence
 
 __all__ = ["Client", "Result", "HwdbError", "HwdbTimeout", "Subscription", "quote", "parse_response"]
 
@@ -229,7 +230,8 @@ def parse_response(text: str) -> Result:
     rows = []
     for line in lines[at:at + nrows]:
         fields = line.split(SEP)[:ncols]
-        rows.append({c: _convert(t, f) for c, t, f in zip(columns, types, fields)})
+        # a short row (fewer fields than columns): the rest are absent
+        rows.append({c: _convert(t, f) for c, t, f in zip(columns, types, fields, strict=False)})
     return Result(status, message, columns, types, rows)
 
 
@@ -280,7 +282,7 @@ class _Connection:
             self.sock.settimeout(max(left, 0.0001))
             try:
                 d = self.sock.recv(65536)
-            except (socket.timeout, BlockingIOError):
+            except (TimeoutError, BlockingIOError):
                 return None
             except ConnectionRefusedError:
                 time.sleep(0.005)  # nobody on the port yet; keep waiting until the deadline
@@ -424,7 +426,7 @@ class Client:
         """`insert into table values (...)` with each value quoted for its Python type."""
         return self.query(insert_statement(table, values, upsert))
 
-    def subscribe(self, query_name: str, callback: Callable[[Result], None]) -> "Subscription":
+    def subscribe(self, query_name: str, callback: Callable[[Result], None]) -> Subscription:
         """Call `callback(result)` (on a background thread) each time the daemon re-runs
         the saved query `query_name` after an insert into its table."""
         sub = Subscription(self, query_name, callback)
@@ -439,7 +441,7 @@ class Client:
                 self._conn.close()
                 self._conn = None
 
-    def __enter__(self) -> "Client":
+    def __enter__(self) -> Client:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -521,7 +523,7 @@ class Subscription:
         while not self._stop.is_set():
             try:
                 d, addr = self.sock.recvfrom(65536)
-            except socket.timeout:
+            except TimeoutError:
                 d = None
             except OSError:
                 return

@@ -31,7 +31,7 @@ import os
 import select
 import subprocess
 import threading
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from ..satellites import Satellite
 
@@ -117,6 +117,7 @@ class CableWatch:
     def _follow(self) -> None:
         self.proc = proc = subprocess.Popen(self.COMMAND, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                             stdin=subprocess.DEVNULL)
+        assert proc.stdout is not None     # stdout=PIPE
         fd = proc.stdout.fileno()
         os.set_blocking(fd, False)
         buffer = b""

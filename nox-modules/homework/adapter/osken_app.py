@@ -9,6 +9,7 @@ import logging
 import ssl
 import threading
 import time
+from typing import Any
 
 from os_ken.base import app_manager
 from os_ken.controller import ofp_event
@@ -59,25 +60,20 @@ class HomeworkApp(app_manager.OSKenApp):
         self.core = CORE
         self.datapath = None
         self.gate = SwitchGate(self.core.config.bridge, self.core.config.satellites)
-        self.satellite_dps: dict[int, object] = {}     # dpid -> os-ken Datapath of a connected satellite
+        self.satellite_dps: dict[int, Any] = {}     # dpid -> os-ken Datapath of a connected satellite
         self._satellite_ports: dict[int, list[int]] = {}   # dpid -> its device ports with link, as last planned
         self._satellite_uplinks: dict[int, int] = {}       # dpid -> its uplink's port number
         # Satellites behind others whose cable lost its link (cable_guard.py). The lock is this
         # process's memory, and a cable may have been swapped while no controller was running:
         # at start every satellite in a tree is locked until it connects with its certificate.
         self._tree_locked: set[int] = {s.index for s in self.core.config.satellites if s.parent is not None}
-        self.patch_links = satellites.PatchLinks(self.core.config.satellites_radio_ports)
-        self.core.ctx.is_radio_port = self.patch_links.is_radio_port
-        self.core.ctx.radio_port = self.patch_links.radio_router_port
+        self.patch_links = self.core.patch_links     # the core's: ctx.is_radio_port and radio_port read it
         self._aggregate_requests: dict = {}     # xid -> AggregateStatsRequest awaiting its reply
         self.out = SendBatcher(hub.spawn, spawn_after=hub.spawn_after,
                                hold=self.core.config.openflow_flow_hold_ms / 1000.0,
                                on_hold=lambda: self.core.ctx.count("controller.flow_writes_held"))
         self.lean_encoder = self.core.config.openflow_lean_encoder
         self.core._send = self.send_decisions
-        # A real switch and bridge: the DHCP fast path may read the bridge's LOCAL
-        # interface (a unit test's fake switch has none).
-        self.core.ctx.switch_is_real = True
         self.core.bus.subscribe("satellite", self._on_pairing)
         self.cable_guard = CableGuard(self.core.config.satellites)
         self.cable_watch: CableWatch | None = None
@@ -129,6 +125,8 @@ class HomeworkApp(app_manager.OSKenApp):
         if behind is None or behind[0] in self._tree_locked:
             return
         child = satellites.by_index(self.core.config.satellites, behind[0])
+        if child is None:
+            return
         self._tree_locked.add(child.index)
         self._cable_locked(child, f"cable (port {port_no} of satellite {sat.index})")
 
@@ -433,7 +431,7 @@ class SendBatcher:
         self._hold = hold if spawn_after is not None else 0.0
         self._on_hold = on_hold            # called once for each write that holds additions
         self._limit = limit
-        self._dp = None
+        self._dp: Any = None      # the os-ken Datapath written to
         self._bufs: list[bytes] = []       # to go this hub turn
         self._size = 0
         self._held_bufs: list[bytes] = []  # additions waiting for the hold to pass

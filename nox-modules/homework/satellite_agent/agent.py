@@ -20,6 +20,7 @@ certificate will never be admitted again, so knocking with it would only be refu
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import select
@@ -73,8 +74,8 @@ class Agent:
         self.denied = set(_read_deny_file(Path(deny_file)))
         self.monitors = [MonitorSocket(f"{opts.hostapd_ctrl_dir.rstrip('/')}/{radio}", time.monotonic,
                                        self._monitor_failed(radio), attach=ATTACH,
-                                       on_attached=lambda radio=radio: log.info(
-                                           "hostapd control socket for %s: attached", radio))
+                                       on_attached=functools.partial(
+                                           log.info, "hostapd control socket for %s: attached", radio))
                          for radio in opts.radios] if opts.hostapd_ctrl_dir else []
         self.stop = threading.Event()
         self.connected = threading.Event()
@@ -201,8 +202,8 @@ class Agent:
                     batch = [{"type": "ping"}]
                 else:
                     batch = []
-                for message in batch:
-                    tls.sendall(agentwire.encode(message))
+                for out in batch:
+                    tls.sendall(agentwire.encode(out))
                 if batch:
                     said_at = time.monotonic()
                 wake = min(due, said_at + KEEPALIVE)

@@ -251,7 +251,8 @@ def _run(cmd: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="homework-satellite-join",
-                                description="A satellite asks the household's router to pair, and connects once permitted.")
+                                description="A satellite asks the household's router to pair, and connects "
+                                            "once permitted.")
     p.add_argument("step", choices=("up", "ask", "poll", "wait"))
     p.add_argument("--bridge", required=True, help="the satellite's Open vSwitch bridge")
     p.add_argument("--state-dir", required=True, type=Path, help="its key, request, ticket and certificates")
@@ -269,7 +270,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(json.dumps(out), flush=True)
     state = out.get("state")
-    return EXIT_PENDING if state == "pending" and a.step in ("poll", "wait") else EXIT_DENIED if state == "denied" else 0
+    if state == "pending" and a.step in ("poll", "wait"):
+        return EXIT_PENDING
+    return EXIT_DENIED if state == "denied" else 0
 
 
 if __name__ == "__main__":

@@ -1,15 +1,24 @@
 """python3 -m homework.update mark-good [--wait-ready SECONDS] [--config FILE]
 
 Marks the running slot good: its loader entry loses its boot counter and GRUB's
-good_slot becomes it. With --wait-ready it first waits until the router is ready (the
-controller answers on its control socket and holds the bridge: Open vSwitch says its
-controller is connected); if that does not happen in time it marks nothing and exits 1,
-so the image's unit can reboot and the boot loaders fall back to the other slot.
+good_slot becomes it (nothing is written when the ESP already says so). With --wait-ready
+it first waits until the router is ready (the controller answers on its control socket
+and holds the bridge: Open vSwitch says its controller is connected).
+
+Exit status, what the image's unit does with it (image/guest/homework-mark-good):
+  0  marked good, or nothing to mark;
+  10 not ready, on a slot being tried once whose fallback the boot loader has: reboot, and
+     the loader boots the good slot;
+  3  something failed (not ready, or the ESP could not be read or written) on a slot that
+     is good already, the only one that boots, or one whose state could not be read: never
+     a reboot, which could only loop. An alert file tells the household (ALERT_FILE: the
+     controller shows it on the Guest Board; the unit prints it on the console).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -68,18 +77,85 @@ def load_config(path: str):
     return configuration.load(path)
 
 
-def mark_good(cfg, ready=None, wait: float | None = None) -> int:
+REBOOT, PROBLEM = 10, 3     # 10, not 1: a crash (exit 1) must never reboot
+ALERT_FILE = "boot-slot.json"      # in alert_dir(cfg): what went wrong, for the Guest Board
+
+
+def alert_dir(cfg) -> Path:
+    """Where boot-time scripts leave alerts for the controller (the control socket's
+    directory: /run/homework/alerts on the image)."""
+    return Path(cfg.control_socket).parent / "alerts"
+
+
+def raise_alert(cfg, name: str, detail: str) -> None:
+    """An alert file the controller publishes once (system.py); also printed here, which
+    the unit sends to the console."""
+    print(detail, file=sys.stderr)
+    try:
+        d = alert_dir(cfg)
+        d.mkdir(parents=True, exist_ok=True)
+        tmp = d / f".{name}.tmp"
+        tmp.write_text(json.dumps({"kind": "router-boot", "detail": detail, "at": time.time()}))
+        os.replace(tmp, d / name)
+    except OSError as exc:
+        print(f"could not leave the alert for the Guest Board: {exc}", file=sys.stderr)
+
+
+def test_pause():
+    """The boot test's hook (HOMEWORK_MARK_GOOD_PAUSE=SECONDS, set by a drop-in only the test
+    writes): before each ESP write, say which on the consoles and wait, so that the test can
+    capture the disk as a power cut there would leave it. None (no pause) otherwise."""
+    seconds = float(os.environ.get("HOMEWORK_MARK_GOOD_PAUSE") or 0)
+    if seconds <= 0:
+        return None
+
+    def pause(what: str) -> None:
+        for tty in ("/dev/ttyS1", "/dev/console"):
+            try:
+                with open(tty, "w") as f:
+                    f.write(f"HOMEWORK-MARK before {what}\n")
+            except OSError:
+                pass
+        time.sleep(seconds)
+    return pause
+
+
+def mark_good(cfg, ready=None, wait: float | None = None, uefi: bool | None = None) -> int:
     slot = slots.running_slot(cfg.update_cmdline_file)
     if slot is None:
         print(f"not booted from an A/B slot ({cfg.update_cmdline_file}): nothing to mark")
         return 0
-    if wait is not None:
-        if not wait_ready(ready or (lambda: router_ready(cfg)), wait):
+    uefi = Path("/sys/firmware/efi").is_dir() if uefi is None else uefi
+    is_ready = wait is None or wait_ready(ready or (lambda: router_ready(cfg)), wait)
+    try:
+        slots.ensure_mounted(cfg.update_esp_dir, cfg.update_esp_mount_command)
+        status = slots.boot_status(cfg.update_esp_dir, slot, uefi)
+    except (OSError, slots.SlotError) as exc:
+        status, esp_error = None, exc
+    if not is_ready:
+        if status is not None and status["trial"] and status["fallback"]:
             print(f"the router did not become ready in {wait:g} s: slot {slot} is NOT marked good "
                   "(rebooting falls back to the other slot)", file=sys.stderr)
-            return 1
-    slots.ensure_mounted(cfg.update_esp_dir, cfg.update_esp_mount_command)
-    result = slots.mark_good(cfg.update_esp_dir, slot, booted_at=boot_time())
+            return REBOOT
+        why = ("it is the only system that boots" if status is not None and not status["fallback"] else
+               "it is the good system already" if status is not None else
+               f"its boot partition could not be read ({esp_error})")
+        raise_alert(cfg, ALERT_FILE, f"The router did not finish starting within {wait:g} seconds on system "
+                                     f"{slot.upper()}. It keeps running and is not restarted, as {why}; some of "
+                                     "its services may not work until it is restarted.")
+        return PROBLEM
+    try:
+        if status is None:
+            raise esp_error
+        result = slots.mark_good(cfg.update_esp_dir, slot, booted_at=boot_time(), step=test_pause())
+    except (OSError, slots.SlotError) as exc:
+        raise_alert(cfg, ALERT_FILE, f"The router works, but its boot partition could not be updated to keep "
+                                     f"starting system {slot.upper()} ({exc}). It is not restarted for that; if "
+                                     "the problem stays, the router may need its image written again.")
+        return PROBLEM
+    if not result["written"]:
+        print(f"slot {slot} is good already; nothing written")
+        return 0
     withdrawn = f"; the other slot's untaken offer withdrawn: {', '.join(result['withdrawn'])}" \
         if result["withdrawn"] else ""
     print(f"slot {slot} marked good ({result['entry'] or 'no loader entry'}; GRUB good_slot={slot}){withdrawn}")
@@ -105,10 +181,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         cfg = load_config(args.config)
-        return mark_good(cfg, wait=args.wait_ready)
-    except (configuration.ConfigError, slots.SlotError, OSError) as exc:
+    except (configuration.ConfigError, OSError) as exc:
         print(f"homework.update: {exc}", file=sys.stderr)
         return 2
+    return mark_good(cfg, wait=args.wait_ready)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from . import slots
 from ..worker import offload
@@ -111,6 +111,7 @@ def _feed(src_path: Path, offset: int, size: int, pipe, digest, errors: list) ->
 def write_root(bundle: Bundle, device: Path, progress: Progress) -> None:
     member = bundle.members["root.img.zst"]
     raw_size = member.raw_size
+    assert raw_size is not None         # hwup.py refuses a manifest without it
     fd = os.open(device, os.O_WRONLY)
     try:
         capacity = _device_size(fd)
@@ -118,9 +119,11 @@ def write_root(bundle: Bundle, device: Path, progress: Progress) -> None:
             raise ApplyError(f"slot device {device} holds {capacity} bytes, the system image needs {raw_size}")
         proc = subprocess.Popen(["zstd", "-dcq"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None     # pipes
         # the unpacked bytes are hashed here only if the manifest has no raw_sha256 for
         # the read-back to check (one hash of a gigabyte fewer: minutes on a slow router)
-        packed, errors = hashlib.sha256(), []
+        packed = hashlib.sha256()
+        errors: list[BaseException] = []        # the feeder's, if it failed
         raw = hashlib.sha256() if not member.raw_sha256 else None
         feeder = threading.Thread(target=_feed, daemon=True,
                                   args=(bundle.path, member.offset, member.size, proc.stdin, packed, errors))
@@ -160,7 +163,8 @@ def write_root(bundle: Bundle, device: Path, progress: Progress) -> None:
         offload(os.fsync, fd)   # a gigabyte to a slow disk: never on the controller's loop
     finally:
         os.close(fd)
-    read_back(device, raw_size, member.raw_sha256 or raw.hexdigest(), progress)
+    expected = member.raw_sha256 if member.raw_sha256 else raw.hexdigest() if raw is not None else ""
+    read_back(device, raw_size, expected, progress)
 
 
 def read_back(device: Path, size: int, expected: str, progress: Progress) -> None:
@@ -190,23 +194,27 @@ def withdraw_offers(target: Target) -> None:
     entries go (even a blessed one of the build it held) and GRUB's try_slot if it was
     this slot. A power cut during the write then leaves only the running slot bootable."""
     slots.ensure_mounted(target.esp, target.esp_mount_command)
-    slots.remove_entries(target.esp, target.slot)
-    if slots.read_grubenv(target.esp).get("try_slot") == target.slot:
-        slots.update_grubenv(target.esp, try_slot="")
+    if not slots.entries(target.esp, target.slot) and slots.read_grubenv(target.esp).get("try_slot") != target.slot:
+        return                              # nothing points at it: the ESP stays untouched
+    with slots.writable(target.esp):
+        slots.remove_entries(target.esp, target.slot)
+        if slots.read_grubenv(target.esp).get("try_slot") == target.slot:
+            slots.update_grubenv(target.esp, try_slot="")
 
 
 def point_boot_at(bundle: Bundle, target: Target) -> None:
     """The ESP: the slot's kernel and initrd, its try-once entry, GRUB's one-shot try_slot."""
     slots.ensure_mounted(target.esp, target.esp_mount_command)
-    # The slot's old entries first: none may point at a half-copied kernel.
-    slots.remove_entries(target.esp, target.slot)
-    kernel_dir = Path(target.esp) / "homework" / target.slot
-    with open(bundle.path, "rb") as src:
-        for name in ("vmlinuz", "initrd.img"):
-            m = bundle.members[name]
-            slots.copy_atomic(src, m.offset, m.size, kernel_dir / name)
-    slots.add_try_entry(target.esp, target.slot, bundle.version, bundle.sequence)
-    slots.update_grubenv(target.esp, try_slot=target.slot)
+    with slots.writable(target.esp):
+        # The slot's old entries first: none may point at a half-copied kernel.
+        slots.remove_entries(target.esp, target.slot)
+        kernel_dir = Path(target.esp) / "homework" / target.slot
+        with open(bundle.path, "rb") as src:
+            for name in ("vmlinuz", "initrd.img"):
+                m = bundle.members[name]
+                slots.copy_atomic(src, m.offset, m.size, kernel_dir / name)
+        slots.add_try_entry(target.esp, target.slot, bundle.version, bundle.sequence)
+        slots.update_grubenv(target.esp, try_slot=target.slot)
 
 
 def apply(bundle: Bundle, target: Target, state_db: Path | None, progress: Progress) -> dict:

@@ -123,7 +123,7 @@ def _read_member(f, info: tarfile.TarInfo, total: int, limit: int) -> bytes:
 def _entries(path: Path, total: int) -> list[tarfile.TarInfo]:
     try:
         with tarfile.open(path, "r:") as tar:
-            infos = []
+            infos: list[tarfile.TarInfo] = []
             while True:
                 try:
                     info = tar.next()

@@ -182,9 +182,9 @@ class Updater:
 
 
 def register(core) -> None:
-    """Commands for the API, the CLI and the board; ctx.updater for the API's upload."""
-    updater = Updater(core.config, core.config.state_db)
-    core.ctx.updater = updater
+    """Commands for the API, the CLI and the board (the core made ctx.updater, which the
+    API's upload uses)."""
+    updater = core.ctx.updater
     core.commands.register("update-start", lambda path: updater.start(path))
     core.commands.register("update-status", updater.status)
     core.commands.register("reboot", updater.reboot)

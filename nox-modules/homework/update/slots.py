@@ -7,14 +7,26 @@
 - Legacy BIOS (GRUB) reads /grub/grubenv on the ESP: try_slot (one-shot, GRUB clears
   it when it boots it) else good_slot.
 
-Every file on the ESP is replaced by write-to-temporary + fsync + rename, so a power cut
-leaves either the old or the new file, never half of one.
+Every change to the ESP is its smallest atomic step, and none is made when nothing changes
+(a power cut at boot must never be able to hurt an ESP that was already right):
+- GRUB's environment block is a file of exactly 1024 bytes that GRUB itself rewrites in
+  place (save_env writes its sectors; it cannot make files). We do the same: the 512-byte
+  sectors that differ are written where they are and synced; every key we keep fits the
+  first sector, so a change is one sector write, which a disk does whole or not at all.
+  Only a missing or malformed block is made anew (write-to-temporary + fsync + rename).
+- A loader entry is blessed or spent by a rename (what systemd-boot does itself).
+- A new file (a slot's kernel, a try-once entry) is written to a temporary name, synced,
+  then renamed, so a power cut leaves the old file or the new one, never half of one.
+The image checks and repairs the FAT (fsck.fat -a) at every boot before anything reads or
+writes it (image/guest/homework-esp-check), since a cut in a rename can still leave a
+directory half updated.
 """
 from __future__ import annotations
 
 import os
 import re
 import subprocess
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +58,46 @@ def other(slot: str) -> str:
 
 def slot_device(pattern: str, slot: str) -> Path:
     return Path(pattern.format(slot=slot))
+
+
+# -- the ESP is read-only until a change needs it --------------------------------------------
+def _mount_options(path: Path, mountinfo: str = "/proc/self/mountinfo") -> list[str] | None:
+    """The options of the top mount on exactly `path`, None if nothing is mounted there."""
+    found = None
+    try:
+        with open(mountinfo, encoding="utf-8") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) > 5 and fields[4] == str(path):
+                    found = fields[5].split(",")
+    except OSError:
+        return None
+    return found
+
+
+@contextmanager
+def writable(esp: Path):
+    """The image mounts the ESP read-only (fstab), so reading it, as every boot does, writes
+    nothing, not even FAT's dirty flag, which a read-write mount sets. A change remounts it
+    read-write for just that long, and read-only again after (which writes the flag back
+    clean). A plain directory (tests, a system not booted from the image) is left alone."""
+    esp = Path(esp)
+    os.listdir(esp)                        # an automount mounts on first access
+    options = _mount_options(esp)
+    was_ro = options is not None and "ro" in options
+    if was_ro:
+        _remount(esp, "rw")
+    try:
+        yield
+    finally:
+        if was_ro:
+            _remount(esp, "ro")
+
+
+def _remount(esp: Path, mode: str) -> None:
+    r = subprocess.run(["mount", "-o", f"remount,{mode}", str(esp)], capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        raise SlotError(f"cannot remount the ESP at {esp} {mode}: {r.stderr.strip()}")
 
 
 # -- atomic files on the ESP (FAT: rename replaces; fsync the directory for the rename) --------
@@ -114,10 +166,41 @@ def grubenv_block(env: dict[str, str]) -> bytes:
     return body + b"#" * (GRUBENV_SIZE - len(body))
 
 
-def update_grubenv(esp: Path, **changes: str) -> None:
+SECTOR = 512
+
+
+def _grubenv_well_formed(esp: Path) -> bool:
+    try:
+        data = (Path(esp) / GRUBENV).read_bytes()
+    except FileNotFoundError:
+        return False
+    return len(data) == GRUBENV_SIZE and data.startswith(GRUBENV_HEADER)
+
+
+def update_grubenv(esp: Path, **changes: str) -> bool:
+    """Apply `changes` to the block; False (nothing written) when it already says that."""
     env = read_grubenv(esp)
-    env.update(changes)
-    write_atomic(Path(esp) / GRUBENV, grubenv_block(env))
+    wanted = {**env, **changes}
+    block = grubenv_block(wanted)
+    path = Path(esp) / GRUBENV
+    try:
+        old = path.read_bytes()
+    except FileNotFoundError:
+        old = b""
+    if old == block:
+        return False
+    if len(old) != GRUBENV_SIZE or not old.startswith(GRUBENV_HEADER):
+        write_atomic(path, block)        # missing or malformed: a whole new block
+        return True
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        for at in range(0, GRUBENV_SIZE, SECTOR):
+            if old[at:at + SECTOR] != block[at:at + SECTOR]:
+                os.pwrite(fd, block[at:at + SECTOR], at)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return True
 
 
 # -- systemd-boot loader entries ---------------------------------------------------------------
@@ -135,7 +218,7 @@ class Entry:
         return "trying" if self.tries_left > 0 else "failed"
 
     def fields(self) -> dict[str, str]:
-        out = {}
+        out: dict[str, str] = {}
         try:
             text = self.path.read_text(encoding="utf-8", errors="replace")
         except OSError:
@@ -186,37 +269,66 @@ def add_try_entry(esp: Path, slot: str, version: str, sequence: int) -> Path:
     return path
 
 
-def mark_good(esp: Path, slot: str, booted_at: float | None = None) -> dict:
+def mark_good(esp: Path, slot: str, booted_at: float | None = None, step=None) -> dict:
     """The running slot works: bless its entry (drop the counter) and make it GRUB's good
     slot. An offer of the other slot made before this boot (`booted_at`, epoch seconds)
     was not taken, so the boot loader that ran spent it (systemd-boot counts the entry
     down, GRUB clears try_slot before it boots): the other loader's half of that offer is
     withdrawn too, or a box whose firmware boots the other way next time (a BIOS/UEFI
     setting changed) would try a slot that already failed. An offer made during this boot
-    (an update written before the router was ready) stays."""
+    (an update written before the router was ready) stays. Nothing is written (the ESP is
+    not even remounted read-write) when all of that holds already."""
     esp = Path(esp)
+    step = step or (lambda what: None)     # called before each write (the boot test cuts there)
     target = esp / ENTRIES / f"homework-{slot}.conf"
-    renamed = None
-    for entry in entries(esp, slot):
-        if entry.tries_left is not None:
-            os.replace(entry.path, target)
-            renamed = entry.path.name
-    withdrawn = []
-    for entry in entries(esp, other(slot)):
-        if entry.tries_left and _older_than(entry.path, booted_at):
-            spent = esp / ENTRIES / f"homework-{entry.slot}+0-{entry.tries_done + entry.tries_left}.conf"
-            os.replace(entry.path, spent)
-            withdrawn.append(f"{entry.path.name} -> {spent.name}")
-    _fsync_dir(esp / ENTRIES)
+    bless = [e for e in entries(esp, slot) if e.tries_left is not None]
+    spend = [e for e in entries(esp, other(slot)) if e.tries_left and _older_than(e.path, booted_at)]
     changes = {"good_slot": slot}
     try_slot = read_grubenv(esp).get("try_slot", "")
+    withdrawn = []
     if try_slot == slot or (try_slot and _older_than(esp / GRUBENV, booted_at)):
         changes["try_slot"] = ""
-        if try_slot != slot:
-            withdrawn.append(f"grubenv try_slot={try_slot}")
-    update_grubenv(esp, **changes)
+    env_change = {**read_grubenv(esp), **changes} != read_grubenv(esp) or not _grubenv_well_formed(esp)
+    renamed = None
+    if bless or spend or env_change:
+        with writable(esp):
+            for entry in bless:
+                step(f"bless {entry.path.name}")
+                os.replace(entry.path, target)
+                renamed = entry.path.name
+            for entry in spend:
+                spent = esp / ENTRIES / f"homework-{entry.slot}+0-{entry.tries_done + (entry.tries_left or 0)}.conf"
+                step(f"withdraw {entry.path.name}")
+                os.replace(entry.path, spent)
+                withdrawn.append(f"{entry.path.name} -> {spent.name}")
+            if bless or spend:
+                _fsync_dir(esp / ENTRIES)
+            if env_change:
+                step(f"grubenv {' '.join(f'{k}={v}' for k, v in changes.items())}")
+                update_grubenv(esp, **changes)
+    if try_slot and try_slot != slot and changes.get("try_slot") == "":
+        withdrawn.append(f"grubenv try_slot={try_slot}")
     return {"slot": slot, "entry": target.name if target.exists() else None, "renamed_from": renamed,
-            "withdrawn": withdrawn}
+            "withdrawn": withdrawn, "written": bool(bless or spend or env_change)}
+
+
+def boot_status(esp: Path, slot: str, uefi: bool) -> dict:
+    """How this boot of `slot` came about, as the boot loader that ran it keeps it:
+    trial (a freshly written slot booted once, not yet marked good) and fallback (the other
+    slot is one the loader would boot instead). Reading the ESP may raise OSError: the
+    caller then knows neither, and must not reboot on a guess."""
+    esp = Path(esp)
+    env = read_grubenv(esp)
+    if uefi:
+        mine = entries(esp, slot)
+        trial = bool(mine) and all(e.tries_left is not None for e in mine)
+        fallback = any(e.tries_left is None for e in entries(esp, other(slot)))
+    else:
+        trial = env.get("good_slot", "") != slot
+        fallback = env.get("good_slot", "") == other(slot)
+    if fallback:      # and it has a kernel to boot
+        fallback = (esp / "homework" / other(slot) / "vmlinuz").is_file()
+    return {"trial": trial, "fallback": fallback}
 
 
 def _older_than(path: Path, when: float | None) -> bool:

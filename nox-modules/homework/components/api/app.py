@@ -9,7 +9,9 @@ Access, checked in this order for every request:
    already keep it away from the router's HTTPS port), whichever family it uses;
 2. credentials: `Authorization: Bearer <token>` or the Guest Board's session cookie;
    none -> 401;
-3. role: `read-only` may only use GET methods; everything else needs `admin` -> 403;
+3. role: `read-only` may only use GET methods; a panel (the router's screen, a wall
+   tablet: panels.py) may also let devices in or out (`panel` routes); everything else
+   needs `admin` -> 403;
 4. a session-authenticated POST must carry the session's CSRF token in X-CSRF-Token -> 403;
 5. a device may not change anything about itself (its access, DNS rules, pauses,
    schedules, limits, priority): any change whose path names the caller's own MAC is a
@@ -23,7 +25,7 @@ import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from webob import Request, Response
 
@@ -32,7 +34,7 @@ from ...commands import CommandError
 from ...macaddr import BadMac, normalize
 from ...state import StorageError
 from ...values import BadValue, parse_json
-from .auth import Busy, Principal
+from .auth import PANEL, Busy, Principal
 from . import querylog
 from . import blocklists as blocklist_routes
 from . import schedules as schedule_routes
@@ -44,10 +46,13 @@ from . import nearby as nearby_routes
 from . import wifi as wifi_routes
 from . import update as update_routes
 from . import satellites as satellite_routes
+from . import resolver as resolver_routes
 from . import setup as setup_routes
 from . import reach as reach_routes
 from . import remote as remote_routes
+from . import identify as identify_routes
 from . import captive as captive_routes
+from . import panels as panel_routes
 from .stream import StreamLimit
 
 log = logging.getLogger("homework.api")
@@ -77,7 +82,8 @@ class Route:
     method: str
     pattern: re.Pattern
     handler: Callable
-    access: str        # public | read | admin | asking (pending devices too) | caller (any device, about itself)
+    # public | read | panel | admin | asking (pending devices too) | caller (any device, about itself)
+    access: str
     max_body: int = MAX_BODY
 
 
@@ -112,6 +118,7 @@ class ApiApp:
         self.board = board
         self.stream = stream
         self.hwdb_client_factory = hwdb_client_factory
+        self.panel_pairing = panel_routes.Pairing(ctx.now)
         self.trusted_proxies = set(trusted_proxies)
         self.routes: list[Route] = []
         mac = r"(?P<mac>[^/]+)"
@@ -122,7 +129,8 @@ class ApiApp:
         add("POST", "/logout", self.logout, "read")
         add("GET", "/session", self.session, "read")
         for name in ("permit", "deny", "whitelist", "blacklist", "forget"):
-            add("POST", f"/{name}/{mac}/?", self._decision(name), "admin")
+            # letting devices in or out is a panel's job too; keeping them out for good is not
+            add("POST", f"/{name}/{mac}/?", self._decision(name), "panel" if name in ("permit", "deny") else "admin")
         add("GET", "/status/?", self.status, "read")
         add("GET", f"/status/{mac}/?", self.status, "read")
         add("GET", "/dhcp-status/?", self.simple("dhcp-status"), "read")
@@ -132,7 +140,7 @@ class ApiApp:
         add("POST", f"/deny-dns/{mac}/{dom}/?", self._dns("deny-dns"), "admin")
         add("POST", f"/remove-dns-rule/{mac}/{dom}/?", self._dns("remove-dns-rule"), "admin")
         add("GET", f"/dns-rules/{mac}/?", self.dns_rules, "read")
-        add("POST", f"/meta/{mac}/?", self.meta, "admin")
+        add("POST", f"/meta/{mac}/?", self.meta, "panel")   # the name a device is let in with
         add("GET", "/devices/?", self.devices, "read")
         add("GET", f"/devices/{mac}/?", self.device, "read")
         add("GET", "/hwdb/?", self.hwdb, "read")
@@ -150,6 +158,9 @@ class ApiApp:
                                                                          "action", "rate")), "admin")
         add("POST", "/usage/limits/remove/?", self._usage_post("usage-limit-remove", ("mac", "owner")), "admin")
         add("POST", "/usage/lift/?", self._usage_post("usage-lift", ("mac", "owner")), "admin")
+        add("GET", "/usage/bursts/?", self.simple("usage-bursts"), "read")
+        add("POST", "/usage/bursts/?", self._usage_post("usage-burst", ("mac", "size", "minutes")), "admin")
+        add("POST", "/usage/bursts/remove/?", self._usage_post("usage-burst-remove", ("mac",)), "admin")
         add("GET", "/metrics/?", self.metrics, "read")
         add("GET", "/notifications/?", self.notifications, "read")
         add("POST", "/notifications/read/?", self.notifications_read, "admin")
@@ -171,9 +182,12 @@ class ApiApp:
         update_routes.add_routes(self)     # .hwup upload, update status, reboot (update.py)
         satellite_routes.add_routes(self)  # satellites asking to pair, decisions (satellites.py)
         setup_routes.add_routes(self)      # the first hour: a pending device sets the router up (setup.py)
+        resolver_routes.add_routes(self)   # DNSSEC and the resolver's upstreams (resolver.py)
         reach_routes.add_routes(self)      # port forwards, UPnP mappings, may open ports (reach.py)
         remote_routes.add_routes(self)     # remote access over WireGuard (remote.py)
         captive_routes.add_routes(self)    # a cut-off device told why, RFC 8908's API (captive.py)
+        identify_routes.add_routes(self)   # what each device is, the household's corrections (identify.py)
+        panel_routes.add_routes(self)      # the router's screen and wall tablets as panels (panels.py)
 
     def _add(self, method: str, path: str, handler: Callable, access: str, max_body: int = MAX_BODY) -> None:
         self.routes.append(Route(method, re.compile(f"^{re.escape(PREFIX)}{path}$"), handler, access, max_body))
@@ -213,6 +227,8 @@ class ApiApp:
                                {"WWW-Authenticate": 'Bearer realm="homework"'})
             if route.access == "admin" and not principal.is_admin:
                 raise ApiError(403, f"this needs the admin role; these credentials are {principal.role}")
+            if route.access == "panel" and not principal.may_decide:
+                raise ApiError(403, f"this needs the admin role (or a panel's); these credentials are {principal.role}")
             if req.method == "POST" and principal.kind == "session":
                 sent = req.headers.get("X-CSRF-Token", "")
                 if not hmac.compare_digest(sent.encode(), principal.csrf.encode()):
@@ -345,7 +361,8 @@ class ApiApp:
         data = self.body(call)
         unknown = set(data) - allowed
         if unknown:
-            raise ApiError(400, f"unknown field(s) {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(allowed))})")
+            raise ApiError(400, f"unknown field(s) {', '.join(sorted(unknown))} "
+                                f"(allowed: {', '.join(sorted(allowed))})")
         return data
 
     # -- handlers: public and sessions ---------------------------------------------------------
@@ -367,11 +384,16 @@ class ApiApp:
         log.info("Guest Board login from %s", call.caller.describe())
         return self.new_session(call)
 
-    def new_session(self, call: Call) -> Response:
-        """An admin session for the caller: the cookie and the answer with its CSRF token."""
-        sid, csrf = self.auth.create_session(call.client)
-        resp = json_response({"role": "admin", "csrf": csrf, "expires_in": self.auth.session_lifetime})
-        resp.set_cookie(COOKIE, sid, max_age=self.auth.session_lifetime, path=f"{PREFIX}/", httponly=True,
+    def new_session(self, call: Call, role: str = "admin", **panel) -> Response:
+        """A session for the caller (admin, or a panel's: panels.py): the cookie and the
+        answer with its CSRF token."""
+        sid, csrf = self.auth.create_session(call.client, role=role, **panel)
+        lifetime = self.auth.session_lifetime if role != PANEL else int(self.auth.panel_lifetime)
+        out = {"role": role, "csrf": csrf, "expires_in": lifetime}
+        if role == PANEL:
+            out["panel"] = panel.get("kind", "")
+        resp = json_response(out)
+        resp.set_cookie(COOKIE, sid, max_age=lifetime, path=f"{PREFIX}/", httponly=True,
                         samesite="strict", secure=self._is_https(call.req))
         return resp
 
@@ -395,6 +417,7 @@ class ApiApp:
         return ok
 
     def logout(self, call: Call) -> Response:
+        assert call.principal is not None       # a "read" route: the app checked who calls
         if call.principal.kind == "session":
             self.auth.end_session(call.principal)
         resp = json_response({"logged_out": True})
@@ -403,9 +426,13 @@ class ApiApp:
 
     def session(self, call: Call) -> Response:
         p = call.principal
+        assert p is not None                    # a "read" route: the app checked who calls
         out = {"kind": p.kind, "role": p.role}
         if p.kind == "session":
             out["csrf"] = p.csrf
+        if p.role == PANEL:
+            out["panel"] = p.panel
+            out["set_up"] = self.auth.password_chosen()   # a panel decides once the household has its password
         out["storage"] = self.ctx.state.storage()
         return json_response(out)
 
@@ -414,6 +441,11 @@ class ApiApp:
         def handler(call: Call, mac: str) -> Response:
             mac = self.mac(mac)
             self.not_self(call, mac)
+            if call.principal is not None and call.principal.role == PANEL and not self.auth.password_chosen():
+                # The first hour belongs to the household's own password (setup.py): a
+                # panel's decision would close the set-up offer for it.
+                raise ApiError(409, "set this router up first: plug a computer into one of its ports and open "
+                                    "any web page on it; the panel lets devices in after that")
             return json_response(self.command(name, mac=mac))
         handler.__name__ = name
         return handler
@@ -587,6 +619,7 @@ class ApiApp:
     def events(self, call: Call) -> Response:
         from .stream import format_event
         principal = call.principal
+        assert principal is not None            # a "read" route: the app checked who calls
         # The snapshot is built only for a stream the limits let in (it is the costly part).
         snapshot = lambda: [format_event("snapshot", {"devices": self.board.all_views()})]  # noqa: E731
         try:

@@ -4,8 +4,10 @@ Everything is kept in the controller's SQLite state, and only as hashes: the pas
 with scrypt (slow on purpose, it is guessable), session ids and tokens with SHA-256
 (they are 256-bit random strings, so a fast hash is enough and keeps every request cheap).
 
-Roles: `admin` may do everything; `read-only` may only read (GET). A Guest Board login
-is an admin session.
+Roles: `admin` may do everything; `read-only` may only read (GET); `panel` (a session
+only: the router's own screen or a paired wall tablet, panels.py) may read and let
+devices in or out, and change nothing else. A Guest Board login is an admin session. A
+password change ends the admin sessions; panels stay until they are revoked.
 
 Checking a password (scrypt: tens of milliseconds and 16 MiB) never runs on the
 controller's event loop: `check_password` hands it to a real thread (worker.offload), at
@@ -31,7 +33,9 @@ from ...worker import offload
 
 log = logging.getLogger("homework.api.auth")
 
-ROLES = ("admin", "read-only")
+ROLES = ("admin", "read-only")          # of API tokens
+PANEL = "panel"                          # the role of a panel's session
+PANEL_LIFETIME = 400 * 86400             # a panel stays paired until revoked (or a year unused)
 TOKEN_PREFIX = "hwk_"
 MIN_PASSWORD = 8
 MAX_PASSWORD = 256
@@ -39,8 +43,8 @@ LAST_USED_EVERY = 60.0   # seconds: refresh a session's last use at most this of
 MAX_UNSAVED_SESSIONS = 64   # sessions kept in memory while the disk is full (oldest go first)
 HASH_PARALLEL = 2           # password checks hashing at once (2 cores; 16 MiB each)
 HASH_WAITING = 16           # more checks than this queued: Busy (a login answers 503)
-_INSERT_SESSION = ("INSERT INTO api_sessions (id_hash, csrf, role, created, expires, last_used, client) "
-                   "VALUES (?,?,?,?,?,?,?) ON CONFLICT(id_hash) DO NOTHING")
+_INSERT_SESSION = ("INSERT INTO api_sessions (id_hash, csrf, role, created, expires, last_used, client, kind, label, "
+                   "mac) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id_hash) DO NOTHING")
 
 
 
@@ -52,7 +56,8 @@ class HashGate:
     """Runs password hashing in real threads, at most `parallel` at once, with at most
     `waiting` callers queued (green threads under the controller: waiting costs nothing)."""
 
-    def __init__(self, parallel: int = HASH_PARALLEL, waiting: int = HASH_WAITING):
+    def __init__(self, parallel: int = HASH_PARALLEL, waiting: int = HASH_WAITING, off_loop: bool = True):
+        self.off_loop = off_loop       # False: on the caller's (green) thread, the benchmark's peer
         self._slots = threading.BoundedSemaphore(parallel)
         self._lock = threading.Lock()
         self._queued = 0
@@ -65,7 +70,7 @@ class HashGate:
             self._queued += 1
         try:
             with self._slots:
-                return offload(fn, *args)
+                return offload(fn, *args) if self.off_loop else fn(*args)
         finally:
             with self._lock:
                 self._queued -= 1
@@ -78,10 +83,16 @@ class Principal:
     role: str
     ident: str           # token id, or the session's id hash
     csrf: str = ""       # sessions only
+    panel: str = ""      # a panel's session: "screen" | "tablet"
 
     @property
     def is_admin(self) -> bool:
         return self.role == "admin"
+
+    @property
+    def may_decide(self) -> bool:
+        """May let devices in or out: an admin, or a panel."""
+        return self.role in ("admin", PANEL)
 
 
 def _sha256(text: str) -> str:
@@ -95,14 +106,15 @@ def check_new_password(password) -> str:
 
 
 class Auth:
-    def __init__(self, state, clock, session_lifetime: int = 43200):
+    def __init__(self, state, clock, session_lifetime: int = 43200, hash_off_loop: bool = True):
         self.state = state
         self.now = clock
         self.session_lifetime = session_lifetime
         # Sessions made or ended while the state could not be written (see the docstring).
         self._unsaved: dict[str, dict] = {}
         self._ended: set[str] = set()
-        self.hashing = HashGate()
+        self.hashing = HashGate(off_loop=hash_off_loop)
+        self.panel_lifetime = PANEL_LIFETIME
 
     # -- the admin password ----------------------------------------------------------
     def has_password(self) -> bool:
@@ -117,7 +129,7 @@ class Auth:
             st.db.execute("INSERT INTO api_admin (id, password_hash, changed, chosen) VALUES (1, ?, ?, ?) "
                           "ON CONFLICT(id) DO UPDATE SET password_hash=excluded.password_hash, "
                           "changed=excluded.changed, chosen=excluded.chosen", (hashed, self.now(), int(chosen)))
-            st.db.execute("DELETE FROM api_sessions")
+            st.db.execute("DELETE FROM api_sessions WHERE role != ?", (PANEL,))
 
     def password_chosen(self) -> bool:
         """Has the household chosen (or taken over) the admin password? A router without one
@@ -155,12 +167,16 @@ class Auth:
         return self.hashing.run(verify_password, password, rows[0]["password_hash"])
 
     # -- sessions (the Guest Board) ----------------------------------------------------
-    def create_session(self, client: str = "") -> tuple[str, str]:
-        """Returns (cookie value, CSRF token)."""
+    def create_session(self, client: str = "", role: str = "admin", kind: str = "", label: str = "",
+                       mac: str = "") -> tuple[str, str]:
+        """Returns (cookie value, CSRF token). A panel's (role PANEL, kind screen/tablet)
+        lasts PANEL_LIFETIME."""
         sid, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         now = self.now()
-        row = {"id_hash": _sha256(sid), "csrf": csrf, "role": "admin", "created": now,
-               "expires": now + self.session_lifetime, "last_used": now, "client": client}
+        lifetime = self.panel_lifetime if role == PANEL else self.session_lifetime
+        row = {"id_hash": _sha256(sid), "csrf": csrf, "role": role, "created": now,
+               "expires": now + lifetime, "last_used": now, "client": client,
+               "kind": kind, "label": label, "mac": mac}
         try:
             self.state.execute("DELETE FROM api_sessions WHERE expires < ?", (now,))
             self.state.execute(_INSERT_SESSION, tuple(row.values()))
@@ -200,7 +216,7 @@ class Auth:
             # Queued (write-behind); skipped on a full disk, where it would only grow the queue.
             self.state.defer("UPDATE api_sessions SET last_used=? WHERE id_hash=?", (now, id_hash))
             row["last_used"] = now
-        return Principal("session", row["role"], id_hash, row["csrf"])
+        return Principal("session", row["role"], id_hash, row["csrf"], row.get("kind", "") or "")
 
     def end_session(self, principal: Principal) -> None:
         try:
@@ -209,6 +225,28 @@ class Auth:
             self._unsaved.pop(principal.ident, None)
             self._ended.add(principal.ident)
             self.state.defer("DELETE FROM api_sessions WHERE id_hash=?", (principal.ident,))
+
+    # -- panels (components/api/panels.py) -------------------------------------------------
+    def panels(self) -> list[dict]:
+        """The panels' sessions: the router's screen and paired tablets, newest first."""
+        rows = self.state.execute("SELECT * FROM api_sessions WHERE role=? AND expires >= ? ORDER BY created DESC",
+                                  (PANEL, self.now()))
+        return [{"id": r["id_hash"][:16], "kind": r["kind"], "name": r["label"], "mac": r["mac"],
+                 "created": r["created"], "last_used": r["last_used"], "expires": r["expires"]} for r in rows]
+
+    def end_panels(self, panel_id: str = "", kind: str = "") -> int:
+        """End a panel's session by its id (the first 16 hex digits of its hash), or every
+        panel of a kind; returns how many ended."""
+        if panel_id:
+            if not (isinstance(panel_id, str) and len(panel_id) == 16 and set(panel_id) <= set("0123456789abcdef")):
+                return 0
+            rows = self.state.execute("SELECT id_hash FROM api_sessions WHERE role=? AND substr(id_hash, 1, 16)=?",
+                                      (PANEL, panel_id))
+        else:
+            rows = self.state.execute("SELECT id_hash FROM api_sessions WHERE role=? AND kind=?", (PANEL, kind))
+        for r in rows:
+            self.state.execute("DELETE FROM api_sessions WHERE id_hash=?", (r["id_hash"],))
+        return len(rows)
 
     def still_valid(self, principal: Principal) -> bool:
         """For long-lived streams: has the session ended or the token been revoked since?"""

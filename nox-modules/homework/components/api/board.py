@@ -20,8 +20,8 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from ... import routernames
-from .oui import default_table, is_private
+from ... import wording
+from ...oui import default_table, is_private
 
 ASKING_GRACE = 10.0       # seconds a pending device stays "asking" after its last DHCP message
 LINK_ONLY_TTL = 60.0      # a MAC heard only by the radio stays on the board this long
@@ -143,18 +143,7 @@ class Board:
 
     def label(self, mac: str, name: str = "", hostname: str = "") -> dict:
         vendor = self.oui.vendor(mac)
-        if name:
-            text, source = name, "name"
-        elif hostname and routernames.reserved(routernames.label_of(hostname)):
-            # never shown as the router (or a satellite): it only calls itself so
-            text, source = f"{vendor + ' device' if vendor else 'A device'} calling itself “{hostname[:40]}”", \
-                "hostname-reserved"
-        elif hostname:
-            text, source = hostname, "hostname"
-        elif vendor:
-            text, source = f"{vendor} device", "vendor"
-        else:
-            text, source = mac, "mac"
+        text, source = wording.label(mac, name, hostname, vendor)
         return {"label": text, "label_source": source, "vendor": vendor, "private": is_private(mac)}
 
     def view(self, device) -> dict:
@@ -191,6 +180,8 @@ class Board:
         return out
 
     def all_views(self) -> list[dict]:
+        # A device that has its lease is on the board: the daemon's ACKs not booked yet first.
+        self.ctx.leases.settle()
         devices = self.ctx.devices.all()
         views = [self.view(d) for d in devices]
         views += self.link_only_views({d.mac for d in devices})

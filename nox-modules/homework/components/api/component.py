@@ -21,6 +21,8 @@ from ...component import Component
 from ...events import Alert, AlertKind
 from .app import ApiApp
 from .auth import Auth
+from . import panels
+from .paneldisplay import CHECK_EVERY, PanelDisplay, register_commands as display_commands
 from .board import Board
 from .ratelimit import LoginLimiter
 from .stream import MAX_STREAMS, EventStream
@@ -37,10 +39,11 @@ class ApiComponent(Component):
     def __init__(self, ctx):
         super().__init__(ctx)
         cfg = ctx.config
-        self.auth = Auth(ctx.state, ctx.now, cfg.api_session_lifetime)
+        self.auth = Auth(ctx.state, ctx.now, cfg.api_session_lifetime, hash_off_loop=cfg.api_hash_off_loop)
         self.limiter = LoginLimiter(ctx.now)
         self.board = Board(ctx)
         self.stream = EventStream()
+        self.display = PanelDisplay(ctx)              # panels' screens at night (paneldisplay.py)
         self.app = ApiApp(ctx, self.auth, self.limiter, self.board, self.stream,
                           hwdb_client_factory=self._hwdb_client if cfg.hwdb_enabled else None)
         self._sock = None
@@ -60,6 +63,8 @@ class ApiComponent(Component):
             bus.subscribe(topic, self._on_event)
         bus.subscribe("schedule", self._on_schedule)     # a pause began or ended
         bus.subscribe("qos_device", self._on_schedule)   # a device's priority changed
+        bus.subscribe("identity", self._on_schedule)     # what it looks like (components/identify)
+        bus.subscribe("restart", self._on_restart)       # every open board says so, and when back
         self.ctx.state.watch_storage(self._on_storage)
         if _under_eventlet():
             self._listen()
@@ -119,6 +124,9 @@ class ApiComponent(Component):
         cmd.register("token-list", auth.tokens)
         cmd.register("token-revoke", token_revoke)
         cmd.register("set-password", set_password)
+        panels.register_commands(self.ctx, auth, self.app.panel_pairing, self.board.label)   # panel pair/list/revoke
+        display_commands(self.ctx, self.display)                                            # panel night / display
+        self.ctx.every(CHECK_EVERY, self.display.tick)
 
     # -- storage health -> Alert -------------------------------------------------------------
     def _on_storage(self, status: dict) -> None:
@@ -165,11 +173,15 @@ class ApiComponent(Component):
         data["view"] = self.board.view(device) if device else None
         self.stream.publish(topic, data)
 
+    def _on_restart(self, topic: str, ev) -> None:
+        self.stream.publish("restart", {"why": ev.why, "back_in": ev.back_in, "at": self.ctx.now()})
+
     def _on_schedule(self, topic: str, payload) -> None:
         """The label shows "paused until ..." / "bedtime": the board gets the device's view."""
         device = self.ctx.state.get_device(payload.mac or "")
         if device is not None:
-            self.stream.publish("device", {"mac": device.mac, "state": device.state, "reason": "schedule",
+            reason = "identity" if topic == "identity" else "schedule"
+            self.stream.publish("device", {"mac": device.mac, "state": device.state, "reason": reason,
                                            "view": self.board.view(device)})
 
     def _hwdb_client(self):

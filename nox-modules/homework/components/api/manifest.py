@@ -6,6 +6,7 @@ from __future__ import annotations
 from ... import events, rowcheck
 from ...manifest import Manifest, NotBackedUp, Secrets
 from ...passwords import BadHash, check_hash
+from .paneldisplay import KEY as PANEL_NIGHT, check_night
 
 
 def admin_row(r: dict) -> None:
@@ -33,12 +34,14 @@ MANIFEST = Manifest(
                 left_out={"chosen": "a restored password hash counts as the household's own (the column's default)"}),
         Secrets("api_tokens", (1,), ("id", "name", "role", "token_hash", "created", "last_used", "revoked"),
                 token_row),
-        NotBackedUp("api_sessions", (1,), "sessions were signed in under the old password: a restore ends them",
+        NotBackedUp("api_sessions", (1, 20), "sessions were signed in under the old password: a restore ends them",
                     cleared_by_restore=True),
     ),
-    routes=("app", "parity", "setup", "captive"),
+    settings_keys={PANEL_NIGHT: lambda key, value: check_night(value)},     # panels' screens at night
+    routes=("app", "parity", "setup", "captive", "panels"),
     publishes=(events.Alert,),
-    hears=(events.Device, events.Lease, events.Link, events.Bandwidth, events.Alert, events.Schedule,
+    hears=(events.Device, events.Identity, events.Lease, events.Link, events.Bandwidth, events.Alert,
+           events.Schedule, events.Restart,
            events.QosDevice, events.Nearby, events.Satellite),
     alerts=(events.AlertKind.STORAGE_FULL, events.AlertKind.STORAGE_ERROR),
 )

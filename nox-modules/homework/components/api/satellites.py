@@ -10,7 +10,8 @@
 
 Asking is public, as a new satellite has no credentials; it decides nothing (the household
 permits it on the Guest Board) and it is rate-limited per address (10 requests in 10
-minutes, a limiter apart from the logins', counted per device or cable: homework/callers.py), so no one floods the board with access points. The ticket travels in a header, not in the
+minutes, a limiter apart from the logins', counted per device or cable: homework/callers.py),
+so no one floods the board with access points. The ticket travels in a header, not in the
 URL, so no access log keeps it.
 
 The two pairing paths are the only ones a *pending* device may call (access "asking"):

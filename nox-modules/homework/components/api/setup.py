@@ -38,7 +38,8 @@ SETUP_OFFER = """  <section id="setup" hidden>
     <button type="button" id="setup-start">This is my router: set it up</button>
     <form id="setup-form" hidden>
       <label>Choose a password for the router (at least 8 characters)
-        <input type="password" name="password" minlength="8" maxlength="256" autocomplete="new-password" required></label>
+        <input type="password" name="password" minlength="8" maxlength="256" autocomplete="new-password"
+               required></label>
       <label>Type it again
         <input type="password" name="again" minlength="8" maxlength="256" autocomplete="new-password" required></label>
       <label id="setup-proof" hidden>This device is not plugged into the router with a cable, so the router

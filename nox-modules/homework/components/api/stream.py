@@ -14,7 +14,7 @@ import itertools
 import json
 import queue
 import threading
-from typing import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 
 QUEUE_SIZE = 1000
 MAX_STREAMS = 64
@@ -89,7 +89,7 @@ class EventStream:
                 release()
                 raise
 
-        def generate() -> Iterator[bytes]:
+        def generate() -> Generator[bytes, None, None]:
             try:
                 # The retry hint makes EventSource reconnect quickly after a restart.
                 yield b"retry: 1000\n\n"
@@ -118,7 +118,7 @@ class _Body:
     """A stream's response body. The WSGI server calls close() however the response
     ends, even if it never started iterating (a generator's own finally would not run)."""
 
-    def __init__(self, gen: Iterator[bytes], release: Callable[[], None]):
+    def __init__(self, gen: Generator[bytes, None, None], release: Callable[[], None]):
         self._gen = gen
         self._release = release
 

@@ -29,6 +29,8 @@ from pathlib import Path
 from ... import __version__, migrations, wifi
 from ...commands import CommandError
 from ...component import Component
+from ...interfaces import DnsdReady, RestoredLists
+from ...restart import back_in
 from ...worker import offload
 from .apply import apply
 from .contents import collect
@@ -37,13 +39,18 @@ from .validate import validate
 
 log = logging.getLogger(__name__)
 RESTART_NOTE = "Restart the controller (systemctl restart homework-controller) to use the restored settings."
-RESTARTING_NOTE = "The router restarts now to apply the restored settings; it is back in a few seconds."
+RESTARTING_NOTE = "The router restarts now to apply the restored settings; it is back {back}."
 MARKER = "restore.json"          # in the state directory: what the last restore wrote, and whether it is in force
 APPLIED_CHECK_SECONDS = 0.5
 
 
 class Backup(Component):
     name = "backup"
+
+    def __init__(self, ctx, lists: RestoredLists | None = None, dnsd: DnsdReady | None = None):
+        super().__init__(ctx)
+        self.lists = lists      # the blocklists component's (interfaces.py); None: not loaded
+        self.dnsd = dnsd        # the dns component's; None: not loaded
 
     def _wifi_env(self) -> Path:
         return Path(self.ctx.config.state_dir) / wifi.ENV_NAME
@@ -68,13 +75,12 @@ class Backup(Component):
         leases), homework-dnsd told the restored policy, every list's names loaded."""
         if self.restored is None or self.restored.get("applied"):
             return
-        dns, lists = self.ctx.component("dns"), self.ctx.component("blocklists")
         waiting = []
         if self.ctx.datapath is None:
             waiting.append("the switch")
-        if dns is not None and dns.link is not None and not dns.link.connected.is_set():
+        if self.dnsd is not None and not self.dnsd.ready():
             waiting.append("homework-dnsd")
-        if lists is not None and lists.pending():
+        if self.lists is not None and self.lists.pending():
             waiting.append("the blocklists' names")
         if waiting:
             self.restored["waiting"] = waiting
@@ -108,7 +114,7 @@ class Backup(Component):
         except BackupError as exc:
             raise CommandError(str(exc)) from None
         # made ready before anything is written: the blocklists' names (a backup has their URLs)
-        lists = self.ctx.component("blocklists")
+        lists = self.lists
         prefetched = lists.prefetch(settings.get("blocklists", [])) if lists else {}
         try:
             written = apply(self.ctx.state, settings, secrets)
@@ -126,16 +132,19 @@ class Backup(Component):
                 written["wifi"] = 0
         log.warning("settings restored from a backup made %s (schema %s, software %s): %s",
                     doc.get("created"), doc.get("schema"), doc.get("software"), written)
-        restarting = self.ctx.restart is not None
+        restart = self.ctx.restart
+        restarting = restart is not None
+        seconds = back_in(restart) if restart is not None else None
         self.restored = {"created": doc.get("created"), "restored": written, "problems": problems,
                          "applied": False, "at": self.ctx.now()}
         _write_json(self._marker(), self.restored)
-        if restarting:
-            self.ctx.restart("settings restored from a backup")
+        if restart is not None:
+            restart("settings restored from a backup")
         return {"restored": written, "created": doc.get("created"), "schema": doc.get("schema"),
                 "software": doc.get("software"), "restarting": restarting, "applied": False,
-                "problems": problems, "at": self.restored["at"],
-                "note": RESTARTING_NOTE if restarting else RESTART_NOTE}
+                "problems": problems, "at": self.restored["at"], "back_in": seconds,
+                "note": RESTARTING_NOTE.format(back=f"in about {seconds} s" if seconds else "in a few seconds")
+                if restarting else RESTART_NOTE}
 
 
 def _read_json(path: Path) -> dict | None:

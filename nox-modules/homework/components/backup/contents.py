@@ -64,5 +64,5 @@ def _read(execute, spec: dict[str, tuple[str, ...]]) -> dict:
         if not present:
             continue
         rows = execute(f"SELECT {', '.join(present)} FROM {table} ORDER BY rowid")
-        out[table] = [dict(zip(present, tuple(row))) for row in rows]
+        out[table] = [dict(zip(present, tuple(row), strict=True)) for row in rows]
     return out

@@ -92,7 +92,8 @@ def parse(raw) -> dict:
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise BackupError(f"not a Homework backup (format is not {FORMAT!r})")
     if raw.get("version") != VERSION:
-        raise BackupError(f"backup format version {raw.get('version')!r} is not supported (this release reads {VERSION})")
+        raise BackupError(f"backup format version {raw.get('version')!r} is not supported "
+                          f"(this release reads {VERSION})")
     return raw
 
 
@@ -107,7 +108,7 @@ def unpack(doc: dict, passphrase: str, latest_schema: int) -> tuple[dict, dict]:
     if not isinstance(doc.get("settings"), dict):
         raise BackupError("backup: settings missing")
     check_passphrase(passphrase)
-    sealed = doc.get("secrets")
+    sealed = doc.get("secrets") or {}
     try:
         n, r, p = int(sealed["n"]), int(sealed["r"]), int(sealed["p"])
         if sealed.get("kdf") != "scrypt" or not (2 <= n <= MAX_SCRYPT_N and n & (n - 1) == 0) \

@@ -2,6 +2,7 @@
 every other manifest's tables (contents.py)."""
 from __future__ import annotations
 
+from ...interfaces import DnsdReady, RestoredLists
 from ...manifest import Manifest
 
-MANIFEST = Manifest(component="backup", routes=("backup",))
+MANIFEST = Manifest(component="backup", routes=("backup",), needs={"lists": RestoredLists, "dnsd": DnsdReady})

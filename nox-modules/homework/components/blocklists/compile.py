@@ -44,7 +44,8 @@ def compile_file(raw: Path, out: Path, max_names: int) -> Compiled:
         with open(raw, "rb") as f:
             if b"\x00" in f.read(65536):
                 raise ListError("this is a binary file, not a blocklist")
-        emitted, skipped, exceptions = 0, 0, set()
+        emitted, skipped = 0, 0
+        exceptions: set[str] = set()
         with open(raw, "rb") as src, open(scratch, "w", encoding="ascii") as names:
             for line in src:
                 found, exception, skip = classify(line.decode("utf-8", errors="replace"))

@@ -34,6 +34,7 @@ from .compile import Compiled
 from .fetch import FetchError, check_url
 from .parse import ListError
 from .store import SortedNames, Store
+from ...interfaces import DnsLists, RestoredLists
 
 HOUSEHOLD = "*"
 CHECK_EVERY = 60            # seconds between looks for lists due a refresh
@@ -54,22 +55,26 @@ def owner_of(owner) -> str:
 class BlocklistsComponent(Component):
     name = "blocklists"
 
-    def __init__(self, ctx):
+    def __init__(self, ctx, dns: DnsLists | None = None):
         super().__init__(ctx)
+        self.dns = dns      # what the dns component offers (interfaces.py); None: it is not loaded
         self.store = Store(ctx.state, Path(ctx.config.state_dir) / "blocklists")
         self._lock = threading.RLock()
         self.loaded: dict[int, SortedNames] = {}
         self.macs: dict[int, frozenset | None] = {}     # what dnsd has for each list
         self.safe_search = bool(ctx.config.dns_safe_search)
-        self.dns = None
         self.guard = Guard(household_networks_of(ctx), ctx.host.interfaces)
+
+    def offer(self, interface: type) -> object:
+        if interface is RestoredLists:
+            return self
+        return super().offer(interface)
 
     # -- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
         option = self.store.option("safe_search")
         if option is not None:
             self.safe_search = option == "on"
-        self.dns = self.ctx.component("dns")
         if self.dns is None:
             self.log.warning("the dns component is not loaded: blocklists and safe-search are stored but not enforced")
         missing = []
@@ -85,8 +90,8 @@ class BlocklistsComponent(Component):
             threading.Thread(target=self._fetch_missing, args=(missing,), daemon=True,
                              name="blocklists-missing").start()
         if self.dns is not None:
-            self.dns.snapshot_sources.append(self._dnsd_lines)
-            self.dns.push_lines(self._dnsd_lines())
+            self.dns.resend_on_reconnect(self._dnsd_lines)
+            self.dns.send(self._dnsd_lines())
         self.ctx.bus.subscribe("device", self._on_device)
         self._register_commands()
         self.ctx.every(min(CHECK_EVERY, self.ctx.config.blocklists_refresh_interval), self._refresh_due)
@@ -121,8 +126,8 @@ class BlocklistsComponent(Component):
             self.loaded[list_id] = names
             self.macs[list_id] = macs
         if self.dns is not None:
-            self.dns.policy.set_list(str(list_id), macs, names)
-            if push and not self.dns.push_lines([self._list_line(list_id)]):
+            self.dns.set_list(str(list_id), macs, names)
+            if push and not self.dns.send([self._list_line(list_id)]):
                 self.log.warning("homework-dnsd did not confirm list %s; it gets it on reconnect", list_id)
 
     def _on_device(self, topic: str, ev: dict) -> None:
@@ -139,8 +144,8 @@ class BlocklistsComponent(Component):
                     changed.append(list_id)
         if changed and self.dns is not None:
             for list_id in changed:
-                self.dns.policy.set_list(str(list_id), self.macs[list_id], self.loaded[list_id])
-            self.dns.push_lines([self._list_line(i) for i in changed])
+                self.dns.set_list(str(list_id), self.macs[list_id], self.loaded[list_id])
+            self.dns.send([self._list_line(i) for i in changed])
 
     # -- fetching --------------------------------------------------------------------------
     def _download(self, url: str, allow_local: bool, besides: int | None = None) -> tuple[Path, Compiled]:
@@ -154,7 +159,8 @@ class BlocklistsComponent(Component):
         try:
             try:
                 download(url, raw, cap=cfg.blocklists_max_bytes, seconds=cfg.blocklists_fetch_timeout,
-                         guard=self.guard, allow_local=allow_local, headers={"User-Agent": "homework-router blocklists"})
+                         guard=self.guard, allow_local=allow_local,
+                         headers={"User-Agent": "homework-router blocklists"})
             except HttpOutError as exc:
                 raise FetchError(f"cannot fetch the list: {exc}") from None
             compiled = self._compile(raw, staged, cfg.blocklists_max_names)
@@ -202,7 +208,7 @@ class BlocklistsComponent(Component):
             raise ValueError(f"blocklist refused: {exc}") from None
         staged, compiled = self._download(url, allow_local)
         list_id = self.store.add(url, owner, compiled, self.ctx.now(), staged, allow_local)
-        self._install(self.store.get(list_id))
+        self._install(self._row(list_id))
         self.log.info("blocklist %s added: %s (%d names, %d lines skipped)", list_id, url, compiled.rules,
                       compiled.skipped)
         return self.view(list_id)
@@ -215,7 +221,7 @@ class BlocklistsComponent(Component):
             self.store.failed(row["id"], str(exc), self.ctx.now())
             raise ValueError(f"refresh failed, the previous names stay in force: {exc}") from None
         self.store.refreshed(row["id"], compiled, self.ctx.now(), staged)
-        self._install(self.store.get(row["id"]))
+        self._install(self._row(row["id"]))
         return self.view(row["id"])
 
     def _fetch_missing(self, list_ids: list[int]) -> None:
@@ -292,8 +298,8 @@ class BlocklistsComponent(Component):
             self.loaded.pop(row["id"], None)
             self.macs.pop(row["id"], None)
         if self.dns is not None:
-            self.dns.policy.remove_list(str(row["id"]))
-            self.dns.push_lines([f"unlist {row['id']}"])
+            self.dns.remove_list(str(row["id"]))
+            self.dns.send([f"unlist {row['id']}"])
         self.store.remove(row["id"])
         return {"removed": row["id"], "url": row["url"]}
 
@@ -306,7 +312,7 @@ class BlocklistsComponent(Component):
             self.store.set_option("safe_search", "on" if enabled else "off")
             self.safe_search = enabled
             if self.dns is not None:
-                self.dns.push_lines([f"safesearch {'on' if enabled else 'off'}"])
+                self.dns.send([f"safesearch {'on' if enabled else 'off'}"])
         return {"enabled": self.safe_search}
 
     # -- views -----------------------------------------------------------------------------
@@ -318,8 +324,7 @@ class BlocklistsComponent(Component):
         return row
 
     def _blocked_counts(self) -> dict:
-        link = self.dns.link if self.dns is not None else None
-        stats = link.stats() if link is not None else {}
+        stats = self.dns.stats() if self.dns is not None else {}
         return {int(k.split(".", 1)[1]): v for k, v in stats.items()
                 if k.startswith("list_blocked.") and k.split(".", 1)[1].isdigit() and isinstance(v, int)}
 

@@ -1,9 +1,10 @@
 """Blocklists' manifest (homework/manifest.py): the subscriptions (backed up without
-their fetch statistics: the names are fetched again) and the DNS options it sets
-(safe-search)."""
+their fetch statistics: the names are fetched again). The safe-search switch it sets is
+one of the DNS options (the dns manifest's dns_options)."""
 from __future__ import annotations
 
 from ... import events, rowcheck
+from ...interfaces import DnsLists, RestoredLists
 from ...manifest import Manifest, Settings
 from .fetch import FetchError, check_url
 
@@ -21,13 +22,6 @@ def blocklist_row(r: dict) -> None:
     rowcheck.number(r.get("allow_local", 0), "allow_local", 0, 1, whole=True)
 
 
-def dns_option_row(r: dict) -> None:
-    rowcheck.option(r)
-    if r["key"] != "safe_search":
-        raise ValueError(f"unknown DNS option {r['key']!r}")
-    rowcheck.choice(r["value"], "safe_search", ("on", "off"))
-
-
 MANIFEST = Manifest(
     component="blocklists",
     tables=(
@@ -35,8 +29,9 @@ MANIFEST = Manifest(
                  left_out={"id": "row ids are given anew; the names are fetched again",
                            **{c: FETCH_STATISTICS for c in ("fetched", "checked", "rules", "exceptions",
                                                             "skipped", "error")}}),
-        Settings("dns_options", (7,), ("key", "value"), dns_option_row),
     ),
     routes=("blocklists",),
+    needs={"dns": DnsLists},
+    offers=(RestoredLists,),
     hears=(events.Device,),
 )

@@ -14,6 +14,7 @@ import secrets
 from pathlib import Path
 
 from ..dns.names import suffixes
+from ..dns.options import DnsOptions
 
 COLUMNS = ("id", "url", "owner", "enabled", "added", "fetched", "checked", "rules", "exceptions", "skipped", "error",
            "allow_local")
@@ -122,9 +123,7 @@ class Store:
         self.path(list_id).unlink(missing_ok=True)
 
     def option(self, key: str) -> str | None:
-        rows = self.state.execute("SELECT value FROM dns_options WHERE key=?", (key,))
-        return rows[0]["value"] if rows else None
+        return DnsOptions(self.state).get(key)
 
     def set_option(self, key: str, value: str) -> None:
-        self.state.execute("INSERT INTO dns_options (key, value) VALUES (?,?) "
-                           "ON CONFLICT(key) DO UPDATE SET value=excluded.value", (key, value))
+        DnsOptions(self.state).set(key, value)

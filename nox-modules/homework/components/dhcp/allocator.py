@@ -21,7 +21,7 @@ from __future__ import annotations
 import ipaddress
 import math
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 from functools import cached_property
 
 
@@ -140,7 +140,7 @@ class Allocator:
     def reserve(self, count: int, now: float) -> list[int]:
         """Set aside up to `count` more fresh blocks (fewer when the pool has no more);
         the ones newly reserved."""
-        added = []
+        added: list[int] = []
         while len(added) < count:
             index = self._fresh_block(now)
             if index is None:
@@ -217,9 +217,6 @@ class Allocator:
         self.block(index)
         self._quarantine[index] = until
         return True
-
-    def quarantined(self, index: int, now: float) -> bool:
-        return self._quarantine.get(index, 0) > now
 
     # -- internals -------------------------------------------------------------------
     def _assign(self, mac: str, index: int) -> Block:

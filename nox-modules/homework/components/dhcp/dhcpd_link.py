@@ -9,9 +9,9 @@ the controller then does the bookkeeping as if it had answered (lease expiry, ev
 state.db). It also offers a never-seen device one of the free blocks the controller
 reserved for that (`reserve`), unless the controller names the MAC as one it decides
 itself (`known`), and within the controller's new-MAC figures (`new_macs`); the note
-names the block (`reserved`) and the controller claims it. Every other frame comes here unchanged (a "punt") and goes through
-DhcpServer.handle as before, its reply out of a send-only raw socket. So decisions stay
-in one place, and the common case costs no Python.
+names the block (`reserved`) and the controller claims it. Every other frame comes here
+unchanged (a "punt") and goes through DhcpServer.handle as before, its reply out of a
+send-only raw socket. So decisions stay in one place, and the common case costs no Python.
 
 Wire: one AF_UNIX SOCK_SEQPACKET pair, the daemon's end passed as --control-fd; one
 message per packet. To the daemon: JSON {"op": "set", mac, port, ip, router, broadcast, lease_time,
@@ -30,13 +30,14 @@ import json
 import logging
 import os
 import shutil
+import select
 import signal
 import socket
 import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable, Sequence
 
 log = logging.getLogger("homework.dhcp.dhcpd")
 
@@ -74,8 +75,9 @@ class DhcpdLink:
 
     def __init__(self, binary: str, interface: str, on_punt: Callable[[bytes], None],
                  on_note: Callable[[dict], None], table: Callable[[], list[dict]],
-                 count: Callable[..., None], setup: Callable[[], list[dict]] = list):
+                 count: Callable[..., None], setup: Callable[[], list[dict]] = list, extra_args: Sequence[str] = ()):
         self.binary = binary
+        self.extra_args = tuple(extra_args)   # e.g. the encrypted DNS it announces (--dnr, homework/dnr.py)
         self.interface = interface
         self.on_punt = on_punt
         self.on_note = on_note
@@ -92,6 +94,9 @@ class DhcpdLink:
         # it, so booking one sends nothing back
         self._held: dict[str, dict] = {}
         self._booked_at = time.monotonic()
+        # One reader at a time, so the daemon's answers are dispatched in the order it sent
+        # them: the link's own thread, or settle() for whoever must see every answer given.
+        self._reading = threading.Lock()
 
     # -- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -102,7 +107,7 @@ class DhcpdLink:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.proc = subprocess.Popen(
-                [self.binary, "--interface", self.interface, "--control-fd", str(theirs.fileno())],
+                [self.binary, "--interface", self.interface, "--control-fd", str(theirs.fileno()), *self.extra_args],
                 pass_fds=(theirs.fileno(),), preexec_fn=_die_with_parent, stdin=subprocess.DEVNULL)
         finally:
             theirs.close()
@@ -122,21 +127,22 @@ class DhcpdLink:
     def _run(self) -> None:
         while not self._closed:
             sock = self.sock
-            try:
-                if sock is not None:
-                    sock.settimeout(BOOK_EVERY)
-                data = sock.recv(MAX_MESSAGE) if sock else b""
-            except socket.timeout:
-                self.book()
-                continue
-            except OSError:
-                data = b""
-            if data:
-                self._dispatch(data)
-                if time.monotonic() - self._booked_at >= BOOK_EVERY:
+            with self._reading:
+                try:
+                    if sock is not None:
+                        sock.settimeout(BOOK_EVERY)
+                    data = sock.recv(MAX_MESSAGE) if sock else b""
+                except TimeoutError:
                     self.book()
-                continue
-            self.book()
+                    continue
+                except OSError:
+                    data = b""
+                if data:
+                    self._dispatch(data)
+                    if time.monotonic() - self._booked_at >= BOOK_EVERY:
+                        self.book()
+                    continue
+                self.book()
             if self._closed:
                 return
             # EOF: the daemon exited. Start it again with the whole table.
@@ -196,6 +202,26 @@ class DhcpdLink:
             return
         self._unbooked[mac] = prev
 
+    def settle(self) -> int:
+        """Book every answer the daemon has given so far, now: those in the socket not read
+        yet and the batch waiting (up to BOOK_EVERY). The board's device list asks for this
+        first, so a device that has its ACK is listed, however busy the controller is.
+        Returns how many messages were read."""
+        read = 0
+        with self._reading:
+            sock = self.sock
+            while sock is not None and select.select([sock], [], [], 0)[0]:
+                try:
+                    data = sock.recv(MAX_MESSAGE)
+                except OSError:
+                    break
+                if not data:
+                    break           # EOF: the link's thread restarts the daemon
+                self._dispatch(data)
+                read += 1
+            self.book()
+        return read
+
     def book(self) -> None:
         """Hand the batch of the daemon's answers to the server."""
         self._booked_at = time.monotonic()
@@ -222,9 +248,9 @@ class DhcpdLink:
 
     # -- the table -----------------------------------------------------------------------------
     def set(self, entry: dict) -> None:
-        if self._held.get(entry.get("mac")) == entry:
+        if self._held.get(entry["mac"]) == entry:
             return
-        self._held[entry.get("mac")] = dict(entry)
+        self._held[entry["mac"]] = dict(entry)
         self._send({"op": "set", **entry})
 
     def delete(self, mac: str) -> None:

@@ -104,7 +104,7 @@ _PACKET_OUTGOING = 4
 def _bpf_program() -> list[tuple[int, int, int, int]]:
     """Pass (whole) only frames the switch marked: received (not our own sends), untagged,
     eth_dst starting with the marker, IPv4, UDP, not a later fragment, to port 67."""
-    ins = [
+    ins: list[tuple[int, int | str, int | str, int]] = [     # a jump to "drop": resolved below
         (_LD_W_ABS, 0, 0, (_SKF_AD_OFF + _SKF_AD_PKTTYPE) & 0xFFFFFFFF),
         (_JEQ_K, "drop", 0, _PACKET_OUTGOING),
         (_LD_W_ABS, 0, 0, (_SKF_AD_OFF + _SKF_AD_VLAN_TAG_PRESENT) & 0xFFFFFFFF),
@@ -126,9 +126,7 @@ def _bpf_program() -> list[tuple[int, int, int, int]]:
     drop = len(ins) - 1
     out = []
     for pc, (code, jt, jf, k) in enumerate(ins):
-        jt = drop - pc - 1 if jt == "drop" else jt
-        jf = drop - pc - 1 if jf == "drop" else jf
-        out.append((code, jt, jf, k))
+        out.append((code, drop - pc - 1 if jt == "drop" else int(jt), drop - pc - 1 if jf == "drop" else int(jf), k))
     return out
 
 

@@ -3,6 +3,7 @@ the lease events and alerts it publishes, and its counters."""
 from __future__ import annotations
 
 from ... import events
+from ...leases import LeaseReader
 from ...manifest import Manifest, NotBackedUp
 
 K = events.AlertKind
@@ -13,7 +14,8 @@ MANIFEST = Manifest(
         NotBackedUp("leases", (1, 2), "a restored router hands out addresses afresh; devices ask again"),
         NotBackedUp("quarantine", (3,), "holds on address blocks end with the leases they guard"),
     ),
-    publishes=(events.Lease, events.Alert),
+    offers=(LeaseReader,),
+    publishes=(events.Lease, events.Alert, events.Fingerprint),
     hears=(events.Device, events.Ipv6Plan, events.StationAt),
     alerts=(K.DHCP_FLOOD, K.DHCP_RELAY, K.DHCP_PORT_MISMATCH, K.DHCP_RELEASE_FORGED, K.DHCP_DECLINE_FORGED),
     counters={

@@ -85,6 +85,11 @@ class DhcpMessage:
         return "".join(chr(b) for b in raw[:63] if 0x20 < b < 0x7F)
 
     @property
+    def requested_options(self) -> frozenset[int]:
+        """The options the client asks for (parameter request list, option 55)."""
+        return frozenset(self.options.get(OPT_PARAM_LIST, b""))
+
+    @property
     def broadcast(self) -> bool:
         return bool(self.flags & BROADCAST_FLAG)
 
@@ -132,7 +137,7 @@ def _parse_options(data: bytes, offset: int) -> dict[int, bytes]:
 
 
 def _ip(raw: bytes) -> str:
-    return "%d.%d.%d.%d" % tuple(raw)
+    return ".".join(str(b) for b in raw[:4])
 
 
 def build(*, msg_type: int, request: DhcpMessage, yiaddr: str, server_id: str,

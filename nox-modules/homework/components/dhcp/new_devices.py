@@ -11,7 +11,7 @@ meanwhile.
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from ...macaddr import BadMac, normalize
 from .admission import NewMacGate

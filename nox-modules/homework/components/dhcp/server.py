@@ -10,8 +10,10 @@ LOCAL interface.
 from __future__ import annotations
 
 
+from ... import dnr
 from ...component import Component
-from ...events import Alert, Lease as LeaseEvent
+from ... import fingerprint
+from ...events import Alert, AlertKind, Fingerprint, Lease as LeaseEvent
 from ...flows import CONTROLLER, ETH_IP, PROTO_UDP, Datapath, FlowMod, Output, PacketIn, PacketOut
 from ...packets import (BROADCAST_MAC, PacketError, build_ethernet, build_ipv4, build_udp,
                         parse_ethernet, parse_ipv4, parse_udp)
@@ -24,12 +26,14 @@ from .admission import NewMacGate
 from .allocator import RESERVED, Allocator, Block, PoolExhausted
 from ... import wording
 from ...cutoff import captive_api_uri
-from ...leases import Lease
+from ...leases import Lease, LeaseReader
 from ...pipeline import COOKIE_DHCP, PRIO_DHCP
 
 SERVER_PORT, CLIENT_PORT = 67, 68
 EXPIRY_CHECK_SECONDS = 2.0
 SPARES_QUIET_SECONDS = 1.0    # spare router addresses are topped up once no new device came for this long
+# The options whose bytes decide whether a request says anything new about its device.
+FINGERPRINT_KEY = (m.OPT_PARAM_LIST, 60, m.OPT_HOSTNAME, m.OPT_CLIENT_ID, m.OPT_MAX_SIZE)
 ALERT_EVERY = 60.0        # seconds: at most one alert of a kind per device (or port) this often
 
 
@@ -41,6 +45,7 @@ class DhcpServer(Component):
         self.alloc = Allocator(ctx.config.pool, on_reclaim=self._dhcpd_forget, on_hold=self._persist_hold)
         self.ports: dict[str, int] = {}          # mac -> OpenFlow port last seen on
         self.hostnames: dict[str, str] = {}
+        self.printed: dict[str, bytes] = {}      # mac -> the fingerprint options last published
         self.live: set[str] = set()              # macs with a live lease
         # macs we offered an address and that have not taken it yet: homework-dhcpd holds
         # the offer and answers the REQUEST that takes it (and tells us at once)
@@ -91,8 +96,6 @@ class DhcpServer(Component):
         self.ctx.bus.subscribe("device", self._on_device)
         self.ctx.bus.subscribe("ipv6_plan", self._on_ipv6_plan)
         self.ctx.bus.subscribe("station_at", self._on_station_at)
-        self.ctx.devices.has_live_lease = self.live.__contains__
-        self.ctx.leases = self
         # Remove router addresses of leases that expired while we were down (the spares stay).
         installed = self.ctx.host.router_addresses()
         spares = self._upcoming_routers(now)
@@ -148,8 +151,10 @@ class DhcpServer(Component):
             return False
         self.fast = fastpath.FastPath(sock, self.fast_request, self.ctx.count)
         if binary:
+            endpoints = dnr.Endpoints.of(self.ctx.config)
             self.dhcpd = DhcpdLink(binary, self.ctx.config.bridge, self._punted, self._dhcpd_note,
-                                   self._dhcpd_table, self.ctx.count, setup=self.new_devices.setup)
+                                   self._dhcpd_table, self.ctx.count, setup=self.new_devices.setup,
+                                   extra_args=endpoints.dhcpd_args() if endpoints else ())
             self.dhcpd.start()
             self.log.info("DHCP fast path: requests read from %s by homework-dhcpd", self.ctx.config.bridge)
         else:
@@ -187,6 +192,11 @@ class DhcpServer(Component):
         else:
             self.dhcpd.set(entry)
 
+    def settle(self) -> None:
+        """Every lease homework-dhcpd has ACKed is booked (LeaseReader.settle)."""
+        if self.dhcpd is not None:
+            self.dhcpd.settle()
+
     def _dhcpd_forget(self, mac: str) -> None:
         """homework-dhcpd answers nothing more for `mac`, offer or lease: its lease ended,
         it was forgotten, it took another server's offer, or the allocator gave its lapsed
@@ -216,6 +226,9 @@ class DhcpServer(Component):
             return
         counts = note.get("counts") or {note.get("op"): 1}
         with self.ctx.bus.held():
+            if note.get("fp") and self.ctx.bus.heard("fingerprint"):
+                # the daemon answered a new device itself: what its DISCOVER said (fingerprint.py)
+                self.ctx.bus.publish(Fingerprint(mac=mac, source="dhcp", evidence=fingerprint.from_note(note["fp"])))
             if note.get("op") == "acked":          # it answers a relayed lease only through its relay
                 if note.get("first") is True:
                     self.ctx.count("dhcp.dhcpd_offers_taken")     # a new lease, ACKed by the daemon
@@ -273,6 +286,11 @@ class DhcpServer(Component):
         return self.ctx.host.local_mac() or "02:00:00:00:00:01"
 
     # -- the lease reader (ctx.leases): how everyone else sees leases ------------------------
+    def offer(self, interface: type) -> object:
+        if interface is LeaseReader:
+            return self
+        return super().offer(interface)
+
     def get(self, mac: str) -> Lease | None:
         block = self.alloc.block_for(mac)
         if block is None:
@@ -283,10 +301,19 @@ class DhcpServer(Component):
                      active=mac in self.live)
 
     def all(self) -> list[Lease]:
-        return [self.get(mac) for mac in self.alloc.assignments()]
+        return [lease for mac in self.alloc.assignments() if (lease := self.get(mac)) is not None]
 
     def active(self) -> list[Lease]:
-        return [self.get(mac) for mac in list(self.live)]
+        return [lease for mac in list(self.live) if (lease := self.get(mac)) is not None]
+
+    def _held(self, mac: str) -> Lease:
+        """The lease of a MAC that holds a block (its caller has just given it one or ended it)."""
+        lease = self.get(mac)
+        assert lease is not None, mac
+        return lease
+
+    def is_active(self, mac: str) -> bool:
+        return mac in self.live
 
     def by_address(self, address: str) -> Lease | None:
         block = self.alloc.block_of_address(address)
@@ -337,6 +364,8 @@ class DhcpServer(Component):
             return []
         if kind in (m.DISCOVER, m.REQUEST) and self._held_elsewhere(msg, in_port):
             return []
+        if kind in (m.DISCOVER, m.REQUEST) and state == "permitted" and msg.giaddr == "0.0.0.0":
+            self._preapproval_holds(msg.mac, in_port)
         if state is None and kind in (m.DISCOVER, m.REQUEST) \
                 and not self.gate.admit(in_port, msg.mac, self.ctx.now()):
             self.ctx.count("dhcp.new_mac_limited")
@@ -347,6 +376,8 @@ class DhcpServer(Component):
                         data={"port": in_port, "burst": self.ctx.config.new_macs_burst,
                               "per_minute": self.ctx.config.new_macs_per_minute})
             return []
+        if kind in (m.DISCOVER, m.REQUEST, m.INFORM):
+            self._fingerprint(msg.mac, msg.options)
         if kind == m.DISCOVER:
             return self._discover(msg, in_port)
         if kind == m.REQUEST:
@@ -359,6 +390,17 @@ class DhcpServer(Component):
             return self._inform(msg, in_port)
         self.ctx.count("dhcp.ignored")
         return []
+
+    def _fingerprint(self, mac: str, options: dict[int, bytes]) -> None:
+        """What the request's options say about the device (fingerprint.py), for whoever
+        hears it (components/identify); the same options again are not news."""
+        if not self.ctx.bus.heard("fingerprint"):
+            return
+        key = b"\0".join(options.get(code, b"") for code in FINGERPRINT_KEY)
+        if self.printed.get(mac) == key:
+            return
+        self.printed[mac] = key
+        self.ctx.bus.publish(Fingerprint(mac=mac, source="dhcp", evidence=fingerprint.dhcp4(options)))
 
     # -- who may speak for a lease -------------------------------------------------
     def _trusted_sender(self, msg: m.DhcpMessage, in_port: int, src_mac: bytes | None) -> bool:
@@ -407,6 +449,19 @@ class DhcpServer(Component):
                     data={"port": in_port, "lease_port": old, "ip": address})
         return True
 
+    def _preapproval_holds(self, mac: str, in_port: int) -> bool:
+        """A pre-approved device holds its pre-approval on the first port it is seen on
+        (devices.check_preapproval); the radios a station roams between count as one."""
+        dp = self.ctx.datapath
+        name = dp.port_name(in_port) if dp is not None else ""
+
+        def same_place(a: str, b: str) -> bool:
+            if dp is None:
+                return False
+            na, nb = dp.ports.get(a), dp.ports.get(b)
+            return na is not None and nb is not None and self.ctx.is_radio_port(na) and self.ctx.is_radio_port(nb)
+        return self.ctx.devices.check_preapproval(mac, name or "", same_place)
+
     def _port_up(self, port: int) -> bool:
         dp = self.ctx.datapath
         return dp is None or port in dp.ports.values()
@@ -419,7 +474,8 @@ class DhcpServer(Component):
             self._alerted.clear()
         self._alerted[(key, kind)] = now
         self.log.warning("%s: %s", kind, detail)
-        self.ctx.bus.publish(Alert(mac=key if mac is None else mac, kind=kind, detail=detail, data=data or {}))
+        self.ctx.bus.publish(Alert(mac=key if mac is None else mac, kind=AlertKind(kind), detail=detail,
+                                   data=data or {}))
 
     def _discover(self, msg: m.DhcpMessage, in_port: int) -> list:
         now = self.ctx.now()
@@ -520,13 +576,13 @@ class DhcpServer(Component):
             self.relays[mac] = relay
         else:
             self.relays.pop(mac, None)
-        self.ctx.state.save_lease(self.get(mac))
+        self.ctx.state.save_lease(self._held(mac))
         self._install_router_address(mac)
         self.ctx.count("dhcp.acks")
         # The core holds the lease event until this handler's decisions are sent, so the
         # ACK reaches the switch ahead of the flows the event brings (routing): in a burst
         # of new devices it does not queue behind everyone's flow-mods.
-        self._publish_lease("renewed" if renewal else "granted", self.get(mac), device.state, lease_time)
+        self._publish_lease("renewed" if renewal else "granted", self._held(mac), device.state, lease_time)
         if not renewal:
             self.log.info("lease %s -> %s/30 for %ds (%s)", mac, self.alloc.block_for(mac).device, lease_time,
                           device.state)
@@ -606,14 +662,14 @@ class DhcpServer(Component):
         radio to radio only, so a wired device's lease is never taken this way."""
         mac, port = ev.mac, self.ctx.radio_port(ev.ifname)
         old = self.ports.get(mac)
-        if port is None or mac not in self.live or mac in self.relays or old in (None, port):
+        if port is None or old is None or mac not in self.live or mac in self.relays or old == port:
             return
         if not self.ctx.is_radio_port(old) or not self.ctx.is_radio_port(port):
             return
         self.ctx.count("dhcp.roamed_by_radio")
         self.log.info("%s roamed to %s (router port %d, was %d)", mac, ev.ifname, port, old)
         self.ports[mac] = port
-        lease = self.get(mac)
+        lease = self._held(mac)
         self.ctx.state.save_lease(lease)
         device = self.ctx.state.get_device(mac)
         # "renewed": for every listener it is the same lease, now on another port (routing
@@ -631,7 +687,7 @@ class DhcpServer(Component):
         if mac in self.live:
             self._end_lease(mac, "forgotten")
         self.alloc.forget(mac, hold_until=lease_end)
-        for table in (self.ports, self.hostnames, self.relays):
+        for table in (self.ports, self.hostnames, self.relays, self.printed):
             table.pop(mac, None)
         self.ctx.state.delete_lease(mac)
         self._dhcpd_forget(mac)
@@ -690,7 +746,7 @@ class DhcpServer(Component):
         short = now + self.ctx.config.pending_lease
         if self.alloc.expiry(mac) > short:
             self.alloc.set_expiry(mac, short)
-            self.ctx.state.save_lease(self.get(mac))
+            self.ctx.state.save_lease(self._held(mac))
             self._ask_to_renew.add(mac)
             self.ctx.count("dhcp.leases_cut_short")
 
@@ -737,6 +793,8 @@ class DhcpServer(Component):
         hostname = msg.hostname or self.hostnames.get(msg.mac, "")
         if hostname:
             options.append((m.OPT_HOSTNAME, hostname.encode()))
+        if dnr.OPT_V4_DNR in msg.requested_options and (endpoints := dnr.Endpoints.of(self.ctx.config)):
+            options += endpoints.v4_option(block.router)      # the router's encrypted DNS (RFC 9463)
         payload = m.build(msg_type=msg_type, request=msg, yiaddr=yiaddr or block.device,
                           server_id=block.router, options=options)
         if msg.giaddr != "0.0.0.0":
@@ -827,12 +885,12 @@ class DhcpServer(Component):
         self.alloc.set_expiry(mac, 0.0)
         self.live.discard(mac)
         self._dhcpd_forget(mac)
-        self.ctx.state.save_lease(self.get(mac))
+        self.ctx.state.save_lease(self._held(mac))
         if mac in self.addressed:
             self.addressed.discard(mac)
             self._remove_router_addresses(block)
         self.log.info("lease of %s (%s) %s", mac, block.device, action)
-        self._publish_lease(action, self.get(mac), None, 0)
+        self._publish_lease(action, self._held(mac), None, 0)
         now = self.ctx.now()
         port = self.ports.get(mac, 0)
         if action == "expired" and self.believed.get(mac, 0.0) > now + 1 and port and mac not in self.relays:

@@ -3,7 +3,8 @@
 The query path itself is homework-dnsd (Rust, dnsd/): OVS sends every device's port-53
 traffic, to any address, to the router's stack (priority 50000), nftables hands it to
 dnsd, dnsd answers from the policy this component pushes and forwards allowed queries to
-the upstream resolvers (dnsmasq for the household's own names and as the fallback). No query goes through Python; this component
+the upstream resolvers (dnsmasq for the household's own names and as the fallback). No
+query goes through Python; this component
 
   - stores the rules (SQLite) and serves the commands (CLI, ws.v1 API);
   - tells dnsd which address is which device, its state and mode, and every rule change;
@@ -11,7 +12,9 @@ the upstream resolvers (dnsmasq for the household's own names and as the fallbac
   - runs the reverse check (drop flows at priority 40000 to addresses of blocked names);
   - blocks DNS-over-TLS/QUIC (853) for restricted devices;
   - keeps cut-off devices' web traffic (pending, denied, paused, at bedtime, over their
-    allowance: cutoff.py) on the router's page saying why, and their DNS on the router.
+    allowance: cutoff.py) on the router's page saying why, and their DNS on the router;
+  - keeps the validating resolver (unbound, resolver.py) in line with the household's
+    settings: DNSSEC on or off, the domains whose validation is off.
 """
 from __future__ import annotations
 
@@ -23,17 +26,25 @@ from ...events import DnsAnswer, DnsQuery
 from ...flows import ETH_IP, ETH_IPV6, LOCAL, PROTO_TCP, PROTO_UDP, Datapath, FlowDelete, FlowMod, Output
 from ...leases import Lease
 from ...macaddr import normalize
-from ...pipeline import (COOKIE_DNS, COOKIE_DNS_DOT as COOKIE_DOT, COOKIE_DNS_INTERCEPT as COOKIE_INTERCEPT,
-                         COOKIE_MASK_OWNER, PRIO_DNS_INTERCEPT as PRIO_INTERCEPT)
+from ...worker import offload
+from ...pipeline import (COOKIE_DNS, COOKIE_DNS_DOT as COOKIE_DOT, COOKIE_DNS_ENCRYPTED, COOKIE_DNS_INTERCEPT as
+                         COOKIE_INTERCEPT, COOKIE_MASK_ALL, COOKIE_MASK_OWNER, PRIO_DNS_ENCRYPTED,
+                         PRIO_DNS_INTERCEPT as PRIO_INTERCEPT)
+from ...interfaces import DnsdReady, DnsLists
 from .dnsd_link import DnsdLink
+from .lists import DnsListsOffer
 from .names import normalize_domain
 from .netfilter import DnsNet
 from .policy import HOUSEHOLD, MODES, Policy, owner_of
+from ... import unbound
+from . import probe
+from .resolver import Resolver
 from .reverse import ReverseCheck
-from ..schedules.component import STRICT_TOPIC
 from ..usage.periods import zone
 
 EXPIRE_SECONDS = 60
+RESOLV_CHECK_SECONDS = 2     # how soon the resolver follows a WAN lease's new resolvers
+PROBE_SECONDS = 30           # how often the upstreams are looked at (reachable over TLS? signatures?)
 # dnsd's events come in reads of up to 64 KiB (~1,000 lines); under eventlet a read that
 # finds data never yields, so the handler yields itself every EVENT_SLICE lines or a burst
 # of new names would hold DHCP, the control socket and the API until it ends.
@@ -53,6 +64,20 @@ def dot_matches(mac: str) -> list[dict]:
             for proto, port in ((PROTO_TCP, "tcp_dst"), (PROTO_UDP, "udp_dst"))]
 
 
+def router_dot_matches(pool, site=None) -> list[dict]:
+    """DNS over TLS to any of the router's gateway addresses: the .1 of every /30 of the
+    pool (one masked match: the pool's bits and the last two), and the ::1 of every /64
+    of the IPv6 site prefix (its bits and the whole interface identifier)."""
+    import ipaddress
+    matches = [{"eth_type": ETH_IP, "ip_proto": PROTO_TCP, "tcp_dst": 853,
+                "ipv4_dst": (str(pool.network_address + 1), str(ipaddress.IPv4Address(int(pool.netmask) | 3)))}]
+    if site is not None:
+        mask = int(site.netmask) | ((1 << 64) - 1)
+        matches.append({"eth_type": ETH_IPV6, "ip_proto": PROTO_TCP, "tcp_dst": 853,
+                        "ipv6_dst": (str(site.network_address + 1), str(ipaddress.IPv6Address(mask)))})
+    return matches
+
+
 # Always shown by dns-stats, also while still 0.
 DNS_COUNTERS = ("queries", "answers", "learned", "nft_batches", "nft_failures")
 
@@ -70,12 +95,26 @@ class DnsComponent(Component):
         self.captive_ips: set[str] = set()
         self.dot_blocked: set[str] = set()
         config = ctx.config
+        dot = config.dns_dot_listen if config.dns_tls_cert else ""
         self.net = (DnsNet(config.bridge, config.dns_listen, ctx.count,
-                           listen6=config.dns_listen6 if config.ipv6_enabled else "")
+                           listen6=config.dns_listen6 if config.ipv6_enabled else "", dot=dot,
+                           dot6=config.dns_dot_listen6 if dot and config.ipv6_enabled else "")
                     if config.dns_intercept else None)
         self.link = DnsdLink(config.dns_control, self._snapshot, self._on_events) if config.dns_control else None
+        self.resolver = Resolver(config, ctx.state) if config.dns_resolver else None
         # other components' dnsd lines (blocklists, safe-search), resent on reconnect
         self.snapshot_sources: list = []
+
+    def offer(self, interface: type) -> object:
+        if interface is DnsLists:
+            return DnsListsOffer(self)
+        if interface is DnsdReady:
+            return self
+        return super().offer(interface)
+
+    def ready(self) -> bool:
+        """DnsdReady: homework-dnsd has the policy (connected), or none is used."""
+        return self.link is None or self.link.connected.is_set()
 
     # -- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -97,9 +136,16 @@ class DnsComponent(Component):
         for mac in list(self.states):
             self.reverse.sync(mac, self.policy)
         self.ctx.every(EXPIRE_SECONDS, self._expire)
+        if self.resolver is not None:
+            self._resolver_apply(self.resolver.load())
+            self.ctx.health["resolver"] = lambda: self.resolver is not None and self.resolver.running
+            self.ctx.every(RESOLV_CHECK_SECONDS, self._check_upstreams)
+            self.ctx.every(PROBE_SECONDS, self._probe)
+            self._probe_soon()
         # scheduled rules come and go with their windows; dns-strict windows
         self.ctx.every(self.ctx.config.schedules_check_interval, self._refresh_schedules)
-        self.ctx.bus.subscribe(STRICT_TOPIC, self._on_strict)
+        self.ctx.bus.subscribe("schedule_strict", self._on_strict)
+        self.ctx.bus.subscribe("timezone", self._on_timezone)
 
     def stop(self) -> None:
         if self.link is not None:
@@ -114,20 +160,33 @@ class DnsComponent(Component):
                 FlowMod(match={"eth_type": eth, "ip_proto": PROTO_TCP, "tcp_dst": 53}, actions=(Output(LOCAL),),
                         priority=PRIO_INTERCEPT, cookie=COOKIE_INTERCEPT),
             ]
+        decisions += self._router_dot_flows()
         with self._lock:
             self.dot_blocked = set()
             decisions += self._sync_dot()
             decisions += self.reverse.all_flows()
         return decisions
 
+    def _router_dot_flows(self) -> list:
+        """The router's own DNS over TLS, for every device: above the drops of a restricted
+        device's DNS over TLS to elsewhere (nftables hands it to dnsd). Redone when the
+        IPv6 site prefix changes."""
+        config = self.ctx.config
+        if not (config.dns_dot_listen and config.dns_tls_cert):
+            return []
+        site = self.ctx.ipv6.site if self.ctx.ipv6 is not None else None
+        return [FlowDelete(cookie=COOKIE_DNS_ENCRYPTED, cookie_mask=COOKIE_MASK_ALL)] + [
+            FlowMod(match=m, actions=(Output(LOCAL),), priority=PRIO_DNS_ENCRYPTED, cookie=COOKIE_DNS_ENCRYPTED)
+            for m in router_dot_matches(config.pool, site)]
+
     # -- devices and leases ----------------------------------------------------------------
+    def _prefix(self, lease: Lease):
+        return self.ctx.ipv6.device_prefix(lease.index) if self.ctx.ipv6 is not None and lease.local else None
+
     def _device_keys(self, lease: Lease) -> list[str]:
         """Where dnsd files the device: its IPv4 address, and its IPv6 /64 (IPv6 on)."""
-        keys = [lease.ip]
-        prefix = self.ctx.ipv6.device_prefix(lease.index) if self.ctx.ipv6 is not None and lease.local else None
-        if prefix is not None:
-            keys.append(str(prefix.network_address))
-        return keys
+        prefix = self._prefix(lease)
+        return [lease.ip] + ([str(prefix.network_address)] if prefix is not None else [])
 
     def _dnsd_state(self, mac: str) -> str:
         """The state dnsd answers by: the household's decision, or "cutoff" for a permitted
@@ -175,6 +234,7 @@ class DnsComponent(Component):
         self._push([f"nodevice {key}" for key in old_keys], wait=False)
         for lease in self.ctx.leases.active():
             self._sync_device(lease.mac, wait=False)
+        self.ctx.send(self._router_dot_flows())
 
     def _set_captive(self, ip: str, on: bool) -> None:
         if on == (ip in self.captive_ips):
@@ -329,6 +389,12 @@ class DnsComponent(Component):
                 decisions += self.reverse.sync(mac, self.policy)
         self.ctx.send(decisions)
 
+    def _on_timezone(self, topic: str, ev) -> None:
+        """Rule windows by the new zone from now."""
+        with self._lock:
+            self.policy.tz = zone(ev.zone)
+        self._refresh_schedules()
+
     def _refresh_schedules(self) -> None:
         """Push the scheduled rules whose window opened or closed (dnsd gets rule/unrule)."""
         with self._lock:
@@ -421,11 +487,73 @@ class DnsComponent(Component):
         cmd("dns-rules", lambda mac=None: self.rules_view(mac))
         cmd("dns-mode", lambda mac, mode=None: self.set_mode(mac, mode))
         cmd("dns-learned", lambda name=None: self.learned_view(name))
+        cmd("dnssec", lambda enabled=None: self._resolver_call("set_dnssec", enabled))   # None: just the view
+        cmd("dnssec-insecure-add", lambda domain: self._resolver_call("add_insecure", domain))
+        cmd("dnssec-insecure-remove", lambda domain: self._resolver_call("remove_insecure", domain))
+        # provider isp|cloudflare|quad9|google|custom, servers (custom: ADDRESS#NAME, ...), fallback plain|none
+        cmd("dns-upstream", self.set_upstream)
         cmd("dns-stats", lambda: {"controller": {**dict.fromkeys(DNS_COUNTERS, 0),
                                                  **self.ctx.counters.snapshot().get("dns", {})},
                                   "dnsd": self.link.stats() if self.link else {"connected": False},
                                   "drop_flows": {m: len(a) for m, a in self.reverse.installed.items()},
                                   "dot_blocked": sorted(self.dot_blocked)})
+
+    def _resolver_call(self, method: str, *args) -> dict:
+        """A resolver setting: decided and stored here, applied to unbound off the event
+        loop (its control socket); then dnsd drops the cached answers the old one made."""
+        if self.resolver is None:
+            raise ValueError("there is no validating resolver ([dns] resolver is empty)")
+        if args and args[0] is not None:
+            self._resolver_apply(getattr(self.resolver, method)(*args))   # SettingError: a ValueError, a 400
+        return self.resolver.view()
+
+    def _resolver_apply(self, change) -> None:
+        if change is None:
+            return
+        before = (self.resolver.running, self.resolver.last_error)
+        changed = offload(self.resolver.apply, change)
+        if (self.resolver.running, self.resolver.last_error) != before:
+            if self.resolver.running:
+                self.log.info("the resolver (unbound) answers on %s", self.ctx.config.dns_resolver_control)
+            else:
+                self.log.warning("%s; the settings are saved and used when it starts", self.resolver.last_error)
+        if changed:
+            self._push(["flushcache"])
+
+    def _check_upstreams(self) -> None:
+        if self.resolver is not None:
+            before = self.resolver.isp
+            self._resolver_apply(self.resolver.wan_resolvers(unbound.resolv_servers(self.ctx.config.dns_resolv_file)))
+            if self.resolver.isp != before:
+                self._probe_soon()    # do the new ones pass signatures on?
+
+    def _probe(self) -> None:
+        """Look at the upstreams off the loop (probe.py), then let the resolver follow."""
+        r = self.resolver
+        if r is None:
+            return
+        config = self.ctx.config
+        servers = r.upstream.tls_servers() if r.upstream.encrypted else None
+        plain = r.isp if r.plain else ()      # an encrypted upstream the household chose is not second-guessed
+
+        def look():
+            reach = None if servers is None else tuple(probe.tls_reach(s, config.dns_tls_ca_file) for s in servers)
+            signed = probe.signatures_pass(plain, probe.anchor_zone(config.dns_trust_anchor)) if plain else None
+            return reach, signed
+        reach, signed = offload(look)
+        self._resolver_apply(r.observe(reach, signed, self.ctx.now()))
+
+    def set_upstream(self, **value) -> dict:
+        if self.resolver is None:
+            raise ValueError("there is no resolver to choose upstreams for ([dns] resolver is empty)")
+        if value:
+            self._resolver_apply(self.resolver.set_upstream(value))
+            self._probe_soon()       # the status says within seconds whether the new choice works
+        return self.resolver.upstream_view()
+
+    def _probe_soon(self) -> None:
+        # a thread of its own (a green one in the controller): the caller does not wait
+        threading.Thread(target=self._probe, daemon=True, name="dns-probe").start()
 
     def learned_view(self, name=None) -> dict:
         with self._lock:

@@ -13,9 +13,10 @@ import logging
 import socket
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 log = logging.getLogger("homework.dns.link")
+FLUSH_AFTER = 0.005      # seconds the lines of pushes that do not wait gather before one write
 
 
 class DnsdLink:
@@ -30,6 +31,11 @@ class DnsdLink:
         self._tokens = itertools.count(1)
         self._waiting: dict[str, list] = {}      # token -> [event, reply]
         self._unconfirmed: list | None = None   # the waiter of the last push nobody waited for
+        # Lines of pushes that did not wait, gathered for one write (and one sync) a moment
+        # later: a group decision's hundreds of device lines went out one write each, and
+        # those writes were the largest part of the controller's time.
+        self._queued: list[str] = []
+        self._flush_pending = False
         self._stats_waiters: list[list] = []
         self._stopped = False
         self.connected = threading.Event()
@@ -53,24 +59,48 @@ class DnsdLink:
         if not lines:
             return True
         with self._send_lock:
-            sock = self._sock
-            if sock is None:
+            if self._sock is None:
                 return False
-            waiter = self._send(sock, lines)
+            self._queued += lines
+            if not wait:            # goes out with the others of this moment (FLUSH_AFTER)
+                self._flush_soon()
+                return True
+            waiter = self._flush()
+            self._unconfirmed = None      # dnsd applies lines in order: this covers the earlier ones
         if waiter is None:
             return False
-        if not wait:
-            self._unconfirmed = waiter
-            return True
-        self._unconfirmed = None          # dnsd applies lines in order: this covers the earlier ones
         return self._confirmed(waiter, timeout, f"{len(lines)} policy lines")
 
     def settle(self, timeout: float = 3.0) -> bool:
         """Wait until dnsd has applied every push so far (one confirmation: dnsd applies
         lines in the order they come). A run of pushes that did not wait each (the events
-        of a group decision) costs one round trip here instead of one each."""
-        waiter, self._unconfirmed = self._unconfirmed, None
+        of a group decision) costs one write and one round trip here instead of one each."""
+        with self._send_lock:
+            if self._queued and self._sock is not None:
+                self._flush()
+            waiter, self._unconfirmed = self._unconfirmed, None
         return True if waiter is None else self._confirmed(waiter, timeout, "the latest policy lines")
+
+    def _flush(self) -> list | None:
+        """Send the queued lines with a sync of their own (caller holds the send lock)."""
+        lines, self._queued = self._queued, []
+        waiter = self._send(self._sock, lines) if lines and self._sock is not None else None
+        if waiter is not None:
+            self._unconfirmed = waiter
+        return waiter
+
+    def _flush_soon(self) -> None:
+        if self._flush_pending:
+            return
+        self._flush_pending = True
+
+        def later():
+            time.sleep(FLUSH_AFTER)
+            with self._send_lock:
+                self._flush_pending = False
+                if self._queued and self._sock is not None:
+                    self._flush()
+        threading.Thread(target=later, daemon=True, name="dnsd-flush").start()
 
     @staticmethod
     def _confirmed(waiter: list, timeout: float, what: str) -> bool:
@@ -85,7 +115,7 @@ class DnsdLink:
 
     def _send(self, sock: socket.socket, lines: list[str]):
         token = str(next(self._tokens))
-        waiter = [threading.Event(), None]
+        waiter: list = [threading.Event(), None]     # [answered, the answer line]
         self._waiting[token] = waiter
         try:
             sock.sendall(("\n".join(lines) + f"\nsync {token}\n").encode())
@@ -97,7 +127,7 @@ class DnsdLink:
         return waiter
 
     def stats(self, timeout: float = 2.0) -> dict:
-        waiter = [threading.Event(), None]
+        waiter: list = [threading.Event(), None]     # [answered, the stats line]
         with self._send_lock:
             if self._sock is None:
                 return {"connected": False}
@@ -145,6 +175,7 @@ class DnsdLink:
             announced = False
             with self._send_lock:
                 self._sock = sock
+                self._queued = []       # the snapshot holds whatever they said
                 waiter = self._send(sock, ["reset", *self.snapshot()])
             if waiter is not None:
                 log.info("connected to homework-dnsd at %s; policy snapshot sent", self.path)

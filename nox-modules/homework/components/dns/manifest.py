@@ -1,11 +1,14 @@
-"""DNS's manifest (homework/manifest.py): the rules and modes the household sets (backed
-up), the addresses it learns for the reverse check (not), its query events and counters."""
+"""DNS's manifest (homework/manifest.py): the rules, modes and options the household sets
+(backed up: the resolver's settings, safe-search), the addresses it learns for the
+reverse check (not), its query events and counters."""
 from __future__ import annotations
 
 from ... import events, rowcheck
+from ...interfaces import DnsdReady, DnsLists
 from ...manifest import Manifest, NotBackedUp, Settings
 from ..schedules.windows import WindowError, parse_spec
 from .names import normalize_domain
+from .resolver import option_row
 
 
 def rule_row(r: dict) -> None:
@@ -35,11 +38,14 @@ MANIFEST = Manifest(
         Settings("dns_rules", (1,), ("owner", "domain", "action", "schedule", "created"), rule_row,
                  left_out={"id": "row ids are given anew; rules are keyed by owner and domain"}),
         Settings("dns_modes", (1,), ("mac", "mode"), mode_row),
+        Settings("dns_options", (7,), ("key", "value"), option_row),
         NotBackedUp("dns_learned", (1,), "the reverse check learns addresses again from answers"),
     ),
-    routes=("querylog",),
+    routes=("querylog", "resolver"),
+    offers=(DnsLists, DnsdReady),
     publishes=(events.DnsQuery, events.DnsAnswer),
-    hears=(events.Device, events.Lease, events.Ipv6Plan, events.ScheduleStrict, events.CutOffChanged),
+    hears=(events.Device, events.Lease, events.Ipv6Plan, events.ScheduleStrict, events.CutOffChanged,
+           events.Timezone),
     counters={
         "dns.queries": "queries homework-dnsd answered",
         "dns.answers": "upstream answers homework-dnsd reported (for the reverse check)",

@@ -11,35 +11,50 @@ import logging
 import subprocess
 import threading
 
+from ... import nftplan
 from ...counters import Counters
 from ...worker import BatchWorker
 
 log = logging.getLogger("homework.dns.net")
 
-TABLE = "homework_dns"
+TABLE = nftplan.DNS.name          # the nftables plan (nftplan.py) names it and its hook
 CAPTIVE_PORT = 8088   # not 80: the Guest Board's lighttpd holds *:80 (redirect to HTTPS)
 CAPTIVE_TLS_PORT = 8443   # HTTPS of cut-off devices (the RFC 8908 API; any https:// URL gets the page)
 
 
-def ruleset(bridge: str, listen_addr: str, listen_port: int, listen6: tuple[str, int] | None = None) -> str:
+def ruleset(bridge: str, listen_addr: str, listen_port: int, listen6: tuple[str, int] | None = None,
+            dot: tuple[str, int] | None = None, dot6: tuple[str, int] | None = None) -> str:
     """`listen6`: dnsd's IPv6 address and port, when devices have IPv6 (their port 53
     over IPv6 goes there; without it the router drops it, scripts/router-net.sh). The
     captive pages' server listens on the same addresses (CAPTIVE_PORT, CAPTIVE_TLS_PORT):
-    a cut-off device's web traffic goes there, over either family."""
+    a cut-off device's web traffic goes there, over either family.
+    `dot`, `dot6`: dnsd's DNS over TLS; a device's TCP 853 to any of the router's own
+    addresses (its gateway, whatever address it was told) goes there, keeping its source
+    address, which names the device. 853 to anywhere else is the switch's business (a
+    restricted device's is dropped: component.py)."""
+    dns = "meta l4proto { udp, tcp } th dport 53"
     v6 = ""
     if listen6:
+        addr6 = f"[{listen6[0]}]"
         v6 = (f"""
-    iifname "{bridge}" meta nfproto ipv6 meta l4proto {{ udp, tcp }} th dport 53 dnat ip6 to [{listen6[0]}]:{listen6[1]}
-    iifname "{bridge}" ip6 saddr @captive6 tcp dport 80 dnat ip6 to [{listen6[0]}]:{CAPTIVE_PORT}
-    iifname "{bridge}" ip6 saddr @captive6 tcp dport 443 dnat ip6 to [{listen6[0]}]:{CAPTIVE_TLS_PORT}""")
-    return f"""table inet {TABLE}
-delete table inet {TABLE}
-table inet {TABLE} {{
+    iifname "{bridge}" meta nfproto ipv6 {dns} dnat ip6 to {addr6}:{listen6[1]}
+    iifname "{bridge}" ip6 saddr @captive6 tcp dport 80 dnat ip6 to {addr6}:{CAPTIVE_PORT}
+    iifname "{bridge}" ip6 saddr @captive6 tcp dport 443 dnat ip6 to {addr6}:{CAPTIVE_TLS_PORT}""")
+    if dot:
+        v6 += f"""
+    iifname "{bridge}" meta nfproto ipv4 tcp dport 853 fib daddr type local dnat ip to {dot[0]}:{dot[1]}"""
+    if dot6:
+        v6 += f"""
+    iifname "{bridge}" meta nfproto ipv6 tcp dport 853 fib daddr type local dnat ip6 to [{dot6[0]}]:{dot6[1]}"""
+    family, prerouting = nftplan.DNS.family, nftplan.DNS.chain("prerouting")
+    return f"""table {family} {TABLE}
+delete table {family} {TABLE}
+table {family} {TABLE} {{
   set captive4 {{ type ipv4_addr; }}
   set captive6 {{ type ipv6_addr; flags interval; }}
-  chain prerouting {{
-    type nat hook prerouting priority dstnat; policy accept;
-    iifname "{bridge}" meta nfproto ipv4 meta l4proto {{ udp, tcp }} th dport 53 dnat ip to {listen_addr}:{listen_port}
+  chain {prerouting.name} {{
+    {prerouting.header()}
+    iifname "{bridge}" meta nfproto ipv4 {dns} dnat ip to {listen_addr}:{listen_port}
     iifname "{bridge}" ip saddr @captive4 tcp dport 80 dnat ip to {listen_addr}:{CAPTIVE_PORT}
     iifname "{bridge}" ip saddr @captive4 tcp dport 443 dnat ip to {listen_addr}:{CAPTIVE_TLS_PORT}{v6}
   }}
@@ -68,15 +83,20 @@ class DnsNet:
 
     RETRY_SECONDS = 2.0
 
-    def __init__(self, bridge: str, listen: str, count=None, listen6: str = ""):
+    def __init__(self, bridge: str, listen: str, count=None, listen6: str = "", dot: str = "", dot6: str = ""):
         self.bridge = bridge
         self.addr, self.port = split_host_port(listen)
         self.listen6 = split_host_port(listen6) if listen6 else None
+        self.dot = split_host_port(dot) if dot else None
+        self.dot6 = split_host_port(dot6) if dot6 else None
         self._wanted: set[str] = set()
         self._resync = False            # the last batch failed: the next writes the whole set
         self._lock = threading.Lock()
-        self.counters = None if count else Counters()     # own registry only when used alone (tests)
-        self.count = count or self.counters.count
+        self.counters: Counters | None = None
+        if count is None:               # used alone (tests): a registry of its own
+            self.counters = Counters()
+            count = self.counters.count
+        self.count = count
         # 50 ms for a batch to gather: permitting a list of devices is then a few nft runs
         # rather than one for each (a pending device meets the captive page that much later)
         self._nft = BatchWorker("dns-nft", self._apply, gather=0.05)
@@ -87,12 +107,13 @@ class DnsNet:
                              capture_output=True, text=True, timeout=10)
         if res.returncode != 0:
             log.error("cannot add %s to lo: %s", self.addr, res.stderr.strip())
-        if self.listen6:
-            res = subprocess.run(["ip", "addr", "replace", f"{self.listen6[0]}/128", "dev", "lo", "nodad"],
+        for addr in {a for a, _ in filter(None, (self.listen6, self.dot6))}:
+            res = subprocess.run(["ip", "addr", "replace", f"{addr}/128", "dev", "lo", "nodad"],
                                  capture_output=True, text=True, timeout=10)
             if res.returncode != 0:
-                log.error("cannot add %s to lo: %s", self.listen6[0], res.stderr.strip())
-        res = subprocess.run(["nft", "-f", "-"], input=ruleset(self.bridge, self.addr, self.port, self.listen6),
+                log.error("cannot add %s to lo: %s", addr, res.stderr.strip())
+        res = subprocess.run(["nft", "-f", "-"], input=ruleset(self.bridge, self.addr, self.port, self.listen6,
+                                                                self.dot, self.dot6),
                              capture_output=True, text=True, timeout=10)
         if res.returncode != 0:
             log.error("nftables interception rules failed: %s", res.stderr.strip())
@@ -150,17 +171,3 @@ class DnsNet:
             self.count("dns.nft_failures")
             log.error("captive set update failed (retrying in %.0f s): %s", self.RETRY_SECONDS, why)
             threading.Timer(self.RETRY_SECONDS, self._nft.put, args=("retry",)).start()
-
-
-class FakeDnsNet:
-    """Unit tests: remembers what would be in the captive set."""
-
-    def __init__(self, *args, **kw):
-        self.captive_ips: set[str] = set()
-        self.set_up = False
-
-    def setup(self) -> None:
-        self.set_up = True
-
-    def captive(self, ip: str, on: bool) -> None:
-        (self.captive_ips.add if on else self.captive_ips.discard)(ip)

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from datetime import timezone, tzinfo
+from datetime import tzinfo, UTC
 
+from ...interfaces import BlockedNames
 from ...macaddr import normalize
 from ..schedules.windows import Window, WindowError, any_open, parse_spec, spec_text
 from .names import normalize_domain, suffixes
@@ -42,7 +43,7 @@ def owner_of(mac: str | None) -> str:
 
 
 class Policy:
-    def __init__(self, state, clock, tz: tzinfo = timezone.utc):
+    def __init__(self, state, clock, tz: tzinfo = UTC):
         self.state = state
         self.clock = clock
         self.tz = tz
@@ -54,7 +55,7 @@ class Policy:
         self.modes: dict[str, str] = {}
         # blocklists: list id -> (MACs it applies to or None for every device, its names);
         # replaced whole on change, so lookups iterate it without the lock
-        self.lists: dict[str, tuple[frozenset | None, object]] = {}
+        self.lists: dict[str, tuple[frozenset | None, BlockedNames]] = {}
         for row in state.execute("SELECT owner, domain, action, schedule FROM dns_rules"):
             if row["schedule"]:
                 try:
@@ -155,7 +156,7 @@ class Policy:
                 self.modes[mac] = mode
 
     # -- blocklists (components/blocklists owns them; dnsd has the same) ----------------------
-    def set_list(self, list_id: str, macs: frozenset | None, names) -> None:
+    def set_list(self, list_id: str, macs: frozenset | None, names: BlockedNames) -> None:
         """macs: the devices the list applies to, None for every device; names: has
         covers(name) (blocklists/store.py SortedNames: the name or a parent listed)."""
         with self._lock:

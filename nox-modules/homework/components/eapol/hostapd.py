@@ -9,6 +9,7 @@ import logging
 import os
 import subprocess
 import threading
+from collections.abc import Sequence
 
 from ...worker import BatchWorker
 
@@ -22,7 +23,7 @@ class HostapdDenyList:
         self._worker = BatchWorker("hostapd-deny", self._apply_batch)
         self._write_lock = threading.Lock()
 
-    def update(self, blacklisted: list[str], added: list[str] = (), removed: list[str] = ()) -> None:
+    def update(self, blacklisted: list[str], added: Sequence[str] = (), removed: Sequence[str] = ()) -> None:
         self._worker.put((sorted(blacklisted), list(added), list(removed)))
 
     def flush(self) -> None:

@@ -4,6 +4,7 @@ without the hwdb_client package, the controller runs exactly the same, unlogged.
 from __future__ import annotations
 
 from ...component import Component
+from ...events import Event
 from .sink import Sink, TOPICS
 
 FLUSH_SECONDS = 0.25
@@ -37,11 +38,13 @@ class HwdbSync(Component):
         self.ctx.every(FLUSH_SECONDS, self.sink.flush)
         self.log.info("logging %s to hwdb at %s:%d", ", ".join(TOPICS), cfg.hwdb_host, cfg.hwdb_port)
 
-    def _on_event(self, topic: str, payload: dict) -> None:
+    def _on_event(self, topic: str, payload: Event) -> None:
+        sink = self.sink
+        assert sink is not None     # subscribed once it is made
         try:
-            self.sink.on_event(topic, payload)
+            sink.on_event(topic, payload)
         except (KeyError, TypeError, ValueError) as exc:
-            self.sink.count("rejected")
+            sink.count("rejected")
             self.log.warning("%s event not logged (%s): %r", topic, exc, payload)
 
     def stop(self) -> None:

@@ -13,7 +13,7 @@ Rows are value tuples in DnsQueries column order:
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 INTERVAL = 1.0
 ROWS_PER_DEVICE = 50

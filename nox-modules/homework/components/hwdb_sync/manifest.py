@@ -8,7 +8,8 @@ from ...manifest import Manifest
 MANIFEST = Manifest(
     component="hwdb_sync",
     hears=(events.Lease, events.Device, events.Flow, events.Bandwidth, events.Alert, events.DnsQuery,
-           events.Link, events.QosRate, events.QosApp, events.QosAppRate, events.QosDevice),
+           events.Link, events.QosRate, events.QosApp, events.QosAppRate, events.QosDevice,
+           events.AppTuple),
     counters={
         "hwdb_sync.queued": "rows queued for hwdb",
         "hwdb_sync.written": "rows hwdb took",

@@ -4,6 +4,9 @@ Each builder returns [(table, values, upsert)]; a malformed payload (missing key
 type) raises and the sink counts it instead of writing half a row."""
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from ... import events as E
 
 
@@ -24,8 +27,8 @@ def lease_rows(ev: E.Lease) -> list:
 def device_rows(ev: E.Device) -> list:
     device = ev.device or {}
     mac = _text(ev.mac, 17)
-    rows = [("Devices", (mac, _text(ev.state, 16), _text(ev.reason, 32),
-                         _text(device.get("hostname"), 64)), True)]
+    rows: list[tuple[str, tuple, bool]] = [("Devices", (mac, _text(ev.state, 16), _text(ev.reason, 32),
+                                                        _text(device.get("hostname"), 64)), True)]
     for table, key, limit in (("DeviceNames", "name", 64), ("DeviceTypes", "type", 32), ("Users", "owner", 64)):
         if device.get(key):
             rows.append((table, (mac, _text(device[key], limit)), True))
@@ -77,12 +80,19 @@ def qos_app_rows(ev: E.QosApp) -> list:
                                _text(",".join(ev.domains or []), 255)), True)]
 
 
+def app_tuple_rows(ev: E.AppTuple) -> list:
+    # seed 4.5's application tuple: which application owns a computer's connection
+    return [("AppTuples", (_text(ev.mac, 17), _text(ev.app, 40), _text(ev.proto, 4), _text(ev.src, 45),
+                           _int(ev.sport), _text(ev.dst, 45), _int(ev.dport)), False)]
+
+
 def qos_device_rows(ev: E.QosDevice) -> list:
     # a device's priority as set now ("default" = no rule)
     return [("DevicePriorities", (_text(ev.mac, 17), _text(ev.class_, 8)), True)]
 
 
-ROW_BUILDERS = {
+# topic -> rows(event of that topic)
+ROW_BUILDERS: dict[str, Callable[[Any], list]] = {
     "lease": lease_rows,
     "device": device_rows,
     "flow": flow_rows,
@@ -94,5 +104,6 @@ ROW_BUILDERS = {
     "qos_app": qos_app_rows,
     "qos_app_rate": qos_app_rate_rows,
     "qos_device": qos_device_rows,
+    "app_tuple": app_tuple_rows,
 }
 TOPICS = tuple(ROW_BUILDERS)

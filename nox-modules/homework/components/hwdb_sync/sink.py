@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
+from typing import Protocol
 
 from ... import events
 from ...counters import Counters
@@ -26,8 +27,18 @@ BATCH = 2_000
 BACKOFF_MAX = 10.0
 
 
+class HwdbClient(Protocol):
+    """hwdb_client.Client, as the sink uses it."""
+
+    def bulk_insert(self, statements: list[str]) -> object: ...
+
+    def query(self, statement: str) -> object: ...
+
+    def close(self) -> None: ...
+
+
 class Sink:
-    def __init__(self, connect: Callable[[], object], statement: Callable[[str, tuple, bool], str],
+    def __init__(self, connect: Callable[[], HwdbClient], statement: Callable[[str, tuple, bool], str],
                  clock: Callable[[], float], is_timeout: Callable[[Exception], bool],
                  dns_limiter: DnsLimiter | None = None, counters: Counters | None = None):
         """`connect()` returns a client with bulk_insert(list[str]) and query(str);
@@ -37,7 +48,7 @@ class Sink:
         self._clock = clock
         self._is_timeout = is_timeout
         self.dns = dns_limiter or DnsLimiter(clock)
-        self.client = None
+        self.client: HwdbClient | None = None
         self.queue: deque[str] = deque()
         self._retry_at = 0.0
         self._backoff = 0.5
@@ -52,7 +63,7 @@ class Sink:
         self.counters.count(f"hwdb_sync.{name}", n)
 
     # -- in: bus events ----------------------------------------------------------------
-    def on_event(self, topic: str, payload: dict) -> None:
+    def on_event(self, topic: str, payload: events.Event | dict) -> None:
         builder = ROW_BUILDERS.get(topic)
         if builder is None:
             return
@@ -78,29 +89,30 @@ class Sink:
             self._enqueue(self._statement("DnsQueries", row, False))
         written = 0
         while self.queue:
-            if not self._ensure_client():
+            client = self._ensure_client()
+            if client is None:
                 break
             batch = [self.queue.popleft() for _ in range(min(BATCH, len(self.queue)))]
             try:
-                self.client.bulk_insert(batch)
+                client.bulk_insert(batch)
             except Exception as exc:  # noqa: BLE001 - any failure must leave the controller running
                 if self._is_timeout(exc) or isinstance(exc, OSError):
                     self.queue.extendleft(reversed(batch))   # keep order, retry after reconnect
                     self._lost(exc)
                     break
-                written += self._one_by_one(batch)
+                written += self._one_by_one(client, batch)
                 continue
             self.count("batches")
             self.count("written", len(batch))
             written += len(batch)
         return written
 
-    def _one_by_one(self, batch: list[str]) -> int:
+    def _one_by_one(self, client: HwdbClient, batch: list[str]) -> int:
         """A batch was refused (all or nothing): keep the good rows, drop the bad ones."""
         ok = 0
         for i, stmt in enumerate(batch):
             try:
-                self.client.query(stmt)
+                client.query(stmt)
                 ok += 1
             except Exception as exc:  # noqa: BLE001
                 if self._is_timeout(exc) or isinstance(exc, OSError):
@@ -112,21 +124,21 @@ class Sink:
         self.count("written", ok)
         return ok
 
-    def _ensure_client(self) -> bool:
+    def _ensure_client(self) -> HwdbClient | None:
         if self.client is not None:
-            return True
+            return self.client
         now = self._clock()
         if now < self._retry_at:
-            return False
+            return None
         try:
-            self.client = self._connect()
+            self.client = client = self._connect()
             self.count("connects")
             self._backoff = 0.5
             log.info("connected to hwdb")
-            return True
+            return client
         except Exception as exc:  # noqa: BLE001
             self._lost(exc)
-            return False
+            return None
 
     def _lost(self, exc: Exception) -> None:
         self.count("failures")

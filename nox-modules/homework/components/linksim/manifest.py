@@ -3,6 +3,7 @@ home's devices; nothing stored."""
 from __future__ import annotations
 
 from ... import events
+from ...interfaces import RadioStations
 from ...manifest import Manifest
 
-MANIFEST = Manifest(component="linksim", publishes=(events.Link,))
+MANIFEST = Manifest(component="linksim", needs={"radio": RadioStations}, publishes=(events.Link,))

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ...component import Component
 from ...events import Link
+from ...interfaces import RadioStations
 from ...macaddr import normalize
 
 SYS_NET = Path("/sys/class/net")
@@ -48,8 +49,9 @@ def retry_rate_for(rssi: float) -> float:
 class LinkSimulator(Component):
     name = "linksim"
 
-    def __init__(self, ctx, sys_net: Path = SYS_NET):
+    def __init__(self, ctx, radio: RadioStations | None = None, sys_net: Path = SYS_NET):
         super().__init__(ctx)
+        self.radio = radio      # the radio monitor's, when loaded: its stations are real ones
         self.sys_net = Path(sys_net)
         self.radios: dict[str, Radio] = {}
         self.rng = random.Random()
@@ -105,10 +107,9 @@ class LinkSimulator(Component):
         return packets, nbytes
 
     def tick(self) -> None:
-        radio_monitor = self.ctx.component("radio")
         for lease in self.ctx.leases.active():
             mac = lease.mac
-            if radio_monitor is not None and radio_monitor.associated(mac):
+            if self.radio is not None and self.radio.associated(mac):
                 continue        # a real radio reports this one (a satellite's agent)
             radio = self._radio(mac)
             counters = self._port_counters(lease.port)

@@ -18,7 +18,7 @@ last day (traffic.py), so at most pool size + the day's departed devices, times 
 from __future__ import annotations
 
 import re
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -71,10 +71,10 @@ class HomeworkCollector(Collector):
                                  "packets of the device's learned (per-connection) flows", labels=labels)
         names = self.names()
         for mac, d in sorted(self.traffic().items()):
-            values = [mac, names.get(mac, "")]
-            rx.add_metric(values, d.down_bytes)
-            tx.add_metric(values, d.up_bytes)
-            pk.add_metric(values, d.flow_packets)
+            label_values = [mac, names.get(mac, "")]
+            rx.add_metric(label_values, d.down_bytes)
+            tx.add_metric(label_values, d.up_bytes)
+            pk.add_metric(label_values, d.flow_packets)
         yield from (rx, tx, pk)
 
         states = GaugeMetricFamily("homework_devices", "devices the controller knows, per state",

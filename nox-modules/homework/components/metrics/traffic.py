@@ -28,8 +28,9 @@ class TrafficTotals:
         self._devices: dict[str, DeviceTraffic] = {}
         self._lock = threading.Lock()   # bus events and API reads come from different threads
 
-    def on_bandwidth(self, ev: Bandwidth | dict, now: float) -> None:
-        ev = of("bandwidth", ev)
+    def on_bandwidth(self, event: Bandwidth | dict, now: float) -> None:
+        ev = of("bandwidth", event)
+        assert isinstance(ev, Bandwidth)
         total = max(int(ev.bytes or 0), 0)
         up = max(int(ev.up or 0), 0)
         down = max(int(ev.down if ev.down is not None else total - up), 0)
@@ -39,8 +40,9 @@ class TrafficTotals:
             d.down_bytes += down
             d.last_seen = now
 
-    def on_flow(self, ev: Flow | dict, now: float) -> None:
-        ev = of("flow", ev)
+    def on_flow(self, event: Flow | dict, now: float) -> None:
+        ev = of("flow", event)
+        assert isinstance(ev, Flow)
         with self._lock:
             d = self._devices.setdefault(ev.mac, DeviceTraffic())
             d.flow_packets += max(int(ev.npkts or 0), 0)

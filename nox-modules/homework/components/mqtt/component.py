@@ -1,7 +1,8 @@
 """The mqtt component: keeps each device's topics on the broker up to date from the bus
-(device decisions and names, leases, bandwidth), passes on notifications (notify), and, if `mqtt.accept_commands`, applies
-permit/deny from `{prefix}/device/ID/set`. Who may publish there is the broker's ACL's
-job (only the admin role's MQTT user): the controller cannot tell who published a message."""
+(device decisions and names, leases, bandwidth), passes on notifications (notify), and,
+if `mqtt.accept_commands`, applies permit/deny from `{prefix}/device/ID/set`. Who may
+publish there is the broker's ACL's job (only the admin role's MQTT user): the controller
+cannot tell who published a message."""
 from __future__ import annotations
 
 import json
@@ -10,6 +11,7 @@ from pathlib import Path
 from ...commands import CommandError
 from ...component import Component
 from . import topics
+from ...interfaces import BrokerStatus
 
 
 class Mqtt(Component):
@@ -25,6 +27,15 @@ class Mqtt(Component):
         self._announced: dict[str, str] = {}         # mac -> the name its discovery carries
         self._link_factory = link_factory or self._paho
         self.link = None
+
+    def offer(self, interface: type) -> object:
+        if interface is BrokerStatus:
+            return self
+        return super().offer(interface)
+
+    def connected(self) -> bool:
+        """BrokerStatus: is the broker connected now?"""
+        return bool(getattr(self.link, "connected", False))
 
     def _paho(self, on_connect, on_message):
         from .link import PahoLink

@@ -3,7 +3,7 @@ on `{prefix}/status`. paho's network loop runs on its own thread (a green thread
 the controller's eventlet), so a slow broker never holds up the controller."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import paho.mqtt.client as paho
 

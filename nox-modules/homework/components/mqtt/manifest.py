@@ -3,10 +3,12 @@ passes to the broker and its counters."""
 from __future__ import annotations
 
 from ... import events
+from ...interfaces import BrokerStatus
 from ...manifest import Manifest
 
 MANIFEST = Manifest(
     component="mqtt",
+    offers=(BrokerStatus,),
     hears=(events.Device, events.Lease, events.Bandwidth, events.Notification),
     counters={
         "mqtt.published": "messages published to the broker",

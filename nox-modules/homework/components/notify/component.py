@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 from ...commands import CommandError
 from ... import wording
 from ...component import Component
+from ...interfaces import BrokerStatus
 from ...netguard import Guard, LocalAddress, household_networks_of
 from ...events import Event
 from ...events import Notification
@@ -26,8 +27,9 @@ MAX_LIST = 500
 class Notify(Component):
     name = "notify"
 
-    def __init__(self, ctx):
+    def __init__(self, ctx, broker: BrokerStatus | None = None):
         super().__init__(ctx)
+        self.broker = broker        # the mqtt component's, for the status view; None: not loaded
         cfg = ctx.config
         self.store = NotificationStore(ctx.state, cfg.notify_keep)
         self.hooks = WebhookStore(ctx.state, cfg.notify_delivery_log_keep)
@@ -102,7 +104,7 @@ class Notify(Component):
             allow_local = allow_local.lower() in ("1", "true", "yes", "on")
         try:
             parts = urlsplit(check_url(url))
-            self.guard.check_url_host(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80),
+            self.guard.check_url_host(parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80),
                                       check_allow_local(allow_local))
             hook = self.hooks.create(url, self.ctx.now(), allow_local)
         except (BadWebhook, LocalAddress) as exc:
@@ -119,15 +121,13 @@ class Notify(Component):
         """What the settings page shows besides webhooks: MQTT (set in the config file,
         read-only here; never the password) and the WAN watch, if loaded."""
         cfg = self.ctx.config
-        mqtt = self.ctx.component("mqtt")
-        link = getattr(mqtt, "link", None)
         commands = self.ctx.commands
         return {
-            "mqtt": {"loaded": mqtt is not None, "host": cfg.mqtt_host, "port": cfg.mqtt_port,
+            "mqtt": {"loaded": self.broker is not None, "host": cfg.mqtt_host, "port": cfg.mqtt_port,
                      "username": cfg.mqtt_username, "password_set": bool(cfg.mqtt_password_file),
                      "topic_prefix": cfg.mqtt_topic_prefix, "discovery_prefix": cfg.mqtt_discovery_prefix,
                      "accept_commands": cfg.mqtt_accept_commands,
-                     "connected": bool(getattr(link, "connected", False))},
+                     "connected": self.broker is not None and self.broker.connected()},
             "wan": commands.call("wan-status") if "wan-status" in commands.names() else None,
         }
 

@@ -21,7 +21,7 @@ import json
 import logging
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from ...httpout import HttpOutError, post
 from ...netguard import Guard
@@ -42,7 +42,7 @@ class Job:
 class HookWorker:
     """One webhook's deliveries, in due order, one at a time."""
 
-    def __init__(self, deliverer: "Deliverer", hook_id: str):
+    def __init__(self, deliverer: Deliverer, hook_id: str):
         self.d = deliverer
         self.hook_id = hook_id
         self.jobs: list = []                   # heap of (due, seq, Job)
@@ -62,7 +62,7 @@ class HookWorker:
 
     def idle(self) -> bool:
         # no lock: it is asked while other workers hold theirs (a best-effort answer for
-        # wait_idle, never a decision)
+        # became_idle, never a decision)
         return not self.jobs and not self.busy
 
     def stop(self) -> list[Job]:
@@ -124,8 +124,8 @@ class Deliverer:
         self.seq = itertools.count()
         self._workers: dict[str, HookWorker] = {}
         self._lock = threading.Lock()
-        self._idle = threading.Event()
-        self._idle.set()
+        self.quiet = threading.Event()
+        self.quiet.set()
         self._stopping = False
 
     # -- what comes in ---------------------------------------------------------------------
@@ -154,7 +154,7 @@ class Deliverer:
             worker = self._workers.get(job.hook)
             if worker is None:
                 worker = self._workers[job.hook] = HookWorker(self, job.hook)
-            self._idle.clear()
+            self.quiet.clear()
         if persist:
             job.qid = self.queue.put(job)
         if not worker.add(job):
@@ -204,16 +204,13 @@ class Deliverer:
         if not worker.add(job):
             self.queue.done(job.qid)
 
-    # -- tests and shutdown ------------------------------------------------------------------------
+    # -- idle and shutdown -------------------------------------------------------------------------
     def became_idle(self) -> None:
+        """Nothing is being sent or waiting for a retry: `quiet` is set (the tests wait on it)."""
         with self._lock:
             workers = list(self._workers.values())
         if all(w.idle() for w in workers):
-            self._idle.set()
-
-    def wait_idle(self, timeout: float) -> bool:
-        """Wait until nothing is being sent or waiting for a retry."""
-        return self._idle.wait(timeout)
+            self.quiet.set()
 
     def stop(self) -> None:
         """What waits stays in state.db for the next start."""

@@ -4,13 +4,16 @@ fields (the alert's kind, the MAC, its numbers) go along in `mac`, `kind` and `d
 Pure: (topic, payload) and how to name a MAC in, a notification's fields (or None) out."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ... import wording
-from ...events import Event, of
+from ...events import Alert, Device, Event, of
 
-# wanwatch's alerts; its hysteresis already makes one per change, so they are not deduplicated.
-WAN_TITLES = {"wan-down": "The internet connection is down.", "wan-up": "The internet connection is back."}
+# wanwatch's alerts (its hysteresis already makes one per change) and the router's own
+# start-up's: not deduplicated.
+WAN_TITLES = {"wan-down": "The internet connection is down.", "wan-up": "The internet connection is back.",
+              # the router's own start-up (bootalerts.py): the detail says what and what to do
+              "router-boot": "The router's start-up needs your attention."}
 
 # An alert's title by its kind; {who} is the device, as the household names it.
 ALERT_TITLES = {
@@ -42,13 +45,14 @@ def device_words(device: dict | None, mac: str) -> str:
     return f"the device {mac}" if source == "mac" else text
 
 
-def from_event(topic: str, ev: Event | dict, name_of: Callable[[str], str] | None = None) -> dict | None:
+def from_event(topic: str, event: Event | dict, name_of: Callable[[str], str] | None = None) -> dict | None:
     """`name_of(mac)`: how an alert's device is named (the notify component looks it up)."""
     if topic not in ("device", "alert"):
         return None
-    ev = of(topic, ev)
+    ev = of(topic, event)
+    assert isinstance(ev, (Device, Alert))
     mac = str(ev.mac or "")
-    if topic == "device":
+    if isinstance(ev, Device):
         who = device_words(ev.device, mac)
         if ev.reason == "seen":
             return {"kind": "device-joining", "mac": mac,
@@ -63,7 +67,7 @@ def from_event(topic: str, ev: Event | dict, name_of: Callable[[str], str] | Non
     title = wording.sentence(ALERT_TITLES.get(kind, "The router has something to tell the household.")
                              .format(who=who))
     data = dict(ev.data or {})
-    if kind in WAN_TITLES:       # about the router's uplink: its own kinds
+    if kind in WAN_TITLES:       # about the router itself: its own kinds
         return {"kind": kind, "mac": "", "title": title, "detail": str(ev.detail or "")[:500], "data": data}
     return {"kind": f"alert-{kind}", "mac": mac, "title": title, "detail": str(ev.detail or "")[:500],
             "data": data}

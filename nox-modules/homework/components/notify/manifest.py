@@ -4,6 +4,7 @@ hears and publishes, its counters."""
 from __future__ import annotations
 
 from ... import events, rowcheck
+from ...interfaces import BrokerStatus
 from ...manifest import Manifest, NotBackedUp, Secrets
 from .webhooks import BadWebhook, check_url
 
@@ -28,6 +29,7 @@ MANIFEST = Manifest(
         NotBackedUp("webhook_queue", (15,),
                     "deliveries waiting for a retry: a restore replaces the webhooks they were for"),
     ),
+    needs={"broker": BrokerStatus},
     publishes=(events.Notification,),
     hears=(events.Device, events.Alert),
     counters={

@@ -5,6 +5,7 @@ need not wait for SQLite."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 
 class NotificationStore:
@@ -33,7 +34,7 @@ class NotificationStore:
     def unread(self) -> int:
         return self.state.execute("SELECT COUNT(*) FROM notifications WHERE read = 0")[0][0]
 
-    def mark_read(self, ids: list[int] | None) -> int:
+    def mark_read(self, ids: Sequence[int] | None) -> int:
         """Mark these (None: all) read; returns how many changed."""
         if ids is None:
             before = self.unread()

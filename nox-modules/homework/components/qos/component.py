@@ -19,11 +19,15 @@ import threading
 
 from ...commands import CommandError, seen_device
 from ...component import Component
-from ...events import Alert, AlertKind, QosApp, QosAppRate, QosDevice, QosRate
+from ...conntrack import ConntrackReader
+from ...ispedge_client import EdgeClient, EdgeEndpoint
+from ...events import Alert, AlertKind, AppTuple, QosApp, QosAppRate, QosDevice, QosRate
 from ...worker import BatchWorker
 from ..usage.periods import zone
 from . import apply as applying
 from . import stats as counters
+from .edge import EdgePlacer, device_lookup, wanted_placements
+from .hostapps import HostApps, parse_app, parse_flows
 from .plan import CLASSES, AppRule, Member, Side, build, nft_learned
 from .rules import (MAX_APPS, matches, parse_bool, parse_class, parse_domains, parse_kbit, parse_name,
                     parse_ports, parse_share, parse_window, window_view)
@@ -33,8 +37,6 @@ LEARNED_SECONDS = 1800       # how long a learned address of an app's domain cou
 MAX_LEARNED = 4096           # addresses per app (a CDN answers with many; the oldest expire)
 ALERT_EVERY = 60.0
 RETRY_SECONDS = 10.0         # a plan that failed is tried again this often
-DEVICE_TOPIC = "qos_device"  # payload: mac, class = a device whose priority changed (the board's label, hwdb)
-APP_TOPIC = "qos_app"        # payload: an app's view as set now; class "" = removed (hwdb's AppPriorities)
 
 
 class Qos(Component):
@@ -62,6 +64,22 @@ class Qos(Component):
         self._started_clean = False
         self._attempted_at = 0.0
         self._applied_members: tuple = ()
+        # The ISP's edge ([isp] edge): the same priorities placed past the router (edge.py)
+        self.edge: EdgePlacer | None = None
+        self._edge_error = ""
+        self._edge_drops: int | None = None
+        self._edge_alert: int = 0           # packets the edge's high queue dropped, to tell
+        self._edge_alerted_at = -ALERT_EVERY
+        self._edge_worker = BatchWorker("qos-edge", self._edge_round)
+        self._conntrack = ConntrackReader()
+        self.hostapps = HostApps(ctx.state)       # computers' agents and their applications' priorities
+        if cfg.isp_edge:
+            try:
+                self.edge = EdgePlacer(EdgeClient(EdgeEndpoint(cfg.isp_edge, cfg.isp_ca, cfg.isp_cert, cfg.isp_key)),
+                                       cfg.isp_edge)
+            except (OSError, ValueError) as exc:      # a missing or unreadable certificate or key
+                self._edge_error = f"the ISP edge is configured but its certificate cannot be used: {exc}"
+                self.log.warning("%s", self._edge_error)
 
     # -- life cycle -----------------------------------------------------------------------------
     def start(self) -> None:
@@ -72,6 +90,12 @@ class Qos(Component):
         cmd("qos-app", self.set_app)
         cmd("qos-app-delete", self.delete_app)
         cmd("qos-stats", self.stats)
+        cmd("qos-edge", self.edge_status)
+        cmd("qos-agent-add", self.add_agent)
+        cmd("qos-agent-remove", self.remove_agent)
+        cmd("qos-agent-report", self.agent_report)
+        cmd("qos-host-apps", self.host_apps)
+        cmd("qos-host-app", self.set_host_app)
         for topic in ("lease", "ipv6_plan"):
             self.ctx.bus.subscribe(topic, self._on_change)
         self.ctx.bus.subscribe("dns_answer", self._on_dns_answer)
@@ -211,6 +235,9 @@ class Qos(Component):
 
     # -- every second: windows and counters -------------------------------------------------------
     def tick(self) -> None:
+        if self.edge is not None:
+            self._edge_worker.put(True)
+            self._tell_edge_drops()
         if not self.link()["enabled"]:
             return
         now = self.ctx.now()
@@ -260,6 +287,103 @@ class Qos(Component):
                                           "devices or applications to High, or give High a larger share.",
                                    data={"dropped_packets": drops - before}))
 
+    # -- the ISP's edge ----------------------------------------------------------------------------
+    def _edge_round(self, jobs: list) -> None:
+        """In the worker: the prioritised connections now (conntrack), placed at the edge."""
+        assert self.edge is not None
+        entries = self._conntrack.dump_translated() if self._conntrack.available else []
+        now = self.ctx.now()
+        with self._lock:
+            wanted = wanted_placements(entries, device_lookup(self.members()), self.device_classes(),
+                                       {a.id: a.cls for a in self.open_apps()},
+                                       lambda mac, flow: self._host_class(mac, flow, now))
+        self.edge.sync(wanted)
+        drops = self.edge.high_drops()
+        if drops is not None:
+            if self._edge_drops is not None and drops > self._edge_drops:
+                self._edge_alert += drops - self._edge_drops
+            self._edge_drops = drops
+
+    def _tell_edge_drops(self) -> None:
+        """On the event loop: the edge's high queue dropped packets since the last alert."""
+        now = self.ctx.now()
+        if not self._edge_alert or now - self._edge_alerted_at < ALERT_EVERY:
+            return
+        lost, self._edge_alert, self._edge_alerted_at = self._edge_alert, 0, now
+        self.ctx.count("qos.edge_drop_alerts")
+        self.ctx.bus.publish(Alert(mac="", kind=AlertKind.ISP_HIGH_DROPS,
+                                   detail=f"Your internet provider's fast lane for this home lost {lost} packets: "
+                                          "more is set to High than the line's guaranteed rate carries. Set fewer "
+                                          "devices or applications to High, or ask your provider for a larger "
+                                          "guaranteed rate.",
+                                   data={"dropped_packets": lost}))
+
+    def _host_class(self, mac: str, flow: tuple, now: float) -> str:
+        app = self.hostapps.app_of(mac, flow, now)
+        return self.hostapps.classes.get((mac, app), "default") if app else "default"
+
+    # -- computers' agents (hostapps.py) -----------------------------------------------------------
+    def add_agent(self, mac=None) -> dict:
+        mac = seen_device(self.ctx.state, mac)
+        with self._lock:
+            token = self.hostapps.add_agent(mac, self.ctx.now())
+        return {"mac": mac, "token": token,
+                "note": "Put this secret in the agent's /etc/homework-agent.conf on that computer; it is shown "
+                        "only now. Adding the agent again makes a new one and the old one stops working."}
+
+    def remove_agent(self, mac=None) -> dict:
+        mac = seen_device(self.ctx.state, mac)
+        with self._lock:
+            self.hostapps.remove_agent(mac)
+        return self.host_apps(mac)
+
+    def agent_report(self, token=None, caller_mac=None, flows=None) -> dict:
+        """A report from a computer's agent: refused (403) unless the secret is an agent's
+        and the report comes from that agent's computer."""
+        mac = self.hostapps.agent_of(token) if isinstance(token, str) else None
+        if mac is None:
+            self.ctx.count("qos.agent_refused")
+            raise CommandError("unknown agent: add it for its computer on the Priorities page first", 403)
+        if caller_mac != mac:
+            self.ctx.count("qos.agent_refused")
+            raise CommandError("an agent speaks only for its own computer: this report does not come from it", 403)
+        parsed = parse_flows(flows)
+        own = device_lookup(m for m in self.members() if m.mac == mac)
+        if any(own(t[1]) != mac for t, _ in parsed):
+            raise CommandError("a report names only the computer's own connections (its own addresses as src)")
+        with self._lock:
+            fresh = self.hostapps.report(mac, parsed, self.ctx.now())
+        self.ctx.count("qos.agent_reports")
+        for (proto, src, sport, dst, dport), app in fresh[:256]:
+            self.ctx.bus.publish(AppTuple(mac=mac, app=app, proto=proto, src=src, sport=sport, dst=dst, dport=dport))
+        if self.edge is not None and fresh:
+            self._edge_worker.put(True)     # a new connection of a prioritised application: place it now
+        return {"mac": mac, "connections": len(parsed)}
+
+    def host_apps(self, mac=None) -> dict:
+        mac = seen_device(self.ctx.state, mac)
+        return self.hostapps.view(mac, self.ctx.now())
+
+    def set_host_app(self, mac=None, name=None, cls=None, **kw) -> dict:
+        cls = kw.pop("class", cls)
+        if kw:
+            raise CommandError(f"qos-host-app: unknown argument(s) {', '.join(sorted(kw))}")
+        mac, name, cls = seen_device(self.ctx.state, mac), parse_app(name), parse_class(cls)
+        with self._lock:
+            self.hostapps.set_class(mac, name, cls)
+        if self.edge is not None:
+            self._edge_worker.put(True)     # move its running connections now
+        return self.hostapps.view(mac, self.ctx.now())
+
+    def edge_status(self) -> dict:
+        if self.edge is None:
+            return {"configured": bool(self._edge_error), "error": self._edge_error, "edge": self.ctx.config.isp_edge}
+        return dict(self.edge.status)
+
+    def flush_edge(self) -> None:
+        """Wait for the edge round in progress (tests)."""
+        self._edge_worker.flush()
+
     # -- device views ---------------------------------------------------------------------------
     def _facts(self, mac: str) -> dict:
         return {"priority": self.device_classes().get(mac, "default")}
@@ -274,7 +398,7 @@ class Qos(Component):
                 "active": self.active, "leaf": self.leaf or "bfifo",
                 "shape_percent": self.ctx.config.qos_shape_percent,
                 "down_percent": self.ctx.config.qos_down_percent, "wan_interface": self.wan,
-                "lan_interface": self.lan}
+                "lan_interface": self.lan, "agents": sorted(self.hostapps.agents)}
 
     @staticmethod
     def _app_view(app) -> dict:
@@ -283,7 +407,7 @@ class Qos(Component):
 
     def set_link(self, enabled=None, down_kbit=None, up_kbit=None, high_share=None) -> dict:
         """Any subset; everything is checked before anything is stored."""
-        values = {}
+        values: dict[str, int | bool] = {}
         if enabled is not None:
             values["enabled"] = parse_bool(enabled, "enabled")
         if down_kbit is not None:

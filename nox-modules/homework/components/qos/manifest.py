@@ -4,9 +4,10 @@ rate events it publishes every second, its alert and counters."""
 from __future__ import annotations
 
 from ... import events, rowcheck
-from ...manifest import Manifest, Settings
+from ...manifest import Manifest, NotBackedUp, Settings
 from ..schedules.windows import WindowError
 from . import rules
+from .store import link_value
 
 
 def _rule(r: dict, classes: tuple[str, ...]) -> None:
@@ -31,6 +32,12 @@ def device_row(r: dict) -> None:
     _rule(r, ("high", "medium"))
 
 
+def host_app_row(r: dict) -> None:
+    rowcheck.mac(r["mac"])
+    rowcheck.text(r["name"], "name")
+    rowcheck.choice(r["class"], "class", ("high", "medium"))
+
+
 def app_row(r: dict) -> None:
     rowcheck.number(r["id"], "id", 1, whole=True)
     _rule(r, ("high", "medium", "default"))
@@ -41,14 +48,21 @@ MANIFEST = Manifest(
     tables=(
         Settings("qos_devices", (10,), ("mac", "class", "window"), device_row),
         Settings("qos_apps", (10,), ("id", "name", "class", "ports", "domains", "window"), app_row),  # id: the ct mark
+        Settings("qos_host_apps", (23,), ("mac", "name", "class"), host_app_row),
+        NotBackedUp("qos_agents", (23,), "an installed agent's secret: a restored router gets its agents added "
+                                         "again (each shows its new secret once)"),
     ),
     routes=("qos",),
-    publishes=(events.QosRate, events.QosAppRate, events.QosDevice, events.QosApp, events.Alert),
+    settings_keys={"qos.": lambda key, value: link_value(key[len("qos."):], value)},   # the link's rates
+    publishes=(events.QosRate, events.QosAppRate, events.QosDevice, events.QosApp, events.Alert, events.AppTuple),
     hears=(events.Lease, events.Ipv6Plan, events.DnsAnswer),
-    alerts=(events.AlertKind.QOS_HIGH_DROPS,),
+    alerts=(events.AlertKind.QOS_HIGH_DROPS, events.AlertKind.ISP_HIGH_DROPS),
     counters={
         "qos.applied": "shaping plans applied (tc and nftables)",
         "qos.apply_failed": "shaping plans that failed to apply (retried)",
         "qos.high_drop_alerts": "alerts that the high-priority class dropped packets",
+        "qos.edge_drop_alerts": "alerts that the ISP edge's high queue for this home dropped packets",
+        "qos.agent_reports": "reports from computers' agents (which application owns which connection)",
+        "qos.agent_refused": "agent reports refused (unknown secret, or not from the agent's own computer)",
     },
 )

@@ -19,7 +19,8 @@ the class with the lowest prio first: High is served first.
                    index, each with its own leaf qdisc (fq_codel, else a bfifo of
                    LEAF_QUEUE_MS at the class's ceil), so devices share a class fairly.
 
-nftables (table inet homework_qos, a filter chain in postrouting before masquerade)
+nftables (table inet homework_qos, a filter chain in postrouting before masquerade; the
+nftables plan, nftplan.py, names the table, its hook and priority, and the ct mark)
 sets `meta priority` to the leaf's classid: first from the device's own class (maps
 keyed by its /30 and /64), then, when the connection's ct mark names an application,
 from (mark . address) maps whose value is the higher of the device's and the app's
@@ -28,6 +29,8 @@ class. Classes change by rewriting maps: a running flow moves with its next pack
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from ... import nftplan
 
 CLASSES = ("high", "medium", "default")
 RANK = {name: i for i, name in enumerate(CLASSES)}          # lower = more important
@@ -44,7 +47,7 @@ MIN_LEAF_KBIT = 8
 # room for a few data frames only (the bulk upload got about half the line).
 LEAF_QUEUE_MS = 100
 MIN_LEAF_BYTES = 4 * 1514
-TABLE = "homework_qos"
+TABLE = nftplan.QOS.name
 
 
 @dataclass(frozen=True)
@@ -146,7 +149,9 @@ def tc_lines(side: Side, members: list[Member], shape_percent: int, high_share: 
     add_leaf("default", OTHER_LEAF, None)
     for m in sorted(members, key=lambda m: m.index):
         for cls in CLASSES:
-            add_leaf(cls, leaf_minor(cls, m.index), m.mac)
+            minor = leaf_minor(cls, m.index)
+            assert minor is not None     # members were kept to the indexes that fit
+            add_leaf(cls, minor, m.mac)
     return lines, leaves
 
 
@@ -211,8 +216,8 @@ def nft_text(wan: str | None, lan: str | None, members: list[Member], device_cla
     counters = [f"  counter {app_counter(app.id, d)} {{ }}" for app in apps
                 for d, dev in (("up", wan), ("down", lan)) if dev is not None]
     hooks = [f'    oifname "{dev}" goto {d}' for d, dev in (("up", wan), ("down", lan)) if dev is not None]
-    post = ("  chain postrouting {\n    type filter hook postrouting priority mangle; policy accept;\n"
-            + "\n".join(hooks) + "\n  }")
+    postrouting = nftplan.QOS.chain("postrouting")
+    post = (f"  chain {postrouting.name} {{\n    {postrouting.header()}\n" + "\n".join(hooks) + "\n  }")
     body = "\n".join(maps + sets + counters + [post] + chains)
     return f"table inet {TABLE}\ndelete table inet {TABLE}\ntable inet {TABLE} {{\n{body}\n}}\n"
 

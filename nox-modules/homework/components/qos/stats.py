@@ -71,7 +71,7 @@ def parse_app_counters(output: str) -> dict[tuple[str, int], Counter]:
     for item in items if isinstance(items, list) else []:
         counter = item.get("counter") if isinstance(item, dict) else None
         found = _APP_COUNTER.match(str(counter.get("name", ""))) if isinstance(counter, dict) else None
-        if found:
+        if found and isinstance(counter, dict):
             out[(found.group(2), int(found.group(1)))] = Counter(int(counter.get("bytes", 0)),
                                                                  int(counter.get("packets", 0)), 0)
     return out
@@ -103,10 +103,10 @@ def summarize(now: Sample, before: Sample | None, leaves: dict, apps: dict | Non
             continue
         cls, mac = owner
         bps = rate(key, counter)
-        for bucket, k in ((classes, (key[0], cls)), (devices, (key[0], cls, mac)) if mac else (None, None)):
-            if bucket is None:
-                continue
-            acc = bucket.setdefault(k, [0, 0, 0, 0])
+        accs = [classes.setdefault((key[0], cls), [0, 0, 0, 0])]
+        if mac:
+            accs.append(devices.setdefault((key[0], cls, mac), [0, 0, 0, 0]))
+        for acc in accs:
             acc[0] += bps
             acc[1] += counter.bytes
             acc[2] += counter.drops

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Callable
+from collections.abc import Callable
 
 RETRY = 5.0              # seconds between connection attempts while hostapd is away
 QUIET = 30.0             # renew the attachment after this long without a datagram

@@ -8,19 +8,9 @@ from __future__ import annotations
 
 import re
 
+from ...wifiband import band_of
+
 CHANNEL = re.compile(r"^\s*channel\s+\d+\s+\((\d+)(?:\.\d+)?\s*MHz\)", re.MULTILINE)
-
-
-def band_of(mhz: int) -> str | None:
-    if 2400 <= mhz < 2500:
-        return "2.4 GHz"
-    if 4900 <= mhz < 5925:          # 5.9 GHz ITS channels (5855-5925) are still the 5 GHz band
-        return "5 GHz"
-    if 5925 <= mhz <= 7125:
-        return "6 GHz"
-    if 57000 <= mhz <= 71000:
-        return "60 GHz"
-    return None
 
 
 def parse_band(text: str) -> str | None:

@@ -3,11 +3,13 @@ roaming and nearby events it publishes, and its counters."""
 from __future__ import annotations
 
 from ... import events
+from ...interfaces import RadioStations
 from ...manifest import Manifest
 
 MANIFEST = Manifest(
     component="radio",
     routes=("nearby",),
+    offers=(RadioStations,),
     publishes=(events.Link, events.StationAt, events.Nearby),
     hears=(events.RadioReport,),
     counters={

@@ -33,9 +33,11 @@ import shlex
 import subprocess
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 from ...component import Component
 from ...events import Link, StationAt
+from ...interfaces import RadioStations
 from .ifinfo import parse_band
 from .nearby import NearbyListener, NearbyTracker
 from .stationdump import Station, parse
@@ -48,7 +50,10 @@ ROAM_MARGIN = 0.5       # seconds a new radio must have heard it later than its 
 NEARBY_TICK = 0.25      # seconds between reads of hostapd's sockets (their queue holds few datagrams)
 # A station's `link` event goes out when it moved frames (and once more when it stops), when
 # its signal moved by RSSI_STEP dB, and at least every LINK_HEARTBEAT seconds: an idle
-# station costs the bus, hwdb and the board one event a minute, not one a poll.
+# station costs the bus, hwdb and the board one event a minute, not one a poll. With a
+# [radio] leave_after shorter than two heartbeats, every leave_after / 2 instead: the board
+# takes a label whose seen_at is leave_after old for a departed one, so a station still
+# heard (its inactive time small) must be told before then.
 RSSI_STEP = 3.0
 LINK_HEARTBEAT = 60.0
 
@@ -141,7 +146,8 @@ class RadioMonitor(Component):
     def read_dump(self, ifname: str) -> str | None:
         res = run(self.command, ifname)
         if isinstance(res, Exception):
-            return self._failed(ifname, str(res))
+            self._failed(ifname, str(res))
+            return None
         if ifname in self.failing:
             self.failing.discard(ifname)
             self.log.info("station dump of %s works again", ifname)
@@ -152,7 +158,6 @@ class RadioMonitor(Component):
         if ifname not in self.failing:      # once per episode, not every second
             self.failing.add(ifname)
             self.log.warning("station dump of %s failed: %s", ifname, why)
-        return None
 
     def tick(self) -> None:
         for ifname in self.interfaces:
@@ -196,6 +201,7 @@ class RadioMonitor(Component):
         for station in dump.stations:
             self._locate(station.mac, ifname, now - (station.inactive_ms or 0) / 1000.0)
         events = []
+        heartbeat = min(LINK_HEARTBEAT, self.ctx.config.radio_leave_after / 2)
         for station in dump.stations:
             key = (ifname, station.mac)
             step = deltas(self.last.get(key), station)
@@ -212,13 +218,15 @@ class RadioMonitor(Component):
             retry_rate = step["tx_retries"] / step["tx_packets"] if step["tx_packets"] else 0.0
             told = self._told.get(station.mac)
             moved = told is None or (told[0], told[1]) != (totals.tx_packets, totals.bytes)
-            if not (moved or told[3] or now - told[4] >= LINK_HEARTBEAT
-                    or (station.signal is not None and (told[2] is None or abs(station.signal - told[2]) >= RSSI_STEP))):
+            if told is not None and not (
+                    moved or told[3] or now - told[4] >= heartbeat
+                    or (station.signal is not None
+                        and (told[2] is None or abs(station.signal - told[2]) >= RSSI_STEP))):
                 continue     # nothing new about it: no event this poll
             if len(self._told) > MAX_KNOWN:
                 self._told.clear()
             self._told[station.mac] = (totals.tx_packets, totals.bytes, station.signal, moved, now)
-            event = {"mac": station.mac, "rssi": station.signal, "retries": totals.tx_retries,
+            event: dict[str, Any] = {"mac": station.mac, "rssi": station.signal, "retries": totals.tx_retries,
                      "packets": totals.tx_packets, "bytes": totals.bytes, "retry_rate": round(retry_rate, 4),
                      "tx_failed": totals.tx_failed, "tx_bitrate": station.tx_bitrate,
                      "rx_bitrate": station.rx_bitrate, "inactive_ms": station.inactive_ms,
@@ -260,6 +268,11 @@ class RadioMonitor(Component):
                 del self.totals[min(self.totals, key=lambda m: self.totals[m].seen_at)]
             totals = self.totals[mac] = Totals()
         return totals
+
+    def offer(self, interface: type) -> object:
+        if interface is RadioStations:
+            return self
+        return super().offer(interface)
 
     def associated(self, mac: str) -> bool:
         """In the last station dump of any radio."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 from .ctrlsocket import MonitorSocket
 from ...events import Link, Nearby

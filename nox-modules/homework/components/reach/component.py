@@ -82,7 +82,7 @@ class Reach(Component):
             self.ctx.bus.subscribe(topic, self._on_change)
         self.ctx.device_facts.append(self._facts)
         if self.daemon is not None:          # devices' SSDP discovery reaches miniupnpd
-            self.ctx.router_groups |= set(SSDP_GROUPS)
+            self.ctx.router_groups.update(SSDP_GROUPS)
         self._worker.put("setup")
         self.ctx.every(self.ctx.config.reach_check_interval, self.check)
         self.check()
@@ -207,8 +207,11 @@ class Reach(Component):
         """Only the devices allowed now keep mappings: those of a device that lost the
         permission or its access (or moved to another address) end. A change in the ports
         kept off restarts miniupnpd with new permission rules; a dead one is started."""
+        daemon = self.daemon
+        if daemon is None:
+            return
         changed = wanted != self._upnp_wanted or keep_off != self._keep_off
-        fresh_rules = keep_off != self._keep_off or not self.daemon.running()
+        fresh_rules = keep_off != self._keep_off or not daemon.running()
         self._upnp_wanted, self._keep_off = dict(wanted), keep_off
         if not changed and not fresh_rules:
             return
@@ -218,11 +221,11 @@ class Reach(Component):
         def stray(m: Mapping) -> bool:
             return not _belongs(m, allowed4, allowed6)
 
-        if not fresh_rules and not any(stray(m) for m in self.daemon.mappings(fresh=True)):
+        if not fresh_rules and not any(stray(m) for m in daemon.mappings(fresh=True)):
             return
-        if self.daemon.starts:
+        if daemon.starts:
             self.ctx.count("reach.upnp_restarts")
-        for m in self.daemon.remove(stray):
+        for m in daemon.remove(stray):
             log.info("UPnP mapping %s %s -> %s ended: that device may not open ports now", m.protocol, m.port,
                      m.address)
             self.ctx.count("reach.upnp_mappings_ended")
@@ -301,7 +304,7 @@ class Reach(Component):
                 if m.family == 4 and first <= m.port <= last and m.protocol in (
                         ("tcp", "udp") if protocol == "both" else (protocol,)):
                     owner = self._owner_of(m)
-                    who = device_name(self.ctx.state.get_device(owner), owner or m.address)
+                    who = device_name(self.ctx.state.get_device(owner) if owner else None, owner or m.address)
                     raise CommandError(f"Port {m.port} ({m.protocol}) is open by UPnP for {who}; close that "
                                        "mapping first, or untick \"may open ports\" for it.", 409)
             forward = self.forwards.add(mac, protocol, first, last, to, description, self.ctx.now())
@@ -329,6 +332,7 @@ class Reach(Component):
         if not isinstance(allowed, bool):
             raise CommandError(f"allowed must be true or false, got {allowed!r}.")
         device = self.ctx.state.get_device(mac)
+        assert device is not None           # seen_device: it has been seen
         if allowed and device.state != "permitted":
             raise CommandError(f"{device_name(device, mac)} is {device.state}: only a device let into the "
                                "home may open ports.", 409)
@@ -382,6 +386,7 @@ class Reach(Component):
         may open ports)."""
         if not isinstance(key, str) or key not in {m.key for m in self._mappings()}:
             raise CommandError(f"There is no open mapping {key!r}.", 404)
+        assert self.daemon is not None          # it listed the mapping
         with self._lock:
             dropped = self.daemon.remove(lambda m: m.key == key)
         self.ctx.count("reach.upnp_restarts")

@@ -25,24 +25,25 @@ Two tables take part:
   pinholes) before that drop.
 
 Only the dynamic parts are rewritten (flush + fill in one transaction); miniupnpd's
-chains are created once and never flushed here, so its mappings survive a new plan.
+chains are created once and never flushed here, so its mappings survive a new plan. The
+nftables plan (homework/nftplan.py) names both tables, their chains, hooks and priorities.
 """
 from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
 
+from ... import nftplan
 from .forwards import Forward
 
-TABLE = "homework_reach"
-ROUTER_TABLE = "homework"            # scripts/router-net.sh's
-FORWARD6_CHAIN = "reach_forward"     # in ROUTER_TABLE: the forwards' IPv6 pinholes
-UPNP_FILTER_CHAIN = "upnp_forward"   # in ROUTER_TABLE: miniupnpd's filter rules
-UPNP_NAT_CHAIN = "upnp_prerouting"   # in TABLE: miniupnpd's DNAT rules
-UPNP_POST_CHAIN = "upnp_postrouting"  # in TABLE: miniupnpd's PCP PEER rules
+TABLE = nftplan.REACH.name
+ROUTER_TABLE = nftplan.ROUTER.name   # scripts/router-net.sh's
+FORWARD6_CHAIN = nftplan.ROUTER.chain("reach_forward").name        # the forwards' IPv6 pinholes
+UPNP_FILTER_CHAIN = nftplan.ROUTER.chain("upnp_forward").name      # miniupnpd's filter rules
+UPNP_NAT_CHAIN = nftplan.REACH.chain("upnp_prerouting").name       # miniupnpd's DNAT rules
+UPNP_POST_CHAIN = nftplan.REACH.chain("upnp_postrouting").name     # miniupnpd's PCP PEER rules
 NATPMP_PORT = 5351                    # NAT-PMP and PCP (RFC 6886, RFC 6887)
 SSDP_PORT = 1900
-GATE_PRIORITY = "filter - 5"          # before router-net.sh's input chains (a drop anywhere is final)
 
 
 @dataclass(frozen=True)
@@ -98,9 +99,7 @@ def setup(bridge: str, wan: str, upnp: Upnp | None) -> str:
         f"add chain {t} hairpin",
         f"add chain {t} {UPNP_NAT_CHAIN}",
         f"add chain {t} {UPNP_POST_CHAIN}",
-        f"add chain {t} prerouting {{ type nat hook prerouting priority dstnat; policy accept; }}",
-        f"add chain {t} postrouting {{ type nat hook postrouting priority srcnat; policy accept; }}",
-        f"add chain {t} gate {{ type filter hook input priority {GATE_PRIORITY}; policy accept; }}",
+        *(f"add chain {t} {c.name} {{ {c.header()} }}" for c in nftplan.REACH.chains if c.base),
         f"add table inet {ROUTER_TABLE}",
         f"add chain inet {ROUTER_TABLE} {FORWARD6_CHAIN}",
         f"add chain inet {ROUTER_TABLE} {UPNP_FILTER_CHAIN}",

@@ -38,7 +38,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from .plan import ROUTER_TABLE, TABLE, UPNP_FILTER_CHAIN, UPNP_NAT_CHAIN, UPNP_POST_CHAIN
 
@@ -449,7 +449,7 @@ class Miniupnpd:
     def _relay_log(self, proc: subprocess.Popen) -> None:
         """Its stderr into the controller's log: what it refuses or cannot do as warnings,
         mappings made or removed as info, its chatter at debug."""
-        for line in proc.stdout:
+        for line in proc.stdout or ():
             line = line.strip()
             if not line:
                 continue

@@ -29,6 +29,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from ... import nftplan
+
 log = logging.getLogger("homework.remote.away")
 
 ROUTER_NET = Path(__file__).resolve().parents[4] / "scripts" / "router-net.sh"
@@ -134,9 +136,10 @@ class Away:
         rc, out = self.run("ip", "link", "set", ifname, "mtu", str(mtu), "up")
         if rc != 0:
             return f"cannot bring {ifname} up: {out.strip()}"
+        forward = nftplan.AWAY.chain("forward")
         self.run("nft", "-f", "-", text=(
-            "table inet homework_away {\n"
-            "  chain forward {\n    type filter hook forward priority mangle; policy accept;\n"
+            f"table {nftplan.AWAY.family} {nftplan.AWAY.name} {{\n"
+            f"  chain {forward.name} {{\n    {forward.header()}\n"
             f'    oifname "{ifname}" tcp flags syn tcp option maxseg size set rt mtu\n  }}\n}}\n'))
         return ""
 

@@ -1,9 +1,9 @@
 """A remote device's WireGuard configuration (wg-quick's format, which the WireGuard apps
-import from a file or a QR code) and its QR code as SVG (Debian's qrencode)."""
+import from a file or a QR code) and its QR code as SVG (homework/qrsvg.py)."""
 from __future__ import annotations
 
 import re
-import subprocess
+
 
 KEEPALIVE = 25          # seconds: keeps the router's view of where it is fresh, and NATs open
 
@@ -34,13 +34,3 @@ def file_name(name: str) -> str:
     """homework-<name>.conf, safe as a file name (WireGuard apps name the tunnel after it)."""
     safe = re.sub(r"[^A-Za-z0-9_=+.-]+", "-", name).strip("-.")[:20] or "away"
     return f"homework-{safe}.conf"
-
-
-def qr_svg(text: str) -> str:
-    """The configuration as a QR code in SVG ('' when qrencode is missing or fails)."""
-    try:
-        res = subprocess.run(["qrencode", "-t", "SVG", "-o", "-", "-m", "2", "-l", "M"], input=text.encode(),
-                             capture_output=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return res.stdout.decode() if res.returncode == 0 else ""

@@ -22,11 +22,13 @@ from pathlib import Path
 
 from ...commands import CommandError, seen_device
 from ...component import Component
+from ...qrsvg import qr_svg
 from ..reach.wan import ipv4_addresses, is_public
 from . import clientconf
 from .away import Away, host_address, run
 from .store import NAME_LIMIT, RemoteStore
 from .tunnel import PeerState, Tunnel
+from ... import nftplan
 
 log = logging.getLogger("homework.remote")
 
@@ -99,9 +101,11 @@ class Remote(Component):
             self.away.stop()
 
     def _open_port(self, on: bool) -> None:
-        text = "add table inet homework\nadd chain inet homework remote_input\nflush chain inet homework remote_input\n"
+        where = f"{nftplan.ROUTER.family} {nftplan.ROUTER.name}"
+        chain = nftplan.ROUTER.chain("remote_input").name
+        text = f"add table {where}\nadd chain {where} {chain}\nflush chain {where} {chain}\n"
         if on:
-            text += f'add rule inet homework remote_input udp dport {self.port} accept comment "remote access"\n'
+            text += f'add rule {where} {chain} udp dport {self.port} accept comment "remote access"\n'
         rc, out = run(["nft", "-f", "-"], text)
         if rc != 0:
             log.error("cannot %s the WireGuard port: %s", "open" if on else "close", out.strip()[:300])
@@ -283,7 +287,7 @@ class Remote(Component):
             dns=[lease.router] + ([host_address(prefix, 1)] if prefix else []),
             router_public_key=public_of(self.store.router_key), preshared_key=peer.preshared_key,
             endpoint=clientconf.endpoint_text(host, self.port))
-        return {**self._view(peer), "config": text, "qr_svg": clientconf.qr_svg(text)}
+        return {**self._view(peer), "config": text, "qr_svg": qr_svg(text)}
 
     def status(self) -> dict:
         return {"backend": self.tunnel.kind, "listen_port": self.port, "endpoint": self._endpoint_host(),

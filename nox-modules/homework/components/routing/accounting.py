@@ -17,7 +17,7 @@ sets the baseline (traffic since the previous process's last poll is not reporte
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Callable
+from collections.abc import Callable
 
 from ...flows import FlowRemoved, FlowStats
 from ...events import Bandwidth, Flow
@@ -26,7 +26,7 @@ from ... import pipeline as L
 PORT_FIELDS = {6: ("tcp_src", "tcp_dst"), 17: ("udp_src", "udp_dst")}
 
 
-def flow_key(match: dict) -> tuple:
+def flow_key(match: dict) -> tuple[int, str, int, str, int]:
     """(proto, saddr, sport, daddr, dport) of a learned flow's match."""
     proto = int(match.get("ip_proto", 0) or 0)
     sport_f, dport_f = PORT_FIELDS.get(proto, (None, None))

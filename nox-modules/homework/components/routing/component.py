@@ -18,9 +18,12 @@ from __future__ import annotations
 import bisect
 import ipaddress
 import logging
+from collections import Counter
 
+from ... import dnr
+from ... import fingerprint
 from ...component import Component
-from ...events import Alert, AlertKind
+from ...events import Alert, AlertKind, Fingerprint
 from ...flows import (ETH_IP, ETH_IPV6, PROTO_IGMP, Datapath,
                       FlowDelete, FlowRemoved, FlowStats, FlowStatsRequest, LOCAL, Output, PacketIn, PacketOut)
 from ... import wording
@@ -53,6 +56,7 @@ class Routing(Component):
     def __init__(self, ctx):
         super().__init__(ctx)
         self.installed: dict[str, tuple[Lease, str]] = {}   # mac -> (device, "permitted"|"gateway")
+        self._printed6: dict[str, dict] = {}                  # mac -> its DHCPv6 fingerprint last published
         self.per_host: set[int] = set()                       # block indexes collapsed to per-host
         self.memberships = Memberships(MEMBERSHIP_LIFETIME)
         self.accounting = Accounting(self.ctx.bus.publish, self._device_for_index, self.ctx.count, self._owns6)
@@ -63,6 +67,8 @@ class Routing(Component):
         self._polled_at = float("-inf")
         self._swept = -1                     # the block index the last poll's sweep ended at
         self._advertised: dict[str, tuple[float, float]] = {}   # mac -> (when, until) of its last RA
+        self._permitted_ports_count: Counter[int] = Counter()     # port -> permitted devices on it
+        self._shared_ports: list[int] | None = None               # the ports the shared flows were sent for
         self.router_mac = "02:00:00:00:00:01"
 
     # -- life cycle ----------------------------------------------------------------------
@@ -94,14 +100,17 @@ class Routing(Component):
 
     def datapath_up(self, dp: Datapath) -> list:
         self.router_mac = self.ctx.host.local_mac() or self.router_mac
-        decisions = fs.base_flows(self.ctx.config.pool, self._captive_https())
+        decisions: list = list(fs.base_flows(self.ctx.config.pool, self._captive_https()))
         if self.ctx.ipv6 is not None:
             decisions += fs6.base_flows(self.ctx.ipv6.site, self._captive_https())
         # Memberships are rebuilt from the devices' answers to an immediate query.
         decisions.append(FlowDelete(cookie=L.routing_cookie(L.KIND_MCAST), cookie_mask=L.MASK_ONE_KIND))
         self.memberships.clear()
         decisions += self._group_flows(sorted(self.ctx.router_groups))
+        decisions += [fs.announcement_flow(group) for group in sorted(self.ctx.announcement_groups)]
         self.installed.clear()
+        self._permitted_ports_count.clear()
+        self._shared_ports = None          # the switch may have none of them: send them again
         self.per_host.clear()
         live = set()
         for lease in self.ctx.leases.active():
@@ -191,7 +200,7 @@ class Routing(Component):
         mode = self._mode(mac) if dev else None
         old = self.installed.get(mac)
         if old is not None and dev is not None and old[1] == mode and old[0].same_place(dev):
-            self.installed[mac] = (dev, mode)   # a renewal: the flows stay as they are
+            self._install(mac, dev, mode)   # a renewal: the flows stay as they are
             return self._readvertise(dev)
         if old is None and mode is None and dev is None:
             return []
@@ -211,7 +220,7 @@ class Routing(Component):
             self.per_host.discard(old[0].index)
             self.accounting.forget_learned(old[0].index)
         if dev is None or mode is None:
-            self.installed.pop(mac, None)
+            self._uninstall(mac)
             self._advertised.pop(mac, None)
             if dev is not None:   # blacklisted with a live lease
                 decisions.append(FlowDelete(cookie=L.routing_cookie(L.KIND_SHARED, dev.index),
@@ -229,7 +238,7 @@ class Routing(Component):
             if prefix is not None:
                 decisions += (fs6.punt_meter(dev) if new_place else []) + fs6.nd_flows(dev, prefix)
                 decisions += fs6.gateway_flows(dev, prefix)
-            self.installed[mac] = (dev, mode)
+            self._install(mac, dev, mode)
         else:
             delete(L.KIND_GATEWAY, dev.index)
             decisions += fs.arp_flows(dev) + fs.forward_flows(dev, self.router_mac)
@@ -238,11 +247,11 @@ class Routing(Component):
             prefix = self._prefix6(dev)
             if prefix is not None:
                 decisions += (fs6.punt_meter(dev) if new_place else []) + fs6.nd_flows(dev, prefix)
-                decisions += fs6.forward_flows(dev, prefix, self.router_mac)
+                decisions += fs6.forward_flows(dev, prefix, self.router_mac) + fs6.mld_flows(dev)
                 decisions += (fs6.per_host_flows(dev, prefix) if dev.index in self.per_host
                               else fs6.account_flows(dev, prefix, self.ctx.config.flow_idle_timeout,
                                                      self._learned_within6()))
-            self.installed[mac] = (dev, mode)
+            self._install(mac, dev, mode)
         if dev is not None and mode is not None and (old is None or not old[0].same_place(dev)):
             decisions += self._advertisement(dev)      # its /64 without waiting for a solicitation
         is_permitted = mode == "permitted"
@@ -258,16 +267,36 @@ class Routing(Component):
                 decisions += self._queries(max_resp_tenths=10, only=dev)
         return decisions
 
+    def _install(self, mac: str, dev: Lease, mode: str) -> None:
+        self._uninstall(mac)
+        self.installed[mac] = (dev, mode)
+        if mode == "permitted":
+            self._permitted_ports_count[dev.port] += 1
+
+    def _uninstall(self, mac: str) -> None:
+        old = self.installed.pop(mac, None)
+        self._printed6.pop(mac, None)
+        if old is not None and old[1] == "permitted":
+            self._permitted_ports_count[old[0].port] -= 1
+            if not self._permitted_ports_count[old[0].port]:
+                del self._permitted_ports_count[old[0].port]
+
     def _permitted(self) -> list[Lease]:
         return [dev for dev, mode in self.installed.values() if mode == "permitted"]
 
     def _permitted_ports(self) -> list[int]:
-        return [dev.port for dev in self._permitted()]
+        """The ports with a permitted device (kept as devices come and go: a thousand
+        permits looked at every device each)."""
+        return sorted(self._permitted_ports_count)
 
     def _shared_flows(self) -> list:
         """The flows that fan out to every permitted device: broadcast, and over IPv6 the
-        router's neighbour solicitations."""
+        router's neighbour solicitations. Sent when the ports with a permitted device
+        change, not for every decision (a crowd behind one access point changes none)."""
         ports = self._permitted_ports()
+        if ports == self._shared_ports:
+            return []
+        self._shared_ports = ports
         flows = [fs.broadcast_flow(ports)]
         if self.ctx.ipv6 is not None:
             flows.append(fs6.solicitation_flow(ports))
@@ -327,10 +356,12 @@ class Routing(Component):
         # The router's ::1 as DNS server (RFC 8106) only when homework-dnsd answers there:
         # a device told of a resolver nobody answers waits for it on every lookup.
         dns = self._dns6(prefix)
+        endpoints = dnr.Endpoints.of(self.ctx.config) if dns is not None else None
         # and where it learns whether it is cut off and why (RFC 8910), as DHCP tells it
         frame = ndp.router_advertisement(to_bytes(self.router_mac), to_bytes(dev.mac), prefix, lifetime, dns=dns,
                                          to=to, deprecated=deprecated, search=self._search_domains(),
-                                         captive=captive_api_uri(str(prefix.network_address + 1)))
+                                         captive=captive_api_uri(str(prefix.network_address + 1)),
+                                         extra=endpoints.ra_options(dns, lifetime) if endpoints else b"")
         self.ctx.count("routing.ra_sent")
         return [PacketOut(data=frame, actions=(Output(dev.port),))]
 
@@ -366,6 +397,16 @@ class Routing(Component):
         cfg = self.ctx.config
         return prefix.network_address + 1 if "dns" in cfg.components and cfg.dns_intercept else None
 
+    def _fingerprint6(self, mac: str, payload: bytes) -> None:
+        """What a DHCPv6 message says about its device (fingerprint.py), for whoever hears it
+        (components/identify); once per device and content."""
+        if not self.ctx.bus.heard("fingerprint"):
+            return
+        evidence = fingerprint.dhcp6(payload)
+        if evidence and self._printed6.get(mac) != evidence:
+            self._printed6[mac] = evidence
+            self.ctx.bus.publish(Fingerprint(mac=mac, source="dhcp6", evidence=evidence))
+
     def _information_request(self, pkt: PacketIn, frame) -> list:
         """Stateless DHCPv6 from a leased device on its own port, from its link-local."""
         entry = self.installed.get(frame.src_mac)
@@ -377,16 +418,19 @@ class Routing(Component):
             ip = ndp.parse_ipv6(frame.payload)
             if not ip.src.is_link_local or len(ip.payload) < 8:
                 raise PacketError("not from a link-local address")
-            xid, client = dhcpv6.parse_information_request(ip.payload[8:])
+            self._fingerprint6(frame.src_mac, ip.payload[8:])
+            xid, client, asked = dhcpv6.parse_information_request(ip.payload[8:])
         except ValueError:
             self.ctx.count("routing.ignored")
             return []
         if dns is None:
             return []
         self.ctx.count("routing.dhcpv6_info")
+        endpoints = dnr.Endpoints.of(self.ctx.config) if dnr.OPT_V6_DNR in asked else None
         reply = dhcpv6.reply_frame(to_bytes(self.router_mac), frame.src, ip.src, xid, client, dns,
                                    ndp.dns_names(self._search_domains()),
-                                   captive_api_uri(str(prefix.network_address + 1)))
+                                   captive=captive_api_uri(str(prefix.network_address + 1)),
+                                   extra=endpoints.v6_options(dns) if endpoints else b"")
         return [PacketOut(data=reply, actions=(Output(pkt.in_port),))]
 
     def _hop_limit_exceeded(self, pkt: PacketIn, frame) -> list:
@@ -454,7 +498,7 @@ class Routing(Component):
         return self._group_flows(changed)
 
     def _group_flows(self, groups: list[str]) -> list:
-        decisions = []
+        decisions: list = []
         for group in groups:
             ports = [self.installed[m][0].port for m in self.memberships.members(group)
                      if m in self.installed and self.installed[m][1] == "permitted"]
@@ -540,7 +584,7 @@ class Routing(Component):
     def _facts(self, mac: str) -> dict:
         """What routing adds to a device's view: per-host counting, its IPv6 /64, and where
         it is plugged in (a router port or a satellite's port)."""
-        facts = {"flow_limited": self.flow_limited(mac), "attached": self._attached(mac)}
+        facts: dict[str, object] = {"flow_limited": self.flow_limited(mac), "attached": self._attached(mac)}
         if self.ctx.ipv6 is not None:
             lease = self.ctx.leases.get(mac)
             prefix = self._prefix6(lease) if lease is not None and lease.active and lease.local else None
@@ -577,7 +621,8 @@ class Routing(Component):
         return ([FlowDelete(cookie=L.routing_cookie(L.KIND_ACCOUNT, dev.index), cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE)]
                 + fs.per_host_flows(dev)
                 + (fs6.per_host_flows(dev, prefix) if (prefix := self._prefix6(dev)) is not None else [])
-                + [FlowDelete(cookie=L.routing_cookie(L.KIND_LEARNED, dev.index), cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE)])
+                + [FlowDelete(cookie=L.routing_cookie(L.KIND_LEARNED, dev.index),
+                              cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE)])
 
     # -- accounting ---------------------------------------------------------------------------------
     def _stats_request(self) -> FlowStatsRequest:

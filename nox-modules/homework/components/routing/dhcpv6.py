@@ -12,17 +12,19 @@ from ...ipv6plan import ROUTER_LINK_LOCAL
 
 PORT_CLIENT, PORT_SERVER = 546, 547
 INFORMATION_REQUEST, REPLY = 11, 7
-OPT_CLIENTID, OPT_SERVERID, OPT_DNS_SERVERS, OPT_DOMAIN_LIST = 1, 2, 23, 24
+OPT_CLIENTID, OPT_SERVERID, OPT_ORO, OPT_DNS_SERVERS, OPT_DOMAIN_LIST = 1, 2, 6, 23, 24
 OPT_CAPTIVE_PORTAL = 103        # RFC 8910: the captive portal API's URL
 DUID_LL, HW_ETHERNET = 3, 1
 
 
-def parse_information_request(udp_payload: bytes) -> tuple[bytes, bytes]:
-    """(transaction id, client id option body) of an INFORMATION-REQUEST; PacketError
-    for anything else or anything malformed (options must fit exactly)."""
+def parse_information_request(udp_payload: bytes) -> tuple[bytes, bytes, frozenset[int]]:
+    """(transaction id, client id option body, the options it asks for (ORO)) of an
+    INFORMATION-REQUEST; PacketError for anything else or anything malformed (options
+    must fit exactly)."""
     if len(udp_payload) < 4 or udp_payload[0] != INFORMATION_REQUEST:
         raise PacketError("not a DHCPv6 INFORMATION-REQUEST")
     xid, client, i = udp_payload[1:4], b"", 4
+    oro: frozenset[int] = frozenset()
     while i < len(udp_payload):
         if i + 4 > len(udp_payload):
             raise PacketError("truncated DHCPv6 option")
@@ -31,8 +33,11 @@ def parse_information_request(udp_payload: bytes) -> tuple[bytes, bytes]:
             raise PacketError("DHCPv6 option runs past the packet")
         if code == OPT_CLIENTID:
             client = udp_payload[i + 4:i + 4 + length]
+        elif code == OPT_ORO:
+            body = udp_payload[i + 4:i + 4 + length]
+            oro = frozenset(struct.unpack_from("!H", body, j)[0] for j in range(0, len(body) - 1, 2))
         i += 4 + length
-    return xid, client
+    return xid, client, oro
 
 
 def _option(code: int, body: bytes) -> bytes:
@@ -40,10 +45,12 @@ def _option(code: int, body: bytes) -> bytes:
 
 
 def reply_frame(router_mac: bytes, device_mac: bytes, device_ll: ipaddress.IPv6Address, xid: bytes,
-                client_id: bytes, dns: ipaddress.IPv6Address, search: bytes = b"", captive: str = "") -> bytes:
+                client_id: bytes, dns: ipaddress.IPv6Address, search: bytes = b"", captive: str = "",
+                extra: bytes = b"") -> bytes:
     """The Ethernet frame of the REPLY, from fe80::1:547 to the asking address :546.
     `search`: the domain search list in DNS wire format (ndp.dns_names); `captive`: the
-    captive portal API's URL (RFC 8910, option 103), as the RA and DHCPv4 give it."""
+    captive portal API's URL (RFC 8910, option 103), as the RA and DHCPv4 give it;
+    `extra`: more options, whole (the encrypted DNS announcement, homework/dnr.py)."""
     body = bytes([REPLY]) + xid
     if client_id:
         body += _option(OPT_CLIENTID, client_id)
@@ -53,6 +60,7 @@ def reply_frame(router_mac: bytes, device_mac: bytes, device_ll: ipaddress.IPv6A
         body += _option(OPT_DOMAIN_LIST, search)
     if captive:
         body += _option(OPT_CAPTIVE_PORTAL, captive.encode())
+    body += extra
     length = 8 + len(body)
     pseudo = ROUTER_LINK_LOCAL.packed + device_ll.packed + struct.pack("!IxxxB", length, 17)
     udp = struct.pack("!HHHH", PORT_SERVER, PORT_CLIENT, length, 0) + body

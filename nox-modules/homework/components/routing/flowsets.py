@@ -16,10 +16,11 @@ BROADCAST_MAC = "ff:ff:ff:ff:ff:ff"
 ALL_ONES = "255.255.255.255"
 MULTICAST = ("224.0.0.0", "240.0.0.0")
 # What a cut-off device may still send to its own gateway: DNS (the DNS component steers
-# it), the page saying why it is cut off on port 80, and ping; and port 443 (HTTPS: the
-# captive portal API of RFC 8908 and any https:// address it tries) where the DNS
-# component sends it to the captive pages' server (CAPTIVE_HTTPS), never to the board.
-GATEWAY_SERVICES = ((PROTO_UDP, "udp", 53), (PROTO_TCP, "tcp", 53), (PROTO_TCP, "tcp", 80))
+# it; over TLS too, port 853), the page saying why it is cut off on port 80, and ping; and
+# port 443 (HTTPS: the captive portal API of RFC 8908 and any https:// address it tries)
+# where the DNS component sends it to the captive pages' server (CAPTIVE_HTTPS), never to
+# the board.
+GATEWAY_SERVICES = ((PROTO_UDP, "udp", 53), (PROTO_TCP, "tcp", 53), (PROTO_TCP, "tcp", 853), (PROTO_TCP, "tcp", 80))
 CAPTIVE_HTTPS = (PROTO_TCP, "tcp", 443)
 
 
@@ -128,7 +129,7 @@ def forward_flows(d: Lease, router_mac: str) -> list[FlowMod]:
 
 
 def _learn(d: Lease, proto: int | None, ports: str | None, idle: int) -> Learn:
-    fields = [("eth_type", ETH_IP)]
+    fields: list[tuple[str, int | None]] = [("eth_type", ETH_IP)]
     fields.append(("ip_proto", proto) if proto is not None else ("ip_proto", None))
     fields += [("ipv4_src", None), ("ipv4_dst", None)]
     if ports:
@@ -241,6 +242,15 @@ def broadcast_flow(ports: list[int]) -> FlowMod:
     return FlowMod(match={"eth_type": ETH_IP, "ipv4_dst": ALL_ONES},
                    actions=tuple(Output(p) for p in sorted(set(ports))), priority=L.PRIO_BROADCAST,
                    table_id=L.TABLE_FORWARD, cookie=L.routing_cookie(L.KIND_SHARED))
+
+
+def announcement_flow(group: str) -> FlowMod:
+    """Any device's UDP to `group` (mDNS, SSDP) that no flow of its own takes (a pending,
+    denied or unknown device's) reaches the router's stack and nothing else: what the
+    device announces says what it is (components/identify). A permitted device's own
+    flows, above, send its multicast on to the group's members as before."""
+    return FlowMod(match={"eth_type": ETH_IP, "ip_proto": PROTO_UDP, "ipv4_dst": group}, actions=(Output(LOCAL),),
+                   priority=L.PRIO_ANNOUNCEMENT, cookie=L.routing_cookie(L.KIND_SHARED))
 
 
 def multicast_flow(group: str, ports: list[int]) -> FlowMod:

@@ -47,9 +47,6 @@ def nd_flows(d: Lease, prefix: ipaddress.IPv6Network) -> list[FlowMod]:
              FlowMod(match={"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_IPV6, "ip_proto": PROTO_UDP,
                             "udp_dst": 547}, actions=(Output(CONTROLLER, 512),), priority=L.PRIO_ND, cookie=c,
                      meter=punt)]
-    # MLD reports (multicast.py keeps the memberships of permitted devices), above ND
-    flows += [FlowMod(match={**me, "icmpv6_type": t}, actions=(Output(CONTROLLER),), priority=L.PRIO_IGMP,
-                      cookie=c, meter=punt) for t in MLD_REPORTS]
     for target in (ROUTER_LL, router):
         flows.append(FlowMod(match={**me, "icmpv6_type": ICMPV6_NS, "ipv6_nd_target": target},
                              actions=(Output(LOCAL),), priority=L.PRIO_ND, cookie=c))
@@ -60,6 +57,18 @@ def nd_flows(d: Lease, prefix: ipaddress.IPv6Network) -> list[FlowMod]:
     flows.append(FlowMod(match={"in_port": LOCAL, "eth_dst": d.mac, "eth_type": ETH_IPV6, "ipv6_src": ROUTER_LL},
                          actions=(Output(d.port),), priority=L.PRIO_ND, cookie=c))
     return flows
+
+
+def mld_flows(d: Lease) -> list[FlowMod]:
+    """A permitted device's MLD reports to the controller (multicast.py keeps the
+    memberships of permitted devices only), above ND, through its punt meter. With the
+    forward flows' cookie kind, so a deny takes them with those: a pending device's
+    reports are no one's business, and a crowd of pending devices costs three flows less
+    each."""
+    me = {"in_port": d.port, "eth_src": d.mac, "eth_type": ETH_IPV6, "ip_proto": PROTO_ICMPV6}
+    return [FlowMod(match={**me, "icmpv6_type": t}, actions=(Output(CONTROLLER),), priority=L.PRIO_IGMP,
+                    cookie=L.routing_cookie(L.KIND_FORWARD, d.index), meter=L.punt_meter_id(d.index))
+            for t in MLD_REPORTS]
 
 
 def gateway_flows(d: Lease, prefix: ipaddress.IPv6Network) -> list[FlowMod]:

@@ -7,7 +7,7 @@ from ...manifest import Manifest
 
 MANIFEST = Manifest(
     component="routing",
-    publishes=(events.Bandwidth, events.Flow, events.Alert),
+    publishes=(events.Bandwidth, events.Flow, events.Alert, events.Fingerprint),
     hears=(events.Device, events.Lease, events.Ipv6Plan),
     alerts=(events.AlertKind.FLOW_LIMIT,),
     counters={

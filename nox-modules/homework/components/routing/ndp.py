@@ -55,7 +55,7 @@ def _icmpv6_checksum(src: ipaddress.IPv6Address, dst: ipaddress.IPv6Address, bod
     return checksum(pseudo + body)
 
 
-def dns_names(domains: "list[str] | tuple") -> bytes:
+def dns_names(domains: list[str] | tuple) -> bytes:
     """Domain names in DNS wire format (labels, each with its length; a zero at the end)."""
     out = b""
     for domain in domains:
@@ -71,12 +71,13 @@ def dns_names(domains: "list[str] | tuple") -> bytes:
 def router_advertisement(router_mac: bytes, device_mac: bytes, prefix: ipaddress.IPv6Network,
                          lifetime: int, dns: ipaddress.IPv6Address | None = None,
                          to: ipaddress.IPv6Address = ALL_NODES, mtu: int = 1500,
-                         deprecated: "list[ipaddress.IPv6Network] | tuple" = (),
-                         search: "list[str] | tuple" = (), captive: str = "") -> bytes:
+                         deprecated: list[ipaddress.IPv6Network] | tuple = (),
+                         search: list[str] | tuple = (), captive: str = "", extra: bytes = b"") -> bytes:
     """The Ethernet frame of an RA for one device: its /64 (autonomous, not on-link) valid
     for `lifetime` seconds, from fe80::1, `dns` as its DNS server if given, the prefixes
     it had before a renumbering with lifetime 0, and `captive`, the captive portal API's
-    URL, if given."""
+    URL, if given. `extra`: more options, whole (the encrypted DNS announcement,
+    homework/dnr.py)."""
     lifetime = max(0, int(lifetime))
     options = struct.pack("!BB6s", OPT_SOURCE_LL, 1, router_mac)
     options += struct.pack("!BBHI", OPT_MTU, 1, 0, mtu)
@@ -95,6 +96,7 @@ def router_advertisement(router_mac: bytes, device_mac: bytes, prefix: ipaddress
         uri = captive.encode()
         uri += b"\0" * (-(2 + len(uri)) % 8)
         options += struct.pack("!BB", OPT_CAPTIVE_PORTAL, (2 + len(uri)) // 8) + uri
+    options += extra
     # "Other configuration" (O flag) when there is a DNS server: DHCPv6-only clients then
     # ask for it by INFORMATION-REQUEST (dhcpv6.py).
     flags = 0x40 if dns is not None else 0

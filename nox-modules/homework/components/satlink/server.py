@@ -8,7 +8,7 @@ import socket
 import ssl
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from ...agentwire import LineReader, encode
 
@@ -81,19 +81,19 @@ class TlsLineServer:
 
     def start(self) -> tuple[str, int]:
         ipv6 = ":" in self.address[0]      # "::" listens on IPv4 too (satellites' fe80::1 links)
-        self.sock = socket.create_server(self.address, family=socket.AF_INET6 if ipv6 else socket.AF_INET,
-                                         dualstack_ipv6=self.address[0] == "::")
-        threading.Thread(target=self._accept, daemon=True, name="satlink-accept").start()
-        return self.sock.getsockname()[:2]
+        self.sock = sock = socket.create_server(self.address, family=socket.AF_INET6 if ipv6 else socket.AF_INET,
+                                                dualstack_ipv6=self.address[0] == "::")
+        threading.Thread(target=self._accept, args=(sock,), daemon=True, name="satlink-accept").start()
+        return sock.getsockname()[:2]
 
     def close(self) -> None:
         if self.sock is not None:
             self.sock.close()
 
-    def _accept(self) -> None:
+    def _accept(self, sock: socket.socket) -> None:
         while True:
             try:
-                conn, peer = self.sock.accept()
+                conn, peer = sock.accept()
             except OSError:
                 return          # closed
             threading.Thread(target=self._handshake, args=(conn, peer), daemon=True, name="satlink-session").start()

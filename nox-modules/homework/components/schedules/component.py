@@ -29,8 +29,6 @@ from .store import ACTIONS, OWNER, Pause, Schedule, ScheduleStore
 from .windows import Window, WindowError
 
 MAX_PAUSE_MINUTES = 7 * 24 * 60
-STRICT_TOPIC = "schedule_strict"     # payload: macs = the devices in a dns-strict window now
-CHANGE_TOPIC = "schedule"            # payload: mac = a device whose pause or window began or ended
 
 
 def parse_target(mac=None, owner=None) -> str:
@@ -76,6 +74,7 @@ class Schedules(Component):
         self.ctx.bus.subscribe("lease", self._on_change)
         self.ctx.bus.subscribe("device", self._on_change)
         self.ctx.bus.subscribe("ipv6_plan", self._on_ipv6_plan)
+        self.ctx.bus.subscribe("timezone", self._on_timezone)
         self.ctx.device_facts.append(self._facts)
         self.ctx.cutoffs.add_source(self._cut_off)     # the page and DNS of a paused device
         # the first look runs after every component has started (and so subscribed)
@@ -89,6 +88,12 @@ class Schedules(Component):
 
     def _on_ipv6_plan(self, topic: str, ev) -> list:
         return self.datapath_up(self.ctx.datapath) if self.ctx.datapath is not None else []
+
+    def _on_timezone(self, topic: str, ev) -> list:
+        """The household set another zone: windows open and close by its clock from now."""
+        with self._lock:
+            self.tz = zone(ev.zone)
+            return self._reconcile(self.ctx.now())
 
     def _on_change(self, topic: str, ev) -> list:
         """A lease moved or ended, a device was permitted or denied, an owner renamed."""
@@ -150,7 +155,7 @@ class Schedules(Component):
             self.paused[mac] = lease
             prefix6 = self.ctx.ipv6.device_prefix(lease.index) if self.ctx.ipv6 is not None else None
             decisions += block_flows(lease, prefix6, SCHEDULE)
-        if self.strict != strict:
+        if self.strict != frozenset(strict):
             changed = strict ^ (self.strict or frozenset())
             self.strict = frozenset(strict)
             self.ctx.bus.publish(ScheduleStrict(macs=sorted(strict)))

@@ -35,5 +35,5 @@ MANIFEST = Manifest(
     ),
     routes=("schedules",),
     publishes=(events.Schedule, events.ScheduleStrict),
-    hears=(events.Lease, events.Device, events.Ipv6Plan),
+    hears=(events.Lease, events.Device, events.Ipv6Plan, events.Timezone),
 )

@@ -48,13 +48,15 @@ class ScheduleStore:
         self.pauses: dict[str, Pause] = {}
         for r in state.execute("SELECT id, target, days, start_min, end_min, action FROM schedules"):
             days = tuple(int(d) for d in r["days"].split(",") if d)
-            self.schedules[r["id"]] = Schedule(r["id"], r["target"], Window(days, r["start_min"], r["end_min"]), r["action"])
+            window = Window(days, r["start_min"], r["end_min"])
+            self.schedules[r["id"]] = Schedule(r["id"], r["target"], window, r["action"])
         for r in state.execute("SELECT mac, kind, since, until FROM pauses"):
             self.pauses[r["mac"]] = Pause(r["mac"], r["kind"], r["since"], r["until"])
 
     def add(self, target: str, window: Window, action: str, now: float) -> Schedule:
         rows = self.state.execute(
-            "INSERT INTO schedules (target, days, start_min, end_min, action, created) VALUES (?,?,?,?,?,?) RETURNING id",
+            "INSERT INTO schedules (target, days, start_min, end_min, action, created) VALUES (?,?,?,?,?,?) "
+            "RETURNING id",
             (target, ",".join(str(d) for d in window.days), window.start, window.end, action, now))
         schedule = Schedule(rows[0]["id"], target, window, action)
         self.schedules[schedule.id] = schedule

@@ -73,7 +73,7 @@ class Window:
     end: int                 # minute of the day; <= start: crosses midnight
 
     @classmethod
-    def make(cls, days, start, end) -> "Window":
+    def make(cls, days, start, end) -> Window:
         window = cls(parse_days(days), parse_time(start, "from"), parse_time(end, "to"))
         if window.start == window.end:
             raise WindowError(f"from and to are both {hhmm(window.start)}: the window would be empty")
@@ -118,7 +118,7 @@ class Window:
                 out.append((a, b))
         return out
 
-    def overlaps(self, other: "Window") -> bool:
+    def overlaps(self, other: Window) -> bool:
         return any(a < d and c < b for a, b in self.spans() for c, d in other.spans())
 
 

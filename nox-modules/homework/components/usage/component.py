@@ -24,6 +24,7 @@ from ...leases import Lease
 from .slowflows import forget_all, slow_flows, unslow
 from .cap import Cap, parse_day, parse_size
 from .limits import OWNER, Limit, Limits, parse_limit, parse_target
+from .bursts import Bursts, minutes_text, parse as parse_burst, size_text
 from .recent import RecentMinutes
 
 
@@ -48,6 +49,7 @@ class Usage(Component):
         self._short: dict[tuple[str, int], int] = {}
         self._limit_used: dict[str, tuple[int, int]] = {}   # target -> (period start, bytes)
         self.recent = RecentMinutes()        # the panel's "last hour" chart, per minute
+        self.bursts = Bursts(ctx.state)     # per-device "more than X in Y minutes" alerts
 
     @property
     def billing_day(self) -> int:
@@ -64,8 +66,13 @@ class Usage(Component):
         self.ctx.commands.register("usage-limit-remove", self.remove_limit)
         self.ctx.commands.register("usage-limits", lambda: [lim.as_dict() for lim in self.limits.by_target.values()])
         self.ctx.commands.register("usage-lift", self.lift)
+        self.ctx.commands.register("usage-burst", self.set_burst)
+        self.ctx.commands.register("usage-burst-remove", self.remove_burst)
+        self.ctx.commands.register("usage-bursts", lambda: [b.as_dict() for b in self.bursts.by_mac.values()])
+        self.ctx.bus.subscribe("device", self._on_device)
         self.ctx.bus.subscribe("lease", self._on_lease)
         self.ctx.bus.subscribe("ipv6_plan", self._on_ipv6_plan)
+        self.ctx.bus.subscribe("timezone", self._on_timezone)
         self.ctx.device_facts.append(self._facts)
         self.ctx.cutoffs.add_source(self._cut_off)     # the page and DNS of a blocked device
 
@@ -100,6 +107,7 @@ class Usage(Component):
         start, _end = self._period_so_far(now)     # before adding: a re-read must not count it twice
         self.book.add(ev.mac, up, down, now)
         self.recent.add(ev.mac, up, down, now)
+        self._check_burst(ev.mac, now)
         if self.ctx.config.usage_test_period_seconds:
             key = (ev.mac, self.limit_window("day", now)[0])
             self._short = {k: v for k, v in self._short.items() if k[1] == key[1]}
@@ -114,6 +122,14 @@ class Usage(Component):
                                         f"({wording.size(self._period_used)} of {wording.size(self.cap.cap)})"),
                 data={"used_bytes": self._period_used, "cap_bytes": self.cap.cap, "percent": level}))
         return self._check_limits(ev.mac, max(up, 0) + max(down, 0), now)
+
+    def _on_timezone(self, topic: str, ev) -> None:
+        """Hours, days and billing periods by the new zone from now ([usage] timezone, when
+        set, still wins)."""
+        if self.ctx.config.usage_timezone:
+            return
+        self.tz = self.book.tz = periods.zone(ev.zone)
+        self._period = (0, 0)           # the billing period is read again by the new zone
 
     def _period_so_far(self, now: float) -> tuple[int, int]:
         """The current billing period; its bytes are re-read when it changes."""
@@ -177,10 +193,40 @@ class Usage(Component):
         """One local calendar month (YYYY-MM; '' = this one) as CSV: a row per day and device."""
         now = self.ctx.now()
         if not month:
-            month = periods.label(now, self.tz, "month")
+            month = periods.label(int(now), self.tz, "month")
         start, end = periods.calendar_month(month, self.tz)
         devices = {d.mac: d for d in self.ctx.state.devices()}
         return export.month_csv(self.book.rows(start, end), devices, self.tz)
+
+    # -- burst alerts ----------------------------------------------------------------------------
+    def set_burst(self, mac, size, minutes) -> dict:
+        """Tell the household when this device moves more than `size` (bytes, or 500M, 2G)
+        within `minutes` (1-60)."""
+        burst = parse_burst(mac, size, minutes)
+        self.ctx.devices.get(burst.mac)        # a device the router has seen (UnknownDevice: 404)
+        self.bursts.set(burst)
+        return burst.as_dict()
+
+    def remove_burst(self, mac) -> dict:
+        mac = self.ctx.devices.get(mac).mac
+        return {"mac": mac, "removed": self.bursts.remove(mac)}
+
+    def _check_burst(self, mac: str, now: float) -> None:
+        over = self.bursts.went_over(mac, self.recent, now)
+        if over is None:
+            return
+        burst, total = over
+        self.ctx.count("usage.burst_alerts")
+        self.ctx.bus.publish(Alert(mac=mac, kind=AlertKind.USAGE_BURST,
+                                   detail=wording.sentence(f"{wording.name_of(self.ctx.state, mac)} moved "
+                                                           f"{size_text(total)} in the last "
+                                                           f"{minutes_text(burst.minutes)}: its alert is for "
+                                                           f"{burst.text()}"),
+                                   data={"bytes": total, "limit_bytes": burst.bytes, "minutes": burst.minutes}))
+
+    def _on_device(self, topic: str, ev) -> None:
+        if ev.reason == "forgotten":         # forgetting a device forgets its alert too
+            self.bursts.remove(ev.mac)
 
     # -- per-device / per-owner limits --------------------------------------------------------
     def limit_window(self, period: str, now: float) -> tuple[int, int]:
@@ -350,7 +396,8 @@ class Usage(Component):
         return {"usage_blocked": mac in self.blocked,
                 "usage_slowed": mac in self.slowed,
                 "usage_slow_kbps": self.slowed[mac][1] if mac in self.slowed else 0,
-                "usage_limit": limits[0].as_dict() if limits else None}
+                "usage_limit": limits[0].as_dict() if limits else None,
+                "usage_burst": burst.as_dict() if (burst := self.bursts.by_mac.get(mac)) else None}
 
     def set_limit(self, allowance=None, mac=None, owner=None, period="day", action="block", rate=None) -> dict:
         """Set a device's (mac) or an owner's allowance per day or month (bytes, or e.g. 2G);

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ... import events, rowcheck
 from ...manifest import Manifest, NotBackedUp, Settings
+from .bursts import row_check as burst_row
 from .limits import ACTIONS as LIMIT_ACTIONS
 
 
@@ -34,10 +35,11 @@ MANIFEST = Manifest(
         Settings("usage_cap", (4,), ("id", "cap", "billing_day"), cap_row,
                  left_out={"alerted_period": "alert state: the restored router alerts afresh",
                            "alerted": "alert state"}),
+        Settings("usage_bursts", (18,), ("mac", "bytes", "minutes"), burst_row),
     ),
     publishes=(events.Alert,),
-    hears=(events.Bandwidth, events.Lease, events.Ipv6Plan),
-    alerts=(K.USAGE_80, K.USAGE_100, K.USAGE_LIMIT),
+    hears=(events.Bandwidth, events.Lease, events.Ipv6Plan, events.Device, events.Timezone),
+    alerts=(K.USAGE_80, K.USAGE_100, K.USAGE_LIMIT, K.USAGE_BURST),
     counters={
         "usage.rows_written": "hourly usage rows written to state.db",
         "usage.alerts_80": "alerts that the household used 80% of its cap",
@@ -45,5 +47,6 @@ MANIFEST = Manifest(
         "usage.limit_notify": "limits reached whose action is to tell the household",
         "usage.limit_slow": "limits reached that slowed a device down",
         "usage.limit_block": "limits reached that cut a device off",
+        "usage.burst_alerts": "alerts that a device moved more than its burst alert's amount in its minutes",
     },
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import defaultdict
 from datetime import datetime, tzinfo
+from typing import Any
 
 from . import periods
 
@@ -29,7 +30,8 @@ def group(rows, devices: dict, by: str, period: str, tz: tzinfo, billing_day: in
         cell = sums[(periods.label(hour, tz, period, billing_day), who(mac, devices, by))]
         cell[0] += up
         cell[1] += down
-    out = [{"period": p, "who": w, "up": u, "down": d, "total": u + d} for (p, w), (u, d) in sums.items()]
+    out: list[dict[str, Any]] = [{"period": p, "who": w, "up": u, "down": d, "total": u + d}
+                                 for (p, w), (u, d) in sums.items()]
     out.sort(key=lambda r: (r["period"], -r["total"], r["who"]))
     return out
 

@@ -12,7 +12,7 @@ import logging
 import threading
 from pathlib import Path
 
-log = logging.getLogger("homework.api.oui")
+log = logging.getLogger("homework.oui")
 
 IEEE_DIR = Path("/usr/share/ieee-data")
 # file name -> number of hex digits of the assignment

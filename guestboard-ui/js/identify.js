@@ -1,0 +1,96 @@
+/* What a device is, as the router guesses it from what the device says about itself (the
+   identify component's `identity` in the device view): an icon and the guess on the
+   board's label, and in the panel the guess, how sure, why ("calls itself “Toms-iPhone”;
+   asked for an address as iOS 15 and later do"), and the household's correction. A guess
+   never lets anything in: the Let in / Refuse decision stays the household's. A device back
+   with a new private address that looks like one already let in is labelled so, and the
+   panel offers to let it in as that device: a person's tap, never the router's. */
+window.HW = window.HW || {};
+HW.identify = (function ($) {
+  "use strict";
+  var mac = null;
+  var ICONS = { phone: "📱", tablet: "📱", laptop: "💻", TV: "📺", console: "🎮", speaker: "🔊",
+                printer: "🖨", camera: "📷", IoT: "💡" };
+  var TYPES = ["phone", "laptop", "tablet", "TV", "console", "speaker", "printer", "camera", "IoT"];
+  var LEVELS = { sure: "", likely: "", maybe: "?" };
+
+  function icon(type) { return ICONS[type] || "❔"; }
+
+  /* The label's line: "📱 iPhone (iOS 15 or later)", "?" when the router is unsure; "" without a guess. */
+  function text(d) {
+    var id = d.identity;
+    if (id && id.looks_like) return icon(id.type) + " " + id.looks_like.text;
+    if (!id || !id.label) return "";
+    return icon(id.type) + " " + (id.corrected ? "" : "looks like ") + id.label + (id.corrected ? "" : LEVELS[id.level] || "");
+  }
+
+  function levelText(id) {
+    if (id.corrected) return "as the household said";
+    return { sure: "the router is fairly sure", likely: "the router's best guess", maybe: "the router is not sure" }[id.level] || "";
+  }
+
+  function add() {
+    if ($("#panel .identity").length) return;
+    var $type = $('<select name="type" aria-label="What kind of device">').append($('<option value="">').text("kind…"));
+    TYPES.forEach(function (t) { $type.append($("<option>").val(t).text(icon(t) + " " + t)); });
+    var $box = $('<section class="identity" aria-label="What it is">').append(
+      $("<h3>").text("What it is"),
+      $('<p class="identity-guess">').append($('<span class="identity-label">'), " ", $('<span class="identity-level hint">')),
+      $('<p class="identity-why">'),
+      $('<p class="identity-twin" hidden>').append(
+        $('<span class="identity-twin-text">'), " ",
+        $('<button type="button" class="identity-join">')),
+      $('<form class="identity-form">').append(
+        $type,
+        $('<input name="label" maxlength="60" aria-label="What it is, in your words">').attr("placeholder", "what it is, e.g. Tom's laptop"),
+        $('<button type="submit">').text("Correct"),
+        $('<button type="button" class="secondary identity-clear">').text("Use the router's guess")),
+      $('<p class="identity-error" role="alert">'));
+    $("#panel .ident").after($box);
+    $box.on("submit", ".identity-form", function (e) {
+      e.preventDefault();
+      var body = {};
+      if (this.elements.type.value) body.type = this.elements.type.value;
+      if (this.elements.label.value.trim()) body.label = this.elements.label.value.trim();
+      var f = this;
+      call("POST", "identity/" + encodeURIComponent(mac), body, function () { f.reset(); });
+    });
+    /* Only this tap makes the two addresses one device: the router never does it by itself. */
+    $box.on("click", ".identity-join", function () {
+      call("POST", "identity/" + encodeURIComponent(mac) + "/join", { as: this.dataset.twin });
+    });
+    $box.on("click", ".identity-clear", function () {
+      call("POST", "identity/" + encodeURIComponent(mac) + "/clear", {});
+    });
+  }
+
+  function call(method, path, body, done) {
+    var shown = mac, $error = $("#panel .identity-error").text("");
+    HW.api.call(method, path, body).done(function () {
+      if (done) done();
+      HW.api.device(shown).done(function (d) {
+        HW.board.upsert(d);
+        if (mac === shown) fill(d);
+      });
+    }).fail(function (xhr) { $error.text(HW.api.errorText(xhr)); });
+  }
+
+  function fill(d) {
+    var $box = $("#panel .identity");
+    if (d.mac !== mac) $box.find(".identity-error").text("");
+    mac = d.mac;
+    var id = d.identity;
+    $box.prop("hidden", id === undefined || d.state === "unknown");
+    if (id === undefined) return;
+    $box.find(".identity-label").text(id && id.label ? icon(id.type) + " " + id.label : "Not known yet: it has said nothing the router recognises.");
+    $box.find(".identity-level").text(id && id.label ? "(" + levelText(id) + ")" : "");
+    $box.find(".identity-why").text(id && id.why && id.why.length ? "Why: " + id.why.join("; ") + "." : "");
+    $box.find(".identity-clear").prop("hidden", !(id && id.corrected));
+    var twin = id && id.looks_like;
+    $box.find(".identity-twin").prop("hidden", !twin);
+    $box.find(".identity-twin-text").text(twin ? "It " + twin.text + "." : "");
+    $box.find(".identity-join").text(twin ? "Let it in as " + twin.name : "").attr("data-twin", twin ? twin.mac : "");
+  }
+
+  return { add: add, fill: fill, text: text, icon: icon };
+})(jQuery);
