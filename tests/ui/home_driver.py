@@ -27,14 +27,8 @@ sends one JSON request per line on stdin and reads one JSON answer per line on s
     {"op": "internet_hello", "port": 9000, "address"?: ..}  -> {"answer": the name of who answered, or ""}
     {"op": "natpmp", "dev": "dev1", "public": 9300, "private": 8080}  -> {"output": natpmpc's}
     {"op": "remote_connect", "mac": ..}   (a WireGuard client in the emulated internet, from its file)
-    {"op": "mqtt_listen"} / {"op": "mqtt_messages", "topic": "homework/notification"} -> {"messages": [..]}
-    {"op": "stream", "dev": "dev1", "kbit": 3000, "seconds": 30, "family": 6}  (a video, in the background)
-    {"op": "bulk", "dev": "dev1", "seconds": 40}   (a big download, in the background)
-    {"op": "stop", "dev": "dev1"}   (ends its stream or big download)
-    {"op": "speed", "dev": "dev1", "mb": 4}  -> {"kbit": .., "bytes": ..} (a download's rate)
     {"op": "page", "dev": "dev1", "url": .., "family": 4|6}  -> {"code": .., "body": ..} (what its browser shows)
     {"op": "wait_ipv6", "dev": "dev1"}  -> {"ipv6": [..], "router6": its IPv6 router address}
-    {"op": "dns_stays_home", "dev": "dev1"}  -> {"answers": [{server, a, aaaa, txt, upstream}]}
     {"op": "quit"}
 
 Config overrides for the home (TOML sections as JSON) may come in $HOMEWORK_UI_CONFIG.
@@ -71,8 +65,6 @@ class Driver:
         # (the test sets it up in the browser: first_hour.test.mjs).
         self.laptop_set_up = config.pop("laptop_set_up", True)
         kw = {"public_wan": config.pop("public_wan", False)}      # UPnP mappings (homelab.PUBLIC_WAN_ADDR)
-        if "isp_link" in config:        # {"isp_link": {"down_kbit", "up_kbit", "buffer_ms"}}: a slow line
-            kw["isp_link"] = config.pop("isp_link")
         # {"isp_edge": true}: the WAN line runs through an ISP edge (homelab/isp_edge.py)
         self.edge = None
         if config.pop("isp_edge", False):
@@ -97,7 +89,6 @@ class Driver:
         self.devices = {}
         self.satellites = {}
         self.traffic: list[subprocess.Popen] = []
-        self.background: dict[str, subprocess.Popen] = {}     # a device's stream or big download
 
     def start(self) -> dict:
         self.home.start()
@@ -442,73 +433,7 @@ class Driver:
         lines = out.read_text().splitlines() if out.exists() else []
         return {"requests": [json.loads(ln) for ln in lines]}
 
-    # -- MQTT as a household's Home Assistant hears it (the image's own mosquitto) ------------
-    def op_mqtt_listen(self, req):
-        """Subscribe to the controller's topics (the household home's broker, anonymous on
-        127.0.0.1 as the image's); every message goes to a file, read by mqtt_messages."""
-        self.mqtt_out = self.home.dir / "ui-mqtt.txt"
-        self.home.router_popen(["mosquitto_sub", "-h", "127.0.0.1", "-v", "-t", "homework/#", "-t", "homeassistant/#"],
-                               stdout=open(self.mqtt_out, "ab"), stderr=subprocess.STDOUT)
-        return {}
-
-    def op_mqtt_messages(self, req):
-        """[{topic, payload}] heard so far; `topic` filters (a prefix)."""
-        out = getattr(self, "mqtt_out", None)
-        lines = out.read_text(errors="replace").splitlines() if out and out.exists() else []
-        wanted = req.get("topic", "")
-        rows = [dict(zip(("topic", "payload"), line.split(" ", 1))) for line in lines if " " in line]
-        return {"messages": [r for r in rows if r["topic"].startswith(wanted)]}
-
     # -- what a device sees -------------------------------------------------------------------
-    def op_stream(self, req):
-        """A video on the device: `kbit` kbit/s from the internet's web server for `seconds`
-        (in the background), over IPv4 or (family 6) IPv6."""
-        from homelab import WEB6_ADDR
-        host = f"[{WEB6_ADDR}]" if req.get("family") == 6 else WEB_ADDR
-        seconds = int(req.get("seconds", 30))
-        url = f"http://{host}/stream/{int(req.get('kbit', 3000))}?seconds={seconds}"
-        p = self.dev(req).popen(["curl", "-s", "-o", "/dev/null", "-m", str(seconds + 15), url],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.traffic.append(p)
-        self.background[req["dev"]] = p
-        return {}
-
-    def op_bulk(self, req):
-        """A big download on the device for `seconds` (in the background): as much as the line gives it."""
-        seconds = int(req.get("seconds", 30))
-        p = self.dev(req).popen(["curl", "-s", "-o", "/dev/null", "-m", str(seconds), f"http://{WEB_ADDR}/download/4G"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.traffic.append(p)
-        self.background[req["dev"]] = p
-        return {}
-
-    def op_stop(self, req):
-        """Ends the device's stream or big download (stream, bulk)."""
-        p = self.background.pop(req["dev"], None)
-        if p is not None and p.poll() is None:
-            p.terminate()
-            p.wait(timeout=10)
-        return {}
-
-    def op_speed(self, req):
-        """{"op": "speed", "dev": .., "mb": 4} -> {"kbit": the download's rate, "bytes": received,
-        "other_kbit": {dev: rate} of the devices named in `others` over the same time (their
-        interfaces' received bytes)}."""
-        dev = self.dev(req)
-        others = {name: self.devices[name] for name in req.get("others", [])}
-
-        def received(d):
-            return int(d.run(["cat", f"/sys/class/net/{d.ifname}/statistics/rx_bytes"]).stdout)
-        before = {name: received(d) for name, d in others.items()}
-        t0 = time.monotonic()
-        r = dev.run(["curl", "-s", "-o", "/dev/null", "-m", str(int(req.get("max_time", 60))), "-w",
-                     "%{size_download} %{time_total}", f"http://{WEB_ADDR}/download/{int(req.get('mb', 4))}M"],
-                    check=False, timeout=int(req.get("max_time", 60)) + 15)
-        elapsed = time.monotonic() - t0
-        size, total = r.stdout.split() if len(r.stdout.split()) == 2 else ("0", "1")
-        other = {name: (received(d) - before[name]) * 8 / 1000 / elapsed for name, d in others.items()}
-        return {"kbit": int(size) * 8 / 1000 / max(float(total), 1e-3), "bytes": int(size), "other_kbit": other}
-
     def op_page(self, req):
         """What the device's browser shows for a web address: (HTTP status, the page's text),
         names resolved by the device's own DNS server, over IPv4 or (family 6) IPv6, HTTPS
@@ -521,7 +446,7 @@ class Driver:
                  f"-A 'Mozilla/5.0 (homelab)' -o - -w '\\n%{{http_code}}' '{url}'")
         r = dev.run(["unshare", "-m", "sh", "-c", inner], check=False, timeout=30)
         body, _, code = r.stdout.rpartition("\n")
-        return {"code": int(code) if code.isdigit() else 0, "body": body[-6000:]}
+        return {"code": int(code) if code.isdigit() else 0, "body": body[:20000]}
 
     def op_wait_ipv6(self, req):
         """The device's global IPv6 addresses (SLAAC in its /64) and its IPv6 router (::1 of it)."""
@@ -535,25 +460,6 @@ class Driver:
         addrs = dev.ipv6_global()
         net = ipaddress.IPv6Network((int(ipaddress.IPv6Address(addrs[0])) >> 64 << 64, 64))
         return {"ipv6": addrs, "router6": str(net.network_address + 1)}
-
-    def op_dns_stays_home(self, req):
-        """A cut-off device's DNS: a name nobody asked before, A, AAAA and TXT, from its
-        gateway, an outside resolver, its IPv6 router address and an outside IPv6 resolver;
-        and whether the internet's resolver heard of it (it must not)."""
-        import secrets
-        from homelab.dns import PUBLIC, UPSTREAM6
-        dev = self.dev(req)
-        router6 = self.op_wait_ipv6(req)["router6"]
-        out = []
-        for server in (dev.default_gateway(), PUBLIC, router6, UPSTREAM6):
-            name = f"t{secrets.token_hex(5)}.new.test"
-            got = {"server": server, "name": name}
-            for qtype in ("A", "AAAA", "TXT"):
-                got[qtype.lower()] = list(self.dns_lab.dig(dev, name, qtype, server=server))
-            out.append(got)
-        for got in out:
-            got["upstream"] = self.dns_lab.upstream_saw(got["name"])
-        return {"answers": out, "gateway": dev.default_gateway(), "router6": router6}
 
     def op_controller_log(self, req):
         return {"log": self.home.controller_log()[-6000:]}
