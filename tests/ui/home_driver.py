@@ -104,6 +104,7 @@ class Driver:
         laptop = self.household_laptop()
         # The management link (mgmt_url) is the harness's, to observe; the browser is on the laptop.
         return {"ready": True, "url": f"https://{laptop.default_gateway()}/", "view_ns": laptop.ns,
+                "router_ns": self.home.router_ns,     # the router's own screen (its kiosk) runs there
                 "laptop_mac": laptop.mac, "mgmt_url": self.web.url,
                 "password": self.home.admin_password,
                 "run_id": self.home.run_id, "web": f"http://{WEB_ADDR}/",

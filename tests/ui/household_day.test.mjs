@@ -6,7 +6,8 @@
 //
 //   1. the new router is set up from the laptop's waiting page;
 //   2. Sam's tablet asks to join: its screen says it waits (IPv4 and IPv6); the board shows
-//      it asking, a tap lets it in, the household names it;
+//      it asking; on the router's own screen (a panel) a tap lets it in and names it, and
+//      the laptop's board follows;
 //   3. it gets a website rule from its panel: the name no longer resolves for it;
 //   4. a bedtime from its panel: its label says so, its own screen says when it ends (IPv4
 //      and IPv6); removed, it is back online;
@@ -20,7 +21,7 @@
 // One home for every step; screenshots in test-artifacts/ui/day-*.png.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cliOf, drag, label, login, screenshot, setUpRouter, useBoard } from './lib.mjs';
+import { cliOf, label, launch, login, newPage, screenshot, setUpRouter, useBoard } from './lib.mjs';
 
 let home, browser, page;
 const PASSWORD = 'our family password';
@@ -132,17 +133,33 @@ test('Sam\'s tablet asks: its screen says it waits; a tap lets it in and the hou
   const asking = page.locator(`#zone-asking .label[data-mac="${dev.mac}"]`);
   await asking.waitFor({ timeout: 30000 });
   await screenshot(page, 'day-02-asking');
-  const button = label(page, dev.mac).locator('.decide button.let-in');
-  if (await button.count()) await tap(button);
-  else await drag(page, dev.mac, 'permitted');
-  await page.locator(`#zone-permitted .label[data-mac="${dev.mac}"]`).waitFor();
-  const dialog = page.locator('#meta-dialog');           // the first permit asks whose it is
-  await dialog.waitFor({ state: 'visible' });
-  await dialog.locator('input[name=name]').fill(TABLET);
-  await dialog.locator('input[name=owner]').fill('Sam');
-  await dialog.locator('select[name=type]').selectOption('tablet');
-  await tap(dialog.locator('#meta-save'));
-  await label(page, dev.mac).filter({ hasText: TABLET }).waitFor();
+
+  // the router's own screen (its kiosk pairs itself over loopback, as at each start) shows
+  // the board as a panel; the parent passing by taps the tablet and lets it in there
+  await cli('panel', 'night', '--off');          // panels dim at night: the day, whatever the hour
+  const code = JSON.parse(await cli('--json', 'panel', 'pair', '--screen')).code;
+  const screenBrowser = await launch(home.info.router_ns);
+  try {
+    const screen = await newPage(screenBrowser);
+    await screen.goto(`https://127.0.0.1/#panel-code=${code}`);
+    await screen.locator('#board').waitFor({ state: 'visible' });
+    await screen.locator('#live.on').waitFor();
+    assert.equal(await screen.locator('body.panel-mode.panel-screen').count(), 1, 'the router\'s screen is a panel');
+    await tap(label(screen, dev.mac));
+    await tap(screen.locator('#decide-dialog .let-in'));
+    const dialog = screen.locator('#meta-dialog');         // the first permit asks whose it is
+    await dialog.waitFor({ state: 'visible' });
+    await dialog.locator('input[name=name]').fill(TABLET);
+    await dialog.locator('input[name=owner]').fill('Sam');
+    await dialog.locator('select[name=type]').selectOption('tablet');
+    await tap(dialog.locator('#meta-save'));
+    await screen.locator(`#zone-permitted .label[data-mac="${dev.mac}"]`).filter({ hasText: TABLET }).waitFor();
+    await screenshot(screen, 'day-03-router-screen');
+  } finally {
+    await screenBrowser.close();
+  }
+  // the laptop's board follows, by name
+  await page.locator(`#zone-permitted .label[data-mac="${dev.mac}"]`).filter({ hasText: TABLET }).waitFor();
   await online(dev, true);
   assert.equal(JSON.parse(await cli('--json', 'status', dev.mac)).state, 'permitted');
   await screenshot(page, 'day-03-let-in');
