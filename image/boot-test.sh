@@ -740,7 +740,7 @@ else
 fi
 check "hwdbd answers on udp/987" g "ss -Hluln | grep -q '127.0.0.1:987 '"
 check "remote access runs on the kernel's WireGuard, its UDP port the WAN's only opening; miniupnpd runs for the devices allowed to open ports" \
-  g "for i in \$(seq 1 30); do s=\$(homework call remote-status); echo \"\$s\" | grep -q '\"backend\": \"kernel\"' && echo \"\$s\" | grep -q '\"running\": true' && nft list chain inet homework remote_input | grep -q 'udp dport 51820 accept' && pgrep -x miniupnpd && exit 0; sleep 1; done; echo \"\$s\"; exit 1"
+  python3 "$TOP/image/boot-test-agent.py" "$ART/agent.sock" 240 "end=\$((\$(date +%s) + 200)); while [ \$(date +%s) -lt \$end ]; do s=\$(homework call remote-status); echo \"\$s\" | grep -q '\"backend\": \"kernel\"' && echo \"\$s\" | grep -q '\"running\": true' && nft list chain inet homework remote_input | grep -q 'udp dport 51820 accept' && pgrep -x miniupnpd && exit 0; sleep 2; done; echo \"\$s\"; exit 1"
 check "homework-dnsd listens on IPv6 too ([fd00:53::53]:5300, [ipv6] enabled)" g "ss -Hluln | grep -qF '[fd00:53::53]:5300 '"
 
 # Data plane
