@@ -66,8 +66,8 @@ def words(cut: Cut, name: str, now: float, tz: tzinfo) -> Words:
     who = f"This device ({name})" if name else "This device"
     if cut.kind == PENDING:
         return Words("Waiting for approval", "Waiting for approval on the Guest Board", (
-            f"{who} has joined the home network, but someone in the household has to let it in. "
-            "Ask them to drag it to <em>on the network</em> on the Guest Board.",
+            f"{who} has joined the home network, but someone in the household has to let it in: "
+            "ask them to tap <em>Let in</em> beside it on the Guest Board.",
             "Once they do, this device is online straight away: just reload the page."))
     if cut.kind == DENIED:
         return Words("Not allowed on this network", "Not allowed on this network", (

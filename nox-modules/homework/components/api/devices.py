@@ -58,8 +58,8 @@ class DeviceEvent(Model):
     extra = "allow"
     mac: str
     state: str | None = field(doc="null: forgotten, or a MAC no longer heard")
-    reason: str = field(optional=True, doc="seen, decision, meta, forgotten, schedule, flow-limit, usage-limit, "
-                                           "nearby, out-of-range, satellite-...")
+    reason: str = field(optional=True, doc="seen, decision, meta, forgotten, schedule, cutoff, identity, "
+                                           "flow-limit, usage-limit, nearby, out-of-range, satellite-...")
     view: BoardDevice | None
 
 
