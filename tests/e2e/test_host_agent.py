@@ -123,7 +123,7 @@ def test_unknown_agents_and_agents_of_another_computer_are_refused(lab):
     # a computer does not add or remove its own agent, even with the household's admin
     # token (as for every change a device would make about itself): another device does
     for method in ("POST", "DELETE"):
-        out = laptop.run(["curl", "-sk", "-m", "60", "-o", "-", "-w", "\n%{http_code}", "-X", method,
+        out = laptop.run(["curl", "-sk", "-m", "60", "-o", "-", "-w", "\n%{http_code}", "-X", method, "-d", "",
                           "-H", f"Authorization: Bearer {lab.web.token('admin')}",
                           f"https://{gateway(laptop)}/ws.v1/qos/agents/{laptop.mac}"], check=False, timeout=90).stdout
         body, _, code = out.rpartition("\n")
