@@ -145,3 +145,23 @@ def test_a_lease_of_a_device_no_longer_permitted_is_cut_short_at_start(tmp_path,
     clock.advance(31)
     again.ctx.component("dhcp").expire_leases()
     assert again.switch.outputs(ip_pkt(1, A, ip, WEB, dport=443)) == [CONTROLLER]      # watched
+
+
+def test_a_device_let_in_again_keeps_the_lease_it_believes_in(tmp_path, clock):
+    """A factory reset made the household's laptop a stranger (its hour cut to a pending
+    lease); it sets the router up again and is let in: it keeps its address until its own
+    renewal, not 30 s."""
+    from conftest import make_core
+    core, ip = home(tmp_path, clock)
+    core.state.set_device_state(A, "pending")
+    core.stop()
+    core.state.close()
+    clock.advance(60)
+    again = make_core(tmp_path, components=("dhcp", "routing"), clock=clock)
+    assert again.ctx.leases.get(A).expires - clock.now == 30
+    again.commands.call("permit", mac=A)
+    assert again.ctx.leases.get(A).expires - clock.now == 3600 - 60     # the hour it was given
+    clock.advance(31)
+    again.ctx.component("dhcp").expire_leases()
+    lease = again.ctx.leases.get(A)
+    assert lease.active and lease.ip == ip

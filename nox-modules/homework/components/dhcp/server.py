@@ -664,8 +664,23 @@ class DhcpServer(Component):
         self.new_devices.know(ev.mac)       # seen, or decided on (pre-approval too): ours to answer
         if ev.reason == "decision" and ev.mac in self.returning and ev.state != "blacklisted":
             self.came_back(ev.mac, self.returning[ev.mac].port, decided=True)   # let back in by its MAC
+        if ev.reason == "decision" and ev.state == "permitted":
+            self._uncut(ev.mac)
         if ev.reason == "decision":      # the lease time, or blacklisted: no answers
             self._dhcpd_sync(ev.mac)
+
+    def _uncut(self, mac: str) -> None:
+        """Let in while its lease was cut short to a pending device's (a restore or a factory
+        reset made it a stranger: _cut_short): it still believes in the lease it was given
+        before and will not ask again until half of that has passed, so ours runs to that end
+        again (at most a permitted lease from now). Otherwise the household's laptop that set
+        the router up again after a factory reset lost its address half a minute later."""
+        believed, now = self.believed.get(mac, 0.0), self.ctx.now()
+        if mac not in self.live or mac in self.relays or believed <= self.alloc.expiry(mac):
+            return
+        self.alloc.set_expiry(mac, min(believed, now + self.ctx.config.permitted_lease))
+        self.ctx.state.save_lease(self._held(mac))
+        self._ask_to_renew.discard(mac)
 
     def _on_station_at(self, topic: str, ev) -> None:
         """A satellite's agent hears a station on another radio than its lease's:
