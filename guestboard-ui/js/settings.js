@@ -147,7 +147,19 @@ HW.settings = {
     $("#webhook-secret").prop("hidden", true).find(".value").text("");
   }
 
+  /* The sections' index, made from the sections themselves (each top-level section's id and
+     its heading's own words, not its buttons'): a new section is one place in settings.html. */
+  function buildIndex() {
+    var $ol = $("#settings .section-index ol").empty();
+    $("#settings .sections > section[id]").each(function () {
+      var $heading = $(this).children("h2").first().clone();
+      $heading.children().remove();
+      $("<li>").append($("<a>", { href: "#" + this.id }).text($.trim($heading.text()))).appendTo($ol);
+    });
+  }
+
   $(function () {
+    buildIndex();
     $("#webhook-add").on("submit", addWebhook);
     $("#webhook-secret .dismiss").on("click", function () {
       $("#webhook-secret").prop("hidden", true).find(".value").text("");
