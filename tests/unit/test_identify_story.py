@@ -23,12 +23,14 @@ T0 = 1_795_000_000.0          # 2026-11-18 11:06:40 UTC
 
 def facts(**kw):
     base = dict(mac=MAC, name="Tom's laptop", state="permitted", first_seen=T0, hostname="toms-laptop",
-                decisions=[{"at": T0 + 60, "state": "permitted", "was": "pending", "by": "the Guest Board on Mum's phone"}],
+                decisions=[{"at": T0 + 60, "state": "permitted", "was": "pending",
+                            "by": "the Guest Board on Mum's phone"}],
                 places=[(T0 + 1, "d1"), (T0 + 3600, "hws1p3"), (T0 + 7200, "wifi:wlan0")],
                 alerts=[{"at": T0 + 5000, "kind": "alert-usage", "title": "Tom's laptop used its allowance",
                          "detail": "It moved 2 GB today."}],
                 names_today=[("example.com", 12), (story.OTHER_NAMES, 400), ("debian.org", 3)],
-                usage={"today": {"up": 1_200_000, "down": 28_600_000}, "week": {"up": 5_000_000, "down": 2_000_000_000}},
+                usage={"today": {"up": 1_200_000, "down": 28_600_000},
+                       "week": {"up": 5_000_000, "down": 2_000_000_000}},
                 now=T0 + 9000)
     base.update(kw)
     return story.Facts(**base)

@@ -21,7 +21,7 @@ from ...events import Identity
 from ...macaddr import BadMac, normalize
 from ...oui import default_table, is_private
 from ...worker import offload
-from ..usage import periods
+from ..usage.periods import day_window, zone
 from . import announce, catalog, correction, story
 from .classify import Guess, classify
 from .history import DeviceHistory
@@ -50,7 +50,7 @@ class IdentifyComponent(Component):
         self._dirty: set[str] = set()                # said something new, not classified yet
         self._by_mark: dict[tuple[str, ...], set[str]] = {}   # looks_like's index: mark -> MACs
         self.history = DeviceHistory(ctx)
-        self.tz = periods.zone(ctx.config.timezone)
+        self.tz = zone(ctx.config.timezone)
         self._hwdb = None
 
     # -- start and stop --------------------------------------------------------------------
@@ -80,7 +80,7 @@ class IdentifyComponent(Component):
         cmd.register("identify-clear", self.clear)
         cmd.register("identify-catalog", self.catalog)
         cmd.register("identify-join", self.join)
-        cmd.register("device-story", self.story)
+        cmd.register("device-story", self.device_story)
         # mDNS and SSDP announcements, pending devices' too, reach the router's stack
         # (routing's announcement flows); a real switch's bridge only (not the unit tests')
         groups = {announce.MDNS[0], announce.SSDP[0]}
@@ -284,9 +284,9 @@ class IdentifyComponent(Component):
 
     # -- each device's story (story.py) ----------------------------------------------------
     def _on_timezone(self, topic: str, ev) -> None:
-        self.tz = periods.zone(ev.zone)
+        self.tz = zone(ev.zone)
 
-    def story(self, mac: str, format: str = "json"):
+    def device_story(self, mac: str, format: str = "json"):
         """`device-story`: the device's story (format "json"), or its CSV download ("csv":
         {"filename", "csv"}). The facts are read here; the words are made off the loop."""
         if format not in ("json", "csv"):
@@ -335,7 +335,7 @@ class IdentifyComponent(Component):
             return None, "the query log is not available (no hwdb client)"
         if self._hwdb is None:
             self._hwdb = hwdb_client.Client(cfg.hwdb_host, cfg.hwdb_port, timeout=3.0)
-        midnight, _ = periods.day_window(self.ctx.now(), self.tz)
+        midnight, _ = day_window(self.ctx.now(), self.tz)
         try:
             rows = self._hwdb.query(f"select name, sum(count) from DnsQueries [since @{int(midnight * 1e9):016x}@] "
                                     f"where mac = {hwdb_client.quote(mac)} group by name "
