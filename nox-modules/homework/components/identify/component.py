@@ -313,7 +313,8 @@ class IdentifyComponent(Component):
             f"SELECT at, place FROM device_places WHERE mac IN ({marks}) ORDER BY at DESC LIMIT ?",
             (*macs, story.HISTORY_MAX))][::-1]
         alerts = [dict(r) for r in state.execute(
-            f"SELECT at, kind, title, detail FROM notifications WHERE mac IN ({marks}) ORDER BY at DESC LIMIT ?",
+            f"SELECT at, kind, title, detail FROM notifications WHERE mac IN ({marks}) AND kind LIKE 'alert-%' "
+            "ORDER BY at DESC LIMIT ?",
             (*macs, story.ALERTS_MAX))][::-1]
         usage = (self.ctx.commands.call("usage-device-sums", mac=mac)
                  if "usage-device-sums" in self.ctx.commands.names() else None)
