@@ -258,8 +258,9 @@ class IdentifyComponent(Component):
 
     def join(self, mac: str, as_mac: str) -> dict:
         """`identify-join`: the household taps "let it in as Tom's iPhone": the new address
-        becomes that device (its name, owner, type, what the household said it is, and its
-        decision: permitted), the old address is forgotten, and the join is kept
+        becomes that device (its name, owner, type, what the household said it is, its
+        decision: permitted, and every component's settings for it: `carried`), the old
+        address is forgotten, and the join is kept
         (device_joins) so the device's story reads both addresses' history as one."""
         mac, as_mac = self._known(mac), self._known(as_mac)
         if self.looks_like(mac) != as_mac:
@@ -277,10 +278,13 @@ class IdentifyComponent(Component):
         self.ctx.state.execute("INSERT OR REPLACE INTO device_joins (mac, was, joined) VALUES (?, ?, ?)",
                                (mac, as_mac, self.ctx.now()))
         self.ctx.devices.permit(mac)
+        # what other components keep per device (website rules, priority, schedules, ...)
+        # moves too, before the old address is forgotten (Component.carry_device)
+        carried = self.ctx.carry_device(as_mac, mac)
         self.ctx.devices.forget(as_mac)
         self.ctx.count("identify.joins")
         self._tell(mac)
-        return self.identity(mac)
+        return {**self.identity(mac), "carried": carried}
 
     # -- each device's story (story.py) ----------------------------------------------------
     def _on_timezone(self, topic: str, ev) -> None:

@@ -46,4 +46,6 @@ MANIFEST = Manifest(
         "identify.ssdp": "SSDP announcements heard from a device holding a lease",
         "identify.unknown_announcer": "announcements from an address no lease holds (left unread)",
     },
+    stays={"device_identity": "the join itself moves the household's correction",
+           "device_joins": "the join itself records the old address"},
 )

@@ -250,6 +250,19 @@ class Schedules(Component):
         self._apply()
         return schedule.as_dict()
 
+    def carry_device(self, old: str, new: str) -> list[str]:
+        """A device let in as the device it was: its own schedules move to it (its owner's
+        apply to it through its owner, which the join carries)."""
+        with self._lock:
+            mine = [s for s in self.store.schedules.values() if s.target == old]
+            for s in mine:
+                self.store.add(new, s.window, s.action, self.ctx.now())
+                self.store.remove(s.id)
+        if not mine:
+            return []
+        self._apply()
+        return ["schedules"]
+
     def remove(self, id=None) -> dict:
         try:
             schedule_id = row_id(id, "schedule")

@@ -10,6 +10,8 @@ write-behind batching, the backup and the upgrade path that keeps the data parti
 """
 from __future__ import annotations
 
+import dataclasses
+
 from ...commands import CommandError
 from ... import wording
 from ...component import Component
@@ -419,6 +421,22 @@ class Usage(Component):
         self._limit_used.pop(limit.target, None)
         self._end_expired_blocks()
         return limit.as_dict()
+
+    def carry_device(self, old: str, new: str) -> list[str]:
+        """A device let in as the device it was: its allowance and its burst alert move to it."""
+        carried = []
+        limit = self.limits.remove(old)
+        if limit is not None:
+            self.limits.set(dataclasses.replace(limit, target=new))
+            self._limit_used.pop(old, None)
+            self._end_expired_blocks()
+            carried.append("allowance")
+        burst = self.bursts.by_mac.get(old)
+        if burst is not None:
+            self.bursts.set(dataclasses.replace(burst, mac=new))
+            self.bursts.remove(old)
+            carried.append("burst alert")
+        return carried
 
     def remove_limit(self, mac=None, owner=None) -> dict:
         limit = self.limits.remove(parse_target(mac, owner))
