@@ -84,10 +84,13 @@ class IdentifyComponent(Component):
         # mDNS and SSDP announcements, pending devices' too, reach the router's stack
         # (routing's announcement flows); a real switch's bridge only (not the unit tests')
         groups = {announce.MDNS[0], announce.SSDP[0]}
+        ipv6 = self.ctx.config.ipv6_enabled
+        if ipv6:
+            groups.add(announce.MDNS6)
         self.ctx.announcement_groups.update(groups)
         self.ctx.router_groups.update(groups)
         if self.ctx.switch_is_real:
-            self.listener = announce.Listener(self.ctx.config.bridge, self._heard_one)
+            self.listener = announce.Listener(self.ctx.config.bridge, self._heard_one, ipv6=ipv6)
             try:
                 self.listener.start()
             except OSError as exc:
@@ -109,7 +112,10 @@ class IdentifyComponent(Component):
         then every device that said something new is classified (settle)."""
         while self._heard:
             address, source, evidence = self._heard.popleft()
-            lease = self.ctx.leases.by_address(address)
+            if address.startswith(announce.MAC_SOURCE):     # mDNS over IPv6: the frame's MAC
+                lease = self.ctx.leases.get(address.removeprefix(announce.MAC_SOURCE))
+            else:
+                lease = self.ctx.leases.by_address(address)
             if lease is None:
                 self.ctx.count("identify.unknown_announcer")
                 continue
