@@ -14,6 +14,7 @@ denied ones already reach only their gateway, and a blacklisted one nothing.
 """
 from __future__ import annotations
 
+import builtins
 import threading
 
 from ...commands import CommandError, seen_device
@@ -250,7 +251,7 @@ class Schedules(Component):
         self._apply()
         return schedule.as_dict()
 
-    def carry_device(self, old: str, new: str) -> list[str]:
+    def carry_device(self, old: str, new: str) -> builtins.list[str]:   # (`list` is a command here)
         """A device let in as the device it was: its own schedules move to it (its owner's
         apply to it through its owner, which the join carries)."""
         with self._lock:
