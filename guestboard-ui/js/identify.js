@@ -114,7 +114,7 @@ HW.identify = (function ($) {
 
   function showStory(s) {
     var $box = $("#panel .story"), $facts = $box.find(".story-facts").empty();
-    function fact(head, text) { $facts.append($("<li>").append($("<strong>").text(head + ": "), document.createTextNode(text))); }
+    function fact(head, words) { $facts.append($("<li>").append($("<strong>").text(head + ": "), document.createTextNode(words))); }
     fact("First seen", s.first_seen ? when(s.first_seen) : "not yet");
     fact("Let in", s.approved ? when(s.approved.at) + (s.approved.by ? " by " + s.approved.by : "") : "not yet");
     fact("Where", s.places.length ? s.places.join(", ") : "not seen on a port yet");
