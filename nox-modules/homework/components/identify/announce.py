@@ -220,10 +220,13 @@ class Listener:
             s.setsockopt(real_socket.IPPROTO_IP, real_socket.IP_ADD_MEMBERSHIP, mreqn)
             self._socks.append((s, "mdns" if port == MDNS[1] else "ssdp"))
         if self.ipv6:
-            s = real_socket.socket(real_socket.AF_PACKET, real_socket.SOCK_RAW, real_socket.htons(ETH_P_IPV6))
-            attach_mdns6_filter(s)
-            s.bind((self.interface, ETH_P_IPV6))
-            self._socks.append((s, "mdns6"))
+            try:        # a packet socket needs CAP_NET_RAW: without it, IPv4's announcements still
+                s = real_socket.socket(real_socket.AF_PACKET, real_socket.SOCK_RAW, real_socket.htons(ETH_P_IPV6))
+                attach_mdns6_filter(s)
+                s.bind((self.interface, ETH_P_IPV6))
+                self._socks.append((s, "mdns6"))
+            except OSError as exc:
+                log.warning("cannot hear mDNS over IPv6 on %s (%s): IPv4's announcements only", self.interface, exc)
         thread = real_threading.Thread(target=self._loop, name="identify-announce", daemon=True)
         thread.start()
 
