@@ -100,6 +100,10 @@ test("a device's story in its panel: who let it in, where it joined; the story d
     if (!(await page.locator('#board').isVisible().catch(() => false))) {
       await login(page, home.info.url, home.info.password);      // run alone (--test-name-pattern)
     }
+    if (await page.locator('#panel').isVisible()) {          // left open by the test before
+      await page.locator('#panel .close').click();
+      await page.locator('#panel').waitFor({ state: 'hidden' });
+    }
     const dev = await home.call({ op: 'add_device', name: 'storybook' });
     await home.call({ op: 'start_dhcp', dev: dev.name, client: 'udhcpc' });
     await home.call({ op: 'wait_ipv4', dev: dev.name, timeout: 30 });
