@@ -30,6 +30,7 @@ HW.routes = (function () {
     correctIdentity: { method: "POST", path: "identity/{mac}", answer: null },
     clearIdentity: { method: "POST", path: "identity/{mac}/clear", answer: null },
     joinIdentity: { method: "POST", path: "identity/{mac}/join", answer: null },
+    story: { method: "GET", path: "identity/{mac}/story", query: ["format"], answer: "Story" },
     permitDns: { method: "POST", path: "permit-dns/{mac}/{domain}", answer: null },
     denyDns: { method: "POST", path: "deny-dns/{mac}/{domain}", answer: null },
     removeDnsRule: { method: "POST", path: "remove-dns-rule/{mac}/{domain}", answer: null },

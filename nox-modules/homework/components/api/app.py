@@ -34,6 +34,7 @@ from collections.abc import Callable
 
 from webob import Request, Response
 
+from ... import actor, wording
 from ...callers import DEVICE, STRANGER, Caller
 from ...commands import CommandError
 from ...macaddr import BadMac, normalize
@@ -173,11 +174,17 @@ class ApiApp:
             if op.own_access and op.own_access.startswith("body."):
                 self._not_self_in(call, _value(kwargs["body"], op.own_access[5:]))
                 self.not_own_owner(call, _value(kwargs["body"], "owner"))
-        result = route.handler(call, **kwargs)
+        with actor.acting(self.who(call)):      # a device's story says who let it in
+            result = route.handler(call, **kwargs)
         resp = result if isinstance(result, Response) else json_response(result, op.status)
         if self.check_answers:
             self._check(op, resp)
         return resp
+
+    def who(self, call: Call) -> str:
+        p = call.principal
+        device = wording.name_of(self.ctx.state, call.client_mac) if call.client_mac else ""
+        return actor.api_caller(p.role if p else "", p.kind if p else "", p.panel if p else "", device)
 
     def _match(self, req: Request) -> tuple[Route, dict]:
         path = req.path_info

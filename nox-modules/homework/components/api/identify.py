@@ -8,6 +8,9 @@
                                             looks like that permitted device is let in as it (409 when it
                                             does not look like it)
     GET  /ws.v1/identity-catalog            how many fingerprint rules, and their sources
+    GET  /ws.v1/identity/{mac}/story        the device's story: first seen, who let it in and when, ports and
+                                            radios, top names today, usage today and this week, alerts, and
+                                            a timeline of events; ?format=csv: the timeline as a CSV download
 
 A correction changes what the board calls the device, never its access: a guess decides
 nothing. Still, a device may not correct itself (it would be telling the board what to
@@ -16,6 +19,8 @@ call it). A bad type or an over-long label is a 400 naming it; nothing is stored
 from __future__ import annotations
 
 from typing import Literal
+
+from webob import Response
 
 from ..identify.catalog import TYPES
 from ..identify.correction import LABEL_MAX
@@ -51,6 +56,62 @@ class Catalog(Model):
     """The fingerprint rules the router knows."""
     rules: int
     sources: dict[str, str] = field(doc="where the rules come from")
+
+
+class StoryQuery(Model):
+    extra = "ignore"
+    format: Literal["", "json", "csv"] = field("", doc="csv: the story as CSV, one row per event")
+
+
+class StoryApproved(Model):
+    at: float
+    by: str = field(doc="who let it in, in words ('' when not known)")
+
+
+class StoryName(Model):
+    name: str
+    count: int
+
+
+class StoryUsageSpan(Model):
+    extra = "allow"
+    words: str = field(doc="the amount in the household's words")
+
+
+class StoryUsage(Model):
+    today: StoryUsageSpan
+    week: StoryUsageSpan
+
+
+class StoryAlert(Model):
+    at: float
+    kind: str
+    title: str
+    detail: str
+
+
+class StoryEvent(Model):
+    extra = "allow"
+    at: float
+    kind: str = field(doc="first seen, joined, decision, place, alert")
+    words: str
+
+
+class Story(Model):
+    """The device's story, oldest event first (docs/identify.md)."""
+    mac: str
+    name: str
+    label: str
+    state: str
+    first_seen: float | None
+    approved: StoryApproved | None
+    places: list[str]
+    names_today: list[StoryName] | None = field(doc="null when the names are not known (names_note says why)")
+    names_note: str
+    usage: StoryUsage | None = field(doc="null without the usage component")
+    alerts: list[StoryAlert]
+    events: list[StoryEvent]
+    at: float
 
 
 class IdentifyRoutes(RouteGroup):
@@ -89,3 +150,16 @@ class IdentifyRoutes(RouteGroup):
          name="getIdentityCatalog", answer=Catalog, needs=IDENTIFY)
     def catalog(self, call):
         return self.api.command("identify-catalog")
+
+    @get("/identity/{mac}/story", Access.READ, "The device's story (read): first seen, who let it in and "
+         "when, where it has been, the names it looked up most today, its usage today and this week, its "
+         "alerts and its events; as CSV (one row per event) with format=csv", name="getStory", query=StoryQuery,
+         answer=Story, also="text/csv", needs=IDENTIFY, params={"mac": KNOWN_MAC},
+         errors={400: "format is neither json nor csv", 404: NOT_SEEN})
+    def story(self, call, mac, query):
+        told = self.api.command("device-story", mac=mac, format=query.format or "json")
+        if query.format != "csv":
+            return told
+        resp = Response(told["csv"], content_type="text/csv", charset="utf-8")
+        resp.headers["Content-Disposition"] = f'attachment; filename="{told["filename"]}"'
+        return resp

@@ -92,6 +92,8 @@ def operation(op: Operation, schemas: Schemas) -> dict:
     answer: dict[str, Any] = {"description": _answer_text(op)}
     if op.answer is not None:
         answer["content"] = {op.content_type: {"schema": schemas.of(op.answer)}}
+        if op.also:
+            answer["content"][op.also] = {"schema": {"type": "string"}}
     responses = {str(op.status): answer}
     for status, text in sorted(errors(op).items()):
         responses[str(status)] = {"description": text,

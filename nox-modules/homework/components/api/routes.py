@@ -86,6 +86,7 @@ class Operation:
     params: dict[str, Param] = field(default_factory=dict)
     max_body: int | Callable = MAX_BODY   # or api -> int, for a limit from the configuration
     content_type: str = "application/json"
+    also: str = ""                     # another media type the answer may take (a query asks for it: CSV)
     request_type: str = "application/json"
     slash: bool = True                 # a trailing slash is accepted
     name: str = ""                     # operationId (default: the handler's name)
