@@ -108,7 +108,7 @@ class Story(Model):
     places: list[str]
     names_today: list[StoryName] | None = field(doc="null when the names are not known (names_note says why)")
     names_note: str
-    usage: StoryUsage | None = field(doc="null without the usage component")
+    usage_: StoryUsage | None = field(key="usage", doc="null without the usage component")
     alerts: list[StoryAlert]
     events: list[StoryEvent]
     at: float
