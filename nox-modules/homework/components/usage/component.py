@@ -408,6 +408,13 @@ class Usage(Component):
         self.limits.set(limit)
         self._limit_used.pop(limit.target, None)
         self._end_expired_blocks()
+        # an allowance already used up (set below what the device used this period) is in
+        # force now, not from the device's next packet: its label and page say so at once
+        now, decisions = self.ctx.now(), []
+        for target_mac in self._macs(limit.target):
+            decisions += self._check_limits(target_mac, 0, now)
+        if decisions:
+            self.ctx.send(decisions)
         return limit.as_dict()
 
     def remove_limit(self, mac=None, owner=None) -> dict:
