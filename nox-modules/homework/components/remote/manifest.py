@@ -41,4 +41,6 @@ MANIFEST = Manifest(
     ),
     routes=("remote",),
     hears=(events.Lease, events.Device, events.Ipv6Plan),
+    stays={"remote_peers": "a remote device is a device of its own, under a MAC the router made for it: never "
+                           "one that comes back with a new private address"},
 )
