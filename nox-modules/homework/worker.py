@@ -28,26 +28,27 @@ class BatchWorker(Generic[Job]):
         self._queue: queue.Queue[Job] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
-        self._counted = threading.Condition()
-        self._queued = 0                # jobs put so far
-        self._applied = 0               # jobs whose batch has been applied (or failed)
+        # jobs put and jobs applied so far: flush waits for the jobs put before it only, so
+        # a steady stream of new ones (a crowd of devices) cannot hold it forever
+        self._done = threading.Condition()
+        self._put = 0
+        self._applied = 0
 
     def put(self, job: Job) -> None:
         with self._start_lock:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, daemon=True, name=self.name)
                 self._thread.start()
-        with self._counted:
-            self._queued += 1
+        with self._done:
+            self._put += 1
         self._queue.put(job)
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until every job queued so far has been applied (a command before it answers,
-        tests, shutdown); False if `timeout` seconds passed first. Jobs put meanwhile are
-        not waited for, so a steady stream cannot hold the caller."""
-        with self._counted:
-            target = self._queued
-            return self._counted.wait_for(lambda: self._applied >= target, timeout)
+        """Wait until every job queued so far has been applied (a command that must be in
+        force when it answers, tests, shutdown); False if `timeout` seconds passed first."""
+        with self._done:
+            mark = self._put
+            return self._done.wait_for(lambda: self._applied >= mark, timeout)
 
     def _loop(self) -> None:
         while True:
@@ -64,9 +65,9 @@ class BatchWorker(Generic[Job]):
             except Exception:   # a failed batch is logged; the worker lives on
                 log.exception("%s: applying %d queued changes failed", self.name, len(batch))
             finally:
-                with self._counted:
+                with self._done:
                     self._applied += len(batch)
-                    self._counted.notify_all()
+                    self._done.notify_all()
 
 
 def offload(fn, *args):

@@ -45,12 +45,12 @@ from ..usage.periods import zone
 EXPIRE_SECONDS = 60
 RESOLV_CHECK_SECONDS = 2     # how soon the resolver follows a WAN lease's new resolvers
 PROBE_SECONDS = 30           # how often the upstreams are looked at (reachable over TLS? signatures?)
+NFT_SETTLE_SECONDS = 10      # a command waits this long at most for its captive-set change (nft's own timeout)
 # dnsd's events come in reads of up to 64 KiB (~1,000 lines); under eventlet a read that
 # finds data never yields, so the handler yields itself every EVENT_SLICE lines or a burst
 # of new names would hold DHCP, the control socket and the API until it ends.
 EVENT_SLICE = 200
 CAPTIVE_STATES = ("pending", "denied", "cutoff")     # dnsd answers them with the router, the page says why
-NFT_SETTLE_SECONDS = 10.0    # a command waits at most this for the captive sets (one nft run each batch)
 
 
 def _captive_key(key: str) -> str:
@@ -260,13 +260,12 @@ class DnsComponent(Component):
             self.ctx.send(self._sync_dot(only=mac))
 
     def settle(self) -> None:
-        """After a command: every change it made applies to dnsd's next query, and to the
-        device's next web request (the captive sets: a device just let in that opens the
-        board at once must reach the board, not its waiting page's server)."""
+        """After a command: every change it made applies to dnsd's next query and to the
+        device's next connection (a device just let in no longer meets the captive page)."""
         if self.link is not None and not self.link.settle():
             self.log.warning("homework-dnsd did not confirm the change; it will get it on reconnect")
         if self.net is not None and not self.net.flush(timeout=NFT_SETTLE_SECONDS):
-            self.log.warning("the captive sets were not updated within %.0f s; they follow shortly",
+            self.log.warning("the captive sets were not updated within %d s; they will be shortly",
                              NFT_SETTLE_SECONDS)
 
     def _on_cutoff(self, topic: str, ev) -> None:

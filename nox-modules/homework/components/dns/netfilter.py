@@ -126,7 +126,7 @@ class DnsNet:
         self._nft.put(ip)
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until the captive sets hold every change asked for so far."""
+        """Wait until every change so far is in the sets (False: `timeout` passed first)."""
         return self._nft.flush(timeout)
 
     def script(self, changed: list[str] | None = None) -> str:
