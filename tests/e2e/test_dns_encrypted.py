@@ -7,13 +7,15 @@ device's own gateway; the router's name is that gateway; a restricted device rea
 router's DoT while its DoT to the internet stays dropped."""
 from __future__ import annotations
 
+import base64
 import ipaddress
 import json
 import re
+import struct
 
 import pytest
 
-from homelab.dns import PUBLIC, ROUTER_NAME, WEB
+from homelab.dns import NEW_DOMAIN, PUBLIC, ROUTER_NAME, WEB
 from homelab.routing import wait_until
 
 
@@ -94,6 +96,53 @@ def test_the_routers_certificate_is_checked_by_name_where_a_device_trusts_its_au
     assert kdig(dev, gw, "example.com", "tls", extra=strict) == ("NOERROR", [WEB])
     assert kdig(dev, gw, "example.com", "tls", extra=(f"+tls-ca={ca}", "+tls-hostname=someone.else"))[0] \
         .startswith("FAILED"), "a name the certificate does not carry is refused"
+
+
+# -- many queries at once: what a phone sends when a page opens ------------------------------------
+# Each name is new (NEW_DOMAIN: every name exists upstream), so each goes to the validating
+# resolver: asked one TCP connection per query, more than the resolver serves at once waited
+# in its accept queue, and dnsd gave up on them (SERVFAIL) or the client did (lost).
+PIPELINED = 200
+
+
+def new_names(tag: str) -> list[str]:
+    return [f"{tag}-{i}.{NEW_DOMAIN}" for i in range(PIPELINED)]
+
+
+@pytest.mark.parametrize("family", [4, 6])
+def test_pipelined_new_names_over_tls_are_all_answered(lab, tmp_path, family):
+    dev = lab.join(f"pipe-tls{family}")
+    server = dev.default_gateway() if family == 4 else router6(lab, dev)
+    names = tmp_path / "names.txt"
+    names.write_text("".join(f"{n} A\n" for n in new_names(f"tls{family}-{lab.home.run_id}")))
+    # dnsperf: one TLS connection, every query sent without waiting (RFC 7766 pipelining),
+    # a client's patience far beyond any answer of a working resolver
+    out = dev.run(["dnsperf", "-m", "dot", "-s", server, "-p", "853", "-d", str(names), "-n", "1", "-c", "1",
+                   "-q", str(PIPELINED), "-t", "20", "-l", "120"], timeout=180).stdout
+    assert re.search(rf"Queries completed:\s+{PIPELINED}\b", out), out
+    assert re.search(r"Response codes:\s+NOERROR \d+ \(100\.00%\)", out), out
+
+
+def doh_query(name: str) -> str:
+    """A query for `name` A, base64url without padding (RFC 8484 GET, id 0)."""
+    wire = struct.pack(">6H", 0, 0x0100, 1, 0, 0, 0) + b"".join(
+        bytes([len(label)]) + label.encode() for label in name.split(".")) + b"\0" + struct.pack(">2H", 1, 1)
+    return base64.urlsafe_b64encode(wire).decode().rstrip("=")
+
+
+@pytest.mark.parametrize("family", [4, 6])
+def test_pipelined_new_names_over_https_are_all_answered(lab, tmp_path, family):
+    dev = lab.join(f"pipe-https{family}")
+    host = dev.default_gateway() if family == 4 else f"[{router6(lab, dev)}]"
+    cmd = ["curl", "-s", "-k", "--http2", "--parallel", "--parallel-max", str(PIPELINED), "--max-time", "30",
+           "-H", "accept: application/dns-message", "-w", "%{http_code} %{filename_effective}\n"]
+    for i, name in enumerate(new_names(f"https{family}-{lab.home.run_id}")):
+        cmd += [f"https://{host}/dns-query?dns={doh_query(name)}", "-o", str(tmp_path / f"{i}.dns")]
+    out = dev.run(cmd, check=False, timeout=120).stdout
+    statuses = [line.split()[0] for line in out.splitlines() if line.strip()]
+    assert statuses == ["200"] * PIPELINED, out[-2000:]
+    rcodes = [(tmp_path / f"{i}.dns").read_bytes()[3] & 0x0F for i in range(PIPELINED)]
+    assert rcodes == [0] * PIPELINED, f"{sum(1 for r in rcodes if r == 2)} SERVFAIL"
 
 
 def tcp_open(dev, addr, port, timeout=2):
