@@ -17,8 +17,11 @@ lightest configuration, the peer). Both lift the per-port limits on
 never-seen MACs and the pending cap (a crowd is exactly what those limits refuse), and
 give pending devices day-long leases (the crowd never renews).
 Environment: BENCH_CROWD_DEVICES (1000), BENCH_CROWD_RATE (100), BENCH_CROWD_ROUNDS (2),
-BENCH_CROWD_ROUTERS ("image,light"), BENCH_CROWD_PROFILE (0; 1: py-spy samples the image
-router's controller while the crowd arrives, out/bench-crowd-controller.pyspy).
+BENCH_CROWD_ROUTERS ("image,light"), BENCH_CROWD_PERMIT ("alternate": one call each in
+even rounds, lists in odd ones; "each" or "list": that way in every round), BENCH_CROWD_PROFILE (0; 1: py-spy samples the image
+router's controller while the crowd arrives and while it is permitted,
+out/bench-crowd-controller-{arrive,permit}.pyspy, and the table is followed by each
+phase's hottest frames).
 JSON in out/bench-crowd.json.
 """
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -43,6 +47,7 @@ CROWD = int(os.environ.get("BENCH_CROWD_DEVICES", "1000"))
 RATE = float(os.environ.get("BENCH_CROWD_RATE", "100"))
 ROUNDS = int(os.environ.get("BENCH_CROWD_ROUNDS", "2"))
 PROFILE = os.environ.get("BENCH_CROWD_PROFILE", "0") == "1"
+PERMIT = os.environ.get("BENCH_CROWD_PERMIT", "alternate")
 ROUTERS = [r for r in os.environ.get("BENCH_CROWD_ROUTERS", "image,light").split(",") if r]
 LEASER = REPO / "scripts" / "bench_scale_lease.py"
 PY = "/usr/bin/python3"
@@ -58,6 +63,26 @@ def say(msg: str) -> None:
 def pct(values: list[float], p: float) -> float | None:
     values = sorted(values)
     return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))] if values else None
+
+
+def profiler(pid: int, phase: str) -> subprocess.Popen:
+    """py-spy sampling the controller until stop_profiler (raw collapsed stacks)."""
+    return subprocess.Popen([str(REPO / ".venv" / "bin" / "py-spy"), "record", "--pid", str(pid), "--duration", "600",
+                             "--rate", "100", "--format", "raw", "--nonblocking", *(["--idle"] if os.environ.get("BENCH_CROWD_PROFILE_IDLE") == "1" else []), "--output",
+                             str(REPO / "out" / f"bench-crowd-controller-{phase}.pyspy")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def stop_profiler(spy: subprocess.Popen | None) -> None:
+    """Ask py-spy to write what it has (SIGINT) and wait for it."""
+    if spy is None:
+        return
+    spy.send_signal(signal.SIGINT)
+    try:
+        spy.wait(60)
+    except subprocess.TimeoutExpired:
+        spy.kill()
+        spy.wait()
 
 
 def permitted_entries(home: Home) -> int:
@@ -104,12 +129,7 @@ def one_round(kind: str, grouped: bool, first: int, results: dict) -> None:
         crowd = home.add_device(name="crowd")
         crowd.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
         ctl = home._controller.pid
-        spy = None
-        if PROFILE and kind == "image":
-            spy = subprocess.Popen([str(REPO / ".venv" / "bin" / "py-spy"), "record", "--pid", str(ctl), "--duration",
-                                    str(int(CROWD / RATE) + 20), "--rate", "100", "--format", "raw", "--output",
-                                    str(REPO / "out" / "bench-crowd-controller.pyspy"), "--nonblocking"],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        spy = profiler(ctl, "arrive") if PROFILE and kind == "image" else None
         ovs = _read_pid(home.ovs_dir / "run" / "ovs-vswitchd.pid")
         cpu, ovs_cpu = cpu_seconds(ctl), cpu_seconds(ovs)
         lease = arrive(home, crowd, first)
@@ -117,15 +137,15 @@ def one_round(kind: str, grouped: bool, first: int, results: dict) -> None:
         lease["ovs_cpu_s"] = round(cpu_seconds(ovs) - ovs_cpu, 2)
         macs = lease.pop("macs")
         lease["dhcp"] = json.loads(home.homework("--json", "stats").stdout or "{}").get("dhcp", {})
+        stop_profiler(spy)
+        spy = profiler(ctl, "permit") if PROFILE and kind == "image" else None
         cpu = cpu_seconds(ctl)
         permit = permit_all(home, macs, grouped)
         permit["permit_controller_cpu_s"] = round(cpu_seconds(ctl) - cpu, 2)
+        stop_profiler(spy)
         row = {"router": kind, **lease, **permit}
         say(json.dumps(row))
         results.setdefault(kind, []).append(row)
-        if spy is not None:
-            from bench_scale import stop_profiler
-            stop_profiler(spy, 60)
         if kind == "image":
             results["image_router"] = describe(home)
     finally:
@@ -139,7 +159,8 @@ def main() -> int:
     for r in range(ROUNDS):
         order = ROUTERS if r % 2 == 0 else ROUTERS[::-1]
         for kind in order:
-            one_round(kind, grouped=r % 2 == 1, first=first, results=results)
+            grouped = PERMIT == "list" or (PERMIT == "alternate" and r % 2 == 1)
+            one_round(kind, grouped=grouped, first=first, results=results)
             first += CROWD
     print(f"\n{CROWD} devices through one port, a new one every {1000 / RATE:.0f} ms; then all permitted at once "
           f"({ROUNDS} rounds, alternating; medians)")
@@ -160,6 +181,16 @@ def main() -> int:
           + "; the crowd's limits lifted: " + json.dumps(CROWD_CONFIG))
     print("light: the controller with dhcp and routing only, IPv4, no hwdb; the same limits lifted")
     print("aims: first lease p99 under 1 s and all permitted within 5 s, with the image's components")
+    if PROFILE:
+        from bench_scale import flame_summary
+        for phase in ("arrive", "permit"):
+            collapsed = REPO / "out" / f"bench-crowd-controller-{phase}.pyspy"
+            if collapsed.exists():
+                flame = flame_summary(collapsed, top=20)
+                results[f"flame_{phase}"] = flame
+                print(f"\nthe image router's controller, {phase} (py-spy, {flame['samples']} samples): share of samples")
+                for (own, own_pct), (total, total_pct) in zip(flame["own"], flame["total"], strict=False):
+                    print(f"  own {own_pct:5.1f}% {own[:60]:60}  total {total_pct:5.1f}% {total[:60]}")
     (REPO / "out" / "bench-crowd.json").write_text(json.dumps(results, indent=2))
     return 0
 

@@ -13,6 +13,10 @@
 //!   {"op":"known","macs":["02:..",..]}  {"op":"unknown","mac":".."}  MACs it decides itself
 //!   {"op":"reserve","ips":["10.2.0.10",..]}  free blocks (by device address, a .2) to offer
 //! Anything else (bad JSON, unknown op, a bad field): ignored and counted as bad_control.
+//! A JSON array of such objects in one message is applied in order (`apply_all`): the
+//! controller gathers the messages of a burst (a group decision's hundreds of entries)
+//! into one packet: one each woke this daemon each time, and on a busy machine the
+//! controller then waited for the daemon's turn on the CPU.
 //!
 //! Out: `{"op":"offered"|"acked","mac":..,"port":P,"hostname":..,"xid":N,"counts":{"offered":N,"acked":N}}`
 //! for each device answered in the last batch (main.rs: TELL_EVERY), with `"first":true`
@@ -115,7 +119,10 @@ fn parse_ip(v: Option<&Json>) -> Option<[u8; 4]> {
 }
 
 pub fn parse_command(msg: &[u8]) -> Option<Command> {
-    let v: Json = serde_json::from_slice(msg).ok()?;
+    command_of(&serde_json::from_slice(msg).ok()?)
+}
+
+fn command_of(v: &Json) -> Option<Command> {
     let mac = || parse_mac(v.get("mac")?.as_str()?);
     match v.get("op")?.as_str()? {
         "set" => {
@@ -174,9 +181,23 @@ pub fn parse_command(msg: &[u8]) -> Option<Command> {
     }
 }
 
+/// Apply one control message, or each of an array of them in order; the replies (`stats`).
+pub fn apply_all(msg: &[u8], table: &mut Table, new: &mut NewDevices, stats: &mut Stats) -> Vec<String> {
+    match serde_json::from_slice::<Json>(msg) {
+        Ok(Json::Array(items)) => {
+            items.iter().filter_map(|v| apply_command(command_of(v), table, new, stats)).collect()
+        }
+        _ => apply(msg, table, new, stats).into_iter().collect(),
+    }
+}
+
 /// Apply one control message; Some(reply) for `stats`.
 pub fn apply(msg: &[u8], table: &mut Table, new: &mut NewDevices, stats: &mut Stats) -> Option<String> {
-    match parse_command(msg) {
+    apply_command(parse_command(msg), table, new, stats)
+}
+
+fn apply_command(command: Option<Command>, table: &mut Table, new: &mut NewDevices, stats: &mut Stats) -> Option<String> {
+    match command {
         Some(Command::Set(mac, entry)) => {
             table.insert(mac, entry);
         }
@@ -454,6 +475,29 @@ mod tests {
         assert_eq!((new.known_count(), new.reserve_left()), (1, 2), "a refused message adds nothing");
         let v: Json = serde_json::from_str(&apply(br#"{"op":"stats"}"#, &mut table, &mut new, &mut stats).unwrap()).unwrap();
         assert_eq!((v["known"].as_u64(), v["reserve_left"].as_u64(), v["new_offers"].as_u64()), (Some(1), Some(2), Some(0)));
+    }
+
+    #[test]
+    fn an_array_of_messages_is_applied_in_order_and_a_bad_one_alone_is_refused() {
+        let mut table = Table::new();
+        let mut stats = Stats::default();
+        let mut new = NewDevices::default();
+        let batch = format!(
+            r#"[{SET},{{"op":"del","mac":"02:00:00:00:00:05"}},{},{{"op":"frobnicate"}},{{"op":"reserve","ips":["10.2.0.10"]}},{{"op":"stats"}}]"#,
+            SET.replace("02:00:00:00:00:05", "02:00:00:00:00:0A")
+        );
+        let replies = apply_all(batch.as_bytes(), &mut table, &mut new, &mut stats);
+        assert!(!table.contains_key(&MAC), "set, then deleted: in order");
+        assert!(table.contains_key(&[2, 0, 0, 0, 0, 10]));
+        assert_eq!((stats.bad_control, new.reserve_left()), (1, 1));
+        assert_eq!(replies.len(), 1);
+        let v: Json = serde_json::from_str(&replies[0]).unwrap();
+        assert_eq!(v["entries"].as_u64(), Some(1));
+        // one object is one message, as before
+        assert!(apply_all(SET.as_bytes(), &mut table, &mut new, &mut stats).is_empty());
+        assert!(table.contains_key(&MAC));
+        assert!(apply_all(b"[1,", &mut table, &mut new, &mut stats).is_empty());
+        assert_eq!(stats.bad_control, 2);
     }
 
     #[test]

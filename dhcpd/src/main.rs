@@ -174,7 +174,7 @@ impl Daemon {
             match sys::recv_now(self.ctl, buf) {
                 Ok(0) => exit(0),
                 Ok(n) => {
-                    if let Some(reply) = control::apply(&buf[..n], &mut self.table, &mut self.new, &mut self.stats) {
+                    for reply in control::apply_all(&buf[..n], &mut self.table, &mut self.new, &mut self.stats) {
                         let _ = self.tell(reply.as_bytes());
                     }
                 }

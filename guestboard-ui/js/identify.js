@@ -92,5 +92,61 @@ HW.identify = (function ($) {
     $box.find(".identity-join").text(twin ? "Let it in as " + twin.name : "").attr("data-twin", twin ? twin.mac : "");
   }
 
-  return { add: add, fill: fill, text: text, icon: icon };
+  /* Its story (GET identity/<mac>/story): first seen, who let it in and when, where it has
+     been plugged in or connected, the names it looked up most today, what it moved today
+     and this week, its alerts, and the newest events; the whole timeline downloads as CSV.
+     Asked again when another device is shown or after STORY_MS, not on every live update. */
+  var STORY_MS = 30000, STORY_SHOWN = 20;
+  var story = { mac: null, at: 0 };
+
+  function addStory() {
+    if ($("#panel .story").length) return;
+    var $box = $('<section class="story" aria-label="Its story">').append(
+      $("<h3>").text("Its story"),
+      $('<ul class="story-facts">'),
+      $('<ol class="story-events" reversed>'),
+      $('<p>').append($('<a class="story-csv" download>').text("Download its story as CSV")),
+      $('<p class="story-error" role="alert">'));
+    $("#panel .identity").after($box);
+  }
+
+  function when(at) { return new Date(at * 1000).toLocaleString(); }
+
+  function showStory(s) {
+    var $box = $("#panel .story"), $facts = $box.find(".story-facts").empty();
+    function fact(head, words) { $facts.append($("<li>").append($("<strong>").text(head + ": "), document.createTextNode(words))); }
+    fact("First seen", s.first_seen ? when(s.first_seen) : "not yet");
+    fact("Let in", s.approved ? when(s.approved.at) + (s.approved.by ? " by " + s.approved.by : "") : "not yet");
+    fact("Where", s.places.length ? s.places.join(", ") : "not seen on a port yet");
+    fact("Looked up most today", s.names_today === null ? s.names_note
+      : s.names_today.length ? s.names_today.map(function (n) { return n.name + " (" + n.count + ")"; }).join(", ") : "nothing");
+    if (s.usage) {
+      fact("Today", s.usage.today.words);
+      fact("This week", s.usage.week.words);
+    }
+    fact("Alerts", s.alerts.length ? s.alerts.length + ", the newest: " + s.alerts[s.alerts.length - 1].title : "none");
+    var $events = $box.find(".story-events").empty();
+    s.events.slice(-STORY_SHOWN).reverse().forEach(function (e) {
+      $events.append($("<li>").attr("data-kind", e.kind).append(
+        $('<span class="story-when hint">').text(when(e.at)), " ", $('<span class="story-words">').text(e.words)));
+    });
+  }
+
+  function fillStory(d) {
+    var $box = $("#panel .story");
+    $box.prop("hidden", d.identity === undefined || d.state === "unknown");
+    if (d.identity === undefined || d.state === "unknown") return;
+    var path = "identity/" + encodeURIComponent(d.mac) + "/story";
+    $box.find(".story-csv").attr("href", "/ws.v1/" + path + "?format=csv");
+    if (story.mac === d.mac && Date.now() - story.at < STORY_MS) return;
+    if (story.mac !== d.mac) $box.find(".story-facts, .story-events").empty();
+    story = { mac: d.mac, at: Date.now() };
+    var shown = d.mac, $error = $box.find(".story-error").text("");
+    HW.api.call("GET", path).done(function (s) {
+      if (mac === shown) showStory(s);
+    }).fail(function (xhr) { story.at = 0; $error.text(HW.api.errorText(xhr)); });
+  }
+
+  return { add: function () { add(); addStory(); story.at = 0; },     // opening the panel asks again
+           fill: function (d) { fill(d); fillStory(d); }, text: text, icon: icon };
 })(jQuery);

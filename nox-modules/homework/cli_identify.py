@@ -5,10 +5,13 @@
     homework identify-clear MAC                           back to the router's guess
     homework identify-join MAC AS_MAC                     let a device back with a new private address in
                                                           as the device it looks like
+    homework story MAC [--csv]                            the device's story (--csv: as the download)
 """
 from __future__ import annotations
 
-COMMANDS = ("identity", "identify-correct", "identify-clear", "identify-join")
+import time
+
+COMMANDS = ("identity", "identify-correct", "identify-clear", "identify-join", "story")
 
 
 def print_identity(result: dict) -> None:
@@ -25,6 +28,22 @@ def print_identity(result: dict) -> None:
         print(f"  {key}: {value}")
 
 
+def print_story(result: dict) -> None:
+    if "csv" in result:
+        print(result["csv"], end="")
+        return
+    print(f"{result['name']}{' (' + result['label'] + ')' if result.get('label') else ''}")
+    for e in result["events"]:
+        print(f"  {time.strftime('%Y-%m-%d %H:%M', time.localtime(e['at']))}  {e['words']}")
+    names = result.get("names_today")
+    if names is None:
+        print(f"  names today: {result.get('names_note')}")
+    elif names:
+        print("  names today: " + ", ".join(f"{n['name']} ({n['count']})" for n in names))
+    if result.get("usage"):
+        print(f"  today: {result['usage']['today']['words']}; this week: {result['usage']['week']['words']}")
+
+
 def add_parsers(sub) -> None:
     sub.add_parser("identity", help="what a device is: the router's guess, why, and what the device said").add_argument(
         "mac")
@@ -38,6 +57,10 @@ def add_parsers(sub) -> None:
                                                 "it looks like (its name, rules of access and history)")
     join.add_argument("mac")
     join.add_argument("as_mac")
+    story = sub.add_parser("story", help="a device's story: first seen, who let it in, where, names today, usage, "
+                                         "alerts")
+    story.add_argument("mac")
+    story.add_argument("--csv", action="store_true", help="as the board's CSV download")
 
 
 def run(args, call, sock: str):
@@ -47,6 +70,8 @@ def run(args, call, sock: str):
         return result, print_identity
     if args.cmd == "identify-join":
         return call(sock, "identify-join", mac=args.mac, as_mac=args.as_mac), print_identity
+    if args.cmd == "story":
+        return call(sock, "device-story", mac=args.mac, format="csv" if args.csv else "json"), print_story
     if args.cmd == "identify-clear":
         return call(sock, "identify-clear", mac=args.mac), print_identity
     return call(sock, "identity", mac=args.mac), print_identity

@@ -2,6 +2,7 @@
 the control socket) and the ws.v1 API may call. Components add theirs at start()."""
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 from .devices import CannotForget, UnknownDevice
@@ -38,6 +39,9 @@ class Commands:
         # command's events without waiting for a daemon waits here, once per command (a
         # group decision's hundreds of events then cost one round trip, not one each).
         self.settlers: list[Callable[[], None]] = []
+        # Entered around every command: a component whose messages to a daemon, made by
+        # the command's events, go out together when it ends (a group decision's hundreds).
+        self.scopes: list[Callable[[], contextlib.AbstractContextManager]] = []
 
     def register(self, name: str, fn: Callable) -> None:
         if name in self._table:
@@ -52,7 +56,10 @@ class Commands:
         if fn is None:
             raise CommandError(f"unknown command {name!r}", 404)
         try:
-            result = fn(**kwargs)
+            with contextlib.ExitStack() as scopes:
+                for scope in self.scopes:
+                    scopes.enter_context(scope())
+                result = fn(**kwargs)
             for settle in self.settlers:
                 settle()
             return result

@@ -103,6 +103,10 @@ class Context:
         # Which device (or satellite, or the router) an address belongs to: the one answer
         # every per-device rule uses, over IPv4 and IPv6 alike (callers.py).
         self.callers = Callers(self)
+        # A device let in as the device it was (identify's join): every component's
+        # per-device settings move from the old address to the new (Component.carry_device);
+        # the core gives it, and answers what was carried.
+        self.carry_device: Callable[[str, str], list[str]] = lambda old, new: []
         self._components: dict[str, Component] = {}
 
     def component(self, name: str) -> Component | None:
@@ -160,4 +164,12 @@ class Component:
         return []
 
     def port_status(self, name: str, port_no: int, up: bool) -> list[Decision]:
+        return []
+
+    def carry_device(self, old: str, new: str) -> list[str]:
+        """The household let a device back with a new private address in as the device it
+        was (identify's join): this component's per-device settings of `old` become `new`'s
+        (moved, not copied: `old` is forgotten next). Returns what it carried, in words
+        ("website rules", "priority"). A component overrides it when its manifest's
+        `carries` names a table (tests/unit/test_manifests.py checks both ways)."""
         return []

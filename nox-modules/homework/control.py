@@ -10,6 +10,7 @@ import socket
 import threading
 from pathlib import Path
 
+from . import actor
 from .commands import CommandError
 from .values import parse_json
 
@@ -73,7 +74,8 @@ class ControlServer:
         except ValueError as exc:
             return {"ok": False, "error": f"bad request: {exc}", "status": 400}
         try:
-            return {"ok": True, "result": self.core.commands.call(request["cmd"], **args)}
+            with actor.acting("the router's command line"):
+                return {"ok": True, "result": self.core.commands.call(request["cmd"], **args)}
         except CommandError as exc:
             return {"ok": False, "error": str(exc), "status": exc.status}
         except Exception as exc:

@@ -98,6 +98,7 @@ class Core:
                            ipv6=ipv6, restart=restart, switch_is_real=switch_is_real,
                            is_radio_port=self.patch_links.is_radio_port,
                            radio_port=self.patch_links.radio_router_port)
+        self.ctx.carry_device = self.carry_device
         register_core_commands(self)
         factory_reset.register(self)
         system.register(self)               # system-info, set-timezone
@@ -237,6 +238,14 @@ class Core:
                 dp.ports.pop(name, None)
         for component in self.components:
             self.send(self._safe(f"{component.name}.port_status", component.port_status, name, port_no, up))
+
+    def carry_device(self, old: str, new: str) -> list[str]:
+        """Every component's per-device settings of `old` become `new`'s (Component.carry_device);
+        what was carried, in words. One component failing leaves the others' carried."""
+        carried: list[str] = []
+        for component in self.components:
+            carried += self._safe(f"{component.name}.carry_device", component.carry_device, old, new) or []
+        return carried
 
     # -- helpers ---------------------------------------------------------------------
     def _safe(self, what: str, fn: Callable, *args):

@@ -19,6 +19,9 @@ Every component package has a `manifest.py` with a `MANIFEST`, and the core has 
   the Prometheus metrics take their help text from here.
 - `settings_keys`: the keys it keeps in the core's `settings` table (a key, or a prefix
   ending in "."), each with the check a restored value must pass (the command's own).
+- `carries` and `stays`: the per-device tables whose rows move to a device's new private
+  address when the household lets it in as the device it was (Component.carry_device), and
+  those that do not, with why.
 - `offers` and `needs`: the interfaces (interfaces.py) it offers other components, and
   those it takes as constructor keywords. The core constructs the components that offer
   an interface before those that need it and hands it over at construction (None when no
@@ -83,6 +86,11 @@ class Manifest:
     settings_keys: Mapping[str, Callable[[str, str], object]] = field(default_factory=dict)  # key -> check
     offers: tuple[type, ...] = ()                # interfaces it offers (Component.offer)
     needs: Mapping[str, type] = field(default_factory=dict)     # constructor keyword -> interface
+    # A device let in as the device it was (identify's join): the per-device tables whose rows
+    # its `carry_device` moves to the new address (table -> what, in words), and those it does
+    # not move (table -> why). Every backed-up table keyed by a device is in one of the two.
+    carries: Mapping[str, str] = field(default_factory=dict)
+    stays: Mapping[str, str] = field(default_factory=dict)
 
 
 def component_names() -> tuple[str, ...]:

@@ -364,6 +364,22 @@ CREATE TABLE IF NOT EXISTS qos_host_apps (
     PRIMARY KEY (mac, name)
 );
 """),
+    Step(24, "each device's story: who decided about it and when, and the ports and radios it was on", sql="""
+CREATE TABLE IF NOT EXISTS device_decisions (
+    mac TEXT NOT NULL,
+    at REAL NOT NULL,
+    state TEXT NOT NULL,                -- the state the decision set
+    was TEXT NOT NULL DEFAULT '',       -- the state before it
+    by TEXT NOT NULL DEFAULT ''         -- who, in words ("the Guest Board on Tom's laptop"); '': not said
+);
+CREATE INDEX IF NOT EXISTS device_decisions_by_mac ON device_decisions (mac, at);
+CREATE TABLE IF NOT EXISTS device_places (
+    mac TEXT NOT NULL,
+    at REAL NOT NULL,                   -- when it was first seen there (this time)
+    place TEXT NOT NULL                 -- a router port, a satellite's port or a radio (its port name)
+);
+CREATE INDEX IF NOT EXISTS device_places_by_mac ON device_places (mac, at);
+"""),
 )
 LATEST = STEPS[-1].number
 assert [s.number for s in STEPS] == list(range(1, LATEST + 1))

@@ -192,6 +192,36 @@ def test_a_pending_device_is_recognised_by_what_it_announces(home: Home, name, h
     assert view["state"] == "pending"
 
 
+def test_a_pending_device_announcing_over_ipv6_only_is_recognised(home: Home):
+    """mDNS over IPv6 ([ff02::fb]:5353 from the device's link-local address), with
+    python3-zeroconf told to use IPv6 only: the router hears it (a packet socket: the frame's
+    MAC names the device) and the label follows; the device stays pending."""
+    from homelab import _python
+    dev = quiet_device(home, "ann-v6")
+    link_local = wait_until_value(dev.ipv6_link_local, 30, "a link-local address")
+    proc = dev.popen(["env", "MDNS_V6=1", _python(), ANNOUNCE, "mdns", "_ipp._tcp", "Office printer v6",
+                      link_local, "20", "ty=Brother HL-L2350DW series", "usb_MFG=Brother"])
+    try:
+        seen = wait_for_label(home, dev.mac, "Brother printer", timeout=30)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert seen["type"] == "printer" and "offers printing over mDNS" in seen["why"], seen
+    assert identity(home, dev.mac)["evidence"]["mdns_name"] == "Office printer v6"
+    [view] = [d for d in json.loads(home.homework("--json", "devices").stdout) if d["mac"] == dev.mac]
+    assert view["state"] == "pending"
+
+
+def wait_until_value(fn, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = fn()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"no {what} within {timeout:.0f} s")
+
+
 IPHONE = IMITATED[2][2]
 
 
@@ -224,26 +254,29 @@ def test_a_phone_back_with_a_new_private_address_is_recognised_and_joined_only_b
     assert first.mac not in devices
 
 
-def test_with_the_router_listening_mdns_still_reaches_permitted_devices_and_not_a_pending_one(home: Home):
-    """The router hears every device's mDNS (announcement flows, router groups): that must
-    not change who else hears it."""
+@pytest.mark.parametrize("family", ["ipv4", "ipv6"])
+def test_with_the_router_listening_mdns_still_reaches_permitted_devices_and_not_a_pending_one(home: Home, family):
+    """The router hears every device's mDNS (announcement flows, router groups, and over
+    IPv6 its packet socket): that must not change who else hears it."""
     import subprocess
     from homelab import _python
     tool = str(REPO / "tests" / "homelab" / "mdns_tool.py")
-    a, b = quiet_device(home, "mdns-a"), quiet_device(home, "mdns-b")
-    pending = quiet_device(home, "mdns-p")
+    run = [_python(), tool] if family == "ipv4" else ["env", "MDNS_V6=1", _python(), tool]
+    a, b = quiet_device(home, f"mdns-a{family[-1]}"), quiet_device(home, f"mdns-b{family[-1]}")
+    pending = quiet_device(home, f"mdns-p{family[-1]}")
     for dev in (a, b):
         assert home.homework("permit", dev.mac).returncode == 0
     deadline = time.monotonic() + 60          # the permitted lease (their next renewal, 15 s at most)
     while time.monotonic() < deadline and not all(dev.lease() and dev.lease().lease_time > 30 for dev in (a, b)):
         time.sleep(0.5)
-    publisher = b.popen([_python(), tool, "publish", "printer-id", b.ipv4()[0], "40"], stdout=subprocess.PIPE,
+    address = b.ipv4()[0] if family == "ipv4" else wait_until_value(b.ipv6_link_local, 30, "b's link-local address")
+    publisher = b.popen([*run, "publish", f"printer-{family}", address, "40"], stdout=subprocess.PIPE,
                         stderr=subprocess.STDOUT, text=True)
-    outsider = pending.popen([_python(), tool, "browse", "15"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    outsider = pending.popen([*run, "browse", "15"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              text=True)
     try:
-        found = a.run([_python(), tool, "browse", "12"], timeout=60).stdout
-        assert "found printer-id._homework._tcp.local." in found, found
+        found = a.run([*run, "browse", "12"], timeout=60).stdout
+        assert f"found printer-{family}._homework._tcp.local." in found, found
         out, _ = outsider.communicate(timeout=30)
         assert "found" not in out, out
     finally:

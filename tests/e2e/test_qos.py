@@ -4,7 +4,7 @@ with the ws.v1 API; iperf3 between a device and a server in the internet namespa
 
 A device set to high is counted in the high class both ways (upload on wan0, download on
 br0); alone on the line it downloads as fast as a normal one, and beside one it goes
-first; a class change moves a running flow within a second; an application by port puts
+first (over IPv4 and over IPv6); a class change moves a running flow within a second; an application by port puts
 its connections in its class; priorities survive a controller restart; bad API input is
 a 400 and changes nothing."""
 from __future__ import annotations
@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from homelab import BARE, WEB_ADDR
+from homelab import BARE, LAN6_SITE, WEB6_ADDR, WEB_ADDR
 from homelab.iperf import transfer as iperf_transfer
 from homelab.routing import permitted_device, wait_until
 from homelab.web import api
@@ -33,12 +33,14 @@ def home():
     if why:
         pytest.skip(why)
     with web_home(config={"controller": {"components": list(BARE)},
-                         "qos": {"enabled": True, "down_kbit": 19000, "up_kbit": 4750}}) as h:
+                         "qos": {"enabled": True, "down_kbit": 19000, "up_kbit": 4750},
+                         "ipv6": {"enabled": True, "prefix": LAN6_SITE}}) as h:
         h.web = Web(h).start()
-        h.internet_popen(["iperf3", "-s", "-B", WEB_ADDR, "-p", str(IPERF_PORT)],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_until(lambda: h.internet(["ss", "-Hltn", f"sport = :{IPERF_PORT}"]).stdout.strip(), 10,
-                   "iperf3 server listening")
+        for addr in (WEB_ADDR, WEB6_ADDR):
+            h.internet_popen(["iperf3", "-s", "-B", addr, "-p", str(IPERF_PORT)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_until(lambda: len(h.internet(["ss", "-Hltn", f"sport = :{IPERF_PORT}"]).stdout.splitlines()) == 2, 10,
+                   "iperf3 servers listening on both families")
         yield h
 
 
@@ -136,30 +138,37 @@ def received_kbit(iperf_out: str) -> float:
     return float(value) * {"": 1e-3, "K": 1, "M": 1e3, "G": 1e6}[unit]
 
 
-def set_class(home, dev, cls: str) -> None:
+def set_class(home, dev, cls: str, family: int = 4) -> None:
     index = leaf_index(home, dev)
     assert api(home.web, "POST", f"qos/devices/{dev.mac}", json={"class": cls}).status_code == 200
     minor = {"high": high(index), "default": default(index)}[cls]
     wait_until(lambda: f"1:{minor:x}" in home.router(["nft", "list", "map", "inet", "homework_qos",
-                                                      "dev_down4"]).stdout,
-               2, f"the device mapped to its {cls} leaf")
+                                                      f"dev_down{family}"]).stdout,
+               2, f"the device's IPv{family} prefix mapped to its {cls} leaf")
 
 
-def test_high_is_never_capped_below_normal_on_an_idle_line_and_goes_first_on_a_busy_one(home, dev):
+@pytest.mark.parametrize("family", [4, 6])
+def test_high_is_never_capped_below_normal_on_an_idle_line_and_goes_first_on_a_busy_one(home, dev, family):
     # alone on the line, a High device downloads as fast as a Normal one (it had been held
-    # to 30% of the line: 5.1 against 17 Mbit/s); medians of alternating runs
+    # to 30% of the line: 5.1 against 17 Mbit/s); medians of alternating runs; over IPv6
+    # the device's own /64 is classified as its IPv4 /30 is
+    server_addr = WEB6_ADDR if family == 6 else WEB_ADDR
+    if family == 6:
+        wait_until(dev.ipv6_global, 20, f"{dev.name}: a global IPv6 address")
     rates: dict[str, list[float]] = {"high": [], "default": []}
     for _ in range(3):
         for cls in ("high", "default"):
-            set_class(home, dev, cls)
-            rates[cls].append(received_kbit(transfer(dev, 2, reverse=True)))
+            set_class(home, dev, cls, family)
+            rates[cls].append(received_kbit(iperf_transfer(dev, server_addr, IPERF_PORT, 2, reverse=True)))
     high_rate, normal_rate = (statistics.median(rates[c]) for c in ("high", "default"))
     assert high_rate >= 0.8 * normal_rate, rates
     # both at once: the High one is served first, the Normal one keeps its share
     other = permitted_device(home)
     wait_until(lambda: leaf_index(home, other) is not None, 5, "the second device's leaves")
-    set_class(home, dev, "high")
-    server = home.internet_popen(["iperf3", "-s", "-B", WEB_ADDR, "-p", str(IPERF_PORT + 1)],
+    if family == 6:
+        wait_until(other.ipv6_global, 20, f"{other.name}: a global IPv6 address")
+    set_class(home, dev, "high", family)
+    server = home.internet_popen(["iperf3", "-s", "-B", server_addr, "-p", str(IPERF_PORT + 1)],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_until(lambda: home.internet(["ss", "-Hltn", f"sport = :{IPERF_PORT + 1}"]).stdout.strip(), 10,
@@ -167,7 +176,7 @@ def test_high_is_never_capped_below_normal_on_an_idle_line_and_goes_first_on_a_b
         busy = {}
 
         def run(name, device, port):
-            busy[name] = received_kbit(iperf_transfer(device, WEB_ADDR, port, 4, reverse=True))
+            busy[name] = received_kbit(iperf_transfer(device, server_addr, port, 4, reverse=True))
         threads = [threading.Thread(target=run, args=("high", dev, IPERF_PORT)),
                    threading.Thread(target=run, args=("default", other, IPERF_PORT + 1))]
         for t in threads:

@@ -4,10 +4,13 @@ python3-zeroconf, SSDP as a UPnP device sends its NOTIFY.
     announce_tool.py mdns TYPE NAME ADDRESS SECONDS [KEY=VALUE ...]
         register service NAME of TYPE (e.g. _ipp._tcp) at ADDRESS with those TXT entries;
         zeroconf announces it (and answers queries) for SECONDS
+    MDNS_V6=1 announce_tool.py mdns ...
+        the same over IPv6 only ([ff02::fb]:5353, from the link-local address; ADDRESS an IPv6 one)
     announce_tool.py ssdp SERVER [COUNT]
         COUNT ssdp:alive NOTIFYs to 239.255.255.250:1900 with that SERVER header
 """
 import ipaddress
+import os
 import socket
 import sys
 import time
@@ -16,10 +19,14 @@ from zeroconf import InterfaceChoice, IPVersion, ServiceInfo, Zeroconf
 
 
 def mdns(service_type: str, name: str, address: str, seconds: float, txt: list[str]) -> None:
-    zc = Zeroconf(interfaces=InterfaceChoice.All, ip_version=IPVersion.V4Only)
+    if os.environ.get("MDNS_V6") == "1":
+        # one socket on :: (the kernel picks the link-local source), as mdns_tool.py does
+        zc = Zeroconf(interfaces=InterfaceChoice.Default, ip_version=IPVersion.V6Only)
+    else:
+        zc = Zeroconf(interfaces=InterfaceChoice.All, ip_version=IPVersion.V4Only)
     full_type = f"{service_type}.local."
     properties = dict(item.split("=", 1) for item in txt)
-    info = ServiceInfo(full_type, f"{name}.{full_type}", addresses=[ipaddress.ip_address(address).packed],
+    info = ServiceInfo(full_type, f"{name}.{full_type}", addresses=[ipaddress.ip_address(address.split("%")[0]).packed],
                        port=631, properties=properties, server=f"{name.replace(' ', '-')}.local.")
     zc.register_service(info, allow_name_change=True)
     print("published", flush=True)

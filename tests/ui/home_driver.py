@@ -27,6 +27,8 @@ sends one JSON request per line on stdin and reads one JSON answer per line on s
     {"op": "internet_hello", "port": 9000, "address"?: ..}  -> {"answer": the name of who answered, or ""}
     {"op": "natpmp", "dev": "dev1", "public": 9300, "private": 8080}  -> {"output": natpmpc's}
     {"op": "remote_connect", "mac": ..}   (a WireGuard client in the emulated internet, from its file)
+    {"op": "page", "dev": "dev1", "url": .., "family": 4|6}  -> {"code": .., "body": ..} (what its browser shows)
+    {"op": "wait_ipv6", "dev": "dev1"}  -> {"ipv6": [..], "router6": its IPv6 router address}
     {"op": "quit"}
 
 Config overrides for the home (TOML sections as JSON) may come in $HOMEWORK_UI_CONFIG.
@@ -102,6 +104,7 @@ class Driver:
         laptop = self.household_laptop()
         # The management link (mgmt_url) is the harness's, to observe; the browser is on the laptop.
         return {"ready": True, "url": f"https://{laptop.default_gateway()}/", "view_ns": laptop.ns,
+                "router_ns": self.home.router_ns,     # the router's own screen (its kiosk) runs there
                 "laptop_mac": laptop.mac, "mgmt_url": self.web.url,
                 "password": self.home.admin_password,
                 "run_id": self.home.run_id, "web": f"http://{WEB_ADDR}/",
@@ -430,6 +433,34 @@ class Driver:
         out = self.receiver_out
         lines = out.read_text().splitlines() if out.exists() else []
         return {"requests": [json.loads(ln) for ln in lines]}
+
+    # -- what a device sees -------------------------------------------------------------------
+    def op_page(self, req):
+        """What the device's browser shows for a web address: (HTTP status, the page's text),
+        names resolved by the device's own DNS server, over IPv4 or (family 6) IPv6, HTTPS
+        unverified (a captive page comes with the router's own certificate)."""
+        dev = self.dev(req)
+        resolv = dev.dir / "resolv.conf"
+        url = req.get("url", "http://example.com/")
+        family = {4: "-4", 6: "-6"}.get(req.get("family"), "")
+        inner = (f"mount --bind '{resolv}' /etc/resolv.conf && exec curl -sk {family} -m {int(req.get('timeout', 5))} "
+                 f"-A 'Mozilla/5.0 (homelab)' -o - -w '\\n%{{http_code}}' '{url}'")
+        r = dev.run(["unshare", "-m", "sh", "-c", inner], check=False, timeout=30)
+        body, _, code = r.stdout.rpartition("\n")
+        return {"code": int(code) if code.isdigit() else 0, "body": body[:20000]}
+
+    def op_wait_ipv6(self, req):
+        """The device's global IPv6 addresses (SLAAC in its /64) and its IPv6 router (::1 of it)."""
+        import ipaddress
+        dev = self.dev(req)
+        deadline = time.monotonic() + req.get("timeout", 30)
+        while not dev.ipv6_global():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{dev.name} has no global IPv6 address")
+            time.sleep(0.1)
+        addrs = dev.ipv6_global()
+        net = ipaddress.IPv6Network((int(ipaddress.IPv6Address(addrs[0])) >> 64 << 64, 64))
+        return {"ipv6": addrs, "router6": str(net.network_address + 1)}
 
     def op_controller_log(self, req):
         return {"log": self.home.controller_log()[-6000:]}

@@ -94,3 +94,57 @@ test('a phone back with a new private address is labelled as the one let in befo
     assert.equal(devices.find((d) => d.mac === back.mac).name, "Tom's iPhone");
     await screenshot(page, 'identify-05-joined');
   });
+
+test("a device's story in its panel: who let it in, where it joined; the story downloads as CSV",
+  { timeout: 240000 }, async () => {
+    if (!(await page.locator('#board').isVisible().catch(() => false))) {
+      await login(page, home.info.url, home.info.password);      // run alone (--test-name-pattern)
+    }
+    if (await page.locator('#panel').isVisible()) {          // left open by the test before
+      await page.locator('#panel .close').click();
+      await page.locator('#panel').waitFor({ state: 'hidden' });
+    }
+    const dev = await home.call({ op: 'add_device', name: 'storybook' });
+    await home.call({ op: 'start_dhcp', dev: dev.name, client: 'udhcpc' });
+    await home.call({ op: 'wait_ipv4', dev: dev.name, timeout: 30 });
+    const res = await home.call({ op: 'cli', args: ['permit', dev.mac] });
+    assert.equal(res.rc, 0, res.stderr);
+    const port = JSON.parse((await home.call({ op: 'cli', args: ['--json', 'devices'] })).stdout)
+      .find((d) => d.mac === dev.mac).attached.port;
+
+    await label(page, dev.mac).click();
+    const box = page.locator('#panel .story');
+    await box.waitFor({ state: 'visible' });
+    // the panel asks for the story when it opens: close and open again until it tells the decision
+    const letIn = box.locator('.story-facts li', { hasText: "Let in:" });
+    for (let i = 0; !/by the router's command line/.test(await letIn.innerText().catch(() => '')); i++) {
+      if (i >= 60) assert.fail(`the story never said who let it in: ${await box.innerText()}`);
+      await page.locator('#panel .close').click();
+      await page.waitForTimeout(500);
+      await label(page, dev.mac).click();
+      await box.waitFor({ state: 'visible' });
+      await box.locator('.story-facts li').first().waitFor({ timeout: 10000 });
+    }
+    assert.match(await box.locator('.story-facts li', { hasText: 'Where:' }).innerText(),
+      new RegExp(`^Where: port ${port} of the router$`));
+    assert.match(await box.locator('.story-facts li', { hasText: 'First seen:' }).innerText(), /^First seen: \S/);
+    const words = await box.locator('.story-events .story-words').allInnerTexts();
+    assert.ok(words.includes("Let in by the router's command line."), words.join(' | '));
+    assert.ok(words.includes(`Joined on port ${port} of the router.`), words.join(' | '));
+    assert.ok(words.some((w) => /^First seen, asking to join/.test(w)), words.join(' | '));
+    await screenshot(page, 'identify-06-story');
+
+    const download = page.waitForEvent('download', { timeout: 30000 });
+    await box.locator('a.story-csv').click();
+    const got = await download;
+    assert.match(got.suggestedFilename(), /-story\.csv$/);
+    const { readFile } = await import('node:fs/promises');
+    const text = await readFile(await got.path(), 'utf8');
+    const rows = text.trim().split('\r\n');
+    assert.equal(rows[0], 'time,kind,words');
+    assert.ok(rows.some((r) => /^\d{4}-\d\d-\d\d \d\d:\d\d,decision,Let in by the router's command line\.$/.test(r)), text);
+    assert.ok(rows.some((r) => r.endsWith(`,place,Joined on port ${port} of the router.`)), text);
+    assert.ok(!text.includes(dev.mac), 'names, not MACs');
+    await page.locator('#panel .close').click();
+    await page.locator('#panel').waitFor({ state: 'hidden' });
+  });

@@ -365,6 +365,21 @@ def test_event_stream_sends_snapshot_then_live_device_events(api, core):
     assert app.stream.clients() == 0
 
 
+def test_a_cut_off_beginning_or_ending_sends_the_devices_view_to_the_board(api, core):
+    from homework.events import CutOffChanged
+    sent = []
+    api.app.stream.publish = lambda event, data: sent.append((event, data))
+    core.devices.permit(MAC)
+    sent.clear()
+    core.bus.publish(CutOffChanged(mac=MAC, kind="allowance", until=0))
+    core.bus.publish(CutOffChanged(mac=MAC, kind=""))          # the allowance was lifted
+    assert [(e, d["mac"], d["reason"], d["view"]["zone"]) for e, d in sent] == [
+        ("device", MAC, "cutoff", "permitted")] * 2
+    sent.clear()
+    core.bus.publish(CutOffChanged(mac=MAC2, kind="pending"))   # its join's device event says so
+    assert sent == []
+
+
 def test_pairing_requests_are_limited_per_address_apart_from_logins(api):
     """the public pairing call has a limiter of its own (10 per address in 10
     minutes): a box asking again and again is held back, and that address may still log in."""

@@ -3,6 +3,7 @@ it keeps in the daemon (live leases on our ports, not blacklisted; the lease tim
 device's state), the bookkeeping of an answer the daemon gave (as if the controller had
 given it), and punted requests handled as before. The daemon itself is faked here; it
 is tested by cargo (dhcpd/) and end to end (tests/e2e/test_dhcp_fastpath.py)."""
+import contextlib
 import ipaddress
 
 import pytest
@@ -30,6 +31,7 @@ class FakeLink:
         self.setup: list[dict] = []
         self.known: set[str] = set()
         self.reserved: list[str] = []
+        self.gatherings: list[str] = []
         FakeLink.instances.append(self)
 
     def start(self):
@@ -59,6 +61,12 @@ class FakeLink:
 
     def close(self):
         pass
+
+    @contextlib.contextmanager
+    def gathered(self):
+        self.gatherings.append("in")
+        yield
+        self.gatherings.append("out")
 
 
 class FakeSocket:
@@ -393,6 +401,28 @@ def test_a_claim_the_controller_decided_otherwise_is_not_kept(offering):
     assert offering.counters.get("dhcp.dhcpd_bad_claim") == 3 and offering.counters.get("dhcp.dhcpd_claim_refused") == 2
 
 
+def test_a_request_for_the_daemons_offer_the_controller_did_not_keep_is_naked(offering):
+    """The daemon offered a reserved block while the controller offered the same MAC one of
+    its own (a DISCOVER punted while the reserve was empty): the client that takes the
+    daemon's offer is told no, by the server it chose, and starts over."""
+    punt(offering, dhcp_frame(MAC, m.DISCOVER), 1)
+    own = offering.ctx.leases.get(MAC).ip
+    link(offering).on_note({"op": "offered", "mac": MAC, "port": 1, "hostname": "", "xid": 4, "reserved": "10.2.0.2"})
+    assert offering.counters.get("dhcp.dhcpd_claim_refused") == 1 and own != "10.2.0.2"
+    sent = len(offering.sent)
+    punt(offering, dhcp_frame(MAC, m.REQUEST, options=[opt_ip(50, "10.2.0.2"), opt_ip(54, "10.2.0.1")]), 1)
+    [nak] = [m.parse(frame[42:]) for frame in offering.sent[sent:]]
+    assert nak.msg_type == m.NAK and nak.server_id == "10.2.0.1"
+    assert offering.counters.get("dhcp.withdrawn_offer_naks") == 1
+    # it starts over and takes the controller's offer
+    punt(offering, dhcp_frame(MAC, m.DISCOVER), 1)
+    [offer] = [m.parse(frame[42:]) for frame in offering.sent[sent + 1:]]
+    assert offer.msg_type == m.OFFER and offer.yiaddr == own
+    # a REQUEST for another server's offer is still left alone
+    punt(offering, dhcp_frame(MAC, m.REQUEST, options=[opt_ip(50, "192.0.2.2"), opt_ip(54, "192.0.2.1")]), 1)
+    assert len(offering.sent) == sent + 2
+
+
 def test_the_daemons_new_devices_spend_their_ports_allowance(offering):
     for i, ip in enumerate(("10.2.0.2", "10.2.0.6")):
         link(offering).on_note({"op": "offered", "mac": f"02:00:00:00:01:0{i}", "port": 1, "hostname": "",
@@ -520,3 +550,66 @@ def test_the_board_settles_the_leases_before_listing(core):
     from homework.components.api.board import Board
     Board(core.ctx).all_views()
     assert settled == [True]
+
+
+def test_gathered_messages_go_out_together_in_order():
+    """A group decision's entries reach the daemon as arrays of messages, in the order they
+    were made, a few hundred to a packet; outside a gathering each goes out at once."""
+    import json
+    import socket
+    import threading
+    link = dhcpd_link.DhcpdLink("/bin/false", "br0", lambda f: None, lambda n: None, lambda: [],
+                                lambda name, n=1: None)
+    ours, daemon = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+    daemon.setblocking(False)
+    link.sock = ours
+
+    def packets():
+        got = []
+        while True:
+            try:
+                got.append(json.loads(daemon.recv(65536)))
+            except BlockingIOError:
+                return got
+
+    def entry(i):
+        return {"mac": f"02:00:00:00:{i >> 8:02x}:{i & 255:02x}", "port": 1, "ip": "10.2.0.2",
+                "router": "10.2.0.1", "broadcast": "10.2.0.3", "lease_time": 3600, "hostname": "", "relay": ""}
+    link.set(entry(0))
+    assert packets() == [{"op": "set", **entry(0)}]             # at once, as itself
+    with link.gathered():
+        for i in range(1, 400):
+            link.set(entry(i))
+        link.delete(entry(1)["mac"])
+        with link.gathered():                                   # nested: still one gathering
+            link.set(entry(400))
+        assert packets() == []
+        # another thread's message goes out at once, after those gathered before it
+        other = threading.Thread(target=link.delete, args=(entry(2)["mac"],))
+        other.start()
+        other.join()
+        link.set(entry(401))
+        with link._ungathered():             # a punt's reply may need its entry first: at once
+            link.set(entry(402))
+            got = packets()
+            assert got[-1] == {"op": "set", **entry(402)}
+        link.set(entry(403))
+    got += packets()
+    assert all(len(json.dumps(p, separators=(",", ":"))) <= dhcpd_link.GATHER_BYTES for p in got)
+    assert 2 < len(got) < 20 and isinstance(got[0], list)
+    flat = [m for p in got[:-2] for m in (p if isinstance(p, list) else [p])]
+    assert [(m["op"], m["mac"]) for m in flat] == (
+        [("set", entry(i)["mac"]) for i in range(1, 400)] + [("del", entry(1)["mac"]), ("set", entry(400)["mac"]),
+                                                           ("del", entry(2)["mac"]), ("set", entry(401)["mac"])])
+    assert got[-1] == {"op": "set", **entry(403)}
+    ours.close()
+    daemon.close()
+
+
+def test_a_commands_changes_to_the_daemon_are_gathered(core):
+    """Every command runs inside DHCP's gathering: a group decision's entries go out together."""
+    gatherings = link(core).gatherings
+    core.ctx.commands.register("probe", lambda: gatherings.append("ran"))
+    core.ctx.commands.call("probe")
+    assert gatherings == ["in", "ran", "out"]

@@ -107,3 +107,74 @@ def test_pending_devices_announcements_reach_the_routers_stack_and_nothing_else(
     flow = core.switch.lookup({"in_port": 2, "eth_src": "02:00:00:00:00:99", "eth_type": 0x0800, "ip_proto": 17,
                                "ipv4_src": "10.2.0.99", "ipv4_dst": "224.0.0.251", "udp_dst": 5353})
     assert flow is not None and [a.port for a in flow.actions] == [0xFFFFFFFE]
+
+
+# -- mDNS over IPv6 ----------------------------------------------------------------------------------
+def mdns6_frame(src_mac: str, payload: bytes, dst: str = "ff02::fb", dport: int = 5353, next_header: int = 17,
+                ethertype: int = 0x86DD) -> bytes:
+    import socket
+    import struct
+    udp = struct.pack("!HHHH", 5353, dport, 8 + len(payload), 0) + payload
+    ip6 = (struct.pack("!IHBB", 6 << 28, len(udp), next_header, 255) + socket.inet_pton(socket.AF_INET6, "fe80::1c2")
+           + socket.inet_pton(socket.AF_INET6, dst))
+    return (bytes.fromhex("3333000000fb") + bytes.fromhex(src_mac.replace(":", "")) + struct.pack("!H", ethertype)
+            + ip6 + udp)
+
+
+SPEAKER = [("_googlecast._tcp.local.", "PTR", ["Google-Home-Mini-4a3f._googlecast._tcp.local."]),
+           ("Google-Home-Mini-4a3f._googlecast._tcp.local.", "TXT", ['"md=Google Home Mini"'])]
+
+
+def test_an_ipv6_mdns_frame_gives_its_source_mac_and_payload_and_nothing_else_does():
+    wire = announcement(SPEAKER)
+    assert announce.mdns6_frame(mdns6_frame("02:00:00:00:00:41", wire)) == ("02:00:00:00:00:41", wire)
+    for other in (mdns6_frame("02:00:00:00:00:41", wire, dst="ff02::1"),
+                  mdns6_frame("02:00:00:00:00:41", wire, dport=5354),
+                  mdns6_frame("02:00:00:00:00:41", wire, next_header=0),        # an extension header first
+                  mdns6_frame("02:00:00:00:00:41", wire, ethertype=0x0800),
+                  b"\x00" * 20):
+        assert announce.mdns6_frame(other) is None
+
+
+def test_the_kernels_filter_passes_only_mdns_over_ipv6():
+    """The classic BPF program, run by the kernel: on a datagram socket pair it sees each
+    datagram from its first byte, as the packet socket sees each frame."""
+    import socket
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    with a, b:
+        announce.attach_mdns6_filter(b)
+        wire = announcement(SPEAKER)
+        frames = [mdns6_frame("02:00:00:00:00:41", wire, dst="ff02::1"),
+                  mdns6_frame("02:00:00:00:00:41", wire, dport=53),
+                  mdns6_frame("02:00:00:00:00:41", wire, ethertype=0x0800),
+                  mdns6_frame("02:00:00:00:00:42", wire)]
+        for frame in frames:
+            a.send(frame)
+        b.settimeout(2)
+        assert b.recv(9000) == frames[-1]             # the three others never arrive
+        b.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            b.recv(9000)
+
+
+def test_what_is_heard_over_ipv6_goes_to_the_device_with_that_mac(core):
+    mac = "02:00:00:00:00:43"
+    send(core, dhcp_frame(mac, m.DISCOVER))
+    identify = core.ctx.component("identify")
+    heard = []
+    listener = announce.Listener("br0", lambda *a: heard.append(a), ipv6=True)
+    listener.take(announce.MAC_SOURCE + mac, "mdns", announcement(SPEAKER))
+    identify._heard_one(*heard[0])
+    identify._heard_one(announce.MAC_SOURCE + "02:00:00:00:00:99", "mdns", {"mdns_services": "_ipp._tcp"})
+    identify.drain()
+    assert core.ctx.facts_about(mac)["identity"]["label"] == "Google Home Mini speaker"
+    assert core.ctx.counters.get("identify.unknown_announcer") == 1
+
+
+def test_a_pending_devices_ipv6_mdns_reaches_the_routers_stack(tmp_path, clock):
+    core = make_core(tmp_path, components=("dhcp", "routing", "identify"), clock=clock, ipv6_enabled=True,
+                     ipv6_prefix="2001:db8:100::/48")
+    core.datapath_up(Datapath(dpid=1, ports={"br0": 0xFFFFFFFE, "d1": 1, "d2": 2}))
+    flow = core.switch.lookup({"in_port": 2, "eth_src": "02:00:00:00:00:99", "eth_type": 0x86DD, "ip_proto": 17,
+                               "ipv6_src": "fe80::99", "ipv6_dst": "ff02::fb", "udp_dst": 5353})
+    assert flow is not None and [a.port for a in flow.actions] == [0xFFFFFFFE]

@@ -143,3 +143,20 @@ def test_a_renewal_that_changes_nothing_named_costs_no_pass(core, clock):
     join(core, A, 1, hostname=b"fileserver")          # a new hostname is a change
     assert names._stale is True
     assert hosts(core) == ["10.2.0.2 fileserver.home.arpa fileserver.lan fileserver"]
+
+
+def test_a_crowd_of_pending_devices_costs_no_pass(core, clock):
+    """New pending devices (seen, leased, renamed before anyone let them in) change no name;
+    permitting one does, and so does denying a named one."""
+    names = core.ctx.component("localnames")
+    names.tick()
+    for i, mac in enumerate((A, B)):
+        join(core, mac, i + 1, hostname=b"guest")
+        core.commands.call("set-meta", mac=mac, name="Guest phone")
+        assert names._stale is False
+    core.commands.call("permit", mac=A)
+    assert names._stale is True
+    assert hosts(core) == ["10.2.0.2 guest-phone.home.arpa guest-phone.lan guest-phone"]
+    core.commands.call("deny", mac=A)
+    assert names._stale is True
+    assert hosts(core) == []

@@ -70,6 +70,33 @@ def test_every_table_has_one_owner():
     assert not declared - in_db, f"manifests name tables migrations.py does not make: {sorted(declared - in_db)}"
 
 
+DEVICE_KEYS = {"mac", "target", "owner"}     # a column naming the device (or its owner) a row is about
+
+
+def test_every_backed_up_device_table_is_carried_by_a_join_or_says_why_not():
+    """A device let in as the device it was (identify's join) takes every component's settings
+    for it: each backed-up table keyed by a device is in its manifest's `carries` (and the
+    component overrides Component.carry_device) or in `stays` with the reason."""
+    import importlib
+
+    from homework.component import Component
+    undecided = []
+    for m in manifest.every():
+        if m.component == "core":       # devices and pre-approvals: the join itself
+            continue
+        assert not set(m.carries) & set(m.stays), f"{m.component}: carried and staying: {set(m.carries) & set(m.stays)}"
+        own = {t.name for t in m.tables}
+        assert set(m.carries) | set(m.stays) <= own, f"{m.component} declares tables it does not own"
+        for t in m.tables:
+            if t.backup != Backup.NONE and DEVICE_KEYS & set(t.columns) and t.name not in m.carries | m.stays:
+                undecided.append(f"{m.component}: {t.name}")
+        cls = importlib.import_module(f"homework.components.{m.component}").COMPONENT
+        overrides = cls.carry_device is not Component.carry_device
+        assert overrides == bool(m.carries), \
+            f"{m.component}: carries {sorted(m.carries)} but {'overrides' if overrides else 'has no'} carry_device"
+    assert not undecided, f"per-device tables neither carried by a join nor said to stay: {undecided}"
+
+
 def test_every_column_is_backed_up_or_declared_not_to_be():
     undecided = []
     for t in manifest.tables():

@@ -66,6 +66,18 @@ def test_a_daily_block_keeps_only_gateway_services_until_the_next_day(home, cloc
     assert home.commands.call("status", mac=A)["usage_blocked"] is False
 
 
+def test_an_allowance_set_below_what_was_used_today_blocks_at_once(home, clock):
+    bw(home, A, 5000)
+    assert web_ok(home)
+    home.commands.call("usage-limit", mac=A, allowance=1000, period="day", action="block")
+    assert not web_ok(home) and gateway_ok(home)        # no packet of its own needed
+    assert home.commands.call("status", mac=A)["usage_blocked"] is True
+    assert [a["mac"] for a in alerts(home)] == [A]
+    assert web_ok(home, B, 2, "10.2.0.6")                # the other device is not touched
+    home.commands.call("usage-limit", mac=B, allowance=1000, period="day", action="block")
+    assert web_ok(home, B, 2, "10.2.0.6")                # B used nothing yet: not blocked
+
+
 def test_notify_only_alerts_once_per_period(home, clock):
     home.commands.call("usage-limit", mac=A, allowance=1000, period="day", action="notify")
     bw(home, A, 1500)

@@ -29,6 +29,7 @@ from collections.abc import Callable
 
 from webob import Request, Response
 
+from ... import actor, wording
 from ...callers import DEVICE, STRANGER, Caller
 from ...commands import CommandError
 from ...macaddr import BadMac, normalize
@@ -238,7 +239,13 @@ class ApiApp:
         call = Call(req, principal, caller)
         if req.method not in ("GET", "HEAD") and "mac" in params and route.handler.__name__ not in SELF_ALLOWED:
             self.not_self_text(call, params["mac"])
-        return route.handler(call, **params)
+        with actor.acting(self.who(call)):      # a device's story says who let it in
+            return route.handler(call, **params)
+
+    def who(self, call: Call) -> str:
+        p = call.principal
+        device = wording.name_of(self.ctx.state, call.client_mac) if call.client_mac else ""
+        return actor.api_caller(p.role if p else "", p.kind if p else "", p.panel if p else "", device)
 
     def _match(self, req: Request) -> tuple[Route, dict]:
         path = req.path_info

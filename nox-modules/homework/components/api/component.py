@@ -64,6 +64,8 @@ class ApiComponent(Component):
         bus.subscribe("schedule", self._on_schedule)     # a pause began or ended
         bus.subscribe("qos_device", self._on_schedule)   # a device's priority changed
         bus.subscribe("identity", self._on_schedule)     # what it looks like (components/identify)
+        # cut off or back (an allowance used up, lifted or removed): the label says so at once
+        bus.subscribe("cutoff", self._on_cutoff)
         bus.subscribe("restart", self._on_restart)       # every open board says so, and when back
         self.ctx.state.watch_storage(self._on_storage)
         if _under_eventlet():
@@ -180,9 +182,15 @@ class ApiComponent(Component):
         """The label shows "paused until ..." / "bedtime": the board gets the device's view."""
         device = self.ctx.state.get_device(payload.mac or "")
         if device is not None:
-            reason = "identity" if topic == "identity" else "schedule"
+            reason = topic if topic in ("identity", "cutoff") else "schedule"
             self.stream.publish("device", {"mac": device.mac, "state": device.state, "reason": reason,
                                            "view": self.board.view(device)})
+
+    def _on_cutoff(self, topic: str, payload) -> None:
+        """Pending and denied come with their decision's device event already; every other
+        cut (an allowance, a pause) and its end sends the device's view."""
+        if payload.kind not in ("pending", "denied"):
+            self._on_schedule(topic, payload)
 
     def _hwdb_client(self):
         if self._hwdb is None:

@@ -8,6 +8,9 @@
                                             looks like that permitted device is let in as it (409 when it
                                             does not look like it)
     GET  /ws.v1/identity-catalog            how many fingerprint rules, and their sources
+    GET  /ws.v1/identity/{mac}/story        the device's story: first seen, who let it in and when, ports and
+                                            radios, top names today, usage today and this week, alerts, and
+                                            a timeline of events; ?format=csv: the timeline as a CSV download
 
 A correction changes what the board calls the device, never its access: a guess decides
 nothing. Still, a device may not correct itself (it would be telling the board what to
@@ -19,6 +22,8 @@ CORRECTION_FIELDS = {"type", "os", "label"}
 
 
 def add_routes(app) -> None:
+    from webob import Response
+
     from .app import ApiError, json_response     # here: app.py imports this module
 
     def need() -> None:
@@ -57,6 +62,16 @@ def add_routes(app) -> None:
         app.not_self(call, twin)
         return json_response(app.command("identify-join", mac=mac, as_mac=twin))
 
+    def device_story(call, mac):
+        need()
+        fmt = call.req.GET.get("format", "json")
+        told = app.command("device-story", mac=app.known_mac(mac), format=fmt)
+        if fmt != "csv":
+            return json_response(told)
+        resp = Response(told["csv"], content_type="text/csv", charset="utf-8")
+        resp.headers["Content-Disposition"] = f'attachment; filename="{told["filename"]}"'
+        return resp
+
     def catalog(call):
         need()
         return json_response(app.command("identify-catalog"))
@@ -67,3 +82,4 @@ def add_routes(app) -> None:
     app._add("POST", f"/identity/{mac}/clear/?", clear, "admin")
     app._add("POST", f"/identity/{mac}/join/?", join, "admin")
     app._add("GET", "/identity-catalog/?", catalog, "read")
+    app._add("GET", f"/identity/{mac}/story/?", device_story, "read")

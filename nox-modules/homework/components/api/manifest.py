@@ -41,7 +41,7 @@ MANIFEST = Manifest(
     routes=("app", "parity", "setup", "captive", "panels"),
     publishes=(events.Alert,),
     hears=(events.Device, events.Identity, events.Lease, events.Link, events.Bandwidth, events.Alert,
-           events.Schedule, events.Restart,
+           events.Schedule, events.Restart, events.CutOffChanged,
            events.QosDevice, events.Nearby, events.Satellite),
     alerts=(events.AlertKind.STORAGE_FULL, events.AlertKind.STORAGE_ERROR),
 )

@@ -34,4 +34,6 @@ MANIFEST = Manifest(
     needs={"dns": DnsLists},
     offers=(RestoredLists,),
     hears=(events.Device,),
+    stays={"blocklists": "a list is the household's or an owner's: an owner's follows the owner, which the join "
+                         "carries"},
 )

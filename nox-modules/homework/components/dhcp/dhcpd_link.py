@@ -14,8 +14,9 @@ unchanged (a "punt") and goes through DhcpServer.handle as before, its reply out
 send-only raw socket. So decisions stay in one place, and the common case costs no Python.
 
 Wire: one AF_UNIX SOCK_SEQPACKET pair, the daemon's end passed as --control-fd; one
-message per packet. To the daemon: JSON {"op": "set", mac, port, ip, router, broadcast, lease_time,
-hostname, relay, offer} | {"op": "del", mac} | {"op": "clear"} | {"op": "stats"} |
+message per packet, or (`gathered`) a JSON array of them, applied in order. To the daemon:
+JSON {"op": "set", mac, port, ip, router, broadcast, lease_time, hostname, relay, offer} |
+{"op": "del", mac} | {"op": "clear"} | {"op": "stats"} |
 {"op": "new_macs", burst, per_second, lease_time} | {"op": "known", macs} | {"op": "unknown", mac}
 | {"op": "reserve", ips}. From it:
 b"P" + the frame (a punt), or JSON {"op": "offered" | "acked", mac, port, hostname, xid,
@@ -25,6 +26,7 @@ counts, first, reserved} (`first`: an ACK on an offer, told and booked at once;
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import logging
@@ -54,6 +56,12 @@ REPO_BINARY = Path(__file__).resolve().parents[4] / "dhcpd" / "target" / "releas
 PR_SET_PDEATHSIG = 1
 _COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))   # one encoder: json.dumps with options builds one a call
 KNOWN_PER_MESSAGE = 512      # MACs in one "known" message (about 10 kB)
+# Messages gathered into one packet, at most this many bytes (the daemon reads 64 kB). Each
+# packet wakes the daemon, and on a busy machine the send then waited for the daemon's turn
+# on the CPU: a packet per message (one per device and decision) was a quarter of the
+# controller's time while it let a crowd in.
+GATHER_BYTES = 32 * 1024
+DRAIN = 64                   # the daemon's messages read at once, their answers gathered
 
 
 def known_messages(macs: list[str]) -> list[dict]:
@@ -97,6 +105,12 @@ class DhcpdLink:
         # One reader at a time, so the daemon's answers are dispatched in the order it sent
         # them: the link's own thread, or settle() for whoever must see every answer given.
         self._reading = threading.Lock()
+        # Messages not sent yet, in order, and the (green) threads gathering theirs: a
+        # message of a thread that is not gathering goes out at once, with any gathered
+        # before it, so the daemon sees them in the order they were made.
+        self._outbox: list[bytes] = []
+        self._gathering: dict[int, int] = {}
+        self._writing = threading.Lock()
 
     # -- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -113,14 +127,16 @@ class DhcpdLink:
             theirs.close()
         self.sock = ours
         self._known = set()
-        for message in self.setup():
-            if message.get("op") == "known":
-                self._known.update(message["macs"])
-            self._send(message)
-        entries = self.table()
-        self._held = {}
-        for entry in entries:
-            self.set(entry)
+        self._outbox = []             # for the daemon before: this one gets everything below
+        with self.gathered():
+            for message in self.setup():
+                if message.get("op") == "known":
+                    self._known.update(message["macs"])
+                self._send(message)
+            entries = self.table()
+            self._held = {}
+            for entry in entries:
+                self.set(entry)
         log.info("homework-dhcpd (pid %d) answers for %d leases on %s", self.proc.pid, len(entries),
                  self.interface)
 
@@ -137,10 +153,12 @@ class DhcpdLink:
                     continue
                 except OSError:
                     data = b""
-                if data:
-                    self._dispatch(data)
-                    if time.monotonic() - self._booked_at >= BOOK_EVERY:
-                        self.book()
+                if data and sock is not None:
+                    with self.gathered():
+                        self._dispatch(data)
+                        self._drain(sock)
+                        if time.monotonic() - self._booked_at >= BOOK_EVERY:
+                            self.book()
                     continue
                 self.book()
             if self._closed:
@@ -158,11 +176,32 @@ class DhcpdLink:
                 log.error("homework-dhcpd cannot start (%s)", exc)
                 time.sleep(5)
 
+    def _drain(self, sock: socket.socket) -> None:
+        """What else the daemon has said by now, up to DRAIN messages (a crowd's first
+        ACKs): dispatched in the caller's gathering. EOF is left for the next read."""
+        for _ in range(DRAIN):
+            if not select.select([sock], [], [], 0)[0]:
+                return
+            try:
+                data = sock.recv(MAX_MESSAGE)
+            except OSError:
+                return
+            if not data:
+                return
+            self._dispatch(data)
+
     def _dispatch(self, data: bytes) -> None:
         if data[:1] == b"P":
+            # not gathered: a reply of ours may need its entry in the daemon before it leaves
+            # (an OFFER: the REQUEST that takes it is the daemon's to answer)
             self.count("dhcp.dhcpd_punted")
-            self.on_punt(data[1:])
+            with self._ungathered():
+                self.on_punt(data[1:])
             return
+        with self.gathered():
+            self._dispatch_note(data)
+
+    def _dispatch_note(self, data: bytes) -> None:
         try:
             note = json.loads(data)
         except ValueError:
@@ -226,8 +265,9 @@ class DhcpdLink:
         """Hand the batch of the daemon's answers to the server."""
         self._booked_at = time.monotonic()
         batch, self._unbooked = self._unbooked, {}
-        for note in batch.values():
-            self._book_one(note)
+        with self.gathered():
+            for note in batch.values():
+                self._book_one(note)
 
     def _book_one(self, note: dict) -> None:
         try:
@@ -276,14 +316,63 @@ class DhcpdLink:
         self._stats_waiters.append(then)
         self._send({"op": "stats"})
 
+    @contextlib.contextmanager
+    def gathered(self):
+        """Within it, this thread's messages wait and go out together when it ends, a few
+        hundred to a packet (a group decision, a batch of bookings)."""
+        ident = threading.get_ident()
+        self._gathering[ident] = self._gathering.get(ident, 0) + 1
+        try:
+            yield
+        finally:
+            depth = self._gathering.pop(ident) - 1
+            if depth:
+                self._gathering[ident] = depth
+            else:
+                self.flush()
+
+    @contextlib.contextmanager
+    def _ungathered(self):
+        """Within it, this thread's messages go out at once (after those gathered so far)."""
+        ident = threading.get_ident()
+        depth = self._gathering.pop(ident, 0)
+        self.flush()
+        try:
+            yield
+        finally:
+            if depth:
+                self._gathering[ident] = depth
+
     def _send(self, message: dict) -> None:
+        if self.sock is None:
+            return
+        self._outbox.append(_COMPACT_JSON.encode(message).encode())
+        if threading.get_ident() not in self._gathering:
+            self.flush()
+
+    def flush(self) -> None:
+        """Send every message waiting, in order: one alone as itself, several as arrays."""
+        with self._writing:
+            waiting, self._outbox = self._outbox, []
+            packet: list[bytes] = []
+            size = 0
+            for message in waiting:
+                if packet and size + len(message) > GATHER_BYTES:
+                    self._write(packet)
+                    packet, size = [], 0
+                packet.append(message)
+                size += len(message) + 1
+            if packet:
+                self._write(packet)
+
+    def _write(self, messages: list[bytes]) -> None:
         sock = self.sock
         if sock is None:
             return
         try:
-            sock.send(_COMPACT_JSON.encode(message).encode())
+            sock.send(messages[0] if len(messages) == 1 else b"[" + b",".join(messages) + b"]")
         except OSError as exc:        # the daemon is gone: the restart sends the whole table
-            log.debug("homework-dhcpd: %s not sent (%s)", message.get("op"), exc)
+            log.debug("homework-dhcpd: %d messages not sent (%s)", len(messages), exc)
 
 
 def _die_with_parent() -> None:

@@ -52,6 +52,7 @@ MANIFEST = Manifest(
         "dhcp.dhcpd_punted": "requests homework-dhcpd handed to the controller",
         "dhcp.dhcpd_bad_claim": "claims by homework-dhcpd that named no reserved block",
         "dhcp.dhcpd_claim_refused": "claims by homework-dhcpd refused (the device is known or decided)",
+        "dhcp.withdrawn_offer_naks": "NAKs to a REQUEST for homework-dhcpd's offer that the controller did not keep",
         "dhcp.dhcpd_bad_message": "lines from homework-dhcpd that could not be read",
         "dhcp.dhcpd_restarts": "times homework-dhcpd was started again",
     },

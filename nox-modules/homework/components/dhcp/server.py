@@ -9,6 +9,7 @@ LOCAL interface.
 """
 from __future__ import annotations
 
+import contextlib
 
 from ... import dnr
 from ...component import Component
@@ -96,6 +97,7 @@ class DhcpServer(Component):
         self.ctx.bus.subscribe("device", self._on_device)
         self.ctx.bus.subscribe("ipv6_plan", self._on_ipv6_plan)
         self.ctx.bus.subscribe("station_at", self._on_station_at)
+        self.ctx.commands.scopes.append(self._gathered)
         # Remove router addresses of leases that expired while we were down (the spares stay).
         installed = self.ctx.host.router_addresses()
         spares = self._upcoming_routers(now)
@@ -196,6 +198,10 @@ class DhcpServer(Component):
         """Every lease homework-dhcpd has ACKed is booked (LeaseReader.settle)."""
         if self.dhcpd is not None:
             self.dhcpd.settle()
+
+    def _gathered(self) -> contextlib.AbstractContextManager:
+        """A command's changes to homework-dhcpd's table go out together at its end."""
+        return self.dhcpd.gathered() if self.dhcpd is not None else contextlib.nullcontext()
 
     def _dhcpd_forget(self, mac: str) -> None:
         """homework-dhcpd answers nothing more for `mac`, offer or lease: its lease ended,
@@ -514,6 +520,13 @@ class DhcpServer(Component):
         server_id, requested = msg.server_id, msg.requested_ip
         if server_id is not None:
             # SELECTING: the client answers an OFFER; is it ours?
+            if block is not None and server_id != block.router and self.is_router_address(server_id):
+                # Ours all the same (every /30's router is this server): homework-dhcpd's
+                # offer of a reserved block that the controller did not keep, having offered
+                # the device a block of its own meanwhile. Ignored, the client would ask for
+                # it until it gave up; a NAK sends it back to DISCOVER, which gets its block.
+                self.ctx.count("dhcp.withdrawn_offer_naks")
+                return [self._nak(msg, in_port, "that offer was withdrawn: ask again", server_id)]
             if block is None or server_id != block.router:
                 if block is not None and self.alloc.expiry(msg.mac) <= now and msg.mac not in self.live:
                     self.alloc.forget(msg.mac)  # it chose another server
@@ -768,11 +781,13 @@ class DhcpServer(Component):
         self.ctx.count("dhcp.informs")
         return [self._reply(m.ACK, msg, block, in_port, lease_time=None, yiaddr="0.0.0.0")]
 
-    def _nak(self, msg: m.DhcpMessage, in_port: int, why: str) -> PacketOut:
+    def _nak(self, msg: m.DhcpMessage, in_port: int, why: str, server_id: str | None = None) -> PacketOut:
+        """`server_id`: the one the client chose, where that is not its block's router."""
         self.ctx.count("dhcp.naks")
         self.log.info("NAK to %s: %s", msg.mac, why)
         block = self.alloc.block_for(msg.mac)
-        server_id = block.router if block else str(self.ctx.config.pool.network_address + 1)
+        if server_id is None:
+            server_id = block.router if block else str(self.ctx.config.pool.network_address + 1)
         payload = m.build(msg_type=m.NAK, request=msg, yiaddr="0.0.0.0", server_id=server_id,
                           options=[(m.OPT_MESSAGE, why.encode()[:200])])
         return self._packet_out(payload, server_id, "255.255.255.255", BROADCAST_MAC, in_port)

@@ -444,6 +444,22 @@ class DnsComponent(Component):
         self._policy_changed(owner, [f"unrule {owner} {normalize_domain(domain)}"])
         return {"removed": normalize_domain(domain), "owner": "household" if owner == HOUSEHOLD else owner}
 
+    def carry_device(self, old: str, new: str) -> list[str]:
+        """A device let in as the device it was: its website rules and mode move to it."""
+        carried = []
+        rules = self.policy.list_rules(old)
+        for r in rules:
+            self.set_rules(new, [r["domain"]], r["action"], r["schedule"] or None)
+            self.remove_rule(old, r["domain"])
+        if rules:
+            carried.append("website rules")
+        mode = self.policy.modes.get(old)
+        if mode:
+            self.set_mode(new, mode)
+            self.set_mode(old, "denylist")
+            carried.append("its website mode")
+        return carried
+
     def set_mode(self, mac: str, mode: str | None = None) -> dict:
         mac = normalize(mac)
         self.ctx.devices.get(mac)

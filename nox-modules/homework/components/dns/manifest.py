@@ -53,4 +53,6 @@ MANIFEST = Manifest(
         "dns.nft_batches": "updates of the captive set in nftables",
         "dns.nft_failures": "captive set updates that failed (retried)",
     },
+    carries={"dns_rules": "website rules",
+             "dns_modes": "its website mode (only the allowed ones, or all but the blocked)"},
 )

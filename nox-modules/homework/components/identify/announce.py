@@ -1,5 +1,13 @@
-"""What devices announce on the LAN: mDNS/DNS-SD (224.0.0.251:5353) and SSDP
-(239.255.255.250:1900), heard by the router's own stack on the bridge.
+"""What devices announce on the LAN: mDNS/DNS-SD (224.0.0.251:5353, and [ff02::fb]:5353
+over IPv6) and SSDP (239.255.255.250:1900), heard by the router on the bridge.
+
+mDNS over IPv6 is sent from a link-local address, which names no device the router
+knows (every device's fe80::/64 is the same, and a phone's is not made from its MAC), so
+it is heard on a packet socket instead: a classic BPF filter in the kernel passes only
+UDP to [ff02::fb]:5353 (no other frame on the bridge reaches this process), and the
+frame's own source MAC names the device. The switch lets a device's frames in only with
+its own MAC on its own port (routing's anti-spoofing entries), as it lets in only its own
+address for IPv4.
 
 A listener thread (a real OS thread: the controller's eventlet hub never waits on it or
 parses for it) reads both sockets, drops what a source sends beyond a small budget before
@@ -29,6 +37,7 @@ from ...fingerprint import text
 log = logging.getLogger("homework.identify.announce")
 
 MDNS = ("224.0.0.251", 5353)
+MDNS6 = "ff02::fb"
 SSDP = ("239.255.255.250", 1900)
 BUDGET = 30                 # packets a source may send ...
 BUDGET_SECONDS = 10.0       # ... in this long before the rest is dropped unread
@@ -144,12 +153,46 @@ class Budget:
         return entry[1] <= self.per_window
 
 
+# The packet socket's filter (classic BPF, offsets in the Ethernet frame): IPv6, next header
+# UDP (no extension headers), destination ff02::fb, destination port 5353; else nothing.
+ETH_P_IPV6 = 0x86DD
+SO_ATTACH_FILTER = 26
+_LDH, _LDB, _LDW, _JEQ, _RET = 0x28, 0x30, 0x20, 0x15, 0x06
+_TESTS = ((_LDH, 12, ETH_P_IPV6), (_LDB, 20, 17), (_LDW, 38, 0xFF020000), (_LDW, 42, 0), (_LDW, 46, 0),
+          (_LDW, 50, 0xFB), (_LDH, 56, 5353))
+# each test: load, then on a mismatch jump to the last instruction (return 0: not for us)
+MDNS6_FILTER = tuple(insn for i, (load, offset, value) in enumerate(_TESTS) for insn in (
+    (load, 0, 0, offset), (_JEQ, 0, 2 * (len(_TESTS) - i) - 1, value))) + ((_RET, 0, 0, 0xFFFF), (_RET, 0, 0, 0))
+_MDNS6_DST = socket.inet_pton(socket.AF_INET6, MDNS6)
+MAC_SOURCE = "mac:"         # a source named by its MAC (IPv6 mDNS) rather than an address
+
+
+def mdns6_frame(frame: bytes) -> tuple[str, bytes] | None:
+    """(source MAC, mDNS payload) of an Ethernet frame carrying UDP to [ff02::fb]:5353, else
+    None. The kernel's filter passes only those; this checks again (frames that arrived
+    before the filter was attached, a filter the kernel refused)."""
+    if (len(frame) < 62 or frame[12:14] != b"\x86\xdd" or frame[20] != 17 or frame[38:54] != _MDNS6_DST
+            or frame[56:58] != b"\x14\xe9"):
+        return None
+    mac = ":".join(f"{b:02x}" for b in frame[6:12])
+    return mac, frame[62:]
+
+
+def attach_mdns6_filter(sock) -> None:
+    import ctypes
+    code = b"".join(struct.pack("HBBI", *insn) for insn in MDNS6_FILTER)
+    buf = ctypes.create_string_buffer(code)
+    # the kernel copies the program: the buffer need not outlive the call
+    sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, struct.pack("HL", len(MDNS6_FILTER), ctypes.addressof(buf)))
+
+
 class Listener:
     """Both sockets on `interface` (the bridge), read in a real OS thread; `heard(address,
     source, evidence)` is called from that thread (the component queues it)."""
 
-    def __init__(self, interface: str, heard: Callable[[str, str, dict], None]):
+    def __init__(self, interface: str, heard: Callable[[str, str, dict], None], ipv6: bool = False):
         self.interface = interface
+        self.ipv6 = ipv6            # mDNS over IPv6 too (a packet socket: see the module's notes)
         self.heard = heard
         self.budget = Budget()
         self.dropped = 0
@@ -176,6 +219,14 @@ class Listener:
             mreqn = socket.inet_aton(group) + struct.pack("=4si", socket.inet_aton("0.0.0.0"), ifindex)
             s.setsockopt(real_socket.IPPROTO_IP, real_socket.IP_ADD_MEMBERSHIP, mreqn)
             self._socks.append((s, "mdns" if port == MDNS[1] else "ssdp"))
+        if self.ipv6:
+            try:        # a packet socket needs CAP_NET_RAW: without it, IPv4's announcements still
+                s = real_socket.socket(real_socket.AF_PACKET, real_socket.SOCK_RAW, real_socket.htons(ETH_P_IPV6))
+                attach_mdns6_filter(s)
+                s.bind((self.interface, ETH_P_IPV6))
+                self._socks.append((s, "mdns6"))
+            except OSError as exc:
+                log.warning("cannot hear mDNS over IPv6 on %s (%s): IPv4's announcements only", self.interface, exc)
         thread = real_threading.Thread(target=self._loop, name="identify-announce", daemon=True)
         thread.start()
 
@@ -197,10 +248,15 @@ class Listener:
             for fd in ready:
                 s, kind = socks[fd]
                 try:
-                    payload, (address, _port) = s.recvfrom(9000)
+                    payload, peer = s.recvfrom(9000)
                 except OSError:
                     continue
-                self.take(address, kind, payload)
+                if kind == "mdns6":
+                    found = mdns6_frame(payload)
+                    if found is not None:
+                        self.take(MAC_SOURCE + found[0], "mdns", found[1])
+                    continue
+                self.take(peer[0], kind, payload)
 
     def take(self, address: str, kind: str, payload: bytes) -> None:
         if not self.budget.allow(address):

@@ -20,8 +20,11 @@ from ...component import Component
 from ...events import Identity
 from ...macaddr import BadMac, normalize
 from ...oui import default_table, is_private
-from . import announce, catalog, correction
+from ...worker import offload
+from ..usage.periods import day_window, zone
+from . import announce, catalog, correction, story
 from .classify import Guess, classify
+from .history import DeviceHistory
 
 DRAIN_SECONDS = 0.25         # what devices said is taken and classified this often
 HEARD_MAX = 1024             # ... at most this many waiting (the listener drops the rest)
@@ -46,6 +49,9 @@ class IdentifyComponent(Component):
         self.listener: announce.Listener | None = None
         self._dirty: set[str] = set()                # said something new, not classified yet
         self._by_mark: dict[tuple[str, ...], set[str]] = {}   # looks_like's index: mark -> MACs
+        self.history = DeviceHistory(ctx)
+        self.tz = zone(ctx.config.timezone)
+        self._hwdb = None
 
     # -- start and stop --------------------------------------------------------------------
     def start(self) -> None:
@@ -65,6 +71,8 @@ class IdentifyComponent(Component):
         bus.subscribe("fingerprint", self._on_fingerprint)
         bus.subscribe("device", self._on_device)
         bus.subscribe("dns_query", self._on_query)
+        bus.subscribe("timezone", self._on_timezone)
+        self.history.start()
         self.ctx.device_facts.append(self._facts)
         cmd = self.ctx.commands
         cmd.register("identity", self.identity)
@@ -72,13 +80,17 @@ class IdentifyComponent(Component):
         cmd.register("identify-clear", self.clear)
         cmd.register("identify-catalog", self.catalog)
         cmd.register("identify-join", self.join)
+        cmd.register("device-story", self.device_story)
         # mDNS and SSDP announcements, pending devices' too, reach the router's stack
         # (routing's announcement flows); a real switch's bridge only (not the unit tests')
         groups = {announce.MDNS[0], announce.SSDP[0]}
+        ipv6 = self.ctx.config.ipv6_enabled
+        if ipv6:
+            groups.add(announce.MDNS6)
         self.ctx.announcement_groups.update(groups)
         self.ctx.router_groups.update(groups)
         if self.ctx.switch_is_real:
-            self.listener = announce.Listener(self.ctx.config.bridge, self._heard_one)
+            self.listener = announce.Listener(self.ctx.config.bridge, self._heard_one, ipv6=ipv6)
             try:
                 self.listener.start()
             except OSError as exc:
@@ -100,7 +112,10 @@ class IdentifyComponent(Component):
         then every device that said something new is classified (settle)."""
         while self._heard:
             address, source, evidence = self._heard.popleft()
-            lease = self.ctx.leases.by_address(address)
+            if address.startswith(announce.MAC_SOURCE):     # mDNS over IPv6: the frame's MAC
+                lease = self.ctx.leases.get(address.removeprefix(announce.MAC_SOURCE))
+            else:
+                lease = self.ctx.leases.by_address(address)
             if lease is None:
                 self.ctx.count("identify.unknown_announcer")
                 continue
@@ -249,8 +264,9 @@ class IdentifyComponent(Component):
 
     def join(self, mac: str, as_mac: str) -> dict:
         """`identify-join`: the household taps "let it in as Tom's iPhone": the new address
-        becomes that device (its name, owner, type, what the household said it is, and its
-        decision: permitted), the old address is forgotten, and the join is kept
+        becomes that device (its name, owner, type, what the household said it is, its
+        decision: permitted, and every component's settings for it: `carried`), the old
+        address is forgotten, and the join is kept
         (device_joins) so the device's story reads both addresses' history as one."""
         mac, as_mac = self._known(mac), self._known(as_mac)
         if self.looks_like(mac) != as_mac:
@@ -268,10 +284,76 @@ class IdentifyComponent(Component):
         self.ctx.state.execute("INSERT OR REPLACE INTO device_joins (mac, was, joined) VALUES (?, ?, ?)",
                                (mac, as_mac, self.ctx.now()))
         self.ctx.devices.permit(mac)
+        # what other components keep per device (website rules, priority, schedules, ...)
+        # moves too, before the old address is forgotten (Component.carry_device)
+        carried = self.ctx.carry_device(as_mac, mac)
         self.ctx.devices.forget(as_mac)
         self.ctx.count("identify.joins")
         self._tell(mac)
-        return self.identity(mac)
+        return {**self.identity(mac), "carried": carried}
+
+    # -- each device's story (story.py) ----------------------------------------------------
+    def _on_timezone(self, topic: str, ev) -> None:
+        self.tz = zone(ev.zone)
+
+    def device_story(self, mac: str, format: str = "json"):
+        """`device-story`: the device's story (format "json"), or its CSV download ("csv":
+        {"filename", "csv"}). The facts are read here; the words are made off the loop."""
+        if format not in ("json", "csv"):
+            raise CommandError(f"format must be json or csv, not {str(format)[:20]!r}", 400)
+        facts = self.story_facts(self._known(mac))
+        told = offload(story.assemble, facts)
+        if format == "json":
+            return told
+        return {"filename": story.filename(facts.name), "csv": offload(story.csv_text, told, self.tz)}
+
+    def story_facts(self, mac: str) -> story.Facts:
+        state = self.ctx.state
+        device = state.get_device(mac)
+        assert device is not None
+        view = self.view(mac) if mac in self.guesses or mac in self.fixes else {}
+        was = [(r["was"], r["joined"]) for r in state.execute(
+            "SELECT was, joined FROM device_joins WHERE mac=? ORDER BY joined", (mac,))]
+        macs = [mac, *(w for w, _ in was)]
+        marks = ",".join("?" * len(macs))
+        decisions = [dict(r) for r in state.execute(
+            f"SELECT at, state, was, by FROM device_decisions WHERE mac IN ({marks}) ORDER BY at DESC LIMIT ?",
+            (*macs, story.HISTORY_MAX))][::-1]
+        places = [(r["at"], r["place"]) for r in state.execute(
+            f"SELECT at, place FROM device_places WHERE mac IN ({marks}) ORDER BY at DESC LIMIT ?",
+            (*macs, story.HISTORY_MAX))][::-1]
+        alerts = [dict(r) for r in state.execute(
+            f"SELECT at, kind, title, detail FROM notifications WHERE mac IN ({marks}) AND kind LIKE 'alert-%' "
+            "ORDER BY at DESC LIMIT ?",
+            (*macs, story.ALERTS_MAX))][::-1]
+        usage = (self.ctx.commands.call("usage-device-sums", mac=mac)
+                 if "usage-device-sums" in self.ctx.commands.names() else None)
+        names, note = self._names_today(mac)
+        return story.Facts(mac=mac, name=wording.name_of(state, mac), state=device.state, first_seen=device.first_seen,
+                           hostname=device.hostname, label=view.get("label", ""), was=was, decisions=decisions,
+                           places=places, alerts=alerts, names_today=names, names_note=note, usage=usage,
+                           now=self.ctx.now())
+
+    def _names_today(self, mac: str) -> tuple[list[tuple[str, int]] | None, str]:
+        """The names the device looked up most since local midnight (hwdb's DnsQueries, as
+        far back as its ring holds), or None and why not."""
+        cfg = self.ctx.config
+        if not cfg.hwdb_enabled:
+            return None, "the query log is off ([hwdb] enabled = false)"
+        try:
+            import hwdb_client
+        except ImportError:
+            return None, "the query log is not available (no hwdb client)"
+        if self._hwdb is None:
+            self._hwdb = hwdb_client.Client(cfg.hwdb_host, cfg.hwdb_port, timeout=3.0)
+        midnight, _ = day_window(self.ctx.now(), self.tz)
+        try:
+            rows = self._hwdb.query(f"select name, sum(count) from DnsQueries [since @{int(midnight * 1e9):016x}@] "
+                                    f"where mac = {hwdb_client.quote(mac)} group by name "
+                                    f"order by sum(count) desc limit {story.NAMES_TOP + 1}").rows
+        except Exception as exc:        # a slow or stopped hwdb: the rest of the story still told
+            return None, f"the query log did not answer ({getattr(exc, 'message', exc)})"
+        return [(r["name"], int(r["sum(count)"] or 0)) for r in rows], ""
 
     # -- commands --------------------------------------------------------------------------
     def identity(self, mac: str) -> dict:

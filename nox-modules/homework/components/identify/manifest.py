@@ -30,10 +30,13 @@ MANIFEST = Manifest(
                                               "or announce themselves"),
         Settings("device_identity", (21,), ("mac", "type", "os", "label", "corrected"), identity_row),
         Settings("device_joins", (22,), ("mac", "was", "joined"), join_row),
+        NotBackedUp("device_decisions", (24,), "a device's story, not a setting: a restore brings back each "
+                                               "device's decision itself, and the story goes on from there"),
+        NotBackedUp("device_places", (24,), "a device's story, not a setting: it is where the device is seen next"),
     ),
     routes=("identify",),
     publishes=(events.Identity,),
-    hears=(events.Fingerprint, events.Device, events.DnsQuery),
+    hears=(events.Fingerprint, events.Device, events.DnsQuery, events.Lease, events.StationAt, events.Timezone),
     counters={
         "identify.evidence": "times a device said something new about itself (a DHCP fingerprint, an announcement)",
         "identify.classified": "classifications made (each new piece of evidence)",
@@ -43,4 +46,6 @@ MANIFEST = Manifest(
         "identify.ssdp": "SSDP announcements heard from a device holding a lease",
         "identify.unknown_announcer": "announcements from an address no lease holds (left unread)",
     },
+    stays={"device_identity": "the join itself moves the household's correction",
+           "device_joins": "the join itself records the old address"},
 )

@@ -47,13 +47,16 @@ class LocalNamesComponent(Component):
         self._stale = True        # again once every component has started (DHCP's leases)
 
     def _on_event(self, topic: str, ev) -> None:
-        lease = ev.lease if topic == "lease" and ev.action == "renewed" else None
-        if lease is not None:
-            known = self._leased.get(lease.mac)
-            if known == (lease.ip, lease.hostname):
-                return                       # renewed as it was
-            if known is None and self.ctx.state.device_state(lease.mac) != "permitted":
+        """Only what can change a name marks the names stale: news of a device named at the
+        last pass, or of one permitted (or no longer). A crowd of pending devices arriving
+        (their leases, their "seen") changes no name, and cost a pass over every device
+        each SETTLE_SECONDS while it came."""
+        known = self._leased.get(ev.mac)
+        if known is None:
+            if "permitted" not in (ev.state, ev.old_state if topic == "device" else None):
                 return                       # not named, and no decision came with it
+        elif topic == "lease" and ev.action == "renewed" and known == (ev.lease.ip, ev.lease.hostname):
+            return                           # renewed as it was
         self._stale = True
 
     def tick(self) -> None:

@@ -423,6 +423,20 @@ class Qos(Component):
         self.reapply()
         return self.show()
 
+    def carry_device(self, old: str, new: str) -> list[str]:
+        """A device let in as the device it was: its priority moves to it. (An end-host
+        agent is not carried: its secret was given for the old address; it pairs again.)"""
+        rule = self.store.devices.get(old)
+        if rule is None:
+            return []
+        with self._lock:
+            self.store.set_device(DeviceRule(new, rule.cls, rule.window))
+            self.store.clear_device(old)
+        self.reapply()
+        self.ctx.bus.publish(QosDevice(mac=new, class_=rule.cls))
+        self.ctx.bus.publish(QosDevice(mac=old, class_="default"))
+        return ["priority"]
+
     def set_device(self, mac=None, cls=None, window=None, **kw) -> dict:
         """A device's whole traffic in a class ("default" removes its rule), optionally only
         in a weekly window."""

@@ -65,4 +65,7 @@ MANIFEST = Manifest(
         "qos.agent_reports": "reports from computers' agents (which application owns which connection)",
         "qos.agent_refused": "agent reports refused (unknown secret, or not from the agent's own computer)",
     },
+    carries={"qos_devices": "priority"},
+    stays={"qos_host_apps": "the end-host agent's priorities go with its agent, paired again for the new address",
+           "qos_agents": "an agent's secret was given for the old address: the computer pairs its agent again"},
 )

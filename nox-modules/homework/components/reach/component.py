@@ -325,6 +325,24 @@ class Reach(Component):
         self.settle()
         return {"removed": forward_id}
 
+    def carry_device(self, old: str, new: str) -> list[str]:
+        """A device let in as the device it was: its port forwards (to its new address) and
+        whether it may open ports itself move to it."""
+        with self._lock:
+            moved = self.forwards.remove_device(old)
+            for f in moved:
+                self.forwards.add(new, f.protocol, f.first, f.last, f.to_port, f.description, f.created)
+            allowed = self.allowed.pop(old, None)
+            if allowed is not None:
+                self.ctx.state.execute("DELETE FROM open_ports_allowed WHERE mac=?", (old,))
+                self.ctx.state.execute("INSERT INTO open_ports_allowed (mac, since) VALUES (?, ?) "
+                                       "ON CONFLICT (mac) DO NOTHING", (new, allowed))
+                self.allowed[new] = allowed
+        if not moved and allowed is None:
+            return []
+        self.settle()
+        return (["port forwards"] if moved else []) + (["may open ports"] if allowed is not None else [])
+
     def set_may_open_ports(self, mac=None, allowed=None) -> dict:
         """The household's tick: may the device open ports itself (UPnP, NAT-PMP, PCP)?
         Never for a pending, denied or blacklisted device."""

@@ -40,4 +40,5 @@ MANIFEST = Manifest(
         "reach.upnp_restarts": "times miniupnpd was restarted (to end mappings, or with new permission rules)",
         "reach.upnp_mappings_ended": "UPnP/NAT-PMP/PCP mappings ended because their device may no longer open ports",
     },
+    carries={"port_forwards": "port forwards", "open_ports_allowed": "may open ports itself (UPnP, NAT-PMP, PCP)"},
 )

@@ -248,8 +248,11 @@ def announcement_flow(group: str) -> FlowMod:
     """Any device's UDP to `group` (mDNS, SSDP) that no flow of its own takes (a pending,
     denied or unknown device's) reaches the router's stack and nothing else: what the
     device announces says what it is (components/identify). A permitted device's own
-    flows, above, send its multicast on to the group's members as before."""
-    return FlowMod(match={"eth_type": ETH_IP, "ip_proto": PROTO_UDP, "ipv4_dst": group}, actions=(Output(LOCAL),),
+    flows, above, send its multicast on to the group's members as before. An IPv6 group
+    (mDNS's ff02::fb) likewise."""
+    match = ({"eth_type": ETH_IPV6, "ip_proto": PROTO_UDP, "ipv6_dst": group} if ":" in group
+             else {"eth_type": ETH_IP, "ip_proto": PROTO_UDP, "ipv4_dst": group})
+    return FlowMod(match=match, actions=(Output(LOCAL),),
                    priority=L.PRIO_ANNOUNCEMENT, cookie=L.routing_cookie(L.KIND_SHARED))
 
 

@@ -14,6 +14,7 @@ denied ones already reach only their gateway, and a blacklisted one nothing.
 """
 from __future__ import annotations
 
+import builtins
 import threading
 
 from ...commands import CommandError, seen_device
@@ -249,6 +250,19 @@ class Schedules(Component):
             schedule = self.store.add(target, window, action, self.ctx.now())
         self._apply()
         return schedule.as_dict()
+
+    def carry_device(self, old: str, new: str) -> builtins.list[str]:   # (`list` is a command here)
+        """A device let in as the device it was: its own schedules move to it (its owner's
+        apply to it through its owner, which the join carries)."""
+        with self._lock:
+            mine = [s for s in self.store.schedules.values() if s.target == old]
+            for s in mine:
+                self.store.add(new, s.window, s.action, self.ctx.now())
+                self.store.remove(s.id)
+        if not mine:
+            return []
+        self._apply()
+        return ["schedules"]
 
     def remove(self, id=None) -> dict:
         try:

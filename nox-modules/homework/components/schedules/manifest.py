@@ -36,4 +36,6 @@ MANIFEST = Manifest(
     routes=("schedules",),
     publishes=(events.Schedule, events.ScheduleStrict),
     hears=(events.Lease, events.Device, events.Ipv6Plan, events.Timezone),
+    carries={"schedules": "schedules (its own; its owner's follow the owner)"},
+    stays={"pauses": "a pause is for the moment, not a setting of the device"},
 )

@@ -48,6 +48,20 @@ class UsageBook:
             self.state.defer("DELETE FROM usage_hours WHERE hour < ?", (cutoff,))
 
     # -- reads (pending sums included, so a read right after traffic sees it) ------------------
+    def device_sum(self, mac: str, start: int, end: int) -> tuple[int, int]:
+        """(up, down) bytes of one device over the hours in [start, end): its rows only
+        (the table's key starts with the MAC), pending sums included."""
+        up = down = 0
+        for r in self.state.execute("SELECT up, down FROM usage_hours WHERE mac = ? AND hour >= ? AND hour < ?",
+                                    (mac, start, end)):
+            up += r["up"]
+            down += r["down"]
+        for (who, hour), (u, d) in list(self._pending.items()):
+            if who == mac and start <= hour < end:
+                up += u
+                down += d
+        return up, down
+
     def rows(self, start: int, end: int) -> list[tuple[str, int, int, int]]:
         """(mac, hour, up, down) for the hours in [start, end)."""
         sums: dict[tuple[str, int], list[int]] = defaultdict(lambda: [0, 0])

@@ -10,6 +10,8 @@ write-behind batching, the backup and the upgrade path that keeps the data parti
 """
 from __future__ import annotations
 
+import dataclasses
+
 from ...commands import CommandError
 from ... import wording
 from ...component import Component
@@ -62,6 +64,7 @@ class Usage(Component):
         self.ctx.commands.register("usage-cap", self.usage_cap)
         self.ctx.commands.register("usage-csv", self.usage_csv)
         self.ctx.commands.register("usage-device", self.usage_device)
+        self.ctx.commands.register("usage-device-sums", self.device_sums)
         self.ctx.commands.register("usage-limit", self.set_limit)
         self.ctx.commands.register("usage-limit-remove", self.remove_limit)
         self.ctx.commands.register("usage-limits", lambda: [lim.as_dict() for lim in self.limits.by_target.values()])
@@ -176,6 +179,15 @@ class Usage(Component):
         edges = report.range_edges(span, self.ctx.now(), self.tz)
         rows = self.recent.rows(mac) if span == "hour" else self.book.rows(edges[0], edges[-1])
         return report.device_series(mac, span, rows, edges, self.tz)
+
+    def device_sums(self, mac: str) -> dict:
+        """One device's bytes up and down today and this week (from Monday), local time: the
+        figures of its story (components/identify/story.py)."""
+        now = self.ctx.now()
+        today, tomorrow = periods.day_window(now, self.tz)
+        monday = periods.week_start(now, self.tz)
+        return {span: dict(zip(("up", "down"), self.book.device_sum(mac, start, tomorrow), strict=True))
+                for span, start in (("today", today), ("week", monday))}
 
     def usage_cap(self, cap=None, billing_day=None) -> dict:
         """Set the cap (bytes, or with K/M/G/T) and/or billing day when given; this
@@ -408,7 +420,30 @@ class Usage(Component):
         self.limits.set(limit)
         self._limit_used.pop(limit.target, None)
         self._end_expired_blocks()
+        # an allowance already used up (set below what the device used this period) is in
+        # force now, not from the device's next packet: its label and page say so at once
+        now, decisions = self.ctx.now(), []
+        for target_mac in self._macs(limit.target):
+            decisions += self._check_limits(target_mac, 0, now)
+        if decisions:
+            self.ctx.send(decisions)
         return limit.as_dict()
+
+    def carry_device(self, old: str, new: str) -> list[str]:
+        """A device let in as the device it was: its allowance and its burst alert move to it."""
+        carried = []
+        limit = self.limits.remove(old)
+        if limit is not None:
+            self.limits.set(dataclasses.replace(limit, target=new))
+            self._limit_used.pop(old, None)
+            self._end_expired_blocks()
+            carried.append("allowance")
+        burst = self.bursts.by_mac.get(old)
+        if burst is not None:
+            self.bursts.set(dataclasses.replace(burst, mac=new))
+            self.bursts.remove(old)
+            carried.append("burst alert")
+        return carried
 
     def remove_limit(self, mac=None, owner=None) -> dict:
         limit = self.limits.remove(parse_target(mac, owner))

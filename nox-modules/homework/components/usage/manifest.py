@@ -49,4 +49,5 @@ MANIFEST = Manifest(
         "usage.limit_block": "limits reached that cut a device off",
         "usage.burst_alerts": "alerts that a device moved more than its burst alert's amount in its minutes",
     },
+    carries={"usage_limits": "allowance (its own; its owner's follow the owner)", "usage_bursts": "burst alert"},
 )

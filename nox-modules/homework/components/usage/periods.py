@@ -42,6 +42,13 @@ def day_window(t: float, tz: tzinfo) -> tuple[int, int]:
     return _midnight(d.year, d.month, d.day, tz), _midnight(n.year, n.month, n.day, tz)
 
 
+def week_start(t: float, tz: tzinfo) -> int:
+    """Epoch second of the local Monday midnight that began the week holding `t`."""
+    d = datetime.fromtimestamp(t, tz).date()
+    d -= timedelta(days=d.weekday())
+    return _midnight(d.year, d.month, d.day, tz)
+
+
 def _add_months(year: int, month: int, n: int) -> tuple[int, int]:
     i = year * 12 + (month - 1) + n
     return i // 12, i % 12 + 1

@@ -1,0 +1,327 @@
+// A household's day, start to end, in one emulated home running everything the router image
+// runs (homework.lineup: DNS, blocklists, usage, schedules, priorities, notifications,
+// backup, ...), with the Guest Board in Debian's Chromium on the household's laptop (a LAN
+// device of the home) at 1024x600 with touch. Each step asserts what the household sees
+// (the board, the device's own screen) in words, not only what the API answers:
+//
+//   1. the new router is set up from the laptop's waiting page;
+//   2. Sam's tablet asks to join: its screen says it waits (IPv4 and IPv6); the board shows
+//      it asking; on the router's own screen (a panel) a tap lets it in and names it, and
+//      the laptop's board follows;
+//   3. it gets a website rule from its panel: the name no longer resolves for it;
+//   4. a bedtime from its panel: its label says so, its own screen says when it ends (IPv4
+//      and IPv6); removed, it is back online;
+//   5. a daily allowance: the panel's Today matches the bytes on the wire; once used up it
+//      is cut off and its screen says so (IPv4 and IPv6); lifted, it is back;
+//   6. Pause from its panel switches to Resume, its screen says until when; Resume brings
+//      it back;
+//   7. a backup in Settings; the parent changes things; the restore puts them back, in
+//      force when the page says so.
+//
+// One home for every step; screenshots in test-artifacts/ui/day-*.png.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { cliOf, label, launch, login, newPage, screenshot, setUpRouter, useBoard } from './lib.mjs';
+
+let home, browser, page;
+const PASSWORD = 'our family password';
+const PASSPHRASE = 'our family passphrase';
+const TABLET = "Sam's tablet";
+
+useBoard({
+  laptop_set_up: false,                 // the household sets the router up in the browser
+  router: { timezone: 'UTC' },          // the bedtime's hours below are the router's clock
+  routing: { flow_stats_interval: 1 },
+  usage: { flush_interval: 1 },
+}, (h, b, p) => { home = h; browser = b; page = p; });
+
+const cli = cliOf(() => home);
+const DAYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'];   // Date.getUTCDay() order
+const hhmm = (t) => t.toISOString().slice(11, 16);
+const day = {};      // what the steps share
+
+async function until(check, what, timeout = 30000, every = 300) {
+  const end = Date.now() + timeout;
+  let last;
+  while (Date.now() < end) {
+    last = await check();
+    if (last) return last;
+    await new Promise((r) => setTimeout(r, every));
+  }
+  throw new Error(`${what}: not within ${timeout} ms (last: ${JSON.stringify(last)})`);
+}
+
+/** A finger on it: brought into view as a household scrolls a page, then tapped. A list
+    drawn again under the finger (the board refreshed) is looked up again. */
+async function tap(locator) {
+  for (let i = 1; ; i++) {
+    try {
+      await locator.waitFor({ state: 'visible' });
+      await locator.scrollIntoViewIfNeeded({ timeout: 10000 });
+      await locator.tap({ timeout: 10000 });
+      return;
+    } catch (err) {
+      if (i >= 3 || !/not attached|detached|intercepts|Timeout/.test(String(err.message))) throw err;
+    }
+  }
+}
+
+/** The board again, logged in and live (after another page, or the controller's restart). */
+async function board() {
+  for (let i = 1; ; i++) {
+    try {
+      await page.goto(day.url);
+      if (await page.locator('#login').isVisible()) await login(page, day.url, PASSWORD);
+      await page.locator('#live.on').waitFor({ timeout: 60000 });
+      return;
+    } catch (err) {           // a load Chromium aborted (ERR_NETWORK_CHANGED): again
+      if (i >= 3) throw err;
+    }
+  }
+}
+
+/** What the device's own browser shows for any web address, over IPv4 or IPv6 (its names
+    resolved by the DNS server its DHCP gave it). */
+async function screenSays(dev, text, family, url = 'http://example.com/') {
+  return until(async () => {
+    const got = await home.call({ op: 'page', dev: dev.name, url, family });
+    return got.code === 200 && got.body.includes(text) ? got.body : null;
+  }, `${dev.name}'s screen says "${text}" over IPv${family}`);
+}
+
+async function screenSaysBoth(dev, text) {
+  await screenSays(dev, text, 4);
+  await screenSays(dev, text, 6, 'https://www.school.test/homework');
+}
+
+async function online(dev, expect, timeout = 30) {
+  await home.call({ op: 'wait_fetch', dev: dev.name, expect, timeout });
+}
+
+async function openPanel(dev) {
+  await tap(label(page, dev.mac));
+  const panel = page.locator('#panel');
+  await panel.waitFor({ state: 'visible' });
+  await panel.locator('.title').filter({ hasText: TABLET }).waitFor();
+  return panel;
+}
+
+async function closePanel() {
+  await page.locator('#panel button.close').tap();
+  await page.locator('#panel').waitFor({ state: 'hidden' });
+}
+
+test('morning: the new router is set up from the laptop\'s waiting page', { timeout: 240000 }, async () => {
+  day.url = home.info.url;
+  const gateway = new URL(day.url).hostname;
+  const got = await home.call({ op: 'page', dev: 'household-laptop', url: `http://${gateway}/`, family: 4 });
+  assert.match(got.body, /This is my router: set it up/, 'the waiting page offers the set-up');
+  await setUpRouter(page, day.url, PASSWORD);
+  await page.locator(`#zone-permitted .label[data-mac="${home.info.laptop_mac}"]`).waitFor();
+  await screenshot(page, 'day-01-set-up');
+});
+
+test('Sam\'s tablet asks: its screen says it waits; a tap lets it in and the household names it', { timeout: 240000 }, async () => {
+  const dev = await home.call({ op: 'add_device', name: 'sams-tablet' });
+  await home.call({ op: 'start_dhcp', dev: dev.name, client: 'udhcpc' });
+  await home.call({ op: 'wait_ipv4', dev: dev.name, timeout: 30 });
+  await home.call({ op: 'wait_ipv6', dev: dev.name });
+  day.tablet = dev;
+  await screenSaysBoth(dev, 'Waiting for approval on the Guest Board');
+  assert.equal((await home.call({ op: 'fetch', dev: dev.name })).success, false, 'no internet while it waits');
+
+  const asking = page.locator(`#zone-asking .label[data-mac="${dev.mac}"]`);
+  await asking.waitFor({ timeout: 30000 });
+  await screenshot(page, 'day-02-asking');
+
+  // the router's own screen (its kiosk pairs itself over loopback, as at each start) shows
+  // the board as a panel; the parent passing by taps the tablet and lets it in there
+  await cli('panel', 'night', '--off');          // panels dim at night: the day, whatever the hour
+  const code = JSON.parse(await cli('--json', 'panel', 'pair', '--screen')).code;
+  const screenBrowser = await launch(home.info.router_ns);
+  try {
+    const screen = await newPage(screenBrowser);
+    for (let i = 1; ; i++) {    // a load Chromium aborted (a lease's address on the router): again,
+      try {                     // with the session the code was traded for, if it was
+        await screen.goto(i === 1 ? `https://127.0.0.1/#panel-code=${code}` : 'https://127.0.0.1/');
+        await screen.locator('#board').waitFor({ state: 'visible' });
+        await screen.locator('#live.on').waitFor();
+        break;
+      } catch (err) {
+        if (i >= 3) throw err;
+        console.error(`the router's screen: attempt ${i} failed (${String(err.message).split('\n')[0]}); again`);
+      }
+    }
+    assert.equal(await screen.locator('body.panel-mode.panel-screen').count(), 1, 'the router\'s screen is a panel');
+    await tap(label(screen, dev.mac));
+    await tap(screen.locator('#decide-dialog .let-in'));
+    const dialog = screen.locator('#meta-dialog');         // the first permit asks whose it is
+    await dialog.waitFor({ state: 'visible' });
+    await dialog.locator('input[name=name]').fill(TABLET);
+    await dialog.locator('input[name=owner]').fill('Sam');
+    await dialog.locator('select[name=type]').selectOption('tablet');
+    await tap(dialog.locator('#meta-save'));
+    await screen.locator(`#zone-permitted .label[data-mac="${dev.mac}"]`).filter({ hasText: TABLET }).waitFor();
+    await screenshot(screen, 'day-03-router-screen');
+  } finally {
+    await screenBrowser.close();
+  }
+  // the laptop's board follows, by name
+  await page.locator(`#zone-permitted .label[data-mac="${dev.mac}"]`).filter({ hasText: TABLET }).waitFor();
+  await online(dev, true);
+  assert.equal(JSON.parse(await cli('--json', 'status', dev.mac)).state, 'permitted');
+  await screenshot(page, 'day-03-let-in');
+});
+
+test('a website rule from the tablet\'s panel: the panel lists it, the name stops resolving', { timeout: 180000 }, async () => {
+  const dev = day.tablet;
+  const resolves = async () => {
+    const got = await home.call({ op: 'dig', dev: dev.name, name: 'games.test' });
+    return got.status === 'NOERROR' && got.answers.some((a) => a.startsWith('203.0.113.'));
+  };
+  assert.ok(await until(resolves, 'games.test resolving before the rule'));
+  const panel = await openPanel(dev);
+  await panel.locator('form.rule-form input[name=domain]').fill('games.test');
+  await tap(panel.locator('form.rule-form button[value=deny]'));
+  const rule = panel.locator('.rules li').filter({ hasText: 'games.test' });
+  await rule.waitFor();
+  assert.match(await rule.innerText(), /blocked/);
+  await screenshot(page, 'day-04-website-rule');
+  await closePanel();
+  await until(async () => !(await resolves()), 'games.test no longer resolving for the tablet');
+  assert.equal((await home.call({ op: 'fetch', dev: dev.name })).success, true, 'other websites still work');
+});
+
+test('a bedtime from the panel: the label and the tablet\'s screen say until when; removed, it is back', { timeout: 240000 }, async () => {
+  const dev = day.tablet;
+  let panel = await openPanel(dev);
+  const box = panel.locator('.schedules');
+  await box.waitFor({ state: 'visible' });
+  // a window from 30 minutes ago to 30 minutes ahead (the router's zone is UTC here)
+  const start = new Date(Date.now() - 30 * 60000), end = new Date(Date.now() + 30 * 60000);
+  const form = box.locator('form.schedule-form');
+  await form.locator('input[name=days]').fill(DAYS[start.getUTCDay()]);
+  await form.locator('input[name=from]').fill(hhmm(start));
+  await form.locator('input[name=to]').fill(hhmm(end));
+  await form.locator('select[name=action]').selectOption('pause');
+  await tap(form.locator('button[type=submit]'));
+  await box.locator('.schedule-list li').filter({ hasText: `${hhmm(start)}-${hhmm(end)}` }).waitFor();
+  await closePanel();
+  await label(page, dev.mac).filter({ hasText: 'bedtime' }).waitFor({ timeout: 30000 });
+  await online(dev, false);
+  await screenSaysBoth(dev, `Bedtime: the internet is back at ${hhmm(end)}`);
+  await screenshot(page, 'day-05-bedtime');
+
+  // Sam asks for ten more minutes: the parent removes tonight's bedtime
+  panel = await openPanel(dev);
+  await tap(panel.locator('.schedule-list li .remove').first());
+  await panel.locator('.schedule-list li .remove').waitFor({ state: 'detached' });
+  await closePanel();
+  await label(page, dev.mac).filter({ hasText: TABLET }).filter({ hasNotText: 'bedtime' }).waitFor({ timeout: 30000 });
+  await online(dev, true);
+});
+
+test('an allowance: Today matches the bytes on the wire; used up, the tablet is told; lifted, it is back', { timeout: 240000 }, async () => {
+  const dev = day.tablet;
+  const wire0 = (await home.call({ op: 'link_bytes', dev: dev.name })).bytes;
+  const counted = async () => {
+    const rows = JSON.parse(await cli('--json', 'usage', 'day', 'device')).rows;
+    return rows.filter((r) => r.who === dev.mac).reduce((n, r) => n + r.total, 0);
+  };
+  const count0 = await counted();
+  await home.call({ op: 'download', dev: dev.name, bytes: 4000000 });
+  const wire = (await home.call({ op: 'link_bytes', dev: dev.name })).bytes - wire0;
+  // the router's count of the download, within 5% of what crossed the tablet's cable
+  const got = await until(async () => {
+    const n = (await counted()) - count0;
+    return Math.abs(n - wire) <= 0.05 * wire ? n : null;
+  }, `the router's count within 5% of the ${wire} bytes on the wire`, 60000, 1000);
+  console.error(`the tablet moved ${wire} bytes on the wire; the router counted ${got}`);
+  // the panel's Today says the router's count in megabytes, within the same 5% (both
+  // written by the board's one byte formatter)
+  let shown = '', expected = '';
+  const mb = (text) => { const m = /^([\d.]+) MB$/.exec(text); return m ? Number(m[1]) : NaN; };
+  await until(async () => {
+    const total = await counted();
+    const panel = await openPanel(dev);
+    shown = (await panel.locator('.traffic-today').innerText()).trim();
+    expected = await page.evaluate((n) => window.HW.labels.bytes(n), total);
+    if (Math.abs(mb(shown) - mb(expected)) <= 0.05 * mb(expected)) return true;
+    await closePanel();
+    return false;
+  }, 'the panel\'s Today showing the router\'s count', 60000, 1000).catch((err) => {
+    throw new Error(`${err.message}: the panel says ${shown}, the count is ${expected}`);
+  });
+  await screenshot(page, 'day-06-today');
+  await closePanel();
+
+  // a daily allowance below what it already used today: cut off at once, and told why
+  await cli('usage-limit', dev.mac, '2M', 'day', 'block');
+  await label(page, dev.mac).filter({ hasText: 'blocked: usage limit' }).waitFor({ timeout: 60000 });
+  await online(dev, false);
+  await screenSaysBoth(dev, 'Today\'s allowance is used up');
+  await screenshot(page, 'day-07-allowance');
+  await cli('usage-limit-remove', dev.mac);
+  await label(page, dev.mac).filter({ hasText: TABLET }).filter({ hasNotText: 'usage limit' }).waitFor({ timeout: 30000 });
+  await online(dev, true);
+});
+
+test('Pause from the panel switches to Resume and the tablet says until when; Resume brings it back', { timeout: 180000 }, async () => {
+  const dev = day.tablet;
+  const panel = await openPanel(dev);
+  await tap(panel.locator('button.pause-1h'));
+  await panel.locator('button.resume').waitFor({ state: 'visible' });
+  assert.equal(await panel.locator('button.pause-1h').isVisible(), false, 'Pause gives way to Resume');
+  const note = await panel.locator('.pause-note').innerText();
+  const until_ = /paused until (\d\d:\d\d)/.exec(note);
+  assert.ok(until_, `the panel says until when: ${note}`);
+  await online(dev, false);
+  await screenSaysBoth(dev, `Paused by the household until ${until_[1]}`);
+  await screenshot(page, 'day-08-paused');
+  await tap(panel.locator('button.resume'));
+  await panel.locator('button.pause-1h').waitFor({ state: 'visible' });
+  assert.match(await panel.locator('.pause-note').innerText(), /Not paused/);
+  await online(dev, true);
+  await closePanel();
+});
+
+test('a backup in Settings; the parent changes things; the restore puts them back, in force', { timeout: 300000 }, async () => {
+  const dev = day.tablet;
+  await page.goto(new URL('settings.html', day.url).href);
+  const form = page.locator('#backup-download');
+  await form.waitFor({ state: 'visible' });
+  await form.locator('input[name=passphrase]').fill(PASSPHRASE);
+  const download = page.waitForEvent('download', { timeout: 60000 });
+  await tap(form.locator('button'));
+  const file = await (await download).path();
+  await form.locator('.status', { hasText: 'Backup downloaded' }).waitFor();
+
+  // later that day the parent says no to the tablet and takes its website rule away
+  await cli('deny', dev.mac);
+  await cli('remove-dns-rule', 'games.test', dev.mac);
+  await online(dev, false);
+  await screenSaysBoth(dev, 'Not allowed on this network');
+
+  page.once('dialog', (dialog) => dialog.accept());
+  const restore = page.locator('#backup-restore');
+  await restore.locator('input[name=file]').setInputFiles(file);
+  await restore.locator('input[name=passphrase]').fill(PASSPHRASE);
+  await tap(restore.locator('button'));
+  await page.waitForFunction(() => {
+    const s = document.querySelector('#backup-restore');
+    return s && (/every setting is in force/.test(s.querySelector('.status').textContent) ||
+                 s.querySelector('.error').textContent);
+  }, null, { timeout: 180000 });
+  assert.equal(await restore.locator('.error').innerText(), '');
+  assert.match(await restore.locator('.status').innerText(), /^Restored the backup/);
+  await screenshot(page, 'day-09-restored');
+
+  // in force when it says so: the tablet is online at once, its rule is back
+  assert.equal((await home.call({ op: 'fetch', dev: dev.name, max_time: 5 })).success, true);
+  const answer = await home.call({ op: 'dig', dev: dev.name, name: 'games.test' });
+  assert.ok(!answer.answers.some((a) => a.startsWith('203.0.113.')), `games.test after the restore: ${JSON.stringify(answer)}`);
+  await board();
+  await label(page, dev.mac).filter({ hasText: TABLET }).waitFor();
+  assert.equal(await page.locator(`#zone-permitted .label[data-mac="${dev.mac}"]`).count(), 1);
+  await screenshot(page, 'day-10-board-after-restore');
+});
