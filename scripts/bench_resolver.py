@@ -112,8 +112,10 @@ def h2load(dev, gw: str, qfile: Path, seconds: int, qps: int | None = None, clie
     for i in range(clients):
         out = (work / f"{i}.out").read_text()
         for line in out.splitlines():
-            if line.startswith("finished in "):
-                elapsed = max(elapsed, float(line.split()[2].rstrip("s,")))
+            if line.startswith("finished in "):          # "493.51ms," or "2.37s,"
+                took = line.split()[2].rstrip(",")
+                scale = next(f for unit, f in (("ms", 1e-3), ("us", 1e-6), ("s", 1.0)) if took.endswith(unit))
+                elapsed = max(elapsed, float(took.rstrip("mus")) * scale)
         log = work / f"{i}.log"
         for row in (log.read_text().splitlines() if log.exists() else ()):
             _, status, us = row.split("\t")[:3]
@@ -243,12 +245,12 @@ def main() -> None:
 
     def row(label: str, key: tuple, ref: tuple | None):
         q, r = med(thr[key], "qps"), (med(thr[ref], "qps") if ref else None)
-        print(f"{label:44} {q:8.0f} {med(lat[key], 'p50_ms'):7.3f} {med(lat[key], 'p99_ms'):7.3f} "
+        print(f"{label:48} {q:8.0f} {med(lat[key], 'p50_ms'):7.3f} {med(lat[key], 'p99_ms'):7.3f} "
               f"{int(med(thr[key], 'lost')):5d}" + (f" {q / r:6.2f}" if r else "       -"))
 
     print(f"dnsperf -c 10 -n 1: {NEW:,} new names / {CACHED:,} cached queries a throughput run; latency at "
           f"{LATENCY_QPS} qps for {LATENCY_S} s; medians of {ROUNDS} rounds, sides alternating")
-    head = f"{'':44} {'qps':>8} {'p50 ms':>7} {'p99 ms':>7} {'lost':>5} {'ratio':>6}"
+    head = f"{'':48} {'qps':>8} {'p50 ms':>7} {'p99 ms':>7} {'lost':>5} {'ratio':>6}"
     for workload, title in (("new", "never-seen names"), ("cached", "cached names")) if "A" in TABLES else ():
         print(f"\nA. DNSSEC validation, {title} (ratio: against ours)\n{head}")
         for side in ("ours", "ours, off", "unbound", "dnsmasq"):

@@ -138,7 +138,8 @@ def test_dns_methods_say_503_without_the_dns_component(api):
 
 @pytest.mark.parametrize("method,path,body", [
     ("GET", "dns/dnssec", None), ("POST", "dns/dnssec", {"enabled": False}),
-    ("POST", "dns/dnssec/insecure", {"domain": "example.com"}), ("POST", "dns/dnssec/insecure/example.com/remove", None),
+    ("POST", "dns/dnssec/insecure", {"domain": "example.com"}),
+    ("POST", "dns/dnssec/insecure/example.com/remove", None),
     ("GET", "dns/upstream", None), ("POST", "dns/upstream", {"provider": "quad9"}),
 ])
 def test_the_resolvers_routes_say_503_without_the_dns_component(api, method, path, body):
