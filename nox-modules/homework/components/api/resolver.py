@@ -17,7 +17,7 @@ from typing import Any, Literal
 from .model import Model, field
 from .routes import Access, Param, RouteGroup, get, needs, post
 
-RESOLVER = needs("dnssec", "the resolver's settings are", "dns")
+RESOLVER = needs("dnssec", "The resolver's settings are", "dns")
 INSECURE_DOMAIN = Param(str, "a domain whose validation is off", example="broken.example")
 
 
