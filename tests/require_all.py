@@ -4,7 +4,8 @@ installed) has not tested anything. Loaded by tests/conftest.py for every test d
 
 Covers a skip anywhere: `pytest.skip` in a test or a fixture (module-scoped ones
 included), `skipif` marks, and module-level `pytest.skip(allow_module_level=True)` or
-`pytest.importorskip` at collection. Expected failures (xfail) are not skips."""
+`pytest.importorskip` at collection. An expected failure (`xfail`, failing or passing) fails
+too: it is a test that cannot fail, a skip by another name."""
 from __future__ import annotations
 
 import os
@@ -30,11 +31,24 @@ def _fail(report) -> None:
                        "provide what the test needs (make deps, run as root).")
 
 
+def _fail_xfail(report) -> None:
+    why = report.wasxfail
+    del report.wasxfail                   # else pytest reports it as xfailed/xpassed again
+    report.outcome = "failed"
+    report.longrepr = (f"marked xfail ({why or 'no reason given'})\n"
+                       "An expected failure is a failure under CI=true / HOMEWORK_REQUIRE_ALL=1: "
+                       "fix the code or the test, or remove the test.")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
-    if report.skipped and not hasattr(report, "wasxfail") and require_all():
+    if not require_all():
+        return
+    if hasattr(report, "wasxfail"):
+        _fail_xfail(report)
+    elif report.skipped:
         _fail(report)
 
 

@@ -1,6 +1,6 @@
 """The satellite agent's channel: what a satellite's agent and the router's
 controller say to each other, one JSON object per line, over TLS with certificates from
-the household CA on both ends (pki.server_context / pki.client_context).
+the household CA on both ends (pki.HouseholdCA.server_context / pki.client_context).
 
 OpenFlow drives a satellite's switch; it has no way to reach its access point. This
 channel carries the rest, in the direction each belongs:

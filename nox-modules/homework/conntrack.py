@@ -136,31 +136,26 @@ class ConntrackReader:
     def dump(self) -> list[CtEntry]:
         """Every NATed IPv4 connection and every IPv6 one (routed, not NATed: the caller
         keeps the devices' own), with their counters."""
-        entries: list[CtEntry] = []
+        return [e for line in self._list("extended,id") if (e := parse_entry(line)) is not None]
+
+    def dump_translated(self) -> list[Translated]:
+        """Every TCP and UDP connection through NAT (IPv4) or routed (IPv6), both tuples."""
+        return [t for line in self._list("extended") if (t := parse_translated(line)) is not None]
+
+    def _list(self, output: str) -> list[str]:
+        """The lines of `conntrack -L -o OUTPUT` for each selection; a selection whose dump
+        fails is logged and left out (the next poll tries again)."""
+        assert self.binary is not None      # callers check `available`
+        lines: list[str] = []
         for selection in SELECTIONS:
-            assert self.binary is not None      # callers check `available`
             try:
-                out = subprocess.run([self.binary, "-L", *selection, "-o", "extended,id"],
+                out = subprocess.run([self.binary, "-L", *selection, "-o", output],
                                      capture_output=True, text=True, timeout=30, check=False).stdout
             except (OSError, subprocess.SubprocessError) as exc:
                 log.warning("conntrack dump failed: %s", exc)
                 continue
-            entries += [e for line in out.splitlines() if (e := parse_entry(line)) is not None]
-        return entries
-
-    def dump_translated(self) -> list[Translated]:
-        """Every TCP and UDP connection through NAT (IPv4) or routed (IPv6), both tuples."""
-        out: list[Translated] = []
-        for selection in SELECTIONS:
-            assert self.binary is not None      # callers check `available`
-            try:
-                text = subprocess.run([self.binary, "-L", *selection, "-o", "extended"],
-                                      capture_output=True, text=True, timeout=30, check=False).stdout
-            except (OSError, subprocess.SubprocessError) as exc:
-                log.warning("conntrack dump failed: %s", exc)
-                continue
-            out += [t for line in text.splitlines() if (t := parse_translated(line)) is not None]
-        return out
+            lines += out.splitlines()
+        return lines
 
     def follow(self, on_end: Callable[[CtEntry], None]) -> None:
         """Start reading DESTROY events in the background (green threads under the

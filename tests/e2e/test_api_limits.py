@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import json
-import os
 import shutil
 import sqlite3
 import subprocess
@@ -22,20 +21,13 @@ import pytest
 import requests
 
 from homelab import BARE, REPO, _kill_pid, sh
-from homelab.web import Web, api, have_web, sse_events, web_home
+from homelab.web import Web, api, sse_events, web_home
 
 STREAMS = 300
 
 
-def _skip_reason() -> str | None:
-    return ("needs root (network namespaces, OVS, mount)" if os.geteuid() != 0 else None) or have_web()
-
-
 @pytest.fixture(scope="module")
 def home():
-    why = _skip_reason()
-    if why:
-        pytest.skip(why)
     with web_home({"controller": {"components": list(BARE)}}) as h:
         h.web = Web(h).start()
         yield h
@@ -90,9 +82,6 @@ def test_300_streams_from_one_read_only_token_leave_the_api_answering(home):
 @pytest.fixture
 def full_disk_home():
     """A home whose state directory is a small tmpfs of its own (unmounted even on failure)."""
-    why = _skip_reason()
-    if why:
-        pytest.skip(why)
     h = web_home({"controller": {"components": list(BARE)}})
     mounted: list[Path] = []
     write_config = h._write_config

@@ -14,10 +14,6 @@ from homelab.web import Web, web_home
 
 @pytest.fixture(scope="module")
 def home():
-    from conftest import _can_run_home
-    why = _can_run_home()
-    if why:
-        pytest.skip(why)
     with web_home({"controller": {"components": ["dhcp", "routing"]}}) as h:
         h.web = Web(h).start(mgmt=False)
         yield h

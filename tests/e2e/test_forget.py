@@ -19,9 +19,6 @@ CLIENTS = ("dhclient", "udhcpc", "dhcpcd")
 @pytest.fixture(scope="module")
 def home():
     from conftest import emulated_home
-    from homelab.web import have_web
-    if have_web():
-        pytest.skip(have_web())
     yield from emulated_home()
 
 

@@ -20,10 +20,6 @@ PORT = 5004
 
 @pytest.fixture(scope="module")
 def lab():
-    from conftest import _can_run_home
-    why = _can_run_home()
-    if why:
-        pytest.skip(why)
     edge, isp = home_edge()
     home = Home(config={"controller": {"components": list(BARE)},
                         "qos": {"enabled": True, "down_kbit": 19000, "up_kbit": 4750}, "isp": isp})

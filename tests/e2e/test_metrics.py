@@ -13,16 +13,13 @@ import requests
 
 from homelab import WEB_ADDR
 from homelab.routing import curl, permitted_device, wait_until
-from homelab.web import Web, have_web, web_home
+from homelab.web import Web, web_home
 
 PROM_PORT = 19090
 
 
 @pytest.fixture(scope="module")
 def home():
-    why = ("needs root (network namespaces, OVS)" if os.geteuid() != 0 else None) or have_web()
-    if why:
-        pytest.skip(why)
     config = {"controller": {"components": ["dhcp", "routing", "metrics"]},
               "routing": {"flow_stats_interval": 1}}
     with web_home(config=config) as h:

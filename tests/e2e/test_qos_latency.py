@@ -15,7 +15,6 @@ test while a "prio" device (set "high") pings the internet and fetches a small p
 No wall-clock thresholds: every figure is compared with another measured here."""
 from __future__ import annotations
 
-import os
 import statistics
 import time
 
@@ -24,7 +23,7 @@ import pytest
 from e2e.test_qos import default, high, leaf_bytes, leaf_index
 from homelab.latency import BulkLoad, http_seconds, ping_rtts
 from homelab.routing import permitted_device, wait_until
-from homelab.web import Web, api, have_web, web_home
+from homelab.web import Web, api, web_home
 
 LINK = {"down_kbit": 20000, "up_kbit": 5000, "buffer_ms": 500}
 SHAPED_DOWN = LINK["down_kbit"] * 90 // 100        # qos.down_percent
@@ -36,9 +35,6 @@ LOAD_SECONDS = 150
 
 @pytest.fixture(scope="module")
 def home():
-    why = ("needs root (network namespaces, OVS)" if os.geteuid() != 0 else None) or have_web()
-    if why:
-        pytest.skip(why)
     config = {"controller": {"components": ["dhcp", "routing", "qos"]},
               "qos": {"enabled": True, "down_kbit": LINK["down_kbit"], "up_kbit": LINK["up_kbit"],
                       "high_share": HIGH_SHARE}}

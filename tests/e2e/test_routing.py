@@ -194,8 +194,7 @@ def test_flow_flood_collapses_to_a_per_host_entry_with_an_alert(home: Home):
 
 
 def test_hwdb_flows_match_a_known_transfer(home: Home):
-    if not home.hwdb_enabled:
-        pytest.skip("hwdbd not built")
+    assert home.hwdb_enabled, "hwdbd did not start (make deps builds it; see the home's hwdbd.log)"
     a = permitted_device(home)
     size = 1_000_000
     (home.dir / "www" / "blob.bin").write_bytes(os.urandom(size))
@@ -265,8 +264,7 @@ def test_controller_killed_and_restarted_during_traffic(home: Home):
 
 # -- new connections without a switch entry per connection -------------------------
 def test_internet_flows_are_recorded_from_conntrack_and_device_to_device_flows_by_the_switch_per_pair(home: Home):
-    if not home.hwdb_enabled:
-        pytest.skip("hwdbd not built")
+    assert home.hwdb_enabled, "hwdbd did not start (make deps builds it; see the home's hwdbd.log)"
     a, b = permitted_device(home), permitted_device(home)
     ip_a, ip_b = a.ipv4()[0], b.ipv4()[0]
     port = 46000 + a.index

@@ -26,10 +26,6 @@ def lab(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def web(lab):
-    from conftest import _can_run_home
-    why = _can_run_home()
-    if why:
-        pytest.skip(why)
     config = {"controller": {"components": ["dhcp", "routing"]}, "update": lab.config()}
     with web_home(config) as home:
         w = Web(home).start()

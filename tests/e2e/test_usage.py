@@ -22,10 +22,6 @@ PERIOD = 40
 
 @pytest.fixture(scope="module")
 def home():
-    from conftest import _can_run_home
-    why = _can_run_home()
-    if why:
-        pytest.skip(why)
     config = {"controller": {"components": ["dhcp", "routing", "usage"]},
               "routing": {"flow_stats_interval": 1},
               "usage": {"flush_interval": 1, "timezone": "UTC", "test_period_seconds": PERIOD}}

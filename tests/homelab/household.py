@@ -39,6 +39,12 @@ def lab_needs(home) -> set[str]:
         have.add("wan")
     if shutil.which("mosquitto"):
         have.add("mqtt-broker")
+    from require_all import require_all
+    if require_all():    # under CI the full lineup is whole: a component is never quietly left out
+        missing = {"dnsd", "mqtt-broker"} - have | ({"hwdbd"} - have if home.want_hwdb is not False else set())
+        if missing:
+            raise RuntimeError(f"the image's full lineup needs {', '.join(sorted(missing))} here (make deps): "
+                               "under CI=true / HOMEWORK_REQUIRE_ALL=1 none is left out")
     return have
 
 

@@ -108,7 +108,7 @@ class EdgeLab:
         env = dict(os.environ)
         env.update(OVS_RUNDIR=str(self.ovs_dir / "run"), OVS_LOGDIR=str(self.ovs_dir / "log"),
                    OVS_DBDIR=str(self.ovs_dir / "db"), OVS_SYSCONFDIR=str(self.ovs_dir / "etc"),
-                   PYTHONPATH=f"{ISPEDGE}:{os.environ.get('PYTHONPATH', '')}")
+                   PYTHONPATH=f"{ISPEDGE}:{REPO / 'nox-modules'}:{os.environ.get('PYTHONPATH', '')}")
         return env
 
     def edge(self, cmd, check: bool = True, timeout: float = 30, input: str | None = None):

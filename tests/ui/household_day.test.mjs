@@ -15,13 +15,15 @@
 //      is cut off and its screen says so (IPv4 and IPv6); lifted, it is back;
 //   6. Pause from its panel switches to Resume, its screen says until when; Resume brings
 //      it back;
-//   7. a backup in Settings; the parent changes things; the restore puts them back, in
+//   7. forgotten from its panel while it still holds its hour-long lease, it is asking again
+//      within seconds (its screen says so), and is let in and named again;
+//   8. a backup in Settings; the parent changes things; the restore puts them back, in
 //      force when the page says so.
 //
 // One home for every step; screenshots in test-artifacts/ui/day-*.png.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cliOf, label, launch, login, newPage, screenshot, setUpRouter, useBoard } from './lib.mjs';
+import { cliOf, drag, label, launch, login, newPage, screenshot, setUpRouter, useBoard } from './lib.mjs';
 
 let home, browser, page;
 const PASSWORD = 'our family password';
@@ -285,6 +287,36 @@ test('Pause from the panel switches to Resume and the tablet says until when; Re
   await closePanel();
 });
 
+test('forgotten from its panel while it holds its hour, the tablet asks again within seconds', { timeout: 240000 }, async () => {
+  const dev = day.tablet;
+  const panel = await openPanel(dev);
+  const forget = panel.locator('button.forget');
+  await tap(forget);
+  await panel.locator('button.forget', { hasText: 'Tap again to forget' }).waitFor();
+  const t0 = Date.now();
+  await tap(forget);
+  await page.locator(`#zone-permitted .label[data-mac="${dev.mac}"]`).waitFor({ state: 'detached' });
+  if (await page.locator('#panel').isVisible()) await closePanel();
+  // still believing in its hour-long lease, it opens a page: it is a device asking again,
+  // on its old address, and its screen says so over both families
+  await screenSaysBoth(dev, 'Waiting for approval on the Guest Board');
+  await page.locator(`#zone-asking .label[data-mac="${dev.mac}"]`).waitFor({ timeout: 30000 });
+  console.error(`the forgotten tablet was asking again after ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  await screenshot(page, 'day-09-forgotten-asks');
+  // let in again from the laptop's board, and named again (forgetting forgot its name)
+  const button = label(page, dev.mac).locator('.decide button.let-in');
+  if (await button.count()) await tap(button);
+  else await drag(page, dev.mac, 'permitted');
+  const dialog = page.locator('#meta-dialog');
+  await dialog.waitFor({ state: 'visible' });
+  await dialog.locator('input[name=name]').fill(TABLET);
+  await dialog.locator('input[name=owner]').fill('Sam');
+  await dialog.locator('select[name=type]').selectOption('tablet');
+  await tap(dialog.locator('#meta-save'));
+  await page.locator(`#zone-permitted .label[data-mac="${dev.mac}"]`).filter({ hasText: TABLET }).waitFor();
+  await online(dev, true);
+});
+
 test('a backup in Settings; the parent changes things; the restore puts them back, in force', { timeout: 300000 }, async () => {
   const dev = day.tablet;
   await page.goto(new URL('settings.html', day.url).href);
@@ -314,7 +346,7 @@ test('a backup in Settings; the parent changes things; the restore puts them bac
   }, null, { timeout: 180000 });
   assert.equal(await restore.locator('.error').innerText(), '');
   assert.match(await restore.locator('.status').innerText(), /^Restored the backup/);
-  await screenshot(page, 'day-09-restored');
+  await screenshot(page, 'day-10-restored');
 
   // in force when it says so: the tablet is online at once, its rule is back
   assert.equal((await home.call({ op: 'fetch', dev: dev.name, max_time: 5 })).success, true);
@@ -323,5 +355,5 @@ test('a backup in Settings; the parent changes things; the restore puts them bac
   await board();
   await label(page, dev.mac).filter({ hasText: TABLET }).waitFor();
   assert.equal(await page.locator(`#zone-permitted .label[data-mac="${dev.mac}"]`).count(), 1);
-  await screenshot(page, 'day-10-board-after-restore');
+  await screenshot(page, 'day-11-board-after-restore');
 });

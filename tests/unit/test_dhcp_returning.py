@@ -57,6 +57,31 @@ def test_forget_asks_it_to_renew_and_watches_for_it_until_its_lease_would_end(tm
     assert not [f for f in core.switch.flows if f.priority == PRIO_DHCP_RETURNING]
 
 
+def test_a_renewal_answering_the_forcerenew_at_once_is_never_left_without_its_lease(tmp_path, clock):
+    """The FORCERENEW's answer may be handled while forget still waits on a socket (one
+    loop): answered the moment the FORCERENEW leaves, the renewal finds the device
+    forgotten (NAK: start over), not a lease the rest of forget then takes away."""
+    core, ip = home(tmp_path, clock)
+    dhcp = core.ctx.component("dhcp")
+    real_send, answered = dhcp.ctx.send, []
+
+    def send(decisions):
+        real_send(decisions)
+        if not answered and any(k == FORCERENEW for k, _, _ in dhcp_out(core)):
+            answered.append(True)         # dhcpcd renews the moment it is asked
+            core.packet_in(PacketIn(in_port=1, data=dhcp_frame(A, m.REQUEST, src_ip=ip, dst_ip="10.2.0.1")))
+            answered.extend(k for k, _, _ in dhcp_out(core))
+    dhcp.ctx.send = send
+    core.commands.call("forget", mac=A)
+    dhcp.ctx.send = real_send
+    assert answered[:1] == [True]
+    lease = core.ctx.leases.get(A)
+    # an ACK must leave it a lease; else it was told to start over (its old block kept
+    # for its DISCOVER)
+    assert (m.ACK in answered and lease is not None and lease.active) or \
+        (m.NAK in answered and (lease is None or not lease.active)), (answered, lease)
+
+
 def test_its_first_packet_makes_it_pending_again_on_its_old_address(tmp_path, clock):
     core, ip = home(tmp_path, clock)
     core.commands.call("forget", mac=A)

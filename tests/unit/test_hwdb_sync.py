@@ -246,8 +246,8 @@ def _free_udp_port():
 HWDBD = REPO / "hwdb" / "target" / "release" / "hwdbd"
 
 
-@pytest.mark.skipif(not HWDBD.exists(), reason="hwdbd not built (make -C hwdb)")
 def test_rows_land_in_a_real_hwdbd(tmp_path):
+    assert HWDBD.exists(), "hwdbd is not built (make deps builds it)"
     port = _free_udp_port()
     proc = subprocess.Popen([str(HWDBD), "--port", str(port), "--listen", "127.0.0.1", "--schema",
                              str(REPO / "hwdb" / "schema" / "router.hwdb"), "--state-dir", str(tmp_path)],

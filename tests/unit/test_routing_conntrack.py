@@ -7,7 +7,7 @@ import pytest
 from homework import pipeline as L
 from homework.components.routing import flowsets as fs
 from homework.components.routing.conntrack import ConntrackFlows, per_source_counts
-from homework.conntrack import parse_entry
+from homework.conntrack import ConntrackReader, parse_entry
 from homework.flows import Learn
 from homework.leases import Lease
 
@@ -189,3 +189,28 @@ def test_ipv6_with_the_site_learns_only_flows_within_it():
     assert all(site.network_address.compressed == ipaddress.ip_address(
         (f.match["ipv6_dst"] if f.match["in_port"] == 3 else f.match["ipv6_src"])[0]).compressed for f in learning)
     assert sorted(f.priority for f in flows if not f.actions) == [L.PRIO_ACCOUNT_HOST] * 2
+
+
+def _fake_conntrack(tmp_path, script: str) -> ConntrackReader:
+    tool = tmp_path / "conntrack"
+    tool.write_text("#!/bin/sh\n" + script)
+    tool.chmod(0o755)
+    return ConntrackReader(str(tool))
+
+
+def test_a_dump_asks_for_each_selection_and_reads_every_line(tmp_path):
+    """The real `conntrack -L` output format, once per selection (NATed IPv4, all IPv6):
+    `-o extended,id` for entries with counters, `-o extended` for both tuples."""
+    calls = tmp_path / "calls"
+    reader = _fake_conntrack(tmp_path, f'echo "$*" >> {calls}\necho "{LIST_LINE}"\necho "not a line"\n')
+    entries = reader.dump()
+    assert [e.id for e in entries] == [parse_entry(LIST_LINE).id] * 2
+    translated = reader.dump_translated()
+    assert len(translated) == 2 and translated[0].src == DEVICE
+    assert calls.read_text().splitlines() == ["-L -f ipv4 --src-nat -o extended,id", "-L -f ipv6 -o extended,id",
+                                              "-L -f ipv4 --src-nat -o extended", "-L -f ipv6 -o extended"]
+
+
+def test_a_dump_that_cannot_run_is_logged_and_gives_nothing(tmp_path):
+    reader = ConntrackReader(str(tmp_path / "gone"))     # removed under a running controller
+    assert reader.dump() == [] and reader.dump_translated() == []

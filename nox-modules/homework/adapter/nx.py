@@ -8,6 +8,7 @@ itself."""
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 from os_ken.ofproto import nicira_ext
 
@@ -56,7 +57,7 @@ def _learn2_class(parser, ofp):
     cls = _CLASS_CACHE.get(id(parser))
     if cls is not None:
         return cls
-    base = parser.NXActionLearn
+    base: Any = parser.NXActionLearn     # os-ken's class, made per OpenFlow version at run time
 
     class NXActionLearn2(base):
         _subtype = NXAST_LEARN2

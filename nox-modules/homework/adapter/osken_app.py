@@ -147,7 +147,7 @@ class HomeworkApp(app_manager.OSKenApp):
         handshake (os-ken's own listener serves either tcp or ssl, not both)."""
         config = self.core.config
         ca = pki.HouseholdCA(config.pki_dir).ensure()
-        ctx = pki.server_context(ca)
+        ctx = ca.server_context()
         address = (config.satellites_tls_listen or config.of_listen, config.satellites_tls_port)
 
         def handshake(sock, peer):

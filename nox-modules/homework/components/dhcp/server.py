@@ -694,9 +694,10 @@ class DhcpServer(Component):
         # the device may believe it holds its block till then
         lease_end = max(self.alloc.expiry(mac), self.believed.pop(mac, 0.0))
         block, port = self.alloc.block_for(mac), self.ports.get(mac, 0)
+        watch = None
         if block is not None and mac in self.live and mac not in self.relays and port and \
                 lease_end > self.ctx.now():
-            self._watch(returning.Returning(mac, block.index, port, block.device, block.router, lease_end))
+            watch = returning.Returning(mac, block.index, port, block.device, block.router, lease_end)
         if mac in self.live:
             self._end_lease(mac, "forgotten")
         self.alloc.forget(mac, hold_until=lease_end)
@@ -706,6 +707,12 @@ class DhcpServer(Component):
         self._dhcpd_forget(mac)
         if self.dhcpd is not None and self.ctx.config.daemon_new_offers:
             self.dhcpd.unknown(mac)         # new again: the daemon may offer it a block
+        # Last: the FORCERENEW's answer may come while this command still waits on a socket
+        # above (the control socket's command and the switch's packets share one loop). Sent
+        # first, a quick client (dhcpcd) had its renewal ACKed mid-forget, and the rest of
+        # forget then took the lease it had just been given: stranded until its next DISCOVER.
+        if watch is not None:
+            self._watch(watch)
 
     # -- forgotten devices that may still believe in their lease (returning.py) ---------------
     def _watch(self, r: returning.Returning) -> None:

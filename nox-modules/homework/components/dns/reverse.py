@@ -173,8 +173,8 @@ class ReverseCheck:
             if old is None or expires - old >= REWRITE_AFTER:
                 self._to_write[(chain, addr)] = expires
                 self._to_delete.discard((chain, addr))
-        while len(self.pairs) > MAX_LEARNED:
-            self._gone(self.pairs.pop_oldest())
+        while len(self.pairs) > MAX_LEARNED and (oldest := self.pairs.pop_oldest()) is not None:
+            self._gone(oldest)
         if flush:
             self.flush()
         return fresh

@@ -7,11 +7,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Protocol
 
 from ...commands import CommandError
 from ...component import Component
 from . import topics
 from ...interfaces import BrokerStatus
+
+
+class BrokerLink(Protocol):
+    """What the component needs of its broker connection (link.PahoLink; a fake in tests)."""
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    def publish(self, topic: str, payload: str, retain: bool = True) -> None: ...
+    def subscribe(self, topic: str) -> None: ...
 
 
 class Mqtt(Component):
@@ -26,7 +35,7 @@ class Mqtt(Component):
         self.traffic: dict[str, list[int]] = {}      # mac -> [rx, tx] bytes since start
         self._announced: dict[str, str] = {}         # mac -> the name its discovery carries
         self._link_factory = link_factory or self._paho
-        self.link = None
+        self.link: BrokerLink | None = None
 
     def offer(self, interface: type) -> object:
         if interface is BrokerStatus:
@@ -48,11 +57,16 @@ class Mqtt(Component):
         if not self.ctx.config.mqtt_host:
             self.log.info("mqtt: no broker configured (mqtt.host)")
             return
+        self.link = self._link_factory(self._on_connect, self._on_message)
         for topic in ("device", "lease", "bandwidth"):
             self.ctx.bus.subscribe(topic, self._on_event)
         self.ctx.bus.subscribe("notification", self._on_notification)
-        self.link = self._link_factory(self._on_connect, self._on_message)
         self.link.start()
+
+    def _started(self) -> BrokerLink:
+        """The broker link: every handler that publishes is subscribed only once it exists."""
+        assert self.link is not None
+        return self.link
 
     def stop(self) -> None:
         if self.link is not None:
@@ -65,7 +79,7 @@ class Mqtt(Component):
         for device in self.ctx.devices.all():
             self.publish_device(device.mac)
         if self.accept_commands:
-            self.link.subscribe(topics.command_filter(self.prefix))
+            self._started().subscribe(topics.command_filter(self.prefix))
 
     def _on_event(self, topic: str, ev) -> None:
         mac = ev.mac
@@ -85,16 +99,17 @@ class Mqtt(Component):
             device = self.ctx.devices.get(mac)
         except LookupError:
             return
+        link = self._started()
         name = device.name or device.hostname or mac
         if self._announced.get(mac) != name:
             for topic, payload in topics.discovery(self.prefix, self.disc, mac, name):
-                self.link.publish(topic, payload)
+                link.publish(topic, payload)
             self._announced[mac] = name
         lease = self.ctx.leases.get(mac)
         present = lease is not None and lease.active     # one device's lease, not every lease
         rx, tx = self.traffic.get(mac, (0, 0))
-        self.link.publish(topics.presence_topic(self.prefix, mac), "home" if present else "not_home")
-        self.link.publish(topics.attributes_topic(self.prefix, mac), json.dumps({
+        link.publish(topics.presence_topic(self.prefix, mac), "home" if present else "not_home")
+        link.publish(topics.attributes_topic(self.prefix, mac), json.dumps({
             "mac": mac, "state": device.state, "name": device.name, "hostname": device.hostname,
             "owner": device.owner, "type": device.type, "ip": lease.ip if lease and present else "",
             "rx_bytes": rx, "tx_bytes": tx}))
@@ -102,14 +117,15 @@ class Mqtt(Component):
 
     def _on_notification(self, topic: str, note) -> None:
         """The notify component's notifications, as JSON on `{prefix}/notification` (not retained)."""
-        self.link.publish(f"{self.prefix}/notification", json.dumps(note.as_dict(), default=str), retain=False)
+        self._started().publish(f"{self.prefix}/notification", json.dumps(note.as_dict(), default=str), retain=False)
 
     def forget_device(self, mac: str) -> None:
         """A forgotten device: empty retained payloads remove it from Home Assistant."""
+        link = self._started()
         for topic, _payload in topics.discovery(self.prefix, self.disc, mac, ""):
-            self.link.publish(topic, "")
-        self.link.publish(topics.presence_topic(self.prefix, mac), "")
-        self.link.publish(topics.attributes_topic(self.prefix, mac), "")
+            link.publish(topic, "")
+        link.publish(topics.presence_topic(self.prefix, mac), "")
+        link.publish(topics.attributes_topic(self.prefix, mac), "")
         self._announced.pop(mac, None)
         self.traffic.pop(mac, None)
 

@@ -41,6 +41,6 @@ MANIFEST = Manifest(
     ),
     routes=("remote",),
     hears=(events.Lease, events.Device, events.Ipv6Plan),
-    stays={"remote_peers": "not carried yet: the household adds remote access again for the joined device "
-                           "(a new key to scan)"},
+    stays={"remote_peers": "a remote device is a device of its own, under a MAC the router made for it: never "
+                           "one that comes back with a new private address"},
 )

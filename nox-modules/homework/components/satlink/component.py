@@ -53,7 +53,7 @@ class SatelliteAgents(Component):
         self.ctx.bus.subscribe("satellite", self._on_pairing)
         ca = pki.HouseholdCA(cfg.pki_dir).ensure()
         address = (cfg.satellites_tls_listen or cfg.of_listen, cfg.satellites_agent_port)
-        self.server = TlsLineServer(pki.server_context(ca), address, self.serve, self._refused)
+        self.server = TlsLineServer(ca.server_context(), address, self.serve, self._refused)
         try:
             host, port = self.server.start()
         except OSError as exc:
