@@ -14,7 +14,7 @@ APT_PACKAGES=(
   # real DHCP clients used by the emulated home and tests
   isc-dhcp-client udhcpc dhcpcd-base
   # test and benchmark tools
-  python3-scapy python3-zeroconf kea-admin kea-dhcp6-server bind9-dnsutils dnsperf iperf3 hping3 wrk curl procps psmisc
+  python3-scapy python3-zeroconf kea-admin kea-dhcp6-server bind9-dnsutils dnsperf nghttp2-client iperf3 hping3 wrk curl procps psmisc
   nsd ldnsutils knot-dnsutils tcpdump   # signed zones in the emulated internet, kdig (DoT/DoH), sniffing the WAN
   # integrations: Prometheus exposition format, and Prometheus itself for its test
   python3-prometheus-client prometheus python3-paho-mqtt mosquitto mosquitto-clients

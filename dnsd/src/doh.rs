@@ -10,25 +10,27 @@
 //!      400 no or bad query, 415 another content type, 405 another method,
 //!      403 no answer for this device (a blacklisted one, or blocked with "drop")
 //!
-//! One thread per request (a bounded number; lighttpd opens an SCGI connection for each),
-//! asking upstream over the TCP connections the stream clients share (stream.rs).
+//! One thread per request (a bounded number: past it the next request waits its turn;
+//! lighttpd opens an SCGI connection for each), asking upstream as the stream clients do
+//! (upstream.rs).
 
 use std::io::{Read, Write};
 use std::net::IpAddr;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::Duration;
 
 use crate::forward::Route;
 use crate::server::{guard, Shared};
-use crate::stream::{answer, Pool};
+use crate::stream::answer;
+use crate::upstream::Upstream;
 use crate::wire;
 
 const MAX_HEADERS: usize = 16 * 1024;
 const MAX_BODY: usize = 65535;
-const MAX_REQUESTS: usize = 64;
+const MAX_REQUESTS: usize = 128;
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, PartialEq)]
@@ -152,7 +154,7 @@ pub fn response(code: u16, body: &[u8]) -> Vec<u8> {
     out
 }
 
-fn serve_request(shared: &Shared, mut conn: UnixStream, route: &Route, pool: &Pool) {
+fn serve_request(shared: &Shared, mut conn: UnixStream, route: &Route, pool: &Upstream) {
     let _ = conn.set_read_timeout(Some(IO_TIMEOUT));
     let _ = conn.set_write_timeout(Some(IO_TIMEOUT));
     let out = match read_request(&mut conn) {
@@ -172,7 +174,29 @@ fn serve_request(shared: &Shared, mut conn: UnixStream, route: &Route, pool: &Po
     let _ = conn.write_all(&out);
 }
 
-pub fn serve(shared: Arc<Shared>, path: &str, route: Route, pool: Arc<Pool>) -> std::io::Result<thread::JoinHandle<()>> {
+/// Requests being answered, at most MAX_REQUESTS.
+#[derive(Default)]
+struct Slots {
+    busy: Mutex<usize>,
+    freed: Condvar,
+}
+
+impl Slots {
+    fn take(&self) {
+        let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        while *busy >= MAX_REQUESTS {
+            busy = self.freed.wait(busy).unwrap_or_else(|e| e.into_inner());
+        }
+        *busy += 1;
+    }
+
+    fn give_back(&self) {
+        *self.busy.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+        self.freed.notify_one();
+    }
+}
+
+pub fn serve(shared: Arc<Shared>, path: &str, route: Route, pool: Arc<Upstream>) -> std::io::Result<thread::JoinHandle<()>> {
     let _ = std::fs::remove_file(path);
     let listener = UnixListener::bind(path)?;
     {
@@ -180,23 +204,21 @@ pub fn serve(shared: Arc<Shared>, path: &str, route: Route, pool: Arc<Pool>) -> 
         // the web server (root on the router) alone: whoever writes here names the device
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
     }
-    let active = Arc::new(AtomicUsize::new(0));
+    let slots = Arc::new(Slots::default());
     thread::Builder::new().name("doh-accept".into()).spawn(move || {
         for conn in listener.incoming() {
             let Ok(conn) = conn else { continue };
-            if active.fetch_add(1, Ordering::SeqCst) >= MAX_REQUESTS {
-                active.fetch_sub(1, Ordering::SeqCst);
-                let mut conn = conn;
-                let _ = conn.write_all(&response(500, b""));
-                continue;
-            }
-            let (shared, active, route, pool) = (shared.clone(), active.clone(), route.clone(), pool.clone());
+            // At the limit the next request waits for a slot (and lighttpd's next ones in
+            // the socket's backlog) rather than getting an error: a busy moment is slower,
+            // not lost (a 500 was lost to the device).
+            slots.take();
+            let (shared, mine, route, pool) = (shared.clone(), slots.clone(), route.clone(), pool.clone());
             let spawned = thread::Builder::new().name("doh-request".into()).spawn(move || {
                 guard(&shared, || serve_request(&shared, conn, &route, &pool));
-                active.fetch_sub(1, Ordering::SeqCst);
+                mine.give_back();
             });
             if spawned.is_err() {
-                // no thread: the connection closes with the closure
+                slots.give_back(); // no thread: the connection closes with the closure
             }
         }
     })
@@ -265,5 +287,35 @@ mod tests {
         assert_eq!(base64url("aGVsbG8"), Some(b"hello".to_vec()));
         assert_eq!(base64url("-_8"), Some(vec![0xfb, 0xff]));
         assert_eq!(base64url("a b"), None);
+    }
+
+    #[test]
+    fn many_requests_at_once_all_get_their_answer_none_an_error() {
+        // lighttpd opens an SCGI connection per request: a page's lookups over HTTP/2 from
+        // a few devices are more at once than MAX_REQUESTS; past it they used to get a 500.
+        let (shared, route) = crate::stream::tests::one_device(crate::stream::tests::fake_resolver(64));
+        let dir = std::env::temp_dir().join(format!("dnsd-doh-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("doh.sock").to_string_lossy().into_owned();
+        serve(shared, &path, route, Upstream::start().unwrap()).unwrap();
+        let count = MAX_REQUESTS + 40;
+        let clients: Vec<_> = (0..count).map(|i| {
+            let path = path.clone();
+            thread::spawn(move || {
+                let q = wire::build_query(i as u16, &format!("slow-{i}.example"), wire::TYPE_A);
+                let body = scgi(&[("REQUEST_METHOD", "POST"), ("REMOTE_ADDR", "127.0.0.1"),
+                                  ("CONTENT_TYPE", "application/dns-message")], &q);
+                let mut conn = UnixStream::connect(&path).unwrap();
+                conn.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+                let mut out = Vec::new();
+                if conn.write_all(&body).is_ok() {
+                    let _ = conn.read_to_end(&mut out);
+                }
+                String::from_utf8_lossy(&out).lines().next().unwrap_or("").to_string()
+            })
+        }).collect();
+        let statuses: Vec<String> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+        assert!(statuses.iter().all(|s| s == "Status: 200 OK"), "{:?}", statuses.iter().filter(|s| *s != "Status: 200 OK").collect::<Vec<_>>());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -32,6 +32,7 @@ mod safesearch;
 mod server;
 mod stream;
 mod tls;
+mod upstream;
 #[cfg(test)]
 mod testjson;
 mod wire;
@@ -107,7 +108,7 @@ fn main() {
             }
         }
         let mut threads = server::serve_udp(shared.clone(), listen, first)?;
-        let pool = std::sync::Arc::new(stream::Pool::default());
+        let pool = upstream::Upstream::start()?;
         threads.push(stream::serve(shared.clone(), listen, route.clone(), pool.clone(), stream::Kind::Tcp)?);
         // Devices' DNS over IPv6 (nftables sends it here): the same policy, the device
         // found by its /64; its own upstream socket and queries in flight.

@@ -2,13 +2,13 @@
 //! bounded number) reads its queries and decides each like any other (`handle`: the device
 //! is the connection's source address, which nftables kept). Answers it has at once (the
 //! policy's, the cache's) go back at once; the others are asked upstream on a thread each
-//! (at most MAX_PENDING a connection, then the reader waits its turn), over TCP connections
-//! shared by every client, and go back as they come: out of order, as RFC 7766 allows, so
-//! one slow name does not hold up the rest of a page's lookups. The TLS ends here, in dnsd,
+//! (at most MAX_PENDING a connection, then the reader waits its turn), over UDP as port
+//! 53's are (upstream.rs: a resolver serves few TCP connections at once), and go back as
+//! they come: out of order, as RFC 7766 allows, so one slow name does not hold up the rest
+//! of a page's lookups. The TLS ends here, in dnsd,
 //! so the source address is the device's own: a proxy in front would hide it
 //! (docs/dns-resolver.md).
 
-use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 use crate::forward::Route;
 use crate::server::{count_step, finish, from_cache, give_cd, guard, handle, take_cd, Forward, Outcome, Shared};
 use crate::tls::Tls;
+use crate::upstream::{framed, read_frame, Upstream};
 use crate::wire;
 
-const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(5);
 /// Plain TCP: a client that sends nothing for this long is closed (as dnsmasq does).
 const TCP_IDLE: Duration = Duration::from_secs(10);
 /// TLS connections cost a handshake: phones keep them open between lookups (RFC 7858 3.4).
@@ -30,8 +30,6 @@ const MAX_TCP_CLIENTS: usize = 128;
 const MAX_TLS_CLIENTS: usize = 256;
 /// Queries of one connection being asked upstream at once.
 const MAX_PENDING: usize = 32;
-/// Idle upstream connections kept per upstream.
-const POOL_IDLE: usize = 64;
 
 /// Which kind of listener: plain TCP, or TLS with the router's certificate.
 #[derive(Clone)]
@@ -40,7 +38,7 @@ pub enum Kind {
     Tls(Arc<Tls>),
 }
 
-pub fn serve(shared: Arc<Shared>, listen: SocketAddr, route: Route, pool: Arc<Pool>, kind: Kind)
+pub fn serve(shared: Arc<Shared>, listen: SocketAddr, route: Route, pool: Arc<Upstream>, kind: Kind)
              -> io::Result<thread::JoinHandle<()>> {
     let listener = TcpListener::bind(listen)?;
     let active = Arc::new(AtomicUsize::new(0));
@@ -72,13 +70,6 @@ pub fn serve(shared: Arc<Shared>, listen: SocketAddr, route: Route, pool: Arc<Po
 /// Where a connection's answers are written: by its reader and by its queries' threads.
 trait Sink: Send + Sync {
     fn send(&self, msg: &[u8]) -> bool;
-}
-
-fn framed(msg: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(msg.len() + 2);
-    out.extend_from_slice(&(msg.len() as u16).to_be_bytes());
-    out.extend_from_slice(msg);
-    out
 }
 
 struct PlainSink(Mutex<TcpStream>);
@@ -168,7 +159,7 @@ impl Source for TlsSource {
     }
 }
 
-fn connection(shared: &Arc<Shared>, conn: TcpStream, route: &Route, pool: &Arc<Pool>, kind: &Kind) {
+fn connection(shared: &Arc<Shared>, conn: TcpStream, route: &Route, pool: &Arc<Upstream>, kind: &Kind) {
     let Ok(peer) = conn.peer_addr() else { return };
     let idle = if matches!(kind, Kind::Tcp) { TCP_IDLE } else { TLS_IDLE };
     let _ = conn.set_read_timeout(Some(idle));
@@ -193,7 +184,7 @@ fn connection(shared: &Arc<Shared>, conn: TcpStream, route: &Route, pool: &Arc<P
 /// thread each (answers out of order); at MAX_PENDING the reader asks itself, so a client
 /// that sends faster than the upstream answers waits.
 fn client<S: Source>(shared: &Arc<Shared>, mut source: S, sink: Arc<dyn Sink>, peer: IpAddr, route: &Route,
-                     pool: &Arc<Pool>, counter: &AtomicU64) {
+                     pool: &Arc<Upstream>, counter: &AtomicU64) {
     let pending = Arc::new(AtomicUsize::new(0));
     while let Some(msg) = source.next() {
         counter.fetch_add(1, Ordering::Relaxed);
@@ -232,18 +223,7 @@ fn client<S: Source>(shared: &Arc<Shared>, mut source: S, sink: Arc<dyn Sink>, p
     }
 }
 
-pub fn read_frame<S: Read>(stream: &mut S) -> Option<Vec<u8>> {
-    let mut len = [0u8; 2];
-    stream.read_exact(&mut len).ok()?;
-    let len = u16::from_be_bytes(len) as usize;
-    if len == 0 {
-        return None;
-    }
-    let mut msg = vec![0u8; len];
-    stream.read_exact(&mut msg).ok()?;
-    Some(msg)
-}
-
+#[cfg(test)]
 fn write_frame<S: Write>(stream: &mut S, msg: &[u8]) -> bool {
     stream.write_all(&framed(msg)).is_ok()
 }
@@ -283,7 +263,7 @@ pub fn prepare(shared: &Shared, peer: IpAddr, mut msg: Vec<u8>, route: &Route) -
 }
 
 /// The second half: ask upstream over TCP, check and log the answer.
-pub fn resolve(shared: &Shared, ask: Ask, route: &Route, pool: &Pool) -> Option<Vec<u8>> {
+pub fn resolve(shared: &Shared, ask: Ask, route: &Route, pool: &Upstream) -> Option<Vec<u8>> {
     let Ask { fwd, msg, t0 } = ask;
     shared.stats.forwarded.fetch_add(1, Ordering::Relaxed);
     let target = route.tcp_target(&fwd.name);
@@ -301,118 +281,153 @@ pub fn resolve(shared: &Shared, ask: Ask, route: &Route, pool: &Pool) -> Option<
 }
 
 /// Both halves, one after the other (DNS over HTTPS: a request is one query).
-pub fn answer(shared: &Shared, peer: IpAddr, msg: Vec<u8>, route: &Route, pool: &Pool) -> Option<Vec<u8>> {
+pub fn answer(shared: &Shared, peer: IpAddr, msg: Vec<u8>, route: &Route, pool: &Upstream) -> Option<Vec<u8>> {
     match prepare(shared, peer, msg, route) {
         Step::Done(reply) => reply,
         Step::Ask(ask) => resolve(shared, ask, route, pool),
     }
 }
 
-// ------------------------------------------------------------------ upstream connections
-
-/// TCP connections to the upstreams (the validating resolver, dnsmasq), shared by every
-/// stream client: one is taken for a query and put back after its answer.
-#[derive(Default)]
-pub struct Pool {
-    idle: Mutex<HashMap<SocketAddr, Vec<TcpStream>>>,
-}
-
-impl Pool {
-    fn take(&self, upstream: SocketAddr) -> Option<TcpStream> {
-        self.idle.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&upstream).and_then(Vec::pop)
-    }
-
-    fn put(&self, upstream: SocketAddr, conn: TcpStream) {
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        let list = idle.entry(upstream).or_default();
-        if list.len() < POOL_IDLE {
-            list.push(conn);
-        }
-    }
-
-    pub fn ask(&self, upstream: SocketAddr, msg: &[u8]) -> Option<Vec<u8>> {
-        // a kept connection the upstream has closed meanwhile fails: then once more, fresh
-        for reuse in [true, false] {
-            let mut conn = match if reuse { self.take(upstream) } else { None } {
-                Some(c) => c,
-                None if reuse => continue,
-                None => {
-                    let s = TcpStream::connect_timeout(&upstream, Duration::from_secs(2)).ok()?;
-                    let _ = s.set_read_timeout(Some(UPSTREAM_TIMEOUT));
-                    let _ = s.set_nodelay(true);
-                    s
-                }
-            };
-            if write_frame(&mut conn, msg) {
-                if let Some(ans) = read_frame(&mut conn) {
-                    self.put(upstream, conn);
-                    return Some(ans);
-                }
-            }
-        }
-        None
-    }
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::policy::{Device, State};
     use std::net::Ipv4Addr;
 
-    /// A TCP upstream answering each query with one A record, names starting "slow" after
-    /// half a second.
-    fn fake_upstream() -> SocketAddr {
+    /// The answer a fake resolver gives: one A record (192.0.2.9).
+    fn a_record(q: &[u8]) -> Vec<u8> {
+        let mut a = q.to_vec();
+        a[2] |= 0x80;
+        a[7] = 1;
+        a.extend_from_slice(&[0xC0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 9]);
+        a
+    }
+
+    /// A resolver like unbound on one port: UDP, and TCP serving at most `tcp_slots`
+    /// connections at once (unbound's `incoming-num-tcp`; the others wait in its accept
+    /// queue, and a served one stays open while its client keeps it). Names starting "slow"
+    /// are answered after half a second; over UDP, names starting "big" get a truncated
+    /// answer (TC, nothing in it), as if the answer did not fit.
+    pub(crate) fn fake_resolver(tcp_slots: usize) -> SocketAddr {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
+        let udp = std::net::UdpSocket::bind(addr).unwrap();
+        let slow = |name: &str| {
+            if name.starts_with("slow") {
+                thread::sleep(Duration::from_millis(500));
+            }
+        };
         thread::spawn(move || {
-            for conn in listener.incoming() {
-                let Ok(mut conn) = conn else { continue };
+            let mut buf = [0u8; 512];
+            while let Ok((n, from)) = udp.recv_from(&mut buf) {
+                let (q, udp) = (buf[..n].to_vec(), udp.try_clone().unwrap());
                 thread::spawn(move || {
-                    while let Some(q) = read_frame(&mut conn) {
-                        let name = wire::parse_query(&q).unwrap().name;
-                        if name.starts_with("slow") {
-                            thread::sleep(Duration::from_millis(500));
-                        }
-                        let mut a = q.clone();
-                        a[2] |= 0x80;
-                        a[7] = 1;
-                        a.extend_from_slice(&[0xC0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 9]);
-                        if !write_frame(&mut conn, &a) {
-                            return;
-                        }
-                    }
+                    let name = wire::parse_query(&q).unwrap().name;
+                    slow(&name);
+                    let answer = if name.starts_with("big") {
+                        let mut tc = q.clone();
+                        tc[2] |= 0x82;
+                        tc
+                    } else {
+                        a_record(&q)
+                    };
+                    udp.send_to(&answer, from).unwrap();
                 });
             }
+        });
+        let open = Arc::new(AtomicUsize::new(0));
+        thread::spawn(move || loop {
+            if open.load(Ordering::SeqCst) >= tcp_slots {
+                thread::sleep(Duration::from_millis(5));
+                continue;
+            }
+            let Ok((mut conn, _)) = listener.accept() else { continue };
+            open.fetch_add(1, Ordering::SeqCst);
+            let open = open.clone();
+            thread::spawn(move || {
+                while let Some(q) = read_frame(&mut conn) {
+                    slow(&wire::parse_query(&q).unwrap().name);
+                    if !write_frame(&mut conn, &a_record(&q)) {
+                        break;
+                    }
+                }
+                open.fetch_sub(1, Ordering::SeqCst);
+            });
         });
         addr
     }
 
-    #[test]
-    fn answers_come_back_as_they_come_not_in_order() {
-        let (tx, rx) = std::sync::mpsc::sync_channel(1000);
+    /// dnsd's state with one permitted device, 127.0.0.1, and the route to `upstream` (the
+    /// validating resolver).
+    pub(crate) fn one_device(upstream: SocketAddr) -> (Arc<Shared>, Route) {
+        let (tx, rx) = std::sync::mpsc::sync_channel(100_000);
         std::mem::forget(rx);
         let shared = Shared::new(tx);
         let dev = Device { mac: Arc::from("02:00:00:00:00:01"), state: State::Permitted, allowlist: false,
                            router: Ipv4Addr::new(10, 2, 0, 1), router6: None };
         shared.policy.write().unwrap().devices.insert("127.0.0.1".parse().unwrap(), dev);
-        let upstream = fake_upstream();
-        let route = Route::new("127.0.0.1:9".parse().unwrap(), Some(upstream), vec![]);
+        (shared, Route::new("127.0.0.1:9".parse().unwrap(), Some(upstream), vec![]))
+    }
+
+    /// dnsd's TCP door in front of `upstream`, and a client connection to it from the device.
+    fn door(upstream: SocketAddr) -> (Arc<Shared>, TcpStream) {
+        let (shared, route) = one_device(upstream);
         let listen: SocketAddr = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
-        serve(shared.clone(), listen, route, Arc::new(Pool::default()), Kind::Tcp).unwrap();
-        let mut c = loop {
+        serve(shared.clone(), listen, route, Upstream::start().unwrap(), Kind::Tcp).unwrap();
+        let c = loop {
             if let Ok(c) = TcpStream::connect(listen) {
                 break c;
             }
             thread::sleep(Duration::from_millis(10));
         };
-        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        (shared, c)
+    }
+
+    fn id(m: &[u8]) -> u16 {
+        u16::from_be_bytes([m[0], m[1]])
+    }
+
+    #[test]
+    fn answers_come_back_as_they_come_not_in_order() {
+        let (shared, mut c) = door(fake_resolver(64));
         assert!(write_frame(&mut c, &wire::build_query(1, "slow.example", wire::TYPE_A)));
         assert!(write_frame(&mut c, &wire::build_query(2, "fast.example", wire::TYPE_A)));
         let first = read_frame(&mut c).unwrap();
         let second = read_frame(&mut c).unwrap();
-        let id = |m: &[u8]| u16::from_be_bytes([m[0], m[1]]);
         assert_eq!((id(&first), id(&second)), (2, 1), "the fast name is not held up by the slow one");
         assert_eq!(shared.stats.tcp_queries.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn pipelined_queries_are_all_answered_by_a_resolver_that_serves_few_tcp_connections() {
+        // A phone's DNS over TLS sends a page's names down one connection at once. Asked one
+        // upstream TCP connection per query, a resolver serving two at a time left the rest
+        // waiting in its accept queue until dnsd gave up: SERVFAIL.
+        let (shared, mut c) = door(fake_resolver(2));
+        let count = MAX_PENDING as u16;
+        for i in 0..count {
+            assert!(write_frame(&mut c, &wire::build_query(100 + i, &format!("slow-{i}.example"), wire::TYPE_A)));
+        }
+        let mut answered: Vec<u16> = Vec::new();
+        for _ in 0..count {
+            let answer = read_frame(&mut c).expect("an answer for every query");
+            let rcode = answer[3] & 0x0f;
+            assert_eq!((rcode, answer[7]), (0, 1), "query {} answered with its record, not SERVFAIL", id(&answer));
+            answered.push(id(&answer));
+        }
+        answered.sort();
+        assert_eq!(answered, (100..100 + count).collect::<Vec<_>>());
+        assert_eq!(shared.stats.timeouts.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn an_answer_too_big_for_udp_is_asked_again_over_tcp() {
+        let (_, mut c) = door(fake_resolver(2));
+        assert!(write_frame(&mut c, &wire::build_query(7, "big.example", wire::TYPE_A)));
+        let answer = read_frame(&mut c).unwrap();
+        assert_eq!(id(&answer), 7);
+        assert_eq!(answer[2] & 0x02, 0, "not truncated");
+        assert_eq!(answer[7], 1, "the record, from the TCP answer");
     }
 }

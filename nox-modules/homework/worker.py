@@ -28,18 +28,27 @@ class BatchWorker(Generic[Job]):
         self._queue: queue.Queue[Job] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
+        # jobs put and jobs applied so far: flush waits for the jobs put before it only, so
+        # a steady stream of new ones (a crowd of devices) cannot hold it forever
+        self._done = threading.Condition()
+        self._put = 0
+        self._applied = 0
 
     def put(self, job: Job) -> None:
         with self._start_lock:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, daemon=True, name=self.name)
                 self._thread.start()
+        with self._done:
+            self._put += 1
         self._queue.put(job)
 
-    def flush(self) -> None:
-        """Wait until every job queued so far has been applied (tests, shutdown)."""
-        if self._thread is not None:
-            self._queue.join()
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every job queued so far has been applied (a command that must be in
+        force when it answers, tests, shutdown); False if `timeout` seconds passed first."""
+        with self._done:
+            mark = self._put
+            return self._done.wait_for(lambda: self._applied >= mark, timeout)
 
     def _loop(self) -> None:
         while True:
@@ -56,8 +65,9 @@ class BatchWorker(Generic[Job]):
             except Exception:   # a failed batch is logged; the worker lives on
                 log.exception("%s: applying %d queued changes failed", self.name, len(batch))
             finally:
-                for _ in batch:
-                    self._queue.task_done()
+                with self._done:
+                    self._applied += len(batch)
+                    self._done.notify_all()
 
 
 def offload(fn, *args):

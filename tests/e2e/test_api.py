@@ -97,6 +97,9 @@ def test_errors_name_the_problem(home, web):
         assert bad.status_code == 400 and "not a domain name" in bad.json()["error"]
     else:
         assert r.status_code == 503 and "dns component" in r.json()["error"]
+        for method, path in (("GET", "dns/dnssec"), ("GET", "dns/upstream"), ("POST", "dns/upstream")):
+            r = api(web, method, path, **({"json": {"provider": "quad9"}} if method == "POST" else {}))
+            assert r.status_code == 503 and "the dns component is not loaded" in r.json()["error"], (path, r.text)
     r = api(web, "POST", f"meta/{dev.mac}", data="{oops", headers={"Content-Type": "application/json"})
     assert r.status_code == 400 and "JSON" in r.json()["error"]
 

@@ -7,21 +7,26 @@ device's own gateway; the router's name is that gateway; a restricted device rea
 router's DoT while its DoT to the internet stays dropped."""
 from __future__ import annotations
 
+import base64
 import ipaddress
 import json
 import re
+import struct
 
 import pytest
 
-from homelab.dns import PUBLIC, ROUTER_NAME, WEB
+from homelab.dns import GAMES_WEB, NEW_DOMAIN, PUBLIC, ROUTER_NAME, WEB
 from homelab.routing import wait_until
+from homelab.web import api
 
 
 @pytest.fixture(scope="module")
 def lab():
     from conftest import dns_web_lab
     from homelab import LAN6_SITE
-    yield from dns_web_lab(("dhcp", "routing", "dns"), extra={"ipv6": {"enabled": True, "prefix": LAN6_SITE}})
+    # hwdb: the household's query log
+    yield from dns_web_lab(("dhcp", "routing", "dns", "hwdb_sync"), hwdb=True,
+                           extra={"ipv6": {"enabled": True, "prefix": LAN6_SITE}})
 
 
 def kdig(dev, server: str, name: str, how: str, qtype: str = "A", extra=()) -> tuple[str, list[str]]:
@@ -94,6 +99,80 @@ def test_the_routers_certificate_is_checked_by_name_where_a_device_trusts_its_au
     assert kdig(dev, gw, "example.com", "tls", extra=strict) == ("NOERROR", [WEB])
     assert kdig(dev, gw, "example.com", "tls", extra=(f"+tls-ca={ca}", "+tls-hostname=someone.else"))[0] \
         .startswith("FAILED"), "a name the certificate does not carry is refused"
+
+
+def logged(lab, dev, verdict) -> set[str]:
+    """The names the household's query log (hwdb, through the API) shows for `dev`."""
+    rows = api(lab.home.web, "GET", f"dns/queries?mac={dev.mac}&verdict={verdict}", role="read-only").json()["queries"]
+    return {r["name"] for r in rows}
+
+
+def test_encrypted_lookups_reach_the_query_log_and_the_reverse_check(lab):
+    """What port 53's answers feed, TLS's and HTTPS's feed too, over IPv4 and IPv6: the
+    query log names the device and the verdict, and an address learned from another
+    device's lookup over TLS is dropped for the device whose rules block its names."""
+    kid, other = lab.join("log-kid"), lab.join("log-other")
+    lab.homework("deny-dns", kid.mac, "games.test")
+    url = f"http://{GAMES_WEB}/"
+    assert lab.http(kid, url)[0] == 200, "the kid reaches the address while nobody has looked it up"
+    assert kdig(other, other.default_gateway(), "www.games.test", "tls") == ("NOERROR", [GAMES_WEB])
+    wait_until(lambda: lab.http(kid, url, timeout=2)[0] == 0, 10, "the learned address dropped for the kid")
+    assert lab.http(other, url)[0] == 200
+    assert kdig(other, router6(lab, other), "games.test", "https") == ("NOERROR", [GAMES_WEB])
+    assert kdig(kid, kid.default_gateway(), "games.test", "https")[0] == "NXDOMAIN"
+    assert kdig(kid, router6(lab, kid), "www.games.test", "tls")[0] == "NXDOMAIN"
+    wait_until(lambda: {"www.games.test", "games.test"} <= logged(lab, other, "allowed"), 15,
+               "the other device's lookups in the query log")
+    wait_until(lambda: {"www.games.test", "games.test"} <= logged(lab, kid, "blocked"), 15,
+               "the kid's blocked lookups in the query log")
+
+
+# -- many queries at once: what a phone sends when a page opens ------------------------------------
+# Each name is new (every name under NEW_DOMAIN exists upstream), so each goes to the
+# validating resolver, all of them at once: every one must come back answered.
+PIPELINED = 200
+
+
+def new_names(tag: str) -> list[str]:
+    return [f"{tag}-{i}.{NEW_DOMAIN}" for i in range(PIPELINED)]
+
+
+@pytest.mark.parametrize("family", [4, 6])
+def test_pipelined_new_names_over_tls_are_all_answered(lab, tmp_path, family):
+    dev = lab.join(f"pipe-tls{family}")
+    server = dev.default_gateway() if family == 4 else router6(lab, dev)
+    names = tmp_path / "names.txt"
+    names.write_text("".join(f"{n} A\n" for n in new_names(f"tls{family}-{lab.home.run_id}")))
+    # dnsperf: one TLS connection, every query sent without waiting (RFC 7766 pipelining),
+    # a client's patience far beyond any answer of a working resolver
+    out = dev.run(["dnsperf", "-m", "dot", "-s", server, "-p", "853", "-d", str(names), "-n", "1", "-c", "1",
+                   "-q", str(PIPELINED), "-t", "20", "-l", "120"], timeout=180).stdout
+    assert re.search(rf"Queries completed:\s+{PIPELINED}\b", out), out
+    assert re.search(r"Response codes:\s+NOERROR \d+ \(100\.00%\)", out), out
+
+
+def doh_query(name: str) -> str:
+    """A query for `name` A, base64url without padding (RFC 8484 GET, id 0)."""
+    wire = struct.pack(">6H", 0, 0x0100, 1, 0, 0, 0) + b"".join(
+        bytes([len(label)]) + label.encode() for label in name.split(".")) + b"\0" + struct.pack(">2H", 1, 1)
+    return base64.urlsafe_b64encode(wire).decode().rstrip("=")
+
+
+@pytest.mark.parametrize("family", [4, 6])
+def test_pipelined_new_names_over_https_are_all_answered(lab, tmp_path, family):
+    dev = lab.join(f"pipe-https{family}")
+    host = dev.default_gateway() if family == 4 else f"[{router6(lab, dev)}]"
+    # 64 at once: lighttpd takes 8 streams a connection, so curl opens 8 connections (a device
+    # may hold 64 to the router's web server)
+    cmd = ["curl", "-s", "-k", "--http2", "--parallel", "--parallel-max", "64", "--max-time", "30",
+           "-H", "accept: application/dns-message", "-w", "%{http_code} %{filename_effective}\n"]
+    for i, name in enumerate(new_names(f"https{family}-{lab.home.run_id}")):
+        cmd += [f"https://{host}/dns-query?dns={doh_query(name)}", "-o", str(tmp_path / f"{i}.dns")]
+    out = dev.run(cmd, check=False, timeout=120).stdout
+    statuses = [line.split()[0] for line in out.splitlines() if line.strip()]
+    assert statuses == ["200"] * PIPELINED, out[-2000:]
+    rcodes = [(tmp_path / f"{i}.dns").read_bytes()[3] & 0x0F for i in range(PIPELINED)]
+    assert rcodes == [0] * PIPELINED, f"{sum(1 for r in rcodes if r == 2)} SERVFAIL"
 
 
 def tcp_open(dev, addr, port, timeout=2):

@@ -93,7 +93,7 @@ def test_a_dns_flood_from_a_pending_device_leaves_the_household_history_intact(l
     household = lab.join("household")
     ip = household.ipv4()[0]
     for _ in range(3):
-        assert lab.http(household, "http://example.com/")[0] == 200
+        assert lab.http(household, "http://example.com/", timeout=10)[0] == 200
     wait_until(lambda: [r for r in rows_of(home, "Flows") if ip in (r["saddr"], r["daddr"])], 40,
                "Flows rows for the household device")
     wait_until(lambda: rows_of(home, "BWStats", mac=household.mac), 20, "BWStats rows for the household device")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -17,7 +18,9 @@ import pytest
 from homelab import REPO, WEB6_ADDR, WEB_ADDR, sh
 from homelab.routing import wait_until
 
-RUN_SECONDS = 150
+# make run ends at Ctrl-C, as a household's developer ends it (the last test); the
+# smoke-mode timer is only a bound, so a run nobody interrupts still ends
+RUN_SECONDS = 600
 
 
 @pytest.fixture(scope="module")
@@ -121,10 +124,12 @@ def test_a_permitted_device_downloads_and_streams_and_usage_counts_it(run):
                "usage to count both downloads")
 
 
-def test_the_run_ends_by_itself_with_every_device_addressed(run):
+def test_ctrl_c_ends_the_run_with_every_device_addressed(run):
     proc = run["proc"]
-    deadline = time.monotonic() + RUN_SECONDS + 90
+    assert proc.poll() is None, "the run ended before Ctrl-C:\n" + run["text"]()[-3000:]
+    proc.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + 90
     while proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.5)
     assert proc.returncode == 0, run["text"]()[-3000:]
-    assert "3 of 3 devices hold a /30" in run["text"]()
+    assert "Ctrl-C: tearing down" in run["text"]() and "3 of 3 devices hold a /30" in run["text"]()

@@ -946,8 +946,10 @@ class Home:
         except OSError:
             return ""
 
-    def homework(self, *args: str, check: bool = False, timeout: float = 15) -> subprocess.CompletedProcess:
-        """The admin CLI against this run's control socket."""
+    def homework(self, *args: str, check: bool = False, timeout: float = 60) -> subprocess.CompletedProcess:
+        """The admin CLI against this run's control socket. The bound is against a hang: on a
+        loaded machine the CLI's own start-up and a controller digesting a burst took past
+        15 s (a permit, dns-stats after a DNS flood)."""
         return sh([_python(), "-m", "homework.cli", "--socket", str(self.control_socket), *args],
                   check=check, timeout=timeout, env=self.controller_env())
 

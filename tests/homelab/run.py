@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -127,12 +128,18 @@ def main(argv: list[str] | None = None) -> int:
                             f"{_prefix(lease.mask)} router {lease.router} dns {','.join(lease.dns)} "
                             f"lease {lease.lease_time} s")
                     seen_leases[dev.mac] = len(leases)
-                    v6 = dev.ipv6_global()
+                    try:
+                        v6 = dev.ipv6_global()
+                    except subprocess.TimeoutExpired:     # a busy machine: look again next round
+                        continue
                     if v6 and v6 != seen_v6.get(dev.mac):
                         seen_v6[dev.mac] = v6
                         say(f"{dev.name} IPv6 (SLAAC in its own /64): {', '.join(v6)}")
-                res = home.homework("--json", "devices")
-                if res.returncode == 0:
+                try:
+                    res = home.homework("--json", "devices")
+                except subprocess.TimeoutExpired:     # a busy controller: ask again next round
+                    res = None
+                if res is not None and res.returncode == 0:
                     try:
                         rows = json.loads(res.stdout)
                     except ValueError:

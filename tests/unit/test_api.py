@@ -136,6 +136,19 @@ def test_dns_methods_say_503_without_the_dns_component(api):
     assert api.call("GET", f"dns-rules/{MAC}", token=tok).status_int == 503
 
 
+@pytest.mark.parametrize("method,path,body", [
+    ("GET", "dns/dnssec", None), ("POST", "dns/dnssec", {"enabled": False}),
+    ("POST", "dns/dnssec/insecure", {"domain": "example.com"}),
+    ("POST", "dns/dnssec/insecure/example.com/remove", None),
+    ("GET", "dns/upstream", None), ("POST", "dns/upstream", {"provider": "quad9"}),
+])
+def test_the_resolvers_routes_say_503_without_the_dns_component(api, method, path, body):
+    r = api.call(method, path, body, token=api.token("admin"))
+    assert r.status_int == 503, r.text
+    assert r.json["status"] == 503
+    assert r.json["error"].startswith("The resolver's settings are not available: the dns component is not loaded")
+
+
 def test_dns_methods_call_the_dns_commands(api, core):
     rules = {}
     core.commands.register("deny-dns",

@@ -35,3 +35,19 @@ def test_a_failing_batch_does_not_stop_the_worker():
     w.put(7)
     w.flush()
     assert seen == [7]
+
+
+def test_flush_waits_for_the_jobs_before_it_and_is_bounded():
+    gate = threading.Event()
+    seen = []
+
+    def apply(batch):
+        gate.wait(5)
+        seen.extend(batch)
+
+    w = BatchWorker("t", apply)
+    w.put(1)
+    assert w.flush(timeout=0.05) is False      # held: the bound ends the wait, honestly
+    gate.set()
+    assert w.flush(timeout=5) is True and seen == [1]
+    assert w.flush(timeout=0) is True          # nothing queued since

@@ -8,7 +8,8 @@
     POST /ws.v1/dns/upstream {provider, servers?, fallback?}   (admin; upstreams.py says what is allowed)
 
 Every route calls a controller command, as `homework dnssec ...` and `homework
-dns-upstream ...` do.
+dns-upstream ...` do; without the dns component (which registers them) each answers 503 with
+the reason, as the DNS rules' routes do.
 """
 from __future__ import annotations
 
@@ -17,7 +18,13 @@ def add_routes(app) -> None:
     """Called once from ApiApp.__init__."""
     from .app import ApiError, json_response
 
+    def need_resolver() -> None:
+        if "dns-upstream" not in app.ctx.commands.names():
+            raise ApiError(503, "The resolver's settings are not available: the dns component is not loaded "
+                                "(add \"dns\" to [controller] components)")
+
     def dnssec(call):
+        need_resolver()
         if call.req.method == "GET":
             return json_response(app.command("dnssec"))
         body = app.fields(call, {"enabled"})
@@ -26,15 +33,18 @@ def add_routes(app) -> None:
         return json_response(app.command("dnssec", enabled=body["enabled"]))
 
     def insecure_add(call):
+        need_resolver()
         body = app.fields(call, {"domain"})
         if not body.get("domain"):
             raise ApiError(400, "missing field: domain")
         return json_response(app.command("dnssec-insecure-add", domain=body["domain"]))
 
     def insecure_remove(call, domain):
+        need_resolver()
         return json_response(app.command("dnssec-insecure-remove", domain=domain))
 
     def upstream(call):
+        need_resolver()
         if call.req.method == "GET":
             return json_response(app.command("dns-upstream"))
         body = app.fields(call, {"provider", "servers", "fallback"})

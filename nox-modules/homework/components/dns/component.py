@@ -45,6 +45,7 @@ from ..usage.periods import zone
 EXPIRE_SECONDS = 60
 RESOLV_CHECK_SECONDS = 2     # how soon the resolver follows a WAN lease's new resolvers
 PROBE_SECONDS = 30           # how often the upstreams are looked at (reachable over TLS? signatures?)
+NFT_SETTLE_SECONDS = 10      # a command waits this long at most for its captive-set change (nft's own timeout)
 # dnsd's events come in reads of up to 64 KiB (~1,000 lines); under eventlet a read that
 # finds data never yields, so the handler yields itself every EVENT_SLICE lines or a burst
 # of new names would hold DHCP, the control socket and the API until it ends.
@@ -259,9 +260,13 @@ class DnsComponent(Component):
             self.ctx.send(self._sync_dot(only=mac))
 
     def settle(self) -> None:
-        """After a command: every change it made applies to dnsd's next query."""
+        """After a command: every change it made applies to dnsd's next query and to the
+        device's next connection (a device just let in no longer meets the captive page)."""
         if self.link is not None and not self.link.settle():
             self.log.warning("homework-dnsd did not confirm the change; it will get it on reconnect")
+        if self.net is not None and not self.net.flush(timeout=NFT_SETTLE_SECONDS):
+            self.log.warning("the captive sets were not updated within %d s; they will be shortly",
+                             NFT_SETTLE_SECONDS)
 
     def _on_cutoff(self, topic: str, ev) -> None:
         """A permitted device was paused, reached bedtime or its allowance, or came back."""

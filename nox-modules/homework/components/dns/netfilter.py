@@ -125,8 +125,9 @@ class DnsNet:
             (self._wanted.add if on else self._wanted.discard)(ip)
         self._nft.put(ip)
 
-    def flush(self) -> None:
-        self._nft.flush()
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every change so far is in the sets (False: `timeout` passed first)."""
+        return self._nft.flush(timeout)
 
     def script(self, changed: list[str] | None = None) -> str:
         """The nft transaction that makes the sets what we want (IPv4 addresses in
