@@ -62,6 +62,8 @@ KNOWN_PER_MESSAGE = 512      # MACs in one "known" message (about 10 kB)
 # controller's time while it let a crowd in.
 GATHER_BYTES = 32 * 1024
 DRAIN = 64                   # the daemon's messages read at once, their answers gathered
+NOTES_BUFFER = 2 << 20       # bytes of notes the daemon may have waiting for us (the kernel doubles it)
+SO_SNDBUFFORCE = 32          # Linux's; Python's socket module does not name it
 
 
 def known_messages(macs: list[str]) -> list[dict]:
@@ -118,7 +120,7 @@ class DhcpdLink:
         threading.Thread(target=self._run, daemon=True, name="dhcpd-link").start()
 
     def _spawn(self) -> None:
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        ours, theirs = control_socketpair()
         try:
             self.proc = subprocess.Popen(
                 [self.binary, "--interface", self.interface, "--control-fd", str(theirs.fileno()), *self.extra_args],
@@ -373,6 +375,20 @@ class DhcpdLink:
             sock.send(messages[0] if len(messages) == 1 else b"[" + b",".join(messages) + b"]")
         except OSError as exc:        # the daemon is gone: the restart sends the whole table
             log.debug("homework-dhcpd: %d messages not sent (%s)", len(messages), exc)
+
+
+def control_socketpair() -> tuple[socket.socket, socket.socket]:
+    """The link's two ends. The daemon's may hold NOTES_BUFFER bytes of what it tells us:
+    it drops a note rather than wait, and a new lease's note lost is a device the
+    controller never books (a crowd outran a busy controller by hundreds of notes, past
+    the default buffer's 278). Only root may go past net.core.wmem_max (SO_SNDBUFFORCE);
+    otherwise it is capped there."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        theirs.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, NOTES_BUFFER)
+    except OSError:
+        theirs.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, NOTES_BUFFER)
+    return ours, theirs
 
 
 def _die_with_parent() -> None:
