@@ -95,5 +95,5 @@ def test_a_devices_story_tells_its_decision_names_and_ports_over_ipv4_and_ipv6(l
     assert any(row[1] == "usage this week" for row in rows)
     # a bad format is refused in words; a device the router never saw is a 404
     bad = api(home.web, "GET", f"identity/{mac}/story?format=xml", role="read-only")
-    assert bad.status_code == 400 and "format must be json or csv" in bad.json()["error"]
+    assert bad.status_code == 400 and "format must be one of json, csv (or left out), not 'xml'" in bad.json()["error"]
     assert api(home.web, "GET", "identity/02:00:00:99:99:99/story", role="read-only").status_code == 404

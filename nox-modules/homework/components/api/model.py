@@ -187,8 +187,10 @@ def describe(tp) -> str:
         return "a list"
     if origin is dict:
         return "an object"
-    if origin is Literal:
-        return "one of " + ", ".join(repr(a) if not isinstance(a, str) else a for a in typing.get_args(tp))
+    if origin is Literal:      # an empty string among the choices means "left out": said so in words
+        choices = typing.get_args(tp)
+        said = ", ".join(repr(a) if not isinstance(a, str) else a for a in choices if a != "")
+        return f"one of {said}" + (" (or left out)" if "" in choices else "")
     args = _union_args(tp)
     if args:
         return " or ".join(describe(a) for a in args)
