@@ -40,6 +40,12 @@ class Identity(IdentityView):
     evidence: dict[str, str] = field(doc="what the device said about itself (docs/identify.md)")
 
 
+class Joined(Identity):
+    """The device after the join, and what the other components carried over to it."""
+    carried: list[str] = field(doc="the settings carried from the device it was, in words "
+                                   "(\"website rules\", \"priority\")")
+
+
 class CorrectionBody(Model):
     usage = '{"type"?: "phone" | "laptop" | ..., "os"?: "...", "label"?: "..."}'
     type: Type = field(optional=True, doc="what kind of device it is ('' leaves the guess's)")
@@ -138,7 +144,7 @@ class IdentifyRoutes(RouteGroup):
     @post("/identity/{mac}/join", Access.ADMIN, "Let a pending device with a new private address in as the "
           "permitted device it looks like (admin; a person's tap, never automatic): it takes that device's name, "
           "owner, type and decision; the old address is forgotten", name="joinIdentity", body=JoinBody,
-          body_required=True, answer=Identity, needs=IDENTIFY, params={"mac": KNOWN_MAC}, own_access="mac",
+          body_required=True, answer=Joined, needs=IDENTIFY, params={"mac": KNOWN_MAC}, own_access="mac",
           errors={404: NOT_SEEN, 409: "it does not look like that device (or is not pending with a private "
                                       "address)"})
     def join(self, call, mac, body):
