@@ -1364,7 +1364,7 @@ with slots.writable(esp): slots.add_try_entry(esp, \"a\", sys.argv[1], int(sys.a
   log "A/B 3: power cut while slot A is verified (read back), then during its first boot (boot 7, BIOS)"
   fetch_hwup update-next.hwup || { fail "the router downloads update-next.hwup" "see $ART/update.log"; return; }
   out=$(update_start); echo "update-start update-next.hwup: $out" >>"$ART/update.log"
-  p=$(uphase 92 400)
+  p=$(uphase 92 900)     # as long as a whole update may take on a loaded machine (full_update)
   echo "power cut at: $p" >>"$ART/update.log"
   if [[ "$p" == verifying* ]]; then
     kill -9 "$QEMU_PID"; wait_gone 10

@@ -46,7 +46,9 @@ HW.identify = (function ($) {
         $('<button type="submit">').text("Correct"),
         $('<button type="button" class="secondary identity-clear">').text("Use the router's guess")),
       $('<p class="identity-error" role="alert">'));
-    $("#panel .ident").after($box);
+    /* in the first column, below what the device is doing now: the panel's head stays one
+       line, so the columns (Pause, priority, websites) keep the panel's height */
+    $("#panel .col.now").append($box);
     $box.on("submit", ".identity-form", function (e) {
       e.preventDefault();
       var body = {};

@@ -63,7 +63,10 @@ async function tap(locator) {
       await locator.tap({ timeout: 10000 });
       return;
     } catch (err) {
-      if (i >= 3 || !/not attached|detached|intercepts|Timeout/.test(String(err.message))) throw err;
+      if (i >= 3 || !/not attached|detached|intercepts|Timeout/.test(String(err.message))) {
+        await screenshot(page, 'day-tap-failed').catch(() => {});    // what the finger met
+        throw err;
+      }
     }
   }
 }
