@@ -80,6 +80,14 @@ sat_connected() {  # sat_connected SECONDS: the satellite's bridge is connected 
 }
 
 sat_dev() { ip netns exec "$NS_SDEV" "$@"; }
+sat_dev_dhcp() {  # the device behind the satellite's DHCP exchange: its lease in SAT_IP/SAT_MASK/SAT_GW;
+  # the household device's IP/MASK/ROUTER and lease file are kept (every household call goes to ROUTER)
+  local hh_ip=${IP:-} hh_mask=${MASK:-} hh_router=${ROUTER:-} ok=0
+  NS=$NS_SDEV LEASE_ENV=$ART/sat-dev-lease.env dev_dhcp || ok=1
+  SAT_IP=${IP:-} SAT_MASK=${MASK:-} SAT_GW=${ROUTER:-}
+  IP=$hh_ip MASK=$hh_mask ROUTER=$hh_router
+  return $ok
+}
 sat_reaches_isp() {  # within 60 s (the router, under TCG beside other VMs, installs its path slowly)
   local i
   for i in 1 2 3 4; do
@@ -150,16 +158,16 @@ satellite_phase() {
 
   # A device behind it: a lease from the router, pending, then permitted out to the ISP
   mac=$(ip -n "$NS_SDEV" link show eth0 | awk '/link\/ether/{print $2}')
-  if NS=$NS_SDEV dev_dhcp && v6_in "$IP" 10.2.0.0/16; then
-    pass "a device behind the satellite gets its lease from the router: $IP/$MASK via $ROUTER"
-  else fail "a device behind the satellite gets a lease from the router" "lease '${IP:-none}'; see $ART/dev-dhcp.log, sat-diagnostics.log"
+  if sat_dev_dhcp && v6_in "$SAT_IP" 10.2.0.0/16; then
+    pass "a device behind the satellite gets its lease from the router: $SAT_IP/$SAT_MASK via $SAT_GW"
+  else fail "a device behind the satellite gets a lease from the router" "lease '${SAT_IP:-none}'; see $ART/dev-dhcp.log, sat-diagnostics.log"
     sat_diagnostics; return; fi
   st=$(device_state "$mac")
   check "the device behind the satellite is pending (state '$st') and reaches nothing outside" \
     test "$st" = pending -a "$(sat_dev curl -s -m 5 "http://$ISP_IP/" 2>/dev/null | grep -c 'hello from the ISP')" = 0
-  if decide permit "$mac" && NS=$NS_SDEV dev_dhcp && sat_reaches_isp; then
-    pass "permitted, the device behind the satellite reaches the ISP through the router ($IP)"
-  else fail "the permitted device behind the satellite reaches the ISP" "state '$(device_state "$mac")', lease '${IP:-none}'"
+  if decide permit "$mac" && sat_dev_dhcp && sat_reaches_isp; then
+    pass "permitted, the device behind the satellite reaches the ISP through the router ($SAT_IP)"
+  else fail "the permitted device behind the satellite reaches the ISP" "state '$(device_state "$mac")', lease '${SAT_IP:-none}'"
     sat_diagnostics; fi
   out=$(g "homework --json devices" | python3 -c 'import json, sys
 for d in json.load(sys.stdin):
@@ -174,7 +182,8 @@ for d in json.load(sys.stdin):
   out=$(api POST "/satellites/$dpid/forget"); echo "forget $dpid: $out" >>"$ART/checks.log"
   for _ in 1 2 3 4 5 6 7 8; do    # a controller still restarting (after a satellite decision) answers nothing
     echo "$out" | grep -q '^HTTP \(000\|502\|503\|504\)' || break
-    sleep 10; out=$(api POST "/satellites/$dpid/forget"); echo "forget $dpid (again): $out" >>"$ART/checks.log"
+    sleep 10; echo "$out" | grep -q '^HTTP 000' && dev_dhcp >>"$ART/checks.log" 2>&1   # (as in decide)
+    out=$(api POST "/satellites/$dpid/forget"); echo "forget $dpid (again): $out" >>"$ART/checks.log"
   done
   st=""
   if sat_line 'no longer admits this access point (forgotten)' 180 >/dev/null; then

@@ -674,6 +674,9 @@ decide() {  # decide permit|blacklist|whitelist MAC: the board's drag (its API c
   local tries=0
   while echo "$out" | grep -q '^HTTP \(000\|502\|503\|504\)' && [ $tries -lt 8 ]; do
     tries=$((tries + 1)); sleep 10
+    # no answer at all: the device's own lease may have lapsed meanwhile (its one-shot client
+    # renews only when asked), as a real client's would not: it renews first
+    echo "$out" | grep -q '^HTTP 000' && dev_dhcp >>"$ART/checks.log" 2>&1
     out=$(api POST "/$verb/$mac"); echo "$verb $mac (again, the controller was restarting): $out" >>"$ART/checks.log"
   done
   if echo "$out" | grep -q '^HTTP 401'; then   # the session ended: log in again
