@@ -8,12 +8,12 @@ import csv
 import io
 import ipaddress
 import json
-import time
 
 import pytest
 
 from homelab import LAN6_SITE
 from homelab.web import api
+from homelab.routing import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -23,23 +23,12 @@ def lab():
                            extra={"ipv6": {"enabled": True, "prefix": LAN6_SITE}})
 
 
-def wait_for(check, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"{what}: not within {timeout:.0f} s (last: {last})")
-
-
 def router6(lab, dev) -> str:
     def prefix():
         [view] = [d for d in json.loads(lab.homework("--json", "devices")) if d["mac"] == dev.mac]
         return view.get("ipv6_prefix")
-    net = ipaddress.IPv6Network(wait_for(prefix, 30, f"{dev.name}'s /64"))
-    wait_for(dev.ipv6_global, 30, f"{dev.name}: a SLAAC address")
+    net = ipaddress.IPv6Network(wait_until(prefix, 30, f"{dev.name}'s /64"))
+    wait_until(dev.ipv6_global, 30, f"{dev.name}: a SLAAC address")
     return str(net.network_address + 1)
 
 
@@ -56,9 +45,9 @@ def test_a_devices_story_tells_its_decision_names_and_ports_over_ipv4_and_ipv6(l
     r = api(home.web, "POST", f"permit/{dev.mac}")
     assert r.status_code == 200, r.text
     # names over IPv4 and over IPv6, each to the router's own address of that family
-    wait_for(lambda: lab.dig(dev, "example.com")[0] == "NOERROR", 30, "example.com over IPv4")
+    wait_until(lambda: lab.dig(dev, "example.com")[0] == "NOERROR", 30, "example.com over IPv4")
     r6 = router6(lab, dev)
-    wait_for(lambda: lab.dig(dev, "www.example.com", "AAAA", server=r6)[0] not in ("TIMEOUT", "REFUSED"), 30,
+    wait_until(lambda: lab.dig(dev, "www.example.com", "AAAA", server=r6)[0] not in ("TIMEOUT", "REFUSED"), 30,
              "www.example.com over IPv6")
 
     # plugged into another port: the same MAC, a new cable
@@ -73,7 +62,7 @@ def test_a_devices_story_tells_its_decision_names_and_ports_over_ipv4_and_ipv6(l
         s = story(lab, mac)
         names = {n["name"] for n in s["names_today"] or []}
         return s if len(s["places"]) >= 2 and {"example.com", "www.example.com"} <= names else None
-    s = wait_for(told, 60, "the story's second port and both names")
+    s = wait_until(told, 60, "the story's second port and both names")
     kinds = [e["kind"] for e in s["events"]]
     assert kinds[0] == "first seen" and "decision" in kinds
     assert s["approved"]["by"] == "an API token (admin)"

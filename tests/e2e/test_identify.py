@@ -15,6 +15,7 @@ import time
 import pytest
 
 from homelab import LAN6_SITE, REPO, Home
+from homelab.routing import wait_until
 
 IMITATE = str(REPO / "tests" / "homelab" / "imitate.py")
 COMPONENTS = ["dhcp", "routing", "identify"]
@@ -198,7 +199,7 @@ def test_a_pending_device_announcing_over_ipv6_only_is_recognised(home: Home):
     MAC names the device) and the label follows; the device stays pending."""
     from homelab import _python
     dev = quiet_device(home, "ann-v6")
-    link_local = wait_until_value(dev.ipv6_link_local, 30, "a link-local address")
+    link_local = wait_until(dev.ipv6_link_local, 30, "a link-local address")
     proc = dev.popen(["env", "MDNS_V6=1", _python(), ANNOUNCE, "mdns", "_ipp._tcp", "Office printer v6",
                       link_local, "20", "ty=Brother HL-L2350DW series", "usb_MFG=Brother"])
     try:
@@ -210,16 +211,6 @@ def test_a_pending_device_announcing_over_ipv6_only_is_recognised(home: Home):
     assert identity(home, dev.mac)["evidence"]["mdns_name"] == "Office printer v6"
     [view] = [d for d in json.loads(home.homework("--json", "devices").stdout) if d["mac"] == dev.mac]
     assert view["state"] == "pending"
-
-
-def wait_until_value(fn, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = fn()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"no {what} within {timeout:.0f} s")
 
 
 IPHONE = IMITATED[2][2]
@@ -269,7 +260,7 @@ def test_with_the_router_listening_mdns_still_reaches_permitted_devices_and_not_
     deadline = time.monotonic() + 60          # the permitted lease (their next renewal, 15 s at most)
     while time.monotonic() < deadline and not all(dev.lease() and dev.lease().lease_time > 30 for dev in (a, b)):
         time.sleep(0.5)
-    address = b.ipv4()[0] if family == "ipv4" else wait_until_value(b.ipv6_link_local, 30, "b's link-local address")
+    address = b.ipv4()[0] if family == "ipv4" else wait_until(b.ipv6_link_local, 30, "b's link-local address")
     publisher = b.popen([*run, "publish", f"printer-{family}", address, "40"], stdout=subprocess.PIPE,
                         stderr=subprocess.STDOUT, text=True)
     outsider = pending.popen([*run, "browse", "15"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

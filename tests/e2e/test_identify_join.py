@@ -9,13 +9,13 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
-import time
 
 import pytest
 
 from homelab import LAN6_SITE
 from homelab.dns import WEB
 from homelab.web import api
+from homelab.routing import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -26,24 +26,13 @@ def lab():
                                   "qos": {"enabled": True, "down_kbit": 19000, "up_kbit": 4750}})
 
 
-def wait_for(check, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"{what}: not within {timeout:.0f} s (last: {last})")
-
-
 def view(lab, mac) -> dict:
     return next(d for d in json.loads(lab.homework("--json", "devices")) if d["mac"] == mac)
 
 
 def router6(lab, dev) -> str:
-    net = ipaddress.IPv6Network(wait_for(lambda: view(lab, dev.mac).get("ipv6_prefix"), 30, f"{dev.name}'s /64"))
-    wait_for(dev.ipv6_global, 30, f"{dev.name}: a SLAAC address")
+    net = ipaddress.IPv6Network(wait_until(lambda: view(lab, dev.mac).get("ipv6_prefix"), 30, f"{dev.name}'s /64"))
+    wait_until(dev.ipv6_global, 30, f"{dev.name}: a SLAAC address")
     return str(net.network_address + 1)
 
 
@@ -67,7 +56,7 @@ def test_a_phone_let_in_as_the_device_it_was_keeps_its_website_rule_and_priority
                                ("POST", f"qos/devices/{first.mac}", {"class": "high"})):
         r = api(home.web, method, path, json=body)
         assert r.status_code == 200, (path, r.text)
-    wait_for(lambda: lab.dig(first, "example.com")[0] == "NXDOMAIN", 30, "the rule on the first address")
+    wait_until(lambda: lab.dig(first, "example.com")[0] == "NXDOMAIN", 30, "the rule on the first address")
 
     # the same phone another day: gone from its old address, back with a new private one
     home.remove_device(first)
@@ -75,7 +64,7 @@ def test_a_phone_let_in_as_the_device_it_was_keeps_its_website_rule_and_priority
     assert back.mac != first.mac
     back.start_udhcpc()
     back.wait_for_ipv4(30)
-    looks = wait_for(lambda: (home.control("identity", mac=back.mac).get("looks_like") or {}).get("mac"), 30,
+    looks = wait_until(lambda: (home.control("identity", mac=back.mac).get("looks_like") or {}).get("mac"), 30,
                      "the new address looking like Tom's phone")
     assert looks == first.mac
     assert view(lab, back.mac)["state"] == "pending"           # nothing by itself
@@ -84,15 +73,15 @@ def test_a_phone_let_in_as_the_device_it_was_keeps_its_website_rule_and_priority
     assert {"website rules", "priority"} <= set(r.json()["carried"]), r.json()
 
     # the website rule holds for the new address, over IPv4 and over IPv6
-    wait_for(lambda: lab.dig(back, "example.com")[0] == "NXDOMAIN", 30, "the carried rule over IPv4")
+    wait_until(lambda: lab.dig(back, "example.com")[0] == "NXDOMAIN", 30, "the carried rule over IPv4")
     assert lab.dig(back, "www.example.com")[0] == "NXDOMAIN"      # a rule covers subdomains
     r6 = router6(lab, back)
-    wait_for(lambda: lab.dig(back, "example.com", "AAAA", server=r6)[0] == "NXDOMAIN", 30,
+    wait_until(lambda: lab.dig(back, "example.com", "AAAA", server=r6)[0] == "NXDOMAIN", 30,
              "the carried rule over IPv6")
     other = lab.join("otherphone")
-    assert wait_for(lambda: lab.dig(other, "example.com") == ("NOERROR", [WEB]), 30, "another device unruled")
+    assert wait_until(lambda: lab.dig(other, "example.com") == ("NOERROR", [WEB]), 30, "another device unruled")
     # the shaper counts the new address in the High class
     assert view(lab, back.mac)["priority"] == "high"
-    wait_for(lambda: high_leaf_mapped(lab, back), 30, "the new address mapped to a High leaf")
+    wait_until(lambda: high_leaf_mapped(lab, back), 30, "the new address mapped to a High leaf")
     rules = api(home.web, "GET", f"dns-rules/{back.mac}", role="read-only").json()
     assert [(r["domain"], r["action"]) for r in rules["rules"]] == [("example.com", "deny")]

@@ -95,8 +95,8 @@ def wait_until(pred, timeout: float, what: str, interval: float = 0.1):
         value = pred()
         if value:
             return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s: {what}")
+        if time.monotonic() > deadline:       # the last answer says how far it got
+            raise AssertionError(f"timed out after {timeout}s: {what} (last: {value!r})")
         time.sleep(interval)
 
 
