@@ -417,3 +417,20 @@ def test_ssdp_reaches_the_routers_stack_and_its_solicitations_reach_permitted_de
     ns = {"in_port": LOCAL, "eth_src": "02:00:00:00:00:01", "eth_dst": "33:33:ff:01:00:0a", "eth_type": 0x86DD,
           "ipv6_src": "fe80::1", "ipv6_dst": "ff02::1:ff01:a", "ip_proto": 58, "icmpv6_type": 135, "nw_ttl": 255}
     assert core.switch.outputs(ns) == [1]                     # the permitted device only, not the pending one
+
+
+def test_devices_with_nothing_open_cost_no_check(home, tools, monkeypatch):
+    """A crowd of new devices (thousands of device events) runs no check of what is open,
+    which restarted a miniupnpd that had exited once per device; a device with a forward
+    still gets one on its decisions."""
+    comp = reach(home)
+    checks = []
+    monkeypatch.setattr(comp, "check", lambda: checks.append(1))
+    for i in range(10):           # within the port's new-MAC burst
+        join(home, f"02:5c:00:00:01:{i:02x}", 3)
+    home.commands.call("permit", mac="02:5c:00:00:01:00")
+    assert checks == []
+    home.commands.call("forward-add", mac=B, ports="9100")
+    checks.clear()
+    home.commands.call("permit", mac=B)
+    assert checks
