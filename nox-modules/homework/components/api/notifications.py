@@ -132,7 +132,7 @@ class NotifyRoutes(RouteGroup):
 
     @post("/notifications/read", Access.ADMIN, 'Mark notifications read: {"ids": [...]}, or an empty body for all '
           "(admin)", name="markNotificationsRead", body=ReadBody, answer=Marked, needs=NOTIFY,
-          errors={400: "an unknown field, or ids that are not a list of integers"})
+          errors={400: "an unknown field, or ids that are not a list of integers"}, board="markRead")
     def read(self, call, body):
         return self.api.command("notifications-read", ids=body.ids)
 
@@ -161,7 +161,7 @@ class NotifyRoutes(RouteGroup):
 
     @get("/webhooks/deliveries", Access.ADMIN, "The webhook delivery log, newest first: one row per attempt "
          "(admin)", name="webhookDeliveries", query=LimitQuery, answer=list[Delivery], needs=NOTIFY,
-         errors={400: "a limit that is not 1-500"})
+         errors={400: "a limit that is not 1-500"}, board="deliveries")
     def deliveries(self, call, query):
         return self.api.command("webhook-deliveries", limit=query.limit)
 
