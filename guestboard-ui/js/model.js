@@ -56,6 +56,7 @@ HW.model = (function () {
     DevicePanel: { _extends: "BoardDevice", alerts: ["Alert"], dns_rules: "DnsRules" },
 
     UsageBurst: { mac: true, bytes: true, minutes: true, text: true },
+    PresenceAlert: { mac: true, on: true, text: true },
     PauseFacts: { mac: true, paused: true, paused_by: true, paused_until: true, in_schedule: true },
     Schedule: { id: true, mac: true, owner: true, action: true, window: true },
 

@@ -401,6 +401,16 @@ class Device:
             self._log.close()
             self._log = None
 
+    def leave(self, timeout: float = 20) -> None:
+        """The device leaves the home: a udhcpc with -R binds its lease afresh (its old
+        address flushed, so the wait is for this client's) and gives it back as it stops."""
+        self.stop_dhcp()
+        self.run(["ip", "addr", "flush", "dev", self.ifname])
+        self.start_udhcpc(extra=("-R",))
+        self.wait_for_ipv4(timeout)
+        self.stop_dhcp()
+        self.run(["ip", "addr", "flush", "dev", self.ifname])
+
     def renew(self) -> None:
         """Ask the running client to renew now: udhcpc only (SIGUSR1). dhclient has no
         such signal; dhcpcd's SIGALRM releases and `dhcpcd -n/-N` did not renew in its
