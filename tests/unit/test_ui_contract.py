@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from homework.components.api import boardroutes, openapi
+from homework.components.api.routes import Access, RouteGroup, get
 
 REPO = Path(__file__).resolve().parents[2]
 UI = REPO / "guestboard-ui"
@@ -72,6 +73,22 @@ def operation(route: dict) -> dict:
 def test_the_checked_in_routes_js_is_what_the_declarations_give():
     assert boardroutes.ROUTES_JS.read_text() == boardroutes.text(openapi.document()), \
         "guestboard-ui/js/routes.js is not what the route declarations give: run `make openapi` and commit it"
+
+
+def test_two_routes_the_board_would_call_by_one_name_are_refused():
+    class Twice(RouteGroup):
+        tag = "twice"
+
+        @get("/one", Access.READ, "one", board="same")
+        def one(self, call):
+            return {}
+
+        @get("/other", Access.READ, "other", board="same")
+        def other(self, call):
+            return {}
+
+    with pytest.raises(ValueError, match="same"):
+        boardroutes.entries(openapi.document((Twice,)), (Twice,))
 
 
 def test_every_route_the_board_calls_is_an_operation_with_those_parameters(board):
