@@ -23,9 +23,10 @@ Every component package has a `manifest.py` with a `MANIFEST`, and the core has 
   `homework call NAME key=value ...`).
 - `settings_keys`: the keys it keeps in the core's `settings` table (a key, or a prefix
   ending in "."), each with the check a restored value must pass (the command's own).
-- `carries` and `stays`: the per-device tables whose rows move to a device's new private
-  address when the household lets it in as the device it was (Component.carry_device), and
-  those that do not, with why.
+- `carries` and `stays`: the per-device tables (or per-device `settings_keys` prefixes,
+  such as "notify.presence.") whose rows move to a device's new private address when the
+  household lets it in as the device it was (Component.carry_device), and those that do
+  not, with why.
 - `offers` and `needs`: the interfaces (interfaces.py) it offers other components, and
   those it takes as constructor keywords. The core constructs the components that offer
   an interface before those that need it and hands it over at construction (None when no

@@ -88,6 +88,13 @@ def test_a_forgotten_device_takes_its_alert_with_it(core):
     assert not core.state.execute("SELECT 1 FROM settings WHERE key LIKE 'notify.presence.%'")
 
 
+def test_a_device_let_in_as_the_device_it_was_keeps_its_alert(core):
+    core.commands.call("presence-alert", mac=A, on=True)
+    assert core.ctx.component("notify").carry_device(A, B) == ["presence alert"]
+    assert [a["mac"] for a in core.commands.call("presence-alerts")] == [B]
+    assert core.ctx.component("notify").carry_device(A, B) == []
+
+
 def test_a_backup_carries_the_alert_and_a_bad_restored_row_is_refused(core, tmp_path, clock):
     core.commands.call("presence-alert", mac=A, on=True)
     doc = core.commands.call("backup", passphrase=PASS)["document"]

@@ -12,6 +12,7 @@ table (`notify.presence.<mac>` = "on"; no row: off), kept in a backup with the c
 `check_presence`, dropped when the device is forgotten."""
 from __future__ import annotations
 
+import builtins
 from urllib.parse import urlsplit
 
 from ...commands import CommandError, seen_device
@@ -196,7 +197,14 @@ class Notify(Component):
                 self.ctx.state.execute("DELETE FROM settings WHERE key=?", (PRESENCE + mac,))
         return self._presence_view(mac)
 
-    def presence_alerts(self):                # -> [view]; `list` is a command name here
+    def carry_device(self, old: str, new: str) -> builtins.list[str]:     # `list` is a command here
+        """A device let in as the device it was: its presence alert moves to its new address."""
+        if not self._presence_on(old):
+            return []
+        self.ctx.state.execute("UPDATE OR REPLACE settings SET key=? WHERE key=?", (PRESENCE + new, PRESENCE + old))
+        return ["presence alert"]
+
+    def presence_alerts(self) -> builtins.list[dict]:
         rows = self.ctx.state.execute("SELECT key FROM settings WHERE key LIKE ? ORDER BY key", (PRESENCE + "%",))
         return [self._presence_view(row["key"][len(PRESENCE):]) for row in rows]
 

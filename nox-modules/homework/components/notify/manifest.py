@@ -36,6 +36,7 @@ MANIFEST = Manifest(
     publishes=(events.Notification,),
     hears=(events.Device, events.Alert, events.Lease),
     settings_keys={PRESENCE: check_presence},          # a device's presence alert: notify.presence.<mac> = on
+    carries={PRESENCE: "presence alert"},
     cli={"presence-alert": (("mac", "on?"), "tell me when this device comes home or leaves: on or off (none: show)"),
          "presence-alerts": ((), "the devices whose coming and going you are told of")},
     counters={
