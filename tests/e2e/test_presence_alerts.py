@@ -50,8 +50,8 @@ def test_the_household_is_told_when_a_device_leaves_and_comes_home(home: Home):
     shown = api(home.web, "GET", f"notifications/presence/{dev.mac}").json()
     assert shown["on"] is True and api(home.web, "GET", f"notifications/presence/{quiet.mac}").json()["on"] is False
 
-    dev.leave()                 # its client gives the lease back as it stops
-    quiet.leave()
+    dev.leave(home)             # its client gives the lease back as it stops
+    quiet.leave(home)
     # its one DHCPRELEASE may be lost on a loaded userspace datapath: then the lease runs out
     left = ("device-left", "Anna's phone has left.")
     wait_until(lambda: presence_notes(home, dev.mac)[-1:] == [left] and not lease_active(home, dev.mac),

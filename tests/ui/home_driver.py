@@ -212,7 +212,7 @@ class Driver:
 
     def op_leave(self, req):
         """The device leaves: its udhcpc (-R) gives its lease back as it stops."""
-        self.dev(req).leave()
+        self.dev(req).leave(self.home)
         return {}
 
     def op_imitate(self, req):
