@@ -100,9 +100,13 @@ def test_a_backup_carries_the_alert_and_a_bad_restored_row_is_refused(core, tmp_
     doc = core.commands.call("backup", passphrase=PASS)["document"]
     assert {"key": f"notify.presence.{A}", "value": "on"} in doc["settings"]["settings"]
     fresh = make_core(tmp_path / "fresh", components=COMPONENTS, clock=clock)
-    fresh.ctx.restart = lambda why: None
+    asked = []
+    fresh.ctx.restart = asked.append                     # main.py wires restart.InPlace here
     fresh.commands.call("restore", passphrase=PASS, backup=json.loads(json.dumps(doc)))
-    assert [a["mac"] for a in fresh.commands.call("presence-alerts")] == [A]
+    assert asked
+    fresh.stop()
+    restarted = make_core(tmp_path / "fresh", components=COMPONENTS, clock=clock)   # what the restart does
+    assert [a["mac"] for a in restarted.commands.call("presence-alerts")] == [A]
     setting_row({"key": f"notify.presence.{A}", "value": "on"})
     for row, words in (({"key": "notify.presence.not-a-mac", "value": "on"}, "not-a-mac"),
                        ({"key": f"notify.presence.{A}", "value": "off"}, "must be \"on\"")):

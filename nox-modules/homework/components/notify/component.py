@@ -73,6 +73,10 @@ class Notify(Component):
                                    cfg.notify_webhook_backoff, cfg.notify_webhook_deadline, self.guard,
                                    self.hooks.target)
         self._recent: dict[tuple[str, str], float] = {}
+        # Devices whose presence alert is on: read once, kept with the rows, so a burst of
+        # leases asks nothing of SQLite (a read would flush the state store's write-behind).
+        self._presence = {row["key"][len(PRESENCE):] for row in
+                          ctx.state.execute("SELECT key FROM settings WHERE key LIKE ?", (PRESENCE + "%",))}
 
     def start(self) -> None:
         self.ctx.bus.subscribe("device", self._on_event)
@@ -96,14 +100,14 @@ class Notify(Component):
 
     def _on_event(self, topic: str, ev: Event) -> None:
         ev = of(topic, ev)
-        if isinstance(ev, Device) and ev.state is None and self._presence_on(ev.mac):    # forgotten: its alert too
-            self.ctx.state.execute("DELETE FROM settings WHERE key=?", (PRESENCE + ev.mac,))
+        if isinstance(ev, Device) and ev.state is None and ev.mac in self._presence:    # forgotten: its alert too
+            self._set_presence(ev.mac, False)
         self._pass_on(from_event(topic, ev, lambda mac: wording.name_of(self.ctx.state, mac)))
 
     def _on_lease(self, topic: str, event: Lease) -> None:
         ev = of(topic, event)
         assert isinstance(ev, Lease)
-        if (ev.action != "granted" and ev.action not in LEFT_DETAIL) or not self._presence_on(ev.mac):
+        if (ev.action != "granted" and ev.action not in LEFT_DETAIL) or ev.mac not in self._presence:
             return
         self.ctx.count("notify.presence")
         self._pass_on(presence_words(ev.action, ev.mac, wording.name_of(self.ctx.state, ev.mac)))
@@ -190,29 +194,30 @@ class Notify(Component):
                 wanted = switch(on, "on")
             except BadValue as exc:
                 raise CommandError(str(exc)) from None
-            if wanted:
-                self.ctx.state.execute("INSERT OR REPLACE INTO settings (key, value) VALUES (?, 'on')",
-                                       (PRESENCE + mac,))
-            else:
-                self.ctx.state.execute("DELETE FROM settings WHERE key=?", (PRESENCE + mac,))
+            self._set_presence(mac, wanted)
         return self._presence_view(mac)
+
+    def _set_presence(self, mac: str, on: bool) -> None:
+        if on:
+            self.ctx.state.execute("INSERT OR REPLACE INTO settings (key, value) VALUES (?, 'on')", (PRESENCE + mac,))
+            self._presence.add(mac)
+        else:
+            self.ctx.state.execute("DELETE FROM settings WHERE key=?", (PRESENCE + mac,))
+            self._presence.discard(mac)
 
     def carry_device(self, old: str, new: str) -> builtins.list[str]:     # `list` is a command here
         """A device let in as the device it was: its presence alert moves to its new address."""
-        if not self._presence_on(old):
+        if old not in self._presence:
             return []
-        self.ctx.state.execute("UPDATE OR REPLACE settings SET key=? WHERE key=?", (PRESENCE + new, PRESENCE + old))
+        self._set_presence(old, False)
+        self._set_presence(new, True)
         return ["presence alert"]
 
     def presence_alerts(self) -> builtins.list[dict]:
-        rows = self.ctx.state.execute("SELECT key FROM settings WHERE key LIKE ? ORDER BY key", (PRESENCE + "%",))
-        return [self._presence_view(row["key"][len(PRESENCE):]) for row in rows]
-
-    def _presence_on(self, mac: str) -> bool:
-        return bool(mac) and bool(self.ctx.state.execute("SELECT 1 FROM settings WHERE key=?", (PRESENCE + mac,)))
+        return [self._presence_view(mac) for mac in sorted(self._presence)]
 
     def _presence_view(self, mac: str) -> dict:
-        on = self._presence_on(mac)
+        on = mac in self._presence
         who = wording.name_of(self.ctx.state, mac)
         return {"mac": mac, "on": on,
                 "text": wording.sentence(f"you are told when {who} comes home or leaves" if on
