@@ -48,6 +48,8 @@ HW.routes = (function () {
     setUsageCap: { method: "POST", path: "usage/cap", answer: "CapStatus" },
     usageDevice: { method: "GET", path: "usage/devices/{mac}", query: ["range"], answer: "DeviceSeries" },
     usageCsv: { method: "GET", path: "usage.csv", query: ["month"], answer: null },
+    setUsageLimit: { method: "POST", path: "usage/limits", answer: "UsageLimit" },
+    removeUsageLimit: { method: "POST", path: "usage/limits/remove", answer: null },
     setUsageBurst: { method: "POST", path: "usage/bursts", answer: "UsageBurst" },
     removeUsageBurst: { method: "POST", path: "usage/bursts/remove", answer: null },
 
