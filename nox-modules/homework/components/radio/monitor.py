@@ -114,7 +114,7 @@ class RadioMonitor(Component):
 
     def start(self) -> None:
         self.ctx.device_facts.append(self._facts)
-        self.ctx.commands.register("nearby", self.nearby_listing)
+        self.ctx.commands.register("nearby", self.nearby_listing, reads_only=True)
         self.ctx.bus.subscribe("radio_report", self._on_report)
         if not self.interfaces:
             self.log.info("radio monitor: no Wi-Fi interfaces configured ([radio] interfaces)")

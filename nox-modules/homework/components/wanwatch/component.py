@@ -25,7 +25,7 @@ class WanWatch(Component):
 
     def start(self) -> None:
         self.ctx.health["wan"] = lambda: self.state.up is True
-        self.ctx.commands.register("wan-status", self.status)
+        self.ctx.commands.register("wan-status", self.status, reads_only=True)
         self.ctx.every(self.ctx.config.wanwatch_interval, self.check)
 
     def check(self) -> None:
