@@ -141,7 +141,7 @@ test('the panel at 1024x600: everything in view, Pause switches to Resume, rules
 });
 
 test('an allowance from the panel, by keyboard: refused with the router\'s words, set, used up and slowed, removed', { timeout: 300000 }, async () => {
-  const dev = await permitted('console5');
+  const dev = await permittedDevice(home, 'console5');
   await home.call({ op: 'download', dev: dev.name, bytes: 2000000 });
   const counted = async () => JSON.parse(await cli('--json', 'usage', 'day', 'device')).rows
     .filter((r) => r.who === dev.mac).reduce((n, r) => n + r.total, 0);
