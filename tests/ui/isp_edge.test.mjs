@@ -57,7 +57,7 @@ test('a computer\'s agent is added on the page; its application, set First there
     const row = page.locator(`#device-classes tr[data-mac="${study.mac}"]`);
     await row.locator('button.add-agent').click();
     const secret = (await page.locator(`#device-classes tr.agent-secret[data-mac="${study.mac}"] code`)
-      .textContent({ timeout: 15000 })).replace('secret = ', '');
+      .textContent({ timeout: 60000 })).replace('secret = ', '');
     assert.match(secret, /^hwa_/);
     await home.call({ op: 'agent', dev: study.name, secret, app: 'zoom', sport: 40300 });
     // The page draws a computer's applications once its three requests have answered (qos,
