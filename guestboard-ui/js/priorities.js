@@ -82,7 +82,7 @@ jQuery(function ($) {
     $body.empty();
     rows.forEach(function (v) {
       var rule = q.devices[v.mac] || {};
-      $body.append($("<tr>").attr("data-mac", v.mac).append(
+      $body.append($('<tr class="device-row">').attr("data-mac", v.mac).append(
         $('<td class="name">').text(v.label || v.mac).attr("title", v.mac),
         $("<td>").append(classSelect(rule["class"] || v.priority, v.label || v.mac),
                          rule.window ? $('<small class="when">').text(" " + windowText(rule.window)) : null,
@@ -99,7 +99,8 @@ jQuery(function ($) {
      that follows the application's connections (GET/POST qos/devices/{mac}/apps). */
   function showHostApps(mac) {
     HW.api.request("qosHostApps", { mac: mac }).done(function (h) {
-      var $row = $("#device-classes tbody tr[data-mac='" + mac + "']");
+      // the device's own row: its applications' and its agent secret's rows carry its data-mac too
+      var $row = $("#device-classes tbody tr.device-row[data-mac='" + mac + "']");
       $row.nextAll("tr.host-apps[data-mac='" + mac + "']").remove();
       var $list = $('<ul class="host-app-list">');
       (h.apps || []).forEach(function (a) {
@@ -344,7 +345,7 @@ jQuery(function ($) {
     var $tr = $(this).closest("tr"), mac = $tr.attr("data-mac"), $error = $tr.find(".error");
     HW.api.request("addQosAgent", { mac: mac }).done(function (r) {
       agentSecrets[mac] = r.token;
-      var $now = $("#device-classes tbody tr[data-mac='" + mac + "']").first();   // redrawn meanwhile?
+      var $now = $("#device-classes tbody tr.device-row[data-mac='" + mac + "']");    // redrawn meanwhile?
       $now.nextAll("tr.agent-secret[data-mac='" + mac + "']").remove();
       $now.after(secretRow(mac, r.token));
       $now.find("button.add-agent").remove();

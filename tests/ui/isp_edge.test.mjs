@@ -56,8 +56,8 @@ test('a computer\'s agent is added on the page; its application, set First there
     await page.reload();
     const row = page.locator(`#device-classes tr[data-mac="${study.mac}"]`);
     await row.locator('button.add-agent').click();
-    const secret = (await page.locator(`#device-classes tr.agent-secret[data-mac="${study.mac}"] code`)
-      .textContent({ timeout: 60000 })).replace('secret = ', '');
+    const shown = page.locator(`#device-classes tr.agent-secret[data-mac="${study.mac}"] code`);
+    const secret = (await shown.textContent({ timeout: 60000 })).replace('secret = ', '');
     assert.match(secret, /^hwa_/);
     await home.call({ op: 'agent', dev: study.name, secret, app: 'zoom', sport: 40300 });
     // The page draws a computer's applications once its three requests have answered (qos,
@@ -67,12 +67,15 @@ test('a computer\'s agent is added on the page; its application, set First there
     // of that failed the test in CI.)
     const apps = page.locator(`#device-classes tr.host-apps[data-mac="${study.mac}"]`);
     const zoom = apps.locator('li[data-app="zoom"]');
+    // The table's own refresh (every 30 s) draws the agent's row; the secret, shown once, is
+    // still there after it (and once: a row of its own, like the applications').
+    await apps.waitFor({ timeout: 60000 });
+    assert.equal(await shown.textContent(), `secret = ${secret}`);
     const end = Date.now() + 120000;
-    for (;;) {
-      await apps.waitFor({ timeout: 60000 });
-      if (await zoom.count() || Date.now() > end) break;
+    while (!(await zoom.count()) && Date.now() < end) {
       await page.waitForTimeout(1000);
       await page.reload();
+      await apps.waitFor({ timeout: 60000 });
     }
     assert.equal(await zoom.count(), 1, `zoom offered by name for that computer: ${await apps.textContent()}`);
     await zoom.locator('select.host-app').selectOption('high');
