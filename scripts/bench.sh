@@ -117,6 +117,6 @@ if want radio; then
 fi
 
 if want identify; then
-  section "Identification: the controller's DHCP handling with it off and on, in one run; memory per device (scripts/bench_identify.py; homework-dhcpd's side is the DHCP section's homework-dhcpd+identify column)"
+  section "Identification: the controller's CPU per new device with it off and on (the DISCOVER's handler, identify's timer, both), in one run; bad input; memory per device (scripts/bench_identify.py; homework-dhcpd's side is the DHCP section's homework-dhcpd+identify column)"
   "$PY" scripts/bench_identify.py
 fi

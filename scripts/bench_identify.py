@@ -9,13 +9,22 @@ controller's own CPU, not the machine's):
      ESP8266, a console, in turn) handled by a controller with identification off
      (dhcp, routing) and one with it on (dhcp, routing, identify), the rounds alternating
      (off, on, on, off, ...) so a busy spell does not land on one. Per DISCOVER: the
-     median of the rounds' means; the ratio on/off is the cost. A known device's path is
-     measured the same way: the same devices' DISCOVERs again (a fingerprint already
-     heard is not news: nothing is classified).
+     median of the rounds' means; the ratio on/off is the cost. Two cadences of identify's
+     timer (its `drain`, every 0.25 s on the controller): after the burst (a burst of new
+     devices is handled well within one period), and after every 8 devices (the timer
+     between the DISCOVERs, whose caches it leaves colder). Each gives the DISCOVER's
+     handler alone, the timer's passes per device, and the two together: all the CPU
+     the controller spends on a new device. A known device's path is measured the same
+     way: the same devices' DISCOVERs again (a fingerprint already heard is not news:
+     nothing is classified).
   2. One classification (the whole catalog against a device's evidence): median of many.
      Times are the controller thread's CPU time (time.thread_time): on a shared, busy
      machine the other processes' time does not land in one round's figure.
-  3. Memory per device: what the identify component holds (evidence and guess) for
+  3. Bad input: identify's timer reading a hostile DHCP request (every request code four
+     times over, a vendor class of control bytes, a garbage user class, an option cut off)
+     against an iPhone's, and the announcement listener parsing a large mDNS announcement
+     against one whose header declares thousands of records (rejected unparsed); medians.
+  4. Memory per device: what the identify component holds (evidence and guess) for
      DEVICES devices, by tracemalloc, divided by DEVICES.
 
 homework-dhcpd's side is in `make bench`'s DHCP section: its "homework-dhcpd+identify"
@@ -46,7 +55,6 @@ from homework.components.identify.classify import classify  # noqa: E402
 from homework.flows import Datapath, PacketIn  # noqa: E402
 
 DEVICES = int(os.environ.get("BENCH_IDENTIFY_DEVICES", "500"))
-SETTLED: list[float] = []      # identify's timer: seconds per new device, each round with it on
 ROUNDS = int(os.environ.get("BENCH_IDENTIFY_ROUNDS", "6"))
 
 # What real devices send (tests/e2e/test_identify.py has their sources).
@@ -78,43 +86,49 @@ def controller(directory: str, identify: bool):
     return core
 
 
-def one_round(identify: bool, round_no: int) -> tuple[float, float]:
-    """(mean seconds per new device's DISCOVER, per known device's DISCOVER again) of one
-    round on a fresh controller."""
+def one_round(identify: bool, round_no: int, every: int) -> dict[str, float]:
+    """Seconds per device of one round on a fresh controller: "discover" (the new device's
+    DISCOVER's handler), "timer" (identify's passes), "again" (the same DISCOVER again,
+    handler and timer). The timer passes after every `every` devices, and after the burst."""
     with tempfile.TemporaryDirectory(prefix="bench-identify-") as d:
         core = controller(d, identify)
         frames = [(1 + i % 8, dhcp_frame(mac_of(round_no, i), m.DISCOVER, options=KINDS[i % len(KINDS)]))
                   for i in range(DEVICES)]
-        identify = core.ctx.component("identify")
-        handling = settling = 0.0
-        for port, frame in frames:
+        component = core.ctx.component("identify")
+        if component is not None:
+            component.oui.vendor("00:15:5d:00:00:01")     # the registry read, as at the controller's start
+        handling = timer = 0.0
+
+        def drain() -> float:
+            t0 = time.thread_time()
+            while True:                     # every pass the burst needs (at most READ_MAX a pass)
+                component.drain()
+                if not getattr(component, "inbox", ()):
+                    return time.thread_time() - t0
+
+        for n, (port, frame) in enumerate(frames, 1):
             t0 = time.thread_time()
             core.packet_in(PacketIn(in_port=port, data=frame))
-            t1 = time.thread_time()
-            handling += t1 - t0
-            if identify is not None and port == 8:
-                identify.drain()            # its timer's pass (every 8 devices here)
-                settling += time.thread_time() - t1
-        if identify is not None:
-            t1 = time.thread_time()
-            identify.drain()
-            settling += time.thread_time() - t1
-        discover, settled = handling / DEVICES, settling / DEVICES
+            handling += time.thread_time() - t0
+            if component is not None and n % every == 0:
+                timer += drain()
+        if component is not None:
+            timer += drain()
         offers = core.switch.take_packet_outs()
+        assert offers, "the controller answered nothing"
+        if component is not None:
+            assert len(component.guesses) == DEVICES, "identify did not classify every new device"
         # the same devices asking again (a DISCOVER after a reboot, a second one before the
         # OFFER came): their options are not news, nothing is classified
         t0 = time.thread_time()
         for port, frame in frames:
             core.packet_in(PacketIn(in_port=port, data=frame))
-        if identify is not None:
-            identify.drain()
-        request = (time.thread_time() - t0) / DEVICES
+        if component is not None:
+            drain()
+        again = time.thread_time() - t0
         core.switch.take_packet_outs()
-        if identify is not None:
-            SETTLED.append(settled)
-        assert offers, "the controller answered nothing"
         core.stop()
-        return discover, request
+        return {"discover": handling / DEVICES, "timer": timer / DEVICES, "again": again / DEVICES}
 
 
 def memory_per_device() -> float:
@@ -149,35 +163,94 @@ def classify_us() -> float:
     return statistics.median(times) * 1e6
 
 
+CADENCES = (("after the burst", DEVICES), ("every 8 devices", 8))
+
+
+def _median_us(fn, times: int = 300) -> float:
+    samples = []
+    for _ in range(times):
+        t0 = time.thread_time()
+        fn()
+        samples.append(time.thread_time() - t0)
+    return statistics.median(samples) * 1e6
+
+
+def bad_input_us() -> dict[str, float]:
+    import dns.message
+    import dns.rrset
+    from homework.components.identify import announce, inbox
+
+    def tlv(code: int, value: bytes) -> bytes:
+        return bytes([code, len(value)]) + value
+    iphone = b"".join(tlv(c, v) for c, v in [(53, b"\x01"), *KINDS[2]]) + b"\xff"
+    hostile = (tlv(53, b"\x01") + tlv(55, bytes(range(1, 256))) * 4 + tlv(60, bytes(range(32)) * 7)
+               + tlv(77, bytes(range(255))) + bytes([12, 200]) + b"cut")
+
+    def read(raw: bytes):
+        box = inbox.Inbox()
+        box.dhcp4("02:00:00:00:00:01", raw)
+        return lambda: (box._last_raw.clear(), box._last4.clear(), box.dhcp4("02:00:00:00:00:01", raw), box.read())
+    msg = dns.message.Message(id=0)
+    msg.flags = 0x8400
+    for i in range(26):         # about 9,000 bytes: the largest datagram the listener reads
+        msg.answer.append(dns.rrset.from_text_list(f"{'x' * 60}-{i}._svc{i}._tcp.local.", 120, "IN", "TXT",
+                                                   ['"md=' + "M" * 250 + '"']))
+    large = msg.to_wire()
+    bomb = bytes(4) + (0).to_bytes(2, "big") + (5000).to_bytes(2, "big") + bytes(4) + b"\xc0\x0c" * 4000
+    return {"iphone_request_us": _median_us(read(iphone)), "hostile_request_us": _median_us(read(hostile)),
+            "mdns_large_us": _median_us(lambda: announce.parse_mdns(large), 50),
+            "mdns_large_bytes": len(large),
+            "mdns_bomb_us": _median_us(lambda: announce.parse_mdns(bomb))}
+
+
 def main() -> int:
-    rounds: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
     order = [False, True, True, False] * (ROUNDS // 2) + [False, True][:ROUNDS % 2 * 2]
+    runs: dict[tuple[str, bool], list[dict[str, float]]] = {}
     for n, on in enumerate(order):
-        rounds[on].append(one_round(on, n))
-        print(f"[round {n + 1}/{len(order)}] identification {'on' if on else 'off'}: "
-              f"{rounds[on][-1][0] * 1e6:.0f} us a DISCOVER, {rounds[on][-1][1] * 1e6:.0f} us the same again",
-              file=sys.stderr, flush=True)
-    result = {
-        "discover_us": {k: statistics.median(r[0] for r in v) * 1e6 for k, v in (("off", rounds[False]),
-                                                                                ("on", rounds[True]))},
-        "again_us": {k: statistics.median(r[1] for r in v) * 1e6 for k, v in (("off", rounds[False]),
-                                                                               ("on", rounds[True]))},
-        "classify_us": classify_us(),
-        "settle_us": statistics.median(SETTLED) * 1e6,
-        "bytes_per_device": memory_per_device(),
-        "devices": DEVICES, "rounds": len(order),
-    }
-    d, r = result["discover_us"], result["again_us"]
-    print(f"Identification: the controller's DHCP handling with it off and on (the handler alone; identify's "
-          f"timer, which classifies after the answer went out, on its own line), {DEVICES} new devices a round, "
-          f"median of {len(order) // 2} rounds each, alternating (the strict fake switch: the controller's own CPU)")
-    rows = [("a new device's DISCOVER (controller)", f"{d['off']:.0f} us", f"{d['on']:.0f} us",
-             f"{d['on'] / d['off']:.2f}x"),
-            ("the same device's DISCOVER again (controller)", f"{r['off']:.0f} us", f"{r['on']:.0f} us",
-             f"{r['on'] / r['off']:.2f}x"),
-            ("identify's timer per new device (classify, keep)", "", f"{result['settle_us']:.0f} us", ""),
-            ("one classification (the whole catalog)", "", f"{result['classify_us']:.0f} us", ""),
-            ("memory per device (evidence and guess)", "", f"{result['bytes_per_device']:.0f} B", "")]
+        for c, (cadence, every) in enumerate(CADENCES):
+            run = one_round(on, n * len(CADENCES) + c, every)
+            runs.setdefault((cadence, on), []).append(run)
+            print(f"[round {n + 1}/{len(order)}, timer {cadence}] identification {'on' if on else 'off'}: "
+                  f"{run['discover'] * 1e6:.0f} us a DISCOVER's handler, {run['timer'] * 1e6:.0f} us the timer, "
+                  f"{run['again'] * 1e6:.0f} us the same again", file=sys.stderr, flush=True)
+
+    def median_us(cadence: str, on: bool, *keys: str) -> float:
+        return statistics.median(sum(r[k] for k in keys) for r in runs[(cadence, on)]) * 1e6
+
+    result: dict = {"devices": DEVICES, "rounds": len(order)}
+    for cadence, _ in CADENCES:
+        result[cadence] = {f"{what}_us": {side: median_us(cadence, on, *keys) for side, on in (("off", False),
+                                                                                           ("on", True))}
+                           for what, keys in (("discover", ("discover",)), ("timer", ("timer",)),
+                                              ("total", ("discover", "timer")), ("again", ("again",)))}
+    result.update(classify_us=classify_us(), bytes_per_device=memory_per_device(), bad_input=bad_input_us())
+    print(f"Identification: the controller's CPU for a new device with it off and on, {DEVICES} new devices a round, "
+          f"median of {len(order) // 2} rounds each, alternating (the strict fake switch: the controller's own CPU); "
+          f"identify's timer (which reads, classifies and keeps what the device said, after the answer went out) "
+          f"after the burst or after every 8 devices")
+
+    def row(name: str, figures: dict[str, float]) -> tuple[str, str, str, str]:
+        off, on = figures["off"], figures["on"]
+        return (name, f"{off:.0f} us", f"{on:.0f} us", f"{on / off:.2f}x" if off else "")
+
+    rows = []
+    for cadence, _ in CADENCES:
+        r = result[cadence]
+        rows += [row(f"a new device's DISCOVER, the handler (timer {cadence})", r["discover_us"]),
+                 (f"identify's timer per new device (timer {cadence})", "", f"{r['timer_us']['on']:.0f} us", ""),
+                 row(f"all told: handler and timer per new device (timer {cadence})", r["total_us"])]
+    again = result[CADENCES[0][0]]["again_us"]
+    rows += [row("the same device's DISCOVER again (nothing new)", again),
+             ("one classification (the catalog's index, its candidates tried)", "",
+              f"{result['classify_us']:.0f} us", ""),
+             ("memory per device (evidence and guess)", "", f"{result['bytes_per_device']:.0f} B", "")]
+    bad = result["bad_input"]
+    rows += [("the timer reading an iPhone's DISCOVER", "", f"{bad['iphone_request_us']:.0f} us", ""),
+             ("... a hostile one (every request code x4, control bytes, garbage 77, cut off)", "",
+              f"{bad['hostile_request_us']:.0f} us", ""),
+             (f"the listener parsing a {bad['mdns_large_bytes']}-byte mDNS announcement", "",
+              f"{bad['mdns_large_us']:.0f} us", ""),
+             ("... one declaring 5,000 records (rejected unparsed)", "", f"{bad['mdns_bomb_us']:.1f} us", "")]
     head = ("metric", "identify off", "identify on", "on/off")
     widths = [max(len(row[i]) for row in [*rows, head]) for i in range(4)]
     for row in [head, tuple("-" * w for w in widths), *rows]:

@@ -261,7 +261,7 @@ KEYS: tuple[Key, ...] = (
         "router .1 addresses of the next free /30s put on the bridge ahead of their devices, so a burst "
         "of new devices changes no address (each change costs Open vSwitch a routing-table reload); "
         "topped up once new devices stop coming", int_range(0, 4096)),
-    Key("dhcp.daemon_new_offers", "daemon_new_offers", int, 256,
+    Key("dhcp.daemon_new_offers", "daemon_new_offers", int, 1024,
         "free /30s homework-dhcpd holds to offer never-seen devices by itself (the controller claims "
         "each one it gave and tops them up; known, relayed and spoofed requests still come to the "
         "controller, and the per-port new-MAC limits apply); 0: every new device's DISCOVER goes to "

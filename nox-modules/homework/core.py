@@ -124,7 +124,9 @@ class Core:
             for interface in manifests[name].offers:
                 offered[interface] = component.offer(interface)
             if LeaseReader in manifests[name].offers:
-                self.ctx.leases = cast(LeaseReader, offered[LeaseReader])     # before any other is made
+                # before the rest are made (identify, whose inbox dhcp takes, comes first
+                # and reads leases only once started)
+                self.ctx.leases = cast(LeaseReader, offered[LeaseReader])
             loaded[name] = component
         for name in names:
             self.components.append(loaded[name])

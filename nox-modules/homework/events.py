@@ -86,16 +86,6 @@ class Device(Event):
 
 
 @dataclass(frozen=True, eq=False)
-class Fingerprint(Event):
-    """What a device said about itself: its DHCP options, mDNS or SSDP announcements, the
-    names it resolved first (fingerprint.py); components/identify classifies them."""
-    TOPIC: ClassVar[str] = "fingerprint"
-    mac: str
-    source: str                 # "dhcp", "dhcp6", "mdns", "ssdp", "dns"
-    evidence: dict              # field -> text (docs/identify.md lists the fields)
-
-
-@dataclass(frozen=True, eq=False)
 class Identity(Event):
     """What a device looks like changed: its guessed type, OS and label, why, or the
     household's correction (components/identify)."""

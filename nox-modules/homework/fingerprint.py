@@ -6,8 +6,10 @@ it asks for (option 55), its vendor class (option 60), the type of its client id
 (option 61), its maximum message size (option 57) and its host name (option 12); over
 DHCPv6 in its option request list (option 6), its DUID's type, its vendor class
 (option 16) and its FQDN (option 39). The DHCP component takes them from the messages it
-already parses, and homework-dhcpd from the DISCOVERs it answers itself (its notes carry
-`fp`, the same fields): no packet is read twice.
+hands over as they came (the raw options after the magic cookie), and homework-dhcpd from
+the DISCOVERs it answers itself (its notes carry `fp`, the same fields); the identify
+component reads them here on its own timer, never in the packet's handler
+(components/identify/inbox.py).
 
 Every value comes from an untrusted device: text is printable ASCII, bounded; numbers are
 numbers; a malformed option is left out rather than failing the message.
@@ -22,6 +24,7 @@ DHCP4_FIELDS = ("prl", "options", "vendor", "max_size", "client_id", "hostname")
 DHCP6_FIELDS = ("v6_oro", "v6_duid", "v6_vendor", "v6_fqdn")
 
 OPT_HOSTNAME, OPT_MAX_SIZE, OPT_PRL, OPT_VENDOR, OPT_CLIENT_ID, OPT_MESSAGE_TYPE = 12, 57, 55, 60, 61, 53
+OPT_PAD, OPT_END = 0, 255
 V6_CLIENTID, V6_ORO, V6_VENDOR_CLASS, V6_FQDN = 1, 6, 16, 39
 
 
@@ -30,6 +33,34 @@ def text(raw: bytes | str, limit: int = TEXT_MAX) -> str:
     if isinstance(raw, str):
         raw = raw.encode("ascii", "replace")
     return "".join(chr(b) for b in raw[:limit] if 0x20 <= b < 0x7F).strip()
+
+
+def options_of(raw: bytes) -> dict[int, bytes]:
+    """The options of a DHCPv4 message's raw option bytes (after the magic cookie), in the
+    order they came; repeated options concatenate (RFC 3396). Lenient: reading stops at
+    the end marker or at an option that overruns the bytes, and what came before counts."""
+    options: dict[int, bytes] = {}
+    at, end = 0, len(raw)
+    while at < end:
+        code = raw[at]
+        if code == OPT_END:
+            break
+        if code == OPT_PAD:
+            at += 1
+            continue
+        if at + 1 >= end or at + 2 + raw[at + 1] > end:
+            break
+        length = raw[at + 1]
+        options[code] = options.get(code, b"") + raw[at + 2:at + 2 + length]
+        at += 2 + length
+    return options
+
+
+def key4(options: dict[int, bytes]) -> tuple[bytes | None, ...]:
+    """What decides whether a request says something new about its device: the bytes of
+    the options that tell what it is (a REQUEST's own, 50 and 54, do not)."""
+    get = options.get
+    return (get(OPT_PRL), get(OPT_VENDOR), get(OPT_HOSTNAME), get(OPT_CLIENT_ID), get(OPT_MAX_SIZE))
 
 
 def dhcp4(options: dict[int, bytes]) -> dict[str, str]:

@@ -81,3 +81,18 @@ class RadioStations(Protocol):
 
     def associated(self, mac: str) -> bool:
         """Does a real radio (the router's or a satellite's) report this station?"""
+
+
+class DeviceSays(Protocol):
+    """What the identify component offers dhcp and routing: a device's DHCP messages handed
+    over as they came, on the packet's path, for identify to read on its own timer (nothing
+    is parsed, compared or published in the packet's handler). Each call is a dict store."""
+
+    def dhcp4(self, mac: str, options: bytes) -> None:
+        """A DHCPv4 request's options, the raw bytes after the magic cookie."""
+
+    def dhcp6(self, mac: str, payload: bytes) -> None:
+        """A DHCPv6 client message (the UDP payload)."""
+
+    def dhcpd_note(self, mac: str, fp: object) -> None:
+        """What homework-dhcpd's note of a new device's offer says it sent (`fp`, unchecked)."""

@@ -8,8 +8,10 @@ release wrote, and an older release refuses a newer one.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -80,6 +82,28 @@ def _retryable(exc: BaseException) -> bool:
 
 def _is_read(sql: str) -> bool:
     return sql.lstrip()[:6].upper() in ("SELECT", "PRAGMA")
+
+
+_WRITTEN = re.compile(r"^\s*(?:INSERT(?:\s+OR\s+\w+)?\s+INTO|REPLACE\s+INTO|UPDATE(?:\s+OR\s+\w+)?"
+                      r"|DELETE\s+FROM)\s+(\w+)", re.IGNORECASE)
+_READ_FROM = re.compile(r"\b(?:FROM|JOIN)\s+(\w+)", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=1024)
+def _written_table(sql: str) -> str | None:
+    """The table a queued write changes (None: not a statement of one table we can name)."""
+    m = _WRITTEN.match(sql)
+    return m.group(1).lower() if m else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _read_tables(sql: str) -> frozenset[str] | None:
+    """The tables a SELECT names (subqueries' too); None for anything else (a PRAGMA, a
+    SELECT of no table): such a read waits for every queued write."""
+    if sql.lstrip()[:6].upper() != "SELECT":
+        return None
+    names = frozenset(n.lower() for n in _READ_FROM.findall(sql))
+    return names or None
 
 
 def _schema_of(path: Path) -> int | None:
@@ -180,8 +204,12 @@ class StateStore:
         reading = _is_read(sql)
         with self._lock:
             # Retries stay paced (flush() without force): a busy writer must not re-run a
-            # long failing queue on every call.
-            if not self.flush() and not reading:
+            # long failing queue on every call. A read of tables no queued write touches
+            # does not wait for the queue: the event handlers' reads of settings and
+            # webhooks committed a new device's lease and last-seen writes once per device.
+            if reading and self._deferred and not self._waits_for_queue(sql):
+                pass
+            elif not self.flush() and not reading:
                 raise StorageError(self._refusal())
             try:
                 return self.db.execute(sql, args).fetchall()
@@ -193,6 +221,17 @@ class StateStore:
                     self._deferred.append((_PROBE, (time.time(),)))
                 self._write_failed(exc)
                 raise StorageError(self._refusal()) from exc
+
+    def _waits_for_queue(self, sql: str) -> bool:
+        """Does this read name a table a queued write changes (or one we cannot tell)?"""
+        tables = _read_tables(sql)
+        if tables is None:
+            return True
+        for queued, _args in self._deferred:
+            written = _written_table(queued)
+            if written is None or written in tables:
+                return True
+        return False
 
     def defer(self, sql: str, args=()) -> None:
         """Queue a write for the next flush (see WRITE_BEHIND_SECONDS)."""

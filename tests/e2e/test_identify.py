@@ -93,6 +93,40 @@ def test_an_imitated_device_gets_its_type_and_label_and_stays_pending(home: Home
     assert view["state"] == "pending" and view["identity"]["label"] == label
 
 
+def test_the_board_learns_what_a_new_device_is_from_its_one_discover_without_being_asked(home: Home):
+    """The DISCOVER's handler only hands the options over; identify's timer reads them and
+    the device's view (the board's list: `homework devices`, never the `identity` command,
+    which reads at once) gets the guess though the device said nothing more."""
+    dev = home.add_device(mac="5c:cf:7f:3a:4f:2d")
+    imitate(dev, "dhcp4", {"55": [1, 3, 28, 6], "12": "ESP_3A4F2D", "57": [2, 64]}, count=1)
+
+    def guessed() -> str:
+        views = [d for d in json.loads(home.homework("--json", "devices").stdout) if d["mac"] == dev.mac]
+        return (views[0].get("identity") or {}).get("label", "") if views else ""
+    assert wait_until(guessed, 30, "the device's view to carry its guess") == "ESP8266 smart-home device"
+
+
+def test_malformed_options_are_read_bounded_and_the_router_still_answers(home: Home):
+    """A request list of every code there is, a vendor class of control bytes and a user
+    class (77) of garbage: the router takes the device as any other asking to join, what it keeps
+    of them is bounded and printable, and a device after it is served as ever."""
+    dev = home.add_device(mac="02:66:00:00:00:77")
+    imitate(dev, "dhcp4", {"55": list(range(1, 256)), "60": list(range(1, 32)) * 8, "77": list(range(255)),
+                           "12": "odd-one"}, count=1)
+
+    def kept() -> dict:
+        try:
+            return identity(home, dev.mac)["evidence"]
+        except RuntimeError:          # not seen yet
+            return {}
+    evidence = wait_until(lambda: kept().get("hostname") and kept(), 30, "what the odd device said")
+    assert evidence["hostname"] == "odd-one" and evidence["prl"].startswith("1,2,3,4,5,"), evidence
+    assert "vendor" not in evidence and all(len(v) <= 256 and v.isprintable() for v in evidence.values()), evidence
+    after = home.add_device()
+    after.start_udhcpc()
+    after.wait_for_ipv4(30)
+
+
 REAL = [
     ("dhclient", "Linux computer"),
     ("udhcpc", "Linux device (BusyBox)"),

@@ -29,10 +29,12 @@ def make_core(tmp_path, components=("dhcp", "routing"), clock=None, switch=None,
     config = Config(state_dir=tmp_path, components=tuple(components),
                     control_socket=tmp_path / "control.sock", **overrides)
     switch = switch or FakeSwitch(adapter=True)   # strict table, and every decision through the os-ken adapter
-    timers = []
+    timers, periods = [], []
     core = Core(config, state=StateStore(config.state_db), host=host or FakeHost(),
-                send=switch.apply, spawn_periodic=lambda s, fn: timers.append(fn), clock=clock or Clock())
+                send=switch.apply, spawn_periodic=lambda s, fn: (timers.append(fn), periods.append((s, fn))),
+                clock=clock or Clock())
     core.timers = timers
+    core.periods = periods      # (seconds, fn) of each timer: a test runs those due within a time
     core.switch = switch
     core.load_components()
     return core

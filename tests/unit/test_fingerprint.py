@@ -41,3 +41,35 @@ def test_a_note_from_homework_dhcpd_is_checked_as_anything_from_outside():
                                   "hostname": ["not", "text"], "client_id": True}) == \
         {"prl": "1,3", "vendor": "xy", "max_size": "1500"}
     assert fingerprint.from_note("nope") == {}
+
+
+def tlv(code, value):
+    return bytes([code, len(value)]) + value
+
+
+def test_raw_dhcp4_options_are_read_in_order_and_repeats_concatenate():
+    raw = tlv(53, b"\x01") + tlv(12, b"Toms") + b"\x00\x00" + tlv(55, bytes([1, 3])) + tlv(12, b"-iPhone") \
+        + tlv(55, bytes([6])) + b"\xff" + tlv(60, b"after the end")
+    assert fingerprint.options_of(raw) == {53: b"\x01", 12: b"Toms-iPhone", 55: bytes([1, 3, 6])}
+    assert fingerprint.dhcp4(fingerprint.options_of(raw)) == {"prl": "1,3,6", "options": "12,55",
+                                                              "hostname": "Toms-iPhone"}
+
+
+def test_malformed_raw_options_keep_what_came_before_and_cost_one_pass():
+    # an option that overruns the bytes, a length byte missing: reading stops there
+    assert fingerprint.options_of(tlv(12, b"tv") + bytes([55, 200, 1, 3])) == {12: b"tv"}
+    assert fingerprint.options_of(tlv(12, b"tv") + bytes([60])) == {12: b"tv"}
+    assert fingerprint.options_of(b"") == {} and fingerprint.options_of(b"\x00" * 1000) == {}
+    # option 55 as long as it can be, repeated (RFC 3396), a vendor class of control bytes,
+    # a user class (77) of garbage: bounded evidence, and 77 is not read at all
+    raw = tlv(55, bytes(range(1, 256))) * 4 + tlv(60, bytes(range(0, 32)) * 7) + tlv(77, bytes(range(255)))
+    ev = fingerprint.dhcp4(fingerprint.options_of(raw))
+    assert ev["prl"] == ",".join(str(b) for b in range(1, 65)) and ev["options"] == "55,60,77"
+    assert "vendor" not in ev and set(ev) == {"prl", "options"}
+    assert all(len(v) <= 4 * 64 for v in ev.values())
+
+
+def test_the_news_key_tells_apart_what_a_plain_join_would_not():
+    a = fingerprint.key4({12: b"a\x00b", 60: b""})
+    b = fingerprint.key4({12: b"a", 60: b"b"})
+    assert a != b and fingerprint.key4({50: b"\x0a\x00\x00\x02", 12: b"x"}) == fingerprint.key4({12: b"x"})

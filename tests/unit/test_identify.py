@@ -1,6 +1,7 @@
 """The identify component on the controller: a DHCP request's options become the device's
-guess in its view, a guess never decides anything, and the household's correction is kept
-across restarts and goes with a forgotten device."""
+guess in its view (read on identify's timer, never in the request's handler), a guess
+never decides anything, and the household's correction is kept across restarts and goes
+with a forgotten device."""
 import pytest
 
 from conftest import make_core
@@ -26,7 +27,17 @@ def core(tmp_path, clock):
     return up(tmp_path, clock)
 
 
+def within_a_second(core):
+    """Every timer the controller runs at least once a second, run once (identify's read
+    among them)."""
+    for seconds, fn in list(core.periods):
+        if seconds <= 1.0:
+            fn()
+
+
 def identity(core, mac=IPHONE):
+    """The device's view once identify's timer has read what it said."""
+    within_a_second(core)
     return core.ctx.facts_about(mac)["identity"]
 
 
@@ -34,7 +45,11 @@ def test_a_discover_makes_the_guess_and_a_guess_never_approves(core):
     heard = []
     core.ctx.bus.subscribe("identity", lambda topic, ev: heard.append(ev.identity["label"]))
     send(core, dhcp_frame(IPHONE, m.DISCOVER, options=[(12, b"Toms-iPhone"), (55, IOS_PRL)]))
-    guess = identity(core)
+    # the DISCOVER's handler only handed its options over: nothing read, classified or told
+    assert core.ctx.facts_about(IPHONE)["identity"] is None and heard == []
+    assert core.ctx.counters.get("identify.evidence") == 0
+    guess = identity(core)       # within a second, the timer: the board is told without asking
+    assert heard == ["iPhone (iOS 15 or later)"]
     assert (guess["type"], guess["label"], guess["level"]) == ("phone", "iPhone (iOS 15 or later)", "sure")
     assert guess["why"] == ["calls itself “Toms-iPhone”", "asked for an address as iOS 15 and later do"]
     assert heard == ["iPhone (iOS 15 or later)"]
@@ -42,7 +57,22 @@ def test_a_discover_makes_the_guess_and_a_guess_never_approves(core):
     # the same request again is not news: no second classification
     classified = core.ctx.counters.get("identify.classified")
     send(core, dhcp_frame(IPHONE, m.DISCOVER, options=[(12, b"Toms-iPhone"), (55, IOS_PRL)]))
+    # nor is a REQUEST's own (50, 54): what says what the device is did not change
+    send(core, dhcp_frame(IPHONE, m.REQUEST, options=[(50, bytes([10, 0, 0, 2])), (12, b"Toms-iPhone"),
+                                                      (55, IOS_PRL)]))
+    within_a_second(core)
     assert core.ctx.counters.get("identify.classified") == classified and len(heard) == 1
+
+
+def test_a_command_asking_about_a_device_reads_what_it_said_at_once(core):
+    send(core, dhcp_frame(IPHONE, m.DISCOVER, options=[(12, b"Toms-iPhone"), (55, IOS_PRL)]))
+    said = core.commands.call("identity", mac=IPHONE)
+    assert said["label"] == "iPhone (iOS 15 or later)" and said["evidence"]["hostname"] == "Toms-iPhone"
+
+
+def test_identification_off_hands_nothing_over(tmp_path, clock):
+    bare = make_core(tmp_path, components=("dhcp", "routing"), clock=clock)
+    assert bare.ctx.component("dhcp").said is None and bare.ctx.component("routing").said is None
 
 
 def test_a_maker_from_the_mac_is_evidence_when_the_mac_is_not_private(core):

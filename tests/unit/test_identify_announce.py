@@ -178,3 +178,23 @@ def test_a_pending_devices_ipv6_mdns_reaches_the_routers_stack(tmp_path, clock):
     flow = core.switch.lookup({"in_port": 2, "eth_src": "02:00:00:00:00:99", "eth_type": 0x86DD, "ip_proto": 17,
                                "ipv6_src": "fe80::99", "ipv6_dst": "ff02::fb", "udp_dst": 5353})
     assert flow is not None and [a.port for a in flow.actions] == [0xFFFFFFFE]
+
+
+def test_a_huge_announcement_is_bounded_and_one_declaring_thousands_of_records_is_not_parsed(monkeypatch):
+    many = [(f"{'x' * 60}-{i}._svc{i}._tcp.local.", "TXT", ['"md=' + "M" * 250 + '"']) for i in range(40)]
+    big = announcement([("_svc._tcp.local.", "PTR", [f"{'n' * 63}._svc._tcp.local."]), *many])
+    assert len(big) > 9000 // 2
+    said = announce.parse_mdns(big)
+    assert len(said["mdns_services"].split(",")) == announce.SERVICES_MAX
+    assert len(said["mdns_name"]) <= 64 and len(said["mdns_model"]) <= 64
+    # a header declaring 5,000 answers (a datagram of tiny compressed records): never parsed
+    bomb = bytes(4) + (0).to_bytes(2, "big") + (5000).to_bytes(2, "big") + bytes(4) + b"\xc0\x0c" * 4000
+    monkeypatch.setattr(announce.dns.message, "from_wire", lambda *a, **k: pytest.fail("parsed"))
+    assert announce.parse_mdns(bomb) == {}
+
+
+def test_ssdp_reads_only_the_first_two_kilobytes_of_a_huge_header():
+    huge = b"NOTIFY * HTTP/1.1\r\n" + b"X-PAD: " + b"a" * 60000 + b"\r\nSERVER: late\r\n\r\n"
+    assert announce.parse_ssdp(huge) == {}
+    early = b"NOTIFY * HTTP/1.1\r\nSERVER: " + b"s" * 5000 + b"\r\n\r\n"
+    assert announce.parse_ssdp(early) == {"ssdp_server": "s" * 64}

@@ -100,3 +100,17 @@ def test_evidence_that_matches_nothing_guesses_nothing():
 def test_the_panel_says_why_in_words():
     guess = classify({"prl": "1,121,3,6,15,108,114,119,252", "hostname": "Toms-iPhone"}, RULES)
     assert guess.why == ["calls itself “Toms-iPhone”", "asked for an address as iOS 15 and later do"]
+
+
+def test_the_index_picks_every_rule_that_matches_and_guesses_as_trying_every_rule_does():
+    plain = list(RULES)
+    samples = [r.example for r in RULES]
+    samples += [{**a, **b} for a, b in zip(samples, samples[7:] + samples[:7], strict=True)]   # mixed evidence
+    samples += [{k: v.upper() for k, v in s.items()} for s in samples[:20]]                   # any case
+    samples += [{"prl": "1,2,3"}, {"hostname": "dhcpcd3"}, {}]
+    for evidence in samples:
+        picked = RULES.candidates(evidence)
+        assert {r.id for r in plain if r.groups(evidence) is not None} <= {r.id for r in picked}, evidence
+        assert classify(evidence, RULES).as_dict() == classify(evidence, plain).as_dict(), evidence
+    # a request list is a lookup, not a try of every rule
+    assert len(RULES.candidates({"prl": "1,121,3,6,15,108,114,119,252"})) < 10

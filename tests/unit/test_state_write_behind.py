@@ -88,3 +88,27 @@ def test_a_pre_approved_device_is_first_seen_when_it_first_asks(tmp_path):
     assert (device.first_seen, device.last_seen) == (50.0, 50.0)
     store.flush()
     assert on_disk(db, "SELECT first_seen FROM devices") == [(50.0,)]
+
+
+def test_a_read_of_other_tables_leaves_the_queue_alone(tmp_path):
+    """The event handlers' reads (settings, webhooks) do not commit a crowd's queued lease
+    writes one device at a time; a read of a table with queued writes still sees them."""
+    db = tmp_path / "s.db"
+    store = StateStore(db)
+    store.save_lease(stored_lease("02:00:00:00:00:01", 1, 5.0, 1, "a"))
+    assert store.execute("SELECT key, value FROM settings WHERE key LIKE 'qos.%'") == []
+    assert store.execute("SELECT id FROM webhooks WHERE id IN (SELECT id FROM webhooks)") == []
+    assert on_disk(db, "SELECT count(*) FROM leases") == [(0,)]          # still queued
+    # a join or a subquery naming the queued table waits for it
+    assert store.execute("SELECT count(*) FROM webhooks JOIN leases ON 1=1")[0][0] == 0
+    assert on_disk(db, "SELECT count(*) FROM leases") == [(1,)]
+    store.save_lease(stored_lease("02:00:00:00:00:02", 2, 5.0, 1, "b"))
+    assert store.execute("SELECT count(*) FROM settings WHERE key IN (SELECT mac FROM leases)")[0][0] == 0
+    assert on_disk(db, "SELECT count(*) FROM leases") == [(2,)]
+    # a read whose tables cannot be told (a PRAGMA) and any write wait for the queue
+    store.save_lease(stored_lease("02:00:00:00:00:03", 3, 5.0, 1, "c"))
+    store.execute("PRAGMA user_version")
+    assert on_disk(db, "SELECT count(*) FROM leases") == [(3,)]
+    store.save_lease(stored_lease("02:00:00:00:00:04", 4, 5.0, 1, "d"))
+    store.execute("INSERT INTO settings (key, value) VALUES ('x', 'y')")
+    assert on_disk(db, "SELECT count(*) FROM leases") == [(4,)]

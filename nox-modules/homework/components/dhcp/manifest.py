@@ -3,6 +3,7 @@ the lease events and alerts it publishes, and its counters."""
 from __future__ import annotations
 
 from ... import events
+from ...interfaces import DeviceSays
 from ...leases import LeaseReader
 from ...manifest import Manifest, NotBackedUp
 
@@ -15,7 +16,8 @@ MANIFEST = Manifest(
         NotBackedUp("quarantine", (3,), "holds on address blocks end with the leases they guard"),
     ),
     offers=(LeaseReader,),
-    publishes=(events.Lease, events.Alert, events.Fingerprint),
+    needs={"said": DeviceSays},
+    publishes=(events.Lease, events.Alert),
     hears=(events.Device, events.Ipv6Plan, events.StationAt),
     alerts=(K.DHCP_FLOOD, K.DHCP_RELAY, K.DHCP_PORT_MISMATCH, K.DHCP_RELEASE_FORGED, K.DHCP_DECLINE_FORGED),
     counters={

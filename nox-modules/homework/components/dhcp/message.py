@@ -52,6 +52,7 @@ class DhcpMessage:
     giaddr: str
     chaddr: bytes                      # 6-byte client hardware address
     options: dict[int, bytes] = field(default_factory=dict)
+    raw_options: bytes = b""           # the options as they came (identify reads them later)
 
     @property
     def msg_type(self) -> int | None:
@@ -107,7 +108,7 @@ def parse(payload: bytes) -> DhcpMessage:
         raise PacketError("missing DHCP magic cookie")
     options = _parse_options(payload, FIXED.size + 4)
     msg = DhcpMessage(op, xid, secs, flags, _ip(ciaddr), _ip(yiaddr), _ip(siaddr), _ip(giaddr),
-                      chaddr[:6], options)
+                      chaddr[:6], options, payload[FIXED.size + 4:])
     if msg.msg_type not in TYPE_NAMES:
         raise PacketError(f"missing or unknown DHCP message type {msg.msg_type}")
     return msg

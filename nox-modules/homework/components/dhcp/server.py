@@ -13,8 +13,8 @@ import contextlib
 
 from ... import dnr
 from ...component import Component
-from ... import fingerprint
-from ...events import Alert, AlertKind, Fingerprint, Lease as LeaseEvent
+from ...events import Alert, AlertKind, Lease as LeaseEvent
+from ...interfaces import DeviceSays
 from ...flows import CONTROLLER, ETH_IP, PROTO_UDP, Datapath, FlowMod, Output, PacketIn, PacketOut
 from ...packets import (BROADCAST_MAC, PacketError, build_ethernet, build_ipv4, build_udp,
                         parse_ethernet, parse_ipv4, parse_udp)
@@ -33,20 +33,20 @@ from ...pipeline import COOKIE_DHCP, PRIO_DHCP
 SERVER_PORT, CLIENT_PORT = 67, 68
 EXPIRY_CHECK_SECONDS = 2.0
 SPARES_QUIET_SECONDS = 1.0    # spare router addresses are topped up once no new device came for this long
-# The options whose bytes decide whether a request says anything new about its device.
-FINGERPRINT_KEY = (m.OPT_PARAM_LIST, 60, m.OPT_HOSTNAME, m.OPT_CLIENT_ID, m.OPT_MAX_SIZE)
 ALERT_EVERY = 60.0        # seconds: at most one alert of a kind per device (or port) this often
 
 
 class DhcpServer(Component):
     name = "dhcp"
 
-    def __init__(self, ctx):
+    def __init__(self, ctx, said=None):     # unannotated as before (mypy would then check every Block | None use)
         super().__init__(ctx)
+        # identify's inbox: a request's options go there as they came, read on its timer
+        # (None: identification off)
+        self.said: DeviceSays | None = said
         self.alloc = Allocator(ctx.config.pool, on_reclaim=self._dhcpd_forget, on_hold=self._persist_hold)
         self.ports: dict[str, int] = {}          # mac -> OpenFlow port last seen on
         self.hostnames: dict[str, str] = {}
-        self.printed: dict[str, bytes] = {}      # mac -> the fingerprint options last published
         self.live: set[str] = set()              # macs with a live lease
         # macs we offered an address and that have not taken it yet: homework-dhcpd holds
         # the offer and answers the REQUEST that takes it (and tells us at once)
@@ -232,9 +232,9 @@ class DhcpServer(Component):
             return
         counts = note.get("counts") or {note.get("op"): 1}
         with self.ctx.bus.held():
-            if note.get("fp") and self.ctx.bus.heard("fingerprint"):
-                # the daemon answered a new device itself: what its DISCOVER said (fingerprint.py)
-                self.ctx.bus.publish(Fingerprint(mac=mac, source="dhcp", evidence=fingerprint.from_note(note["fp"])))
+            if note.get("fp") and self.said is not None:
+                # the daemon answered a new device itself: what its DISCOVER said, read later
+                self.said.dhcpd_note(mac, note["fp"])
             if note.get("op") == "acked":          # it answers a relayed lease only through its relay
                 if note.get("first") is True:
                     self.ctx.count("dhcp.dhcpd_offers_taken")     # a new lease, ACKed by the daemon
@@ -382,8 +382,8 @@ class DhcpServer(Component):
                         data={"port": in_port, "burst": self.ctx.config.new_macs_burst,
                               "per_minute": self.ctx.config.new_macs_per_minute})
             return []
-        if kind in (m.DISCOVER, m.REQUEST, m.INFORM):
-            self._fingerprint(msg.mac, msg.options)
+        if kind in (m.DISCOVER, m.REQUEST, m.INFORM) and self.said is not None:
+            self.said.dhcp4(msg.mac, msg.raw_options)        # read on identify's timer, not here
         if kind == m.DISCOVER:
             return self._discover(msg, in_port)
         if kind == m.REQUEST:
@@ -396,17 +396,6 @@ class DhcpServer(Component):
             return self._inform(msg, in_port)
         self.ctx.count("dhcp.ignored")
         return []
-
-    def _fingerprint(self, mac: str, options: dict[int, bytes]) -> None:
-        """What the request's options say about the device (fingerprint.py), for whoever
-        hears it (components/identify); the same options again are not news."""
-        if not self.ctx.bus.heard("fingerprint"):
-            return
-        key = b"\0".join(options.get(code, b"") for code in FINGERPRINT_KEY)
-        if self.printed.get(mac) == key:
-            return
-        self.printed[mac] = key
-        self.ctx.bus.publish(Fingerprint(mac=mac, source="dhcp", evidence=fingerprint.dhcp4(options)))
 
     # -- who may speak for a lease -------------------------------------------------
     def _trusted_sender(self, msg: m.DhcpMessage, in_port: int, src_mac: bytes | None) -> bool:
@@ -716,7 +705,7 @@ class DhcpServer(Component):
         if mac in self.live:
             self._end_lease(mac, "forgotten")
         self.alloc.forget(mac, hold_until=lease_end)
-        for table in (self.ports, self.hostnames, self.relays, self.printed):
+        for table in (self.ports, self.hostnames, self.relays):
             table.pop(mac, None)
         self.ctx.state.delete_lease(mac)
         self._dhcpd_forget(mac)

@@ -43,6 +43,11 @@ BUDGET = 30                 # packets a source may send ...
 BUDGET_SECONDS = 10.0       # ... in this long before the rest is dropped unread
 MAX_SOURCES = 4096
 SERVICES_MAX = 12
+# Records an mDNS message may declare (its header's counts) to be parsed at all: a real
+# announcement has a few dozen at most; thousands of tiny compressed records in one
+# datagram would be parsing work for nothing.
+RECORDS_MAX = 100
+DATAGRAM_MAX = 9000         # RFC 6762's largest mDNS message; a datagram is read this far
 # TXT keys that state a model or a maker: _device-info's model, Google Cast's md, IPP's ty
 # and usb_MFG/usb_MDL, AirPlay's model.
 MODEL_KEYS = (b"model", b"md", b"ty", b"usb_mdl", b"am")
@@ -70,7 +75,10 @@ def _instance_of(labels: list[str]) -> str | None:
 
 def parse_mdns(payload: bytes) -> dict[str, str]:
     """The evidence of one mDNS message (an announcement or an answer); {} for a query or
-    anything malformed."""
+    anything malformed, and, unparsed, for a message declaring more than RECORDS_MAX
+    records."""
+    if len(payload) < 12 or sum(struct.unpack_from("!4H", payload, 4)) > RECORDS_MAX:
+        return {}
     try:
         msg = dns.message.from_wire(payload, ignore_trailing=True)
     except (dns.exception.DNSException, ValueError, UnicodeError):
@@ -248,7 +256,7 @@ class Listener:
             for fd in ready:
                 s, kind = socks[fd]
                 try:
-                    payload, peer = s.recvfrom(9000)
+                    payload, peer = s.recvfrom(DATAGRAM_MAX + 62)   # an IPv6 frame's headers too
                 except OSError:
                     continue
                 if kind == "mdns6":

@@ -3,6 +3,11 @@ with what it guesses, how much one such clue weighs, why (for the panel) and its
 
 Loaded and checked once at start; a bad rule stops the controller with the rule's id, as
 a bad config key does (the file ships with the code, so a test catches it first).
+
+The rules come indexed (`Rules`): a rule whose one pattern is a literal (most request
+lists are) is found by a dictionary lookup of the device's value, and the others are
+tried only when the device said every field they read, so a classification tries a
+handful of patterns rather than every rule's.
 """
 from __future__ import annotations
 
@@ -49,7 +54,50 @@ class Rule:
         return found
 
 
-def load(path: Path = CATALOG) -> tuple[list[Rule], dict[str, str]]:
+class Rules(list):
+    """The catalog's rules in their order, with the index `candidates` reads."""
+
+    def __init__(self, rules):
+        super().__init__(rules)
+        # field -> {the literal, lower case -> positions}: single-field rules whose pattern is one string
+        self._literal: dict[str, dict[str, list[int]]] = {}
+        # (fields every one of them reads, positions): the other rules
+        by_fields: dict[frozenset[str], list[int]] = {}
+        for at, rule in enumerate(self):
+            literal = _literal(rule)
+            if literal is not None:
+                self._literal.setdefault(rule.match[0][0], {}).setdefault(literal, []).append(at)
+            else:
+                by_fields.setdefault(frozenset(f for f, _ in rule.match), []).append(at)
+        self._by_fields = list(by_fields.items())
+
+    def candidates(self, evidence: dict[str, str]) -> list[Rule]:
+        """The rules that may match `evidence`, in the catalog's order (every rule that
+        matches is among them)."""
+        picked: list[int] = []
+        for field, table in self._literal.items():
+            value = evidence.get(field)
+            if value is not None:
+                picked += table.get(value.lower(), ())
+        present = evidence.keys()
+        for fields, positions in self._by_fields:
+            if fields <= present:
+                picked += positions
+        picked.sort()
+        return [self[at] for at in picked]
+
+
+def _literal(rule: Rule) -> str | None:
+    """The one string a single-field rule's pattern matches (any case), or None."""
+    if len(rule.match) != 1:
+        return None
+    pattern = rule.match[0][1].pattern
+    if not pattern.isascii() or re.escape(pattern) != pattern:
+        return None
+    return pattern.lower()
+
+
+def load(path: Path = CATALOG) -> tuple[Rules, dict[str, str]]:
     """(rules, sources) of the catalog; CatalogError naming the rule that is wrong."""
     data = json.loads(path.read_text(encoding="utf-8"))
     sources = data["sources"]
@@ -63,7 +111,7 @@ def load(path: Path = CATALOG) -> tuple[list[Rule], dict[str, str]]:
         if rid in seen:
             raise CatalogError(f"{path.name}: rule {rid} twice")
         seen.add(rid)
-    return rules, sources
+    return Rules(rules), sources
 
 
 def _rule(raw: dict, sources: dict) -> Rule:

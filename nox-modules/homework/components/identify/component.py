@@ -1,23 +1,29 @@
-"""The identify component: gathers what each device says about itself (fingerprint events:
-DHCP and DHCPv6 options, mDNS and SSDP announcements, the names it looks up in its first
-minute), keeps it, classifies it against the catalog, and adds the guess to the device's
-view (`identity`). The household's correction outranks the guess and is kept.
+"""The identify component: gathers what each device says about itself (its DHCP and
+DHCPv6 messages, mDNS and SSDP announcements, the names it looks up in its first minute),
+keeps it, classifies it against the catalog, and adds the guess to the device's view
+(`identity`). The household's correction outranks the guess and is kept.
 
 A guess never decides anything: nothing here permits, denies or names a device.
 
-Cost: the DHCP path only publishes what it parsed anyway; here a device's evidence is
-compared with what it said before and, when it is new, classified (a few dozen regular
-expressions, microseconds) and queued for the state db (`defer`, written behind).
+Cost: nothing on the DHCP path but a dict store. dhcp and routing hand a message's raw
+bytes to the inbox (inbox.py, offered to them as interfaces.DeviceSays); every
+DRAIN_SECONDS the timer reads a batch (fingerprint.py), compares each with what the
+device said before and, when it is new, classifies it (a few dozen regular expressions)
+and queues it for the state db (`defer`, written behind), then tells the board (an
+`identity` event). The IEEE registry is read in a real OS thread at start (oui.py), the
+catalog once at construction, before the switch connects.
 """
 from __future__ import annotations
 
 import collections
 import json
+import threading
 
 from ...commands import CommandError
 from ... import wording
 from ...component import Component
 from ...events import Identity
+from ...interfaces import DeviceSays
 from ...macaddr import BadMac, normalize
 from ...oui import default_table, is_private
 from ...worker import offload
@@ -25,8 +31,9 @@ from ..usage.periods import day_window, zone
 from . import announce, catalog, correction, story
 from .classify import Guess, classify
 from .history import DeviceHistory
+from .inbox import Inbox
 
-DRAIN_SECONDS = 0.25         # what devices said is taken and classified this often
+DRAIN_SECONDS = 0.25         # what devices said is read and classified this often (the board learns it then)
 HEARD_MAX = 1024             # ... at most this many waiting (the listener drops the rest)
 FIRST_MINUTE = 60.0          # the names a device looks up this long after it is first seen
 NAMES_MAX = 24               # ... at most this many
@@ -46,6 +53,7 @@ class IdentifyComponent(Component):
         self._first_seen: dict[str, float] = {}      # devices still in their first minute
         # (address, source, evidence) the announcement listener heard, for the hub to take
         self._heard: collections.deque = collections.deque(maxlen=HEARD_MAX)
+        self.inbox = Inbox()        # DHCP messages as they came (dhcp and routing put, the timer reads)
         self.listener: announce.Listener | None = None
         self._dirty: set[str] = set()                # said something new, not classified yet
         self._by_mark: dict[tuple[str, ...], set[str]] = {}   # looks_like's index: mark -> MACs
@@ -53,8 +61,16 @@ class IdentifyComponent(Component):
         self.tz = zone(ctx.config.timezone)
         self._hwdb = None
 
+    def offer(self, interface: type) -> object:
+        if interface is DeviceSays:
+            return self.inbox
+        return super().offer(interface)
+
     # -- start and stop --------------------------------------------------------------------
     def start(self) -> None:
+        # the IEEE registry (tens of thousands of lines) is read now, off the loop, so the
+        # first device's timer pass finds it read
+        threading.Thread(target=self.oui.load, daemon=True, name="identify-oui").start()
         for row in self.ctx.state.execute("SELECT mac, evidence FROM device_evidence"):
             try:
                 evidence = json.loads(row["evidence"])
@@ -68,7 +84,6 @@ class IdentifyComponent(Component):
         for mac, ev in self.evidence.items():
             self._index(mac, None, ev)
         bus = self.ctx.bus
-        bus.subscribe("fingerprint", self._on_fingerprint)
         bus.subscribe("device", self._on_device)
         bus.subscribe("dns_query", self._on_query)
         bus.subscribe("timezone", self._on_timezone)
@@ -108,8 +123,14 @@ class IdentifyComponent(Component):
         self._heard.append((address, source, evidence))
 
     def drain(self) -> None:
-        """The announcements heard since the last time, each to the device holding its address;
-        then every device that said something new is classified (settle)."""
+        """The timer's pass: the DHCP messages waiting in the inbox (a batch), read; the
+        announcements heard since the last time, each to the device holding its address;
+        then every device that said something new is classified and the board told (settle)."""
+        for mac, _source, evidence in self.inbox.read():
+            self.add(mac, evidence)
+        if self.inbox.dropped:
+            self.ctx.count("identify.inbox_full", self.inbox.dropped)
+            self.inbox.dropped = 0
         while self._heard:
             address, source, evidence = self._heard.popleft()
             if address.startswith(announce.MAC_SOURCE):     # mDNS over IPv6: the frame's MAC
@@ -124,9 +145,6 @@ class IdentifyComponent(Component):
         self.settle()
 
     # -- evidence in -----------------------------------------------------------------------
-    def _on_fingerprint(self, topic: str, ev) -> None:
-        self.add(ev.mac, ev.evidence)
-
     def add(self, mac: str, evidence: dict) -> None:
         """Evidence about `mac` (field -> text); classified again when it says something new."""
         known = self.evidence.get(mac)
@@ -147,7 +165,7 @@ class IdentifyComponent(Component):
     def settle(self) -> None:
         """Classify the devices that said something new since the last pass, and keep what
         they said: on a timer, not in the handler of the packet that said it (a DHCP
-        request's handler only merges a dict)."""
+        request's handler only stores its bytes in the inbox)."""
         dirty, self._dirty = self._dirty, set()
         for mac in dirty:
             evidence = self.evidence.get(mac)
@@ -188,6 +206,7 @@ class IdentifyComponent(Component):
     def _on_device(self, topic: str, ev) -> None:
         if ev.state is None:                 # forgotten: if it comes back, it is new
             self._index(ev.mac, self.evidence.pop(ev.mac, None), None)
+            self.inbox.forget(ev.mac)
             self.guesses.pop(ev.mac, None)
             self.fixes.pop(ev.mac, None)
             self._first_seen.pop(ev.mac, None)
@@ -221,8 +240,9 @@ class IdentifyComponent(Component):
         return out
 
     def _facts(self, mac: str) -> dict:
-        if mac in self._dirty:          # a view is never behind what the device said
-            self.settle()
+        """The device's view (the board's list, a device event): what is known at the last
+        timer pass. Never classifies here: a new device's event is made on its DISCOVER's
+        path, and the timer's `identity` event brings the guess a moment later."""
         if mac not in self.guesses and mac not in self.fixes:
             return {"identity": None}
         return {"identity": self.view(mac)}
@@ -269,6 +289,7 @@ class IdentifyComponent(Component):
         address is forgotten, and the join is kept
         (device_joins) so the device's story reads both addresses' history as one."""
         mac, as_mac = self._known(mac), self._known(as_mac)
+        self._read_now(mac, as_mac)
         if self.looks_like(mac) != as_mac:
             raise CommandError(f"{wording.name_of(self.ctx.state, mac)} does not look like "
                                f"{wording.name_of(self.ctx.state, as_mac)}: nothing was changed", 409)
@@ -359,8 +380,7 @@ class IdentifyComponent(Component):
     def identity(self, mac: str) -> dict:
         """`identity`: what the device is, why, and everything it said about itself."""
         mac = self._known(mac)
-        if mac in self._dirty:
-            self.settle()
+        self._read_now(mac)
         return {"mac": mac, **self.view(mac), "evidence": dict(self.evidence.get(mac, {}))}
 
     def correct(self, mac: str, type: str = "", os: str = "", label: str = "") -> dict:
@@ -386,6 +406,15 @@ class IdentifyComponent(Component):
         self.fixes.pop(mac, None)
         self._tell(mac)
         return self.identity(mac)
+
+    def _read_now(self, *macs: str) -> None:
+        """A command asking about devices is never behind what they said: their waiting
+        messages are read and they are classified now (the others wait for the timer)."""
+        for mac in macs:
+            for _mac, _source, evidence in self.inbox.read_device(mac):
+                self.add(mac, evidence)
+        if self._dirty.intersection(macs):
+            self.settle()
 
     def catalog(self) -> dict:
         """`identify-catalog`: the rules' count and their sources."""

@@ -1,10 +1,11 @@
 """Identify's manifest (homework/manifest.py): what devices said about themselves (not
 backed up: they say it again), the household's corrections (backed up, each row checked
-as the command checks it), the fingerprint events it hears, the identity events it
-publishes, and its counters."""
+as the command checks it), the inbox it offers dhcp and routing (what devices' DHCP
+messages said, read on its timer), the identity events it publishes, and its counters."""
 from __future__ import annotations
 
 from ... import events, rowcheck
+from ...interfaces import DeviceSays
 from ...manifest import Manifest, NotBackedUp, Settings
 from . import correction
 
@@ -35,8 +36,9 @@ MANIFEST = Manifest(
         NotBackedUp("device_places", (24,), "a device's story, not a setting: it is where the device is seen next"),
     ),
     routes=("identify",),
+    offers=(DeviceSays,),
     publishes=(events.Identity,),
-    hears=(events.Fingerprint, events.Device, events.DnsQuery, events.Lease, events.StationAt, events.Timezone),
+    hears=(events.Device, events.DnsQuery, events.Lease, events.StationAt, events.Timezone),
     counters={
         "identify.evidence": "times a device said something new about itself (a DHCP fingerprint, an announcement)",
         "identify.classified": "classifications made (each new piece of evidence)",
@@ -45,6 +47,7 @@ MANIFEST = Manifest(
         "identify.mdns": "mDNS announcements heard from a device holding a lease",
         "identify.ssdp": "SSDP announcements heard from a device holding a lease",
         "identify.unknown_announcer": "announcements from an address no lease holds (left unread)",
+        "identify.inbox_full": "DHCP messages left unread because the inbox held as many devices as it may",
     },
     stays={"device_identity": "the join itself moves the household's correction",
            "device_joins": "the join itself records the old address"},

@@ -21,9 +21,9 @@ import logging
 from collections import Counter
 
 from ... import dnr
-from ... import fingerprint
 from ...component import Component
-from ...events import Alert, AlertKind, Fingerprint
+from ...events import Alert, AlertKind
+from ...interfaces import DeviceSays
 from ...flows import (ETH_IP, ETH_IPV6, PROTO_IGMP, Datapath,
                       FlowDelete, FlowRemoved, FlowStats, FlowStatsRequest, LOCAL, Output, PacketIn, PacketOut)
 from ... import wording
@@ -53,10 +53,10 @@ SWEEP_PER_POLL = 16            # idle devices whose counters each poll reads, in
 class Routing(Component):
     name = "routing"
 
-    def __init__(self, ctx):
+    def __init__(self, ctx, said: DeviceSays | None = None):
         super().__init__(ctx)
         self.installed: dict[str, tuple[Lease, str]] = {}   # mac -> (device, "permitted"|"gateway")
-        self._printed6: dict[str, dict] = {}                  # mac -> its DHCPv6 fingerprint last published
+        self.said = said        # identify's inbox: what a DHCPv6 message said (None: identification off)
         self.per_host: set[int] = set()                       # block indexes collapsed to per-host
         self.memberships = Memberships(MEMBERSHIP_LIFETIME)
         self.accounting = Accounting(self.ctx.bus.publish, self._device_for_index, self.ctx.count, self._owns6)
@@ -275,7 +275,6 @@ class Routing(Component):
 
     def _uninstall(self, mac: str) -> None:
         old = self.installed.pop(mac, None)
-        self._printed6.pop(mac, None)
         if old is not None and old[1] == "permitted":
             self._permitted_ports_count[old[0].port] -= 1
             if not self._permitted_ports_count[old[0].port]:
@@ -397,16 +396,6 @@ class Routing(Component):
         cfg = self.ctx.config
         return prefix.network_address + 1 if "dns" in cfg.components and cfg.dns_intercept else None
 
-    def _fingerprint6(self, mac: str, payload: bytes) -> None:
-        """What a DHCPv6 message says about its device (fingerprint.py), for whoever hears it
-        (components/identify); once per device and content."""
-        if not self.ctx.bus.heard("fingerprint"):
-            return
-        evidence = fingerprint.dhcp6(payload)
-        if evidence and self._printed6.get(mac) != evidence:
-            self._printed6[mac] = evidence
-            self.ctx.bus.publish(Fingerprint(mac=mac, source="dhcp6", evidence=evidence))
-
     def _information_request(self, pkt: PacketIn, frame) -> list:
         """Stateless DHCPv6 from a leased device on its own port, from its link-local."""
         entry = self.installed.get(frame.src_mac)
@@ -418,7 +407,8 @@ class Routing(Component):
             ip = ndp.parse_ipv6(frame.payload)
             if not ip.src.is_link_local or len(ip.payload) < 8:
                 raise PacketError("not from a link-local address")
-            self._fingerprint6(frame.src_mac, ip.payload[8:])
+            if self.said is not None:       # read on identify's timer, not here
+                self.said.dhcp6(frame.src_mac, ip.payload[8:])
             xid, client, asked = dhcpv6.parse_information_request(ip.payload[8:])
         except ValueError:
             self.ctx.count("routing.ignored")

@@ -3,11 +3,13 @@ leases and decisions), the traffic events it publishes, and its counters."""
 from __future__ import annotations
 
 from ... import events
+from ...interfaces import DeviceSays
 from ...manifest import Manifest
 
 MANIFEST = Manifest(
     component="routing",
-    publishes=(events.Bandwidth, events.Flow, events.Alert, events.Fingerprint),
+    needs={"said": DeviceSays},
+    publishes=(events.Bandwidth, events.Flow, events.Alert),
     hears=(events.Device, events.Lease, events.Ipv6Plan),
     alerts=(events.AlertKind.FLOW_LIMIT,),
     counters={
