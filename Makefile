@@ -6,7 +6,7 @@ PYTEST := $(VENV)/bin/pytest
 export PYTHONPATH := $(CURDIR)/nox-modules:$(CURDIR)/hwdb/python:$(CURDIR)/tests:$(CURDIR)/ispedge
 
 .PHONY: agent-deb all deps build run test test-hwdb test-dnsd test-dhcpd test-unit test-e2e test-ui image image-test image-test-powercut bench \
-        clean openapi lint lint-python lint-rust lint-shell lint-js
+        clean openapi docs lint lint-python lint-rust lint-shell lint-js
 
 all: build
 
@@ -80,9 +80,14 @@ SHELL_SCRIPTS = $(wildcard scripts/*.sh image/*.sh tests/homelab/*.sh hostagent/
 lint-shell:
 	shellcheck -x --severity=warning $(SHELL_SCRIPTS)
 
-# The ws.v1 OpenAPI document, generated from the route declarations (docs/api.md).
+# The ws.v1 OpenAPI document, generated from the route declarations (docs/api.md), with the
+# board's js/routes.js and the changelog's unnamed additions.
 openapi:
 	$(PY) -m homework.components.api.openapi --write
+
+# The generated parts of docs/ (config.md; architecture.md's events and manifests tables).
+docs:
+	$(PY) -m homework.gendocs
 
 bench: deps
 	@bash scripts/bench.sh

@@ -9,8 +9,11 @@ window.HW = window.HW || {};
 HW.model = (function () {
   "use strict";
   /* shape -> {field: true | "Shape" | ["Shape"] | {"*": "Shape"}}; "_extends": a shape whose
-     fields come too. "raw": an answer passed on as it is (a backup file, saved unread). */
+     fields come too. shape -> "raw": an answer passed on as it is (a backup file, saved
+     unread). An answer whose shape is not here is one the board reads nothing of (routes.js,
+     generated, names every route's answer). */
   var SHAPES = {
+    BackupFile: "raw",
     SessionAnswer: { kind: true, role: true, csrf: true, panel: true, set_up: true, storage: "Storage" },
     Storage: { full: true, writable: true, error: true, queued_writes: true },
     LoginAnswer: { csrf: true, role: true, panel: true },
@@ -53,6 +56,7 @@ HW.model = (function () {
     DevicePanel: { _extends: "BoardDevice", alerts: ["Alert"], dns_rules: "DnsRules" },
 
     UsageBurst: { mac: true, bytes: true, minutes: true, text: true },
+    PresenceAlert: { mac: true, on: true, text: true },
     PauseFacts: { mac: true, paused: true, paused_by: true, paused_until: true, in_schedule: true },
     Schedule: { id: true, mac: true, owner: true, action: true, window: true },
 
@@ -150,10 +154,13 @@ HW.model = (function () {
     return all;
   }
 
+  function own(object, key) { return Object.prototype.hasOwnProperty.call(object, key); }
+
   /* `value` as the board may read it: only the declared fields, nested shapes alike. */
   function read(shape, value) {
-    if (shape === null || shape === undefined) return undefined;     // a route whose answer the board does not read
-    if (value === null || value === undefined || shape === "raw" || shape === true) return value;
+    // a route whose answer the board does not read: not JSON, or a shape not declared here
+    if (shape === null || shape === undefined || (typeof shape === "string" && !own(SHAPES, shape))) return undefined;
+    if (value === null || value === undefined || SHAPES[shape] === "raw" || shape === true) return value;
     if (Array.isArray(shape)) return Array.isArray(value) ? value.map(function (v) { return read(shape[0], v); }) : value;
     if (typeof shape === "object") {
       var map = {};

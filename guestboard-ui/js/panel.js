@@ -66,6 +66,7 @@ HW.panel = (function ($) {
     fillPause(d);
     fillPriority(d);
     fillBurst(d);
+    fillPresence(d);
     if (HW.identify) HW.identify.fill(d);   // what it is, why the router thinks so (identify.js)
     if (HW.reach) HW.reach.fill(d);      // open from the internet (reach.js)
     if (HW.remote) HW.remote.fill(d);    // away from home: where it connects from (remote.js)
@@ -141,6 +142,31 @@ HW.panel = (function ($) {
     HW.api.request("device", { mac: mac }).done(function (d) {
       if (current === mac) { $("#panel .burst").removeAttr("data-mac"); fill(d); }
     });
+  }
+
+  /* Comings and goings: "tell me when it comes home or leaves" (GET and POST
+     notifications/presence/{mac}); its section, made here, sits below the usage alert. Asked
+     once per device shown (live refreshes do not ask again); hidden for devices not let in
+     and without the notify component (the route's 503). */
+  var PRESENCE_HTML = '<section class="presence" aria-labelledby="presence-h" hidden>' +
+    '<h3 id="presence-h">Comings and goings</h3>' +
+    '<label><input type="checkbox" name="presence"> Tell me when it comes home or leaves</label>' +
+    '<p class="presence-note"></p><p class="presence-error" role="alert"></p></section>';
+
+  function fillPresence(d) {
+    var $box = $("#panel .presence");
+    if (d.state !== "permitted") { $box.prop("hidden", true).removeAttr("data-mac"); return; }
+    if (d.mac === $box.attr("data-mac")) return;
+    $box.attr("data-mac", d.mac).find(".presence-error").text("");
+    HW.api.request("presenceAlert", { mac: d.mac }, undefined, { quiet: true }).done(function (alert) {
+      if (current === alert.mac) showPresence(alert);
+    }).fail(function () { $box.prop("hidden", true); });
+  }
+
+  function showPresence(alert) {
+    var $box = $("#panel .presence").prop("hidden", false);
+    $box.find("input[name=presence]").prop("checked", alert.on);
+    $box.find(".presence-note").text(alert.text);
   }
 
   /* Pause and bedtime: hidden without the schedules component (no `paused` in the view). A
@@ -331,6 +357,11 @@ HW.panel = (function ($) {
   function init() {
     var $p = $("#panel");
     var $select = $p.find(".priority select");
+    $(PRESENCE_HTML).insertAfter($p.find(".burst")).find("input[name=presence]").on("change", function () {
+      var box = this, $error = $p.find(".presence-error").text("");
+      HW.api.request("setPresenceAlert", { mac: current }, { on: box.checked }).done(showPresence)
+        .fail(function (xhr) { box.checked = !box.checked; fail($error)(xhr); });
+    });
     HW.labels.PRIORITIES.forEach(function (c) { $select.append($("<option>").val(c).text(HW.labels.priority(c))); });
     $select.on("change", function () {
       var mac = current, $error = $p.find(".priority-error").text("");

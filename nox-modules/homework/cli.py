@@ -134,15 +134,37 @@ def _new_password(generate: bool) -> str:
     return sys.stdin.readline().rstrip("\n")
 
 
+def _add_simple(sub, name: str, params: tuple[str, ...], help_text: str | None = None) -> None:
+    p = sub.add_parser(name, help=help_text)
+    for param in params:
+        p.add_argument(param.rstrip("?"), nargs="?" if param.endswith("?") else None)
+
+
+def _declared_commands(sub, argv: list[str]) -> dict[str, tuple[str, ...]]:
+    """The commands the components' manifests give a CLI form (`cli`: positional arguments),
+    added as subcommands. Read only when the command line names none of the others (or asks
+    for help): the manifests import every component's checks, which a plain `homework
+    devices` need not pay for."""
+    words = [a for a in argv if not a.startswith("-")]
+    if words and words[0] in sub.choices and "-h" not in argv and "--help" not in argv:
+        return {}
+    from . import manifest
+    declared: dict[str, tuple[str, ...]] = {}
+    for m in manifest.every():
+        for name, (params, help_text) in m.cli.items():
+            if name not in sub.choices:
+                _add_simple(sub, name, params, help_text)
+                declared[name] = params
+    return declared
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="homework", description="Homework router admin CLI")
     parser.add_argument("--socket", default=DEFAULT_SOCKET, help="controller control socket")
     parser.add_argument("--json", action="store_true", help="print raw JSON")
     sub = parser.add_subparsers(dest="cmd", required=True)
     for name, (params, _) in SIMPLE.items():
-        p = sub.add_parser(name)
-        for param in params:
-            p.add_argument(param.rstrip("?"), nargs="?" if param.endswith("?") else None)
+        _add_simple(sub, name, params)
     meta = sub.add_parser("name", help="set a device's name, owner and type")
     meta.add_argument("mac")
     meta.add_argument("--name")
@@ -186,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     raw = sub.add_parser("call", help="call any controller command with key=value arguments")
     raw.add_argument("command")
     raw.add_argument("args", nargs="*")
+    declared = _declared_commands(sub, sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
 
     try:
@@ -239,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
             kv = dict(a.split("=", 1) for a in args.args if "=" in a)
             result, printer = call(args.socket, args.command, **kv), None
         else:
-            params, printer = SIMPLE[args.cmd]
+            params, printer = SIMPLE[args.cmd] if args.cmd in SIMPLE else (declared[args.cmd], None)
             kwargs = {p.rstrip("?"): getattr(args, p.rstrip("?")) for p in params
                       if getattr(args, p.rstrip("?")) is not None}
             result = call(args.socket, args.cmd, **kwargs)

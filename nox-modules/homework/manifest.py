@@ -17,11 +17,16 @@ Every component package has a `manifest.py` with a `MANIFEST`, and the core has 
   and the alert kinds it raises; the test scans the package's code against them.
 - `counters`: every counter it counts (`ctx.count("dhcp.offers")`) with what it counts;
   the Prometheus metrics take their help text from here.
+- `cli`: the `homework` subcommands it declares for its controller commands: command ->
+  (positional argument names, a trailing "?" for an optional one; a line of help). cli.py
+  reads them, so a new command is on the CLI without an edit there (every command is also
+  `homework call NAME key=value ...`).
 - `settings_keys`: the keys it keeps in the core's `settings` table (a key, or a prefix
   ending in "."), each with the check a restored value must pass (the command's own).
-- `carries` and `stays`: the per-device tables whose rows move to a device's new private
-  address when the household lets it in as the device it was (Component.carry_device), and
-  those that do not, with why.
+- `carries` and `stays`: the per-device tables (or per-device `settings_keys` prefixes,
+  such as "notify.presence.") whose rows move to a device's new private address when the
+  household lets it in as the device it was (Component.carry_device), and those that do
+  not, with why.
 - `offers` and `needs`: the interfaces (interfaces.py) it offers other components, and
   those it takes as constructor keywords. The core constructs the components that offer
   an interface before those that need it and hands it over at construction (None when no
@@ -84,6 +89,7 @@ class Manifest:
     alerts: tuple[events.AlertKind, ...] = ()
     counters: Mapping[str, str] = field(default_factory=dict)   # "dhcp.offers" -> what it counts
     settings_keys: Mapping[str, Callable[[str, str], object]] = field(default_factory=dict)  # key -> check
+    cli: Mapping[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)   # command -> (arguments, help)
     offers: tuple[type, ...] = ()                # interfaces it offers (Component.offer)
     needs: Mapping[str, type] = field(default_factory=dict)     # constructor keyword -> interface
     # A device let in as the device it was (identify's join): the per-device tables whose rows

@@ -8,6 +8,7 @@ RecursionError, which is no ValueError. Here:
 
     whole_number("42", "minutes", 1, 10080) -> 42     (ASCII digits, or an int; never a bool)
     row_id("7", "schedule") -> 7
+    switch("on", "alerts") -> True                     (a bool, or the CLI's on/off, yes/no, true/false, 1/0)
     parse_json(raw, "request body") -> the document   (at most MAX_DEPTH levels deep)
 
 Each raises BadValue (a ValueError) with a sentence for the household; the API answers
@@ -48,6 +49,19 @@ def whole_number(value, what: str, low: int = 0, high: int = MAX_NUMBER) -> int:
     if not low <= number <= high:
         raise BadValue(f"{what} must be {span}, not {number}")
     return number
+
+
+ON_WORDS = ("on", "yes", "true", "1")
+OFF_WORDS = ("off", "no", "false", "0")
+
+
+def switch(value, what: str) -> bool:
+    """On or off: a JSON bool, or the CLI's word for one."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ON_WORDS + OFF_WORDS:
+        return value.strip().lower() in ON_WORDS
+    raise BadValue(f"{what} must be on or off (true or false), not {_show(value)}")
 
 
 def row_id(value, what: str) -> int:

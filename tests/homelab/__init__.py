@@ -401,6 +401,31 @@ class Device:
             self._log.close()
             self._log = None
 
+    def leave(self, home: Home, timeout: float = 20) -> None:
+        """The device leaves `home`: a udhcpc with -R binds its lease afresh (its old
+        address flushed, so the wait is for this client's) and gives it back as it stops.
+        It stops once the router has booked the new binding (the lease's end moved on): the
+        DHCP daemon reports its answers in batches, and a RELEASE that overtook the report
+        would see its lease brought back by it."""
+        before = self.lease_expiry(home)
+        self.stop_dhcp()
+        self.run(["ip", "addr", "flush", "dev", self.ifname])
+        self.start_udhcpc(extra=("-R",))
+        self.wait_for_ipv4(timeout)
+        deadline = time.monotonic() + timeout
+        while not self.lease_expiry(home) > before:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.name}: the router did not book its new lease")
+            time.sleep(0.1)
+        self.stop_dhcp()
+        self.run(["ip", "addr", "flush", "dev", self.ifname])
+
+    def lease_expiry(self, home: Home) -> float:
+        """When the router says this device's lease ends (0: no lease)."""
+        out = home.homework("--json", "status", self.mac)
+        lease = json.loads(out.stdout).get("lease") or {} if out.returncode == 0 else {}
+        return float(lease.get("expires") or 0)
+
     def renew(self) -> None:
         """Ask the running client to renew now: udhcpc only (SIGUSR1). dhclient has no
         such signal; dhcpcd's SIGALRM releases and `dhcpcd -n/-N` did not renew in its

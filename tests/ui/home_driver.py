@@ -210,6 +210,11 @@ class Driver:
         dev.start_dhcp(req.get("client", "udhcpc"))
         return {"t": t}
 
+    def op_leave(self, req):
+        """The device leaves: its udhcpc (-R) gives its lease back as it stops."""
+        self.dev(req).leave(self.home)
+        return {}
+
     def op_imitate(self, req):
         """A device's DHCP imitated with scapy (tests/homelab/imitate.py): {"dev", "kind":
         "dhcp4"|"dhcp6", "spec": the options, "count"}."""

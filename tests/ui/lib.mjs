@@ -266,6 +266,18 @@ export function useBoard(config, assign) {
   }, { timeout: 60000 });
 }
 
+/** A device of the home with a lease (udhcpc), let in from the CLI and reaching the
+    emulated internet: {name, mac, ns}. */
+export async function permittedDevice(home, name) {
+  const dev = await home.call({ op: 'add_device', name });
+  await home.call({ op: 'start_dhcp', dev: dev.name, client: 'udhcpc' });
+  await home.call({ op: 'wait_ipv4', dev: dev.name });
+  const permit = await home.call({ op: 'cli', args: ['permit', dev.mac] });
+  if (permit.rc !== 0) throw new Error(`homework permit ${dev.mac}: ${permit.stderr}${permit.stdout}`);
+  await home.call({ op: 'wait_fetch', dev: dev.name, expect: true, timeout: 30 });
+  return dev;
+}
+
 /** `homework ARGS...` in the home `getHome()` returns; fails the test on a non-zero exit. */
 export function cliOf(getHome) {
   return async (...args) => {

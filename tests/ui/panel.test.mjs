@@ -8,7 +8,7 @@
 // board, the open panel and every other page.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { axeViolations, cliOf, label, login, screenshot, useBoard } from './lib.mjs';
+import { axeViolations, cliOf, label, login, permittedDevice, screenshot, useBoard } from './lib.mjs';
 
 let home, browser, page;
 
@@ -26,15 +26,6 @@ async function asking(name) {
   await home.call({ op: 'start_dhcp', dev: dev.name, client: 'udhcpc' });
   await home.call({ op: 'wait_ipv4', dev: dev.name });
   await page.locator(`#zone-asking .label[data-mac="${dev.mac}"]`).waitFor();
-  return dev;
-}
-
-async function permitted(name) {
-  const dev = await home.call({ op: 'add_device', name });
-  await home.call({ op: 'start_dhcp', dev: dev.name, client: 'udhcpc' });
-  await home.call({ op: 'wait_ipv4', dev: dev.name });
-  await cli('permit', dev.mac);
-  await home.call({ op: 'wait_fetch', dev: dev.name, expect: true, timeout: 30 });
   return dev;
 }
 
@@ -98,7 +89,7 @@ test('a device asking to join is let in or refused with its label\'s buttons, by
 });
 
 test('the panel at 1024x600: everything in view, Pause switches to Resume, rules shown and removed', { timeout: 300000 }, async () => {
-  const dev = await permitted('laptop5');
+  const dev = await permittedDevice(home, 'laptop5');
   await label(page, dev.mac).click();
   const panel = page.locator('#panel');
   await panel.locator('.schedules').waitFor({ state: 'visible' });
@@ -149,8 +140,8 @@ test('the panel at 1024x600: everything in view, Pause switches to Resume, rules
 });
 
 test('one source of numbers: Today is the router\'s day count; an idle chart has no repeated ticks', { timeout: 300000 }, async () => {
-  const idle = await permitted('idle5');
-  const busy = await permitted('busy5');
+  const idle = await permittedDevice(home, 'idle5');
+  const busy = await permittedDevice(home, 'busy5');
   await home.call({ op: 'download', dev: busy.name, bytes: 3000000 });
 
   // The household usage of the router's local day, per device, as the usage page reads it.

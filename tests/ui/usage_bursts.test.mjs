@@ -4,7 +4,7 @@
 // notification list says so, naming the device; "Turn off" removes the alert.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { label, login, screenshot, useBoard } from './lib.mjs';
+import { label, login, permittedDevice, screenshot, useBoard } from './lib.mjs';
 
 let home, browser, page;
 
@@ -15,11 +15,7 @@ useBoard({
 
 test('a usage alert from the panel, told in the notifications, turned off', { timeout: 240000 }, async () => {
   await login(page, home.info.url, home.info.password);
-  const dev = await home.call({ op: 'add_device', name: 'console5' });
-  await home.call({ op: 'start_dhcp', dev: dev.name, client: 'udhcpc' });
-  await home.call({ op: 'wait_ipv4', dev: dev.name });
-  await home.call({ op: 'cli', args: ['permit', dev.mac] });
-  await home.call({ op: 'wait_fetch', dev: dev.name, expect: true, timeout: 30 });
+  const dev = await permittedDevice(home, 'console5');
 
   await label(page, dev.mac).click();
   const box = page.locator('#panel .burst');

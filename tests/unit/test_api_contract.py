@@ -12,7 +12,7 @@ import pytest
 import schemathesis
 
 from contract import Contract, json_schema
-from homework.components.api import catalog, openapi
+from homework.components.api import catalog, changelog, openapi
 from homework.components.api.model import Invalid, Model, check_answer, field, parse
 from homework.components.api.routes import Access
 from homework.components.api.views import DevicePanel
@@ -69,6 +69,28 @@ def test_a_renamed_answer_field_is_caught_as_breaking():
     assert any(".dns_rules" in p and p.startswith("gone:") for p in problems), problems
     added = openapi.unnamed_additions(released(), surface_with(rename), CHANGELOG.read_text())
     assert any(".website_rules" in line for line in added)
+
+
+def test_make_openapi_names_an_unnamed_addition_in_the_changelog():
+    """changelog.with_additions (run by `make openapi`) adds a line for what Unreleased does
+    not name, in its generated section, and changes nothing once everything is named."""
+    def rename(fields):
+        tp, spec = fields.pop("dns_rules")
+        fields["website_rules"] = (tp, replace(spec, key="website_rules"))
+    current, text, doc = surface_with(rename), CHANGELOG.read_text(), openapi.document()
+    assert openapi.unnamed_additions(released(), current, text)
+    written = changelog.with_additions(text, released(), current, doc)
+    assert not openapi.unnamed_additions(released(), current, written)
+    section = written.split(changelog.SECTION, 1)[1].split("\n\n### ", 1)[0]
+    assert "`website_rules` in the answer of `GET /ws.v1/devices/{mac}`" in section
+    assert written.count(changelog.SECTION) == 1 and written.startswith(text.split(changelog.SECTION)[0])
+    assert changelog.with_additions(written, released(), current, doc) == written
+    assert changelog.with_additions(text, released(), openapi.surface(doc), doc) == text
+    # and the section as it stands is what the declarations give, made from nothing
+    generated = changelog.SECTION + text.split(changelog.SECTION, 1)[1].split("\n\n", 1)[0] + "\n\n"
+    bare = text.replace(generated, "")
+    assert changelog.SECTION not in bare
+    assert changelog.with_additions(bare, released(), openapi.surface(doc), doc) == text
 
 
 def test_an_answer_field_made_optional_is_breaking_and_one_made_required_is_not():

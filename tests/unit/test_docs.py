@@ -30,7 +30,7 @@ def test_config_md_is_generated_from_keys():
     current = (ROOT / "docs/config.md").read_text()
     assert current == config.markdown() + "\n", (
         "docs/config.md is out of date: run "
-        "`PYTHONPATH=nox-modules python3 -m homework.config --markdown > docs/config.md`")
+        "`make docs`")
 
 
 def test_config_md_lists_every_key():

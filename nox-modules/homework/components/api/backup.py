@@ -88,7 +88,8 @@ class BackupRoutes(RouteGroup):
     @post("/backup", Access.ADMIN, "Download a backup of the settings (admin): devices and decisions, names, DNS "
           "rules and modes, schedules, blocklist subscriptions, usage limits; the password and token hashes and "
           "webhooks encrypted with the passphrase", name="backupSettings", body=BackupBody, body_required=True,
-          answer=BackupFile, needs=BACKUP, errors={400: "no passphrase, or one shorter than 8 characters"})
+          answer=BackupFile, needs=BACKUP, errors={400: "no passphrase, or one shorter than 8 characters"},
+          board="backup")
     def backup(self, call, body):
         result = self.api.command("backup", passphrase=body.passphrase)
         resp = Response(json.dumps(result["document"], indent=1, sort_keys=True),
@@ -102,7 +103,7 @@ class BackupRoutes(RouteGroup):
           "force (GET /restore/status)", name="restoreSettings",
           body=RestoreBody, body_required=True, answer=Restored, needs=BACKUP, max_body=RESTORE_MAX_BODY,
           errors={400: "a wrong passphrase, a changed or damaged file, a newer release's backup or a bad row: "
-                       "nothing changed"})
+                       "nothing changed"}, board="restore")
     def restore(self, call, body):
         return self.api.command("restore", passphrase=body.passphrase, backup=body.backup)
 

@@ -66,7 +66,7 @@ class BlocklistRoutes(RouteGroup):
     tag = "dns"
 
     @get("/blocklists", Access.READ, "Blocklist subscriptions: rules, blocked queries, last fetch, last error; and "
-         "whether safe-search is on", name="listBlocklists", answer=Blocklists, needs=BLOCKLISTS)
+         "whether safe-search is on", name="listBlocklists", answer=Blocklists, needs=BLOCKLISTS, board="blocklists")
     def list_all(self, call):
         return self.api.command("blocklists")
 

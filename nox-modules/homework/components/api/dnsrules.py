@@ -85,19 +85,19 @@ class DnsRuleRoutes(RouteGroup):
 
     @post("/permit-dns/{mac}/{domain}", Access.ADMIN, "Permit access to domain d by client e", name="permit_dns",
           body=RuleBody, answer=RuleChange, own_access="mac", needs=DNS, params=RULE_PARAMS,
-          errors={404: NOT_SEEN})
+          errors={404: NOT_SEEN}, board="permitDns")
     def permit_dns(self, call, mac, domain, body):
         return self.set_rule("permit-dns", mac, domain, body)
 
     @post("/deny-dns/{mac}/{domain}", Access.ADMIN, "Deny access to domain d by client e", name="deny_dns",
           body=RuleBody, answer=RuleChange, own_access="mac", needs=DNS, params=RULE_PARAMS,
-          errors={404: NOT_SEEN})
+          errors={404: NOT_SEEN}, board="denyDns")
     def deny_dns(self, call, mac, domain, body):
         return self.set_rule("deny-dns", mac, domain, body)
 
     @post("/remove-dns-rule/{mac}/{domain}", Access.ADMIN, "Remove client e's rule for domain d",
           name="remove_dns_rule", answer=RuleRemoved, own_access="mac", needs=DNS, params=RULE_PARAMS,
-          errors={404: NOT_SEEN})
+          errors={404: NOT_SEEN}, board="removeDnsRule")
     def remove_dns_rule(self, call, mac, domain):
         return self.api.command("remove-dns-rule", mac=mac, domain=domain)
 

@@ -161,7 +161,7 @@ class IdentifyRoutes(RouteGroup):
          "when, where it has been, the names it looked up most today, its usage today and this week, its "
          "alerts and its events; as CSV (one row per event) with format=csv", name="getStory", query=StoryQuery,
          answer=Story, also="text/csv", needs=IDENTIFY, params={"mac": KNOWN_MAC},
-         errors={400: "format is neither json nor csv", 404: NOT_SEEN})
+         errors={400: "format is neither json nor csv", 404: NOT_SEEN}, board="story")
     def story(self, call, mac, query):
         told = self.api.command("device-story", mac=mac, format=query.format or "json")
         if query.format != "csv":

@@ -5,11 +5,14 @@
     POST /ws.v1/notifications/test
     GET  /ws.v1/webhooks | POST {"url"} | POST /webhooks/{id}/remove | GET /webhooks/deliveries?limit=
     GET  /ws.v1/notify/status                  MQTT (from the config file) and the WAN watch
+    GET  /ws.v1/notifications/presence | GET, POST {"on"} /notifications/presence/{mac}
+                                               tell me when this device comes home or leaves
 """
 from __future__ import annotations
 
 from typing import Any, Literal
 
+from .devices import KNOWN_MAC, NOT_SEEN
 from .model import Model, field
 from .routes import Access, Param, RouteGroup, get, needs, post
 
@@ -120,6 +123,18 @@ class NotifyStatus(Model):
     wan: WanStatus | None = field(doc="null without the wanwatch component")
 
 
+class PresenceAlert(Model):
+    """Whether the household is told when a device comes home (a new lease) or leaves (its lease ends)."""
+    mac: str
+    on: bool
+    text: str = field(doc="the same in words: 'You are told when Anna's phone comes home or leaves.'")
+
+
+class PresenceBody(Model):
+    usage = '{"on": true} or {"on": false}'
+    on: bool = field(doc="true: tell the household when the device comes home or leaves")
+
+
 class NotifyRoutes(RouteGroup):
     tag = "notify"
 
@@ -132,7 +147,7 @@ class NotifyRoutes(RouteGroup):
 
     @post("/notifications/read", Access.ADMIN, 'Mark notifications read: {"ids": [...]}, or an empty body for all '
           "(admin)", name="markNotificationsRead", body=ReadBody, answer=Marked, needs=NOTIFY,
-          errors={400: "an unknown field, or ids that are not a list of integers"})
+          errors={400: "an unknown field, or ids that are not a list of integers"}, board="markRead")
     def read(self, call, body):
         return self.api.command("notifications-read", ids=body.ids)
 
@@ -161,7 +176,7 @@ class NotifyRoutes(RouteGroup):
 
     @get("/webhooks/deliveries", Access.ADMIN, "The webhook delivery log, newest first: one row per attempt "
          "(admin)", name="webhookDeliveries", query=LimitQuery, answer=list[Delivery], needs=NOTIFY,
-         errors={400: "a limit that is not 1-500"})
+         errors={400: "a limit that is not 1-500"}, board="deliveries")
     def deliveries(self, call, query):
         return self.api.command("webhook-deliveries", limit=query.limit)
 
@@ -170,3 +185,22 @@ class NotifyRoutes(RouteGroup):
          needs=NOTIFY)
     def status(self, call):
         return self.api.command("notify-status")
+
+    @get("/notifications/presence", Access.READ, "Every device whose coming and going the household is told of "
+         "(the same as `homework presence-alerts`)", name="presenceAlerts", answer=list[PresenceAlert],
+         needs=NOTIFY)
+    def presence_alerts(self, call):
+        return self.api.command("presence-alerts")
+
+    @get("/notifications/presence/{mac}", Access.READ, "Whether the household is told when a device comes home "
+         "or leaves", name="presenceAlert", answer=PresenceAlert, needs=NOTIFY, params={"mac": KNOWN_MAC},
+         errors={404: NOT_SEEN})
+    def presence_alert(self, call, mac):
+        return self.api.command("presence-alert", mac=mac)
+
+    @post("/notifications/presence/{mac}", Access.ADMIN, "Tell the household when a device comes home (a new "
+          "lease) or leaves (its lease ends), or stop (admin)", name="setPresenceAlert", body=PresenceBody,
+          body_required=True, answer=PresenceAlert, needs=NOTIFY, own_access="mac", params={"mac": KNOWN_MAC},
+          errors={404: NOT_SEEN})
+    def set_presence_alert(self, call, mac, body):
+        return self.api.command("presence-alert", mac=mac, on=body.on)

@@ -4,7 +4,8 @@ which the API serves at /ws.v1/openapi.json; a unit test fails while the file is
 the declarations give.
 
     python -m homework.components.api.openapi            # print the document
-    python -m homework.components.api.openapi --write    # openapi.json and surface.txt
+    python -m homework.components.api.openapi --write    # openapi.json, the board's js/routes.js and
+                                                         # the changelog's unnamed additions (changelog.py)
 
 `surface()` lists what a client can rely on, one line per operation, request field and
 answer field (with its type); the changelog check (tests/unit/test_api_contract.py)
@@ -18,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from . import boardroutes, changelog
 from .catalog import GROUPS
 from .model import Schemas, _doc, is_model
 from .routes import Access, Operation, param
@@ -339,7 +341,11 @@ def main(argv: list[str]) -> int:
     doc = document()
     if "--write" in argv:
         OPENAPI.write_text(text(doc))
-        print(f"wrote {OPENAPI}")
+        boardroutes.ROUTES_JS.write_text(boardroutes.text(doc))
+        released = [line for line in SURFACE.read_text().splitlines() if line and not line.startswith("#")]
+        log = changelog.CHANGELOG.read_text()
+        changelog.CHANGELOG.write_text(changelog.with_additions(log, released, surface(doc), doc))
+        print(f"wrote {OPENAPI}, {boardroutes.ROUTES_JS} and {changelog.CHANGELOG}'s additions")
         return 0
     if "--release" in argv:       # a release: its surface becomes what later 1.x versions keep
         SURFACE.write_text(f"# ws.v1 {VERSION}: what a client of this version may rely on (openapi.py surface())\n"

@@ -198,18 +198,18 @@ class QosRoutes(RouteGroup):
     tag = "qos"
 
     @get("/qos", Access.READ, "Priorities and shaping: the link's rates, the classes, every device's and "
-         "application's class (read)", name="getQos", answer=QosView, needs=QOS)
+         "application's class (read)", name="getQos", answer=QosView, needs=QOS, board="qos")
     def show(self, call):
         return self.api.command("qos")
 
     @get("/qos/stats", Access.READ, "The last second's bytes, drops and rate per class and per device, both "
-         "directions (read)", name="getQosStats", answer=QosStats, needs=QOS)
+         "directions (read)", name="getQosStats", answer=QosStats, needs=QOS, board="qosStats")
     def stats(self, call):
         return self.api.command("qos-stats")
 
     @post("/qos/link", Access.ADMIN, "Set the line's rates (kbit/s) and shaping on or off; any subset (admin)",
           name="setQosLink", body=LinkBody, answer=QosView, needs=QOS,
-          errors={400: "a rate of 0, negative, not a whole number or over 10,000,000"})
+          errors={400: "a rate of 0, negative, not a whole number or over 10,000,000"}, board="qosLink")
     def link(self, call, body):
         data = body.given_items()
         if not data:
@@ -222,14 +222,15 @@ class QosRoutes(RouteGroup):
     @post("/qos/devices/{mac}", Access.ADMIN, "Put a device's whole traffic in a class, optionally only in a weekly "
           "window; default removes its rule (admin)", name="setQosDevice", body=DeviceBody, answer=QosView,
           needs=QOS, params={"mac": KNOWN_MAC}, own_access="mac",
-          errors={400: "unknown class (the message names the classes), bad window or MAC", 404: NOT_SEEN})
+          errors={400: "unknown class (the message names the classes), bad window or MAC", 404: NOT_SEEN},
+          board="qosDevice")
     def device(self, call, mac, body):
         window = body.window.given_items() if body.window is not None else None
         return self.api.command("qos-device", mac=mac, cls=body.class_, window=window)
 
     @post("/qos/apps", Access.ADMIN, "Create or replace (by name) an application: ports and/or domains, a class, a "
           "window (admin)", name="setQosApp", body=AppBody, answer=QosView, needs=QOS,
-          errors={400: "unknown class, bad ports, domains, name or window"})
+          errors={400: "unknown class, bad ports, domains, name or window"}, board="qosApp")
     def app_set(self, call, body):
         window = body.window.given_items() if body.window is not None else None
         return self.api.command("qos-app", name=body.name, cls=body.class_, ports=body.ports,
@@ -242,7 +243,7 @@ class QosRoutes(RouteGroup):
 
     @get("/qos/edge", Access.READ, "The household's priorities at the ISP's edge: whether an edge is configured "
          "and answers, connections wanted and placed there, how many carried traffic (honoured), refusals, and the "
-         "edge queues' packets and drops (read)", name="getQosEdge", answer=EdgeStatus, needs=QOS)
+         "edge queues' packets and drops (read)", name="getQosEdge", answer=EdgeStatus, needs=QOS, board="qosEdge")
     def edge(self, call):
         return self.api.command("qos-edge")
 
@@ -260,7 +261,7 @@ class QosRoutes(RouteGroup):
 
     @get("/qos/devices/{mac}/apps", Access.READ, "The applications a computer's agent reported and their "
          "priorities on it (read)", name="getQosHostApps", answer=HostApps, needs=QOS, params={"mac": KNOWN_MAC},
-         errors={404: NOT_SEEN})
+         errors={404: NOT_SEEN}, board="qosHostApps")
     def host_apps(self, call, mac):
         return self.api.command("qos-host-apps", mac=mac)
 

@@ -181,13 +181,13 @@ class QueryLogRoutes(RouteGroup):
             commands.register("dns-queries-summary", log.summary)
 
     @get("/dns/queries", Access.READ, "Recent DNS queries from hwdb's DnsQueries, newest first (the Guest Board's "
-         "query log)", name="dnsQueries", query=QueriesQuery, answer=QueryList, errors=HWDB_ERRORS)
+         "query log)", name="dnsQueries", query=QueriesQuery, answer=QueryList, errors=HWDB_ERRORS, board="queries")
     def queries(self, call, query):
         return self.api.command("dns-queries", **query.given_items())
 
     @get("/dns/queries/summary", Access.READ, "Per device: queries and blocked queries; the most blocked names "
          "(over the window hwdb holds)", name="dnsQueriesSummary", query=SummaryQuery, answer=QuerySummary,
-         errors=HWDB_ERRORS)
+         errors=HWDB_ERRORS, board="querySummary")
     def summary(self, call, query):
         return self.api.command("dns-queries-summary", **query.given_items())
 

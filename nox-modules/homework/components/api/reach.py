@@ -86,7 +86,8 @@ class ReachRoutes(RouteGroup):
     tag = "reach"
 
     @get("/forwards", Access.READ, "Every port forward, or one device's, each open or why it is closed",
-         name="listForwards", query=MacQuery, answer=list[Forward], needs=REACH, errors={404: NOT_SEEN})
+         name="listForwards", query=MacQuery, answer=list[Forward], needs=REACH, errors={404: NOT_SEEN},
+         board="forwards")
     def forwards(self, call, query):
         return self.api.command("forwards", mac=self.api.known_mac(query.mac) if query.mac else None)
 

@@ -79,7 +79,7 @@ class ResolverRoutes(RouteGroup):
     tag = "dns"
 
     @get("/dns/dnssec", Access.READ, "DNSSEC validation: on or off, and the domains it is off for (read)",
-         name="getDnssec", answer=Dnssec, needs=RESOLVER)
+         name="getDnssec", answer=Dnssec, needs=RESOLVER, board="dnssec")
     def dnssec(self, call):
         return self.api.command("dnssec")
 
@@ -102,7 +102,7 @@ class ResolverRoutes(RouteGroup):
 
     @get("/dns/upstream", Access.READ, "Where the router looks names up (plain DNS to the internet provider, or "
          "resolvers over TLS) and whether that works (read)", name="getDnsUpstream", answer=Upstream,
-         needs=RESOLVER)
+         needs=RESOLVER, board="dnsUpstream")
     def upstream(self, call):
         return self.api.command("dns-upstream")
 

@@ -22,7 +22,9 @@ Declared per route, and enforced by the app rather than by each handler:
   device may not call it about itself ("mac" for the path, "body.mac", "body.macs");
 - `needs`: the command (and so the component) without which the route answers 503;
 - `body`, `query`: models the request is parsed into (a 400 names what does not fit);
-- `answer`: the success body's type (the tests check every answer against it).
+- `answer`: the success body's type (the tests check every answer against it);
+- `board`: the Guest Board's name for the route, when not its operationId
+  (guestboard-ui/js/routes.js is generated from these declarations: boardroutes.py).
 """
 from __future__ import annotations
 
@@ -90,6 +92,7 @@ class Operation:
     request_type: str = "application/json"
     slash: bool = True                 # a trailing slash is accepted
     name: str = ""                     # operationId (default: the handler's name)
+    board: str = ""                    # the Guest Board's name for it in js/routes.js (default: the operationId)
     description: str = ""              # longer text for the document (default: the handler's docstring)
     example: Any = None
     events: dict | None = None         # a stream's events: name -> the model of its data (x-events)

@@ -75,7 +75,7 @@ class ScheduleRoutes(RouteGroup):
     tag = "schedules"
 
     @get("/schedules", Access.READ, "Schedules (bedtime windows): every one, or a device's own and its owner's",
-         name="listSchedules", query=ScheduleQuery, answer=list[Schedule], needs=SCHEDULES)
+         name="listSchedules", query=ScheduleQuery, answer=list[Schedule], needs=SCHEDULES, board="schedules")
     def schedules(self, call, query):
         return self.api.command("schedules", mac=self.api.mac(query.mac) if query.mac else None)
 
@@ -98,12 +98,12 @@ class ScheduleRoutes(RouteGroup):
 
     @post("/pause/{mac}", Access.ADMIN, "Pause a device's internet for some minutes (admin; default 60, the "
           "board's one tap)", name="pauseDevice", body=PauseBody, answer=PauseFacts, own_access="mac",
-          needs=SCHEDULES, params={"mac": KNOWN_MAC}, errors={404: NOT_SEEN})
+          needs=SCHEDULES, params={"mac": KNOWN_MAC}, errors={404: NOT_SEEN}, board="pause")
     def pause(self, call, mac, body):
         return self.api.command("pause", mac=mac, minutes=body.minutes)
 
     @post("/resume/{mac}", Access.ADMIN, "Resume a paused device now (admin); inside a pause window it stays open "
           "until the window ends", name="resumeDevice", answer=PauseFacts, own_access="mac", needs=SCHEDULES,
-          params={"mac": KNOWN_MAC}, errors={404: NOT_SEEN})
+          params={"mac": KNOWN_MAC}, errors={404: NOT_SEEN}, board="resume")
     def resume(self, call, mac):
         return self.api.command("resume", mac=mac)

@@ -85,7 +85,7 @@ class SystemRoutes(RouteGroup):
     tag = "system"
 
     @get("/system", Access.READ, "The router: software version, uptime, time zone, state schema version and update "
-         "slot", name="getSystem", answer=SystemInfo)
+         "slot", name="getSystem", answer=SystemInfo, board="system")
     def system(self, call):
         return self.api.command("system-info")
 
@@ -99,7 +99,7 @@ class SystemRoutes(RouteGroup):
           "session ends", name="changePassword", body=PasswordBody, body_required=True, answer=PasswordChanged,
           errors={400: "the current password is wrong, or the new one is not 8 to 256 characters",
                   429: "too many wrong passwords from this device (or address); see Retry-After",
-                  503: "too many password checks under way; see Retry-After"})
+                  503: "too many password checks under way; see Retry-After"}, board="password")
     def password(self, call, body):
         api = self.api
         if not api.password_ok(call, body.old):

@@ -106,7 +106,7 @@ class UpdateRoutes(RouteGroup):
           errors={400: "update refused: the reason (signature, architecture, older version, truncated, ...); "
                        "nothing written",
                   409: "an update is already under way, or updates are off here",
-                  507: "not enough room for the upload"})
+                  507: "not enough room for the upload"}, board="upload")
     def upload(self, call):
         up = self.updater()
         kind = (call.req.content_type or "").lower()
@@ -134,7 +134,7 @@ class UpdateRoutes(RouteGroup):
             raise ApiError(exc.status, str(exc)) from None
 
     @get("/system/update", Access.READ, "Update progress and the A/B slots: state idle|receiving|verifying|writing|"
-         "ready-to-reboot|failed", name="getUpdate", answer=UpdateStatus)
+         "ready-to-reboot|failed", name="getUpdate", answer=UpdateStatus, board="update")
     def status(self, call):
         return self.api.command("update-status")
 

@@ -42,7 +42,7 @@ class WifiRoutes(RouteGroup):
     tag = "system"
 
     @get("/wifi", Access.READ, "The Wi-Fi network name and the interfaces it is served on; whether a passphrase "
-         "is set (the passphrase itself is never returned)", name="getWifi", answer=WifiInfo)
+         "is set (the passphrase itself is never returned)", name="getWifi", answer=WifiInfo, board="wifi")
     def info(self, call):
         return self.api.command("wifi-info")
 

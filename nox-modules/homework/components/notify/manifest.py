@@ -1,11 +1,13 @@
 """Notify's manifest (homework/manifest.py): the notifications and delivery logs (not
-backed up), the webhooks with their signing secrets (backed up, encrypted), what it
-hears and publishes, its counters."""
+backed up), the webhooks with their signing secrets (backed up, encrypted), the devices'
+presence alerts (settings rows, backed up), what it hears and publishes, its counters and
+its commands' CLI form."""
 from __future__ import annotations
 
 from ... import events, rowcheck
 from ...interfaces import BrokerStatus
 from ...manifest import Manifest, NotBackedUp, Secrets
+from .component import PRESENCE, check_presence
 from .webhooks import BadWebhook, check_url
 
 
@@ -32,7 +34,11 @@ MANIFEST = Manifest(
     routes=("notifications",),
     needs={"broker": BrokerStatus},
     publishes=(events.Notification,),
-    hears=(events.Device, events.Alert),
+    hears=(events.Device, events.Alert, events.Lease),
+    settings_keys={PRESENCE: check_presence},          # a device's presence alert: notify.presence.<mac> = on
+    carries={PRESENCE: "presence alert"},
+    cli={"presence-alert": (("mac", "on?"), "tell me when this device comes home or leaves: on or off (none: show)"),
+         "presence-alerts": ((), "the devices whose coming and going you are told of")},
     counters={
         "notify.notifications": "notifications kept",
         "notify.deduplicated": "notifications left out as a repeat of a recent one",
@@ -40,5 +46,6 @@ MANIFEST = Manifest(
         "notify.webhook_failed": "webhook delivery attempts that failed",
         "notify.webhook_given_up": "webhook deliveries given up after their last attempt",
         "notify.webhook_dropped": "webhook deliveries dropped because the queue was full",
+        "notify.presence": "leases begun or ended of devices whose presence alert is on",
     },
 )
