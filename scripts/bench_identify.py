@@ -11,8 +11,9 @@ controller's own CPU, not the machine's):
      (off, on, on, off, ...) so a busy spell does not land on one. Per DISCOVER: the
      median of the rounds' means; the ratio on/off is the cost. Two cadences of identify's
      timer (its `drain`, every 0.25 s on the controller): after the burst (a burst of new
-     devices is handled well within one period), and after every 8 devices (the timer
-     between the DISCOVERs, whose caches it leaves colder). Each gives the DISCOVER's
+     devices is handled well within one period), and after every EVERY (25) devices: the
+     timer's period at 100 new devices a second, the crowd bench's rate; the handler
+     right after a pass runs with the caches the pass left colder. Each gives the DISCOVER's
      handler alone, the timer's passes per device, and the two together: all the CPU
      the controller spends on a new device. A known device's path is measured the same
      way: the same devices' DISCOVERs again (a fingerprint already heard is not news:
@@ -24,12 +25,13 @@ controller's own CPU, not the machine's):
      times over, a vendor class of control bytes, a garbage user class, an option cut off)
      against an iPhone's, and the announcement listener parsing a large mDNS announcement
      against one whose header declares thousands of records (rejected unparsed); medians.
-  4. Memory per device: what the identify component holds (evidence and guess) for
-     DEVICES devices, by tracemalloc, divided by DEVICES.
+  4. Memory per device: what the identify component holds (evidence, guess, the marks
+     index, the inbox's news keys) once its timer has read a DISCOVER of each of DEVICES
+     devices, by tracemalloc, divided by DEVICES.
 
 homework-dhcpd's side is in `make bench`'s DHCP section: its "homework-dhcpd+identify"
 column against "homework-dhcpd" in the same run (scripts/bench_dhcp.py).
-Environment: BENCH_IDENTIFY_DEVICES (500), BENCH_IDENTIFY_ROUNDS (6). JSON in out/bench-identify.json.
+Environment: BENCH_IDENTIFY_DEVICES (500), BENCH_IDENTIFY_ROUNDS (6), BENCH_IDENTIFY_EVERY (25). JSON in out/bench-identify.json.
 """
 from __future__ import annotations
 
@@ -132,19 +134,25 @@ def one_round(identify: bool, round_no: int, every: int) -> dict[str, float]:
 
 
 def memory_per_device() -> float:
+    """What identify keeps per device (evidence, guess, the marks index, the inbox's
+    news keys) once its timer has read a DISCOVER of each: bytes allocated by its own
+    code (components/identify, fingerprint.py) and still held, per device."""
     with tempfile.TemporaryDirectory(prefix="bench-identify-") as d:
         core = controller(d, True)
         identify = core.ctx.component("identify")
-        evidence = [{"prl": ",".join(str(b) for b in dict(k)[55]), "hostname": (dict(k).get(12) or b"").decode()}
-                    for k in KINDS]
+        options = [b"".join(bytes([code, len(value)]) + value for code, value in kind) + b"\xff" for kind in KINDS]
         tracemalloc.start()
         before = tracemalloc.take_snapshot()
         for i in range(DEVICES):
-            identify.add(mac_of(99, i), {k: v for k, v in evidence[i % len(evidence)].items() if v})
+            identify.inbox.dhcp4(mac_of(99, i), options[i % len(options)])
+        while len(identify.inbox):
+            identify.drain()
+        assert len(identify.guesses) == DEVICES
         after = tracemalloc.take_snapshot()
         tracemalloc.stop()
         grown = sum(s.size_diff for s in after.compare_to(before, "filename")
-                    if "components/identify" in s.traceback[0].filename)
+                    if "components/identify" in s.traceback[0].filename
+                    or s.traceback[0].filename.endswith("homework/fingerprint.py"))
         core.stop()
         return grown / DEVICES
 
@@ -163,7 +171,10 @@ def classify_us() -> float:
     return statistics.median(times) * 1e6
 
 
-CADENCES = (("after the burst", DEVICES), ("every 8 devices", 8))
+# identify's timer passes every 0.25 s: at the crowd bench's 100 new devices a second that is
+# one pass every 25 devices (BENCH_IDENTIFY_EVERY: another cadence)
+EVERY = int(os.environ.get("BENCH_IDENTIFY_EVERY", "25"))
+CADENCES = (("after the burst", DEVICES), (f"every {EVERY} devices", EVERY))
 
 
 def _median_us(fn, times: int = 300) -> float:
@@ -227,7 +238,7 @@ def main() -> int:
     print(f"Identification: the controller's CPU for a new device with it off and on, {DEVICES} new devices a round, "
           f"median of {len(order) // 2} rounds each, alternating (the strict fake switch: the controller's own CPU); "
           f"identify's timer (which reads, classifies and keeps what the device said, after the answer went out) "
-          f"after the burst or after every 8 devices")
+          f"after the burst or after every {EVERY} devices")
 
     def row(name: str, figures: dict[str, float]) -> tuple[str, str, str, str]:
         off, on = figures["off"], figures["on"]
@@ -243,7 +254,7 @@ def main() -> int:
     rows += [row("the same device's DISCOVER again (nothing new)", again),
              ("one classification (the catalog's index, its candidates tried)", "",
               f"{result['classify_us']:.0f} us", ""),
-             ("memory per device (evidence and guess)", "", f"{result['bytes_per_device']:.0f} B", "")]
+             ("memory per device (evidence, guess, index, news keys)", "", f"{result['bytes_per_device']:.0f} B", "")]
     bad = result["bad_input"]
     rows += [("the timer reading an iPhone's DISCOVER", "", f"{bad['iphone_request_us']:.0f} us", ""),
              ("... a hostile one (every request code x4, control bytes, garbage 77, cut off)", "",

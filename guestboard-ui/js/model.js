@@ -28,7 +28,7 @@ HW.model = (function () {
     Metrics: { rssi: true, retrans: true, bps: true, today_bytes: true, seen_at: true, leave_after: true },
     DeviceFacts: {
       flow_limited: true, attached: "Attached", ipv6_prefix: true, usage_blocked: true, usage_slowed: true,
-      usage_burst: "UsageBurst",
+      usage_slow_kbps: true, usage_limit: "UsageLimit", usage_burst: "UsageBurst",
       dns_name: true, paused: true, paused_by: true, paused_until: true, in_schedule: true, priority: true,
       wired: true, radio: true, band: true, leave_after: true, may_open_ports: true, open_ports: "OpenPorts",
       away: "Away", identity: "IdentityView"
@@ -56,6 +56,7 @@ HW.model = (function () {
     DevicePanel: { _extends: "BoardDevice", alerts: ["Alert"], dns_rules: "DnsRules" },
 
     UsageBurst: { mac: true, bytes: true, minutes: true, text: true },
+    UsageLimit: { target: true, period: true, allowance: true, action: true, rate: true, text: true },
     PresenceAlert: { mac: true, on: true, text: true },
     PauseFacts: { mac: true, paused: true, paused_by: true, paused_until: true, in_schedule: true },
     Schedule: { id: true, mac: true, owner: true, action: true, window: true },

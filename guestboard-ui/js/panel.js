@@ -1,6 +1,6 @@
 /* The per-device panel (tap a label): let it in or refuse it, its traffic now and today and a
    chart of the last hour/day/month (one source for every byte figure: the router's usage
-   count), pause and bedtime, priority, website rules, blacklist and forget, recent alerts;
+   count), pause and bedtime, priority, allowance, website rules, blacklist and forget, recent alerts;
    and the naming dialog shown after a first permit. Laid out in three columns on a
    1024x600 screen (index.html), so nothing a household does here is below the fold. */
 window.HW = window.HW || {};
@@ -66,6 +66,7 @@ HW.panel = (function ($) {
     fillPause(d);
     fillPriority(d);
     fillBurst(d);
+    fillAllowance(d);
     fillPresence(d);
     if (HW.identify) HW.identify.fill(d);   // what it is, why the router thinks so (identify.js)
     if (HW.reach) HW.reach.fill(d);      // open from the internet (reach.js)
@@ -135,6 +136,41 @@ HW.panel = (function ($) {
       f.elements.size.value = d.usage_burst ? Math.round(d.usage_burst.bytes / 1e6) + "M" : "";
       f.elements.minutes.value = d.usage_burst ? d.usage_burst.minutes : 10;
     }
+  }
+
+  /* Allowance: so much a day or a month, and what happens once it is used up (slowed to a
+     rate, no internet, or the household only told): POST usage/limits, removed with POST
+     usage/limits/remove. The router checks what is typed (the same check as the CLI's), and
+     its answer's words are shown. Hidden without the usage component (no `usage_limit` in
+     the view) and for devices not let in. An owner's allowance counts all their devices. */
+  function fillAllowance(d) {
+    var $box = $("#panel .allowance"), limit = d.usage_limit;
+    $box.prop("hidden", limit === undefined || d.state !== "permitted").data("limit", limit || null);
+    var now = d.usage_blocked ? " Used up: its internet is off."
+      : d.usage_slowed ? " Used up: it is slowed down." : "";
+    $box.find(".allowance-note").text(limit ? "Allowance: " + limit.text + "." + now
+                                            : "No allowance: it may use as much as it likes.");
+    $box.find(".allowance-off").prop("hidden", !limit)
+      .attr("aria-label", "Remove the allowance of " + (d.label || d.mac));
+    if (d.mac !== $box.attr("data-mac")) {       // another device: its own setting in the form
+      $box.attr("data-mac", d.mac).find(".allowance-error").text("");
+      var f = $box.find(".allowance-form")[0];
+      f.elements.allowance.value = limit ? Math.round(limit.allowance / 1e6) + "M" : "";
+      f.elements.period.value = limit ? limit.period : "day";
+      f.elements.action.value = limit ? limit.action : "slow";
+      f.elements.rate.value = limit && limit.rate ? limit.rate + "kbit" : "1mbit";
+      showRate(f);
+    }
+  }
+
+  function showRate(form) {
+    $(form.elements.rate).prop("hidden", form.elements.action.value !== "slow");
+  }
+
+  function allowanceChanged(mac) {
+    if (current !== mac) return;
+    $("#panel .allowance").removeAttr("data-mac");     // the form shows what the router kept
+    changed();
   }
 
   function burstChanged(mac) {
@@ -400,6 +436,23 @@ HW.panel = (function ($) {
       HW.api.request("setUsageBurst", null, { mac: mac, size: f.elements.size.value.trim(),
                                              minutes: Number(f.elements.minutes.value) })
         .done(function () { burstChanged(mac); }).fail(fail($p.find(".burst-error")));
+    });
+    $p.find(".allowance-form").on("submit", function (e) {
+      e.preventDefault();
+      var f = this, mac = current, body = { mac: mac, allowance: f.elements.allowance.value.trim(),
+                                           period: f.elements.period.value, action: f.elements.action.value };
+      if (body.action === "slow") body.rate = f.elements.rate.value.trim();
+      $p.find(".allowance-error").text("");
+      HW.api.request("setUsageLimit", null, body)
+        .done(function () { allowanceChanged(mac); }).fail(fail($p.find(".allowance-error")));
+    });
+    $p.find(".allowance-form select[name=action]").on("change", function () { showRate(this.form); });
+    $p.find(".allowance-off").on("click", function () {
+      var mac = current, limit = $p.find(".allowance").data("limit"), owner = "owner:";
+      var body = limit && limit.target.indexOf(owner) === 0 ? { owner: limit.target.slice(owner.length) } : { mac: mac };
+      $p.find(".allowance-error").text("");
+      HW.api.request("removeUsageLimit", null, body)
+        .done(function () { allowanceChanged(mac); }).fail(fail($p.find(".allowance-error")));
     });
     $p.find(".burst-off").on("click", function () {
       var mac = current;

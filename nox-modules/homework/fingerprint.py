@@ -136,5 +136,15 @@ def from_note(fp) -> dict[str, str]:
     for key in DHCP4_FIELDS:
         value = fp.get(key)
         if isinstance(value, str | int) and not isinstance(value, bool):
-            out[key] = text(str(value))
+            out[key] = _codes(str(value)) if key in CODE_LISTS else text(str(value))
     return {k: v for k, v in out.items() if v}
+
+
+CODE_LISTS = ("prl", "options")      # lists of option codes: bounded by codes, as dhcp4 bounds them
+
+
+def _codes(listed: str) -> str:
+    """A note's list of option codes as dhcp4 writes one: at most TEXT_MAX codes (not
+    characters: a long request list keeps its codes whole), each a number below 256."""
+    codes = listed.split(",", TEXT_MAX)[:TEXT_MAX]
+    return ",".join(c for c in codes if c.isdigit() and len(c) <= 3 and int(c) < 256)

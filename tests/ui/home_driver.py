@@ -29,6 +29,8 @@ sends one JSON request per line on stdin and reads one JSON answer per line on s
     {"op": "natpmp", "dev": "dev1", "public": 9300, "private": 8080}  -> {"output": natpmpc's}
     {"op": "remote_connect", "mac": ..}   (a WireGuard client in the emulated internet, from its file)
     {"op": "page", "dev": "dev1", "url": .., "family": 4|6}  -> {"code": .., "body": ..} (what its browser shows)
+    {"op": "iperf_servers"} / {"op": "rates", "devs": [..], "family": 4}  -> {"kbit": {dev: ..}} (downloads at once)
+    {"op": "mqtt_subscribe"} / {"op": "mqtt_received"}  -> {"messages": [{topic, payload}]} (the router's broker)
     {"op": "wait_ipv6", "dev": "dev1"}  -> {"ipv6": [..], "router6": its IPv6 router address}
     {"op": "quit"}
 
@@ -49,7 +51,7 @@ import sys
 import time
 import traceback
 
-from homelab import REPO, WEB_ADDR
+from homelab import REPO, WEB6_ADDR, WEB_ADDR
 from homelab.web import Web, web_home
 from homework.state import StateStore
 
@@ -66,6 +68,9 @@ class Driver:
         # (the test sets it up in the browser: first_hour.test.mjs).
         self.laptop_set_up = config.pop("laptop_set_up", True)
         kw = {"public_wan": config.pop("public_wan", False)}      # UPnP mappings (homelab.PUBLIC_WAN_ADDR)
+        # {"isp_link": {"down_kbit": .., "up_kbit": .., "buffer_ms": ..}}: the slow line of `make run`
+        if config.get("isp_link"):
+            kw["isp_link"] = config.pop("isp_link")
         # {"isp_edge": true}: the WAN line runs through an ISP edge (homelab/isp_edge.py)
         self.edge = None
         if config.pop("isp_edge", False):
@@ -447,6 +452,83 @@ class Driver:
         problems = [CONTRACT.check(a["method"], a["url"], a["status"], a["type"], a.get("body") or "")
                     for a in req["answers"]]
         return {"checked": len(req["answers"]), "problems": sorted({p for p in problems if p})}
+
+    # -- throughput through the home's ISP link (iperf3 in the emulated internet) -------------
+    IPERF_PORTS = (5201, 5202)
+
+    def op_iperf_servers(self, req):
+        """iperf3 servers on the internet's web addresses, both families, one per port of
+        IPERF_PORTS (one test at a time each: two devices measured at once use two)."""
+        for addr in (WEB_ADDR, WEB6_ADDR):
+            for port in self.IPERF_PORTS:
+                self.home.internet_popen(["iperf3", "-s", "-B", addr, "-p", str(port)],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 15
+        while len(self.home.internet(["ss", "-Hltn", "( sport = :5201 or sport = :5202 )"]).stdout.splitlines()) < 4:
+            if time.monotonic() > deadline:
+                raise TimeoutError("the iperf3 servers did not start")
+            time.sleep(0.1)
+        return {}
+
+    def op_rates(self, req):
+        """{"op": "rates", "devs": ["dev1", "dev2"], "family": 4|6, "seconds": 4} -> {"kbit":
+        {dev: kbit/s}}: each device downloads from the internet at the same time (iperf3 -R,
+        the receiver's rate), each from a server of its own."""
+        import re
+        import threading
+        from homelab.iperf import transfer
+        addr = WEB6_ADDR if req.get("family") == 6 else WEB_ADDR
+        seconds = int(req.get("seconds", 4))
+        out: dict[str, str | BaseException] = {}
+
+        def run(name, port):
+            try:
+                out[name] = transfer(self.devices[name], addr, port, seconds, reverse=True)
+            except BaseException as exc:       # noqa: BLE001 - reported below, in the answer
+                out[name] = exc
+        threads = [threading.Thread(target=run, args=(name, port))
+                   for name, port in zip(req["devs"], self.IPERF_PORTS, strict=False)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        kbit = {}
+        for name, got in out.items():
+            if isinstance(got, BaseException):
+                raise RuntimeError(f"{name}: {got}")
+            row = [line for line in got.splitlines() if "receiver" in line][-1]
+            value, unit = re.search(r"([\d.]+) ([KMG]?)bits/sec", row).groups()
+            kbit[name] = float(value) * {"": 1e-3, "K": 1, "M": 1e3, "G": 1e6}[unit]
+        return {"kbit": kbit}
+
+    # -- an MQTT subscriber on the router's broker (mosquitto, as the image's) -----------------
+    def op_mqtt_subscribe(self, req):
+        """mosquitto_sub on the router's own broker, subscribed to `topic` (and to a probe
+        topic it is seen subscribed on before this answers), every message a line of a file."""
+        from homelab.household import MQTT_PORT
+        topic = req.get("topic", "homework/notification")
+        self.mqtt_out = self.home.dir / "ui-mqtt-received.txt"
+        out = open(self.mqtt_out, "w")
+        self.home.router_popen(["mosquitto_sub", "-h", "127.0.0.1", "-p", str(MQTT_PORT), "-v",
+                                "-t", topic, "-t", "homelab/probe"], stdout=out, stderr=subprocess.DEVNULL)
+        out.close()
+        deadline = time.monotonic() + 20
+        while "homelab/probe" not in self.mqtt_out.read_text():
+            if time.monotonic() > deadline:
+                raise TimeoutError("the MQTT subscriber never heard its probe")
+            self.home.router(["mosquitto_pub", "-h", "127.0.0.1", "-p", str(MQTT_PORT), "-t", "homelab/probe",
+                              "-m", "probe"], check=False)
+            time.sleep(0.2)
+        return {"topic": topic}
+
+    def op_mqtt_received(self, req):
+        """{"op": "mqtt_received"} -> {"messages": [{"topic", "payload"}]} (the probe left out)."""
+        messages = []
+        for line in self.mqtt_out.read_text().splitlines():
+            topic, _, payload = line.partition(" ")
+            if topic != "homelab/probe":
+                messages.append({"topic": topic, "payload": payload})
+        return {"messages": messages}
 
     # -- what a device sees -------------------------------------------------------------------
     def op_page(self, req):

@@ -2,7 +2,8 @@
 // emulated home with the whole DNS path, schedules, priorities and usage: a device asking to
 // join is let in or refused with its label's buttons, by keyboard; the device panel shows
 // Pause, Priority and the bedtimes without scrolling, switches Pause to Resume, shows and
-// removes website rules (the device then resolves the name again), and writes every byte
+// removes website rules (the device then resolves the name again), sets, shows and removes an
+// allowance (typed by keyboard; a bad amount refused in the router's words), and writes every byte
 // figure from one source (the panel's Today is the router's count of the day; an idle chart
 // has no repeated ticks). axe-core finds no serious or critical accessibility problem on the
 // board, the open panel and every other page.
@@ -136,6 +137,73 @@ test('the panel at 1024x600: everything in view, Pause switches to Resume, rules
   const rules = JSON.parse(await cli('--json', 'dns-rules', dev.mac)).rules;
   assert.deepEqual(rules, []);
   await resolves(dev, 'kids.test', true);
+  await panel.locator('button.close').click();
+});
+
+test('an allowance from the panel, by keyboard: refused with the router\'s words, set, used up and slowed, removed', { timeout: 300000 }, async () => {
+  const dev = await permittedDevice(home, 'console5');
+  await home.call({ op: 'download', dev: dev.name, bytes: 2000000 });
+  const counted = async () => JSON.parse(await cli('--json', 'usage', 'day', 'device')).rows
+    .filter((r) => r.who === dev.mac).reduce((n, r) => n + r.total, 0);
+  for (let i = 0; (await counted()) < 1500000; i++) {        // the router has counted the download
+    assert.ok(i < 120, `the router counted only ${await counted()} bytes of a 2 MB download`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  await label(page, dev.mac).click();
+  const panel = page.locator('#panel');
+  const box = panel.locator('.allowance');
+  await box.waitFor({ state: 'visible' });
+  await box.locator('.allowance-note', { hasText: 'No allowance: it may use as much as it likes.' }).waitFor();
+  assert.equal(await box.locator('button.allowance-off').isVisible(), false, 'nothing to remove yet');
+  const form = box.locator('form.allowance-form');
+  const amount = form.locator('input[name=allowance]');
+  assert.equal(await amount.getAttribute('aria-label'), 'Allowance, e.g. 500M or 2G');
+
+  // typed, not clicked: the amount, Tab to the period, Tab to what happens, Enter to set
+  await amount.focus();
+  await page.keyboard.type('lots');
+  await page.keyboard.press('Enter');
+  await box.locator('.allowance-error', { hasText: 'the allowance must be a size such as 500M or 2G' }).waitFor();
+  assert.deepEqual(JSON.parse(await cli('--json', 'usage-limits')), [], 'a refused allowance changes nothing');
+
+  await amount.fill('');
+  await amount.focus();
+  await page.keyboard.type('1M');
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement.getAttribute('aria-label')), 'Per');
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement.getAttribute('aria-label')), 'When it is used up');
+  assert.equal(await form.locator('select[name=action]').inputValue(), 'slow');
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement.getAttribute('name')), 'rate');
+  await page.keyboard.press('Control+A');
+  await page.keyboard.type('512kbit');
+  await page.keyboard.press('Enter');
+  // it used 2 MB today already: used up at once, and the panel and its label say so
+  const note = box.locator('.allowance-note');
+  await note.filter({ hasText: 'Used up: it is slowed down.' }).waitFor({ timeout: 60000 });
+  assert.equal(await note.innerText(), 'Allowance: 1 MB a day; once it is used up, slowed to 512 kbit/s until the ' +
+                                       'day is over. Used up: it is slowed down.');
+  assert.equal(await box.locator('.allowance-error').innerText(), '');
+  const limits = JSON.parse(await cli('--json', 'usage-limits'));
+  assert.deepEqual(limits.map((l) => [l.target, l.allowance, l.period, l.action, l.rate]),
+                   [[dev.mac, 1000000, 'day', 'slow', 512]]);
+  await label(page, dev.mac).filter({ hasText: 'slowed: usage limit' }).waitFor({ timeout: 30000 });
+  await noSeriousViolations('the panel with an allowance', '#panel');
+  await screenshot(page, 'panel-04-allowance');
+
+  // "no internet" has no rate to type: its field goes
+  await form.locator('select[name=action]').selectOption('block');
+  assert.equal(await form.locator('input[name=rate]').isVisible(), false);
+  await form.locator('select[name=action]').selectOption('slow');
+  assert.equal(await form.locator('input[name=rate]').isVisible(), true);
+
+  await box.locator('button.allowance-off').focus();
+  await page.keyboard.press('Enter');
+  await note.filter({ hasText: 'No allowance' }).waitFor();
+  assert.deepEqual(JSON.parse(await cli('--json', 'usage-limits')), []);
+  await label(page, dev.mac).filter({ hasText: 'console5' }).filter({ hasNotText: 'usage limit' }).waitFor({ timeout: 30000 });
+  await home.call({ op: 'wait_fetch', dev: dev.name, expect: true, timeout: 10 });
   await panel.locator('button.close').click();
 });
 

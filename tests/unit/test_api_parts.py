@@ -95,6 +95,20 @@ def test_debian_ieee_data_is_used():
     assert OuiTable().vendor("40:4e:36:00:00:01") == "HTC Corporation"
 
 
+def test_the_registry_is_read_once_and_off_the_loop(tmp_path, monkeypatch):
+    """Tens of thousands of lines: read through worker.offload (a real OS thread under the
+    controller's eventlet), once, however many ask."""
+    from homework import oui
+    (tmp_path / "oui.csv").write_text("Registry,Assignment,Organization Name,Organization Address\n"
+                                      "MA-L,404E36,HTC Corporation,Taoyuan\n")
+    offloaded = []
+    monkeypatch.setattr(oui, "offload", lambda fn, *args: offloaded.append(fn.__name__) or fn(*args))
+    t = OuiTable(tmp_path)
+    t.load()
+    assert t.vendor("40:4e:36:00:00:01") == "HTC Corporation" and t.vendor("40:4e:36:00:00:02")
+    assert offloaded == ["_read"]
+
+
 @pytest.fixture
 def core(tmp_path, clock):
     sysnet = tmp_path / "sys"

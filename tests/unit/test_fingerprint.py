@@ -73,3 +73,12 @@ def test_the_news_key_tells_apart_what_a_plain_join_would_not():
     a = fingerprint.key4({12: b"a\x00b", 60: b""})
     b = fingerprint.key4({12: b"a", 60: b"b"})
     assert a != b and fingerprint.key4({50: b"\x0a\x00\x00\x02", 12: b"x"}) == fingerprint.key4({12: b"x"})
+
+
+def test_a_note_s_request_list_is_bounded_by_codes_as_the_controller_s_own_reading_is():
+    long_list = bytes(range(1, 100))
+    controller = fingerprint.dhcp4({55: long_list})["prl"]
+    note = fingerprint.from_note({"prl": ",".join(str(c) for c in long_list)})["prl"]
+    assert note == controller and len(controller.split(",")) == 64
+    assert fingerprint.from_note({"prl": "1,3,x,999,6," + "7," * 5000, "options": "53,,55"}) == \
+        {"prl": "1,3,6," + ",".join(["7"] * 59), "options": "53,55"}

@@ -83,6 +83,15 @@ def test_list_is_bounded_and_alert_bursts_deduplicated(tmp_path, clock):
     assert core.counters.get("notify.deduplicated") == 4
 
 
+def test_an_allowance_that_slows_is_news_after_one_that_cut_off(tmp_path, clock):
+    core = make(tmp_path, clock)
+    for action in ("block", "block", "slow"):      # the second block within a minute is the same news
+        core.bus.publish("alert", mac=A, kind="usage-limit", detail="used up", data={"action": action})
+    listed = core.commands.call("notifications", limit=100)["notifications"]
+    assert len(listed) == 2 and all(n["kind"] == "alert-usage-limit" for n in listed)
+    assert core.counters.get("notify.deduplicated") == 1
+
+
 def test_bad_arguments_are_clear_errors(core):
     with pytest.raises(CommandError, match="ids must be"):
         core.commands.call("notifications-read", ids=["1"])

@@ -156,7 +156,8 @@ def test_api_limits_block_shows_in_the_device_view_and_lift(api, clock):
     assert api.call("POST", "usage/limits", body, token=ro).status_int == 403
     r = api.call("POST", "usage/limits", body, token=admin)
     assert r.status_int == 200, r.text
-    assert r.json == {"target": A, "period": "day", "allowance": 1000, "action": "notify"}
+    assert r.json == {"target": A, "period": "day", "allowance": 1000, "action": "notify",
+                      "text": "1 kB a day; once it is used up, the household is told, nothing is cut"}
     for bad in ({"mac": A, "allowance": "1K", "action": "throttle"}, {"allowance": "1K"}, {"mac": A, "allowance": "x"},
                 {"mac": A, "allowance": 5, "colour": "red"}, {"mac": 5, "allowance": 5}):
         assert api.call("POST", "usage/limits", bad, token=admin).status_int == 400, bad

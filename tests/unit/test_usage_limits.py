@@ -155,10 +155,23 @@ def test_a_short_test_period_ends_the_block(tmp_path, clock):
     ({"mac": A, "allowance": 1, "action": "slow", "rate": "1kbit"}, "between 8 kbit/s"),
     ({"mac": A, "allowance": 1, "action": "slow", "rate": "20gbit"}, "between 8 kbit/s"),
     ({"mac": A, "allowance": 1, "action": "block", "rate": "1mbit"}, "only for the action slow"),
-    ({"mac": A}, "give the allowance")])
+    ({"mac": A}, "give the allowance"),
+    ({"mac": A, "allowance": "lots"}, "the allowance must be a size such as 500M or 2G, got 'lots'")])
 def test_bad_limits_are_clear_errors(home, kw, message):
     with pytest.raises(CommandError, match=message):
         home.commands.call("usage-limit", **kw)
+
+
+@pytest.mark.parametrize("kw, words", [
+    ({"mac": A, "allowance": "20M", "action": "slow", "rate": "1mbit"},
+     "20 MB a day; once it is used up, slowed to 1 Mbit/s until the day is over"),
+    ({"mac": A, "allowance": "2.5G", "period": "month", "action": "block"},
+     "2.5 GB a month; once it is used up, no internet until the month is over"),
+    ({"owner": "Sam", "allowance": "500M", "action": "notify"},
+     "500 MB a day for all of Sam's devices together; once it is used up, the household is told, nothing is cut")])
+def test_a_limit_says_itself_in_words(home, kw, words):
+    assert home.commands.call("usage-limit", **kw)["text"] == words
+    assert [lim["text"] for lim in home.commands.call("usage-limits")] == [words]
 
 
 def test_limits_read_state_db_once_per_period_not_per_event(home, clock):

@@ -38,6 +38,8 @@ class UsageLimit(Model):
     allowance: int = field(doc="bytes per period")
     action: Literal["notify", "slow", "block"]
     rate: int = field(optional=True, doc="slow: kbit/s the device keeps once the allowance is used")
+    text: str = field(doc="the same in words: '20 MB a day; once it is used up, slowed to "
+                                         "1 Mbit/s until the day is over'")
 
 
 class UsageBurst(Model):

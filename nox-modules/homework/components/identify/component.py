@@ -8,8 +8,8 @@ A guess never decides anything: nothing here permits, denies or names a device.
 Cost: nothing on the DHCP path but a dict store. dhcp and routing hand a message's raw
 bytes to the inbox (inbox.py, offered to them as interfaces.DeviceSays); every
 DRAIN_SECONDS the timer reads a batch (fingerprint.py), compares each with what the
-device said before and, when it is new, classifies it (a few dozen regular expressions)
-and queues it for the state db (`defer`, written behind), then tells the board (an
+device said before and, when it is new, classifies it (the few rules the catalog's index
+picks) and queues it for the state db (`defer`, written behind), then tells the board (an
 `identity` event). The IEEE registry is read in a real OS thread at start (oui.py), the
 catalog once at construction, before the switch connects.
 """

@@ -72,7 +72,7 @@ class Notify(Component):
         self.deliverer = Deliverer(self.hooks, self.hooks.log, ctx.count, ctx.now, cfg.notify_webhook_attempts,
                                    cfg.notify_webhook_backoff, cfg.notify_webhook_deadline, self.guard,
                                    self.hooks.target)
-        self._recent: dict[tuple[str, str], float] = {}
+        self._recent: dict[tuple[str, str, str], float] = {}
         # Devices whose presence alert is on: read once, kept with the rows, so a burst of
         # leases asks nothing of SQLite (a read would flush the state store's write-behind).
         self._presence = {row["key"][len(PRESENCE):] for row in
@@ -116,7 +116,9 @@ class Notify(Component):
         if fields is None:
             return
         now = self.ctx.now()
-        key = (fields["kind"], fields["mac"])
+        # a flood of one alert makes one notification; an allowance used up that slows the
+        # device is other news than one that cut it off a minute before (its action differs)
+        key = (fields["kind"], fields["mac"], str((fields.get("data") or {}).get("action") or ""))
         if fields["kind"] not in WAN_TITLES and now - self._recent.get(key, float("-inf")) < DEDUP_SECONDS:
             self.ctx.count("notify.deduplicated")
             return

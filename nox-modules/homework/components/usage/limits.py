@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ... import wording
 from ...commands import CommandError
 from ...macaddr import BadMac, normalize
 from .cap import parse_size
@@ -33,7 +34,19 @@ class Limit:
                "action": self.action}
         if self.action == "slow":
             out["rate"] = self.rate
+        out["text"] = self.text()
         return out
+
+    def text(self) -> str:
+        """The allowance in words, as the device panel shows it: "20 MB a day; once it is
+        used up, slowed to 1 Mbit/s until the day is over"."""
+        span = "day" if self.period == "day" else "month"
+        then = {"block": f"no internet until the {span} is over",
+                "slow": f"slowed to {wording.rate(self.rate)} until the {span} is over",
+                "notify": "the household is told, nothing is cut"}[self.action]
+        whose = f" for all of {wording.owner_devices(self.target[len(OWNER):])} together" \
+            if self.target.startswith(OWNER) else ""
+        return f"{wording.size(self.allowance)} a {span}{whose}; once it is used up, {then}"
 
 
 def parse_rate(value) -> int:
@@ -73,7 +86,10 @@ def parse_limit(target: str, allowance, period="day", action="block", rate=None)
         raise CommandError(f"usage-limit: action must be {', '.join(ACTIONS[:-1])} or {ACTIONS[-1]}, got {action!r}")
     if rate not in (None, "") and action != "slow":
         raise CommandError("usage-limit: a rate is only for the action slow")
-    size = parse_size(allowance)
+    try:
+        size = parse_size(allowance)
+    except CommandError:
+        raise CommandError(f"usage-limit: the allowance must be a size such as 500M or 2G, got {allowance!r}") from None
     if size <= 0:
         raise CommandError("usage-limit: the allowance must be more than 0 bytes (remove the limit instead)")
     kbps = (DEFAULT_RATE if rate in (None, "") else parse_rate(rate)) if action == "slow" else 0
