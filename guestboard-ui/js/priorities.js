@@ -27,10 +27,12 @@ jQuery(function ($) {
   var TOP_SERIES = 6;            // busiest devices or applications drawn (a readable legend)
   var SERIES_COLOURS = ["#3b6ea8", "#b3261e", "#2e7d32", "#8e44ad", "#c77800", "#00838f"];
   var highDrops = null;          // the high class's drop counters at the last poll, per direction
+  var agentSecrets = {};         // mac -> the agent secret shown once on this page: kept through redraws
 
   function stop() {
     clearTimeout(refreshTimer);
     clearTimeout(statsTimer);
+    agentSecrets = {};           // the session ended: the next to log in does not see them
   }
 
   function classSelect(value, name) {
@@ -80,13 +82,14 @@ jQuery(function ($) {
     $body.empty();
     rows.forEach(function (v) {
       var rule = q.devices[v.mac] || {};
-      $body.append($("<tr>").attr("data-mac", v.mac).append(
+      $body.append($('<tr class="device-row">').attr("data-mac", v.mac).append(
         $('<td class="name">').text(v.label || v.mac).attr("title", v.mac),
         $("<td>").append(classSelect(rule["class"] || v.priority, v.label || v.mac),
                          rule.window ? $('<small class="when">').text(" " + windowText(rule.window)) : null,
-                         (q.agents || []).indexOf(v.mac) < 0 && v.state === "permitted"
+                         (q.agents || []).indexOf(v.mac) < 0 && !agentSecrets[v.mac] && v.state === "permitted"
                            ? $('<button type="button" class="secondary add-agent">').text("Add its agent") : null),
         $('<td class="error" role="alert">')));
+      if (agentSecrets[v.mac]) $body.append(secretRow(v.mac, agentSecrets[v.mac]));
       if ((q.agents || []).indexOf(v.mac) >= 0) showHostApps(v.mac);
     });
     if (!rows.length) $body.append($('<tr class="none">').append($('<td colspan="3">').text("No devices on the network.")));
@@ -96,7 +99,8 @@ jQuery(function ($) {
      that follows the application's connections (GET/POST qos/devices/{mac}/apps). */
   function showHostApps(mac) {
     HW.api.request("qosHostApps", { mac: mac }).done(function (h) {
-      var $row = $("#device-classes tbody tr[data-mac='" + mac + "']");
+      // the device's own row: its applications' and its agent secret's rows carry its data-mac too
+      var $row = $("#device-classes tbody tr.device-row[data-mac='" + mac + "']");
       $row.nextAll("tr.host-apps[data-mac='" + mac + "']").remove();
       var $list = $('<ul class="host-app-list">');
       (h.apps || []).forEach(function (a) {
@@ -328,15 +332,23 @@ jQuery(function ($) {
       .done(function () { $(document.activeElement).trigger("blur"); changed($error)(); }).fail(failed($error));
   });
 
-  /* The agent of a computer: its secret is shown once, to put in /etc/homework-agent.conf there. */
+  /* The agent of a computer: its secret is shown once, to put in /etc/homework-agent.conf there.
+     It stays on the page until the page is left: the table's refresh redraws it too. */
+  function secretRow(mac, token) {
+    return $('<tr class="agent-secret">').attr("data-mac", mac).append($('<td colspan="3">').append(
+      $("<p>").text("Install homework-agent on this computer and put this in its /etc/homework-agent.conf " +
+                    "(shown only now):"),
+      $("<code>").text("secret = " + token)));
+  }
+
   $("#device-classes").on("click", "button.add-agent", function () {
     var $tr = $(this).closest("tr"), mac = $tr.attr("data-mac"), $error = $tr.find(".error");
     HW.api.request("addQosAgent", { mac: mac }).done(function (r) {
-      $tr.after($('<tr class="agent-secret">').attr("data-mac", mac).append($('<td colspan="3">').append(
-        $("<p>").text("Install homework-agent on this computer and put this in its /etc/homework-agent.conf " +
-                      "(shown only now):"),
-        $("<code>").text("secret = " + r.token))));
-      $tr.find("button.add-agent").remove();
+      agentSecrets[mac] = r.token;
+      var $now = $("#device-classes tbody tr.device-row[data-mac='" + mac + "']");    // redrawn meanwhile?
+      $now.nextAll("tr.agent-secret[data-mac='" + mac + "']").remove();
+      $now.after(secretRow(mac, r.token));
+      $now.find("button.add-agent").remove();
     }).fail(failed($error));
   });
 

@@ -665,7 +665,7 @@ def dnsd_args(config: Config) -> list[str]:
     # Left out when empty: the systemd unit word-splits this line.
     if config.dns_resolv_file:
         args += ["--resolv-file", config.dns_resolv_file]
-    local = ",".join(filter(None, (d.strip() for d in config.dns_local_domains.split(","))))
+    local = ",".join(local_domains(config))
     if local:
         args += ["--local-domains", local]
     if config.ipv6_enabled:
@@ -682,6 +682,21 @@ def dnsd_args(config: Config) -> list[str]:
     if config.dns_dot_listen or config.dns_doh_socket:
         args += ["--resolver-name", config.dns_resolver_name.strip(".")]
     return args
+
+
+def dnsmasq_args(config: Config) -> list[str]:
+    """The router dnsmasq's arguments beyond conf/dnsmasq.conf: the household's own domains
+    are answered from its hosts directory and never asked upstream. A name the localnames
+    component is about to publish must not be in flight to the upstream resolver when the
+    hosts file changes: dnsmasq turns the upstream's NXDOMAIN for a name it now knows into
+    NOERROR with no address (NODATA), a wrong answer for a name that has one. And
+    <device>.home.arpa is nobody's business outside the home (RFC 8375)."""
+    return [f"--local=/{d}/" for d in local_domains(config)]
+
+
+def local_domains(config: Config) -> list[str]:
+    """[dns] local_domains as a list, blanks dropped."""
+    return [d.strip() for d in config.dns_local_domains.split(",") if d.strip()]
 
 
 def help_text() -> str:
@@ -744,6 +759,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("config", nargs="?", help="the TOML file")
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--dnsd-args", action="store_true", help="print homework-dnsd's arguments")
+    what.add_argument("--dnsmasq-args", action="store_true",
+                      help="print the router dnsmasq's arguments beyond its conf file (the local domains)")
     what.add_argument("--dnsd-address", action="store_true", help="print the address homework-dnsd listens on")
     what.add_argument("--dnsd-address6", action="store_true",
                       help="print homework-dnsd's IPv6 address (nothing with IPv6 off): the captive pages listen there")
@@ -765,6 +782,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.dnsd_args:
         print(" ".join(dnsd_args(config)))
+    elif args.dnsmasq_args:
+        print(" ".join(dnsmasq_args(config)))
     elif args.dnsd_address:
         print(config.dns_listen.rpartition(":")[0])
     elif args.dnsd_address6:

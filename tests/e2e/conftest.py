@@ -48,10 +48,11 @@ def emulated_home(config: dict | None = None, **kw):
         yield h
 
 
-def dns_web_lab(components: tuple[str, ...], extra: dict | None = None, **kw):
+def dns_web_lab(components: tuple[str, ...], extra: dict | None = None, log_queries: bool = False, **kw):
     """A module's home with the whole DNS path (homework-dnsd, dnsmasq, these components),
     lighttpd with the Guest Board and its API: yields the started homelab.dns.DnsLab
-    (its .home.web is the Web). `extra`: more config sections; `kw` go to web_home."""
+    (its .home.web is the Web). `extra`: more config sections; `log_queries`: the internet's
+    resolver logs what it is asked (DnsLab.upstream_saw); `kw` go to web_home."""
     from homelab import new_run_id
     from homelab.dns import DnsLab, dns_config
     from homelab.web import Web, web_home
@@ -60,7 +61,7 @@ def dns_web_lab(components: tuple[str, ...], extra: dict | None = None, **kw):
     config.update(extra or {})
     with web_home(config=config, run_id=run_id, **kw) as home:
         home.web = Web(home).start()
-        yield DnsLab(home).start()
+        yield DnsLab(home, log_queries=log_queries).start()
 
 
 @pytest.fixture(scope="module")

@@ -67,7 +67,7 @@ def test_a_forward_is_reached_from_the_internet_over_ipv4_and_ipv6_and_from_home
 def test_a_forward_closes_while_the_device_is_paused_and_opens_on_resume(home):
     dev = server(home, "console")
     cli(home, "forward", "add", dev.mac, "9100-9101", "--protocol", "both")
-    wait_until(lambda: hello(home.internet, home.wan_addr, 9100) == "", 1, "nothing listens on 9100 itself")
+    wait_until(lambda: hello(home.internet, home.wan_addr, 9100) == "", 10, "nothing listens on 9100 itself")
     v6 = dev.ipv6_global()[0]
     serve_hello(dev.popen, "console", 9100)
     wait_until(lambda: hello(home.internet, home.wan_addr, 9100) == "console", 10, "open from the internet")

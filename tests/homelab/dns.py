@@ -247,10 +247,13 @@ forward-zone:
         # dnsmasq starts, or dnsmasq does not watch it.
         hosts_dir = Path(h.config_overrides.get("localnames", {}).get("hosts_dir", self.dir / "hosts.d"))
         hosts_dir.mkdir(parents=True, exist_ok=True)
+        # The local domains as the image's homework-dns.service gives them (never asked upstream).
+        from homework.config import dnsmasq_args, parse
+        own = dnsmasq_args(parse({"dns": h.config_overrides["dns"]}))
         p = h.router_popen(["dnsmasq", f"--conf-file={REPO / 'conf' / 'dnsmasq.conf'}", "--keep-in-foreground",
                             "--no-resolv", f"--server={UPSTREAM}", f"--pid-file={self.dir / 'dnsmasq.pid'}",
                             "--user=root", "--log-facility=-", f"--hostsdir={hosts_dir}",
-                            *(f"--host-record={name},{addr}" for name, addr in ROUTER_RECORDS.items()), *extra],
+                            *(f"--host-record={name},{addr}" for name, addr in ROUTER_RECORDS.items()), *own, *extra],
                            stdout=self._log("dnsmasq"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         _wait("router dnsmasq", lambda: h.router(["ss", "-Hlun", "sport = :5353"]).stdout.strip(), proc=p)
 

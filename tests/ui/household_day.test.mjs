@@ -134,7 +134,10 @@ async function setAllowance(panel, amount, action, rate = '') {
   await form.locator('select[name=action]').selectOption(action);
   if (rate) await form.locator('input[name=rate]').fill(rate);
   await tap(form.locator('button[type=submit]'));
-  await panel.locator('.allowance-note', { hasText: 'Allowance: ' }).waitFor();
+  // the panel says back what the router kept ("No allowance: ..." until then; a string
+  // would match that too, Playwright's text match ignoring case)
+  const said = new RegExp(`^Allowance: ${amount.replace(/M$/, ' MB')} a day; `);
+  await panel.locator('.allowance-note', { hasText: said }).waitFor();
   assert.equal(await panel.locator('.allowance-error').innerText(), '');
 }
 

@@ -47,7 +47,7 @@ test('a First device\'s connection is shown placed at the provider, its fast lan
   });
 
 test('a computer\'s agent is added on the page; its application, set First there, is placed at the provider',
-  { timeout: 240000 }, async () => {
+  { timeout: 420000 }, async () => {
     const study = await home.call({ op: 'add_device', name: 'studypc' });
     await home.call({ op: 'start_dhcp', dev: study.name, client: 'udhcpc' });
     await home.call({ op: 'wait_ipv4', dev: study.name });
@@ -56,19 +56,31 @@ test('a computer\'s agent is added on the page; its application, set First there
     await page.reload();
     const row = page.locator(`#device-classes tr[data-mac="${study.mac}"]`);
     await row.locator('button.add-agent').click();
-    const secret = (await page.locator(`#device-classes tr.agent-secret[data-mac="${study.mac}"] code`)
-      .textContent({ timeout: 15000 })).replace('secret = ', '');
+    const shown = page.locator(`#device-classes tr.agent-secret[data-mac="${study.mac}"] code`);
+    const secret = (await shown.textContent({ timeout: 60000 })).replace('secret = ', '');
     assert.match(secret, /^hwa_/);
     await home.call({ op: 'agent', dev: study.name, secret, app: 'zoom', sport: 40300 });
-    const zoom = page.locator(`#device-classes tr.host-apps[data-mac="${study.mac}"] li[data-app="zoom"]`);
-    const end = Date.now() + 60000;
+    // The page draws a computer's applications once its three requests have answered (qos,
+    // devices, then that computer's apps): after each reload, wait until that row is drawn
+    // before looking for zoom in it. (Looking as soon as the reload's load event came found
+    // the row not drawn yet on a loaded machine, and the next reload threw it away: a minute
+    // of that failed the test in CI.)
+    const apps = page.locator(`#device-classes tr.host-apps[data-mac="${study.mac}"]`);
+    const zoom = apps.locator('li[data-app="zoom"]');
+    // The table's own refresh (every 30 s) draws the agent's row; the secret, shown once, is
+    // still there after it (and once: a row of its own, like the applications').
+    await apps.waitFor({ timeout: 60000 });
+    assert.equal(await shown.textContent(), `secret = ${secret}`);
+    const end = Date.now() + 120000;
     while (!(await zoom.count()) && Date.now() < end) {
       await page.waitForTimeout(1000);
       await page.reload();
+      await apps.waitFor({ timeout: 60000 });
     }
-    assert.equal(await zoom.count(), 1, 'zoom offered by name for that computer');
+    assert.equal(await zoom.count(), 1, `zoom offered by name for that computer: ${await apps.textContent()}`);
     await zoom.locator('select.host-app').selectOption('high');
-    const until = Date.now() + 30000;
+    // a bound, not a measure: the edge is told on the qos component's next round
+    const until = Date.now() + 120000;
     let placedAt = {};
     while (Date.now() < until) {
       placedAt = await page.evaluate(() => new Promise((resolve) => {

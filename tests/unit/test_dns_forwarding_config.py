@@ -2,9 +2,13 @@
 rest of its command line, so dnsd and dnsmasq read the same resolv file."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from homework.config import ConfigError, dnsd_args, parse
+from homework.config import ConfigError, dnsd_args, dnsmasq_args, main, parse
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_dnsd_reads_the_wan_resolv_file_and_the_local_domains_by_default():
@@ -34,3 +38,19 @@ def test_dnsd_sends_names_to_the_validating_resolver_unless_there_is_none():
     with pytest.raises(ConfigError) as exc:
         parse({"dns": {"resolver": "localhost"}})
     assert exc.value.key == "dns.resolver"
+
+
+def test_dnsmasq_answers_the_local_domains_itself_and_never_asks_upstream():
+    assert dnsmasq_args(parse({})) == ["--local=/lan/", "--local=/home.arpa/"]
+    assert dnsmasq_args(parse({"dns": {"local_domains": " home.arpa , , family.example "}})) == [
+        "--local=/home.arpa/", "--local=/family.example/"]
+    assert dnsmasq_args(parse({"dns": {"local_domains": ""}})) == []
+
+
+def test_the_images_dnsmasq_unit_gets_the_local_domains_from_the_config_file(tmp_path, capsys):
+    config = tmp_path / "homework.toml"
+    config.write_text('[dns]\nlocal_domains = "lan,home.arpa"\n')
+    assert main(["--dnsmasq-args", str(config)]) == 0
+    assert capsys.readouterr().out.split() == ["--local=/lan/", "--local=/home.arpa/"]
+    unit = (REPO / "conf" / "systemd" / "homework-dns.service").read_text()
+    assert "homework.config --dnsmasq-args /run/homework/homework.toml" in unit
