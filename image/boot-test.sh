@@ -29,7 +29,8 @@
 #
 # Environment: HOMEWORK_ACCEL=kvm|tcg (default: probe KVM, fall back to TCG),
 # HOMEWORK_IMAGE=path (test this image instead of building), HOMEWORK_BOOT_TEST_ONLY=satellite
-# (boot 1, then only the satellite phase: for working on it), HOMEWORK_POWERCUT=subset (the
+# (boot 1, then only the satellite phase: for working on it) | hardware (boot 1 with its WAN on
+# e1000e and a screen, then only the hardware part: image/boot-test-hardware.sh), HOMEWORK_POWERCUT=subset (the
 # default: a few cut points, both firmwares, the marking step) | wide (a cut every
 # HOMEWORK_POWERCUT_EVERY seconds, 8 by default, of boots 2 and 5 from the kernel to a few
 # seconds after ready, and the marking steps under both firmwares: `make image-test-powercut`)
@@ -37,7 +38,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TOP=$PWD
-ART=$TOP/test-artifacts/image-boot
+ART=$TOP/test-artifacts/image-boot${HOMEWORK_BOOT_TEST_ONLY:+-$HOMEWORK_BOOT_TEST_ONLY}   # a part run alone keeps its own artifacts
 T_START=$(date +%s)
 
 # ------------------------------------------------------------------ reporting
@@ -148,6 +149,7 @@ cleanup() {
            "$TAP_RL" "$TAP_RW" "$VETH_R" "$BR_R"; do
     ip link del "$l" 2>/dev/null
   done
+  declare -F hardware_cleanup >/dev/null && hardware_cleanup
   [ -n "${HWUP_PID:-}" ] && kill "$HWUP_PID" 2>/dev/null
   rm -rf "$ART"/*.qcow2 "$ART"/*.sock "$ART/sat-disk.img" "$ART/hwup-work" "$ART"/www/*.hwup "$ART"/household-*.hwbak
 }
@@ -333,19 +335,24 @@ log "ISP namespace $NS_ISP ($ISP_IP: DHCP, DNS, web; $ISP6_IP: RA, DHCPv6-PD fro
 # UEFI variables a recovery VM inherits from the cut) names the disk by its device path, and a
 # router whose disk moved would not find it either.
 DISK_PCI_ADDR=0x10
+# The router VM's NICs (virtio-net, LAN first) and no screen, so the Guest Board's kiosk stays
+# off (image/boot-test-hardware.sh, HOMEWORK_BOOT_TEST_ONLY=hardware, sets other NIC models and
+# a screen).
+NIC_ARGS=(-vga none
+  -netdev "tap,id=lan,ifname=$TAP_L,script=no,downscript=no" -device "virtio-net-pci,netdev=lan,mac=$LAN_MAC"
+  -netdev "tap,id=wan,ifname=$TAP_W,script=no,downscript=no" -device "virtio-net-pci,netdev=wan,mac=$WAN_MAC"
+  -netdev "tap,id=sat,ifname=$TAP_S,script=no,downscript=no" -device "virtio-net-pci,netdev=sat,mac=$SATCABLE_MAC")
+VM_MEM=1024
 boot() {  # boot uefi|bios N [extra QEMU args]
   local fw=$1 n=$2 fwargs=(); shift 2
   [ "$fw" = uefi ] && fwargs=(-drive "if=pflash,format=raw,readonly=on,file=$OVMF_CODE"
                               -drive "if=pflash,format=raw,file=$ART/ovmf-vars.fd")
   rm -f "$ART/agent.sock" "$ART/qmp.sock"
   BOOT_T0=$(date +%s)
-  qemu-system-x86_64 -machine q35 "${ACCEL_ARGS[@]}" -smp 2 -m 1024 -display none -no-reboot \
+  qemu-system-x86_64 -machine q35 "${ACCEL_ARGS[@]}" -smp 2 -m "$VM_MEM" -display none -no-reboot \
     "${fwargs[@]}" -drive "file=$(cat "$ART/disk.top"),if=none,format=qcow2,id=disk0" \
     -device "virtio-blk-pci,drive=disk0,addr=$DISK_PCI_ADDR" \
-    -qmp "unix:$ART/qmp.sock,server=on,wait=off" \
-    -netdev "tap,id=lan,ifname=$TAP_L,script=no,downscript=no" -device "virtio-net-pci,netdev=lan,mac=$LAN_MAC" \
-    -netdev "tap,id=wan,ifname=$TAP_W,script=no,downscript=no" -device "virtio-net-pci,netdev=wan,mac=$WAN_MAC" \
-    -netdev "tap,id=sat,ifname=$TAP_S,script=no,downscript=no" -device "virtio-net-pci,netdev=sat,mac=$SATCABLE_MAC" \
+    -qmp "unix:$ART/qmp.sock,server=on,wait=off" "${NIC_ARGS[@]}" \
     -serial "file:$ART/ttyS0-boot$n.log" -serial "file:$ART/ttyS1-boot$n.log" \
     -device virtio-serial-pci -chardev "socket,id=agent,path=$ART/agent.sock,server=on,wait=off" \
     -device virtserialport,chardev=agent,name=org.homework.test \
@@ -447,7 +454,7 @@ capture_marking() {  # capture_marking N FIRMWARE: cuts inside boot N's marking 
 rec_boot() {  # rec_boot FIRMWARE OVERLAY VARS LOG: start the recovery VM (the power came back)
   local fw=$1 fwargs=()
   [ "$fw" = uefi ] && fwargs=(-drive "if=pflash,format=raw,readonly=on,file=$OVMF_CODE" -drive "if=pflash,format=raw,file=$3")
-  qemu-system-x86_64 -machine q35 "${ACCEL_ARGS[@]}" -smp 2 -m 1024 -display none -no-reboot \
+  qemu-system-x86_64 -machine q35 "${ACCEL_ARGS[@]}" -smp 2 -m 1024 -display none -vga none -no-reboot \
     "${fwargs[@]}" -drive "file=$2,if=none,format=qcow2,id=disk0" -device "virtio-blk-pci,drive=disk0,addr=$DISK_PCI_ADDR" \
     -netdev "tap,id=lan,ifname=$TAP_RL,script=no,downscript=no" -device "virtio-net-pci,netdev=lan,mac=$REC_LAN_MAC" \
     -netdev "tap,id=wan,ifname=$TAP_RW,script=no,downscript=no" -device "virtio-net-pci,netdev=wan,mac=$REC_WAN_MAC" \
@@ -695,6 +702,9 @@ except Exception: print("?")'
 }
 
 # ================================================================== boot 1: UEFI
+if [ "${HOMEWORK_BOOT_TEST_ONLY:-}" = hardware ]; then   # boot 1 with other NIC models and a screen, then the hardware part alone
+  . "$TOP/image/boot-test-hardware.sh"; hardware_boot1_args
+fi
 log "boot 1: UEFI (OVMF + systemd-boot), $ACCEL"
 boot uefi 1 || { fail "boot 1 (UEFI) QEMU start" "see $ART/qemu-boot1.log"; summary; exit 1; }
 if READY1=$(wait_ready 1); then
@@ -714,6 +724,9 @@ else
 fi
 if [ "${HOMEWORK_BOOT_TEST_ONLY:-}" = satellite ]; then   # developing the satellite phase: it alone
   . "$TOP/image/boot-test-satellite.sh"; satellite_start; satellite_phase; summary; [ "$FAILED" -eq 0 ]; exit
+fi
+if [ "${HOMEWORK_BOOT_TEST_ONLY:-}" = hardware ]; then
+  hardware_phase; summary; [ "$FAILED" -eq 0 ]; exit
 fi
 check "no shared secrets: credentials differ from the image (generated at first boot)" \
   sh -c "! grep -rqs -- '$ADMIN_PW' '$TOP/image' '$TOP/conf'"

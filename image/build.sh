@@ -114,7 +114,7 @@ hash_tree() {   # stable hash of file names + contents under the given paths (mi
 
 HWDB_BINS=()
 for b in hwdb/target/release/hwdbd hwdb/target/release/hwdb dnsd/target/release/homework-dnsd dhcpd/target/release/homework-dhcpd; do [ -x "$b" ] && HWDB_BINS+=("$b"); done
-BASE_KEY=$( (cat image/packages.txt; sed -n '/^# BASE-BEGIN/,/^# BASE-END/p' "$0"; cat /etc/apt/sources.list.d/debian.sources 2>/dev/null) | sha256sum | cut -c1-16)
+BASE_KEY=$( (cat image/packages.txt image/firmware-prune.py; sed -n '/^# BASE-BEGIN/,/^# BASE-END/p' "$0"; cat /etc/apt/sources.list.d/debian.sources 2>/dev/null) | sha256sum | cut -c1-16)
 IMAGE_KEY=$( (echo "$BASE_KEY $VERSION $SEQUENCE"; sha256sum "$UPDATE_PUB" 2>/dev/null || echo "no update key"; hash_tree scripts/make-hwup.py image/build.sh image/install-overlay.sh image/packages.txt image/README.md image/guest conf nox-modules \
              guestboard-ui hwdb/schema "${HWDB_BINS[@]}" scripts/router-net.sh) | sha256sum | cut -c1-16)
 NAME=homework-$VERSION-amd64
@@ -149,28 +149,45 @@ st_rootfs() {
   rm -rf "$WORK"/base-*
   local pkgs
   pkgs=$(grep -v '^\s*#' image/packages.txt | grep -v '^\s*$' | paste -sd, -)
+  # The machine's Debian mirror with the non-free-firmware component added (the firmware
+  # packages live there; Debian's own installer has used it since bookworm).
   local mirror=/etc/apt/sources.list.d/debian.sources
   local mirrors=()
-  if [ -f "$mirror" ]; then mirrors=("$mirror")
-  else mirrors=("deb http://deb.debian.org/debian bookworm main" "deb http://deb.debian.org/debian bookworm-updates main"
-                "deb http://deb.debian.org/debian-security bookworm-security main"); fi
+  if [ -f "$mirror" ]; then
+    sed -E 's/^(Components:.*\bmain\b)(.*)$/\1\2 non-free-firmware/; s/(non-free-firmware.*) non-free-firmware$/\1/' \
+      "$mirror" > "$WORK/image.sources"
+    mirrors=("$WORK/image.sources")
+  else mirrors=("deb http://deb.debian.org/debian bookworm main non-free-firmware"
+                "deb http://deb.debian.org/debian bookworm-updates main non-free-firmware"
+                "deb http://deb.debian.org/debian-security bookworm-security main non-free-firmware"); fi
   mmdebstrap --mode=root --variant=minbase --format=directory \
     --include="$pkgs" \
     --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
     --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
     --dpkgopt='path-exclude=/usr/share/info/*' \
     --customize-hook='rm -f "$1"/etc/hostname "$1"/etc/ssh/ssh_host_*' \
+    --customize-hook='chroot "$1" dpkg --purge usrmerge libfile-find-rule-perl libnumber-compare-perl libtext-glob-perl perl perl-modules-5.36 libperl5.36' \
     bookworm "$BASE.tmp" "${mirrors[@]}"
   trim_modules "$BASE.tmp"
+  # shellcheck disable=SC2046  # one word per package
+  python3 image/firmware-prune.py "$BASE.tmp" $(grep -o '^firmware-[a-z0-9-]*' image/packages.txt)
   rm -rf "$BASE"; mv "$BASE.tmp" "$BASE"; touch "$BASE/.complete"
 }
 
-# Kernel modules a router never loads: sound, graphics, cameras and TV tuners, InfiniBand,
+# Kernel modules a router never loads: sound, cameras and TV tuners, InfiniBand, Bluetooth,
 # industrial sensors, file systems of other operating systems and clusters, the kernel's
-# own BPF self-test. About 150 MB of the 400 MB of modules: every update writes and reads
-# back the whole system slot, so each MB here is time on every update. Network, Wi-Fi
-# (staging has some), storage, USB, input and the file systems a USB stick may carry stay.
-TRIMMED_MODULES="sound drivers/gpu drivers/media drivers/infiniband drivers/iio lib/test_bpf.ko
+# own BPF self-test, chips a router cannot use (Intel's 802.11n cards without access-point
+# mode, 60 GHz WiGig, ADSL USB modems, server NICs and accelerators), and the graphics drivers of cards the kiosk does not drive (AMD,
+# NVIDIA, virtual machines' others). About 150 MB of the 400 MB of modules: every update
+# writes and reads back the whole system slot, so each MB here is time on every update.
+# Network, Wi-Fi (staging has some), storage, USB, input, Intel graphics and small display
+# drivers (the Guest Board's kiosk on a screen), and the file systems a USB stick may carry stay.
+TRIMMED_MODULES="sound drivers/media drivers/infiniband drivers/iio lib/test_bpf.ko
+  drivers/bluetooth net/bluetooth
+  drivers/net/wireless/intel/iwlwifi/dvm drivers/net/wireless/ath/wil6210 drivers/usb/atm
+  drivers/net/ethernet/chelsio drivers/scsi/csiostor drivers/scsi/cxgbi drivers/crypto/chelsio drivers/crypto/qat
+  drivers/gpu/drm/amd drivers/gpu/drm/radeon drivers/gpu/drm/nouveau drivers/gpu/drm/vmwgfx
+  drivers/gpu/drm/gma500 drivers/gpu/drm/hyperv drivers/gpu/drm/vboxvideo drivers/gpu/drm/qxl
   fs/btrfs fs/xfs fs/ocfs2 fs/gfs2 fs/dlm fs/nfs fs/nfsd fs/smb fs/ceph fs/jfs fs/reiserfs
   fs/nilfs2 fs/ubifs fs/jffs2 fs/orangefs fs/afs fs/coda fs/adfs fs/affs fs/befs fs/bfs fs/efs
   fs/hpfs fs/minix fs/omfs fs/qnx4 fs/qnx6 fs/sysv fs/ufs fs/freevxfs fs/vboxsf fs/zonefs"
@@ -220,6 +237,13 @@ st_esp() {
   mcopy "${E[@]}" "$PARTS/grubenv" ::/grub/grubenv
   echo "homework $VERSION" > "$PARTS/homework.id"; mcopy "${E[@]}" "$PARTS/homework.id" ::/homework.id
   mdir "${E[@]}" -/ ::/
+  # Room for updates: the other slot's kernel and initrd, and later, with both slots full, a
+  # slot's new initrd written beside its old one before the rename (update/slots.copy_atomic).
+  local free need
+  free=$(mdir "${E[@]}" ::/ | sed -n 's/^ *\([0-9 ]*\) bytes free$/\1/p' | tr -d ' ')
+  need=$(( $(stat -c %s "$PARTS/vmlinuz") + 2 * $(stat -c %s "$PARTS/initrd.img") ))
+  echo "ESP: $free bytes free, $need needed by updates (the other slot's kernel and initrd, an initrd's copy)"
+  [ "${free:-0}" -gt "$need" ] || { echo "the ESP ($ESP_MIB MiB) cannot hold both slots and an update's initrd: the initrd is too big"; return 1; }
 }
 
 grub_cfg() {   # the ESP's /grub/grub.cfg: try_slot once (cleared before it boots), else good_slot

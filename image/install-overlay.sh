@@ -69,6 +69,10 @@ chmod 644 "$R/usr/lib/homework/image/lib.sh" "$R/usr/lib/homework/image/router.c
 inst 644 image/guest/router.conf.default /usr/share/homework/image/router.conf.default
 for f in conf/systemd/*.service conf/systemd/*.target; do inst 644 "$f" "/usr/lib/systemd/system/${f##*/}"; done
 inst 644 conf/systemd/90-homework-wifi.rules /usr/lib/udev/rules.d/90-homework-wifi.rules
+# The Guest Board on the router's own screen: its user and the display watch
+inst 644 conf/systemd/91-homework-kiosk.rules /usr/lib/udev/rules.d/91-homework-kiosk.rules
+inst 644 conf/image/homework-sysusers.conf /usr/lib/sysusers.d/homework.conf
+chroot "$R" systemd-sysusers /usr/lib/sysusers.d/homework.conf
 inst 644 image/README.md /usr/share/doc/homework/README.image.md
 ln -sfn /var/lib/homework/etc/router.conf "$R/etc/homework/router.conf"
 # dhcpcd's DUID (the ISP ties the delegated prefix to it) on the data partition: an upgrade keeps it.
@@ -122,9 +126,9 @@ rm -rf "$R/var/cache/apt/archives/"*.deb "$R/var/lib/apt/lists/"* 2>/dev/null ||
 # --- units: ours on, Debian's own instances of the same daemons off (ours replace them)
 systemctl --root="$R" enable homework.target homework-esp-check.service homework-firstboot.service homework-net.service \
   homework-wan.service homework-wan6.service homework-hwdbd.service homework-controller.service homework-dns.service \
-  homework-resolver.service homework-dnsd.service homework-captive.service homework-web.service homework-ready.service homework-mark-good.service homework-satellite.service homework-test-agent.service \
+  homework-resolver.service homework-dnsd.service homework-captive.service homework-web.service homework-ready.service homework-mark-good.service homework-hardware.service homework-kiosk-check.service homework-satellite.service homework-test-agent.service \
   homework-test-hwsim.service openvswitch-switch.service
-for u in hostapd.service lighttpd.service unbound.service unbound-resolvconf.service radvd.service wpa_supplicant.service systemd-networkd.service \
+for u in hostapd.service lighttpd.service unbound.service unbound-resolvconf.service radvd.service wpa_supplicant.service systemd-networkd.service seatd.service \
          apt-daily.timer apt-daily-upgrade.timer e2scrub_reap.service; do
   systemctl --root="$R" disable "$u" 2>/dev/null || true
 done

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
   # data plane and controller
-  openvswitch-switch python3-os-ken python3-venv iproute2 iputils-ping ethtool nftables iptables conntrack
+  openvswitch-switch python3-os-ken python3-venv iproute2 iputils-ping ethtool nftables python3-nftables iptables conntrack
   # router services
   dnsmasq-base unbound dns-root-data hostapd wpasupplicant lighttpd lighttpd-mod-openssl libjs-jquery ieee-data radvd sqlite3 openssl
   libjs-chart.js  # Guest Board charts, served by lighttpd at /lib/chart.js/
@@ -28,8 +28,10 @@ APT_PACKAGES=(
   # image build and boot test
   mmdebstrap qemu-system-x86 qemu-utils ovmf grub-pc-bin grub-efi-amd64-bin systemd-boot-efi
   dosfstools mtools fdisk e2fsprogs zstd
-  # browser tests (zbar-tools: the panels test reads the pairing QR code as a tablet's camera would)
-  chromium zbar-tools
+  # the boot test reads the router's own screen (OCR of a QMP screendump) and a wall tablet's pairing QR code
+  tesseract-ocr tesseract-ocr-eng zbar-tools
+  # browser tests
+  chromium
 )
 
 missing=()

@@ -295,6 +295,12 @@ impl Batch {
         self.answered.len()
     }
 
+    /// This device's message alone, out of the batch: told before a request of its that the
+    /// controller decides (a RELEASE right after a renewal must not be read before it).
+    pub fn take_one(&mut self, mac: &Mac) -> Option<String> {
+        self.answered.remove(mac).map(|a| a.json())
+    }
+
     /// Every device's message, emptying the batch.
     pub fn take(&mut self) -> Vec<String> {
         std::mem::take(&mut self.answered).values().map(Answered::json).collect()
@@ -410,6 +416,23 @@ mod tests {
         assert_eq!(v.get("op").unwrap().as_str(), Some("acked"));
         assert_eq!(v["counts"]["offered"].as_u64(), Some(2));
         assert_eq!(v["counts"]["acked"].as_u64(), Some(1));
+    }
+
+    #[test]
+    fn one_devices_answers_leave_the_batch_alone_before_its_punted_request() {
+        let mut table = Table::new();
+        let mut stats = Stats::default();
+        let mut new = NewDevices::default();
+        apply(SET.as_bytes(), &mut table, &mut new, &mut stats);
+        let other: Mac = [2, 0, 0, 0, 0, 0x0b];
+        let renewal = Note { kind: Kind::Acked, mac: MAC, port: 3, hostname: String::new(), xid: 1, reserved: None, fp: None };
+        let mut batch = Batch::default();
+        assert_eq!(batch.add(renewal.clone(), &table), None, "a renewal waits for the batch");
+        assert_eq!(batch.add(Note { mac: other, ..renewal.clone() }, &table), None);
+        let now: Json = serde_json::from_str(&batch.take_one(&MAC).unwrap()).unwrap();
+        assert_eq!((now["op"].as_str(), now["counts"]["acked"].as_u64()), (Some("acked"), Some(1)));
+        assert_eq!(batch.take_one(&MAC), None, "told once");
+        assert_eq!(batch.len(), 1, "the other device still waits for the batch");
     }
 
     #[test]

@@ -107,13 +107,13 @@ impl Daemon {
 
     fn frame(&mut self, frame: &[u8]) {
         self.stats.frames += 1;
-        let action = match dhcp::read(frame) {
-            Err(action) => action,
+        let (action, chaddr) = match dhcp::read(frame) {
+            Err(action) => (action, None),
             Ok((port, req)) => {
                 if let Some(entry) = self.new.offer(&req, port, &self.table, Instant::now()) {
                     self.table.insert(req.chaddr(), entry);
                 }
-                dhcp::decide_request(&req, port, &self.table)
+                (dhcp::decide_request(&req, port, &self.table), Some(req.chaddr()))
             }
         };
         match action {
@@ -121,6 +121,14 @@ impl Daemon {
             Action::Punt(why) => {
                 if why == Why::Malformed {
                     self.stats.malformed += 1;
+                }
+                // What this device was answered meanwhile goes first: the controller books
+                // it before it decides this request (a renewal, then a RELEASE within the
+                // batch, would otherwise book the renewal after the release and revive it).
+                if let Some(msg) = chaddr.and_then(|mac| self.answered.take_one(&mac)) {
+                    if !self.tell(msg.as_bytes()) {
+                        self.stats.note_dropped += 1;
+                    }
                 }
                 self.punt(frame);
             }

@@ -1,6 +1,8 @@
 /* The three zones and their labels: rendering from device views, and drag and drop
-   (pointer events, so mouse, pen and touch all work). Dropping on "On the network"
-   permits, on "In range" denies; both take effect at once, the dialog comes after.
+   (pointer events, so mouse, pen and touch all work; touch events where a browser gives a
+   finger no pointer events, as the WebKit of the router's own screen does). Dropping on
+   "On the network" permits, on "In range" denies; both take effect at once, the dialog
+   comes after.
 
    Built to stay usable with thousands of devices (a DHCP flood):
    - every lookup is by MAC in a Map, never a scan of all labels;
@@ -275,17 +277,16 @@ HW.board = (function ($) {
     });
   }
 
-  function onDown(e) {
-    if (e.button !== 0 || press) return;
-    var el = labelFrom(e.target);
+  /* A press on a label, from a pointer (id: its pointerId) or a finger's touch (id: "touch"
+     and the touch's identifier). */
+  function begin(target, x, y, id) {
+    var el = labelFrom(target);
     if (!el) return;
-    press = { el: el, mac: el.dataset.mac, x: e.clientX, y: e.clientY, id: e.pointerId,
-              dragging: false, over: null, ghost: null };
+    press = { el: el, mac: el.dataset.mac, x: x, y: y, id: id, dragging: false, over: null, ghost: null };
   }
 
-  function onMove(e) {
-    if (!press || e.pointerId !== press.id) return;
-    var dx = e.clientX - press.x, dy = e.clientY - press.y;
+  function move(x, y, pointerId) {
+    var dx = x - press.x, dy = y - press.y;
     if (!press.dragging && Math.abs(dx) + Math.abs(dy) < DRAG_THRESHOLD) return;
     if (!press.dragging) {
       // A floating copy follows the pointer: the zones scroll, so the label itself
@@ -301,25 +302,72 @@ HW.board = (function ($) {
       press.ghost = ghost;
       press.dragging = true;
       // Captured only once it is a drag: a tap's release stays on the label's button (its click).
-      try { el.setPointerCapture(e.pointerId); } catch (err) { /* the pointer is gone already */ }
+      if (pointerId !== undefined) {
+        try { el.setPointerCapture(pointerId); } catch (err) { /* the pointer is gone already */ }
+      }
     }
     press.ghost.style.transform = "translate(" + dx + "px," + dy + "px)";
-    var zone = zoneAt(e.clientX, e.clientY);
+    var zone = zoneAt(x, y);
     if (zone !== press.over) { showDropTarget(zone); press.over = zone; }
   }
 
-  function finish(e, cancelled) {
-    if (!press || e.pointerId !== press.id) return;
+  /* The press ends at (x, y); true when it was a drag (then no tap follows). */
+  function finish(x, y, cancelled) {
     var p = press;
     press = null;
     p.el.classList.remove("drag-source");
     if (p.ghost) p.ghost.remove();
     showDropTarget(null);
     if (dirty.has(p.mac) && !frame) frame = window.requestAnimationFrame(flush);
-    if (cancelled || !p.dragging) return;     // a tap: the label's button opens the panel (click)
+    if (cancelled || !p.dragging) return false;     // a tap: the label's button opens the panel (click)
     draggedAt = Date.now();
-    var zone = zoneAt(e.clientX, e.clientY);
+    var zone = zoneAt(x, y);
     if (zone && zone !== p.el.dataset.zone) handlers.drop(p.mac, zone, devices.get(p.mac));
+    return true;
+  }
+
+  function onDown(e) {
+    if (e.button !== 0 || press) return;
+    begin(e.target, e.clientX, e.clientY, e.pointerId);
+  }
+
+  function onMove(e) {
+    if (press && e.pointerId === press.id) move(e.clientX, e.clientY, e.pointerId);
+  }
+
+  function onUp(e, cancelled) {
+    if (press && e.pointerId === press.id) finish(e.clientX, e.clientY, cancelled);
+  }
+
+  /* A finger where the browser sends touch events only (bookworm's WPE WebKit, the router's
+     screen: a finger there makes no pointer events, and a moving one no mouse events either).
+     A browser that sends pointer events for the finger too has begun its press at
+     pointerdown, before touchstart, so the touch leaves it alone. */
+  function fingerOf(e) {
+    if (!press || typeof press.id !== "string") return null;
+    for (var i = 0; i < e.changedTouches.length; i++) {
+      if ("touch" + e.changedTouches[i].identifier === press.id) return e.changedTouches[i];
+    }
+    return null;
+  }
+
+  function onTouchStart(e) {
+    if (press || e.touches.length !== 1) return;
+    var t = e.changedTouches[0];
+    begin(e.target, t.clientX, t.clientY, "touch" + t.identifier);
+  }
+
+  function onTouchMove(e) {
+    var t = fingerOf(e);
+    if (!t) return;
+    e.preventDefault();            // the finger moves the label, not the page
+    move(t.clientX, t.clientY);
+  }
+
+  function onTouchEnd(e, cancelled) {
+    var t = fingerOf(e);
+    // A drag's release is no tap: the browser would make a click of it where the finger left.
+    if (t && finish(t.clientX, t.clientY, cancelled)) e.preventDefault();
   }
 
   /* The household's decision on a device, whichever way it was made (drop or button):
@@ -332,8 +380,13 @@ HW.board = (function ($) {
 
   document.addEventListener("pointerdown", onDown);
   document.addEventListener("pointermove", onMove);
-  document.addEventListener("pointerup", function (e) { finish(e, false); });
-  document.addEventListener("pointercancel", function (e) { finish(e, true); });
+  document.addEventListener("pointerup", function (e) { onUp(e, false); });
+  document.addEventListener("pointercancel", function (e) { onUp(e, true); });
+  // Not passive: a dragging finger's moves and its release are the board's, not the page's.
+  document.addEventListener("touchstart", onTouchStart, { passive: true });
+  document.addEventListener("touchmove", onTouchMove, { passive: false });
+  document.addEventListener("touchend", function (e) { onTouchEnd(e, false); }, { passive: false });
+  document.addEventListener("touchcancel", function (e) { onTouchEnd(e, true); }, { passive: false });
   /* A tap or click on a label opens its panel (its button: Enter and Space too), except on
      its Let in / Refuse buttons, which decide. */
   document.addEventListener("click", function (e) {

@@ -5,7 +5,9 @@ hostnet.py: the routing component turns what is read here into per-flow records
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import logging
+import os
 import re
 import signal
 import shutil
@@ -22,8 +24,13 @@ COUNT_FILE = "/proc/sys/net/netfilter/nf_conntrack_count"
 ACCT_FILE = "/proc/sys/net/netfilter/nf_conntrack_acct"
 PR_SET_PDEATHSIG = 1
 EVENT_BUFFER = 8 * 1024 * 1024       # bytes: a burst of endings must not overflow the socket
+PIPE_SIZE = 1024 * 1024              # bytes: the tool's pipe, and the most read at once
+ENDINGS_PAUSE = 0.2                  # seconds between two reads of endings
 # What is read: IPv4 connections that went through NAT (so not the router's own, nor the
-# DNS interception's), and IPv6 (routed, no NAT: the devices' own are picked by address)
+# DNS interception's), and IPv6 (routed, no NAT: the devices' own are picked by address).
+# Dumps ask for each; endings come from one tool for both families, and an IPv4 ending is
+# kept only if it went through source NAT (CtEntry.nated): the tool filters events in
+# userspace, so a second one (IPv6) woke for every IPv4 ending too, to drop it.
 SELECTIONS = (("-f", "ipv4", "--src-nat"), ("-f", "ipv6"))
 
 
@@ -39,6 +46,13 @@ class CtEntry:
     bytes: int
     reply_packets: int
     reply_bytes: int
+    reply_dst: str = ""     # where the far end's answers go: the router's address after source NAT
+
+    @property
+    def nated(self) -> bool:
+        """An IPv6 connection (routed, the devices' own), or an IPv4 one through source NAT
+        (what a dump's `--src-nat` selects): not the router's own, nor DNS interception's."""
+        return ":" in self.src or self.reply_dst != self.src
 
     @property
     def key(self) -> tuple:
@@ -46,12 +60,12 @@ class CtEntry:
         return (self.id, self.proto, self.src, self.sport, self.dst, self.dport)
 
 
-# One entry of `conntrack -L/-E -o extended,id`: the original tuple and counters, the reply
-# counters, the entry's id (last: ICMP tuples carry an `id=` of their own before it). A
+# One entry of `conntrack -L/-E -o extended,id`: the original tuple and counters, the reply's
+# destination and counters, the entry's id (last: ICMP tuples carry an `id=` of their own before it). A
 # regular expression, not a token loop: a busy router parses thousands of these a second.
 ENTRY = re.compile(r"^(?:\[\w+\]\s+)?ipv[46]\s+\d+\s+(tcp|udp|icmp|icmpv6)\s.*?src=(\S+) dst=(\S+) "
-                   r"(?:sport=(\d+) dport=(\d+) |type=).*?packets=(\d+) bytes=(\d+) .*?packets=(\d+) bytes=(\d+)"
-                   r".*? id=(\d+)")
+                   r"(?:sport=(\d+) dport=(\d+) |type=).*?packets=(\d+) bytes=(\d+) .*?dst=(\S+) .*?packets=(\d+) "
+                   r"bytes=(\d+).*? id=(\d+)")
 
 
 def parse_entry(line: str) -> CtEntry | None:
@@ -60,10 +74,10 @@ def parse_entry(line: str) -> CtEntry | None:
     m = ENTRY.match(line)
     if m is None:
         return None
-    proto, src, dst, sport, dport, packets, nbytes, rpackets, rbytes, ident = m.groups()
+    proto, src, dst, sport, dport, packets, nbytes, rdst, rpackets, rbytes, ident = m.groups()
     return CtEntry(id=int(ident), proto=PROTOCOLS[proto], src=src, dst=dst, sport=int(sport or 0),
                    dport=int(dport or 0), packets=int(packets), bytes=int(nbytes),
-                   reply_packets=int(rpackets), reply_bytes=int(rbytes))
+                   reply_packets=int(rpackets), reply_bytes=int(rbytes), reply_dst=rdst)
 
 
 @dataclass(frozen=True)
@@ -108,6 +122,9 @@ class ConntrackReader:
         self.binary = binary or shutil.which("conntrack")
         self._events: list[subprocess.Popen] = []
         self._stopping = False
+        # The last dump's lines, their timeout left out, and what each parsed to: a line
+        # that has not changed but for its timeout is not parsed again (see dump).
+        self._last_dump: dict[str, CtEntry] = {}
 
     @property
     def available(self) -> bool:
@@ -133,57 +150,106 @@ class ConntrackReader:
         except (OSError, ValueError):
             return 0
 
-    def dump(self) -> list[CtEntry]:
+    def dump(self) -> list[CtEntry] | None:
         """Every NATed IPv4 connection and every IPv6 one (routed, not NATed: the caller
-        keeps the devices' own), with their counters."""
-        return [e for line in self._list("extended,id") if (e := parse_entry(line)) is not None]
+        keeps the devices' own), with their counters; None if a dump failed (a partial
+        list would read as connections gone, and their next sighting as new ones, whose
+        bytes would then be counted twice).
+
+        Most entries of a busy router have not changed since the last dump (a closed
+        connection stays two minutes in TIME_WAIT, seen by a dozen dumps; an idle one
+        does not grow) but for their timeout, and parsing a line costs twenty times a
+        dictionary look-up: such lines take the last dump's entry. Inside the image's VM
+        the parse was a seventh of the controller's time under a stream of new
+        connections (docs/performance.md, the kernel datapath)."""
+        lines = self._list("extended,id")
+        if lines is None:
+            return None
+        last, seen = self._last_dump, {}
+        entries = []
+        for line in lines:
+            key = _without_timeout(line)
+            entry = last.get(key)
+            if entry is None and (entry := parse_entry(line)) is None:
+                continue
+            seen[key] = entry
+            entries.append(entry)
+        self._last_dump = seen
+        return entries
 
     def dump_translated(self) -> list[Translated]:
         """Every TCP and UDP connection through NAT (IPv4) or routed (IPv6), both tuples."""
-        return [t for line in self._list("extended") if (t := parse_translated(line)) is not None]
+        return [t for line in self._list("extended") or [] if (t := parse_translated(line)) is not None]
 
-    def _list(self, output: str) -> list[str]:
-        """The lines of `conntrack -L -o OUTPUT` for each selection; a selection whose dump
-        fails is logged and left out (the next poll tries again)."""
+    def _list(self, output: str) -> list[str] | None:
+        """The lines of `conntrack -L -o OUTPUT` for each selection; None if a selection's
+        dump failed (logged; the next poll tries again).
+
+        The tool writes into an in-memory file, read once it is done: through a pipe the
+        controller woke for every few kilobytes the tool wrote (hundreds of times for a
+        busy router's dump), which cost it more than reading the lines."""
         assert self.binary is not None      # callers check `available`
         lines: list[str] = []
         for selection in SELECTIONS:
             try:
-                out = subprocess.run([self.binary, "-L", *selection, "-o", output],
-                                     capture_output=True, text=True, timeout=30, check=False).stdout
+                with open(os.memfd_create("conntrack-dump"), "w+b") as out:
+                    subprocess.run([self.binary, "-L", *selection, "-o", output], stdout=out,
+                                   stderr=subprocess.DEVNULL, timeout=30, check=True)
+                    out.seek(0)
+                    text = out.read().decode(errors="replace")
             except (OSError, subprocess.SubprocessError) as exc:
                 log.warning("conntrack dump failed: %s", exc)
-                continue
-            lines += out.splitlines()
+                return None
+            lines += text.splitlines()
         return lines
 
     def follow(self, on_end: Callable[[CtEntry], None]) -> None:
-        """Start reading DESTROY events in the background (green threads under the
-        controller's eventlet); restarts the tool if it exits."""
-        for selection in SELECTIONS:
-            threading.Thread(target=self._follow, args=(selection, on_end), daemon=True,
-                             name="conntrack-events").start()
+        """Start reading DESTROY events in the background (a green thread under the
+        controller's eventlet); restarts the tool if it exits. `on_end` hears the NATed
+        IPv4 connections and the IPv6 ones (CtEntry.nated)."""
+        threading.Thread(target=self._follow, args=(on_end,), daemon=True, name="conntrack-events").start()
 
-    def _follow(self, selection: tuple[str, ...], on_end: Callable[[CtEntry], None]) -> None:
+    def _follow(self, on_end: Callable[[CtEntry], None]) -> None:
         assert self.binary is not None          # callers check `available`
         while not self._stopping:
             try:
                 proc = subprocess.Popen(
-                    [self.binary, "-E", "-e", "DESTROY", *selection, "-o", "extended,id",
-                     "-b", str(EVENT_BUFFER)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                    [self.binary, "-E", "-e", "DESTROY", "-o", "extended,id",
+                     "-b", str(EVENT_BUFFER)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                     preexec_fn=_die_with_parent)
                 self._events = [p for p in self._events if p.poll() is None] + [proc]
-                for line in proc.stdout or ():
-                    entry = parse_entry(line)
-                    if entry is not None:
-                        try:
-                            on_end(entry)
-                        except Exception:
-                            log.exception("conntrack event handler failed")
+                assert proc.stdout is not None
+                self._read_endings(proc.stdout.fileno(), on_end)
             except OSError as exc:
                 log.warning("conntrack events: %s", exc)
             if not self._stopping:
                 time.sleep(1.0)
+
+    def _read_endings(self, fd: int, on_end: Callable[[CtEntry], None]) -> None:
+        """Every ending the tool writes, read a pipeful at a time with a pause between
+        reads: the tool writes each ending as it comes, and a wake-up per ending cost the
+        controller more than the ending itself (inside the image's VM, a busy router ends
+        hundreds of connections a second). Until the tool exits."""
+        try:
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)     # room for the endings of a pause
+        except OSError:
+            pass
+        tail = b""
+        while True:
+            chunk = os.read(fd, PIPE_SIZE)          # green under the controller's eventlet
+            if not chunk:
+                return
+            lines = (tail + chunk).split(b"\n")
+            tail = lines.pop()
+            for line in lines:
+                entry = parse_entry(line.decode(errors="replace"))
+                if entry is not None and entry.nated:
+                    try:
+                        on_end(entry)
+                    except Exception:
+                        log.exception("conntrack event handler failed")
+            if not self._stopping:
+                time.sleep(ENDINGS_PAUSE)
 
     def stop(self) -> None:
         """Ends the event readers without waiting for them: this runs from the
@@ -193,6 +259,16 @@ class ConntrackReader:
         for proc in procs:
             if proc.poll() is None:
                 proc.terminate()
+
+
+def _without_timeout(line: str) -> str:
+    """A listed line from its first tuple on, without the family, protocol, timeout and
+    state before it ("ipv4 2 tcp 6 117 TIME_WAIT src=..." -> " src=..."): the timeout
+    changes on every dump of an entry that did not move, and the rest (both tuples, the
+    counters, the entry's id) is the same only for the same entry with the same counters.
+    One search and a slice: a dump of a busy router has tens of thousands of lines."""
+    at = line.find(" src=")
+    return line[at:] if at >= 0 else line
 
 
 def _die_with_parent() -> None:

@@ -142,6 +142,12 @@ class DeviceRegistry:
         old = self.state.get_device(mac)
         if old is None and not allow_unknown:
             raise UnknownDevice(f"no device with MAC {mac} has been seen")
+        device = self._write_decision(mac, state, old)
+        log.info("device %s: %s -> %s", mac, old.state if old else None, state)
+        return self._announce(device, old)
+
+    def _write_decision(self, mac: str, state: str, old: Device | None) -> Device:
+        """The decision's rows: the device's state, and its pre-approval."""
         # A MAC never seen gets a row with first/last seen 0: "known, not yet seen" until
         # its first DHCP request, which then meets the decision at once (no pending stage).
         device = self.state.set_device_state(assignable(mac) if old is None else mac, state,
@@ -153,15 +159,32 @@ class DeviceRegistry:
         else:
             # the household decided about a device it has seen: no pre-approval is left
             self.state.execute("DELETE FROM preapprovals WHERE mac = ?", (mac,))
-        if state == "pending":
-            self._pending.setdefault(mac, None)
+        return device
+
+    def _announce(self, device: Device, old: Device | None) -> Device:
+        """A decision written: the pending list follows it and the components hear of it."""
+        if device.state == "pending":
+            self._pending.setdefault(device.mac, None)
         else:
-            self._pending.pop(mac, None)
-        old_state = old.state if old else None
-        log.info("device %s: %s -> %s", mac, old_state, state)
-        self.bus.publish(events.Device(mac=mac, state=state, old_state=old_state,
+            self._pending.pop(device.mac, None)
+        self.bus.publish(events.Device(mac=device.mac, state=device.state, old_state=old.state if old else None,
                                        device=device.as_dict(), reason="decision"))
         return device
+
+    def _decide_many(self, macs: list[str], state: str) -> list[Device]:
+        """One decision for several checked MACs: their rows in one transaction (all or
+        none; a thousand decisions were a thousand commits), one log line, then each
+        device's event."""
+        olds = {mac: self.state.get_device(mac) for mac in macs}
+        try:
+            with self.state.transaction():
+                written = [self._write_decision(mac, state, olds[mac]) for mac in macs]
+        except BaseException:
+            self.state.reload_devices(macs)     # the rows rolled back: so do the kept copies
+            raise
+        changed = [mac for mac, old in olds.items() if old is None or old.state != state]
+        log.info("%d devices -> %s (%d changed): %s", len(macs), state, len(changed), " ".join(changed))
+        return [self._announce(device, olds[device.mac]) for device in written]
 
     def preapproval_port(self, mac: str) -> str | None:
         """The port a pre-approved device was first seen on ('' not yet); None: no
@@ -259,5 +282,5 @@ class DeviceRegistry:
             return [self.forget(mac) for mac in wanted]
         state = GROUP_DECISIONS[decision]
         assert state is not None        # every decision but forget sets one
-        return [self._decide(mac, state, allow_unknown=True) for mac in wanted]
+        return list(self._decide_many(wanted, state))
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 
 class AlertKind(StrEnum):
@@ -136,18 +136,26 @@ class Bandwidth(Event):
     seconds: float | None = None  # the interval the bytes were counted over (None: not said)
 
 
-@dataclass(frozen=True, eq=False)
-class Flow(Event):
-    """One flow's growth since the last poll, or its last growth (routing/accounting.py)."""
-    TOPIC: ClassVar[str] = "flow"
+class FlowRecord(NamedTuple):
+    """One flow's growth in one direction since its last record, or its last growth: for
+    the device `mac` (a tuple: a busy router makes thousands a second)."""
     mac: str
-    proto: int = 0
-    saddr: str = ""
-    sport: int = 0
-    daddr: str = ""
-    dport: int = 0
-    npkts: int = 0
-    nbytes: int = 0
+    proto: int
+    saddr: str
+    sport: int
+    daddr: str
+    dport: int
+    npkts: int
+    nbytes: int
+
+
+@dataclass(frozen=True, eq=False)
+class Flows(Event):
+    """Flows' growth since their last records, or their last growth, together: each poll's,
+    and the endings of each second (routing/accounting.py). A record: mac, proto, saddr,
+    sport, daddr, dport, npkts, nbytes."""
+    TOPIC: ClassVar[str] = "flows"
+    records: tuple[FlowRecord, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)

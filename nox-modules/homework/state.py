@@ -354,6 +354,12 @@ class StateStore:
             self._devices.pop(mac, None)
         return self._devices.get(mac)
 
+    def reload_devices(self, macs: list[str]) -> None:
+        """Read these devices' kept copies again from the database (after a rollback)."""
+        with self._lock:
+            for mac in macs:
+                self._reload_device(mac)
+
     def get_device(self, mac: str) -> Device | None:
         with self._lock:
             device = self._devices.get(mac)

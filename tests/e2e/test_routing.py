@@ -199,11 +199,17 @@ def test_hwdb_flows_match_a_known_transfer(home: Home):
     size = 1_000_000
     (home.dir / "www" / "blob.bin").write_bytes(os.urandom(size))
     port = 45000 + a.index
+    sent_before = home.isp_sent_bytes()
     out = curl(a, f"http://{WEB_ADDR}/blob.bin", timeout=10, extra=("--local-port", str(port)))
     assert out.stdout == "200", out
     ip = a.ipv4()[0]
     # the learned entries end 2 s after FIN (fin_idle_timeout) and report via flow-removed
     wait_until(lambda: f"tp_dst={port}" not in home.dump_flows(), 40, "learned flow removed")
+    # What the router received of the download: the file, HTTP's and each packet's headers,
+    # and every retransmission (a loaded userspace datapath drops part of a slow start's
+    # burst, and the router's counters see the packets it later dropped). An independent
+    # count from the other end of the link, so that a record counted twice shows.
+    wire = home.isp_sent_bytes() - sent_before
 
     def totals():
         rows = hwdb_query(home, "select * from Flows")
@@ -214,8 +220,8 @@ def test_hwdb_flows_match_a_known_transfer(home: Home):
     time.sleep(0.6)
     down, up, rows = totals()
     assert all(r["proto"] == 6 and r["sport"] == 80 for r in rows)
-    # payload + HTTP headers + per-packet Ethernet/IP/TCP headers (~5 %) + a few retransmissions
-    assert size <= down <= size * 1.15, down
+    # conntrack counts IP packets: the wire's count less 14 bytes of Ethernet header each
+    assert size <= down <= wire, (down, wire)
     assert 0 < up < 100_000, up
     # per-device totals are published once per polling interval
     wait_until(lambda: sum(r["bytes"] for r in hwdb_query(home, "select * from BWStats")

@@ -333,6 +333,8 @@ def test_a_satellite_behind_a_satellite_is_managed_through_it_and_its_device_rea
         # the parent's port 7 carries a satellite, not a device: no patch port on the router's bridge
         assert f"hws{PAIRED[0]}p{CHILD_PORT}" not in home.vsctl("list-ports", "br0").split()
         dev = permitted_device(home, "behind-child", switch=child, lease_timeout=25)
+        holds_its_permitted_lease(dev)        # its 30 s pending lease would end while the child is away
+        gw = gateway(dev)
         assert dev.ping(WEB_ADDR), "a device two satellites deep cannot reach the internet"
         view = json.loads(home.homework("--json", "devices").stdout)
         attached = next(d for d in view if d["mac"] == dev.mac)["attached"]
@@ -358,7 +360,6 @@ def test_a_satellite_behind_a_satellite_is_managed_through_it_and_its_device_rea
                        "the parent was not driven again after the controller restart")
             answers = impostor_answers()
             assert answers == 0, f"after a controller restart the laptop got {answers} answers as {dev.mac}"
-        gw = gateway(dev)
         # the child back: it connects with its certificate, and its device's path comes back
         wait_until(lambda: dev.ping(gw, timeout=1), 40, "the child's device did not come back with it")
         assert dev.ping(WEB_ADDR)

@@ -30,6 +30,10 @@ from e2e.test_notify import RECEIVER
 
 HEALTHY_PORT, SLOW_PORT, LATE_PORT = 8091, 8092, 8093
 DEADLINE = 20
+# Long enough that a delivery which failed once is still waiting for its retry when the
+# controller is stopped on a busy machine: with 2 s, its 3 attempts were over in 6 s and
+# a stop 18 s after the first left nothing to carry over.
+BACKOFF = 30
 # Accepts, reads the request, then sends "HTTP/1.1 200 OK..." one byte every 4 s; writes a
 # line per connection accepted and per connection the router closed.
 DRIBBLER = r"""
@@ -57,7 +61,7 @@ while True:
 @pytest.fixture(scope="module")
 def home():
     with web_home({"controller": {"components": ["dhcp", "routing", "notify"]},
-                   "notify": {"webhook_backoff": 2, "webhook_attempts": 3, "webhook_deadline": DEADLINE},
+                   "notify": {"webhook_backoff": BACKOFF, "webhook_attempts": 3, "webhook_deadline": DEADLINE},
                    "ipv6": {"enabled": True, "prefix": LAN6_SITE}}) as h:
         h.web = Web(h).start()
         yield h
@@ -143,7 +147,8 @@ def test_a_waiting_retry_survives_a_controller_restart(home: Home):
     home.stop_controller()
     start(home, RECEIVER, WEB_ADDR, str(secret), str(out), str(LATE_PORT), "ok", port=LATE_PORT)
     home.start_controller()
-    wait_until(lambda: any(json.loads(line)["body"]["id"] == note["id"] for line in lines(out)), 60,
+    # due BACKOFF after the first attempt (or 3 x BACKOFF, had the stop come after the second)
+    wait_until(lambda: any(json.loads(line)["body"]["id"] == note["id"] for line in lines(out)), 4 * BACKOFF + 30,
                "the retry after the restart")
     assert json.loads(lines(out)[0])["signature_ok"]
     assert [d["ok"] for d in deliveries(home, hook["id"])][:1] == [True]

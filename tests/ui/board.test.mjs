@@ -2,7 +2,7 @@
 // device namespaces, real OVS, the controller, lighttpd over HTTPS.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { drag, label, login, newPage, screenshot, useBoard } from './lib.mjs';
+import { drag, label, login, newPage, screenshot, touchDrag, useBoard } from './lib.mjs';
 
 let home, browser, page;
 const HTC_MAC = '40:4e:36:12:34:56';   // a real OUI (HTC Corporation), never asked for DHCP
@@ -73,6 +73,25 @@ test('drag right permits (dialog names it), the device reaches the internet; dra
     assert.equal(await deviceState(dev.mac), 'denied');
     await home.call({ op: 'wait_fetch', dev: dev.name, expect: false, timeout: 30 });
     await screenshot(page, '06-denied');
+  });
+
+// The router's own screen runs bookworm's WPE WebKit, which gives a finger touch events but no
+// pointer events: the board's drag has to follow the touch events there.
+test('a finger with touch events alone (the router\'s screen) drags right to let in, left to keep out',
+  { timeout: 120000 }, async () => {
+    const dev = await home.call({ op: 'add_device', name: 'tablet6' });
+    await home.call({ op: 'start_dhcp', dev: dev.name, client: 'udhcpc' });
+    await label(page, dev.mac).waitFor({ timeout: 10000 });
+    assert.equal(await touchDrag(page, dev.mac, 'permitted'), true, 'the release of a drag is not left to the browser as a tap');
+    const dialog = page.locator('#meta-dialog');
+    await dialog.waitFor({ state: 'visible' });
+    await dialog.locator('#meta-skip').click();
+    await page.locator(`#zone-permitted .label[data-mac="${dev.mac}"]`).waitFor();
+    assert.equal(await deviceState(dev.mac), 'permitted');
+    assert.equal(await touchDrag(page, dev.mac, 'outside'), true);
+    await page.locator(`#zone-outside .label[data-mac="${dev.mac}"]`).waitFor();
+    assert.equal(await deviceState(dev.mac), 'denied');
+    assert.equal(await page.locator('.label.ghost').count(), 0, 'no floating copy is left behind');
   });
 
 test('labels: busy device larger, weak signal more transparent, retries red', { timeout: 120000 }, async () => {

@@ -243,6 +243,27 @@ export async function drag(page, mac, zone) {
   await page.mouse.up();
 }
 
+/** Drag a label into a zone with a finger's touch events alone (press, move in steps,
+    release), as the WebKit of the router's own screen sends them: no pointer or mouse events
+    come with them. True when the page took the release for itself (a drag is no tap). */
+export async function touchDrag(page, mac, zone) {
+  const from = await label(page, mac).boundingBox();
+  const to = await page.locator(`#zone-${zone}`).boundingBox();
+  return page.evaluate(([m, x1, y1, x2, y2]) => {
+    const el = document.querySelector(`.label:not(.ghost)[data-mac="${m}"] .name`);
+    const fire = (type, x, y) => {
+      const finger = new Touch({ identifier: 7, target: el, clientX: x, clientY: y });
+      const ev = new TouchEvent(type, { bubbles: true, cancelable: true, changedTouches: [finger],
+                                        touches: type === 'touchend' ? [] : [finger] });
+      el.dispatchEvent(ev);
+      return ev.defaultPrevented;
+    };
+    fire('touchstart', x1, y1);
+    for (let i = 1; i <= 8; i++) fire('touchmove', x1 + (x2 - x1) * i / 8, y1 + (y2 - y1) * i / 8);
+    return fire('touchend', x2, y2);
+  }, [mac, from.x + from.width / 2, from.y + from.height / 2, to.x + to.width / 2, to.y + to.height / 2]);
+}
+
 export async function screenshot(page, name) {
   mkdirSync(ARTIFACTS, { recursive: true });
   const file = path.join(ARTIFACTS, `${name}.png`);

@@ -19,6 +19,7 @@ class FakeConntrack:
     def __init__(self):
         self.entries = []
         self.on_end = None
+        self.failing = False        # the next dumps fail, as ConntrackReader.dump's None
 
     def enable_accounting(self):
         return True
@@ -30,7 +31,7 @@ class FakeConntrack:
         return len(self.entries)
 
     def dump(self):
-        return list(self.entries)
+        return None if self.failing else list(self.entries)
 
     def stop(self):
         pass

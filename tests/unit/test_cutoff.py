@@ -79,7 +79,7 @@ def test_each_reason_is_named_with_its_end(home, clock):
 def test_a_cut_off_device_is_captive_in_dnsd_and_its_web_goes_to_the_page(home):
     dns = home.ctx.component("dns")
     a = home.ctx.leases.get(A)
-    net64 = f"{home.ctx.ipv6.device_prefix(a.index).network_address}/64"
+    net64 = str(home.ctx.ipv6.device_prefix(a.index).network_address)     # its /64, by its first address
     assert dnsd_state(home, A) == "permitted" and a.ip not in dns.net.captive_ips
     home.commands.call("pause", mac=A, minutes=60)
     assert dnsd_state(home, A) == "cutoff"

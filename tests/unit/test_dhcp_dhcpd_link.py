@@ -632,3 +632,45 @@ def test_the_daemon_may_hold_thousands_of_notes_for_a_busy_controller():
     assert ours.recv(65536) == note
     ours.close()
     theirs.close()
+
+
+def test_a_clients_waiting_answer_is_booked_before_its_punted_request():
+    """A renewal the daemon answered sits in the batch; the client's RELEASE, punted a
+    moment later, must find it booked, or the renewal would be booked after the release
+    and give the lease back its life."""
+    import json
+    order = []
+    link = dhcpd_link.DhcpdLink("/bin/false", "br0", lambda f: order.append(("punt", fp.request_client(f))),
+                                lambda n: order.append(("book", n["mac"])), lambda: [], lambda name, n=1: None)
+    note = {"mac": MAC, "port": 1, "hostname": "", "xid": 1, "op": "acked"}
+    link._dispatch(json.dumps(note).encode())
+    link._dispatch(json.dumps({**note, "mac": "02:00:00:00:00:0b"}).encode())
+    release = fp.marker(1) + dhcp_frame(MAC, m.RELEASE)[6:]
+    link._dispatch(b"P" + release)
+    assert order == [("book", MAC), ("punt", MAC)]
+    link.book()                                   # the other device waited for the batch, MAC is not booked twice
+    assert order[2:] == [("book", "02:00:00:00:00:0b")]
+    link._dispatch(b"P" + b"\x0e\x68\x77\x00\x00\x01" + b"short")   # too short to name a client: punted as it is
+    assert order[-1] == ("punt", None)
+
+
+def test_a_forgotten_devices_renewal_naked_makes_it_the_controllers_again(offering, clock):
+    # forgotten while it believes in its hour, the device renews: NAKed, its old block is
+    # kept for its DISCOVER, so the daemon must not answer that DISCOVER from its reserve
+    punt(offering, dhcp_frame(MAC, m.DISCOVER), 1)
+    ip = offering.ctx.leases.get(MAC).ip
+    router = offering.ctx.leases.get(MAC).router
+    punt(offering, dhcp_frame(MAC, m.REQUEST, options=[opt_ip(50, ip), opt_ip(54, router)]), 1)
+    offering.ctx.devices.permit(MAC)
+    assert offering.ctx.leases.get(MAC).active
+    offering.ctx.devices.forget(MAC)
+    assert MAC not in link(offering).known
+    sent = len(offering.sent)
+    punt(offering, dhcp_frame(MAC, m.REQUEST, src_ip=ip, dst_ip="10.2.0.1"), 1)
+    [nak] = [m.parse(f[42:]) for f in offering.sent[sent:]]
+    assert nak.msg_type == m.NAK
+    assert MAC in link(offering).known
+    clock.advance(60)        # the port's allowance of new MACs (this fixture's is small) refills
+    punt(offering, dhcp_frame(MAC, m.DISCOVER), 1)
+    offer = m.parse(offering.sent[-1][42:])
+    assert offer.msg_type == m.OFFER and offer.yiaddr == ip

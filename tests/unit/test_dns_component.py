@@ -316,7 +316,8 @@ def test_with_ipv6_dnsd_also_knows_the_device_by_its_64_and_follows_a_renumberin
     # the router's name, its encrypted DNS)
     assert f"device {ip} {A} pending denylist 10.2.0.1 2001:db8:200::1" in lines
     assert f"device {net} {A} pending denylist 10.2.0.1 2001:db8:200::1" in lines
-    assert dns.net.captive_ips == {ip, f"{net}/64"}      # its web traffic goes to the page, both families
+    # its web traffic goes to the page, both families (its /64 by its first address)
+    assert dns.net.captive_ips == {ip, net}
     call(core, "permit", mac=A)
     assert f"device {net} {A} permitted denylist 10.2.0.1 2001:db8:200::1" in dns.link.take()
     assert dns.net.captive_ips == set()
@@ -358,6 +359,7 @@ def test_a_device_let_in_is_out_of_the_captive_set_when_the_command_answers(tmp_
         return subprocess.CompletedProcess(cmd, 0, "", "")
     core, dns, _ = make(tmp_path)
     monkeypatch.setattr(netfilter.subprocess, "run", slow_nft)
+    monkeypatch.setattr(netfilter, "_library", lambda: None)       # the nft command's path
     dns.net = netfilter.DnsNet("br0", "169.254.53.53:5300")
     join(core, A, port=1)
     assert dns.net.flush(timeout=5)
@@ -365,6 +367,22 @@ def test_a_device_let_in_is_out_of_the_captive_set_when_the_command_answers(tmp_
     nft_started.clear()
     call(core, "permit", mac=A)
     assert nft_started.is_set() and sets[-1].endswith("delete element inet homework_dns captive4 { 10.2.0.2 }\n")
+
+
+def lines_from(sock):
+    """The lines a fake homework-dnsd reads from the controller's side, until it closes."""
+    buf = b""
+    while True:
+        try:
+            data = sock.recv(65536)
+        except OSError:           # closed at the end of the test
+            return
+        if not data:
+            return
+        buf += data
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            yield line
 
 
 def test_the_link_settles_every_push_with_one_write_and_one_confirmation(monkeypatch):
@@ -379,23 +397,13 @@ def test_the_link_settles_every_push_with_one_write_and_one_confirmation(monkeyp
     applied, syncs = [], []
 
     def dnsd():          # applies lines in order and confirms each sync, as dnsd does
-        buf = b""
-        while True:
-            try:
-                data = theirs.recv(65536)
-            except OSError:           # closed at the end of the test
-                return
-            if not data:
-                return
-            buf += data
-            while b"\n" in buf:
-                line, buf = buf.split(b"\n", 1)
-                text = line.decode()
-                if text.startswith("sync "):
-                    syncs.append(text)
-                    theirs.sendall(f"ok {text.split()[1]} devices=0 rules=0\n".encode())
-                else:
-                    applied.append(text)
+        for line in lines_from(theirs):
+            text = line.decode()
+            if text.startswith("sync "):
+                syncs.append(text)
+                theirs.sendall(f"ok {text.split()[1]} devices=0 rules=0\n".encode())
+            else:
+                applied.append(text)
     threading.Thread(target=dnsd, daemon=True).start()
     reader = threading.Thread(target=link._read, args=(ours,), daemon=True)
     reader.start()
@@ -404,6 +412,47 @@ def test_the_link_settles_every_push_with_one_write_and_one_confirmation(monkeyp
     assert applied == [] and link.settle(timeout=5)
     assert len(applied) == 3 and len(syncs) == 1
     assert link.settle(timeout=0.01)          # nothing unconfirmed: no wait
+    link._stopped = True
+    theirs.shutdown(socket.SHUT_RDWR)
+    ours.close()
+    theirs.close()
+
+
+def test_commands_settling_at_once_all_wait_for_the_one_confirmation(monkeypatch):
+    """Two commands settle while dnsd has not yet confirmed the first one's lines: the
+    second waits for that confirmation too (it covers its lines), not answering early."""
+    import socket
+    import threading
+    from homework.components.dns import dnsd_link
+    from homework.components.dns.dnsd_link import DnsdLink
+    monkeypatch.setattr(dnsd_link, "FLUSH_AFTER", 30.0)
+    ours, theirs = socket.socketpair()
+    link = DnsdLink("", snapshot=list, on_events=lambda lines: None)
+    link._sock = ours
+    release, syncs = threading.Event(), []
+
+    def dnsd():          # confirms only when the test says so
+        for line in lines_from(theirs):
+            if line.startswith(b"sync "):
+                syncs.append(line)
+                release.wait(30)
+                theirs.sendall(b"ok " + line.split()[1] + b" devices=0 rules=0\n")
+    threading.Thread(target=dnsd, daemon=True).start()
+    threading.Thread(target=link._read, args=(ours,), daemon=True).start()
+    answers: list = []
+    assert link.push(["device 10.2.0.2 x permitted default 10.2.0.1"], wait=False)
+    first = threading.Thread(target=lambda: answers.append(("first", link.settle(timeout=30))))
+    first.start()
+    while not syncs:                           # the first command's sync is out, unconfirmed
+        threading.Event().wait(0.01)
+    second = threading.Thread(target=lambda: answers.append(("second", link.settle(timeout=30))))
+    second.start()
+    second.join(0.3)
+    assert answers == []                        # neither answered before dnsd confirmed
+    release.set()
+    first.join(30)
+    second.join(30)
+    assert sorted(answers) == [("first", True), ("second", True)] and len(syncs) == 1
     link._stopped = True
     theirs.shutdown(socket.SHUT_RDWR)
     ours.close()

@@ -11,6 +11,7 @@ import pytest
 import hwdb_client
 from homework.components.hwdb_sync.dns_limiter import OTHER_NAMES, DnsLimiter
 from homework.components.hwdb_sync.sink import QUEUE_LIMIT, Sink
+from homework.events import FlowRecord, Flows
 from homework.leases import Lease
 from conftest import Clock, make_core
 
@@ -44,8 +45,9 @@ def sink_with(log, clock, fail=None, up=lambda: True):
 def test_every_topic_becomes_a_row_in_schema_order(clock):
     log = []
     sink = sink_with(log, clock)
-    sink.on_event("flow", dict(mac="02:00:00:00:00:0a", proto=6, saddr="10.2.0.2", sport=40000,
-                               daddr="203.0.113.10", dport=80, npkts=12, nbytes=9000))
+    sink.on_event("flows", dict(records=(
+        FlowRecord("02:00:00:00:00:0a", 6, "10.2.0.2", 40000, "203.0.113.10", 80, 12, 9000),
+        FlowRecord("02:00:00:00:00:0a", 6, "203.0.113.10", 80, "10.2.0.2", 40000, 10, 52000))))
     granted = Lease(mac="02:00:00:00:00:0a", index=0, network="10.2.0.0/30", router="10.2.0.1", ip="10.2.0.2",
                     broadcast="10.2.0.3", expires=1.0, port=1, hostname="it's mine", active=True)
     sink.on_event("lease", dict(action="granted", lease=granted, state="pending"))
@@ -59,9 +61,10 @@ def test_every_topic_becomes_a_row_in_schema_order(clock):
                                     verdict="allowed", latency_us=250))
     sink.on_event("link", dict(mac="02:00:00:00:00:0a", rssi=-41.5, retries=2, packets=10, bytes=1200))
     sink.on_event("something_else", dict(x=1))
-    assert sink.flush() == 9
+    assert sink.flush() == 10
     assert log == [
         "insert into Flows values (6, '10.2.0.2', 40000, '203.0.113.10', 80, 12, 9000)",
+        "insert into Flows values (6, '203.0.113.10', 80, '10.2.0.2', 40000, 10, 52000)",
         "insert into Leases values ('02:00:00:00:00:0a', '10.2.0.2', 'it''s mine', 'add') on duplicate key update",
         "insert into Leases values ('02:00:00:00:00:0a', '10.2.0.2', '', 'del') on duplicate key update",
         "insert into Devices values ('02:00:00:00:00:0a', 'permitted', 'decision', 'laptop') on duplicate key update",
@@ -221,7 +224,7 @@ def test_component_survives_bad_payloads_and_a_dead_daemon(tmp_path):
     core = make_core(tmp_path, components=("dhcp", "routing", "hwdb_sync"), hwdb_enabled=True,
                      hwdb_port=port)
     sync = core.ctx.component("hwdb_sync")
-    core.bus.publish("flow", mac="m", proto="not a number")
+    core.bus.publish(Flows(records=(FlowRecord("m", "not a number", "", 0, "", 0, 0, 0),)))
     core.bus.publish("alert", mac="m", kind="flow-limit", detail="x")
     status = core.commands.call("hwdb-sync-status")
     assert status["rejected"] == 1 and status["waiting"] == 1
@@ -256,9 +259,9 @@ def test_rows_land_in_a_real_hwdbd(tmp_path):
         clock = Clock(time.time())
         sink = Sink(lambda: hwdb_client.Client("127.0.0.1", port, timeout=2.0), hwdb_client.insert_statement,
                     clock, lambda e: isinstance(e, hwdb_client.HwdbTimeout))
-        for i in range(2500):           # more than one batch
-            sink.on_event("flow", dict(mac="m", proto=6, saddr="10.2.0.2", sport=i, daddr="203.0.113.10",
-                                       dport=80, npkts=1, nbytes=100))
+        # more than one batch
+        sink.on_event("flows", Flows(records=tuple(FlowRecord("m", 6, "10.2.0.2", i, "203.0.113.10", 80, 1, 100)
+                                                   for i in range(2500))))
         deadline = time.monotonic() + 10
         while sink.queue and time.monotonic() < deadline:
             sink.flush()

@@ -194,6 +194,26 @@ def test_deny_closes_v6_at_once_and_permit_learns_v6_flows(core):
     assert sw.outputs(v6(LOCAL, ROUTER_MAC, WEB6, a_addr)) == []
 
 
+def test_a_decision_resends_no_arp_or_neighbour_flows_and_they_stay(core):
+    """A device decided on where it already is keeps its ARP and ND flows: the decision
+    sends only what its mode changes (a crowd's permit resent a fifth of its flows)."""
+    from homework import pipeline as L
+    from routingkit import arp_pkt
+    a_ip = join(core, A, 1)
+    sw = core.switch
+    index = core.ctx.leases.get(A).index
+    arp = L.routing_cookie(L.KIND_ARP, index)
+    held = sorted(repr(f.match) for f in sw.flows if f.cookie == arp)
+    assert len(held) >= 8                      # two for ARP, the rest neighbour discovery
+    for decision in ("permit", "deny", "permit"):
+        sent = len(sw.messages)
+        core.commands.call(decision, mac=A)
+        assert [m for m in sw.messages[sent:] if isinstance(m, FlowMod) and m.cookie == arp] == []
+        assert sorted(repr(f.match) for f in sw.flows if f.cookie == arp) == held
+        router = core.ctx.leases.get(A).router
+        assert sw.outputs(arp_pkt(1, A, a_ip, router)) == [LOCAL]
+
+
 def test_the_end_of_a_lease_removes_the_route_and_every_v6_flow(core, clock):
     join(core, A, 1)
     core.commands.call("permit", mac=A)
@@ -234,7 +254,7 @@ def test_v6_flows_are_reported_with_their_addresses_and_split_up_and_down(core):
                                packet_count=1, byte_count=n, table_id=f.table_id)
                      for f, n in ((up, 1_000), (down, 50_000))])
     routing.poll_flow_stats()
-    flows = [p for t, p in core.events if t == "flow"]
+    flows = [r._asdict() for t, p in core.events if t == "flows" for r in p.records]
     assert {(r["saddr"], r["daddr"], r["nbytes"]) for r in flows} == {(me, WEB6, 1_000), (WEB6, me, 50_000)}
     [bw] = [p for t, p in core.events if t == "bandwidth" and p["mac"] == A]
     assert (bw["up"], bw["down"]) == (1_000, 50_000)

@@ -8,11 +8,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from conftest import make_core
 from homework.components.metrics.collect import HomeworkCollector, counter_name
 from homework.components.metrics.traffic import DeviceTraffic, TrafficTotals
+from homework.events import FlowRecord, Flows
 from homework.flows import Datapath
 from routingkit import join
 from test_api import Api
 
 A, B = "02:00:00:00:00:0a", "02:00:00:00:00:0b"
+WEB = "203.0.113.10"
 
 
 def samples(text):
@@ -79,9 +81,12 @@ def test_traffic_sums_bandwidth_events_and_flow_packets():
     t = TrafficTotals()
     t.on_bandwidth({"mac": A, "bytes": 150, "up": 50, "down": 100}, now=1.0)
     t.on_bandwidth({"mac": A, "bytes": 30, "up": 0, "down": 30}, now=2.0)
-    t.on_flow({"mac": A, "npkts": 5, "nbytes": 90}, now=2.0)
+    t.on_flows(Flows(records=(FlowRecord(A, 6, "10.2.0.2", 40000, WEB, 443, 5, 90),
+                              FlowRecord(A, 6, WEB, 443, "10.2.0.2", 40000, 3, 900),
+                              FlowRecord(B, 17, "10.2.0.3", 5000, WEB, 53, 1, 60))), now=2.0)
     d = t.snapshot()[A]
-    assert (d.up_bytes, d.down_bytes, d.flow_packets, d.last_seen) == (50, 130, 5, 2.0)
+    assert (d.up_bytes, d.down_bytes, d.flow_packets, d.last_seen) == (50, 130, 8, 2.0)
+    assert t.snapshot()[B].flow_packets == 1
 
 
 def test_series_of_a_device_without_lease_end_after_keep_seconds():

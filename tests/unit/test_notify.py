@@ -336,3 +336,41 @@ def test_removing_a_webhook_drops_what_waits_for_it(tmp_path, clock):
         assert core.state.execute("SELECT COUNT(*) FROM webhook_queue")[0][0] == 0
     finally:
         rx.close()
+
+
+def test_a_retry_whose_attempt_was_out_when_the_controller_stopped_waits_for_the_next_start():
+    """The controller stops while an attempt is on its way (a slow connect on a busy
+    machine): the failed attempt's retry stays in state.db for the next start."""
+    from homework.components.notify.deliver import Deliverer
+    from homework.httpout import HttpOutError
+
+    class Queue:
+        def __init__(self):
+            self.calls = []
+
+        def put(self, job):
+            self.calls.append(("put", job.attempt))
+            return 7
+
+        def retry(self, job):
+            self.calls.append(("retry", job.attempt))
+
+        def done(self, qid):
+            self.calls.append(("done", qid))
+
+    queue = Queue()
+    attempted = threading.Event()
+
+    def post(url, body, headers, deadline, guard, allow_local):
+        deliverer.stop()                      # SIGTERM while the connect is under way
+        attempted.set()
+        raise HttpOutError("could not connect")
+
+    deliverer = Deliverer(queue, lambda *a: None, lambda *a, **k: None, lambda: 0.0, attempts=5, backoff=2,
+                          deadline=10, guard=None, target=lambda hook: ("http://192.0.2.1/", "s", False), post=post)
+    deliverer.submit([("wh-1", "http://192.0.2.1/", "s")], {"id": 3, "kind": "test"})
+    assert attempted.wait(10)
+    worker_threads = [t for t in threading.enumerate() if t.name == "webhook-wh-1"]
+    for t in worker_threads:
+        t.join(10)
+    assert queue.calls == [("put", 1), ("retry", 2)]          # not ("done", 7): the row waits

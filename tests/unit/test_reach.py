@@ -434,3 +434,28 @@ def test_devices_with_nothing_open_cost_no_check(home, tools, monkeypatch):
     checks.clear()
     home.commands.call("permit", mac=B)
     assert checks
+
+
+def test_a_started_miniupnpd_is_listening_when_start_returns(tmp_path):
+    """A device allowed by the household finds the daemon at once: start() returns once the
+    (re)started daemon listens, not before (a discovery right after the tick found nothing)."""
+    import socket
+    import sys
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    slow = tmp_path / "slow-miniupnpd"
+    slow.write_text(f"#!{sys.executable}\n"
+                    "import re, socket, sys, time\n"
+                    "port = int(re.search(r'^http_port=(\\d+)$', open(sys.argv[2]).read(), re.M).group(1))\n"
+                    "time.sleep(0.5)\n"
+                    "s = socket.socket(); s.bind(('127.0.0.1', port)); s.listen(1); time.sleep(30)\n")
+    slow.chmod(0o755)
+    daemon = upnp.Miniupnpd(tmp_path / "run", lambda: f"http_port={port}\n", binary=str(slow))
+    assert not upnp.listening(port)
+    try:
+        assert daemon.start()
+        assert upnp.listening(port)
+    finally:
+        daemon.stop()
+    assert not upnp.listening(port)

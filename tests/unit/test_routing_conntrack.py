@@ -1,6 +1,9 @@
 """Per-flow records of NATed connections from conntrack (routing/conntrack.py), and the
 switch entries that go with them (flowsets.account_flows with the pool)."""
+import dataclasses
 import ipaddress
+import os
+import time
 
 import pytest
 
@@ -56,8 +59,7 @@ class Recorder:
 
 
 def entry(line=LIST_LINE, **counters):
-    e = parse_entry(line)
-    return e.__class__(**{**e.__dict__, **counters})
+    return dataclasses.replace(parse_entry(line), **counters)
 
 
 def test_the_first_dump_is_a_baseline_then_growth_is_reported_each_way():
@@ -174,7 +176,7 @@ def test_ipv6_entries_parse_and_flows_to_household_addresses_are_left_to_the_swi
                            inside=lambda a: ipaddress.ip_address(a) in site)
     flows.snapshot([])
     flows.ended(e)
-    inward = e.__class__(**{**e.__dict__, "id": 43, "dst": "2001:db8:200:2::1"})
+    inward = dataclasses.replace(e, id=43, dst="2001:db8:200:2::1")
     flows.ended(inward)
     assert [r[2:5] for r in rows] == [("2001:db8:200:1::aa", 40000, "2001:db8:100::1"),
                                       ("2001:db8:100::1", 80, "2001:db8:200:1::aa")]
@@ -213,4 +215,132 @@ def test_a_dump_asks_for_each_selection_and_reads_every_line(tmp_path):
 
 def test_a_dump_that_cannot_run_is_logged_and_gives_nothing(tmp_path):
     reader = ConntrackReader(str(tmp_path / "gone"))     # removed under a running controller
-    assert reader.dump() == [] and reader.dump_translated() == []
+    assert reader.dump() is None and reader.dump_translated() == []
+
+
+def test_a_dump_with_a_failed_selection_is_no_dump_not_a_partial_one(tmp_path):
+    # a partial list would read as the connections of the failed family gone, and their
+    # next sighting as new ones, counted again from zero
+    reader = _fake_conntrack(tmp_path, f'[ "$3" = ipv4 ] || exit 1\necho "{LIST_LINE}"\n')
+    assert reader.dump() is None and reader.dump_translated() == []
+
+
+def test_a_dump_parses_only_the_lines_that_changed_but_for_their_timeout(tmp_path, monkeypatch):
+    """A busy router's dump is mostly entries that did not move since the last one (TIME_WAIT,
+    idle): they take the last dump's entry; a line whose counters or state changed is parsed."""
+    from homework import conntrack as ct
+    listing = tmp_path / "listing"
+    reader = _fake_conntrack(tmp_path, f'[ "$3" = ipv4 ] || exit 0\ncat {listing}\n')
+    grown = LIST_LINE.replace("packets=3 bytes=164", "packets=4 bytes=216")
+    other = LIST_LINE.replace("sport=47026", "sport=47028").replace("dport=47026", "dport=47028").replace(
+        "id=4031490507", "id=4031490509")
+    listing.write_text(f"{LIST_LINE}\n{other}\n")
+    first = reader.dump()
+    assert [e.id for e in first] == [4031490507, 4031490509]
+    parsed = []
+    monkeypatch.setattr(ct, "parse_entry", lambda line: parsed.append(line) or parse_entry(line))
+    listing.write_text(f"{LIST_LINE.replace(' 119 ', ' 117 ')}\n{other.replace(' 119 ', ' 109 ')}\n")
+    assert reader.dump() == first and parsed == []
+    listing.write_text(f"{grown.replace(' 119 ', ' 108 ')}\n{other.replace(' 119 ', ' 107 ')}\n")
+    again = reader.dump()
+    assert len(parsed) == 1 and "packets=4 bytes=216" in parsed[0]
+    assert (again[0].reply_packets, again[0].reply_bytes) == (4, 216) and again[1] == first[1]
+    # what the last dump no longer listed is forgotten: listed again, it is parsed again
+    listing.write_text(f"{grown}\n")
+    reader.dump()
+    listing.write_text(f"{grown}\n{other}\n")
+    parsed.clear()
+    assert [e.id for e in reader.dump()] == [4031490507, 4031490509] and parsed == [other]
+
+
+def test_an_ending_read_after_a_dump_that_left_the_entry_out_reports_only_its_growth():
+    # endings are read a pipeful at a time: the kernel dropped the entry, the next dump no
+    # longer listed it, and only then is its ending read
+    r = Recorder()
+    r.flows.snapshot([])
+    r.flows.snapshot([entry()])
+    r.flows.snapshot([])
+    r.flows.ended(entry())
+    assert [row[-2:] for row in r.rows] == [(5, 273), (3, 164)]
+    r.flows.snapshot([])
+    r.flows.ended(entry(id=7, packets=6, bytes=313))         # the same late, with one last packet
+    assert [row[-2:] for row in r.rows] == [(5, 273), (3, 164), (6, 313), (3, 164)]
+
+
+def test_a_dump_looks_each_address_up_once():
+    asked = []
+    rows = []
+
+    def index_of(address):
+        asked.append(address)
+        return 1 if address == DEVICE else None
+    flows = ConntrackFlows(index_of, lambda *row: rows.append(row))
+    flows.snapshot([])
+    many = [entry(id=i, sport=40000 + i) for i in range(50)] + [entry(id=99, src="10.9.9.9")]
+    flows.snapshot(many)
+    assert len(rows) == 100 and sorted(asked) == sorted([DEVICE, "10.9.9.9"])
+    # the next dump asks again (a lease may have changed in between), for what moved only
+    asked.clear()
+    flows.snapshot(many[:49] + [entry(id=49, sport=40049, packets=9)])
+    assert asked == [DEVICE] and rows[-1][-2:] == (4, 0)
+
+
+def _tool_writing(tmp_path, script: str) -> ConntrackReader:
+    """A conntrack whose -E (the endings) runs `script` (its arguments go to events-calls)."""
+    return _fake_conntrack(tmp_path, f'[ "$1" = -E ] || exit 0\necho "$*" >> {tmp_path}/events-calls\n{script}\n')
+
+
+def _follow_until(reader, want):
+    ended = []
+    reader.follow(ended.append)
+    deadline = time.monotonic() + 60
+    while len(ended) < want and time.monotonic() < deadline:
+        time.sleep(0.05)
+    reader.stop()
+    return ended
+
+
+def test_endings_are_read_a_pipeful_at_a_time_not_one_wake_up_each(tmp_path, monkeypatch):
+    from homework import conntrack as ct
+    reads = []
+    real_read = os.read
+    monkeypatch.setattr(ct.os, "read", lambda fd, n: reads.append(n) or real_read(fd, n))
+    lines = tmp_path / "endings"
+    lines.write_text("".join(EVENT_LINE.replace("id=77", f"id={i}") + "\n" for i in range(200)))
+    reader = _tool_writing(tmp_path, f"cat {lines}; sleep 30")
+    ended = _follow_until(reader, 200)
+    assert sorted(e.id for e in ended) == list(range(200))
+    assert len(reads) < 20
+
+
+def test_an_ending_split_between_two_writes_is_read_whole(tmp_path):
+    head, tail = EVENT_LINE[:90], EVENT_LINE[90:]
+    reader = _tool_writing(tmp_path, f"printf '%s' '{head}'; sleep 0.5; printf '%s\\n' '{tail}'; sleep 30")
+    [e] = _follow_until(reader, 1)
+    assert e == parse_entry(EVENT_LINE)
+
+
+def test_one_tool_reads_the_endings_of_both_families_and_keeps_what_a_dump_would(tmp_path):
+    # the DNS interception's: destination NAT to the router, no source NAT (the reply goes
+    # back to the device's own address): a dump's --src-nat leaves it out, and so do endings
+    intercepted = ("[DESTROY] ipv4     2 udp      17 src=10.2.0.6 dst=192.0.2.53 sport=5353 dport=53 packets=1 "
+                   "bytes=60 src=10.2.0.5 dst=10.2.0.6 sport=53 dport=5353 packets=1 bytes=90 id=78")
+    v6 = ("[DESTROY] ipv6     10 tcp      6 src=2001:db8:200:1::aa dst=2001:db8:100::1 sport=40000 dport=80 "
+          "packets=6 bytes=480 src=2001:db8:100::1 dst=2001:db8:200:1::aa sport=80 dport=40000 packets=4 bytes=900 "
+          "[ASSURED] id=42")
+    lines = tmp_path / "endings"
+    lines.write_text(f"{intercepted}\n{EVENT_LINE}\n{v6}\n")
+    reader = _tool_writing(tmp_path, f"cat {lines}; sleep 30")
+    ended = _follow_until(reader, 2)
+    assert sorted(e.id for e in ended) == [42, 77]
+    assert [e.reply_dst for e in sorted(ended, key=lambda e: e.id)] == ["2001:db8:200:1::aa", "192.0.2.2"]
+    [call] = (tmp_path / "events-calls").read_text().splitlines()
+    assert call.startswith("-E -e DESTROY -o extended,id") and "-f" not in call.split()
+
+
+def test_a_dump_is_read_once_the_tool_is_done_not_through_a_pipe(tmp_path):
+    # through a pipe the controller wakes for every few kilobytes the tool writes
+    reader = _fake_conntrack(tmp_path, f'[ "$3" = ipv4 ] || exit 0\n[ -p /dev/stdout ] && exit 3\n'
+                                       f'for i in $(seq 1 300); do echo "{LIST_LINE}"; done\n')
+    entries = reader.dump()
+    assert len(entries) == 300 and entries[0] == parse_entry(LIST_LINE)

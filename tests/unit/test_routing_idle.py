@@ -2,6 +2,8 @@
 household are learned per pair (a new connection between two devices that talked before
 changes no table), an idle household's poll reads a fixed number of devices and
 publishes nothing, and a device that moves bytes is read until it stops."""
+import dataclasses
+
 from homework import pipeline as L
 from homework.components.routing.component import SWEEP_PER_POLL
 from homework.components.routing.conntrack import CtEntry
@@ -142,7 +144,7 @@ def test_connections_made_after_a_start_are_recorded_from_the_first_poll(tmp_pat
                   reply_packets=2, reply_bytes=700)
     host.fake_conntrack.entries = [old, new]
     poll(core)                                     # the first poll after the start
-    flows = [p for t, p in core.events if t == "flow"]
+    flows = [r._asdict() for t, p in core.events if t == "flows" for r in p.records]
     assert [(f["sport"], f["nbytes"]) for f in flows] == [(40001, 300), (443, 700)]
 
 
@@ -164,3 +166,52 @@ def test_the_broadcast_fan_out_is_sent_only_when_the_ports_with_permitted_device
     assert [tuple(a.port for a in f.actions) for f in sent] == [(1,), (1, 2)]
     flow = [f for f in core.switch.flows if f.priority == P.PRIO_BROADCAST and f.table_id == P.TABLE_FORWARD]
     assert [tuple(a.port for a in f.actions) for f in flow] == [(1, 2)]
+
+
+def test_a_polls_records_and_a_seconds_endings_are_published_together(tmp_path, clock):
+    from homework.components.routing.component import ENDINGS_SECONDS
+    core, (a, b) = home(tmp_path, clock, 2)
+    ips = [core.ctx.leases.get(mac).ip for mac in (a, b)]
+    poll(core)
+    core.events.clear()
+    conns = [CtEntry(id=i, proto=6, src=ips[i % 2], dst=WEB, sport=40000 + i, dport=443, packets=3, bytes=300,
+                     reply_packets=2, reply_bytes=700) for i in range(10)]
+    core.conntrack.entries = conns
+    clock.advance(10)
+    poll(core)
+    [batch] = [p for t, p in core.events if t == "flows"]
+    assert len(batch.records) == 20
+    assert {r.mac for r in batch.records} == {a, b}
+    assert core.ctx.counters.get("routing.flows_reported") == 20
+    # endings come one at a time; they are published together by a timer
+    core.events.clear()
+    for e in conns[:4]:
+        core.conntrack.on_end(dataclasses.replace(e, packets=4, bytes=352))
+    assert [t for t, _ in core.events if t == "flows"] == []
+    [publish] = [fn for seconds, fn in core.periods if seconds == ENDINGS_SECONDS]
+    publish()
+    [batch] = [p for t, p in core.events if t == "flows"]
+    assert [(r.sport, r.npkts, r.nbytes) for r in batch.records] == [(40000 + i, 1, 52) for i in range(4)]
+    publish()
+    assert len([t for t, _ in core.events if t == "flows"]) == 1       # nothing new: nothing published
+
+
+def test_a_failed_dump_counts_nothing_twice(tmp_path, clock):
+    core, (mac,) = home(tmp_path, clock, 1)
+    ip = core.ctx.leases.get(mac).ip
+
+    def conn(nbytes):
+        return CtEntry(id=7, proto=6, src=ip, dst=WEB, sport=40000, dport=80, packets=1, bytes=100,
+                       reply_packets=nbytes // 1000, reply_bytes=nbytes)
+    poll(core)
+    core.events.clear()
+    core.conntrack.entries = [conn(10_000)]
+    poll(core)
+    core.conntrack.failing = True           # the tool failed: no dump, not an empty one
+    core.conntrack.entries = [conn(30_000)]
+    poll(core)
+    core.conntrack.failing = False
+    core.conntrack.entries = [conn(50_000)]
+    poll(core)
+    down = [r.nbytes for t, p in core.events if t == "flows" for r in p.records if r.sport == 80]
+    assert down == [10_000, 40_000]

@@ -51,3 +51,16 @@ def test_flush_waits_for_the_jobs_before_it_and_is_bounded():
     gate.set()
     assert w.flush(timeout=5) is True and seen == [1]
     assert w.flush(timeout=0) is True          # nothing queued since
+
+
+def test_a_flush_ends_the_gathering_and_takes_what_gathered():
+    """Jobs wait `gather` for others to join them, unless someone waits for them: then
+    they go at once, with every job queued so far (a command's one nft run)."""
+    batches = []
+    w = BatchWorker("t", lambda batch: batches.append(list(batch)), gather=600)
+    w.put(1)
+    w.put(2)
+    assert w.flush(timeout=30) is True         # not the 600 s of gathering
+    assert batches == [[1, 2]]
+    w.put(3)
+    assert w.flush(timeout=30) is True and batches == [[1, 2], [3]]

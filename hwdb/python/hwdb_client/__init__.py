@@ -237,6 +237,8 @@ def parse_response(text: str) -> Result:
 
 def quote(v: Any) -> str:
     """A literal for an insert statement: strings quoted, bools/numbers bare."""
+    if type(v) is int:      # the most common value first (flow rows are mostly numbers)
+        return str(v)
     if v is None:
         raise ValueError("hwdb has no NULL values to insert")
     if isinstance(v, bool):

@@ -41,6 +41,8 @@ import time
 from pathlib import Path
 from collections.abc import Callable, Sequence
 
+from .fastpath import request_client
+
 log = logging.getLogger("homework.dhcp.dhcpd")
 
 MAX_MESSAGE = 65536
@@ -197,11 +199,23 @@ class DhcpdLink:
             # not gathered: a reply of ours may need its entry in the daemon before it leaves
             # (an OFFER: the REQUEST that takes it is the daemon's to answer)
             self.count("dhcp.dhcpd_punted")
+            self._book_before_punt(data[1:])
             with self._ungathered():
                 self.on_punt(data[1:])
             return
         with self.gathered():
             self._dispatch_note(data)
+
+    def _book_before_punt(self, frame: bytes) -> None:
+        """What the daemon answered this client and we hold for the batch is booked before
+        the controller decides its punted request: a RELEASE a moment after a renewal would
+        otherwise be undone by the renewal's booking (the lease living on until it ran out).
+        The daemon sends that answer ahead of the punt for the same reason."""
+        mac = request_client(frame)
+        note = self._unbooked.pop(mac, None) if mac else None
+        if note is not None:
+            with self.gathered():
+                self._book_one(note)
 
     def _dispatch_note(self, data: bytes) -> None:
         try:

@@ -66,6 +66,16 @@ def request_port(frame: bytes) -> int | None:
     return port_of(frame[:6])
 
 
+def request_client(frame: bytes) -> str | None:
+    """The client hardware address (chaddr) of a request frame, "aa:bb:..", or None when
+    the frame is too short to hold one (IPv4 header of any length, then UDP, then BOOTP)."""
+    if len(frame) < 15:
+        return None
+    start = 14 + (frame[14] & 0x0F) * 4 + 8 + 28
+    chaddr = frame[start:start + 6]
+    return chaddr.hex(":") if len(chaddr) == 6 else None
+
+
 def reply_frame(packet_out: PacketOut) -> bytes | None:
     """The frame to write on the socket for a DHCP packet-out: its eth_src replaced by the
     marker of its one output port (the switch writes the router's MAC back). None if it

@@ -737,6 +737,10 @@ class DhcpServer(Component):
             block = None if block is not None else self.alloc.take(mac, r.index)
         if block is not None:
             self.ports[mac] = r.port
+            # its block again: ours to answer. Told before the NAK or ACK leaves, so the
+            # daemon never answers its next DISCOVER from its reserve (a second block the
+            # controller would refuse, while the device believed in it)
+            self.new_devices.know(mac)
         return block
 
     def came_back(self, mac: str, in_port: int, decided: bool = False) -> None:

@@ -54,8 +54,9 @@ CAPTIVE_STATES = ("pending", "denied", "cutoff")     # dnsd answers them with th
 
 
 def _captive_key(key: str) -> str:
-    """A device key (its IPv4 address, or its /64's first address) as a captive set member."""
-    return f"{key}/64" if ":" in key else key
+    """A device key (its IPv4 address, or its /64's first address) as a captive set member:
+    the key itself (captive6's rules mask a source address to its /64, netfilter.py)."""
+    return key
 
 
 def dot_matches(mac: str) -> list[dict]:

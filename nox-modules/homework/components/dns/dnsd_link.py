@@ -78,8 +78,16 @@ class DnsdLink:
         with self._send_lock:
             if self._queued and self._sock is not None:
                 self._flush()
-            waiter, self._unconfirmed = self._unconfirmed, None
-        return True if waiter is None else self._confirmed(waiter, timeout, "the latest policy lines")
+            # Kept until confirmed: commands settling at the same moment share the one
+            # confirmation (it covers every line before it), and none answers before it.
+            waiter = self._unconfirmed
+        if waiter is None:
+            return True
+        confirmed = self._confirmed(waiter, timeout, "the latest policy lines")
+        with self._send_lock:
+            if self._unconfirmed is waiter:
+                self._unconfirmed = None
+        return confirmed
 
     def _flush(self) -> list | None:
         """Send the queued lines with a sync of their own (caller holds the send lock)."""

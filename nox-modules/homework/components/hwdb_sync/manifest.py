@@ -7,7 +7,7 @@ from ...manifest import Manifest
 
 MANIFEST = Manifest(
     component="hwdb_sync",
-    hears=(events.Lease, events.Device, events.Flow, events.Bandwidth, events.Alert, events.DnsQuery,
+    hears=(events.Lease, events.Device, events.Flows, events.Bandwidth, events.Alert, events.DnsQuery,
            events.Link, events.QosRate, events.QosApp, events.QosAppRate, events.QosDevice,
            events.AppTuple),
     counters={

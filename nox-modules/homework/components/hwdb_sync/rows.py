@@ -35,9 +35,9 @@ def device_rows(ev: E.Device) -> list:
     return rows
 
 
-def flow_rows(ev: E.Flow) -> list:
-    return [("Flows", (_int(ev.proto), _text(ev.saddr, 45), _int(ev.sport), _text(ev.daddr, 45),
-                       _int(ev.dport), _int(ev.npkts), _int(ev.nbytes)), False)]
+def flows_rows(ev: E.Flows) -> list:
+    return [("Flows", (_int(r.proto), _text(r.saddr, 45), _int(r.sport), _text(r.daddr, 45),
+                       _int(r.dport), _int(r.npkts), _int(r.nbytes)), False) for r in ev.records]
 
 
 def bandwidth_rows(ev: E.Bandwidth) -> list:
@@ -95,7 +95,7 @@ def qos_device_rows(ev: E.QosDevice) -> list:
 ROW_BUILDERS: dict[str, Callable[[Any], list]] = {
     "lease": lease_rows,
     "device": device_rows,
-    "flow": flow_rows,
+    "flows": flows_rows,
     "bandwidth": bandwidth_rows,
     "alert": alert_rows,
     "dns_query": dns_rows,

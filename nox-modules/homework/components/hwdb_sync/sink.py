@@ -67,26 +67,30 @@ class Sink:
         builder = ROW_BUILDERS.get(topic)
         if builder is None:
             return
+        statements = []
         for table, values, upsert in builder(events.of(topic, payload)):
             if table == "DnsQueries":
-                for row in self.dns.admit(values):
-                    self._enqueue(self._statement(table, row, upsert))
+                statements += [self._statement(table, row, upsert) for row in self.dns.admit(values)]
             else:
-                self._enqueue(self._statement(table, values, upsert))
+                statements.append(self._statement(table, values, upsert))
+        self._enqueue(statements)
 
-    def _enqueue(self, stmt: str) -> None:
-        if len(self.queue) >= QUEUE_LIMIT:
-            self.queue.popleft()
-            self.count("dropped_overflow")
-        self.queue.append(stmt)
-        self.count("queued")
+    def _enqueue(self, statements: list[str]) -> None:
+        """Queue an event's rows (a `flows` event has thousands), the oldest dropped past the limit."""
+        over = len(self.queue) + len(statements) - QUEUE_LIMIT
+        if over > 0:
+            for _ in range(min(over, len(self.queue))):
+                self.queue.popleft()
+            self.count("dropped_overflow", over)
+            statements = statements[-QUEUE_LIMIT:]
+        self.queue.extend(statements)
+        self.count("queued", len(statements))
 
     # -- out: periodic flush -------------------------------------------------------------
     def flush(self, final: bool = False) -> int:
         """Write what is queued (in batches), with the DNS count rows of the intervals that
         ended (all of them when `final`); returns rows written. Never raises."""
-        for row in self.dns.due(final):
-            self._enqueue(self._statement("DnsQueries", row, False))
+        self._enqueue([self._statement("DnsQueries", row, False) for row in self.dns.due(final)])
         written = 0
         while self.queue:
             client = self._ensure_client()

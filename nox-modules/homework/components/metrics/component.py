@@ -28,7 +28,7 @@ class Metrics(Component):
 
     def start(self) -> None:
         self.ctx.bus.subscribe("bandwidth", lambda _t, ev: self.traffic.on_bandwidth(ev, self.ctx.now()))
-        self.ctx.bus.subscribe("flow", lambda _t, ev: self.traffic.on_flow(ev, self.ctx.now()))
+        self.ctx.bus.subscribe("flows", lambda _t, ev: self.traffic.on_flows(ev, self.ctx.now()))
         self.ctx.every(PRUNE_SECONDS, self.prune)
         self.ctx.commands.register("metrics", self.render)
 

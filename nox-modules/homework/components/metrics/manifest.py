@@ -7,7 +7,7 @@ from ...manifest import Manifest
 
 MANIFEST = Manifest(
     component="metrics",
-    hears=(events.Bandwidth, events.Flow),
+    hears=(events.Bandwidth, events.Flows),
     counters={
         "metrics.scrapes": "Prometheus scrapes answered",
         "metrics.devices_pruned": "devices dropped from the traffic gauges after leaving",

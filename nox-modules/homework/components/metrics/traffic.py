@@ -2,13 +2,13 @@
 
 `bandwidth` events carry each device's bytes since the previous flow-stats poll (split
 into up and down; every byte reaches exactly one event), so summing them gives counters
-that only go up, as Prometheus counters must. `flow` events carry packets of the learned
+that only go up, as Prometheus counters must. `flows` events carry packets of the learned
 (per-connection) flows. A device drops out (and its series end) once it has no active
 lease and has not been seen for `keep_seconds`: that bounds the series to the devices
 with a lease or seen in the last day.
 """
 from __future__ import annotations
-from ...events import Bandwidth, Flow, of
+from ...events import Bandwidth, Flows, of
 
 import threading
 from dataclasses import dataclass
@@ -40,13 +40,17 @@ class TrafficTotals:
             d.down_bytes += down
             d.last_seen = now
 
-    def on_flow(self, event: Flow | dict, now: float) -> None:
-        ev = of("flow", event)
-        assert isinstance(ev, Flow)
+    def on_flows(self, event: Flows | dict, now: float) -> None:
+        ev = of("flows", event)
+        assert isinstance(ev, Flows)
+        packets: dict[str, int] = {}
+        for r in ev.records:
+            packets[r.mac] = packets.get(r.mac, 0) + max(int(r.npkts or 0), 0)
         with self._lock:
-            d = self._devices.setdefault(ev.mac, DeviceTraffic())
-            d.flow_packets += max(int(ev.npkts or 0), 0)
-            d.last_seen = now
+            for mac, n in packets.items():
+                d = self._devices.setdefault(mac, DeviceTraffic())
+                d.flow_packets += n
+                d.last_seen = now
 
     def prune(self, leased: set[str], now: float) -> int:
         """Forget devices with no lease that were last seen over keep_seconds ago."""

@@ -201,7 +201,10 @@ class Deliverer:
         job.due = self.wall() + self.backoff * 2 ** (job.attempt - 1)
         job.attempt += 1
         self.queue.retry(job)
-        if not worker.add(job):
+        if not worker.add(job) and not worker.stopped:
+            # Its worker's queue is full: dropped. A worker stopped while this attempt was
+            # out (the controller stopping, or the webhook removed) leaves the row as it is:
+            # the next start resumes it, and a removal has dropped it with the webhook.
             self.queue.done(job.qid)
 
     # -- idle and shutdown -------------------------------------------------------------------------

@@ -48,6 +48,7 @@ BINARY = "/usr/sbin/miniupnpd"
 LISTEN_IF = "hwupnp0"        # its veth (the peer, hwupnp1, only keeps the link up)
 LISTEN_PEER = "hwupnp1"
 LOWEST_PORT = 1024           # devices may not map the well-known ports
+READY_WITHIN = 10.0          # seconds a (re)started miniupnpd may take to listen
 # Its IPv6 address (on LISTEN_IF), given to control points for IGDv2 pinholes: outside the
 # site prefix, so the switch sends it to the router as upstream traffic, and unique local
 # (RFC 4193), so it is never routed out. The control connection must come from the
@@ -311,6 +312,20 @@ def with_handles(m: Mapping, rules: list[Rule]) -> Mapping:
                    handles=tuple(handles))
 
 
+def listening(port: int) -> bool:
+    """Whether a TCP socket of this network namespace listens on `port` (any address)."""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 3 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                return True
+    return False
+
+
 class Miniupnpd:
     """Starts, restarts and stops the daemon; reads its mappings; ends some of them."""
 
@@ -345,7 +360,8 @@ class Miniupnpd:
                 return True
             self.run_dir.mkdir(parents=True, exist_ok=True)
             self._end_stale()
-            self.conf.write_text(self.write_config())
+            text = self.write_config()
+            self.conf.write_text(text)
             try:
                 self.proc = subprocess.Popen([self.binary, "-f", str(self.conf), "-d"], stdin=subprocess.DEVNULL,
                                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -359,7 +375,25 @@ class Miniupnpd:
             self.error = ""
             self._cache = None
             threading.Thread(target=self._relay_log, args=(self.proc,), daemon=True, name="miniupnpd-log").start()
+            port = re.search(r"^http_port=(\d+)$", text, re.M)
+            if port and not self._wait_listening(int(port.group(1))):
+                log.warning("miniupnpd (pid %d) is not listening on port %s after %.0f s", self.proc.pid,
+                            port.group(1), READY_WITHIN)
             return True
+
+    def _wait_listening(self, port: int) -> bool:
+        """Until the daemon listens (it opens its HTTP socket with its SSDP and NAT-PMP ones):
+        a change the household made (a device allowed) is in force when the command returns,
+        not a moment later when a device's discovery has already found nothing. In the
+        reach worker, never on the event loop."""
+        deadline = time.monotonic() + READY_WITHIN
+        while time.monotonic() < deadline:
+            if listening(port):
+                return True
+            if self.proc is None or self.proc.poll() is not None:
+                return False
+            time.sleep(0.02)
+        return False
 
     def _end_stale(self) -> None:
         """A miniupnpd of an earlier controller (killed without stopping it) goes first: two

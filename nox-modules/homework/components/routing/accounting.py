@@ -1,8 +1,11 @@
 """Per-flow and per-device accounting from the switch's learned flow entries.
 
-Every report is a delta: a `flow` event carries the packets and bytes since the last
+Every report is a delta: a flow record carries the packets and bytes since the last
 report of that flow (from periodic flow-stats polling of long-lived flows, and a final
-one from the flow-removed message), so summing a flow's rows gives its total. Per-device
+one from the flow-removed message), so summing a flow's rows gives its total. Records
+are published together, one `flows` event for what one poll, one reply or one second of
+endings found: a busy router makes thousands a second, and each event costs every
+subscriber a call (the bus, hwdb's rows, metrics). Per-device
 byte totals (`bandwidth`) are published once per polling interval for each device that
 moved bytes in it, with `up` (bytes of entries whose source is the device) and `down`
 (the rest) that sum to `bytes`, and `seconds`, the interval's length; a device that
@@ -20,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from ...flows import FlowRemoved, FlowStats
-from ...events import Bandwidth, Flow
+from ...events import Bandwidth, FlowRecord, Flows
 from ... import pipeline as L
 
 PORT_FIELDS = {6: ("tcp_src", "tcp_dst"), 17: ("udp_src", "udp_dst")}
@@ -63,6 +66,8 @@ class Accounting:
         # (block index, ipv4_src of the entry) -> bytes this interval: the up/down split is
         # made at the interval's end, when the device's address is looked up once
         self._by_src: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))  # index -> source -> bytes
+        self._records: list[FlowRecord] = []        # not yet published
+        self._macs: dict[int, str | None] = {}      # block index -> its device, for the records of one batch
         self._moving: set[int] = set()      # devices whose entries grew since the last take_moving()
         self._was_moving: set[int] = set()  # devices that had bytes in the last published interval
         self.priming = False
@@ -166,11 +171,24 @@ class Accounting:
 
     def record(self, index: int, proto: int, saddr: str, sport: int, daddr: str, dport: int,
                packets: int, nbytes: int) -> None:
-        """One `flow` event: a flow's growth in one direction (from a learned entry, or
-        from conntrack for NATed flows), for the device of block `index`."""
-        device = self.device_for_index(index)
-        if device is None:
-            return
-        self.count("routing.flows_reported")
-        self.publish(Flow(mac=device[0], proto=proto, saddr=saddr, sport=sport, daddr=daddr,
-                          dport=dport, npkts=packets, nbytes=nbytes))
+        """A flow's growth in one direction (from a learned entry, or from conntrack for
+        NATed flows), for the device of block `index`: published by publish_flows().
+        The device is looked up once per batch."""
+        try:
+            mac = self._macs[index]
+        except KeyError:
+            device = self.device_for_index(index)
+            mac = self._macs[index] = device[0] if device is not None else None
+        if mac is not None:
+            self._records.append(FlowRecord(mac, proto, saddr, sport, daddr, dport, packets, nbytes))
+
+    def publish_flows(self) -> int:
+        """One `flows` event with the records since the last call (none: nothing is
+        published). Returns the records published."""
+        self._macs.clear()
+        if not self._records:
+            return 0
+        records, self._records = tuple(self._records), []
+        self.count("routing.flows_reported", len(records))
+        self.publish(Flows(records=records))
+        return len(records)

@@ -48,6 +48,7 @@ QUERY_INTERVAL = 60.0          # IGMP general queries to permitted devices
 MEMBERSHIP_LIFETIME = 3 * QUERY_INTERVAL + 10
 RA_SPARE = 120                 # an RA's lifetimes outlast the lease by this many seconds
 SWEEP_PER_POLL = 16            # idle devices whose counters each poll reads, in turn
+ENDINGS_SECONDS = 1.0          # connections' endings (conntrack) are published together this often
 
 
 class Routing(Component):
@@ -87,7 +88,11 @@ class Routing(Component):
                 # The baseline now (what an earlier run reported already), not at the first
                 # poll: the connections of the first interval after a start are new, and a
                 # baseline taken then would leave them unrecorded.
-                self.nat_flows.snapshot(self.conntrack.dump())
+                # (A failed dump leaves the baseline to the first poll's.)
+                if (entries := self.conntrack.dump()) is not None:
+                    self.nat_flows.snapshot(entries)
+                # the records of connections' endings (DESTROY events, one at a time), together
+                self.ctx.every(ENDINGS_SECONDS, self.accounting.publish_flows)
         self.ctx.every(self.ctx.config.flow_stats_interval, self.poll_flow_stats)
         self.ctx.every(QUERY_INTERVAL, self.query_members)
         self.ctx.commands.register("routing-status", self.status)
@@ -173,10 +178,12 @@ class Routing(Component):
 
     def flow_removed(self, ev: FlowRemoved) -> list:
         self.accounting.flow_removed(ev)
+        self.accounting.publish_flows()
         return []
 
     def flow_stats(self, stats: list[FlowStats]) -> list:
         self.accounting.flow_stats(stats)
+        self.accounting.publish_flows()
         return self._over_limit()
 
     # -- per-device synchronisation -----------------------------------------------------------
@@ -211,6 +218,9 @@ class Routing(Component):
         def delete(kind: int, index: int) -> None:
             decisions.append(FlowDelete(cookie=L.routing_cookie(kind, index), cookie_mask=L.MASK_ONE_KIND_ONE_DEVICE))
 
+        # A device that stays where it is keeps its ARP and neighbour-discovery flows (no
+        # mode deletes them): a decision resends only what the mode changes (a crowd's
+        # permit was a fifth resent flows, each a table change for Open vSwitch).
         new_place = old is None or dev is None or not old[0].same_place(dev)
         if old is not None and (dev is None or mode is None or not old[0].same_place(dev)):
             decisions.append(FlowDelete(cookie=L.routing_cookie(L.KIND_SHARED, old[0].index),
@@ -233,20 +243,20 @@ class Routing(Component):
                     delete(kind, dev.index)
             self.per_host.discard(dev.index)
             self.accounting.forget_learned(dev.index)
-            decisions += fs.arp_flows(dev) + fs.gateway_flows(dev)
+            decisions += (fs.arp_flows(dev) if new_place else []) + fs.gateway_flows(dev)
             prefix = self._prefix6(dev)
             if prefix is not None:
-                decisions += (fs6.punt_meter(dev) if new_place else []) + fs6.nd_flows(dev, prefix)
+                decisions += (fs6.punt_meter(dev) + fs6.nd_flows(dev, prefix) if new_place else [])
                 decisions += fs6.gateway_flows(dev, prefix)
             self._install(mac, dev, mode)
         else:
             delete(L.KIND_GATEWAY, dev.index)
-            decisions += fs.arp_flows(dev) + fs.forward_flows(dev, self.router_mac)
+            decisions += (fs.arp_flows(dev) if new_place else []) + fs.forward_flows(dev, self.router_mac)
             decisions += (fs.per_host_flows(dev) if dev.index in self.per_host
                           else fs.account_flows(dev, self.ctx.config.flow_idle_timeout, self._learned_within()))
             prefix = self._prefix6(dev)
             if prefix is not None:
-                decisions += (fs6.punt_meter(dev) if new_place else []) + fs6.nd_flows(dev, prefix)
+                decisions += (fs6.punt_meter(dev) + fs6.nd_flows(dev, prefix) if new_place else [])
                 decisions += fs6.forward_flows(dev, prefix, self.router_mac) + fs6.mld_flows(dev)
                 decisions += (fs6.per_host_flows(dev, prefix) if dev.index in self.per_host
                               else fs6.account_flows(dev, prefix, self.ctx.config.flow_idle_timeout,
@@ -638,9 +648,11 @@ class Routing(Component):
         decisions: list = []
         if self.conntrack is not None:
             entries = self.conntrack.dump()
-            self.nat_flows.snapshot(entries)
+            if entries is not None:     # a failed dump: the next one reports the growth
+                self.nat_flows.snapshot(entries)
+                self.accounting.publish_flows()
+                decisions = self._nat_over_limit(entries)
             busy |= self.nat_flows.take_touched()
-            decisions = self._nat_over_limit(entries)
         if self.ctx.datapath is None:
             return
         permitted = sorted(dev.index for dev in self._permitted())

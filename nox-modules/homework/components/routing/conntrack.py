@@ -21,9 +21,11 @@ the final counters of nearly every connection well before that.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from ...conntrack import CtEntry
 
+T = TypeVar("T")
 Record = Callable[[int, int, str, int, str, int, int, int], None]
 
 
@@ -42,7 +44,11 @@ class ConntrackFlows:
         self.record = record
         self.skip = skip
         self.inside = inside
-        self._seen: dict[tuple, tuple[int, int, int, int]] = {}   # entry key -> counters reported
+        self._seen: dict[tuple, CtEntry] = {}   # entry key -> the entry as last reported
+        # The dump before: endings are read a moment after the kernel drops an entry (a
+        # pipeful at a time), so a dump may already leave out an entry whose ending is
+        # yet to come, and that ending reports only what this dump had not.
+        self._previous: dict[tuple, CtEntry] = {}
         # Entries whose DESTROY came in since the last snapshot: a dump is read while the
         # events go on, so it may still list an entry already reported as ended; counting
         # it again as new would count its bytes twice.
@@ -54,15 +60,26 @@ class ConntrackFlows:
 
     def snapshot(self, entries: Iterable[CtEntry]) -> int:
         """A full dump: report growth since the last one; forget entries that are gone.
-        The first dump after a start only sets the baseline. Returns entries seen."""
-        seen: dict[tuple, tuple[int, int, int, int]] = {}
+        The first dump after a start only sets the baseline. Returns entries seen.
+
+        Most entries of a busy router have not moved since the last dump (a closed
+        connection stays two minutes in TIME_WAIT): the reader hands back the very entry
+        it parsed then, and that costs one look-up here. The devices' addresses are looked
+        up once per dump, however many connections each holds."""
+        seen: dict[tuple, CtEntry] = {}
+        last, gone, priming = self._seen, self._gone, self.priming
+        index_of, inside = _memo(self.index_of), _memo(self.inside)
         for e in entries:
-            if e.key in self._gone:
+            key = e.key
+            if key in gone:
                 continue
-            counters = (e.packets, e.bytes, e.reply_packets, e.reply_bytes)
-            if not self.priming:
-                self._report(e, self._seen.get(e.key, (0, 0, 0, 0)))
-            seen[e.key] = counters
+            seen[key] = e
+            if priming:
+                continue
+            before = last.get(key)
+            if before is not e:
+                self._report(e, before, index_of, inside)
+        self._previous = last
         self._seen = seen
         self._gone = set()
         self.priming = False
@@ -72,19 +89,23 @@ class ConntrackFlows:
         """A DESTROY event: the last growth, then the entry is forgotten. During priming
         an unknown entry's history belongs to the previous process: nothing reported."""
         before = self._seen.pop(e.key, None)
+        if before is None:          # its ending was read after a dump that no longer listed it
+            before = self._previous.get(e.key)
         self._gone.add(e.key)
         if before is None and self.priming:
             return
-        self._report(e, before or (0, 0, 0, 0))
+        self._report(e, before, self.index_of, self.inside)
 
-    def _report(self, e: CtEntry, before: tuple[int, int, int, int]) -> None:
+    def _report(self, e: CtEntry, last: CtEntry | None, index_of: Callable[[str], int | None],
+                inside: Callable[[str], bool]) -> None:
         now = (e.packets, e.bytes, e.reply_packets, e.reply_bytes)
+        before = (last.packets, last.bytes, last.reply_packets, last.reply_bytes) if last is not None else (0, 0, 0, 0)
         if now == before:
             return
         if any(n < b for n, b in zip(now, before, strict=True)):     # an id reused for a new connection
             before = (0, 0, 0, 0)
-        index = self.index_of(e.src)
-        if index is None or self.inside(e.dst):
+        index = index_of(e.src)
+        if index is None or inside(e.dst):
             return
         self._touched.add(index)
         if self.skip(index):
@@ -96,11 +117,24 @@ class ConntrackFlows:
         if rp or rb:
             self.record(index, e.proto, e.dst, e.dport, e.src, e.sport, rp, rb)
 
-
     def take_touched(self) -> set[int]:
         """The devices whose connections grew or ended since the last call."""
         touched, self._touched = self._touched, set()
         return touched
+
+
+def _memo(lookup: Callable[[str], T]) -> Callable[[str], T]:
+    """`lookup` with its answers kept (for the length of one dump: a lease may change
+    between two)."""
+    answers: dict[str, T] = {}
+
+    def memoised(address: str) -> T:
+        try:
+            return answers[address]
+        except KeyError:
+            answer = answers[address] = lookup(address)
+            return answer
+    return memoised
 
 
 def per_source_counts(entries: Iterable[CtEntry]) -> dict[str, int]:

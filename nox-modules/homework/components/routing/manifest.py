@@ -9,7 +9,7 @@ from ...manifest import Manifest
 MANIFEST = Manifest(
     component="routing",
     needs={"said": DeviceSays},
-    publishes=(events.Bandwidth, events.Flow, events.Alert),
+    publishes=(events.Bandwidth, events.Flows, events.Alert),
     hears=(events.Device, events.Lease, events.Ipv6Plan),
     alerts=(events.AlertKind.FLOW_LIMIT,),
     counters={
@@ -23,7 +23,7 @@ MANIFEST = Manifest(
         "routing.ignored": "packet-ins routing had no use for",
         "routing.flow_limit": "times a device went over the per-host flow limit",
         "routing.flows_removed": "learned per-flow entries the switch removed and reported",
-        "routing.flows_reported": "flow events published",
+        "routing.flows_reported": "flow records published (in `flows` events)",
         "routing.polls": "accounting polls (one every flow_stats_interval)",
         "routing.devices_polled": "devices whose counters a poll read (those that moved bytes, and a few in turn)",
     },
