@@ -22,13 +22,21 @@ SAT_QEMU_PID=""
 gs() {  # run a shell command in the satellite VM
   AGENT_SOCK=$SAT_AGENT g "$@"
 }
-sat_line() {  # sat_line PATTERN SECONDS: the line on the satellite's ttyS1, once there
+sat_line() {  # sat_line PATTERN SECONDS: the satellite's last line matching ^PATTERN, once there
   local t0; t0=$(date +%s)
-  until grep -q "$1" "$ART/ttyS1-sat.log" 2>/dev/null; do
+  until sat_has "$1"; do
     kill -0 "$SAT_QEMU_PID" 2>/dev/null && [ $(( $(date +%s) - t0 )) -lt "$2" ] || return 1
     sleep 1
   done
-  grep "$1" "$ART/ttyS1-sat.log" | tr -d '\r' | tail -1
+  sat_lines "$1" | tail -1
+}
+sat_has() { sat_lines "$1" | grep -q .; }
+
+# Its announcements go to the console (ttyS0) and to ttyS1, where the guest gives a write
+# 2 s (a serial port nobody reads must not hold its boot up): a guest starved by TCG beside
+# another VM may drop the ttyS1 copy, and the console's may follow a login prompt on its line.
+sat_lines() {  # sat_lines ^PATTERN: the lines from either port, the console's last
+  cat "$ART/ttyS1-sat.log" "$ART/ttyS0-sat.log" 2>/dev/null | tr -d '\r' | grep -o "${1#^}.*"
 }
 
 sat_net_up() {  # the satellite's uplink on the cable's bridge; its port's bridge and a device namespace
@@ -125,7 +133,7 @@ satellite_phase() {
     fail "the satellite boots and prints its datapath id" "see $ART/ttyS0-sat.log"; return; fi
   dpid=$(echo "$line" | sed 's/^HOMEWORK-SATELLITE dpid=\([0-9a-f]*\).*/\1/')
   check "the satellite took its role from the ESP file (HOMEWORK-ROLE satellite) and names its datapath $dpid" \
-    grep -q '^HOMEWORK-ROLE satellite' "$ART/ttyS1-sat.log"
+    sat_has '^HOMEWORK-ROLE satellite'
 
   check "the datapath id on the satellite's console is its lowest MAC ($SAT_DPID)" test "$dpid" = "$SAT_DPID"
   sat_cable_port || { fail "the router's NIC for the satellite's cable" "no NIC with $SATCABLE_MAC"; return; }
