@@ -762,6 +762,8 @@ check "homework-dnsd listens on IPv6 too ([fd00:53::53]:5300, [ipv6] enabled)" g
 # Data plane
 check "kernel datapath in use (system@ovs-system, bridge datapath_type=system)" \
   g "ovs-dpctl show | grep -q 'system@ovs-system' && [ \"\$(ovs-vsctl get bridge br0 datapath_type)\" = system ]"
+check "the connection table holds at least 65,536 connections on this $VM_MEM MiB router (the kernel alone sizes it from memory: 7,680 at 1 GiB)" \
+  g "[ \$(cat /proc/sys/net/netfilter/nf_conntrack_max) -ge 65536 ] && [ \$(cat /sys/module/nf_conntrack/parameters/hashsize) -ge 16384 ]"
 check "WAN found by its DHCP answer (the 2nd NIC, $WAN_MAC) and the LAN NIC is on br0" \
   g ". /run/homework/interfaces.env; [ \"\$(cat /sys/class/net/\$WAN/address)\" = $WAN_MAC ] && ovs-vsctl list-ports br0 | xargs -I{} cat /sys/class/net/{}/address | grep -q $LAN_MAC"
 check "WAN got an address from the ISP and the router reaches the ISP web server" \
