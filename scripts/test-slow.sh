@@ -18,8 +18,8 @@ LOG=test-artifacts/image-test.log
 # machine as if alone; QEMU takes what they leave, and its timeouts allow for that.
 # The hardware part (other NIC models, a screen with the Guest Board's kiosk, a card
 # hot-plugged: image/boot-test-hardware.sh) boots the same image in a VM of its own; it
-# starts once the end-to-end and browser tests are done, beside the main part's last
-# phases, when the machine has a core to spare for it.
+# starts once the end-to-end tests are done, beside the browser tests and the main part's
+# last phases.
 HWLOG=test-artifacts/image-test-hardware.log
 nice -n 19 ionice -c 2 -n 7 bash image/boot-test.sh >"$LOG" 2>&1 &   # make image-test, minus deps (done)
 BOOT=$!
@@ -41,13 +41,13 @@ fi
 # a core busy), so two at a time leave the boot test its core.
 echo "[make test +${SECONDS}s] end-to-end tests"
 .venv/bin/pytest -q -n 2 --dist loadfile --durations=15 -m "not machine" tests/e2e; E2E=$?
-echo "[make test +${SECONDS}s] browser tests"
-make --no-print-directory test-ui; UI=$?
-echo "[make test +${SECONDS}s] browser tests done; waiting for the image boot test"
 # The hardware part reuses the image the main part built (it waits for that build).
 while kill -0 "$BOOT" 2>/dev/null && ! grep -q "accelerator:" "$LOG"; do sleep 5; done
 HOMEWORK_BOOT_TEST_ONLY=hardware nice -n 19 ionice -c 2 -n 7 bash image/boot-test.sh >"$HWLOG" 2>&1 &
 HWBOOT=$!
+echo "[make test +${SECONDS}s] browser tests (the boot test's hardware part started beside them)"
+make --no-print-directory test-ui; UI=$?
+echo "[make test +${SECONDS}s] browser tests done; waiting for the image boot test"
 wait "$BOOT"; MAIN=$?
 wait "$HWBOOT"; HW=$?
 IMAGE=$(( MAIN != 0 || HW != 0 ))
