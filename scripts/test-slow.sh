@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make test` once deps are in place. The image boot test (QEMU under TCG, about 30 minutes,
+# `make test` once deps are in place. The image boot test (QEMU under TCG, about 47 minutes beside the rest,
 # most of it the guest booting and writing slots) is the longest part, so it starts first
 # and runs beside everything else: lint, the cargo and unit tests, then the end-to-end tests
 # (two modules at a time) and the browser tests, mostly waiting on timers, DHCP and
