@@ -21,7 +21,10 @@ LOG=test-artifacts/image-test.log
 # starts once the end-to-end tests are done, beside the browser tests and the main part's
 # last phases.
 HWLOG=test-artifacts/image-test-hardware.log
-nice -n 19 ionice -c 2 -n 7 bash image/boot-test.sh >"$LOG" 2>&1 &   # make image-test, minus deps (done)
+boot_test() {  # boot_test LOG: make image-test, minus deps (done), in the background
+  nice -n 19 ionice -c 2 -n 7 bash image/boot-test.sh >"$1" 2>&1 &
+}
+boot_test "$LOG"
 BOOT=$!
 HWBOOT=""
 # Ctrl-C or a CI timeout: each boot test's own trap removes its QEMU, namespaces and links.
@@ -43,7 +46,7 @@ echo "[make test +${SECONDS}s] end-to-end tests"
 .venv/bin/pytest -q -n 2 --dist loadfile --durations=15 -m "not machine" tests/e2e; E2E=$?
 # The hardware part reuses the image the main part built (it waits for that build).
 while kill -0 "$BOOT" 2>/dev/null && ! grep -q "accelerator:" "$LOG"; do sleep 5; done
-HOMEWORK_BOOT_TEST_ONLY=hardware nice -n 19 ionice -c 2 -n 7 bash image/boot-test.sh >"$HWLOG" 2>&1 &
+HOMEWORK_BOOT_TEST_ONLY=hardware boot_test "$HWLOG"
 HWBOOT=$!
 echo "[make test +${SECONDS}s] browser tests (the boot test's hardware part started beside them)"
 make --no-print-directory test-ui; UI=$?
