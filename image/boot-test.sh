@@ -60,6 +60,15 @@ check() {  # check NAME COMMAND...: PASS when the command succeeds
   local name=$1; shift
   if "$@" >>"$ART/checks.log" 2>&1; then pass "$name"; else fail "$name" "see $ART/checks.log"; fi
 }
+check_within() {  # check_within SECONDS NAME COMMAND...: PASS once the command succeeds, tried every 3 s
+  # (for a state the router reaches at its own pace: a VM under TCG beside other work is slow)
+  local end=$(( $(date +%s) + $1 )) name=$2; shift 2
+  until "$@" >>"$ART/checks.log" 2>&1; do
+    [ "$(date +%s)" -lt "$end" ] || { fail "$name" "not within the time allowed; see $ART/checks.log"; return 1; }
+    sleep 3
+  done
+  pass "$name"
+}
 log() { echo "[image-test +$(( $(date +%s) - T_START ))s] $*"; }
 summary() {
   echo

@@ -63,5 +63,10 @@ echo "== image boot test (ran beside the tests above) =="
 cat "$LOG"
 echo "== image boot test, hardware part (beside the main part's last phases) =="
 cat "$HWLOG" 2>/dev/null
+# CI shows a run's last lines: the boot tests' failed checks go there, whatever their position.
+if [ "$IMAGE" -ne 0 ]; then
+  echo "image boot test, failed checks:"
+  grep -h '^  FAIL' "$LOG" "$HWLOG" 2>/dev/null | sort -u
+fi
 echo "[make test +${SECONDS}s] make test: e2e exit $E2E, ui exit $UI, image boot test exit $IMAGE, e2e needing the machine exit $MACHINE"
 [ "$E2E" -eq 0 ] && [ "$UI" -eq 0 ] && [ "$IMAGE" -eq 0 ] && [ "$MACHINE" -eq 0 ]
