@@ -19,9 +19,14 @@ BETWEEN_TESTS = ("busy", "Connection refused", "unable to receive control messag
                  "unable to connect to server: Connection reset by peer")
 
 
-def transfer(dev, addr: str, port: int, seconds: int = 2, reverse: bool = False, streams: int = 2) -> str:
-    """iperf3 from `dev` to addr:port (reverse: the server sends); its output."""
+def transfer(dev, addr: str, port: int, seconds: int = 2, reverse: bool = False, streams: int = 2,
+             omit: int = 0) -> str:
+    """iperf3 from `dev` to addr:port (reverse: the server sends); its output. `omit`: the
+    first seconds (TCP's slow start, and on a loaded machine transfers started together
+    that did not start at the same instant) are left out of the figures (iperf3 -O)."""
     args = ["iperf3", "-c", addr, "-p", str(port), "-t", str(seconds), "-P", str(streams)]
+    if omit:
+        args += ["-O", str(omit)]
     for attempt in range(1, ATTEMPTS + 1):
         proc = dev.popen(args + (["-R"] if reverse else []), stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True)
