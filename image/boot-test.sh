@@ -1233,7 +1233,7 @@ wait_update() {  # wait_update SECONDS: until ready-to-reboot (0), or failed/idl
     st=$(ustatus 101 90)
     echo "update-status: ${st:-no answer within the agent bound (a starved guest), asking again}" >>"$ART/update.log"
     # No answer is not an answer: a guest starved by its own slot write (TCG beside the e2e
-    # suite) may not run the status call within the agent's bound; the 900 s decide.
+    # suite) may not run the status call within the agent's bound; the caller's bound decides.
     case "$st" in ready-to-reboot*) return 0 ;; writing*|verifying*|receiving*|"") ;; *) return 1 ;; esac
   done
   return 1
@@ -1266,7 +1266,7 @@ full_update() {  # full_update FILE SLOT SEQUENCE: install the downloaded FILE i
   local t0 out
   t0=$(date +%s)
   out=$(update_start); echo "update-start $1: $out" >>"$ART/update.log"
-  if wait_update 900; then
+  if wait_update 1800; then
     UPDATE_TIME=$(( $(date +%s) - t0 ))
     local e; e=$(entries)
     if [[ " $e " == *" homework-$2+1.conf "* ]] && [[ "$e" == *"try_slot=$2"* ]] &&
@@ -1393,7 +1393,7 @@ with slots.writable(esp): slots.add_try_entry(esp, \"a\", sys.argv[1], int(sys.a
   log "A/B 3: power cut while slot A is verified (read back), then during its first boot (boot 7, BIOS)"
   fetch_hwup update-next.hwup || { fail "the router downloads update-next.hwup" "see $ART/update.log"; return; }
   out=$(update_start); echo "update-start update-next.hwup: $out" >>"$ART/update.log"
-  p=$(uphase 92 900)     # as long as a whole update may take on a loaded machine (full_update)
+  p=$(uphase 92 1800)    # as long as a whole update may take on a loaded machine (full_update)
   echo "power cut at: $p" >>"$ART/update.log"
   if [[ "$p" == verifying* ]]; then
     kill -9 "$QEMU_PID"; wait_gone 10
