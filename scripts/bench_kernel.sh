@@ -246,22 +246,26 @@ except Exception: print("null")')
   c1=$(guest_cpu)
   echo "{\"mode\": \"$mode\", \"iperf_mbps\": ${mbps:-null}, \"conn_per_s\": ${cps:-null}, \"guest_cpu_jiffies\": $(( ${c1:-0} - ${c0:-0} )), \"wrk_procs\": [\"$p0\", \"$p1\"]}" \
     >> "$ART/rounds.jsonl"
-  say "$mode: bulk TCP ${mbps} Mb/s, ${cps} new connections/s (the guest ${settled}; conntrack entries $(g 'conntrack -C' | tr -d '\r\n'))"
+  say "$mode: bulk TCP ${mbps} Mb/s, ${cps} new connections/s (the guest ${settled}; conntrack entries $(g 'conntrack -C' | tr -d '\r\n'), TIME_WAIT $(g "cat $TIME_WAIT" | tr -d '\r\n') s)"
 }
 # BENCH_KERNEL_PATCH: files of this tree (paths in the repository, say
 # nox-modules/homework/conntrack.py) measured against the image's own: each round then
 # measures the image's controller as built ("image"), then the controller with those files
 # in their place ("homework"). They reach the guest from the ISP's web server.
 PATCH=${BENCH_KERNEL_PATCH:-}
+# What the controller sets in the kernel stays after it stops (the connection table's TIME_WAIT
+# is the routing component's): the image's own controller gets the kernel's setting back.
+TIME_WAIT=/proc/sys/net/netfilter/nf_conntrack_tcp_timeout_time_wait
 use_code() {  # use_code image|patch: the controller's files at its next start (bind mounts: the root may be read-only)
   [ -z "$PATCH" ] && return 0
   if [ "$1" = patch ]; then
     GT=120 g "for f in $PATCH; do mount --bind /run/bench-patch/\$f /usr/lib/homework/\$f || exit 1; done" >>"$ART/switch.log" 2>&1
   else
-    GT=120 g "for f in $PATCH; do umount /usr/lib/homework/\$f 2>/dev/null; done; true" >>"$ART/switch.log" 2>&1
+    GT=120 g "for f in $PATCH; do umount /usr/lib/homework/\$f 2>/dev/null; done; echo $TIME_WAIT_0 > $TIME_WAIT; true" >>"$ART/switch.log" 2>&1
   fi
 }
 if [ -n "$PATCH" ]; then
+  TIME_WAIT_0=$(g "cat $TIME_WAIT" | tr -d '\r\n')
   for f in $PATCH; do mkdir -p "$ART/www/patch/$(dirname "$f")" && cp "$TOP/$f" "$ART/www/patch/$f"; done
   GT=300 g "for f in $PATCH; do mkdir -p /run/bench-patch/\$(dirname \$f) && curl -sf -m 60 -o /run/bench-patch/\$f http://$ISP_IP:$FIRST_PORT/patch/\$f || exit 1; done" \
     >>"$ART/switch.log" 2>&1 || { echo "kernel: the patch did not reach the guest (see $ART/switch.log)"; exit 1; }

@@ -301,7 +301,7 @@ KEYS: tuple[Key, ...] = (
         one_of("conntrack", "switch")),
     Key("routing.per_host_flow_limit", "per_host_flow_limit", int, 16000,
         "connections a device may hold before it is counted per host (checked every flow_stats_interval): "
-        "its NATed ones in conntrack (open, or closed within the last two minutes) or its learned entries; "
+        "its NATed ones in conntrack (open, or closed within the last minute) or its learned entries; "
         "a browser opening 2,000 at once or a game launcher 5,000 in 10 s stays well below, a flood of "
         "1,500 a second crosses it in about 11 s", int_range(10, 10**7)),
     Key("dns.blocked_answer", "dns_blocked_answer", str, "nxdomain", "answer to a blocked name",

@@ -277,6 +277,9 @@ def test_internet_flows_are_recorded_from_conntrack_and_device_to_device_flows_b
     assert curl(a, f"http://{WEB_ADDR}/", extra=("--local-port", str(port))).stdout == "200"
     # NATed: no learned entry in the switch, yet a Flows row each way (conntrack's counters)
     assert home.learned_flows(port) == []
+    # closed connections stay a minute in the router's table, not the kernel's two
+    time_wait = home.router(["cat", "/proc/sys/net/netfilter/nf_conntrack_tcp_timeout_time_wait"]).stdout
+    assert time_wait.strip() == "60", time_wait
 
     def rows():
         flows = hwdb_query(home, "select * from Flows")

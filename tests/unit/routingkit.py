@@ -24,6 +24,9 @@ class FakeConntrack:
     def enable_accounting(self):
         return True
 
+    def shorten_time_wait(self):
+        return True
+
     def follow(self, on_end):
         self.on_end = on_end
 

@@ -344,3 +344,17 @@ def test_a_dump_is_read_once_the_tool_is_done_not_through_a_pipe(tmp_path):
                                        f'for i in $(seq 1 300); do echo "{LIST_LINE}"; done\n')
     entries = reader.dump()
     assert len(entries) == 300 and entries[0] == parse_entry(LIST_LINE)
+
+
+def test_closed_connections_stay_a_minute_never_longer_than_the_kernel_says(tmp_path, monkeypatch):
+    """TIME_WAIT: the kernel's 120 s becomes 60 s (an endpoint's own); a shorter setting is
+    kept; a namespace where it cannot be written is logged and the records go on."""
+    from homework import conntrack as ct
+    setting = tmp_path / "nf_conntrack_tcp_timeout_time_wait"
+    monkeypatch.setattr(ct, "TIME_WAIT_FILE", str(setting))
+    setting.write_text("120\n")
+    assert ConntrackReader.shorten_time_wait() is True and setting.read_text().strip() == "60"
+    setting.write_text("30\n")
+    assert ConntrackReader.shorten_time_wait() is True and setting.read_text().strip() == "30"
+    monkeypatch.setattr(ct, "TIME_WAIT_FILE", str(tmp_path / "absent" / "file"))
+    assert ConntrackReader.shorten_time_wait() is False

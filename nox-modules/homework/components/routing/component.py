@@ -84,6 +84,7 @@ class Routing(Component):
                 self.log.warning("no conntrack tool: every flow gets a learned switch entry")
             else:
                 self.conntrack.enable_accounting()
+                self.conntrack.shorten_time_wait()
                 self.conntrack.follow(self.nat_flows.ended)
                 # The baseline now (what an earlier run reported already), not at the first
                 # poll: the connections of the first interval after a start are new, and a
@@ -563,7 +564,7 @@ class Routing(Component):
     def _nat_over_limit(self, entries: list) -> list:
         """The flow limit for NATed connections, from the poll's own conntrack dump (no
         dump of its own): a device holding more entries than the limit (connections
-        open, and closed ones in their last two minutes) is counted per host."""
+        open, and closed ones in their last minute) is counted per host."""
         limit = self.ctx.config.per_host_flow_limit
         if len(entries) <= limit:
             return []

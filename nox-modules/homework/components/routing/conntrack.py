@@ -15,7 +15,8 @@ counters' growth of every such connection, both directions, as `flow` events lik
 learned entries' (the device's own address, not the NAT address, so the rows read the
 same); a DESTROY event (`conntrack -E`) reports the last growth when the kernel drops
 the entry.
-TCP entries stay for 120 s after the close (TIME_WAIT), so the periodic dump sees
+TCP entries stay for 60 s after the close (TIME_WAIT, shortened from the kernel's
+120 s: homework/conntrack.py), so the periodic dump sees
 the final counters of nearly every connection well before that.
 """
 from __future__ import annotations
@@ -63,7 +64,7 @@ class ConntrackFlows:
         The first dump after a start only sets the baseline. Returns entries seen.
 
         Most entries of a busy router have not moved since the last dump (a closed
-        connection stays two minutes in TIME_WAIT): the reader hands back the very entry
+        connection stays a minute in TIME_WAIT): the reader hands back the very entry
         it parsed then, and that costs one look-up here. The devices' addresses are looked
         up once per dump, however many connections each holds."""
         seen: dict[tuple, CtEntry] = {}
