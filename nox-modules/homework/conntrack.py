@@ -24,8 +24,8 @@ COUNT_FILE = "/proc/sys/net/netfilter/nf_conntrack_count"
 ACCT_FILE = "/proc/sys/net/netfilter/nf_conntrack_acct"
 TIME_WAIT_FILE = "/proc/sys/net/netfilter/nf_conntrack_tcp_timeout_time_wait"
 # How long the router keeps a closed TCP connection's entry (the kernel's default is 120 s):
-# as long as an endpoint keeps its own TIME_WAIT (Linux's is 60 s), so the NAT never gives
-# a connection's ports to a new one while either end still remembers the old. A closed
+# as long as Linux keeps its own TIME_WAIT (60 s), so the NAT does not give a connection's
+# ports to a new one while a Linux end still remembers the old. A closed
 # entry's counters no longer move, yet every dump lists it again: at 60 s it is listed
 # by about six dumps instead of twelve, its ending (the last counters) comes a minute
 # sooner, and a burst's closed connections hold half the table for half as long.
