@@ -86,14 +86,7 @@ hw_hotplug() {  # an rtl8139 card plugged into the running router, a device behi
   NS=$NS_DEV2 dev_dhcp_named "$DEV2_NAME" && [[ "$IP" == 10.2.* ]] && [ "$(device_state "$(ip -n "$NS_DEV2" link show eth0 | awk '/link\/ether/{print $2}')")" = pending ]
 }
 
-dev_dhcp_named() {  # dev_dhcp with a host name of its own (the label the board shows)
-  local env=${LEASE_ENV:-$ART/dev-lease.env}
-  rm -f "$env"
-  LEASE_ENV=$env ip netns exec "$NS" timeout 40 udhcpc -i eth0 -f -q -n -t 8 -T 3 -A 2 -x "hostname:$1" -s "$ART/dev-dhcp.sh" \
-    >>"$ART/dev-dhcp.log" 2>&1 || return 1
-  # shellcheck disable=SC1090  # the lease file this exchange wrote
-  . "$env"
-}
+dev_dhcp_named() { DHCP_NAME=$1 dev_dhcp; }  # with a host name of its own (the label the board shows)
 
 # The device behind the hot-plugged port renews its 30 s pending lease every 10 s, as a real
 # one's DHCP client does at half-time, while the screen's checks run (on a loaded machine they

@@ -623,10 +623,11 @@ esac
 exit 0
 EOF
 chmod +x "$ART/dev-dhcp.sh"
-dev_dhcp() {  # one DHCP exchange from the device (namespace $NS, the LAN's device by default); fills IP/MASK/ROUTER
+dev_dhcp() {  # one DHCP exchange from the device (namespace $NS, the LAN's device by default; host name
+  # $DHCP_NAME, testdevice by default); fills IP/MASK/ROUTER
   local env=${LEASE_ENV:-$ART/dev-lease.env}
   rm -f "$env"
-  LEASE_ENV=$env ip netns exec "${NS:-$NS_DEV}" timeout 40 udhcpc -i eth0 -f -q -n -t 8 -T 3 -A 2 -x hostname:testdevice -s "$ART/dev-dhcp.sh" \
+  LEASE_ENV=$env ip netns exec "${NS:-$NS_DEV}" timeout 40 udhcpc -i eth0 -f -q -n -t 8 -T 3 -A 2 -x "hostname:${DHCP_NAME:-testdevice}" -s "$ART/dev-dhcp.sh" \
     >>"$ART/dev-dhcp.log" 2>&1 || return 1
   # shellcheck disable=SC1090  # the lease file this exchange wrote
   . "$env"
