@@ -26,7 +26,11 @@
 # Environment: BENCH_KERNEL_ROUNDS (3), BENCH_KERNEL_SECONDS (10), HOMEWORK_IMAGE (an image
 # to use instead of building), HOMEWORK_ACCEL (kvm|tcg; default: probe KVM as the boot test
 # does, else TCG), BENCH_KERNEL_HOLD (a file: while it exists the VM and its namespaces stay
-# up at the end, for a look inside; test-artifacts/bench-kernel/hold.env names them). JSON in
+# up at the end, for a look inside; test-artifacts/bench-kernel/hold.env names them),
+# BENCH_KERNEL_PROFILE (1: py-spy samples the controller during each new-connection run with
+# it, non-blocking, 10 per second (more falls behind under TCG); collapsed stacks in test-artifacts/bench-kernel/
+# profile-MODE-PORT.txt and a summary on stderr; py-spy costs the guest CPU too, so the
+# figures of a profiled run are not the bench's). JSON in
 # out/bench-kernel.json, logs in test-artifacts/bench-kernel/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -225,10 +229,41 @@ guest_cpu() {  # the guest's busy jiffies (all CPUs) so far
   g "awk '/^cpu /{print \$2+\$3+\$4+\$7+\$8}' /proc/stat" 2>/dev/null | tr -d '\r\n'
 }
 guest_procs() {  # busy jiffies so far of what competes with the forwarding in the guest, and its softirq
-  g 's() { t=0; for p in "$@"; do [ -r /proc/$p/stat ] && t=$((t + $(awk "{print \$14+\$15}" /proc/$p/stat))); done; echo $t; }
+  g 's() { t=0; for p in "$@"; do v=$(awk "{print \$14+\$15}" /proc/$p/stat 2>/dev/null); t=$((t + ${v:-0})); done; echo $t; }
     echo "controller=$(s $(systemctl show -p MainPID --value homework-controller)) conntrack=$(s $(pgrep -x conntrack))" \
       "ovs-vswitchd=$(s $(pgrep -x ovs-vswitchd)) hwdbd=$(s $(pgrep -x hwdbd)) $(awk "/^cpu /{print \"softirq=\" \$7+\$8}" /proc/stat)"' \
     2>/dev/null | tr -d '\r\n'
+}
+PROFILE=${BENCH_KERNEL_PROFILE:-}
+profile_start() {  # py-spy on the controller for the coming wrk run (modes with a controller)
+  [ -n "$PROFILE" ] && [ "$1" != datapath ] && [ "$1" != kernel ] || return 0
+  g "p=\$(systemctl show -p MainPID --value homework-controller); rm -f /dev/shm/prof.txt
+    setsid /dev/shm/py-spy record --nonblocking -r 10 -d $((RUN_S + 1)) -f raw -o /dev/shm/prof.txt -p \$p >/dev/shm/prof.log 2>&1 </dev/null &" \
+    >>"$ART/switch.log" 2>&1
+}
+profile_fetch() {  # its collapsed stacks to the host, and the functions most on the CPU
+  [ -n "$PROFILE" ] && [ "$1" != datapath ] && [ "$1" != kernel ] || return 0
+  GT=120 g 'for i in $(seq 1 30); do [ -s /dev/shm/prof.txt ] && ! pgrep -x py-spy >/dev/null && break; sleep 1; done
+    cat /dev/shm/prof.log >&2; gzip -c /dev/shm/prof.txt | base64 -w0' 2>>"$ART/switch.log" \
+    | tail -1 | base64 -d 2>/dev/null | gunzip > "$ART/profile-$1-$port.txt" 2>>"$ART/switch.log"
+  python3 - "$ART/profile-$1-$port.txt" "$1" >&2 <<'PY'
+import collections, sys
+leaf, incl, total = collections.Counter(), collections.Counter(), 0
+for line in open(sys.argv[1]):
+    stack, _, n = line.rstrip().rpartition(" ")
+    if not n.isdigit():
+        continue
+    n = int(n); total += n
+    frames = stack.split(";")
+    leaf[frames[-1]] += n
+    for f in set(frames):
+        incl[f] += n
+print(f"profile of the controller ({sys.argv[2]}): {total} samples on the CPU")
+for title, c in (("self", leaf), ("inclusive", incl)):
+    print(f"  {title}:")
+    for f, n in c.most_common(25):
+        print(f"    {100 * n / max(total, 1):5.1f}%  {f}")
+PY
 }
 port=$FIRST_PORT
 measure() {  # measure MODE: one round of iperf3 and wrk; appends a JSON line
@@ -240,10 +275,12 @@ measure() {  # measure MODE: one round of iperf3 and wrk; appends a JSON line
 try: print(round(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e6, 1))
 except Exception: print("null")')
   p0=$(guest_procs)
+  profile_start "$mode"
   cps=$(dev wrk -t 1 -c 16 -d "${RUN_S}s" -H "Connection: close" "http://$ISP_IP:$port/index.html" 2>/dev/null \
         | awk '/Requests\/sec/{print $2}')
   p1=$(guest_procs)
   c1=$(guest_cpu)
+  profile_fetch "$mode"
   echo "{\"mode\": \"$mode\", \"iperf_mbps\": ${mbps:-null}, \"conn_per_s\": ${cps:-null}, \"guest_cpu_jiffies\": $(( ${c1:-0} - ${c0:-0} )), \"wrk_procs\": [\"$p0\", \"$p1\"]}" \
     >> "$ART/rounds.jsonl"
   say "$mode: bulk TCP ${mbps} Mb/s, ${cps} new connections/s (the guest ${settled}; conntrack entries $(g 'conntrack -C' | tr -d '\r\n'), TIME_WAIT $(g "cat $TIME_WAIT" | tr -d '\r\n') s)"
@@ -264,6 +301,11 @@ use_code() {  # use_code image|patch: the controller's files at its next start (
     GT=120 g "for f in $PATCH; do umount /usr/lib/homework/\$f 2>/dev/null; done; echo $TIME_WAIT_0 > $TIME_WAIT; true" >>"$ART/switch.log" 2>&1
   fi
 }
+if [ -n "$PROFILE" ]; then
+  cp "$(command -v py-spy || echo "$TOP/.venv/bin/py-spy")" "$ART/www/py-spy"
+  GT=300 g "curl -sf -m 120 -o /dev/shm/py-spy http://$ISP_IP:$FIRST_PORT/py-spy && chmod +x /dev/shm/py-spy" >>"$ART/switch.log" 2>&1 \
+    || { echo "kernel: py-spy did not reach the guest (see $ART/switch.log)"; exit 1; }
+fi
 if [ -n "$PATCH" ]; then
   TIME_WAIT_0=$(g "cat $TIME_WAIT" | tr -d '\r\n')
   for f in $PATCH; do mkdir -p "$ART/www/patch/$(dirname "$f")" && cp "$TOP/$f" "$ART/www/patch/$f"; done
