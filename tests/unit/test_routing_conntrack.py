@@ -338,6 +338,45 @@ def test_one_tool_reads_the_endings_of_both_families_and_keeps_what_a_dump_would
     assert call.startswith("-E -e DESTROY -o extended,id") and "-f" not in call.split()
 
 
+def test_the_ending_of_an_entry_that_did_not_move_reads_as_its_last_listing():
+    # the real formats (conntrack-tools 1.4.7): a dump's line has the timeout, mark and use
+    # count; the ending has neither, and may carry more after the id
+    from homework.conntrack import _as_listed, _without_timeout
+    ending = ("[DESTROY] ipv4     2 tcp      6 TIME_WAIT src=10.2.0.6 dst=198.51.100.80 sport=47026 dport=443 "
+              "packets=5 bytes=273 src=198.51.100.80 dst=192.0.2.2 sport=443 dport=47026 packets=3 bytes=164 "
+              "[ASSURED] id=4031490507")
+    assert _as_listed(ending) == _as_listed(ending + " [USERSPACE] portid=3881200269") == _without_timeout(LIST_LINE)
+    assert _as_listed(ending.replace("packets=3 bytes=164", "packets=4 bytes=216")) != _without_timeout(LIST_LINE)
+    assert _as_listed(ending) != _without_timeout(LIST_LINE.replace("mark=0", "mark=4096"))   # parsed instead
+    # ICMP: the echo id inside the tuples is not the entry's
+    icmp = ("[DESTROY] ipv4     2 icmp     1 src=10.2.0.6 dst=198.51.100.80 type=8 code=0 id=1234 packets=1 "
+            "bytes=84 src=198.51.100.80 dst=192.0.2.2 type=0 code=0 id=1234 packets=1 bytes=84 id=99")
+    assert _as_listed(icmp).endswith("bytes=84 mark=0 use=1 id=99")
+    assert _as_listed("not a line") == "not a line"
+
+
+def test_an_ending_the_last_dump_listed_unchanged_is_not_parsed_nor_handed_on(tmp_path, monkeypatch):
+    """Most endings are of connections the dumps saw closed, their counters final: they add
+    nothing. One that grew after the dump, or that no dump listed, is handed on."""
+    from homework import conntrack as ct
+    same = ("[DESTROY] ipv4     2 tcp      6 TIME_WAIT src=10.2.0.6 dst=198.51.100.80 sport=47026 dport=443 "
+            "packets=5 bytes=273 src=198.51.100.80 dst=192.0.2.2 sport=443 dport=47026 packets=3 bytes=164 "
+            "[ASSURED] id=4031490507")
+    grew = same.replace("packets=3 bytes=164", "packets=4 bytes=216")
+    endings = tmp_path / "endings"
+    endings.write_text(f"{same}\n{grew.replace('id=4031490507', 'id=5')}\n{EVENT_LINE}\n")
+    listing = tmp_path / "listing"
+    listing.write_text(f"{LIST_LINE}\n{LIST_LINE.replace('id=4031490507', 'id=5')}\n")
+    reader = _fake_conntrack(tmp_path, f'[ "$1" = -E ] && {{ cat {endings}; sleep 30; exit 0; }}\n'
+                                       f'[ "$3" = ipv4 ] || exit 0\ncat {listing}\n')
+    assert len(reader.dump()) == 2
+    parsed = []
+    monkeypatch.setattr(ct, "parse_entry", lambda line: parsed.append(line) or parse_entry(line))
+    ended = _follow_until(reader, 2)
+    assert sorted((e.id, e.reply_bytes) for e in ended) == [(5, 216), (77, 0)]
+    assert len(parsed) == 2 and same not in parsed
+
+
 def test_a_dump_is_read_once_the_tool_is_done_not_through_a_pipe(tmp_path):
     # through a pipe the controller wakes for every few kilobytes the tool writes
     reader = _fake_conntrack(tmp_path, f'[ "$3" = ipv4 ] || exit 0\n[ -p /dev/stdout ] && exit 3\n'
