@@ -286,7 +286,8 @@ except Exception: print("null")')
   say "$mode: bulk TCP ${mbps} Mb/s, ${cps} new connections/s (the guest ${settled}; conntrack entries $(g 'conntrack -C' | tr -d '\r\n'), TIME_WAIT $(g "cat $TIME_WAIT" | tr -d '\r\n') s)"
 }
 # BENCH_KERNEL_PATCH: files of this tree (paths in the repository, say
-# nox-modules/homework/conntrack.py) measured against the image's own: each round then
+# nox-modules/homework/conntrack.py, or hwdb/python/hwdb_client/__init__.py for the client of hwdb
+# installed beside them) measured against the image's own: each round then
 # measures the image's controller as built ("image"), then the controller with those files
 # in their place ("homework"). They reach the guest from the ISP's web server.
 PATCH=${BENCH_KERNEL_PATCH:-}
@@ -296,9 +297,12 @@ TIME_WAIT=/proc/sys/net/netfilter/nf_conntrack_tcp_timeout_time_wait
 use_code() {  # use_code image|patch: the controller's files at its next start (bind mounts: the root may be read-only)
   [ -z "$PATCH" ] && return 0
   if [ "$1" = patch ]; then
-    GT=120 g "for f in $PATCH; do mount --bind /run/bench-patch/\$f /usr/lib/homework/\$f || exit 1; done" >>"$ART/switch.log" 2>&1
+    # hwdb's client is installed beside the controller's modules (image/install-overlay.sh)
+    GT=120 g "for f in $PATCH; do t=\${f#hwdb/python/}; [ \"\$t\" = \"\$f\" ] || t=nox-modules/\$t
+      mount --bind /run/bench-patch/\$f /usr/lib/homework/\$t || exit 1; done" >>"$ART/switch.log" 2>&1
   else
-    GT=120 g "for f in $PATCH; do umount /usr/lib/homework/\$f 2>/dev/null; done; echo $TIME_WAIT_0 > $TIME_WAIT; true" >>"$ART/switch.log" 2>&1
+    GT=120 g "for f in $PATCH; do t=\${f#hwdb/python/}; [ \"\$t\" = \"\$f\" ] || t=nox-modules/\$t
+      umount /usr/lib/homework/\$t 2>/dev/null; done; echo $TIME_WAIT_0 > $TIME_WAIT; true" >>"$ART/switch.log" 2>&1
   fi
 }
 if [ -n "$PROFILE" ]; then
