@@ -227,6 +227,9 @@ fi
 # ------------------------------------------------------------------ accelerator
 probe_kvm() {
   [ -w /dev/kvm ] || return 1
+  # PVM (kvm_pvm, pagetable-based virtualisation for nested clouds) runs only guest kernels
+  # built for it, and no firmware: the image's kernel and its UEFI/BIOS boots cannot run there
+  [ -d /sys/module/kvm_pvm ] && return 1
   MTOOLS_SKIP_CHECK=1 mcopy -n -i "$IMG@@1M" ::/homework/a/vmlinuz "$ART/vmlinuz" 2>/dev/null || return 1
   ( timeout 15 qemu-system-x86_64 -accel kvm -cpu host -m 256 -display none -no-reboot -nodefaults \
     -kernel "$ART/vmlinuz" -append "console=ttyS0 panic=-1" -serial "file:$ART/kvm-probe.log" ) >/dev/null 2>&1
@@ -244,7 +247,7 @@ else
   # read-back hash over a gigabyte) ran 2.2-2.9x slower in the guest than without them.
   ACCEL_ARGS=(-accel "tcg,thread=multi" -cpu "max,avx=off,avx2=off"); BOOT_TIMEOUT=900   # a busy machine (load 12 here) took over 420 s for a first boot
 fi
-log "accelerator: $ACCEL$( [ "$ACCEL" = tcg ] && echo ' (KVM probe failed or disabled: a kernel did not boot under KVM)')"
+log "accelerator: $ACCEL$( [ "$ACCEL" = tcg ] && { [ -d /sys/module/kvm_pvm ] && echo " (this machine's KVM is PVM, which runs only kernels built for it)" || echo ' (KVM probe failed or disabled: a kernel did not boot under KVM)'; })"
 
 # ------------------------------------------------------------------ the ISP and the device
 host_bridge() {  # host_bridge NAME: a Linux bridge for one test link, up

@@ -127,6 +127,9 @@ set +e
 # ------------------------------------------------------------------ the VM
 probe_kvm() {
   [ -w /dev/kvm ] || return 1
+  # PVM (kvm_pvm, pagetable-based virtualisation for nested clouds) runs only guest kernels
+  # built for it, and no firmware: the image's kernel and its UEFI/BIOS boots cannot run there
+  [ -d /sys/module/kvm_pvm ] && return 1
   MTOOLS_SKIP_CHECK=1 mcopy -n -i "$IMG@@1M" ::/homework/a/vmlinuz "$ART/vmlinuz" 2>/dev/null || return 1
   ( timeout 15 qemu-system-x86_64 -accel kvm -cpu host -m 256 -display none -no-reboot -nodefaults \
     -kernel "$ART/vmlinuz" -append "console=ttyS0 panic=-1" -serial "file:$ART/kvm-probe.log" ) >/dev/null 2>&1
