@@ -6,7 +6,8 @@
 # (image/build.sh, reused from its cache), with a device namespace on its LAN NIC and an
 # "ISP" namespace on its WAN NIC (DHCP for the WAN, a web server, an iperf3 server). The
 # device is let in, then the same traffic goes through the same VM three ways, in
-# alternating rounds, each after the guest has settled (busy under 20 % for 2 s):
+# alternating rounds, each with an empty connection table and after the guest has settled
+# (busy under 20 % for 2 s):
 #   homework  the image as it runs: the LAN NIC on br0 (kernel datapath, the controller's
 #             pipeline), the router's stack and its nftables NAT to the WAN; the controller
 #             reads every NATed connection from conntrack for its per-flow records
