@@ -265,7 +265,6 @@ hardware_boot2() {  # a reboot with other NIC models: WAN on rtl8139, the LAN de
   WAN_NIC=rtl8139 LAN_NIC=e1000e SCREEN=no
   hw_boot_args
   local i
-  fast_clock
   g "systemctl reboot" >/dev/null 2>&1
   for i in $(seq 1 300); do kill -0 "$QEMU_PID" 2>/dev/null || break; sleep 1; done   # -no-reboot: QEMU exits
   if kill -0 "$QEMU_PID" 2>/dev/null; then fail "the router reboots (boot 1 -> 2)" "QEMU still running after ${i}s"; return; fi

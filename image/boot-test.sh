@@ -569,19 +569,6 @@ recovery_report() {  # wait for the runner, then report its results as checks
 g() {  # run a shell command in the guest (the router's VM, or AGENT_SOCK's); output to stdout
   python3 "$TOP/image/boot-test-agent.py" "${AGENT_SOCK:-$ART/agent.sock}" "${GT:-60}" "$*"
 }
-fast_clock() {  # the boot entries on the test's own disk get tsc=reliable (TCG only)
-  # Under TCG the guest kernel finds its two vCPUs' TSCs unsynchronised and times everything
-  # with the HPET, each read an emulated device access: with tsc=reliable a boot took 15 % less
-  # CPU and the minute after it 22 % (docs/development.md). A test's option, not the image's
-  # (on real hardware the kernel's TSC watchdog protects a box whose TSC stops in deep sleep):
-  # added to the entries this disk has now, so called again after an update writes new ones.
-  [ "$ACCEL" = tcg ] || return 0
-  GT=60 g 'set -e; ls /boot/efi/loader/entries >/dev/null; mount -o remount,rw /boot/efi
-    for f in /boot/efi/loader/entries/*.conf; do grep -q "^options .*tsc=reliable" "$f" || sed -i "/^options /s/\$/ tsc=reliable/" "$f"; done
-    grep -q tsc=reliable /boot/efi/grub/grub.cfg || sed -i "/^linux /s/\$/ tsc=reliable/" /boot/efi/grub/grub.cfg
-    sync; mount -o remount,ro /boot/efi; grep -h -e "^options" -e "^linux" /boot/efi/loader/entries/*.conf /boot/efi/grub/grub.cfg' \
-    >>"$ART/checks.log" 2>&1 || echo "fast_clock: tsc=reliable not added (the guest keeps the HPET)" >>"$ART/checks.log"
-}
 gq() { g "$@" >>"$ART/checks.log" 2>&1; }
 controller_diag() {  # controller_diag WHEN: the controller's state now (answering? busy or stuck? restarted?) -> controller-diag.log
   { echo "== $1 (+$(( $(date +%s) - T_START ))s)"
@@ -951,7 +938,6 @@ fi
 
 # boot 2's Wi-Fi checks have tight timings (a prober heard within 30 s): no recovery VM beside them
 touch "$ART/recovery.hold"
-fast_clock
 log "rebooting the guest (systemctl reboot); it comes back with legacy BIOS (SeaBIOS + GRUB)"
 GT=5 g "systemctl reboot" >/dev/null 2>&1
 for _ in $(seq 1 120); do kill -0 "$QEMU_PID" 2>/dev/null || break; sleep 1; done
@@ -1336,7 +1322,6 @@ ab_updates() {
   fetch_hwup update-good.hwup || { fail "the router downloads update-good.hwup" "see $ART/update.log"; return; }
   full_update update-good.hwup b "$S2" || return
   plant_mark_pause
-  fast_clock
   local t_reboot; t_reboot=$(date +%s)
   ctl_reboot
   ab_boot bios 3 "slot B tried once by GRUB" || return
@@ -1382,7 +1367,6 @@ with slots.writable(esp): slots.add_try_entry(esp, \"a\", sys.argv[1], int(sys.a
   if [[ " $e " == *" homework-a+1.conf "* ]] && [[ "$e" == *"try_slot=a"* ]]; then
     pass "slot A holds $V3 (sequence $S3, its controller exits) and is offered once: $e"
   else fail "offer the broken slot A once" "ESP: $e; see $ART/update.log"; return; fi
-  fast_clock
   GT=5 g "systemctl reboot" >/dev/null 2>&1
   wait_gone 120 || { fail "guest reboot" "did not shut down in 120s"; kill "$QEMU_PID"; sleep 1; }
   boot uefi 4 || { fail "boot 4 (UEFI) QEMU start" "see $ART/qemu-boot4.log"; return; }
@@ -1437,7 +1421,6 @@ with slots.writable(esp): slots.add_try_entry(esp, \"a\", sys.argv[1], int(sys.a
   # under TCG, reading it back ~2; (1) covers an update written and read back to completion.
   g "[ -s /var/lib/homework/bt-update.hwup ]" >/dev/null 2>&1 || fetch_hwup update-next.hwup
   finish_written_update update-next.hwup a "$S4" || return
-  fast_clock
   ctl_reboot
   boot bios 7 || { fail "boot 7 (BIOS) QEMU start" "see $ART/qemu-boot7.log"; return; }
   # the power goes once slot A's own system is up and the data partition is in use
