@@ -36,9 +36,8 @@ def device_rows(ev: E.Device) -> list:
 
 
 def flows_rows(ev: E.Flows) -> list:
-    # _int and _text inlined: an event has a row per connection and direction
-    return [("Flows", (int(r.proto or 0), str(r.saddr or "")[:45], int(r.sport or 0), str(r.daddr or "")[:45],
-                       int(r.dport or 0), int(r.npkts or 0), int(r.nbytes or 0)), False) for r in ev.records]
+    return [("Flows", (_int(r.proto), _text(r.saddr, 45), _int(r.sport), _text(r.daddr, 45),
+                       _int(r.dport), _int(r.npkts), _int(r.nbytes)), False) for r in ev.records]
 
 
 def bandwidth_rows(ev: E.Bandwidth) -> list:
